@@ -1,0 +1,151 @@
+//! Command-line arguments and logging setup.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+use forq_sandbox::{BackendChoice, Network};
+
+/// forq burns down a repository's issue backlog with coding agents, inside
+/// isolated, copy-on-write sandboxes.
+#[derive(Debug, Parser)]
+#[command(name = "forq", version, about)]
+pub(crate) struct Cli {
+    /// More logs on stderr (-v info, -vv debug); RUST_LOG overrides.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    pub(crate) verbose: u8,
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Run commands in sandboxes, measure them, clean up after them.
+    #[command(subcommand)]
+    Sandbox(SandboxCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum SandboxCommand {
+    /// Run one command in a fresh sandbox over a repository; exits with its
+    /// exit code (128 + signal when killed).
+    Run(RunArgs),
+    /// Measure create, fork, exec, diff and destroy side by side.
+    Bench(BenchArgs),
+    /// Remove mounts, directories and containers left by dead forq processes.
+    Gc(GcArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct BackendArgs {
+    /// native, docker, host, or auto (native where it works, else docker).
+    #[arg(long, default_value = "auto")]
+    pub(crate) backend: BackendChoice,
+    /// Docker image for the docker backend (built locally when it is the
+    /// default and missing).
+    #[arg(long)]
+    pub(crate) image: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct RunArgs {
+    #[command(flatten)]
+    pub(crate) backend: BackendArgs,
+    /// The repository (default: the current directory).
+    #[arg(long, default_value = ".")]
+    pub(crate) repo: PathBuf,
+    /// Wall-clock cap in seconds.
+    #[arg(long)]
+    pub(crate) timeout: Option<f64>,
+    /// Kill the command after this many seconds without output.
+    #[arg(long)]
+    pub(crate) idle_timeout: Option<f64>,
+    /// Memory cap: bytes, or with a K, M or G suffix.
+    #[arg(long, value_parser = parse_size)]
+    pub(crate) memory: Option<u64>,
+    /// Cap on processes and threads.
+    #[arg(long)]
+    pub(crate) pids: Option<u64>,
+    /// CPU cap in cores.
+    #[arg(long)]
+    pub(crate) cpus: Option<f64>,
+    /// none (loopback only) or host.
+    #[arg(long, default_value = "none")]
+    pub(crate) network: Network,
+    /// Print the diff of what the command changed when it ends (stderr).
+    #[arg(long)]
+    pub(crate) diff: bool,
+    /// The command and its arguments.
+    #[arg(last = true, required = true)]
+    pub(crate) command: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct BenchArgs {
+    /// Backends to measure, in one run (repeat or comma-separate).
+    #[arg(long, value_delimiter = ',', default_value = "auto")]
+    pub(crate) backend: Vec<BackendChoice>,
+    /// Docker image for the docker backend.
+    #[arg(long)]
+    pub(crate) image: Option<String>,
+    /// Iterations per backend (at least 50 for the published figures).
+    #[arg(long, default_value_t = 50)]
+    pub(crate) iterations: usize,
+    /// Files in the generated workspace.
+    #[arg(long, default_value_t = 10_000)]
+    pub(crate) files: usize,
+    /// Print JSON (one object per backend, in an array when several).
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct GcArgs {
+    /// Print JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// Parses `123`, `64K`, `512M`, `2G` (powers of 1024).
+pub(crate) fn parse_size(s: &str) -> Result<u64, String> {
+    let s = s.trim();
+    let (digits, mult) = match s.chars().last().map(|c| c.to_ascii_uppercase()) {
+        Some('K') => (&s[..s.len() - 1], 1u64 << 10),
+        Some('M') => (&s[..s.len() - 1], 1 << 20),
+        Some('G') => (&s[..s.len() - 1], 1 << 30),
+        _ => (s, 1),
+    };
+    digits
+        .trim()
+        .parse::<u64>()
+        .map(|n| n * mult)
+        .map_err(|_| format!("{s:?} is not a size: use bytes or a number with K, M or G"))
+}
+
+pub(crate) fn init_logging(verbose: u8) {
+    use tracing_subscriber::EnvFilter;
+    let default = match verbose {
+        0 => "warn",
+        1 => "info",
+        _ => "debug",
+    };
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .init();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_size;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("123"), Ok(123));
+        assert_eq!(parse_size("64k"), Ok(64 << 10));
+        assert_eq!(parse_size("512M"), Ok(512 << 20));
+        assert_eq!(parse_size("2G"), Ok(2 << 30));
+        assert!(parse_size("lots").is_err());
+    }
+}

@@ -1,0 +1,27 @@
+//! Command implementations. Exit codes (documented in the README):
+//! `forq sandbox run` exits with the command's code, 128 + signal when it
+//! was killed, 124 on timeout (like `timeout(1)`), 125 when forq itself
+//! failed, 126 when the command cannot be executed, 127 when it is not
+//! found, 130 when interrupted.
+
+mod bench;
+mod sandbox;
+
+use std::process::ExitCode;
+
+use crate::cli::{Cli, Command, SandboxCommand};
+
+pub(crate) const EXIT_FORQ_ERROR: u8 = 125;
+
+pub(crate) fn run(args: Cli) -> anyhow::Result<ExitCode> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async move {
+        match args.command {
+            Command::Sandbox(SandboxCommand::Run(a)) => sandbox::run(a).await,
+            Command::Sandbox(SandboxCommand::Bench(a)) => bench::run(a).await,
+            Command::Sandbox(SandboxCommand::Gc(a)) => sandbox::gc(a).await,
+        }
+    })
+}

@@ -1,0 +1,139 @@
+//! `forq sandbox run` and `forq sandbox gc`.
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use forq_sandbox::{Backend, BackendChoice, ExecRequest, Limits, SandboxSpec, StreamKind};
+
+use crate::cli::{GcArgs, RunArgs};
+
+/// Opens the chosen backend, saying in the log which one `auto` picked and
+/// why the others were passed over.
+pub(crate) async fn open(choice: BackendChoice) -> anyhow::Result<Arc<dyn Backend>> {
+    let selected = forq_sandbox::open_backend(choice).await?;
+    for reason in &selected.passed_over {
+        tracing::info!("passed over: {reason}");
+    }
+    tracing::info!(backend = %selected.backend.kind(), "using backend");
+    Ok(selected.backend)
+}
+
+pub(crate) async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+    let backend = open(args.backend.backend).await?;
+    let repo = args.repo.canonicalize().with_context(|| {
+        format!(
+            "the repository {} does not exist; pass --repo DIR",
+            args.repo.display()
+        )
+    })?;
+    let mut limits = Limits::default();
+    limits.memory_bytes = args.memory;
+    limits.pids = args.pids;
+    limits.cpus = args.cpus;
+    let mut spec = SandboxSpec::new(&repo).limits(limits).network(args.network);
+    if let Some(image) = &args.backend.image {
+        spec = spec.image(image.clone());
+    }
+    let sandbox = backend.create(&spec).await?;
+
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut req = ExecRequest::new(args.command.clone()).stream(tx);
+    req.timeout = args.timeout.map(Duration::from_secs_f64);
+    req.idle_timeout = args.idle_timeout.map(Duration::from_secs_f64);
+    let printer = tokio::spawn(async move {
+        while let Some(chunk) = rx.recv().await {
+            // A closed stdout (a pipe into `head`) must not stop the command.
+            let _ = match chunk.stream {
+                StreamKind::Stdout => std::io::stdout().lock().write_all(&chunk.bytes),
+                StreamKind::Stderr => std::io::stderr().lock().write_all(&chunk.bytes),
+            };
+        }
+        let _ = std::io::stdout().flush();
+    });
+
+    let outcome = tokio::select! {
+        outcome = sandbox.exec(req) => outcome,
+        _ = tokio::signal::ctrl_c() => {
+            sandbox.destroy().await?;
+            return Ok(ExitCode::from(130));
+        }
+    };
+    let _ = printer.await;
+    let code = match outcome {
+        Ok(outcome) => {
+            if outcome.timed_out || outcome.idle_timed_out {
+                tracing::warn!(
+                    "the command was killed after {} ms ({})",
+                    outcome.duration_ms,
+                    if outcome.timed_out {
+                        "timeout"
+                    } else {
+                        "idle timeout"
+                    }
+                );
+            }
+            if outcome.killed_for_memory {
+                tracing::warn!("the command was killed for exceeding its memory cap");
+            }
+            if args.diff {
+                let diff = sandbox.diff().await?;
+                let _ = std::io::stderr().lock().write_all(diff.patch.as_bytes());
+            }
+            if outcome.timed_out || outcome.idle_timed_out {
+                124
+            } else {
+                outcome.shell_code()
+            }
+        }
+        Err(forq_sandbox::Error::Spawn { program, source }) => {
+            let code = if source.kind() == std::io::ErrorKind::NotFound {
+                127
+            } else {
+                126
+            };
+            tracing::error!("cannot run {program:?}: {source}");
+            let _ = writeln!(std::io::stderr(), "forq: {program}: {source}");
+            code
+        }
+        Err(e) => {
+            sandbox.destroy().await?;
+            return Err(e.into());
+        }
+    };
+    sandbox.destroy().await?;
+    Ok(ExitCode::from(
+        u8::try_from(code.clamp(0, 255)).unwrap_or(255),
+    ))
+}
+
+pub(crate) async fn gc(args: GcArgs) -> anyhow::Result<ExitCode> {
+    let state = forq_sandbox::default_state_dir();
+    let report = forq_sandbox::gc(&state)?;
+    #[cfg(feature = "docker")]
+    let containers = forq_sandbox::DockerBackend::gc().await.unwrap_or_default();
+    #[cfg(not(feature = "docker"))]
+    let containers: Vec<String> = Vec::new();
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        let value = serde_json::json!({
+            "state_dir": state,
+            "unmounted": report.unmounted,
+            "removed": report.removed,
+            "containers_removed": containers,
+        });
+        writeln!(out, "{value}")?;
+    } else {
+        writeln!(
+            out,
+            "{} mounts detached, {} directories removed, {} containers removed under {}",
+            report.unmounted.len(),
+            report.removed.len(),
+            containers.len(),
+            state.display()
+        )?;
+    }
+    Ok(ExitCode::SUCCESS)
+}

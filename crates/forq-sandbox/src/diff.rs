@@ -1,0 +1,299 @@
+//! The diff of a sandbox against its base: per-file changes and a unified
+//! patch that `git apply` takes.
+
+use std::collections::BTreeSet;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::paths::display_rel;
+
+/// How one file changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChangeKind {
+    /// It did not exist in the base.
+    Added,
+    /// Its content or mode changed.
+    Modified,
+    /// It no longer exists.
+    Deleted,
+}
+
+/// One changed file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct FileChange {
+    /// Path relative to the workspace root, `/`-separated.
+    pub path: String,
+    /// What happened to it.
+    pub kind: ChangeKind,
+    /// Either side is binary; the patch notes it without content.
+    pub binary: bool,
+    /// Lines added (0 for binary files).
+    pub added_lines: usize,
+    /// Lines removed (0 for binary files).
+    pub removed_lines: usize,
+}
+
+/// Every change a sandbox made to its base.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Diff {
+    /// Changed files, sorted by path.
+    pub files: Vec<FileChange>,
+    /// The unified diff in git's format.
+    pub patch: String,
+}
+
+impl Diff {
+    /// No file changed.
+    pub fn is_empty(&self) -> bool {
+        self.files.is_empty()
+    }
+
+    /// Added plus removed lines over all files.
+    pub fn changed_lines(&self) -> usize {
+        self.files
+            .iter()
+            .map(|f| f.added_lines + f.removed_lines)
+            .sum()
+    }
+}
+
+/// Paths under these top-level names never appear in a diff: version-control
+/// metadata is the repository's, not the patch's.
+const EXCLUDED: &[&str] = &[".git"];
+
+pub(crate) fn excluded(rel: &Path) -> bool {
+    rel.components()
+        .next()
+        .is_some_and(|c| EXCLUDED.iter().any(|e| c.as_os_str() == *e))
+}
+
+/// Every non-directory path under `root`, relative to it.
+pub(crate) fn walk_files(root: &Path) -> Result<BTreeSet<PathBuf>> {
+    let mut out = BTreeSet::new();
+    if !root.exists() {
+        return Ok(out);
+    }
+    let walker = walkdir::WalkDir::new(root)
+        .follow_links(false)
+        .into_iter()
+        .filter_entry(|e| !excluded(e.path().strip_prefix(root).unwrap_or(e.path())));
+    for entry in walker {
+        let entry = entry.map_err(|e| {
+            let path = e.path().unwrap_or(root).to_path_buf();
+            Error::io("walk", path, e.into())
+        })?;
+        if !entry.file_type().is_dir() {
+            let rel = entry
+                .path()
+                .strip_prefix(root)
+                .expect("walkdir yields paths under its root");
+            out.insert(rel.to_path_buf());
+        }
+    }
+    Ok(out)
+}
+
+/// A file as the diff sees it.
+struct Side {
+    content: Vec<u8>,
+    mode: u32,
+}
+
+fn read_side(path: &Path) -> Result<Option<Side>> {
+    let meta = match std::fs::symlink_metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(Error::io("stat", path, e)),
+    };
+    let ft = meta.file_type();
+    if ft.is_dir() {
+        return Ok(None);
+    }
+    if ft.is_symlink() {
+        let target = std::fs::read_link(path).map_err(|e| Error::io("readlink", path, e))?;
+        return Ok(Some(Side {
+            content: target.as_os_str().as_encoded_bytes().to_vec(),
+            mode: 0o120000,
+        }));
+    }
+    if !ft.is_file() {
+        // Sockets, fifos and devices have no content a patch can carry.
+        return Ok(None);
+    }
+    let content = std::fs::read(path).map_err(|e| Error::io("read", path, e))?;
+    let mode = if meta.permissions().mode() & 0o111 != 0 {
+        0o100755
+    } else {
+        0o100644
+    };
+    Ok(Some(Side { content, mode }))
+}
+
+fn is_binary(bytes: &[u8]) -> bool {
+    bytes.iter().take(8000).any(|&b| b == 0) || std::str::from_utf8(bytes).is_err()
+}
+
+/// Compares `candidates` (relative paths) between the `base` and `current`
+/// directories and renders the changes.
+pub(crate) fn diff_paths(
+    base: &Path,
+    current: &Path,
+    candidates: impl IntoIterator<Item = PathBuf>,
+) -> Result<Diff> {
+    let mut diff = Diff::default();
+    let candidates: BTreeSet<PathBuf> = candidates.into_iter().filter(|p| !excluded(p)).collect();
+    for rel in candidates {
+        let old = read_side(&base.join(&rel))?;
+        let new = read_side(&current.join(&rel))?;
+        let name = display_rel(&rel);
+        let kind = match (&old, &new) {
+            (None, None) => continue,
+            (Some(a), Some(b)) if a.content == b.content && a.mode == b.mode => continue,
+            (None, Some(_)) => ChangeKind::Added,
+            (Some(_), None) => ChangeKind::Deleted,
+            (Some(_), Some(_)) => ChangeKind::Modified,
+        };
+        diff.files
+            .push(render(&mut diff.patch, &name, kind, old, new));
+    }
+    Ok(diff)
+}
+
+fn render(
+    patch: &mut String,
+    name: &str,
+    kind: ChangeKind,
+    old: Option<Side>,
+    new: Option<Side>,
+) -> FileChange {
+    use std::fmt::Write as _;
+    let empty: &[u8] = &[];
+    let old_bytes = old.as_ref().map_or(empty, |s| &s.content[..]);
+    let new_bytes = new.as_ref().map_or(empty, |s| &s.content[..]);
+    let binary = is_binary(old_bytes) || is_binary(new_bytes);
+    let _ = writeln!(patch, "diff --git a/{name} b/{name}");
+    match (&old, &new) {
+        (None, Some(n)) => {
+            let _ = writeln!(patch, "new file mode {:o}", n.mode);
+        }
+        (Some(o), None) => {
+            let _ = writeln!(patch, "deleted file mode {:o}", o.mode);
+        }
+        (Some(o), Some(n)) if o.mode != n.mode => {
+            let _ = writeln!(patch, "old mode {:o}\nnew mode {:o}", o.mode, n.mode);
+        }
+        _ => {}
+    }
+    let a = if old.is_some() {
+        format!("a/{name}")
+    } else {
+        "/dev/null".to_owned()
+    };
+    let b = if new.is_some() {
+        format!("b/{name}")
+    } else {
+        "/dev/null".to_owned()
+    };
+    let mut change = FileChange {
+        path: name.to_owned(),
+        kind,
+        binary,
+        added_lines: 0,
+        removed_lines: 0,
+    };
+    if binary {
+        if old_bytes != new_bytes {
+            let _ = writeln!(patch, "Binary files {a} and {b} differ");
+        }
+        return change;
+    }
+    let old_text = std::str::from_utf8(old_bytes).expect("checked not binary");
+    let new_text = std::str::from_utf8(new_bytes).expect("checked not binary");
+    let text_diff = similar::TextDiff::from_lines(old_text, new_text);
+    for op in text_diff.ops() {
+        for c in text_diff.iter_changes(op) {
+            match c.tag() {
+                similar::ChangeTag::Insert => change.added_lines += 1,
+                similar::ChangeTag::Delete => change.removed_lines += 1,
+                similar::ChangeTag::Equal => {}
+            }
+        }
+    }
+    let _ = write!(
+        patch,
+        "{}",
+        text_diff.unified_diff().context_radius(3).header(&a, &b)
+    );
+    change
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn diff_reports_added_modified_deleted_and_binary() {
+        let dir = tempfile::tempdir().unwrap();
+        let (base, cur) = (dir.path().join("a"), dir.path().join("b"));
+        for d in [&base, &cur] {
+            std::fs::create_dir_all(d.join(".git")).unwrap();
+            std::fs::write(d.join("same.txt"), "x\n").unwrap();
+        }
+        std::fs::write(base.join("mod.txt"), "one\ntwo\nthree\n").unwrap();
+        std::fs::write(cur.join("mod.txt"), "one\nTWO\nthree\n").unwrap();
+        std::fs::write(base.join("gone.txt"), "bye\n").unwrap();
+        std::fs::write(cur.join("new.txt"), "hi\n").unwrap();
+        std::fs::write(cur.join("blob.bin"), [0u8, 1, 2]).unwrap();
+        std::fs::write(cur.join(".git/HEAD"), "ref\n").unwrap();
+        let mut all = walk_files(&base).unwrap();
+        all.extend(walk_files(&cur).unwrap());
+        let d = diff_paths(&base, &cur, all).unwrap();
+        let summary: Vec<_> = d
+            .files
+            .iter()
+            .map(|f| {
+                (
+                    f.path.as_str(),
+                    f.kind,
+                    f.binary,
+                    f.added_lines,
+                    f.removed_lines,
+                )
+            })
+            .collect();
+        assert_eq!(
+            summary,
+            vec![
+                ("blob.bin", ChangeKind::Added, true, 0, 0),
+                ("gone.txt", ChangeKind::Deleted, false, 0, 1),
+                ("mod.txt", ChangeKind::Modified, false, 1, 1),
+                ("new.txt", ChangeKind::Added, false, 1, 0),
+            ]
+        );
+        assert!(
+            d.patch.contains(
+                "--- a/mod.txt\n+++ b/mod.txt\n@@ -1,3 +1,3 @@\n one\n-two\n+TWO\n three\n"
+            ),
+            "{}",
+            d.patch
+        );
+        assert!(
+            d.patch.contains("--- /dev/null\n+++ b/new.txt\n"),
+            "{}",
+            d.patch
+        );
+        assert!(
+            d.patch
+                .contains("Binary files /dev/null and b/blob.bin differ"),
+            "{}",
+            d.patch
+        );
+        assert!(!d.patch.contains(".git"), "{}", d.patch);
+    }
+}

@@ -1,0 +1,907 @@
+//! The docker backend: a container per sandbox through the Docker Engine API
+//! (bollard). Files move through the archive API, commands through the exec
+//! API; a snapshot is a commit and a fork a new container from it.
+//!
+//! Containers run with every capability dropped, `no-new-privileges`, no
+//! network unless the spec asks for the host's, and the spec's memory, pids
+//! and CPU caps. No image is pulled: the caller names a local image, or the
+//! default one is built from the host's static busybox ([`import_rootfs`]).
+
+use std::collections::HashMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use bollard::models::{ContainerCreateBody, HostConfig};
+use bollard::query_parameters::{
+    CommitContainerOptions, CreateContainerOptions, CreateImageOptions,
+    DownloadFromContainerOptions, ListContainersOptions, ListImagesOptions, RemoveContainerOptions,
+    RemoveImageOptions, RestartContainerOptions, UploadToContainerOptions,
+};
+use bollard::Docker;
+use futures_util::StreamExt;
+use tokio::io::AsyncWriteExt;
+use tokio::sync::RwLock;
+
+use crate::backend::{Backend, BackendKind, DirEntry, Sandbox, Snapshot, SnapshotSource};
+use crate::diff::{self, Diff};
+use crate::error::{Error, Result};
+use crate::output::Capture;
+use crate::paths::{self, display_rel};
+use crate::spec::{
+    ExecOutcome, ExecRequest, Network, OutputChunk, SandboxSpec, StreamKind, WORKSPACE_DIR,
+};
+use crate::state;
+
+/// The image used when a spec names none: busybox, built locally.
+pub const DEFAULT_IMAGE: &str = "forq-sandbox-busybox:1";
+
+const LABEL_SANDBOX: &str = "forq.sandbox";
+const LABEL_OWNER: &str = "forq.owner";
+const SNAPSHOT_REPO: &str = "forq-snapshot";
+
+/// How the docker backend is set up.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct DockerOptions {
+    /// Engine address; default `DOCKER_HOST`, else the local socket.
+    pub host: Option<String>,
+}
+
+/// Sandboxes as Docker containers.
+#[derive(Debug, Clone)]
+pub struct DockerBackend {
+    docker: Docker,
+    owner: String,
+}
+
+fn docker_err(op: &'static str) -> impl FnOnce(bollard::errors::Error) -> Error {
+    move |source| Error::Docker { op, source }
+}
+
+fn owner_label() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    format!("{}:{}", host.trim(), std::process::id())
+}
+
+impl DockerBackend {
+    /// Connects to the engine and checks that it answers.
+    pub async fn connect(options: DockerOptions) -> Result<Self> {
+        let unavailable = |reason: String| Error::Unavailable {
+            backend: "docker",
+            reason,
+        };
+        let docker = match &options.host {
+            Some(host) => Docker::connect_with_host(host),
+            None => Docker::connect_with_defaults(),
+        }
+        .map_err(|e| {
+            unavailable(format!(
+                "cannot reach a Docker engine: {e}; start dockerd or set DOCKER_HOST"
+            ))
+        })?;
+        let docker = docker.negotiate_version().await.map_err(|e| {
+            unavailable(format!(
+                "no Docker engine answers ({e}); start dockerd or set DOCKER_HOST"
+            ))
+        })?;
+        docker
+            .ping()
+            .await
+            .map_err(|e| unavailable(format!("the Docker engine does not answer a ping: {e}")))?;
+        Ok(DockerBackend {
+            docker,
+            owner: owner_label(),
+        })
+    }
+
+    /// The engine client, for callers that manage images themselves.
+    pub fn client(&self) -> &Docker {
+        &self.docker
+    }
+
+    async fn image_exists(&self, image: &str) -> bool {
+        self.docker.inspect_image(image).await.is_ok()
+    }
+
+    /// Makes sure `image` is there; the default image is built on demand.
+    async fn ensure_image(&self, image: &str) -> Result<()> {
+        if self.image_exists(image).await {
+            return Ok(());
+        }
+        if image != DEFAULT_IMAGE {
+            return Err(Error::InvalidSpec(format!(
+                "the image {image:?} is not in the Docker engine and forq never pulls; build or load it first"
+            )));
+        }
+        let busybox = ["/bin/busybox", "/usr/bin/busybox"]
+            .into_iter()
+            .map(Path::new)
+            .find(|p| p.is_file())
+            .ok_or_else(|| Error::Unavailable {
+                backend: "docker",
+                reason: format!(
+                    "the default image {DEFAULT_IMAGE} is missing and no static busybox is on the host to build it \
+                     (apt-get install busybox-static), or pass an image of your own"
+                ),
+            })?;
+        let tarball = busybox_rootfs(busybox)?;
+        import_rootfs(&self.docker, tarball, DEFAULT_IMAGE).await
+    }
+
+    async fn new_container(&self, spec: &Arc<SandboxSpec>, image: &str) -> Result<String> {
+        let id = state::new_id();
+        let limits = &spec.limits;
+        let host_config = HostConfig {
+            memory: limits.memory_bytes.map(|m| m as i64),
+            memory_swap: limits.memory_bytes.map(|m| m as i64),
+            pids_limit: limits.pids.map(|p| p as i64),
+            nano_cpus: limits.cpus.map(|c| (c * 1e9) as i64),
+            network_mode: Some(match spec.network {
+                Network::Host => "host".to_owned(),
+                _ => "none".to_owned(),
+            }),
+            cap_drop: Some(vec!["ALL".to_owned()]),
+            security_opt: Some(vec!["no-new-privileges".to_owned()]),
+            init: Some(true),
+            ..Default::default()
+        };
+        let config = ContainerCreateBody {
+            image: Some(image.to_owned()),
+            entrypoint: Some(vec!["sleep".to_owned()]),
+            cmd: Some(vec!["2147483647".to_owned()]),
+            working_dir: Some(WORKSPACE_DIR.to_owned()),
+            env: Some(spec.env.iter().map(|(k, v)| format!("{k}={v}")).collect()),
+            labels: Some(HashMap::from([
+                (LABEL_SANDBOX.to_owned(), id.clone()),
+                (LABEL_OWNER.to_owned(), self.owner.clone()),
+            ])),
+            host_config: Some(host_config),
+            ..Default::default()
+        };
+        let name = format!("forq-{id}");
+        let created = self
+            .docker
+            .create_container(
+                Some(CreateContainerOptions {
+                    name: Some(name),
+                    ..Default::default()
+                }),
+                config,
+            )
+            .await
+            .map_err(docker_err("create container"))?;
+        if let Err(e) = self.docker.start_container(&created.id, None).await {
+            let _ = self.remove_container(&created.id).await;
+            return Err(Error::Docker {
+                op: "start container",
+                source: e,
+            });
+        }
+        Ok(created.id)
+    }
+
+    async fn remove_container(&self, id: &str) -> Result<()> {
+        self.docker
+            .remove_container(
+                id,
+                Some(RemoveContainerOptions {
+                    force: true,
+                    v: true,
+                    ..Default::default()
+                }),
+            )
+            .await
+            .map_err(docker_err("remove container"))
+    }
+
+    /// Removes the containers and snapshot images whose owning process on
+    /// this host is gone. Returns what it removed.
+    pub async fn gc() -> Result<Vec<String>> {
+        let backend = DockerBackend::connect(DockerOptions::default()).await?;
+        let host = owner_label();
+        let host = host.split(':').next().unwrap_or_default().to_owned();
+        let dead = |owner: Option<&String>| {
+            owner
+                .and_then(|o| o.split_once(':'))
+                .is_some_and(|(h, pid)| {
+                    h == host
+                        && pid
+                            .parse::<i32>()
+                            .is_ok_and(|p| !crate::native::sys::alive(p))
+                })
+        };
+        let mut removed = Vec::new();
+        let filters = HashMap::from([("label".to_owned(), vec![LABEL_OWNER.to_owned()])]);
+        let containers = backend
+            .docker
+            .list_containers(Some(ListContainersOptions {
+                all: true,
+                filters: Some(filters.clone()),
+                ..Default::default()
+            }))
+            .await
+            .map_err(docker_err("list containers"))?;
+        for c in containers {
+            if dead(c.labels.as_ref().and_then(|l| l.get(LABEL_OWNER))) {
+                if let Some(id) = c.id {
+                    backend.remove_container(&id).await?;
+                    removed.push(id);
+                }
+            }
+        }
+        let images = backend
+            .docker
+            .list_images(Some(ListImagesOptions {
+                filters: Some(filters),
+                ..Default::default()
+            }))
+            .await
+            .map_err(docker_err("list images"))?;
+        for image in images {
+            if dead(image.labels.get(LABEL_OWNER)) {
+                let _ = backend
+                    .docker
+                    .remove_image(
+                        &image.id,
+                        Some(RemoveImageOptions {
+                            force: true,
+                            ..Default::default()
+                        }),
+                        None,
+                    )
+                    .await;
+                removed.push(image.id);
+            }
+        }
+        Ok(removed)
+    }
+}
+
+/// A rootfs tarball holding a static busybox and its applet links.
+fn busybox_rootfs(busybox: &Path) -> Result<Vec<u8>> {
+    let mut b = tar::Builder::new(Vec::new());
+    let add_dir = |b: &mut tar::Builder<Vec<u8>>, name: &str, mode: u32| -> std::io::Result<()> {
+        let mut h = tar::Header::new_gnu();
+        h.set_entry_type(tar::EntryType::Directory);
+        h.set_mode(mode);
+        h.set_size(0);
+        b.append_data(&mut h, name, std::io::empty())
+    };
+    let build = |b: &mut tar::Builder<Vec<u8>>| -> std::io::Result<()> {
+        for (d, mode) in [
+            ("bin", 0o755),
+            ("tmp", 0o1777),
+            ("workspace", 0o755),
+            ("etc", 0o755),
+            ("root", 0o700),
+        ] {
+            add_dir(b, d, mode)?;
+        }
+        let bytes = std::fs::read(busybox)?;
+        let mut h = tar::Header::new_gnu();
+        h.set_mode(0o755);
+        h.set_size(bytes.len() as u64);
+        b.append_data(&mut h, "bin/busybox", &bytes[..])?;
+        for applet in [
+            "sh", "ash", "sleep", "cat", "ls", "echo", "true", "false", "rm", "mkdir", "cp", "mv",
+            "kill", "ps", "env", "wc", "readlink", "realpath", "find", "grep", "sed", "head",
+            "tail", "dd", "nc", "wget", "touch", "stat", "id", "test", "printf", "yes", "seq",
+            "sort", "uniq", "tr", "chmod", "ln", "pwd", "diff", "patch", "awk", "xargs", "timeout",
+        ] {
+            let mut h = tar::Header::new_gnu();
+            h.set_entry_type(tar::EntryType::Symlink);
+            h.set_mode(0o777);
+            h.set_size(0);
+            b.append_link(&mut h, format!("bin/{applet}"), "busybox")?;
+        }
+        let passwd = b"root:x:0:0:root:/root:/bin/sh\n";
+        let mut h = tar::Header::new_gnu();
+        h.set_mode(0o644);
+        h.set_size(passwd.len() as u64);
+        b.append_data(&mut h, "etc/passwd", &passwd[..])?;
+        Ok(())
+    };
+    build(&mut b).map_err(|e| Error::io("build the busybox rootfs", busybox, e))?;
+    b.into_inner()
+        .map_err(|e| Error::io("build the busybox rootfs", busybox, e))
+}
+
+/// Imports a rootfs tarball as image `tag` (what `docker import` does), so
+/// tests and benchmarks never need a registry.
+pub async fn import_rootfs(docker: &Docker, tarball: Vec<u8>, tag: &str) -> Result<()> {
+    let (repo, tag) = tag.rsplit_once(':').unwrap_or((tag, "latest"));
+    let options = CreateImageOptions {
+        from_src: Some("-".to_owned()),
+        repo: Some(repo.to_owned()),
+        tag: Some(tag.to_owned()),
+        ..Default::default()
+    };
+    let mut stream = docker.create_image(
+        Some(options),
+        Some(bollard::body_full(bytes::Bytes::from(tarball))),
+        None,
+    );
+    while let Some(step) = stream.next().await {
+        step.map_err(docker_err("import image"))?;
+    }
+    Ok(())
+}
+
+/// A tar of `base` with every entry under `workspace/`.
+fn workspace_tar(base: &Path) -> Result<Vec<u8>> {
+    let mut b = tar::Builder::new(Vec::new());
+    b.follow_symlinks(false);
+    b.append_dir_all("workspace", base)
+        .map_err(|e| Error::io("pack the workspace", base, e))?;
+    b.into_inner()
+        .map_err(|e| Error::io("pack the workspace", base, e))
+}
+
+#[async_trait]
+impl Backend for DockerBackend {
+    fn kind(&self) -> BackendKind {
+        BackendKind::Docker
+    }
+
+    #[tracing::instrument(skip_all, fields(base = %spec.base.display()))]
+    async fn create(&self, spec: &SandboxSpec) -> Result<Box<dyn Sandbox>> {
+        if !spec.base.is_dir() {
+            return Err(Error::InvalidSpec(format!(
+                "base {} is not a directory",
+                spec.base.display()
+            )));
+        }
+        let image = spec
+            .image
+            .clone()
+            .unwrap_or_else(|| DEFAULT_IMAGE.to_owned());
+        self.ensure_image(&image).await?;
+        let spec = Arc::new(spec.clone());
+        let container = self.new_container(&spec, &image).await?;
+        let base = spec.base.clone();
+        let tar = tokio::task::spawn_blocking(move || workspace_tar(&base))
+            .await
+            .map_err(|e| Error::io("pack the workspace", &spec.base, std::io::Error::other(e)))??;
+        let upload = self
+            .docker
+            .upload_to_container(
+                &container,
+                Some(UploadToContainerOptions {
+                    path: "/".to_owned(),
+                    ..Default::default()
+                }),
+                bollard::body_full(bytes::Bytes::from(tar)),
+            )
+            .await;
+        if let Err(e) = upload {
+            let _ = self.remove_container(&container).await;
+            return Err(Error::Docker {
+                op: "upload the workspace",
+                source: e,
+            });
+        }
+        Ok(Box::new(DockerSandbox::new(self.clone(), spec, container)))
+    }
+}
+
+/// A sandbox of the docker backend.
+#[derive(Debug)]
+pub struct DockerSandbox {
+    id: String,
+    backend: DockerBackend,
+    spec: Arc<SandboxSpec>,
+    container: String,
+    destroyed: RwLock<bool>,
+}
+
+/// A committed image, removed when the last holder lets go.
+#[derive(Debug)]
+struct CommittedImage {
+    docker: Docker,
+    id: String,
+}
+
+impl Drop for CommittedImage {
+    fn drop(&mut self) {
+        let (docker, id) = (self.docker.clone(), self.id.clone());
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            handle.spawn(async move {
+                let _ = docker
+                    .remove_image(
+                        &id,
+                        Some(RemoveImageOptions {
+                            force: true,
+                            ..Default::default()
+                        }),
+                        None,
+                    )
+                    .await;
+            });
+        }
+    }
+}
+
+struct DockerSnapshot {
+    backend: DockerBackend,
+    spec: Arc<SandboxSpec>,
+    image: Arc<CommittedImage>,
+}
+
+#[async_trait]
+impl SnapshotSource for DockerSnapshot {
+    fn id(&self) -> String {
+        self.image.id.clone()
+    }
+
+    async fn fork(&self) -> Result<Box<dyn Sandbox>> {
+        let container = self
+            .backend
+            .new_container(&self.spec, &self.image.id)
+            .await?;
+        let mut sb = DockerSandbox::new(self.backend.clone(), self.spec.clone(), container);
+        sb.id = format!(
+            "{}@{}",
+            sb.id,
+            &self.image.id[..self.image.id.len().min(19)]
+        );
+        Ok(Box::new(sb))
+    }
+}
+
+impl DockerSandbox {
+    fn new(backend: DockerBackend, spec: Arc<SandboxSpec>, container: String) -> Self {
+        DockerSandbox {
+            id: container[..12.min(container.len())].to_owned(),
+            backend,
+            spec,
+            container,
+            destroyed: RwLock::new(false),
+        }
+    }
+
+    fn docker(&self) -> &Docker {
+        &self.backend.docker
+    }
+
+    async fn live(&self) -> Result<tokio::sync::RwLockReadGuard<'_, bool>> {
+        let guard = self.destroyed.read().await;
+        if *guard {
+            return Err(Error::Gone {
+                id: self.id.clone(),
+                state: "destroyed",
+            });
+        }
+        Ok(guard)
+    }
+
+    /// Runs a helper command and returns its standard output.
+    async fn helper(&self, argv: &[&str]) -> Result<ExecOutcome> {
+        self.run(ExecRequest::new(argv.iter().copied()).timeout(Duration::from_secs(60)))
+            .await
+    }
+
+    /// The absolute path inside the container for `rel`, after checking that
+    /// it stays in the workspace once symbolic links are resolved.
+    async fn confine(&self, rel: &Path) -> Result<String> {
+        let rel = paths::lexical(rel)?;
+        let full = format!("{WORKSPACE_DIR}/{}", display_rel(&rel));
+        // Resolve the deepest existing ancestor, as the native backend does.
+        let mut probe = rel.clone();
+        loop {
+            let path = format!("{WORKSPACE_DIR}/{}", display_rel(&probe));
+            let out = self.helper(&["readlink", "-f", "--", &path]).await?;
+            let resolved = out.stdout_text().trim().to_owned();
+            if out.success() && !resolved.is_empty() {
+                if resolved == WORKSPACE_DIR || resolved.starts_with(&format!("{WORKSPACE_DIR}/")) {
+                    return Ok(full);
+                }
+                return Err(Error::PathEscape {
+                    path: rel,
+                    reason: "a symbolic link on it points outside the workspace",
+                });
+            }
+            if !probe.pop() {
+                return Ok(full);
+            }
+        }
+    }
+
+    async fn run(&self, req: ExecRequest) -> Result<ExecOutcome> {
+        let Some(program) = req.argv.first().cloned() else {
+            return Err(Error::InvalidSpec(
+                "an exec needs at least a program name".to_owned(),
+            ));
+        };
+        let cwd = Path::new(WORKSPACE_DIR).join(paths::lexical(&req.cwd)?);
+        let env: Vec<String> = req.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let exec = self
+            .docker()
+            .create_exec(
+                &self.container,
+                bollard::exec::CreateExecOptions {
+                    cmd: Some(req.argv.clone()),
+                    env: Some(env),
+                    working_dir: Some(cwd.display().to_string()),
+                    attach_stdout: Some(true),
+                    attach_stderr: Some(true),
+                    attach_stdin: Some(req.stdin.is_some()),
+                    ..Default::default()
+                },
+            )
+            .await
+            .map_err(docker_err("create exec"))?;
+        let started = Instant::now();
+        let start = self
+            .docker()
+            .start_exec(&exec.id, None)
+            .await
+            .map_err(docker_err("start exec"))?;
+        let bollard::exec::StartExecResults::Attached {
+            mut output,
+            mut input,
+        } = start
+        else {
+            return Err(Error::InvalidSpec(
+                "the engine detached an attached exec".to_owned(),
+            ));
+        };
+        if let Some(bytes) = req.stdin.clone() {
+            tokio::spawn(async move {
+                let _ = input.write_all(&bytes).await;
+                let _ = input.shutdown().await;
+            });
+        }
+        let (mut out, mut err) = (Capture::new(req.output_cap), Capture::new(req.output_cap));
+        let deadline = req.timeout.map(|t| started + t);
+        let mut last_output = started;
+        let (mut timed_out, mut idle_timed_out) = (false, false);
+        loop {
+            let idle_deadline = req.idle_timeout.map(|idle| last_output + idle);
+            let wake = match (deadline, idle_deadline) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            let sleep = async {
+                match wake {
+                    Some(at) => tokio::time::sleep_until(at.into()).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                item = output.next() => match item {
+                    Some(Ok(log)) => {
+                        let (kind, bytes) = match log {
+                            bollard::container::LogOutput::StdOut { message } => (StreamKind::Stdout, message),
+                            bollard::container::LogOutput::StdErr { message } => (StreamKind::Stderr, message),
+                            _ => continue,
+                        };
+                        last_output = Instant::now();
+                        match kind {
+                            StreamKind::Stdout => out.push(&bytes),
+                            StreamKind::Stderr => err.push(&bytes),
+                        }
+                        if let Some(tx) = &req.stream {
+                            let _ = tx.send(OutputChunk { stream: kind, bytes: bytes.to_vec() });
+                        }
+                    }
+                    Some(Err(e)) => return Err(Error::Docker { op: "read exec output", source: e }),
+                    None => break,
+                },
+                () = sleep => {
+                    let now = Instant::now();
+                    if deadline.is_some_and(|d| now >= d) {
+                        timed_out = true;
+                    } else if idle_deadline.is_some_and(|d| now >= d) {
+                        idle_timed_out = true;
+                    } else {
+                        continue;
+                    }
+                    break;
+                }
+            }
+        }
+        let duration = started.elapsed();
+        let mut outcome = ExecOutcome {
+            timed_out,
+            idle_timed_out,
+            duration_ms: duration.as_millis() as u64,
+            ..ExecOutcome::default()
+        };
+        if timed_out || idle_timed_out {
+            // The exec API cannot kill what it started: restarting the
+            // container kills every process in it and keeps its files.
+            self.restart().await?;
+            outcome.signal = Some(libc::SIGKILL);
+        } else {
+            let inspect = self
+                .docker()
+                .inspect_exec(&exec.id)
+                .await
+                .map_err(docker_err("inspect exec"))?;
+            let code = inspect.exit_code.unwrap_or(-1) as i32;
+            if code == 137 && self.backend_oom_killed().await {
+                outcome.killed_for_memory = true;
+                outcome.signal = Some(libc::SIGKILL);
+                // Resets the engine's sticky OOM flag and clears survivors.
+                self.restart().await?;
+            } else if code == 126 || code == 127 {
+                let stderr = String::from_utf8_lossy(&err_peek(&err)).into_owned();
+                if stderr.contains("executable file not found")
+                    || stderr.contains("no such file or directory")
+                {
+                    return Err(Error::Spawn {
+                        program,
+                        source: std::io::Error::new(
+                            std::io::ErrorKind::NotFound,
+                            stderr.trim().to_owned(),
+                        ),
+                    });
+                }
+                outcome.exit_code = Some(code);
+            } else {
+                outcome.exit_code = Some(code);
+            }
+        }
+        (outcome.stdout, outcome.stdout_dropped) = out.finish();
+        (outcome.stderr, outcome.stderr_dropped) = err.finish();
+        Ok(outcome)
+    }
+
+    async fn backend_oom_killed(&self) -> bool {
+        self.docker()
+            .inspect_container(&self.container, None)
+            .await
+            .ok()
+            .and_then(|c| c.state)
+            .and_then(|s| s.oom_killed)
+            .unwrap_or(false)
+    }
+
+    async fn restart(&self) -> Result<()> {
+        self.docker()
+            .restart_container(
+                &self.container,
+                Some(RestartContainerOptions {
+                    t: Some(0),
+                    ..Default::default()
+                }),
+            )
+            .await
+            .map_err(docker_err("restart container"))
+    }
+
+    /// Downloads `path` (absolute inside the container) as a tar archive.
+    async fn download(&self, path: &str) -> Result<Vec<u8>> {
+        let mut stream = self.docker().download_from_container(
+            &self.container,
+            Some(DownloadFromContainerOptions {
+                path: path.to_owned(),
+            }),
+        );
+        let mut bytes = Vec::new();
+        while let Some(chunk) = stream.next().await {
+            bytes.extend_from_slice(&chunk.map_err(docker_err("download from container"))?);
+        }
+        Ok(bytes)
+    }
+}
+
+fn err_peek(c: &Capture) -> Vec<u8> {
+    c.peek()
+}
+
+#[async_trait]
+impl Sandbox for DockerSandbox {
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn backend(&self) -> BackendKind {
+        BackendKind::Docker
+    }
+
+    #[tracing::instrument(skip_all, fields(id = %self.id))]
+    async fn exec(&self, req: ExecRequest) -> Result<ExecOutcome> {
+        let _live = self.live().await?;
+        self.run(req).await
+    }
+
+    async fn read_file(&self, path: &Path) -> Result<Vec<u8>> {
+        let _live = self.live().await?;
+        let full = self.confine(path).await?;
+        let tar = self.download(&full).await?;
+        let mut archive = tar::Archive::new(&tar[..]);
+        let mut entries = archive.entries().map_err(|e| Error::io("read", path, e))?;
+        let mut entry = entries
+            .next()
+            .ok_or_else(|| Error::io("read", path, std::io::ErrorKind::NotFound.into()))?
+            .map_err(|e| Error::io("read", path, e))?;
+        if entry.header().entry_type().is_dir() {
+            return Err(Error::io(
+                "read",
+                path,
+                std::io::Error::other("is a directory"),
+            ));
+        }
+        let mut bytes = Vec::new();
+        entry
+            .read_to_end(&mut bytes)
+            .map_err(|e| Error::io("read", path, e))?;
+        Ok(bytes)
+    }
+
+    async fn write_file(&self, path: &Path, contents: &[u8]) -> Result<()> {
+        let _live = self.live().await?;
+        self.confine(path).await?;
+        let rel = paths::lexical(path)?;
+        let mut b = tar::Builder::new(Vec::new());
+        let mut h = tar::Header::new_gnu();
+        h.set_mode(0o644);
+        h.set_size(contents.len() as u64);
+        b.append_data(&mut h, &rel, contents)
+            .map_err(|e| Error::io("write", path, e))?;
+        let tar = b.into_inner().map_err(|e| Error::io("write", path, e))?;
+        self.docker()
+            .upload_to_container(
+                &self.container,
+                Some(UploadToContainerOptions {
+                    path: WORKSPACE_DIR.to_owned(),
+                    ..Default::default()
+                }),
+                bollard::body_full(bytes::Bytes::from(tar)),
+            )
+            .await
+            .map_err(docker_err("upload a file"))
+    }
+
+    async fn list_dir(&self, path: &Path) -> Result<Vec<DirEntry>> {
+        let _live = self.live().await?;
+        let full = self.confine(path).await?;
+        let script = r#"cd "$1" || exit 3; for f in * .[!.]* ..?*; do
+  [ -e "$f" ] || [ -L "$f" ] || continue
+  if [ -d "$f" ] && [ ! -L "$f" ]; then printf 'd 0 %s\n' "$f"; else printf 'f %s %s\n' "$(wc -c < "$f" 2>/dev/null || echo 0)" "$f"; fi
+done"#;
+        let out = self.helper(&["sh", "-c", script, "sh", &full]).await?;
+        if !out.success() {
+            return Err(Error::io("list", path, std::io::ErrorKind::NotFound.into()));
+        }
+        let mut entries: Vec<DirEntry> = out
+            .stdout_text()
+            .lines()
+            .filter_map(|l| {
+                let mut it = l.splitn(3, ' ');
+                let kind = it.next()?;
+                let size = it.next()?.trim().parse().unwrap_or(0);
+                let name = it.next()?.to_owned();
+                Some(DirEntry {
+                    name,
+                    is_dir: kind == "d",
+                    size,
+                })
+            })
+            .collect();
+        entries.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(entries)
+    }
+
+    async fn remove(&self, path: &Path) -> Result<()> {
+        let _live = self.live().await?;
+        let full = self.confine(path).await?;
+        if full.trim_end_matches('/') == WORKSPACE_DIR {
+            return Err(Error::PathEscape {
+                path: path.to_path_buf(),
+                reason: "it is the workspace root itself",
+            });
+        }
+        let out = self
+            .helper(&[
+                "sh",
+                "-c",
+                "[ -e \"$1\" ] || [ -L \"$1\" ] || exit 3; rm -rf -- \"$1\"",
+                "sh",
+                &full,
+            ])
+            .await?;
+        if !out.success() {
+            return Err(Error::io(
+                "remove",
+                path,
+                std::io::ErrorKind::NotFound.into(),
+            ));
+        }
+        Ok(())
+    }
+
+    #[tracing::instrument(skip_all, fields(id = %self.id))]
+    async fn snapshot(&self) -> Result<Snapshot> {
+        let _live = self.live().await?;
+        let committed = self
+            .docker()
+            .commit_container(
+                CommitContainerOptions {
+                    container: Some(self.container.clone()),
+                    repo: Some(SNAPSHOT_REPO.to_owned()),
+                    tag: Some(state::new_id()),
+                    pause: true,
+                    changes: Some(format!("LABEL {LABEL_OWNER}={}", self.backend.owner)),
+                    ..Default::default()
+                },
+                bollard::models::ContainerConfig::default(),
+            )
+            .await
+            .map_err(docker_err("commit container"))?;
+        let id = committed.id;
+        Ok(Snapshot {
+            inner: Arc::new(DockerSnapshot {
+                backend: self.backend.clone(),
+                spec: self.spec.clone(),
+                image: Arc::new(CommittedImage {
+                    docker: self.docker().clone(),
+                    id,
+                }),
+            }),
+        })
+    }
+
+    async fn diff(&self) -> Result<Diff> {
+        let _live = self.live().await?;
+        let tar = self.download(WORKSPACE_DIR).await?;
+        let base = self.spec.base.clone();
+        tokio::task::spawn_blocking(move || {
+            let dir = tempdir_for_diff()?;
+            let mut archive = tar::Archive::new(&tar[..]);
+            archive.set_preserve_permissions(true);
+            archive
+                .unpack(&dir)
+                .map_err(|e| Error::io("unpack the workspace", &dir, e))?;
+            let current = dir.join("workspace");
+            let result = (|| {
+                let mut all = diff::walk_files(&base)?;
+                all.extend(diff::walk_files(&current)?);
+                diff::diff_paths(&base, &current, all)
+            })();
+            let _ = std::fs::remove_dir_all(&dir);
+            result
+        })
+        .await
+        .map_err(|e| Error::io("diff", &self.spec.base, std::io::Error::other(e)))?
+    }
+
+    async fn destroy(self: Box<Self>) -> Result<()> {
+        let mut destroyed = self.destroyed.write().await;
+        *destroyed = true;
+        self.backend.remove_container(&self.container).await
+    }
+}
+
+fn tempdir_for_diff() -> Result<PathBuf> {
+    let dir = std::env::temp_dir().join(format!("forq-docker-diff-{}", state::new_id()));
+    std::fs::create_dir_all(&dir).map_err(|e| Error::io("create", &dir, e))?;
+    Ok(dir)
+}
+
+impl Drop for DockerSandbox {
+    fn drop(&mut self) {
+        if *self.destroyed.get_mut() {
+            return;
+        }
+        let (docker, id) = (self.backend.docker.clone(), self.container.clone());
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            handle.spawn(async move {
+                let _ = docker
+                    .remove_container(
+                        &id,
+                        Some(RemoveContainerOptions {
+                            force: true,
+                            v: true,
+                            ..Default::default()
+                        }),
+                    )
+                    .await;
+            });
+        }
+    }
+}

@@ -1,0 +1,990 @@
+//! The native backend: Linux namespaces for isolation, overlayfs layers for
+//! copy-on-write snapshots and forks, cgroups for caps.
+//!
+//! On disk, under the state directory:
+//!
+//! ```text
+//! s/<id>/u/v<k>   upper layer of volume k (what this sandbox changed since its last snapshot)
+//! s/<id>/w/v<k>   overlayfs work directory
+//! s/<id>/m/v<k>   the merged view (mounted on the host, bound into the sandbox)
+//! s/<id>/r        where each exec builds its root (inside its own mount namespace)
+//! l/<id>/v<k>     a frozen layer: a former upper, shared read-only by every fork
+//! ```
+//!
+//! Volume 0 is the workspace (`/workspace`, lower layer: the caller's base
+//! directory); the others are `/tmp`, the home directory and the writable
+//! toolchain caches. A snapshot freezes every volume at once.
+
+mod cgroup;
+pub(crate) mod sys;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use tokio::sync::RwLock;
+
+use crate::backend::{Backend, BackendKind, DirEntry, Sandbox, Snapshot, SnapshotSource};
+use crate::diff::{self, Diff};
+use crate::error::{Error, Result};
+use crate::output;
+use crate::paths;
+use crate::spec::{ExecOutcome, ExecRequest, Network, RootFs, SandboxSpec, WORKSPACE_DIR};
+use crate::state;
+
+use self::cgroup::Cgroups;
+use self::sys::{cstr, Step};
+
+/// Frozen layers a sandbox may stack before a snapshot squashes them into one.
+pub const MAX_LAYERS: usize = 16;
+
+/// A host directory exposed inside native sandboxes at the same path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Toolchain {
+    /// The directory (e.g. `/root/.cargo`).
+    pub path: PathBuf,
+    /// Writable through a copy-on-write layer of the sandbox's own (package
+    /// caches); otherwise bound read-only.
+    pub writable: bool,
+}
+
+impl Toolchain {
+    /// A toolchain directory.
+    pub fn new(path: impl Into<PathBuf>, writable: bool) -> Self {
+        Toolchain {
+            path: path.into(),
+            writable,
+        }
+    }
+}
+
+/// How the native backend is set up.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct NativeOptions {
+    /// Where layers live; default [`crate::default_state_dir`].
+    pub state_dir: Option<PathBuf>,
+    /// Host toolchain directories to expose; default: `~/.cargo` and
+    /// `~/.pyenv` writable, `~/.rustup` read-only, those that exist.
+    pub toolchains: Option<Vec<Toolchain>>,
+}
+
+/// Linux namespaces + overlayfs. Needs root.
+#[derive(Debug, Clone)]
+pub struct NativeBackend {
+    shared: Arc<Shared>,
+}
+
+#[derive(Debug)]
+struct Shared {
+    state: PathBuf,
+    cgroups: Cgroups,
+    overlay_extra: &'static str,
+    home: PathBuf,
+    home_skel: PathBuf,
+    empty: PathBuf,
+    toolchains: Vec<Toolchain>,
+}
+
+fn default_toolchains(home: &Path) -> Vec<Toolchain> {
+    [(".cargo", true), (".pyenv", true), (".rustup", false)]
+        .into_iter()
+        .map(|(name, writable)| Toolchain::new(home.join(name), writable))
+        .filter(|t| t.path.is_dir())
+        .collect()
+}
+
+impl NativeBackend {
+    /// Checks that this machine can run native sandboxes, and prepares the
+    /// state directory.
+    pub fn open(options: NativeOptions) -> Result<Self> {
+        let unavailable = |reason: String| Error::Unavailable {
+            backend: "native",
+            reason,
+        };
+        if !cfg!(target_os = "linux") {
+            return Err(unavailable("it needs Linux".to_owned()));
+        }
+        if sys::euid() != 0 {
+            return Err(unavailable(
+                "it needs root: it mounts overlayfs on the host and creates namespaces, and rootless \
+                 operation through user namespaces is not implemented yet; run as root or use --backend docker"
+                    .to_owned(),
+            ));
+        }
+        let filesystems = std::fs::read_to_string("/proc/filesystems").unwrap_or_default();
+        if !filesystems.lines().any(|l| l.ends_with("\toverlay")) {
+            return Err(unavailable(
+                "the kernel has no overlayfs (try `modprobe overlay`)".to_owned(),
+            ));
+        }
+        let state = options.state_dir.unwrap_or_else(state::default_state_dir);
+        for sub in ["s", "l", "empty"] {
+            state::ensure_dir(&state.join(sub))?;
+        }
+        let home = std::env::var_os("HOME").map_or_else(|| PathBuf::from("/root"), PathBuf::from);
+        let toolchains = options
+            .toolchains
+            .unwrap_or_else(|| default_toolchains(&home));
+        let home_skel = state.join("home");
+        for t in &toolchains {
+            if let Ok(rel) = t.path.strip_prefix(&home) {
+                state::ensure_dir(&home_skel.join(rel))?;
+            }
+        }
+        state::ensure_dir(&home_skel)?;
+        let overlay_extra = probe_overlay(&state).map_err(|e| {
+            unavailable(format!(
+                "overlayfs cannot be mounted under {}: {e}",
+                state.display()
+            ))
+        })?;
+        let cgroups = Cgroups::detect();
+        tracing::debug!(state = %state.display(), cgroups = cgroups.describe(), overlay_extra, "native backend open");
+        Ok(NativeBackend {
+            shared: Arc::new(Shared {
+                empty: state.join("empty"),
+                state,
+                cgroups,
+                overlay_extra,
+                home,
+                home_skel,
+                toolchains,
+            }),
+        })
+    }
+
+    /// How resource caps are enforced here (`cgroup v2`, `cgroup v1`,
+    /// `rlimits only`).
+    pub fn limits_mechanism(&self) -> &'static str {
+        self.shared.cgroups.describe()
+    }
+
+    /// The state directory.
+    pub fn state_dir(&self) -> &Path {
+        &self.shared.state
+    }
+}
+
+/// Mounts a throw-away overlay to learn whether overlayfs works on the state
+/// directory's filesystem and whether it takes `volatile` (no syncs: the
+/// layers are scratch space and a sync on every unmount costs milliseconds).
+fn probe_overlay(state: &Path) -> std::io::Result<&'static str> {
+    let dir = state.join("s").join(format!("probe-{}", state::new_id()));
+    for sub in ["l", "u", "w", "m"] {
+        std::fs::create_dir_all(dir.join(sub))?;
+    }
+    let p = |s: &str| dir.join(s).display().to_string();
+    let target = cstr(&p("m"));
+    let mut result = Err(std::io::Error::other("no overlay option set worked"));
+    for extra in [",volatile", ""] {
+        let opts = cstr(&format!(
+            "lowerdir={},upperdir={},workdir={}{extra}",
+            p("l"),
+            p("u"),
+            p("w")
+        ));
+        match sys::mount_overlay(&target, &opts) {
+            Ok(()) => {
+                let _ = sys::unmount(&target, false);
+                result = Ok(extra);
+                break;
+            }
+            Err(e) => result = Err(e),
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    result
+}
+
+#[async_trait]
+impl Backend for NativeBackend {
+    fn kind(&self) -> BackendKind {
+        BackendKind::Native
+    }
+
+    #[tracing::instrument(skip_all, fields(base = %spec.base.display()))]
+    async fn create(&self, spec: &SandboxSpec) -> Result<Box<dyn Sandbox>> {
+        let base = spec
+            .base
+            .canonicalize()
+            .map_err(|e| Error::io("open the sandbox base", &spec.base, e))?;
+        if !base.is_dir() {
+            return Err(Error::InvalidSpec(format!(
+                "base {} is not a directory",
+                base.display()
+            )));
+        }
+        let mut spec = spec.clone();
+        spec.base = base;
+        let template = Arc::new(Template::new(self.shared.clone(), spec)?);
+        let sb = NativeSandbox::mount_new(template, Vec::new()).await?;
+        Ok(Box::new(sb))
+    }
+}
+
+/// One copy-on-write volume.
+#[derive(Debug)]
+struct Volume {
+    /// Where it appears inside the sandbox.
+    inside: PathBuf,
+    /// The bottom layer on the host.
+    lower: PathBuf,
+}
+
+/// What every sandbox of one lineage (a create and all its forks) shares.
+#[derive(Debug)]
+struct Template {
+    shared: Arc<Shared>,
+    spec: SandboxSpec,
+    volumes: Vec<Volume>,
+    read_only: Vec<PathBuf>,
+}
+
+impl Template {
+    fn new(shared: Arc<Shared>, spec: SandboxSpec) -> Result<Self> {
+        let mut volumes = vec![
+            Volume {
+                inside: PathBuf::from(WORKSPACE_DIR),
+                lower: spec.base.clone(),
+            },
+            Volume {
+                inside: PathBuf::from("/tmp"),
+                lower: shared.empty.clone(),
+            },
+        ];
+        let mut read_only = Vec::new();
+        if spec.rootfs == RootFs::Host {
+            volumes.push(Volume {
+                inside: shared.home.clone(),
+                lower: shared.home_skel.clone(),
+            });
+            for t in &shared.toolchains {
+                if t.writable {
+                    volumes.push(Volume {
+                        inside: t.path.clone(),
+                        lower: t.path.clone(),
+                    });
+                } else {
+                    read_only.push(t.path.clone());
+                }
+            }
+        }
+        Ok(Template {
+            shared,
+            spec,
+            volumes,
+            read_only,
+        })
+    }
+
+    /// The steps that build a sandbox's root, given its directory.
+    fn root_steps(&self, dir: &Path) -> Result<Vec<Step>> {
+        let root = dir.join("r");
+        let r = |p: &Path| {
+            root.join(p.strip_prefix("/").unwrap_or(p))
+                .display()
+                .to_string()
+        };
+        let mut steps = vec![Step::fs(
+            "tmpfs",
+            &r(Path::new("/")),
+            libc::MS_NOSUID | libc::MS_NODEV,
+            "mode=0755,size=1m",
+        )];
+        let mkdir_all = |steps: &mut Vec<Step>, inside: &Path| {
+            let mut acc = PathBuf::from("/");
+            for c in inside.components().skip(1) {
+                acc.push(c);
+                steps.push(Step::Mkdir(cstr(&r(&acc))));
+            }
+        };
+        let (system_root, names): (PathBuf, Vec<String>) = match &self.spec.rootfs {
+            RootFs::Host => (
+                PathBuf::from("/"),
+                [
+                    "usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc", "opt",
+                ]
+                .into_iter()
+                .map(str::to_owned)
+                .collect(),
+            ),
+            RootFs::Dir(d) => {
+                let entries = std::fs::read_dir(d)
+                    .map_err(|e| Error::io("read the root filesystem", d, e))?;
+                let mut names: Vec<String> = entries
+                    .flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|n| !["proc", "dev", "sys", "tmp", "workspace"].contains(&n.as_str()))
+                    .collect();
+                names.sort();
+                (d.clone(), names)
+            }
+        };
+        for name in &names {
+            let host = system_root.join(name);
+            let inside = Path::new("/").join(name);
+            let Ok(meta) = host.symlink_metadata() else {
+                continue;
+            };
+            if meta.file_type().is_symlink() {
+                let target =
+                    std::fs::read_link(&host).map_err(|e| Error::io("readlink", &host, e))?;
+                steps.push(Step::Symlink {
+                    target: cstr(&target.display().to_string()),
+                    link: cstr(&r(&inside)),
+                });
+            } else if meta.is_dir() {
+                steps.push(Step::Mkdir(cstr(&r(&inside))));
+                steps.extend(Step::bind(&host.display().to_string(), &r(&inside), true));
+            } else if meta.is_file() {
+                steps.push(Step::Touch(cstr(&r(&inside))));
+                steps.extend(Step::bind(&host.display().to_string(), &r(&inside), true));
+            }
+        }
+        if self.spec.rootfs == RootFs::Host {
+            // Secrets of the host stay on the host.
+            for secret in [
+                "/etc/shadow",
+                "/etc/gshadow",
+                "/etc/shadow-",
+                "/etc/gshadow-",
+            ] {
+                if Path::new(secret).is_file() {
+                    steps.extend(Step::bind("/dev/null", &r(Path::new(secret)), false));
+                }
+            }
+        }
+        steps.push(Step::Mkdir(cstr(&r(Path::new("/dev")))));
+        steps.push(Step::fs(
+            "tmpfs",
+            &r(Path::new("/dev")),
+            libc::MS_NOSUID | libc::MS_NOEXEC,
+            "mode=0755,size=64k",
+        ));
+        for dev in ["null", "zero", "full", "random", "urandom", "tty"] {
+            let inside = Path::new("/dev").join(dev);
+            steps.push(Step::Touch(cstr(&r(&inside))));
+            steps.extend(Step::bind(
+                &inside.display().to_string(),
+                &r(&inside),
+                false,
+            ));
+        }
+        for (link, target) in [
+            ("fd", "/proc/self/fd"),
+            ("stdin", "/proc/self/fd/0"),
+            ("stdout", "/proc/self/fd/1"),
+            ("stderr", "/proc/self/fd/2"),
+        ] {
+            steps.push(Step::Symlink {
+                target: cstr(target),
+                link: cstr(&r(&Path::new("/dev").join(link))),
+            });
+        }
+        steps.push(Step::Mkdir(cstr(&r(Path::new("/dev/shm")))));
+        steps.push(Step::fs(
+            "tmpfs",
+            &r(Path::new("/dev/shm")),
+            libc::MS_NOSUID | libc::MS_NODEV,
+            "mode=1777",
+        ));
+        steps.push(Step::Mkdir(cstr(&r(Path::new("/proc")))));
+        steps.push(Step::fs(
+            "proc",
+            &r(Path::new("/proc")),
+            libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+            "",
+        ));
+        let proc_sys = r(Path::new("/proc/sys"));
+        steps.extend(Step::bind(&proc_sys, &proc_sys, true));
+        if Path::new("/proc/sysrq-trigger").exists() {
+            steps.extend(Step::bind(
+                "/dev/null",
+                &r(Path::new("/proc/sysrq-trigger")),
+                false,
+            ));
+        }
+        for (k, vol) in self.volumes.iter().enumerate() {
+            mkdir_all(&mut steps, &vol.inside);
+            let merged = dir.join("m").join(format!("v{k}"));
+            steps.extend(Step::bind(
+                &merged.display().to_string(),
+                &r(&vol.inside),
+                false,
+            ));
+        }
+        for ro in &self.read_only {
+            mkdir_all(&mut steps, ro);
+            steps.extend(Step::bind(&ro.display().to_string(), &r(ro), true));
+        }
+        steps.push(Step::Mkdir(cstr(&r(Path::new("/var")))));
+        steps.push(Step::Symlink {
+            target: cstr("/tmp"),
+            link: cstr(&r(Path::new("/var/tmp"))),
+        });
+        Ok(steps)
+    }
+}
+
+/// A frozen layer directory, removed when the last sandbox or snapshot
+/// holding it lets go.
+#[derive(Debug)]
+struct Layer {
+    dir: PathBuf,
+}
+
+impl Drop for Layer {
+    fn drop(&mut self) {
+        if let Err(e) = std::fs::remove_dir_all(&self.dir) {
+            tracing::warn!(dir = %self.dir.display(), error = %e, "cannot remove a frozen layer");
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Inner {
+    /// Frozen layers, newest first.
+    frozen: Vec<Arc<Layer>>,
+    mounted: bool,
+    destroyed: bool,
+}
+
+/// A sandbox of the native backend.
+#[derive(Debug)]
+pub struct NativeSandbox {
+    id: String,
+    dir: PathBuf,
+    template: Arc<Template>,
+    steps: Arc<Vec<Step>>,
+    inner: RwLock<Inner>,
+    execs: AtomicU64,
+}
+
+impl NativeSandbox {
+    async fn mount_new(template: Arc<Template>, frozen: Vec<Arc<Layer>>) -> Result<Self> {
+        let shared = &template.shared;
+        let (id, dir) = loop {
+            let id = state::new_id();
+            let dir = shared.state.join("s").join(&id);
+            match std::fs::create_dir(&dir) {
+                Ok(()) => break (id, dir),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(Error::io("create the sandbox directory", &dir, e)),
+            }
+        };
+        state::ensure_dir(&dir.join("r"))?;
+        for k in 0..template.volumes.len() {
+            for sub in ["u", "w", "m"] {
+                state::ensure_dir(&dir.join(sub).join(format!("v{k}")))?;
+            }
+        }
+        let steps = Arc::new(template.root_steps(&dir)?);
+        let sb = NativeSandbox {
+            id,
+            dir,
+            template,
+            steps,
+            inner: RwLock::new(Inner {
+                frozen,
+                mounted: false,
+                destroyed: false,
+            }),
+            execs: AtomicU64::new(0),
+        };
+        {
+            let mut inner = sb.inner.write().await;
+            sb.mount_all(&mut inner)?;
+        }
+        tracing::debug!(id = %sb.id, "native sandbox ready");
+        Ok(sb)
+    }
+
+    fn vol_path(&self, sub: &str, k: usize) -> PathBuf {
+        self.dir.join(sub).join(format!("v{k}"))
+    }
+
+    fn merged_workspace(&self) -> PathBuf {
+        self.vol_path("m", 0)
+    }
+
+    fn mount_all(&self, inner: &mut Inner) -> Result<()> {
+        for (k, vol) in self.template.volumes.iter().enumerate() {
+            let mut lowers: Vec<String> = inner
+                .frozen
+                .iter()
+                .map(|l| l.dir.join(format!("v{k}")).display().to_string())
+                .collect();
+            lowers.push(vol.lower.display().to_string());
+            let opts = format!(
+                "lowerdir={},upperdir={},workdir={}{}",
+                lowers.join(":"),
+                self.vol_path("u", k).display(),
+                self.vol_path("w", k).display(),
+                self.template.shared.overlay_extra
+            );
+            let target = self.vol_path("m", k);
+            sys::mount_overlay(&cstr(&target.display().to_string()), &cstr(&opts))
+                .map_err(|e| Error::io("mount overlay", &target, e))?;
+        }
+        inner.mounted = true;
+        Ok(())
+    }
+
+    fn unmount_all(&self, inner: &mut Inner, detach: bool) -> Result<()> {
+        if !inner.mounted {
+            return Ok(());
+        }
+        for k in 0..self.template.volumes.len() {
+            let target = self.vol_path("m", k);
+            sys::unmount(&cstr(&target.display().to_string()), detach)
+                .map_err(|e| Error::io("unmount overlay", &target, e))?;
+        }
+        inner.mounted = false;
+        Ok(())
+    }
+
+    fn upper_is_clean(&self) -> bool {
+        (0..self.template.volumes.len())
+            .all(|k| std::fs::read_dir(self.vol_path("u", k)).is_ok_and(|mut d| d.next().is_none()))
+    }
+
+    fn live(&self, inner: &Inner) -> Result<()> {
+        if inner.destroyed {
+            return Err(Error::Gone {
+                id: self.id.clone(),
+                state: "destroyed",
+            });
+        }
+        if !inner.mounted {
+            return Err(Error::Gone {
+                id: self.id.clone(),
+                state: "unmounted after a failed snapshot",
+            });
+        }
+        Ok(())
+    }
+
+    /// Turns the current upper layers into a frozen layer.
+    fn freeze(&self, inner: &mut Inner) -> Result<()> {
+        self.unmount_all(inner, false)?;
+        let layer_dir = self.template.shared.state.join("l").join(state::new_id());
+        let upper = self.dir.join("u");
+        std::fs::rename(&upper, &layer_dir).map_err(|e| Error::io("freeze a layer", &upper, e))?;
+        inner.frozen.insert(0, Arc::new(Layer { dir: layer_dir }));
+        let work = self.dir.join("w");
+        std::fs::remove_dir_all(&work).map_err(|e| Error::io("reset work directory", &work, e))?;
+        for k in 0..self.template.volumes.len() {
+            state::ensure_dir(&self.vol_path("u", k))?;
+            state::ensure_dir(&self.vol_path("w", k))?;
+        }
+        if inner.frozen.len() > MAX_LAYERS {
+            let squashed = squash(
+                &self.template.shared.state,
+                &inner.frozen,
+                self.template.volumes.len(),
+            )?;
+            inner.frozen = vec![Arc::new(squashed)];
+        }
+        self.mount_all(inner)
+    }
+
+    fn release(&self, inner: &mut Inner) -> Result<()> {
+        if inner.destroyed {
+            return Ok(());
+        }
+        inner.destroyed = true;
+        self.unmount_all(inner, true)?;
+        inner.frozen.clear();
+        std::fs::remove_dir_all(&self.dir)
+            .map_err(|e| Error::io("remove the sandbox directory", &self.dir, e))
+    }
+
+    /// Changed paths of the workspace, from the layers (not the whole tree).
+    fn workspace_candidates(&self, inner: &Inner) -> Result<BTreeSet<PathBuf>> {
+        let base = &self.template.spec.base;
+        let merged = self.merged_workspace();
+        let mut layer_roots = vec![self.vol_path("u", 0)];
+        layer_roots.extend(inner.frozen.iter().map(|l| l.dir.join("v0")));
+        let mut candidates = BTreeSet::new();
+        let mut dirs = BTreeSet::from([PathBuf::new()]);
+        for root in &layer_roots {
+            for entry in walkdir::WalkDir::new(root).min_depth(1) {
+                let entry = entry.map_err(|e| Error::io("walk a layer", root, e.into()))?;
+                let rel = entry
+                    .path()
+                    .strip_prefix(root)
+                    .expect("under its root")
+                    .to_path_buf();
+                if diff::excluded(&rel) {
+                    continue;
+                }
+                if entry.file_type().is_dir() {
+                    dirs.insert(rel);
+                } else {
+                    candidates.insert(rel);
+                }
+            }
+        }
+        // Deletions (whiteouts, opaque directories) show as names the base
+        // has and the merged view lacks.
+        for d in dirs {
+            let Ok(entries) = std::fs::read_dir(base.join(&d)) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let rel = d.join(entry.file_name());
+                if diff::excluded(&rel) || merged.join(&rel).symlink_metadata().is_ok() {
+                    continue;
+                }
+                if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                    candidates.extend(
+                        diff::walk_files(&base.join(&rel))?
+                            .into_iter()
+                            .map(|p| rel.join(p)),
+                    );
+                } else {
+                    candidates.insert(rel);
+                }
+            }
+        }
+        Ok(candidates)
+    }
+}
+
+/// Merges `frozen` (newest first) into one new layer by hard links: frozen
+/// layers are never written again, so sharing their inodes is safe.
+fn squash(state_dir: &Path, frozen: &[Arc<Layer>], volumes: usize) -> Result<Layer> {
+    let out = Layer {
+        dir: state_dir.join("l").join(state::new_id()),
+    };
+    for k in 0..volumes {
+        let target = out.dir.join(format!("v{k}"));
+        state::ensure_dir(&target)?;
+        for layer in frozen.iter().rev() {
+            let src = layer.dir.join(format!("v{k}"));
+            for entry in walkdir::WalkDir::new(&src).min_depth(1) {
+                let entry = entry.map_err(|e| Error::io("walk a layer", &src, e.into()))?;
+                let rel = entry.path().strip_prefix(&src).expect("under its root");
+                let dest = target.join(rel);
+                let existing = dest.symlink_metadata().ok();
+                if entry.file_type().is_dir() {
+                    let opaque = sys::is_opaque(&cstr(&entry.path().display().to_string()));
+                    match existing {
+                        Some(m) if m.is_dir() && !opaque => continue,
+                        Some(m) if m.is_dir() => std::fs::remove_dir_all(&dest),
+                        Some(_) => std::fs::remove_file(&dest),
+                        None => Ok(()),
+                    }
+                    .map_err(|e| Error::io("squash layers", &dest, e))?;
+                    std::fs::create_dir(&dest).map_err(|e| Error::io("squash layers", &dest, e))?;
+                    let perms = entry
+                        .metadata()
+                        .map_err(|e| Error::io("squash layers", entry.path(), e.into()))?
+                        .permissions();
+                    let _ = std::fs::set_permissions(&dest, perms);
+                    if opaque {
+                        sys::set_opaque(&cstr(&dest.display().to_string()))
+                            .map_err(|e| Error::io("squash layers", &dest, e))?;
+                    }
+                } else {
+                    match existing {
+                        Some(m) if m.is_dir() => std::fs::remove_dir_all(&dest),
+                        Some(_) => std::fs::remove_file(&dest),
+                        None => Ok(()),
+                    }
+                    .map_err(|e| Error::io("squash layers", &dest, e))?;
+                    std::fs::hard_link(entry.path(), &dest)
+                        .map_err(|e| Error::io("squash layers", &dest, e))?;
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+struct NativeSnapshot {
+    template: Arc<Template>,
+    frozen: Vec<Arc<Layer>>,
+}
+
+#[async_trait]
+impl SnapshotSource for NativeSnapshot {
+    fn id(&self) -> String {
+        self.frozen
+            .first()
+            .and_then(|l| l.dir.file_name())
+            .map_or_else(|| "base".to_owned(), |n| n.to_string_lossy().into_owned())
+    }
+
+    async fn fork(&self) -> Result<Box<dyn Sandbox>> {
+        Ok(Box::new(
+            NativeSandbox::mount_new(self.template.clone(), self.frozen.clone()).await?,
+        ))
+    }
+}
+
+#[async_trait]
+impl Sandbox for NativeSandbox {
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn backend(&self) -> BackendKind {
+        BackendKind::Native
+    }
+
+    #[tracing::instrument(skip_all, fields(id = %self.id, argv0 = req.argv.first().map(String::as_str)))]
+    async fn exec(&self, req: ExecRequest) -> Result<ExecOutcome> {
+        let inner = self.inner.read().await;
+        self.live(&inner)?;
+        let Some(program) = req.argv.first().cloned() else {
+            return Err(Error::InvalidSpec(
+                "an exec needs at least a program name".to_owned(),
+            ));
+        };
+        let cwd = Path::new(WORKSPACE_DIR).join(paths::lexical(&req.cwd)?);
+        let shared = &self.template.shared;
+        let spec = &self.template.spec;
+        let group = shared.cgroups.create(
+            &format!("{}-{}", self.id, self.execs.fetch_add(1, Ordering::Relaxed)),
+            &spec.limits,
+        )?;
+        let (status_rd, status_wr) =
+            sys::pipe().map_err(|e| Error::io("create a pipe", "status", e))?;
+        let plan = sys::Plan {
+            new_root: cstr(&self.dir.join("r").display().to_string()),
+            steps: self.steps.clone(),
+            new_net: spec.network == Network::None,
+            hostname: cstr("forq-sandbox"),
+            cgroup_procs: group
+                .procs_files()
+                .iter()
+                .map(|p| cstr(&p.display().to_string()))
+                .collect(),
+            rlimit_as: if shared.cgroups.caps_memory() {
+                None
+            } else {
+                spec.limits.memory_bytes
+            },
+            cwd: cstr(&cwd.display().to_string()),
+            status_fd: status_wr,
+        };
+        let mut env = spec.env.clone();
+        env.entry("HOME".to_owned())
+            .or_insert_with(|| shared.home.display().to_string());
+        env.extend(req.env.clone());
+        // This is the sandbox's command builder: the one place a native
+        // sandbox process is started.
+        #[allow(clippy::disallowed_methods)]
+        let mut cmd = tokio::process::Command::new(&program);
+        cmd.args(&req.argv[1..])
+            .env_clear()
+            .envs(&env)
+            .stdin(if req.stdin.is_some() {
+                std::process::Stdio::piped()
+            } else {
+                std::process::Stdio::null()
+            })
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true);
+        sys::install(&mut cmd, Arc::new(plan));
+        let spawned = cmd.spawn();
+        sys::close(status_wr);
+        let child = match spawned {
+            Ok(child) => child,
+            Err(source) => {
+                sys::close(status_rd);
+                tokio::task::spawn_blocking(move || group.remove())
+                    .await
+                    .ok();
+                return Err(Error::Spawn { program, source });
+            }
+        };
+        let shim = child.id().map(|p| p as i32);
+        let group = Arc::new(group);
+        let killer = group.clone();
+        let driven = output::drive(child, &req, &mut move || {
+            if let Some(pid) = shim {
+                sys::kill(pid);
+            }
+            killer.kill_all();
+        })
+        .await;
+        let report = tokio::task::spawn_blocking(move || sys::decode(&sys::read_all(status_rd)))
+            .await
+            .ok()
+            .flatten();
+        let killed_for_memory = group.oom_killed();
+        if let Ok(group) = Arc::try_unwrap(group) {
+            tokio::task::spawn_blocking(move || group.remove())
+                .await
+                .ok();
+        }
+        let mut outcome = ExecOutcome {
+            timed_out: driven.timed_out,
+            idle_timed_out: driven.idle_timed_out,
+            killed_for_memory,
+            duration_ms: driven.duration.as_millis() as u64,
+            stdout: driven.stdout.0,
+            stdout_dropped: driven.stdout.1,
+            stderr: driven.stderr.0,
+            stderr_dropped: driven.stderr.1,
+            ..ExecOutcome::default()
+        };
+        match report {
+            Some(sys::Report::Exited { status }) => {
+                if libc::WIFEXITED(status) {
+                    outcome.exit_code = Some(libc::WEXITSTATUS(status));
+                } else if libc::WIFSIGNALED(status) {
+                    outcome.signal = Some(libc::WTERMSIG(status));
+                }
+            }
+            Some(sys::Report::SetupFailed { step, errno }) => {
+                let what = usize::try_from(step)
+                    .ok()
+                    .and_then(|i| self.steps.get(i))
+                    .map_or_else(|| format!("step {step}"), sys::Step::describe);
+                return Err(Error::Io {
+                    op: "prepare the sandbox root",
+                    path: PathBuf::from(what),
+                    source: std::io::Error::from_raw_os_error(errno),
+                });
+            }
+            // Init died before reporting: only SIGKILL does that.
+            None => outcome.signal = Some(libc::SIGKILL),
+        }
+        Ok(outcome)
+    }
+
+    async fn read_file(&self, path: &Path) -> Result<Vec<u8>> {
+        let inner = self.inner.read().await;
+        self.live(&inner)?;
+        let full = paths::confine(&self.merged_workspace(), path)?;
+        tokio::fs::read(&full)
+            .await
+            .map_err(|e| Error::io("read", path, e))
+    }
+
+    async fn write_file(&self, path: &Path, contents: &[u8]) -> Result<()> {
+        let inner = self.inner.read().await;
+        self.live(&inner)?;
+        write_confined(&self.merged_workspace(), path, contents).await
+    }
+
+    async fn list_dir(&self, path: &Path) -> Result<Vec<DirEntry>> {
+        let inner = self.inner.read().await;
+        self.live(&inner)?;
+        list_confined(&self.merged_workspace(), path).await
+    }
+
+    async fn remove(&self, path: &Path) -> Result<()> {
+        let inner = self.inner.read().await;
+        self.live(&inner)?;
+        remove_confined(&self.merged_workspace(), path).await
+    }
+
+    #[tracing::instrument(skip_all, fields(id = %self.id))]
+    async fn snapshot(&self) -> Result<Snapshot> {
+        let mut inner = self.inner.write().await;
+        self.live(&inner)?;
+        if !self.upper_is_clean() {
+            self.freeze(&mut inner)?;
+        }
+        Ok(Snapshot {
+            inner: Arc::new(NativeSnapshot {
+                template: self.template.clone(),
+                frozen: inner.frozen.clone(),
+            }),
+        })
+    }
+
+    async fn diff(&self) -> Result<Diff> {
+        let inner = self.inner.read().await;
+        self.live(&inner)?;
+        let candidates = self.workspace_candidates(&inner)?;
+        diff::diff_paths(
+            &self.template.spec.base,
+            &self.merged_workspace(),
+            candidates,
+        )
+    }
+
+    async fn destroy(self: Box<Self>) -> Result<()> {
+        let mut inner = self.inner.write().await;
+        self.release(&mut inner)
+    }
+}
+
+impl Drop for NativeSandbox {
+    fn drop(&mut self) {
+        let Ok(mut inner) = self.inner.try_write() else {
+            return;
+        };
+        if let Err(e) = self.release(&mut inner) {
+            tracing::warn!(id = %self.id, error = %e, "cannot release a dropped sandbox; `forq sandbox gc` will");
+        }
+    }
+}
+
+pub(crate) async fn write_confined(root: &Path, path: &Path, contents: &[u8]) -> Result<()> {
+    let full = paths::confine(root, path)?;
+    if let Some(parent) = full.parent() {
+        tokio::fs::create_dir_all(parent)
+            .await
+            .map_err(|e| Error::io("create", parent, e))?;
+        // The parent may have been created through a link: check again.
+        paths::confine(root, path)?;
+    }
+    tokio::fs::write(&full, contents)
+        .await
+        .map_err(|e| Error::io("write", path, e))
+}
+
+pub(crate) async fn list_confined(root: &Path, path: &Path) -> Result<Vec<DirEntry>> {
+    let full = paths::confine(root, path)?;
+    let mut rd = tokio::fs::read_dir(&full)
+        .await
+        .map_err(|e| Error::io("list", path, e))?;
+    let mut out = Vec::new();
+    while let Some(entry) = rd
+        .next_entry()
+        .await
+        .map_err(|e| Error::io("list", path, e))?
+    {
+        let meta = entry
+            .metadata()
+            .await
+            .map_err(|e| Error::io("stat", entry.path(), e))?;
+        out.push(DirEntry {
+            name: entry.file_name().to_string_lossy().into_owned(),
+            is_dir: meta.is_dir(),
+            size: if meta.is_dir() { 0 } else { meta.len() },
+        });
+    }
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(out)
+}
+
+pub(crate) async fn remove_confined(root: &Path, path: &Path) -> Result<()> {
+    let full = paths::confine(root, path)?;
+    if full == root {
+        return Err(Error::PathEscape {
+            path: path.to_path_buf(),
+            reason: "it is the workspace root itself",
+        });
+    }
+    let meta = tokio::fs::symlink_metadata(&full)
+        .await
+        .map_err(|e| Error::io("remove", path, e))?;
+    if meta.is_dir() {
+        tokio::fs::remove_dir_all(&full).await
+    } else {
+        tokio::fs::remove_file(&full).await
+    }
+    .map_err(|e| Error::io("remove", path, e))
+}

@@ -1,0 +1,542 @@
+//! The only unsafe code in forq: system calls of the native backend, chiefly
+//! the steps a sandbox process takes
+//! between `fork` and `exec` to enter its namespaces and build its root.
+//!
+//! Process shape of one exec:
+//!
+//! ```text
+//! forq ── spawn ──▶ shim (joins cgroups, unshares namespaces, forks, waits)
+//!                    └──▶ init, pid 1 of the new pid namespace (mounts the
+//!                         root, pivots into it, forks, reaps, reports status)
+//!                          └──▶ payload (drops every capability, execs argv)
+//! ```
+//!
+//! When init exits the kernel kills every process left in the namespace, so
+//! a command never leaves orphans. Killing the shim kills init (parent-death
+//! signal), which is how a timeout tears the whole tree down.
+//!
+//! Everything that runs after `fork` uses only async-signal-safe system
+//! calls on data prepared beforehand: no allocation, no locks.
+#![allow(unsafe_code)]
+
+use std::ffi::CString;
+use std::io;
+use std::os::fd::RawFd;
+
+/// One step of building the sandbox's root, run by init in order.
+#[derive(Debug)]
+pub(crate) enum Step {
+    Mkdir(CString),
+    Symlink {
+        target: CString,
+        link: CString,
+    },
+    Touch(CString),
+    Mount {
+        source: Option<CString>,
+        target: CString,
+        fstype: Option<CString>,
+        flags: libc::c_ulong,
+        data: Option<CString>,
+    },
+}
+
+impl Step {
+    pub(crate) fn bind(source: &str, target: &str, read_only: bool) -> Vec<Step> {
+        let mut steps = vec![Step::Mount {
+            source: Some(cstr(source)),
+            target: cstr(target),
+            fstype: None,
+            flags: libc::MS_BIND | libc::MS_REC,
+            data: None,
+        }];
+        if read_only {
+            steps.push(Step::Mount {
+                source: None,
+                target: cstr(target),
+                fstype: None,
+                flags: libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY | libc::MS_NOSUID,
+                data: None,
+            });
+        }
+        steps
+    }
+
+    /// Says what the step does, for an error message.
+    pub(crate) fn describe(&self) -> String {
+        let s = |c: &CString| c.to_string_lossy().into_owned();
+        match self {
+            Step::Mkdir(p) => format!("mkdir {}", s(p)),
+            Step::Symlink { target, link } => format!("symlink {} -> {}", s(link), s(target)),
+            Step::Touch(p) => format!("create {}", s(p)),
+            Step::Mount {
+                source,
+                target,
+                fstype,
+                ..
+            } => format!(
+                "mount {} ({}) on {}",
+                source.as_ref().map_or_else(|| "-".to_owned(), s),
+                fstype.as_ref().map_or_else(|| "bind".to_owned(), s),
+                s(target)
+            ),
+        }
+    }
+
+    pub(crate) fn fs(fstype: &str, target: &str, flags: libc::c_ulong, data: &str) -> Step {
+        Step::Mount {
+            source: Some(cstr(fstype)),
+            target: cstr(target),
+            fstype: Some(cstr(fstype)),
+            flags,
+            data: Some(cstr(data)),
+        }
+    }
+}
+
+pub(crate) fn cstr(s: &str) -> CString {
+    CString::new(s).expect("sandbox paths never contain NUL bytes")
+}
+
+/// Everything the child side needs, prepared before `fork`.
+#[derive(Debug)]
+pub(crate) struct Plan {
+    /// Host directory on which the new root's tmpfs is mounted.
+    pub(crate) new_root: CString,
+    pub(crate) steps: std::sync::Arc<Vec<Step>>,
+    pub(crate) new_net: bool,
+    pub(crate) hostname: CString,
+    /// `cgroup.procs` files the shim joins (by writing "0").
+    pub(crate) cgroup_procs: Vec<CString>,
+    /// rlimits applied when no cgroup controller can cap memory.
+    pub(crate) rlimit_as: Option<u64>,
+    /// Working directory inside the new root.
+    pub(crate) cwd: CString,
+    /// Write end of the status pipe.
+    pub(crate) status_fd: RawFd,
+}
+
+/// What init reports through the status pipe: 12 bytes, native endian.
+pub(crate) const REPORT_SETUP_FAILED: i32 = 1;
+pub(crate) const REPORT_EXITED: i32 = 2;
+
+/// A decoded report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Report {
+    /// Step `step` of the root setup failed with `errno`.
+    SetupFailed { step: i32, errno: i32 },
+    /// The payload ended with this raw wait status.
+    Exited { status: i32 },
+}
+
+pub(crate) fn decode(bytes: &[u8]) -> Option<Report> {
+    if bytes.len() < 12 {
+        return None;
+    }
+    let word = |i: usize| i32::from_ne_bytes(bytes[i * 4..i * 4 + 4].try_into().expect("4 bytes"));
+    match word(0) {
+        REPORT_SETUP_FAILED => Some(Report::SetupFailed {
+            step: word(1),
+            errno: word(2),
+        }),
+        REPORT_EXITED => Some(Report::Exited { status: word(1) }),
+        _ => None,
+    }
+}
+
+/// A pipe whose ends are close-on-exec.
+pub(crate) fn pipe() -> io::Result<(RawFd, RawFd)> {
+    let mut fds = [0 as RawFd; 2];
+    // SAFETY: `fds` is a valid array of two ints for pipe2 to fill.
+    let rc = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok((fds[0], fds[1]))
+}
+
+pub(crate) fn close(fd: RawFd) {
+    // SAFETY: closing a descriptor this module created and owns.
+    unsafe {
+        libc::close(fd);
+    }
+}
+
+/// Reads everything from `fd` until end of file, then closes it.
+pub(crate) fn read_all(fd: RawFd) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut buf = [0u8; 64];
+    loop {
+        // SAFETY: reading into a stack buffer of the given length.
+        let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+        if n > 0 {
+            out.extend_from_slice(&buf[..n as usize]);
+        } else if n < 0 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
+            continue;
+        } else {
+            break;
+        }
+    }
+    close(fd);
+    out
+}
+
+/// Sends SIGKILL to `pid`.
+pub(crate) fn kill(pid: i32) {
+    // SAFETY: kill(2) has no memory-safety preconditions.
+    unsafe {
+        libc::kill(pid, libc::SIGKILL);
+    }
+}
+
+/// Installs the child-side steps on `cmd`.
+pub(crate) fn install(cmd: &mut tokio::process::Command, plan: std::sync::Arc<Plan>) {
+    // SAFETY: the closure runs in the forked child before exec. It touches
+    // only `plan`, prepared before fork and never mutated, and calls only
+    // async-signal-safe system calls (no allocation, no locks).
+    unsafe {
+        cmd.pre_exec(move || shim(&plan));
+    }
+}
+
+fn last_errno() -> i32 {
+    io::Error::last_os_error()
+        .raw_os_error()
+        .unwrap_or(libc::EIO)
+}
+
+/// Runs in the shim; returns only in the payload (to exec) or with an error
+/// before any namespace was entered.
+fn shim(plan: &Plan) -> io::Result<()> {
+    // SAFETY (whole function): raw system calls on pointers into `plan`'s
+    // CStrings and on stack buffers, all valid for the duration of each call.
+    unsafe {
+        for procs in &plan.cgroup_procs {
+            let fd = libc::open(procs.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+            if fd < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            let ok = libc::write(fd, b"0".as_ptr().cast(), 1) == 1;
+            libc::close(fd);
+            if !ok {
+                return Err(io::Error::last_os_error());
+            }
+        }
+        if let Some(bytes) = plan.rlimit_as {
+            let lim = libc::rlimit {
+                rlim_cur: bytes,
+                rlim_max: bytes,
+            };
+            libc::setrlimit(libc::RLIMIT_AS, &lim);
+        }
+        let mut flags =
+            libc::CLONE_NEWNS | libc::CLONE_NEWPID | libc::CLONE_NEWIPC | libc::CLONE_NEWUTS;
+        if plan.new_net {
+            flags |= libc::CLONE_NEWNET;
+        }
+        if libc::unshare(flags) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let pid = libc::fork();
+        if pid < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if pid > 0 {
+            // The shim: hold nothing open, wait for init, vanish.
+            libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32);
+            let mut status = 0;
+            while libc::waitpid(pid, &mut status, 0) < 0 && last_errno() == libc::EINTR {}
+            libc::_exit(0);
+        }
+        init(plan)
+    }
+}
+
+fn report(fd: RawFd, words: [i32; 3]) {
+    let mut buf = [0u8; 12];
+    for (i, w) in words.iter().enumerate() {
+        buf[i * 4..i * 4 + 4].copy_from_slice(&w.to_ne_bytes());
+    }
+    // SAFETY: writing a stack buffer to a descriptor we own.
+    unsafe {
+        libc::write(fd, buf.as_ptr().cast(), buf.len());
+    }
+}
+
+fn fail_setup(plan: &Plan, step: i32) -> ! {
+    report(plan.status_fd, [REPORT_SETUP_FAILED, step, last_errno()]);
+    // SAFETY: _exit is async-signal-safe and ends this process only.
+    unsafe { libc::_exit(127) }
+}
+
+/// Pid 1 of the new namespace: builds the root, forks the payload, reaps.
+fn init(plan: &Plan) -> io::Result<()> {
+    // SAFETY (whole function): see `shim`.
+    unsafe {
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+        let null = std::ptr::null::<libc::c_char>();
+        if libc::mount(
+            null,
+            c"/".as_ptr(),
+            null,
+            libc::MS_REC | libc::MS_PRIVATE,
+            std::ptr::null(),
+        ) != 0
+        {
+            fail_setup(plan, -1);
+        }
+        for (i, step) in plan.steps.iter().enumerate() {
+            let rc = match step {
+                Step::Mkdir(path) => {
+                    let rc = libc::mkdir(path.as_ptr(), 0o755);
+                    if rc != 0 && last_errno() == libc::EEXIST {
+                        0
+                    } else {
+                        rc
+                    }
+                }
+                Step::Symlink { target, link } => libc::symlink(target.as_ptr(), link.as_ptr()),
+                Step::Touch(path) => {
+                    let fd = libc::open(
+                        path.as_ptr(),
+                        libc::O_CREAT | libc::O_WRONLY | libc::O_CLOEXEC,
+                        0o644,
+                    );
+                    if fd >= 0 {
+                        libc::close(fd);
+                        0
+                    } else {
+                        -1
+                    }
+                }
+                Step::Mount {
+                    source,
+                    target,
+                    fstype,
+                    flags,
+                    data,
+                } => libc::mount(
+                    source.as_ref().map_or(null, |s| s.as_ptr()),
+                    target.as_ptr(),
+                    fstype.as_ref().map_or(null, |s| s.as_ptr()),
+                    *flags,
+                    data.as_ref()
+                        .map_or(std::ptr::null(), |s| s.as_ptr().cast()),
+                ),
+            };
+            if rc != 0 {
+                fail_setup(plan, i as i32);
+            }
+        }
+        let step = plan.steps.len() as i32;
+        if libc::chdir(plan.new_root.as_ptr()) != 0
+            || libc::syscall(libc::SYS_pivot_root, c".".as_ptr(), c".".as_ptr()) != 0
+            || libc::umount2(c".".as_ptr(), libc::MNT_DETACH) != 0
+            || libc::chdir(c"/".as_ptr()) != 0
+        {
+            fail_setup(plan, step);
+        }
+        if libc::mount(
+            null,
+            c"/".as_ptr(),
+            null,
+            libc::MS_REMOUNT | libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV,
+            std::ptr::null(),
+        ) != 0
+        {
+            fail_setup(plan, step + 1);
+        }
+        let host = plan.hostname.as_bytes();
+        libc::sethostname(host.as_ptr().cast(), host.len());
+        if plan.new_net && !loopback_up() {
+            fail_setup(plan, step + 2);
+        }
+        let payload = libc::fork();
+        if payload < 0 {
+            fail_setup(plan, step + 3);
+        }
+        if payload == 0 {
+            return enter_payload(plan);
+        }
+        // Init holds nothing but the status pipe, so readers see end of file
+        // as soon as the payload's own tree lets go of the output.
+        let fd = plan.status_fd;
+        libc::syscall(libc::SYS_close_range, 0u32, (fd - 1) as u32, 0u32);
+        libc::syscall(libc::SYS_close_range, (fd + 1) as u32, u32::MAX, 0u32);
+        loop {
+            let mut status = 0;
+            let pid = libc::waitpid(-1, &mut status, 0);
+            if pid == payload {
+                report(fd, [REPORT_EXITED, status, 0]);
+                // Exiting pid 1 kills whatever the payload left behind.
+                libc::_exit(0);
+            }
+            if pid < 0 && last_errno() != libc::EINTR {
+                libc::_exit(1);
+            }
+        }
+    }
+}
+
+/// The payload: no capabilities, no way to gain any, then exec.
+fn enter_payload(plan: &Plan) -> io::Result<()> {
+    const PR_CAP_AMBIENT: libc::c_int = 47;
+    const PR_CAP_AMBIENT_CLEAR_ALL: libc::c_ulong = 4;
+    const CAP_VERSION_3: u32 = 0x2008_0522;
+    #[repr(C)]
+    struct CapHeader {
+        version: u32,
+        pid: i32,
+    }
+    #[repr(C)]
+    struct CapData {
+        effective: u32,
+        permitted: u32,
+        inheritable: u32,
+    }
+    // SAFETY: prctl/capset/chdir on valid pointers to local structs and
+    // prepared strings.
+    unsafe {
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+        if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        libc::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+        for cap in 0..64 {
+            libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0);
+        }
+        let mut header = CapHeader {
+            version: CAP_VERSION_3,
+            pid: 0,
+        };
+        let data = [
+            CapData {
+                effective: 0,
+                permitted: 0,
+                inheritable: 0,
+            },
+            CapData {
+                effective: 0,
+                permitted: 0,
+                inheritable: 0,
+            },
+        ];
+        if libc::syscall(
+            libc::SYS_capset,
+            &mut header as *mut CapHeader,
+            data.as_ptr(),
+        ) != 0
+        {
+            return Err(io::Error::last_os_error());
+        }
+        if libc::chdir(plan.cwd.as_ptr()) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// Brings the new network namespace's loopback interface up.
+fn loopback_up() -> bool {
+    const SIOCGIFFLAGS: libc::c_ulong = 0x8913;
+    const SIOCSIFFLAGS: libc::c_ulong = 0x8914;
+    #[repr(C)]
+    struct IfReq {
+        name: [u8; 16],
+        flags: libc::c_short,
+        _pad: [u8; 22],
+    }
+    // SAFETY: ioctl on a socket we own with a correctly sized ifreq.
+    unsafe {
+        let sock = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
+        if sock < 0 {
+            return false;
+        }
+        let mut req = IfReq {
+            name: [0; 16],
+            flags: 0,
+            _pad: [0; 22],
+        };
+        req.name[..2].copy_from_slice(b"lo");
+        let ok = libc::ioctl(sock, SIOCGIFFLAGS, &mut req) == 0 && {
+            req.flags |= (libc::IFF_UP | libc::IFF_RUNNING) as libc::c_short;
+            libc::ioctl(sock, SIOCSIFFLAGS, &mut req) == 0
+        };
+        libc::close(sock);
+        ok
+    }
+}
+
+/// Mounts an overlay on the host side (outside any sandbox namespace).
+pub(crate) fn mount_overlay(target: &CString, options: &CString) -> io::Result<()> {
+    // SAFETY: mount(2) with valid NUL-terminated strings.
+    let rc = unsafe {
+        libc::mount(
+            c"overlay".as_ptr(),
+            target.as_ptr(),
+            c"overlay".as_ptr(),
+            0,
+            options.as_ptr().cast(),
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Unmounts on the host side; `detach` does it lazily (never fails as busy).
+pub(crate) fn unmount(target: &CString, detach: bool) -> io::Result<()> {
+    let flags = if detach { libc::MNT_DETACH } else { 0 };
+    // SAFETY: umount2(2) with a valid NUL-terminated string.
+    let rc = unsafe { libc::umount2(target.as_ptr(), flags) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// The effective user id of this process.
+pub(crate) fn euid() -> u32 {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() }
+}
+
+/// Whether process `pid` is alive.
+pub(crate) fn alive(pid: i32) -> bool {
+    // SAFETY: kill with signal 0 only checks for existence.
+    unsafe { libc::kill(pid, 0) == 0 || last_errno() == libc::EPERM }
+}
+
+/// Whether `path` carries overlayfs's opaque-directory mark.
+pub(crate) fn is_opaque(path: &CString) -> bool {
+    let mut buf = [0u8; 4];
+    // SAFETY: lgetxattr into a stack buffer of the given length.
+    let n = unsafe {
+        libc::lgetxattr(
+            path.as_ptr(),
+            c"trusted.overlay.opaque".as_ptr(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+        )
+    };
+    n == 1 && buf[0] == b'y'
+}
+
+/// Marks `path` as an opaque directory for overlayfs.
+pub(crate) fn set_opaque(path: &CString) -> io::Result<()> {
+    // SAFETY: lsetxattr with a valid name and a one-byte value.
+    let rc = unsafe {
+        libc::lsetxattr(
+            path.as_ptr(),
+            c"trusted.overlay.opaque".as_ptr(),
+            b"y".as_ptr().cast(),
+            1,
+            0,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}

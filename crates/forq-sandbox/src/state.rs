@@ -1,0 +1,127 @@
+//! The on-disk state directory shared by the native and host backends, ids
+//! that say which process owns what, and `gc` for what dead processes left.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+
+/// Where sandboxes keep their layers unless told otherwise:
+/// `$FORQ_SANDBOX_DIR`, else `/var/tmp/forq-sandbox` (`-<uid>` for non-root).
+pub fn default_state_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("FORQ_SANDBOX_DIR") {
+        return PathBuf::from(dir);
+    }
+    let uid = crate::native::sys::euid();
+    if uid == 0 {
+        PathBuf::from("/var/tmp/forq-sandbox")
+    } else {
+        PathBuf::from(format!("/var/tmp/forq-sandbox-{uid}"))
+    }
+}
+
+static COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// A fresh id, `<pid>-<n>`: the owning process is readable from the name.
+pub(crate) fn new_id() -> String {
+    format!(
+        "{}-{}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+fn owner_of(name: &str) -> Option<i32> {
+    name.split('-').next()?.parse().ok()
+}
+
+pub(crate) fn ensure_dir(dir: &Path) -> Result<()> {
+    std::fs::create_dir_all(dir).map_err(|e| Error::io("create", dir, e))
+}
+
+/// What `gc` cleaned.
+#[derive(Debug, Clone, Default, Serialize)]
+#[non_exhaustive]
+pub struct GcReport {
+    /// Mount points detached.
+    pub unmounted: Vec<PathBuf>,
+    /// Directories removed (sandboxes, layers, copies).
+    pub removed: Vec<PathBuf>,
+}
+
+/// Cleans what processes that no longer exist left under `state_dir`:
+/// mounts first, then their directories. Live processes' state is kept.
+pub fn gc(state_dir: &Path) -> Result<GcReport> {
+    let mut report = GcReport::default();
+    let dead = |name: &str| owner_of(name).is_some_and(|pid| !crate::native::sys::alive(pid));
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    let mut points: Vec<PathBuf> = mountinfo
+        .lines()
+        .filter_map(|l| l.split(' ').nth(4))
+        .map(unescape_mount_path)
+        .filter(|p| p.starts_with(state_dir))
+        .collect();
+    // Deepest first, so nested mounts come off before their parents.
+    points.sort_by_key(|p| std::cmp::Reverse(p.components().count()));
+    for point in points {
+        let Ok(rel) = point.strip_prefix(state_dir) else {
+            continue;
+        };
+        let owner = rel
+            .components()
+            .nth(1)
+            .map(|c| c.as_os_str().to_string_lossy().into_owned());
+        if owner.as_deref().is_some_and(dead) {
+            let c = crate::native::sys::cstr(&point.to_string_lossy());
+            if crate::native::sys::unmount(&c, true).is_ok() {
+                report.unmounted.push(point);
+            }
+        }
+    }
+    for sub in ["s", "l", "h"] {
+        let Ok(entries) = std::fs::read_dir(state_dir.join(sub)) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if dead(&name) {
+                let path = entry.path();
+                std::fs::remove_dir_all(&path).map_err(|e| Error::io("remove", &path, e))?;
+                report.removed.push(path);
+            }
+        }
+    }
+    Ok(report)
+}
+
+/// mountinfo escapes space, tab, newline and backslash as octal.
+fn unescape_mount_path(s: &str) -> PathBuf {
+    let mut out = Vec::with_capacity(s.len());
+    let b = s.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\' && i + 3 < b.len() {
+            if let Ok(v) = u8::from_str_radix(&s[i + 1..i + 4], 8) {
+                out.push(v);
+                i += 4;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    PathBuf::from(String::from_utf8_lossy(&out).into_owned())
+}
+
+/// Mount points currently under `dir`, from `/proc/self/mountinfo`.
+pub fn mounts_under(dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_to_string("/proc/self/mountinfo")
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.split(' ').nth(4))
+        .map(unescape_mount_path)
+        .filter(|p| p.starts_with(dir))
+        .collect()
+}
