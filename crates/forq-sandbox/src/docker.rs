@@ -628,16 +628,18 @@ impl DockerSandbox {
                 // Resets the engine's sticky OOM flag and clears survivors.
                 self.restart().await?;
             } else if code == 126 || code == 127 {
-                let stderr = String::from_utf8_lossy(&err_peek(&err)).into_owned();
-                if stderr.contains("executable file not found")
-                    || stderr.contains("no such file or directory")
-                {
+                // The engine reports a failed exec in the output stream.
+                let said = [out.peek(), err.peek()].concat();
+                let said = String::from_utf8_lossy(&said);
+                if said.contains("OCI runtime exec failed") {
+                    let kind = if said.contains("not found") || said.contains("no such file") {
+                        std::io::ErrorKind::NotFound
+                    } else {
+                        std::io::ErrorKind::PermissionDenied
+                    };
                     return Err(Error::Spawn {
                         program,
-                        source: std::io::Error::new(
-                            std::io::ErrorKind::NotFound,
-                            stderr.trim().to_owned(),
-                        ),
+                        source: std::io::Error::new(kind, said.trim().to_owned()),
                     });
                 }
                 outcome.exit_code = Some(code);
@@ -687,10 +689,6 @@ impl DockerSandbox {
         }
         Ok(bytes)
     }
-}
-
-fn err_peek(c: &Capture) -> Vec<u8> {
-    c.peek()
 }
 
 #[async_trait]

@@ -55,7 +55,7 @@ impl Capture {
     }
 
     /// The kept bytes so far, without consuming the capture.
-    #[cfg_attr(not(feature = "docker"), allow(dead_code))]
+    #[cfg_attr(not(feature = "docker"), allow(dead_code))] // only the docker backend peeks
     pub(crate) fn peek(&self) -> Vec<u8> {
         let mut out = self.head.clone();
         out.extend(self.tail.iter());

@@ -94,7 +94,6 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             } else {
                 126
             };
-            tracing::error!("cannot run {program:?}: {source}");
             let _ = writeln!(std::io::stderr(), "forq: {program}: {source}");
             code
         }

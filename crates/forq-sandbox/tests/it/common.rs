@@ -1,0 +1,151 @@
+//! The test harness: a backend per test with its own state directory, a
+//! generated repository, and helpers that look at the host from outside.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use forq_sandbox::{
+    Backend, BackendKind, DockerBackend, DockerOptions, ExecOutcome, ExecRequest, HostBackend,
+    HostOptions, NativeBackend, NativeOptions, Sandbox, SandboxSpec,
+};
+
+pub(crate) struct Harness {
+    pub(crate) backend: Arc<dyn Backend>,
+    pub(crate) kind: BackendKind,
+    /// The state directory (native and host), for looking at mounts.
+    pub(crate) state: Option<tempfile::TempDir>,
+    /// A generated repository every sandbox starts from.
+    pub(crate) repo: tempfile::TempDir,
+}
+
+fn skip_or_fail(kind: &str, why: &dyn std::fmt::Display) -> Option<Harness> {
+    if std::env::var_os("CI").is_some() {
+        panic!("the {kind} backend must work under CI: {why}");
+    }
+    eprintln!("SKIPPED: the {kind} backend is unavailable here: {why}");
+    None
+}
+
+/// A small repository with a nested file, an executable and a symlink.
+fn make_repo() -> tempfile::TempDir {
+    let repo = tempfile::Builder::new()
+        .prefix("forq-it-repo-")
+        .tempdir()
+        .expect("tempdir");
+    let p = repo.path();
+    std::fs::create_dir_all(p.join("src/deep")).unwrap();
+    std::fs::write(p.join("README.md"), "# fixture\n").unwrap();
+    std::fs::write(p.join("src/lib.py"), "def add(a, b):\n    return a - b\n").unwrap();
+    std::fs::write(p.join("src/deep/data.txt"), "one\ntwo\nthree\n").unwrap();
+    std::fs::write(p.join("src/gone.txt"), "delete me\n").unwrap();
+    std::os::unix::fs::symlink("lib.py", p.join("src/link.py")).unwrap();
+    repo
+}
+
+fn state_dir() -> tempfile::TempDir {
+    // On the root filesystem (not a tmpfs), like the default state directory.
+    std::fs::create_dir_all("/var/tmp").ok();
+    tempfile::Builder::new()
+        .prefix("forq-it-state-")
+        .tempdir_in("/var/tmp")
+        .expect("state dir")
+}
+
+impl Harness {
+    pub(crate) async fn native() -> Option<Harness> {
+        let state = state_dir();
+        let mut opts = NativeOptions::default();
+        opts.state_dir = Some(state.path().to_path_buf());
+        match NativeBackend::open(opts) {
+            Ok(b) => Some(Harness {
+                backend: Arc::new(b),
+                kind: BackendKind::Native,
+                state: Some(state),
+                repo: make_repo(),
+            }),
+            Err(e) => skip_or_fail("native", &e),
+        }
+    }
+
+    pub(crate) async fn docker() -> Option<Harness> {
+        match DockerBackend::connect(DockerOptions::default()).await {
+            Ok(b) => Some(Harness {
+                backend: Arc::new(b),
+                kind: BackendKind::Docker,
+                state: None,
+                repo: make_repo(),
+            }),
+            Err(e) => skip_or_fail("docker", &e),
+        }
+    }
+
+    pub(crate) async fn host() -> Option<Harness> {
+        let state = state_dir();
+        let mut opts = HostOptions::default();
+        opts.state_dir = Some(state.path().to_path_buf());
+        let b = HostBackend::open(opts).expect("the host backend always opens");
+        Some(Harness {
+            backend: Arc::new(b),
+            kind: BackendKind::Host,
+            state: Some(state),
+            repo: make_repo(),
+        })
+    }
+
+    pub(crate) fn spec(&self) -> SandboxSpec {
+        SandboxSpec::new(self.repo.path())
+    }
+
+    pub(crate) async fn create(&self) -> Box<dyn Sandbox> {
+        self.create_with(self.spec()).await
+    }
+
+    pub(crate) async fn create_with(&self, spec: SandboxSpec) -> Box<dyn Sandbox> {
+        self.backend.create(&spec).await.expect("create a sandbox")
+    }
+
+    pub(crate) fn state_path(&self) -> Option<&Path> {
+        self.state.as_ref().map(|s| s.path())
+    }
+}
+
+/// Runs a shell script and returns the outcome.
+pub(crate) async fn sh(sb: &dyn Sandbox, script: &str) -> ExecOutcome {
+    sb.exec(ExecRequest::shell(script).timeout(std::time::Duration::from_secs(60)))
+        .await
+        .unwrap_or_else(|e| panic!("exec {script:?}: {e:#}"))
+}
+
+/// Host processes whose command line contains `needle` (NUL-separated argv).
+pub(crate) fn host_processes_with(needle: &[u8]) -> Vec<u32> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    for entry in entries.flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) {
+            if cmdline.windows(needle.len()).any(|w| w == needle) {
+                out.push(pid);
+            }
+        }
+    }
+    out
+}
+
+/// Polls `cond` for up to five seconds.
+pub(crate) async fn eventually(mut cond: impl FnMut() -> bool) -> bool {
+    for _ in 0..100 {
+        if cond() {
+            return true;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    cond()
+}
+
+pub(crate) fn rel(p: &str) -> PathBuf {
+    PathBuf::from(p)
+}

@@ -1,0 +1,91 @@
+//! Integration tests of forq-sandbox against real backends: real namespaces
+//! and overlayfs mounts (as root), a real Docker engine, real processes.
+//!
+//! The same behaviour suite runs against every backend. A backend missing on
+//! a developer's machine is skipped with the reason printed; under CI (the
+//! `CI` environment variable set) a missing backend fails the test instead.
+
+mod common;
+mod native_only;
+mod suite;
+
+/// Declares one test per suite function for a backend.
+macro_rules! backend_suite {
+    ($module:ident, $open:path, [$($test:ident),* $(,)?]) => {
+        mod $module {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $test() {
+                    if let Some(h) = $open().await {
+                        crate::suite::$test(&h).await;
+                    }
+                }
+            )*
+        }
+    };
+}
+
+backend_suite!(
+    native,
+    crate::common::Harness::native,
+    [
+        exec_reports_exit_code_signal_and_output,
+        stdin_is_fed_and_env_is_set,
+        missing_program_is_a_spawn_error,
+        no_network_and_no_host_loopback,
+        host_network_reaches_host_loopback,
+        cannot_write_outside_workspace,
+        masked_host_paths_are_invisible,
+        fork_bomb_is_stopped_by_pids_limit,
+        memory_hog_is_killed_and_reported,
+        output_flood_is_capped_with_dropped_count,
+        timeout_kills_the_whole_tree,
+        idle_timeout_fires_on_silence,
+        fork_sees_parent_and_is_isolated,
+        snapshot_is_frozen_point_in_time,
+        diff_reports_exactly_the_changes,
+        file_ops_refuse_escapes,
+        destroy_releases_everything,
+    ]
+);
+
+backend_suite!(
+    docker,
+    crate::common::Harness::docker,
+    [
+        exec_reports_exit_code_signal_and_output,
+        stdin_is_fed_and_env_is_set,
+        missing_program_is_a_spawn_error,
+        no_network_and_no_host_loopback,
+        cannot_write_outside_workspace,
+        masked_host_paths_are_invisible,
+        fork_bomb_is_stopped_by_pids_limit,
+        memory_hog_is_killed_and_reported,
+        output_flood_is_capped_with_dropped_count,
+        timeout_kills_the_whole_tree,
+        idle_timeout_fires_on_silence,
+        fork_sees_parent_and_is_isolated,
+        snapshot_is_frozen_point_in_time,
+        diff_reports_exactly_the_changes,
+        file_ops_refuse_escapes,
+        destroy_releases_everything,
+    ]
+);
+
+backend_suite!(
+    host,
+    crate::common::Harness::host,
+    [
+        exec_reports_exit_code_signal_and_output,
+        stdin_is_fed_and_env_is_set,
+        missing_program_is_a_spawn_error,
+        output_flood_is_capped_with_dropped_count,
+        timeout_kills_the_whole_tree,
+        idle_timeout_fires_on_silence,
+        fork_sees_parent_and_is_isolated,
+        snapshot_is_frozen_point_in_time,
+        diff_reports_exactly_the_changes,
+        file_ops_refuse_escapes,
+        destroy_releases_everything,
+    ]
+);

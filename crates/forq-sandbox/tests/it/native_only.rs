@@ -1,0 +1,116 @@
+//! Native-backend behaviour beyond the common suite: deep fork chains that
+//! squash layers, and `gc` of what a dead process left.
+
+use forq_sandbox::ChangeKind;
+
+use crate::common::{rel, sh, Harness};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fork_chain_deeper_than_the_layer_cap_stays_correct() {
+    let Some(h) = Harness::native().await else {
+        return;
+    };
+    let depth = forq_sandbox::MAX_LAYERS * 2 + 5;
+    let mut sb = h.create().await;
+    for level in 0..depth {
+        let script = match level {
+            3 => "rm src/gone.txt && echo 3 > level3.txt".to_owned(),
+            // A directory deleted and made again: overlayfs marks it opaque.
+            5 => "rm -r src/deep && mkdir src/deep && echo fresh > src/deep/new.txt && echo 5 > level5.txt".to_owned(),
+            7 => "echo rewritten > level3.txt && echo 7 > level7.txt".to_owned(),
+            n => format!("echo {n} > level{n}.txt"),
+        };
+        sh(&*sb, &script).await;
+        let child = sb.fork().await.unwrap();
+        sb.destroy().await.unwrap();
+        sb = child;
+    }
+    let out = sh(
+        &*sb,
+        "ls level*.txt | wc -l; cat level3.txt; ls src/deep; test -e src/gone.txt || echo gone",
+    )
+    .await;
+    assert_eq!(
+        out.stdout_text(),
+        format!("{depth}\nrewritten\nnew.txt\ngone\n")
+    );
+    let diff = sb.diff().await.unwrap();
+    let kinds = |k: ChangeKind| diff.files.iter().filter(|f| f.kind == k).count();
+    assert_eq!(kinds(ChangeKind::Added), depth + 1, "{:?}", diff.files);
+    assert_eq!(kinds(ChangeKind::Deleted), 2, "{:?}", diff.files);
+    assert!(diff
+        .files
+        .iter()
+        .any(|f| f.path == "src/deep/data.txt" && f.kind == ChangeKind::Deleted));
+    sb.destroy().await.unwrap();
+    let state = h.state_path().unwrap();
+    assert_eq!(
+        std::fs::read_dir(state.join("l")).unwrap().count(),
+        0,
+        "frozen layers left"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gc_cleans_what_a_dead_process_left() {
+    let Some(h) = Harness::native().await else {
+        return;
+    };
+    let state = h.state_path().unwrap().to_path_buf();
+    // A pid that certainly belongs to no process any more.
+    let mut child = forq_sandbox::host_command("true").spawn().unwrap();
+    let dead_pid = child.id().unwrap();
+    child.wait().await.unwrap();
+    let leftover = state.join("s").join(format!("{dead_pid}-0"));
+    let mount_point = leftover.join("m/v0");
+    std::fs::create_dir_all(&mount_point).unwrap();
+    let status = forq_sandbox::host_command("mount")
+        .args(["-t", "tmpfs", "tmpfs"])
+        .arg(&mount_point)
+        .status()
+        .await
+        .unwrap();
+    assert!(status.success());
+    let layer = state.join("l").join(format!("{dead_pid}-1"));
+    std::fs::create_dir_all(&layer).unwrap();
+    // A live sandbox of this process is left alone.
+    let live = h.create().await;
+    sh(&*live, "echo keep > keep.txt").await;
+
+    let report = forq_sandbox::gc(&state).unwrap();
+    assert_eq!(report.unmounted, vec![mount_point]);
+    assert!(
+        report.removed.contains(&leftover) && report.removed.contains(&layer),
+        "{report:?}"
+    );
+    assert!(!leftover.exists() && !layer.exists());
+    assert_eq!(live.read_file(&rel("keep.txt")).await.unwrap(), b"keep\n");
+    live.destroy().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn toolchains_are_usable_and_home_is_writable_but_private() {
+    let Some(h) = Harness::native().await else {
+        return;
+    };
+    let sb = h.create().await;
+    let out = sh(&*sb, "cargo --version >/dev/null && echo cargo-ok; echo cache > $HOME/.forq-cache-probe && cat $HOME/.forq-cache-probe").await;
+    assert_eq!(out.stdout_text(), "cargo-ok\ncache\n", "{out:?}");
+    let home = std::env::var("HOME").unwrap_or_else(|_| "/root".to_owned());
+    assert!(
+        !std::path::Path::new(&home)
+            .join(".forq-cache-probe")
+            .exists(),
+        "the sandbox wrote the host's home"
+    );
+    // Home is part of the sandbox state: a fork sees it.
+    let child = sb.fork().await.unwrap();
+    assert_eq!(
+        sh(&*child, "cat $HOME/.forq-cache-probe")
+            .await
+            .stdout_text(),
+        "cache\n"
+    );
+    child.destroy().await.unwrap();
+    sb.destroy().await.unwrap();
+}

@@ -1,0 +1,523 @@
+//! The behaviour every backend promises, one function per behaviour; each
+//! runs against every backend that claims it (see `main.rs`).
+
+use std::path::Path;
+use std::time::Duration;
+
+use forq_sandbox::{BackendKind, ChangeKind, Error, ExecRequest, Limits, Network};
+use tokio::net::TcpListener;
+
+use crate::common::{eventually, host_processes_with, rel, sh, Harness};
+
+pub(crate) async fn exec_reports_exit_code_signal_and_output(h: &Harness) {
+    let sb = h.create().await;
+    let out = sh(&*sb, "echo out; echo err >&2; exit 7").await;
+    assert_eq!((out.exit_code, out.signal), (Some(7), None));
+    assert_eq!(out.stdout_text(), "out\n");
+    assert_eq!(out.stderr_text(), "err\n");
+    assert_eq!(out.shell_code(), 7);
+
+    let out = sh(&*sb, "kill -9 $$").await;
+    assert_eq!((out.exit_code, out.signal), (None, Some(9)), "{out:?}");
+    assert_eq!(out.shell_code(), 137);
+
+    let out = sb
+        .exec(ExecRequest::new(["cat", "README.md"]).cwd(""))
+        .await
+        .unwrap();
+    assert_eq!(out.stdout_text(), "# fixture\n");
+    let out = sb
+        .exec(ExecRequest::new(["pwd"]).cwd("src/deep"))
+        .await
+        .unwrap();
+    assert!(
+        out.stdout_text().trim_end().ends_with("src/deep"),
+        "{out:?}"
+    );
+    sb.destroy().await.unwrap();
+}
+
+pub(crate) async fn stdin_is_fed_and_env_is_set(h: &Harness) {
+    let sb = h.create_with(h.spec().env("FROM_SPEC", "spec")).await;
+    let out = sb
+        .exec(
+            ExecRequest::shell("read line; echo \"$line/$FROM_SPEC/$FROM_REQ\"")
+                .stdin("piped\n")
+                .env("FROM_REQ", "req"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(out.stdout_text(), "piped/spec/req\n");
+    sb.destroy().await.unwrap();
+}
+
+pub(crate) async fn missing_program_is_a_spawn_error(h: &Harness) {
+    let sb = h.create().await;
+    let err = sb
+        .exec(ExecRequest::new(["forq-no-such-program"]))
+        .await
+        .unwrap_err();
+    match err {
+        Error::Spawn { program, source } => {
+            assert_eq!(program, "forq-no-such-program");
+            assert_eq!(source.kind(), std::io::ErrorKind::NotFound, "{source}");
+        }
+        other => panic!("expected a spawn error, got {other:?}"),
+    }
+    sb.destroy().await.unwrap();
+}
+
+/// A listener on the host's loopback that counts the connections it gets.
+async fn host_listener() -> (u16, tokio::task::JoinHandle<usize>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let task = tokio::spawn(async move {
+        let mut n = 0;
+        while let Ok(Ok(_)) = tokio::time::timeout(Duration::from_secs(3), listener.accept()).await
+        {
+            n += 1;
+        }
+        n
+    });
+    (port, task)
+}
+
+fn connect_script(kind: BackendKind, port: u16) -> String {
+    match kind {
+        // busybox in the docker image has nc; the host has python3.
+        BackendKind::Docker => format!("nc -w 2 127.0.0.1 {port} </dev/null && echo CONNECTED || echo REFUSED"),
+        _ => format!(
+            "python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", {port}), timeout=2)' 2>/dev/null \
+             && echo CONNECTED || echo REFUSED"
+        ),
+    }
+}
+
+pub(crate) async fn no_network_and_no_host_loopback(h: &Harness) {
+    let sb = h.create().await;
+    // Only a loopback interface exists.
+    let out = sh(&*sb, "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '").await;
+    assert_eq!(out.stdout_text(), "lo\n", "interfaces: {out:?}");
+    let (port, accepted) = host_listener().await;
+    let out = sh(&*sb, &connect_script(h.kind, port)).await;
+    assert_eq!(out.stdout_text(), "REFUSED\n", "{out:?}");
+    assert_eq!(accepted.await.unwrap(), 0, "the host listener was reached");
+    sb.destroy().await.unwrap();
+}
+
+pub(crate) async fn host_network_reaches_host_loopback(h: &Harness) {
+    // The control for the test above: the same probe connects when asked to.
+    let sb = h.create_with(h.spec().network(Network::Host)).await;
+    let (port, accepted) = host_listener().await;
+    let out = sh(&*sb, &connect_script(h.kind, port)).await;
+    assert_eq!(out.stdout_text(), "CONNECTED\n", "{out:?}");
+    assert_eq!(accepted.await.unwrap(), 1);
+    sb.destroy().await.unwrap();
+}
+
+pub(crate) async fn cannot_write_outside_workspace(h: &Harness) {
+    let sb = h.create().await;
+    let tag = format!("forq-probe-{}", std::process::id());
+    let targets = [
+        format!("/usr/{tag}"),
+        format!("/etc/{tag}"),
+        format!("/{tag}"),
+        format!("/workspace/../{tag}"),
+    ];
+    let script = format!(
+        "for p in {}; do echo x > \"$p\" 2>/dev/null && echo \"wrote $p\" || echo \"refused $p\"; done; echo y > /workspace/inside",
+        targets.join(" ")
+    );
+    let out = sh(&*sb, &script).await;
+    for t in &targets {
+        assert!(!Path::new(t).exists(), "{t} appeared on the host: {out:?}");
+    }
+    if h.kind == BackendKind::Native {
+        // The host's system directories are read-only inside.
+        assert!(
+            out.stdout_text().contains(&format!("refused /usr/{tag}")),
+            "{out:?}"
+        );
+        assert!(
+            out.stdout_text().contains(&format!("refused /etc/{tag}")),
+            "{out:?}"
+        );
+    }
+    // The base is never written: the change lives in the sandbox alone.
+    assert!(!h.repo.path().join("inside").exists());
+    assert_eq!(sb.read_file(&rel("inside")).await.unwrap(), b"y\n");
+    sb.destroy().await.unwrap();
+}
+
+pub(crate) async fn masked_host_paths_are_invisible(h: &Harness) {
+    let home = std::env::var("HOME").unwrap_or_else(|_| "/root".to_owned());
+    let secret = Path::new(&home).join(format!(".forq-secret-{}", std::process::id()));
+    std::fs::write(&secret, "hunter2\n").unwrap();
+    let sb = h.create().await;
+    let repo_parent = h.repo.path().parent().unwrap().display().to_string();
+    let out = sh(
+        &*sb,
+        &format!(
+            "cat {} 2>/dev/null; ls {repo_parent} 2>/dev/null | head -3; cat /etc/shadow 2>/dev/null; ls /work 2>/dev/null; echo END",
+            secret.display()
+        ),
+    )
+    .await;
+    std::fs::remove_file(&secret).unwrap();
+    assert_eq!(
+        out.stdout_text(),
+        "END\n",
+        "host data leaked into the sandbox: {out:?}"
+    );
+    sb.destroy().await.unwrap();
+}
+
+pub(crate) async fn fork_bomb_is_stopped_by_pids_limit(h: &Harness) {
+    let sb = h
+        .create_with(h.spec().limits(Limits::default().pids(48)))
+        .await;
+    // A bounded burst first: the cap must stop it well short of 200.
+    let out = sh(
+        &*sb,
+        "n=0; for i in $(seq 200); do sleep 3139 & n=$((n+1)); done; echo started=$n",
+    )
+    .await;
+    assert!(
+        !out.stdout_text().contains("started=200"),
+        "the pids cap did not hold: {out:?}"
+    );
+    assert!(out.stderr_text().to_lowercase().contains("fork"), "{out:?}");
+    // Then a real fork bomb, which must end (by the cap or the timeout)
+    // without a survivor.
+    let bomb = sb
+        .exec(
+            ExecRequest::new([
+                "sh",
+                "-c",
+                "b() { b | b & }; b; sleep 2",
+                "forq-bomb-marker",
+            ])
+            .timeout(Duration::from_secs(10)),
+        )
+        .await
+        .unwrap();
+    assert!(bomb.duration_ms < 30_000, "{bomb:?}");
+    assert!(
+        eventually(|| host_processes_with(b"forq-bomb-marker").is_empty()
+            && host_processes_with(b"sleep\x003139").is_empty())
+        .await,
+        "fork bomb processes survived"
+    );
+    sb.destroy().await.unwrap();
+}
+
+pub(crate) async fn memory_hog_is_killed_and_reported(h: &Harness) {
+    let sb = h
+        .create_with(h.spec().limits(Limits::default().memory_bytes(64 << 20)))
+        .await;
+    let out = sh(&*sb, "dd if=/dev/zero of=/dev/null bs=400M count=1").await;
+    assert!(out.killed_for_memory, "{out:?}");
+    assert_eq!(out.signal, Some(9), "{out:?}");
+    // A command under the cap is fine, and is not reported as killed.
+    let out = sh(
+        &*sb,
+        "dd if=/dev/zero of=/dev/null bs=4M count=1 2>/dev/null; echo ok",
+    )
+    .await;
+    assert_eq!(
+        (out.stdout_text().as_str(), out.killed_for_memory),
+        ("ok\n", false),
+        "{out:?}"
+    );
+    sb.destroy().await.unwrap();
+}
+
+pub(crate) async fn output_flood_is_capped_with_dropped_count(h: &Harness) {
+    let sb = h.create().await;
+    let out = sb
+        .exec(ExecRequest::shell("yes | head -c 5000000; echo END").output_cap(100_000))
+        .await
+        .unwrap();
+    assert_eq!(out.stdout.len(), 100_000);
+    assert_eq!(out.stdout_dropped, 5_000_004 - 100_000);
+    assert!(out.stdout.starts_with(b"y\ny\n"));
+    assert!(out.stdout.ends_with(b"y\nEND\n"));
+    assert!(out.success());
+    sb.destroy().await.unwrap();
+}
+
+pub(crate) async fn timeout_kills_the_whole_tree(h: &Harness) {
+    let sb = h.create().await;
+    let out = sb
+        .exec(
+            ExecRequest::shell("sleep 3137 & sleep 3137 & echo started; sleep 3137")
+                .timeout(Duration::from_secs(1)),
+        )
+        .await
+        .unwrap();
+    assert!(out.timed_out, "{out:?}");
+    assert_eq!(out.stdout_text(), "started\n");
+    assert!(out.duration_ms < 20_000, "{out:?}");
+    assert!(
+        eventually(|| host_processes_with(b"sleep\x003137").is_empty()).await,
+        "processes survived the timeout: {:?}",
+        host_processes_with(b"sleep\x003137")
+    );
+    // The sandbox is still usable afterwards.
+    assert_eq!(sh(&*sb, "echo alive").await.stdout_text(), "alive\n");
+    sb.destroy().await.unwrap();
+}
+
+pub(crate) async fn idle_timeout_fires_on_silence(h: &Harness) {
+    let sb = h.create().await;
+    let out = sb
+        .exec(
+            ExecRequest::shell("echo tick; sleep 1; echo tock; sleep 3138")
+                .idle_timeout(Duration::from_millis(2500))
+                .timeout(Duration::from_secs(60)),
+        )
+        .await
+        .unwrap();
+    assert!(out.idle_timed_out && !out.timed_out, "{out:?}");
+    assert_eq!(out.stdout_text(), "tick\ntock\n");
+    sb.destroy().await.unwrap();
+}
+
+pub(crate) async fn fork_sees_parent_and_is_isolated(h: &Harness) {
+    let parent = h.create().await;
+    parent
+        .write_file(&rel("a.txt"), b"from parent\n")
+        .await
+        .unwrap();
+    let c1 = parent.fork().await.unwrap();
+    let c2 = parent.fork().await.unwrap();
+    assert_eq!(c1.read_file(&rel("a.txt")).await.unwrap(), b"from parent\n");
+    sh(&*c1, "echo from c1 > b.txt && echo changed > a.txt").await;
+    parent.write_file(&rel("c.txt"), b"later\n").await.unwrap();
+    let grandchild = c1.fork().await.unwrap();
+
+    assert_eq!(
+        sh(&*parent, "cat a.txt; ls b.txt 2>&1 >/dev/null | wc -l")
+            .await
+            .stdout_text(),
+        "from parent\n1\n"
+    );
+    assert_eq!(
+        sh(
+            &*c2,
+            "cat a.txt; test -e b.txt || echo no-b; test -e c.txt || echo no-c"
+        )
+        .await
+        .stdout_text(),
+        "from parent\nno-b\nno-c\n"
+    );
+    assert_eq!(
+        sh(&*c1, "test -e c.txt || echo no-c").await.stdout_text(),
+        "no-c\n"
+    );
+    assert_eq!(
+        sh(&*grandchild, "cat a.txt b.txt").await.stdout_text(),
+        "changed\nfrom c1\n"
+    );
+    for sb in [grandchild, c1, c2, parent] {
+        sb.destroy().await.unwrap();
+    }
+}
+
+pub(crate) async fn snapshot_is_frozen_point_in_time(h: &Harness) {
+    let sb = h.create().await;
+    sb.write_file(&rel("state.txt"), b"v1\n").await.unwrap();
+    let snap = sb.snapshot().await.unwrap();
+    sb.write_file(&rel("state.txt"), b"v2\n").await.unwrap();
+    sb.remove(&rel("README.md")).await.unwrap();
+    let a = snap.fork().await.unwrap();
+    let b = snap.fork().await.unwrap();
+    assert_eq!(a.read_file(&rel("state.txt")).await.unwrap(), b"v1\n");
+    assert_eq!(
+        b.read_file(&rel("README.md")).await.unwrap(),
+        b"# fixture\n"
+    );
+    assert_eq!(sb.read_file(&rel("state.txt")).await.unwrap(), b"v2\n");
+    drop(snap);
+    for s in [a, b, sb] {
+        s.destroy().await.unwrap();
+    }
+}
+
+pub(crate) async fn diff_reports_exactly_the_changes(h: &Harness) {
+    let parent = h.create().await;
+    // Changes spread over a fork, so layered state is diffed as a whole.
+    sh(
+        &*parent,
+        "printf 'def add(a, b):\\n    return a + b\\n' > src/lib.py && rm src/gone.txt",
+    )
+    .await;
+    let sb = parent.fork().await.unwrap();
+    sh(&*sb, "mkdir -p new/dir && echo hello > new/dir/file.txt && printf 'a\\000b' > blob.bin && mkdir -p .git && echo x > .git/ignored").await;
+    sb.write_file(&rel("src/deep/data.txt"), b"one\nTWO\nthree\n")
+        .await
+        .unwrap();
+    // Written and then restored: no change at all.
+    sh(
+        &*sb,
+        "cp README.md /tmp/r && echo junk > README.md && cp /tmp/r README.md",
+    )
+    .await;
+    let diff = sb.diff().await.unwrap();
+    let got: Vec<_> = diff
+        .files
+        .iter()
+        .map(|f| {
+            (
+                f.path.as_str(),
+                f.kind,
+                f.binary,
+                f.added_lines,
+                f.removed_lines,
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            ("blob.bin", ChangeKind::Added, true, 0, 0),
+            ("new/dir/file.txt", ChangeKind::Added, false, 1, 0),
+            ("src/deep/data.txt", ChangeKind::Modified, false, 1, 1),
+            ("src/gone.txt", ChangeKind::Deleted, false, 0, 1),
+            ("src/lib.py", ChangeKind::Modified, false, 1, 1),
+        ],
+        "{}",
+        diff.patch
+    );
+    // The patch applies to the base and reproduces the sandbox's text files.
+    let copy = tempfile::tempdir().unwrap();
+    let status = forq_sandbox::host_command("cp")
+        .arg("-a")
+        .arg(format!("{}/.", h.repo.path().display()))
+        .arg(copy.path())
+        .status()
+        .await
+        .unwrap();
+    assert!(status.success());
+    let patch_file = copy.path().join("fix.patch");
+    std::fs::write(&patch_file, &diff.patch).unwrap();
+    let apply = forq_sandbox::host_command("git")
+        .args(["apply", "--exclude=blob.bin", "fix.patch"])
+        .current_dir(copy.path())
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        apply.status.success(),
+        "git apply: {}",
+        String::from_utf8_lossy(&apply.stderr)
+    );
+    assert_eq!(
+        std::fs::read(copy.path().join("src/lib.py")).unwrap(),
+        sb.read_file(&rel("src/lib.py")).await.unwrap()
+    );
+    assert_eq!(
+        std::fs::read(copy.path().join("new/dir/file.txt")).unwrap(),
+        b"hello\n"
+    );
+    assert!(!copy.path().join("src/gone.txt").exists());
+    sb.destroy().await.unwrap();
+    parent.destroy().await.unwrap();
+}
+
+pub(crate) async fn file_ops_refuse_escapes(h: &Harness) {
+    let sb = h.create().await;
+    for bad in ["../etc/passwd", "/etc/passwd", "src/../../x"] {
+        let err = sb.read_file(&rel(bad)).await.unwrap_err();
+        assert!(matches!(err, Error::PathEscape { .. }), "{bad}: {err:?}");
+        let err = sb.write_file(&rel(bad), b"x").await.unwrap_err();
+        assert!(matches!(err, Error::PathEscape { .. }), "{bad}: {err:?}");
+    }
+    sh(&*sb, "ln -s /etc out && ln -s ../.. up").await;
+    for bad in ["out/passwd", "out/forq-new-file", "up/etc/hostname"] {
+        let err = sb.read_file(&rel(bad)).await.unwrap_err();
+        assert!(matches!(err, Error::PathEscape { .. }), "{bad}: {err:?}");
+        let err = sb.write_file(&rel(bad), b"x").await.unwrap_err();
+        assert!(matches!(err, Error::PathEscape { .. }), "{bad}: {err:?}");
+        let err = sb.remove(&rel(bad)).await.unwrap_err();
+        assert!(matches!(err, Error::PathEscape { .. }), "{bad}: {err:?}");
+    }
+    assert!(!Path::new("/etc/forq-new-file").exists());
+    // A link that stays inside is followed.
+    assert_eq!(
+        sb.read_file(&rel("src/link.py")).await.unwrap(),
+        sb.read_file(&rel("src/lib.py")).await.unwrap()
+    );
+    let names: Vec<String> = sb
+        .list_dir(&rel("src"))
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
+    assert_eq!(names, ["deep", "gone.txt", "lib.py", "link.py"]);
+    sb.write_file(&rel("made/deep/file.txt"), b"ok")
+        .await
+        .unwrap();
+    assert_eq!(
+        sb.read_file(&rel("made/deep/file.txt")).await.unwrap(),
+        b"ok"
+    );
+    sb.remove(&rel("made")).await.unwrap();
+    assert!(sb.read_file(&rel("made/deep/file.txt")).await.is_err());
+    sb.destroy().await.unwrap();
+}
+
+pub(crate) async fn destroy_releases_everything(h: &Harness) {
+    let parent = h.create().await;
+    sh(&*parent, "echo x > x.txt").await;
+    let child = parent.fork().await.unwrap();
+    sh(&*child, "echo y > y.txt").await;
+    match h.kind {
+        BackendKind::Native => {
+            let state = h.state_path().unwrap();
+            assert!(!forq_sandbox::mounts_under(state).is_empty());
+            child.destroy().await.unwrap();
+            parent.destroy().await.unwrap();
+            assert_eq!(
+                forq_sandbox::mounts_under(state),
+                Vec::<std::path::PathBuf>::new()
+            );
+            assert_eq!(
+                std::fs::read_dir(state.join("s")).unwrap().count(),
+                0,
+                "sandbox directories left"
+            );
+            assert_eq!(
+                std::fs::read_dir(state.join("l")).unwrap().count(),
+                0,
+                "frozen layers left"
+            );
+        }
+        BackendKind::Docker => {
+            let ids = [parent.id().to_owned(), child.id().to_owned()];
+            let docker = forq_sandbox::DockerBackend::connect(Default::default())
+                .await
+                .unwrap();
+            child.destroy().await.unwrap();
+            parent.destroy().await.unwrap();
+            for id in ids {
+                let id = id.split('@').next().unwrap().to_owned();
+                assert!(
+                    docker.client().inspect_container(&id, None).await.is_err(),
+                    "container {id} still exists"
+                );
+            }
+        }
+        _ => {
+            let state = h.state_path().unwrap();
+            child.destroy().await.unwrap();
+            parent.destroy().await.unwrap();
+            assert_eq!(
+                std::fs::read_dir(state.join("h")).unwrap().count(),
+                0,
+                "copies left"
+            );
+        }
+    }
+}
