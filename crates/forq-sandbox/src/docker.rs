@@ -10,6 +10,7 @@
 use std::collections::HashMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -387,6 +388,18 @@ impl Backend for DockerBackend {
     }
 }
 
+/// What the exec API gave back, before interpretation.
+struct RawExec {
+    program: String,
+    /// `None` when a timeout ended it.
+    code: Option<i32>,
+    timed_out: bool,
+    idle_timed_out: bool,
+    duration: Duration,
+    out: Capture,
+    err: Capture,
+}
+
 /// A sandbox of the docker backend.
 #[derive(Debug)]
 pub struct DockerSandbox {
@@ -395,6 +408,8 @@ pub struct DockerSandbox {
     spec: Arc<SandboxSpec>,
     container: String,
     destroyed: RwLock<bool>,
+    /// OOM kills already reported (the cgroup's counter only grows).
+    oom_seen: AtomicU64,
 }
 
 /// A committed image, removed when the last holder lets go.
@@ -459,6 +474,7 @@ impl DockerSandbox {
             spec,
             container,
             destroyed: RwLock::new(false),
+            oom_seen: AtomicU64::new(0),
         }
     }
 
@@ -477,26 +493,38 @@ impl DockerSandbox {
         Ok(guard)
     }
 
-    /// Runs a helper command and returns its standard output.
-    async fn helper(&self, argv: &[&str]) -> Result<ExecOutcome> {
-        self.run(ExecRequest::new(argv.iter().copied()).timeout(Duration::from_secs(60)))
-            .await
+    /// Runs a helper command of forq's own; returns its exit code and
+    /// standard output.
+    async fn helper(&self, argv: &[&str]) -> Result<(Option<i32>, String)> {
+        let req = ExecRequest::new(argv.iter().copied()).timeout(Duration::from_secs(60));
+        let raw = self.exec_raw(&req).await?;
+        let (stdout, _) = raw.out.finish();
+        Ok((raw.code, String::from_utf8_lossy(&stdout).into_owned()))
     }
 
-    /// The absolute path inside the container for `rel`, after checking that
-    /// it stays in the workspace once symbolic links are resolved.
-    async fn confine(&self, rel: &Path) -> Result<String> {
+    /// The absolute path inside the container for `rel` as written, and with
+    /// symbolic links resolved, after checking that the resolved path stays
+    /// in the workspace.
+    async fn confine(&self, rel: &Path) -> Result<(String, String)> {
         let rel = paths::lexical(rel)?;
         let full = format!("{WORKSPACE_DIR}/{}", display_rel(&rel));
         // Resolve the deepest existing ancestor, as the native backend does.
         let mut probe = rel.clone();
         loop {
             let path = format!("{WORKSPACE_DIR}/{}", display_rel(&probe));
-            let out = self.helper(&["readlink", "-f", "--", &path]).await?;
-            let resolved = out.stdout_text().trim().to_owned();
-            if out.success() && !resolved.is_empty() {
+            let (code, stdout) = self.helper(&["readlink", "-f", "--", &path]).await?;
+            let resolved = stdout.trim().to_owned();
+            if code == Some(0) && !resolved.is_empty() {
                 if resolved == WORKSPACE_DIR || resolved.starts_with(&format!("{WORKSPACE_DIR}/")) {
-                    return Ok(full);
+                    let rest = rel
+                        .strip_prefix(&probe)
+                        .expect("probe is an ancestor of rel");
+                    let resolved = if rest.as_os_str().is_empty() {
+                        resolved
+                    } else {
+                        format!("{resolved}/{}", display_rel(rest))
+                    };
+                    return Ok((full, resolved));
                 }
                 return Err(Error::PathEscape {
                     path: rel,
@@ -504,12 +532,45 @@ impl DockerSandbox {
                 });
             }
             if !probe.pop() {
-                return Ok(full);
+                return Ok((full.clone(), full));
             }
         }
     }
 
-    async fn run(&self, req: ExecRequest) -> Result<ExecOutcome> {
+    /// Kills whatever an exec left running: the engine keeps an exec's
+    /// orphans alive, so the container restarts (its files stay) when any
+    /// process beyond its own init and keep-alive remains.
+    async fn reap_leftovers(&self) -> Result<()> {
+        let top = self
+            .docker()
+            .top_processes(&self.container, None)
+            .await
+            .map_err(docker_err("list container processes"))?;
+        let alive = top.processes.map_or(0, |p| p.len());
+        if alive > 2 {
+            tracing::debug!(id = %self.id, alive, "restarting the container to end leftover processes");
+            self.restart().await?;
+        }
+        Ok(())
+    }
+
+    /// The container's cumulative OOM-kill count, read from its own cgroup.
+    async fn oom_kills(&self) -> Result<u64> {
+        let out = self
+            .helper(&["sh", "-c", "cat /sys/fs/cgroup/memory/memory.oom_control /sys/fs/cgroup/memory.events 2>/dev/null"])
+            .await?;
+        Ok(out
+            .1
+            .lines()
+            .filter_map(|l| l.strip_prefix("oom_kill "))
+            .filter_map(|v| v.trim().parse::<u64>().ok())
+            .max()
+            .unwrap_or(0))
+    }
+
+    /// Runs a command through the exec API and collects its output; on a
+    /// timeout the container restarts, which kills everything in it.
+    async fn exec_raw(&self, req: &ExecRequest) -> Result<RawExec> {
         let Some(program) = req.argv.first().cloned() else {
             return Err(Error::InvalidSpec(
                 "an exec needs at least a program name".to_owned(),
@@ -603,30 +664,56 @@ impl DockerSandbox {
                 }
             }
         }
-        let duration = started.elapsed();
-        let mut outcome = ExecOutcome {
-            timed_out,
-            idle_timed_out,
-            duration_ms: duration.as_millis() as u64,
-            ..ExecOutcome::default()
-        };
-        if timed_out || idle_timed_out {
+        let code = if timed_out || idle_timed_out {
             // The exec API cannot kill what it started: restarting the
             // container kills every process in it and keeps its files.
             self.restart().await?;
-            outcome.signal = Some(libc::SIGKILL);
+            None
         } else {
             let inspect = self
                 .docker()
                 .inspect_exec(&exec.id)
                 .await
                 .map_err(docker_err("inspect exec"))?;
-            let code = inspect.exit_code.unwrap_or(-1) as i32;
-            if code == 137 && self.backend_oom_killed().await {
+            Some(inspect.exit_code.unwrap_or(-1) as i32)
+        };
+        Ok(RawExec {
+            program,
+            code,
+            timed_out,
+            idle_timed_out,
+            duration: started.elapsed(),
+            out,
+            err,
+        })
+    }
+
+    async fn run(&self, req: ExecRequest) -> Result<ExecOutcome> {
+        let RawExec {
+            program,
+            code,
+            timed_out,
+            idle_timed_out,
+            duration,
+            out,
+            err,
+        } = self.exec_raw(&req).await?;
+        let mut outcome = ExecOutcome {
+            timed_out,
+            idle_timed_out,
+            duration_ms: duration.as_millis() as u64,
+            ..ExecOutcome::default()
+        };
+        if let Some(code) = code {
+            let oom_kills = if code == 137 {
+                self.oom_kills().await?
+            } else {
+                0
+            };
+            if oom_kills > self.oom_seen.load(Ordering::Relaxed) {
+                self.oom_seen.store(oom_kills, Ordering::Relaxed);
                 outcome.killed_for_memory = true;
                 outcome.signal = Some(libc::SIGKILL);
-                // Resets the engine's sticky OOM flag and clears survivors.
-                self.restart().await?;
             } else if code == 126 || code == 127 {
                 // The engine reports a failed exec in the output stream.
                 let said = [out.peek(), err.peek()].concat();
@@ -643,23 +730,20 @@ impl DockerSandbox {
                     });
                 }
                 outcome.exit_code = Some(code);
+            } else if (129..=128 + 64).contains(&code) {
+                // runc reports a signal as 128 + its number; `exit 137`
+                // and SIGKILL cannot be told apart here.
+                outcome.signal = Some(code - 128);
             } else {
                 outcome.exit_code = Some(code);
             }
+            self.reap_leftovers().await?;
+        } else {
+            outcome.signal = Some(libc::SIGKILL);
         }
         (outcome.stdout, outcome.stdout_dropped) = out.finish();
         (outcome.stderr, outcome.stderr_dropped) = err.finish();
         Ok(outcome)
-    }
-
-    async fn backend_oom_killed(&self) -> bool {
-        self.docker()
-            .inspect_container(&self.container, None)
-            .await
-            .ok()
-            .and_then(|c| c.state)
-            .and_then(|s| s.oom_killed)
-            .unwrap_or(false)
     }
 
     async fn restart(&self) -> Result<()> {
@@ -709,8 +793,8 @@ impl Sandbox for DockerSandbox {
 
     async fn read_file(&self, path: &Path) -> Result<Vec<u8>> {
         let _live = self.live().await?;
-        let full = self.confine(path).await?;
-        let tar = self.download(&full).await?;
+        let (_, resolved) = self.confine(path).await?;
+        let tar = self.download(&resolved).await?;
         let mut archive = tar::Archive::new(&tar[..]);
         let mut entries = archive.entries().map_err(|e| Error::io("read", path, e))?;
         let mut entry = entries
@@ -733,8 +817,11 @@ impl Sandbox for DockerSandbox {
 
     async fn write_file(&self, path: &Path, contents: &[u8]) -> Result<()> {
         let _live = self.live().await?;
-        self.confine(path).await?;
-        let rel = paths::lexical(path)?;
+        let (_, resolved) = self.confine(path).await?;
+        let rel = resolved
+            .strip_prefix(&format!("{WORKSPACE_DIR}/"))
+            .unwrap_or(&resolved)
+            .to_owned();
         let mut b = tar::Builder::new(Vec::new());
         let mut h = tar::Header::new_gnu();
         h.set_mode(0o644);
@@ -757,17 +844,16 @@ impl Sandbox for DockerSandbox {
 
     async fn list_dir(&self, path: &Path) -> Result<Vec<DirEntry>> {
         let _live = self.live().await?;
-        let full = self.confine(path).await?;
+        let (_, resolved) = self.confine(path).await?;
         let script = r#"cd "$1" || exit 3; for f in * .[!.]* ..?*; do
   [ -e "$f" ] || [ -L "$f" ] || continue
   if [ -d "$f" ] && [ ! -L "$f" ]; then printf 'd 0 %s\n' "$f"; else printf 'f %s %s\n' "$(wc -c < "$f" 2>/dev/null || echo 0)" "$f"; fi
 done"#;
-        let out = self.helper(&["sh", "-c", script, "sh", &full]).await?;
-        if !out.success() {
+        let (code, stdout) = self.helper(&["sh", "-c", script, "sh", &resolved]).await?;
+        if code != Some(0) {
             return Err(Error::io("list", path, std::io::ErrorKind::NotFound.into()));
         }
-        let mut entries: Vec<DirEntry> = out
-            .stdout_text()
+        let mut entries: Vec<DirEntry> = stdout
             .lines()
             .filter_map(|l| {
                 let mut it = l.splitn(3, ' ');
@@ -787,23 +873,16 @@ done"#;
 
     async fn remove(&self, path: &Path) -> Result<()> {
         let _live = self.live().await?;
-        let full = self.confine(path).await?;
+        let (full, _) = self.confine(path).await?;
         if full.trim_end_matches('/') == WORKSPACE_DIR {
             return Err(Error::PathEscape {
                 path: path.to_path_buf(),
                 reason: "it is the workspace root itself",
             });
         }
-        let out = self
-            .helper(&[
-                "sh",
-                "-c",
-                "[ -e \"$1\" ] || [ -L \"$1\" ] || exit 3; rm -rf -- \"$1\"",
-                "sh",
-                &full,
-            ])
-            .await?;
-        if !out.success() {
+        let script = "[ -e \"$1\" ] || [ -L \"$1\" ] || exit 3; rm -rf -- \"$1\"";
+        let (code, _) = self.helper(&["sh", "-c", script, "sh", &full]).await?;
+        if code != Some(0) {
             return Err(Error::io(
                 "remove",
                 path,

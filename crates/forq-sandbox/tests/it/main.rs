@@ -5,6 +5,10 @@
 //! a developer's machine is skipped with the reason printed; under CI (the
 //! `CI` environment variable set) a missing backend fails the test instead.
 
+// A test fails loudly on purpose, and a skip must be said where a developer
+// sees it.
+#![allow(clippy::unwrap_used, clippy::print_stderr)]
+
 mod common;
 mod native_only;
 mod suite;
