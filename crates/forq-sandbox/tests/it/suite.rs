@@ -215,7 +215,12 @@ pub(crate) async fn memory_hog_is_killed_and_reported(h: &Harness) {
     let sb = h
         .create_with(h.spec().limits(Limits::default().memory_bytes(64 << 20)))
         .await;
-    let out = sh(&*sb, "dd if=/dev/zero of=/dev/null bs=400M count=1").await;
+    // dd itself is the command (not a shell around it), so the signal that
+    // killed it is what the outcome reports.
+    let out = sb
+        .exec(ExecRequest::new(["dd", "if=/dev/zero", "of=/dev/null", "bs=400M", "count=1"]))
+        .await
+        .unwrap();
     assert!(out.killed_for_memory, "{out:?}");
     assert_eq!(out.signal, Some(9), "{out:?}");
     // A command under the cap is fine, and is not reported as killed.
