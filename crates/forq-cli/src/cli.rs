@@ -71,6 +71,10 @@ pub(crate) struct RunArgs {
     /// none (loopback only) or host.
     #[arg(long, default_value = "none")]
     pub(crate) network: Network,
+    /// A root filesystem directory for the native backend, instead of a
+    /// read-only view of the host's.
+    #[arg(long)]
+    pub(crate) rootfs: Option<PathBuf>,
     /// Print the diff of what the command changed when it ends (stderr).
     #[arg(long)]
     pub(crate) diff: bool,

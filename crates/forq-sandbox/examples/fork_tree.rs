@@ -27,9 +27,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("backend: {}", backend.kind());
 
     let root = backend.create(&SandboxSpec::new(&repo)).await?;
-    let tests = || ExecRequest::new(["python3", "-m", "unittest", "-q"]).timeout(Duration::from_secs(120));
+    let tests =
+        || ExecRequest::new(["python3", "-m", "unittest", "-q"]).timeout(Duration::from_secs(120));
     let before = root.exec(tests()).await?;
-    println!("before: exit {} (the suite should fail)", before.shell_code());
+    println!(
+        "before: exit {} (the suite should fail)",
+        before.shell_code()
+    );
     let warm = root.snapshot().await?;
 
     let candidates = ["return a * b", "return a + b", "return b - a"];
@@ -38,9 +42,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         let child = warm.fork().await?;
         let source = String::from_utf8(child.read_file(Path::new("calc.py")).await?)?;
         let patched = source.replace("return a - b", body);
-        child.write_file(Path::new("calc.py"), patched.as_bytes()).await?;
+        child
+            .write_file(Path::new("calc.py"), patched.as_bytes())
+            .await?;
         let run = child.exec(tests()).await?;
-        println!("candidate {body:?}: {}", if run.success() { "green" } else { "red" });
+        println!(
+            "candidate {body:?}: {}",
+            if run.success() { "green" } else { "red" }
+        );
         if run.success() && winner.is_none() {
             winner = Some(child);
         } else {

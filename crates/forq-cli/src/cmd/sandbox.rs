@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use forq_sandbox::{Backend, BackendChoice, ExecRequest, Limits, SandboxSpec, StreamKind};
+use forq_sandbox::{Backend, BackendChoice, ExecRequest, Limits, RootFs, SandboxSpec, StreamKind};
 
 use crate::cli::{GcArgs, RunArgs};
 
@@ -34,6 +34,9 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     limits.pids = args.pids;
     limits.cpus = args.cpus;
     let mut spec = SandboxSpec::new(&repo).limits(limits).network(args.network);
+    if let Some(rootfs) = &args.rootfs {
+        spec = spec.rootfs(RootFs::Dir(rootfs.clone()));
+    }
     if let Some(image) = &args.backend.image {
         spec = spec.image(image.clone());
     }

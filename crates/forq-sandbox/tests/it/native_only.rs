@@ -114,3 +114,30 @@ async fn toolchains_are_usable_and_home_is_writable_but_private() {
     child.destroy().await.unwrap();
     sb.destroy().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_given_rootfs_replaces_the_host_view() {
+    let Some(h) = Harness::native().await else {
+        return;
+    };
+    let rootfs = tempfile::tempdir().unwrap();
+    let bin = rootfs.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::copy("/bin/busybox", bin.join("busybox"))
+        .expect("a static busybox on the host (busybox-static)");
+    for applet in ["sh", "ls", "cat", "echo"] {
+        std::os::unix::fs::symlink("busybox", bin.join(applet)).unwrap();
+    }
+    let spec = h
+        .spec()
+        .rootfs(forq_sandbox::RootFs::Dir(rootfs.path().to_path_buf()))
+        .env("PATH", "/bin");
+    let sb = h.create_with(spec).await;
+    let out = sh(&*sb, "ls /; cat /workspace/README.md; ls /usr 2>/dev/null || echo no-usr; echo x > /bin/new 2>/dev/null || echo ro").await;
+    assert_eq!(
+        out.stdout_text(),
+        "bin\ndev\nproc\ntmp\nvar\nworkspace\n# fixture\nno-usr\nro\n",
+        "{out:?}"
+    );
+    sb.destroy().await.unwrap();
+}

@@ -218,7 +218,13 @@ pub(crate) async fn memory_hog_is_killed_and_reported(h: &Harness) {
     // dd itself is the command (not a shell around it), so the signal that
     // killed it is what the outcome reports.
     let out = sb
-        .exec(ExecRequest::new(["dd", "if=/dev/zero", "of=/dev/null", "bs=400M", "count=1"]))
+        .exec(ExecRequest::new([
+            "dd",
+            "if=/dev/zero",
+            "of=/dev/null",
+            "bs=400M",
+            "count=1",
+        ]))
         .await
         .unwrap();
     assert!(out.killed_for_memory, "{out:?}");

@@ -1,0 +1,221 @@
+//! End-to-end tests of the `forq` binary: real processes, real sandboxes.
+//!
+//! Exit-code mapping is checked on the host backend (it runs anywhere); the
+//! README's first command and the bench run on the native backend when this
+//! runs as root, and say why they skip otherwise (under CI they fail).
+
+#![allow(clippy::unwrap_used, clippy::print_stderr)] // tests fail loudly
+
+use std::path::PathBuf;
+use std::process::Output;
+
+fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+async fn forq(args: &[&str]) -> Output {
+    forq_sandbox::host_command(env!("CARGO_BIN_EXE_forq"))
+        .args(args)
+        .current_dir(repo_root())
+        .env("NO_COLOR", "1")
+        .output()
+        .await
+        .expect("run forq")
+}
+
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
+}
+
+fn native_or_skip(test: &str) -> bool {
+    if is_root() {
+        return true;
+    }
+    if std::env::var_os("CI").is_some() {
+        panic!("{test}: CI runs as root, and the native backend needs it");
+    }
+    eprintln!("SKIPPED {test}: the native backend needs root");
+    false
+}
+
+#[track_caller]
+fn check_exit(out: &Output, code: i32) {
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "stdout: {}\nstderr: {}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[tokio::test]
+async fn run_maps_outcomes_to_exit_codes() {
+    let calc = "examples/calc";
+    let cases: &[(&[&str], i32)] = &[
+        (&["sh", "-c", "exit 7"], 7),
+        (&["sh", "-c", "kill -TERM $$"], 128 + 15),
+        (&["forq-no-such-command"], 127),
+        (&["true"], 0),
+    ];
+    for (cmd, code) in cases {
+        let mut args = vec!["sandbox", "run", "--backend", "host", "--repo", calc, "--"];
+        args.extend_from_slice(cmd);
+        check_exit(&forq(&args).await, *code);
+    }
+    let out = forq(&[
+        "sandbox",
+        "run",
+        "--backend",
+        "host",
+        "--repo",
+        calc,
+        "--timeout",
+        "0.5",
+        "--",
+        "sleep",
+        "30",
+    ])
+    .await;
+    check_exit(&out, 124);
+    let out = forq(&[
+        "sandbox",
+        "run",
+        "--backend",
+        "host",
+        "--repo",
+        "no/such/dir",
+        "--",
+        "true",
+    ])
+    .await;
+    check_exit(&out, 125);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--repo"),
+        "{out:?}"
+    );
+}
+
+#[tokio::test]
+async fn run_streams_output_and_prints_the_diff() {
+    let out = forq(&[
+        "sandbox",
+        "run",
+        "--backend",
+        "host",
+        "--repo",
+        "examples/calc",
+        "--diff",
+        "--",
+        "sh",
+        "-c",
+        "echo to-stdout; echo to-stderr >&2; echo new > added.txt",
+    ])
+    .await;
+    check_exit(&out, 0);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "to-stdout\n");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.starts_with("to-stderr\n"), "{stderr}");
+    assert!(
+        stderr.contains("--- /dev/null\n+++ b/added.txt\n@@ -0,0 +1 @@\n+new\n"),
+        "{stderr}"
+    );
+    assert!(
+        !repo_root().join("examples/calc/added.txt").exists(),
+        "the repository was written"
+    );
+}
+
+#[tokio::test]
+async fn readme_example_runs_the_suite_in_a_native_sandbox() {
+    if !native_or_skip("readme_example_runs_the_suite_in_a_native_sandbox") {
+        return;
+    }
+    let out = forq(&[
+        "sandbox",
+        "run",
+        "--backend",
+        "native",
+        "--repo",
+        "examples/calc",
+        "--",
+        "python3",
+        "-m",
+        "unittest",
+        "-v",
+    ])
+    .await;
+    check_exit(&out, 1);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("Ran 2 tests") && stderr.contains("FAILED (failures=1)"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("/workspace/tests/test_calc.py"), "{stderr}");
+}
+
+#[tokio::test]
+async fn bench_reports_every_key_for_each_backend() {
+    let backends = if native_or_skip("bench_reports_every_key_for_each_backend") {
+        "native,host"
+    } else {
+        "host"
+    };
+    let out = forq(&[
+        "sandbox",
+        "bench",
+        "--backend",
+        backends,
+        "--iterations",
+        "3",
+        "--files",
+        "200",
+        "--json",
+    ])
+    .await;
+    check_exit(&out, 0);
+    let value: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let reports = value.as_array().cloned().unwrap_or_else(|| vec![value]);
+    assert_eq!(reports.len(), backends.split(',').count());
+    for r in &reports {
+        for key in [
+            "create_ms_p50",
+            "fork_ms_p50",
+            "fork_ms_p95",
+            "exec_ms_p50",
+            "diff_ms_p50",
+            "destroy_ms_p50",
+        ] {
+            let v = r[key]
+                .as_f64()
+                .unwrap_or_else(|| panic!("{key} missing in {r}"));
+            assert!(v > 0.0, "{key} = {v}");
+        }
+        assert_eq!(r["iterations"], 3);
+        assert_eq!(r["files"], 200);
+    }
+    let names: Vec<&str> = reports
+        .iter()
+        .map(|r| r["backend"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, backends.split(',').collect::<Vec<_>>());
+}
+
+#[tokio::test]
+async fn gc_reports_what_it_cleaned() {
+    let state = tempfile::tempdir().unwrap();
+    let out = forq_sandbox::host_command(env!("CARGO_BIN_EXE_forq"))
+        .args(["sandbox", "gc", "--json"])
+        .env("FORQ_SANDBOX_DIR", state.path())
+        .output()
+        .await
+        .unwrap();
+    check_exit(&out, 0);
+    let value: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(value["state_dir"], state.path().display().to_string());
+    assert_eq!(value["unmounted"], serde_json::json!([]));
+    assert_eq!(value["removed"], serde_json::json!([]));
+}
