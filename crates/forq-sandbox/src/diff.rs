@@ -73,6 +73,90 @@ pub(crate) fn excluded(rel: &Path) -> bool {
         .is_some_and(|c| EXCLUDED.iter().any(|e| c.as_os_str() == *e))
 }
 
+/// Patterns for files a patch leaves out when the base does not have them:
+/// caches that test runs leave behind, whatever the repository says.
+const BUILTIN_UNTRACKED: &[&str] = &[
+    "__pycache__/",
+    "*.pyc",
+    ".pytest_cache/",
+    ".mypy_cache/",
+    ".ruff_cache/",
+];
+
+/// Which new files a patch leaves out: those the repository's ignore rules
+/// (`.gitignore` files at any depth, `.git/info/exclude`) or the built-in
+/// cache patterns match. As in git, the rules apply only to files the base
+/// does not have; a change to a file the base has is always in the diff.
+#[derive(Debug)]
+pub(crate) struct Untracked {
+    /// Matchers rooted at a directory (relative to the base), shallowest
+    /// first; the last one with an opinion wins.
+    matchers: Vec<(PathBuf, ignore::gitignore::Gitignore)>,
+}
+
+impl Untracked {
+    /// Reads the ignore rules under `base`.
+    pub(crate) fn load(base: &Path) -> Self {
+        let mut builtin = ignore::gitignore::GitignoreBuilder::new(base);
+        for pattern in BUILTIN_UNTRACKED {
+            builtin
+                .add_line(None, pattern)
+                .expect("built-in patterns are valid");
+        }
+        let mut root = ignore::gitignore::GitignoreBuilder::new(base);
+        // A broken rule is skipped, as git does; the rest still apply.
+        let _ = root.add(base.join(".git/info/exclude"));
+        let mut matchers = vec![(
+            PathBuf::new(),
+            builtin.build().expect("built-in patterns are valid"),
+        )];
+        let walker = walkdir::WalkDir::new(base)
+            .sort_by_file_name()
+            .into_iter()
+            .filter_entry(|e| e.file_name() != ".git");
+        let mut found = Vec::new();
+        for entry in walker.flatten() {
+            if entry.file_type().is_file() && entry.file_name() == ".gitignore" {
+                let dir = entry.path().parent().unwrap_or(base).to_path_buf();
+                found.push((dir, entry.path().to_path_buf()));
+            }
+        }
+        found.sort_by_key(|(dir, _)| dir.components().count());
+        for (dir, file) in found {
+            let rel = dir.strip_prefix(base).unwrap_or(&dir).to_path_buf();
+            if rel.as_os_str().is_empty() {
+                let _ = root.add(&file);
+                continue;
+            }
+            let mut b = ignore::gitignore::GitignoreBuilder::new(&dir);
+            let _ = b.add(&file);
+            if let Ok(m) = b.build() {
+                matchers.push((rel, m));
+            }
+        }
+        if let Ok(m) = root.build() {
+            matchers.insert(1, (PathBuf::new(), m));
+        }
+        Untracked { matchers }
+    }
+
+    /// Whether a new file at `rel` stays out of the patch.
+    pub(crate) fn ignored(&self, rel: &Path) -> bool {
+        let mut verdict = false;
+        for (dir, m) in &self.matchers {
+            let Ok(inner) = rel.strip_prefix(dir) else {
+                continue;
+            };
+            match m.matched_path_or_any_parents(inner, false) {
+                ignore::Match::Ignore(_) => verdict = true,
+                ignore::Match::Whitelist(_) => verdict = false,
+                ignore::Match::None => {}
+            }
+        }
+        verdict
+    }
+}
+
 /// Every non-directory path under `root`, relative to it.
 pub(crate) fn walk_files(root: &Path) -> Result<BTreeSet<PathBuf>> {
     let mut out = BTreeSet::new();
@@ -139,17 +223,33 @@ fn is_binary(bytes: &[u8]) -> bool {
     bytes.iter().take(8000).any(|&b| b == 0) || std::str::from_utf8(bytes).is_err()
 }
 
+/// Compares two whole trees: every file of either side is a candidate.
+pub(crate) fn diff_trees(
+    base: &Path,
+    current: &Path,
+    untracked: &std::sync::OnceLock<Untracked>,
+) -> Result<Diff> {
+    let untracked = untracked.get_or_init(|| Untracked::load(base));
+    let mut all = walk_files(base)?;
+    all.extend(walk_files(current)?);
+    diff_paths(base, current, all, untracked)
+}
+
 /// Compares `candidates` (relative paths) between the `base` and `current`
 /// directories and renders the changes.
 pub(crate) fn diff_paths(
     base: &Path,
     current: &Path,
     candidates: impl IntoIterator<Item = PathBuf>,
+    untracked: &Untracked,
 ) -> Result<Diff> {
     let mut diff = Diff::default();
     let candidates: BTreeSet<PathBuf> = candidates.into_iter().filter(|p| !excluded(p)).collect();
     for rel in candidates {
         let old = read_side(&base.join(&rel))?;
+        if old.is_none() && untracked.ignored(&rel) {
+            continue;
+        }
         let new = read_side(&current.join(&rel))?;
         let name = display_rel(&rel);
         let kind = match (&old, &new) {
@@ -238,6 +338,46 @@ mod tests {
     use super::*;
 
     #[test]
+    fn new_files_matching_ignore_rules_stay_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let (base, cur) = (dir.path().join("a"), dir.path().join("b"));
+        std::fs::create_dir_all(base.join("sub")).unwrap();
+        std::fs::write(base.join(".gitignore"), "*.log\nbuild/\n").unwrap();
+        std::fs::write(base.join("sub/.gitignore"), "*.tmp\n!keep.log\n").unwrap();
+        std::fs::write(base.join("tracked.log"), "old\n").unwrap();
+        let u = Untracked::load(&base);
+        let check = |p: &str, ignored: bool| assert_eq!(u.ignored(Path::new(p)), ignored, "{p}");
+        check("x.log", true);
+        check("build/out/x.o", true);
+        check("sub/a.tmp", true);
+        check("a.tmp", false);
+        check("sub/keep.log", false);
+        check("pkg/__pycache__/m.cpython-311.pyc", true);
+        check("src/main.py", false);
+        // A file the base has is diffed even when a rule matches it.
+        copy_dir(&base, &cur);
+        std::fs::write(cur.join("tracked.log"), "new\n").unwrap();
+        std::fs::write(cur.join("fresh.log"), "x\n").unwrap();
+        let mut all = walk_files(&base).unwrap();
+        all.extend(walk_files(&cur).unwrap());
+        let d = diff_paths(&base, &cur, all, &u).unwrap();
+        let paths: Vec<_> = d.files.iter().map(|f| f.path.as_str()).collect();
+        assert_eq!(paths, ["tracked.log"]);
+    }
+
+    fn copy_dir(from: &Path, to: &Path) {
+        for entry in walkdir::WalkDir::new(from) {
+            let entry = entry.unwrap();
+            let target = to.join(entry.path().strip_prefix(from).unwrap());
+            if entry.file_type().is_dir() {
+                std::fs::create_dir_all(&target).unwrap();
+            } else {
+                std::fs::copy(entry.path(), &target).unwrap();
+            }
+        }
+    }
+
+    #[test]
     fn diff_reports_added_modified_deleted_and_binary() {
         let dir = tempfile::tempdir().unwrap();
         let (base, cur) = (dir.path().join("a"), dir.path().join("b"));
@@ -253,7 +393,7 @@ mod tests {
         std::fs::write(cur.join(".git/HEAD"), "ref\n").unwrap();
         let mut all = walk_files(&base).unwrap();
         all.extend(walk_files(&cur).unwrap());
-        let d = diff_paths(&base, &cur, all).unwrap();
+        let d = diff_paths(&base, &cur, all, &Untracked::load(&base)).unwrap();
         let summary: Vec<_> = d
             .files
             .iter()

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
@@ -407,6 +407,8 @@ pub struct DockerSandbox {
     backend: DockerBackend,
     spec: Arc<SandboxSpec>,
     container: String,
+    /// The base's ignore rules, shared by every fork, read at the first diff.
+    untracked: Arc<OnceLock<diff::Untracked>>,
     destroyed: RwLock<bool>,
     /// OOM kills already reported (the cgroup's counter only grows).
     oom_seen: AtomicU64,
@@ -442,6 +444,7 @@ impl Drop for CommittedImage {
 struct DockerSnapshot {
     backend: DockerBackend,
     spec: Arc<SandboxSpec>,
+    untracked: Arc<OnceLock<diff::Untracked>>,
     image: Arc<CommittedImage>,
 }
 
@@ -457,6 +460,7 @@ impl SnapshotSource for DockerSnapshot {
             .new_container(&self.spec, &self.image.id)
             .await?;
         let mut sb = DockerSandbox::new(self.backend.clone(), self.spec.clone(), container);
+        sb.untracked = self.untracked.clone();
         sb.id = format!(
             "{}@{}",
             sb.id,
@@ -470,6 +474,7 @@ impl DockerSandbox {
     fn new(backend: DockerBackend, spec: Arc<SandboxSpec>, container: String) -> Self {
         DockerSandbox {
             id: container[..12.min(container.len())].to_owned(),
+            untracked: Arc::new(OnceLock::new()),
             backend,
             spec,
             container,
@@ -915,6 +920,7 @@ done"#;
             inner: Arc::new(DockerSnapshot {
                 backend: self.backend.clone(),
                 spec: self.spec.clone(),
+                untracked: self.untracked.clone(),
                 image: Arc::new(CommittedImage {
                     docker: self.docker().clone(),
                     id,
@@ -927,6 +933,7 @@ done"#;
         let _live = self.live().await?;
         let tar = self.download(WORKSPACE_DIR).await?;
         let base = self.spec.base.clone();
+        let untracked = self.untracked.clone();
         tokio::task::spawn_blocking(move || {
             let dir = tempdir_for_diff()?;
             let mut archive = tar::Archive::new(&tar[..]);
@@ -934,12 +941,7 @@ done"#;
             archive
                 .unpack(&dir)
                 .map_err(|e| Error::io("unpack the workspace", &dir, e))?;
-            let current = dir.join("workspace");
-            let result = (|| {
-                let mut all = diff::walk_files(&base)?;
-                all.extend(diff::walk_files(&current)?);
-                diff::diff_paths(&base, &current, all)
-            })();
+            let result = diff::diff_trees(&base, &dir.join("workspace"), &untracked);
             let _ = std::fs::remove_dir_all(&dir);
             result
         })

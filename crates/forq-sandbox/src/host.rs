@@ -5,7 +5,7 @@
 //! policies are not enforced.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use async_trait::async_trait;
 use tokio::sync::RwLock;
@@ -53,7 +53,12 @@ impl HostBackend {
         }
     }
 
-    async fn sandbox_from(&self, spec: Arc<SandboxSpec>, from: &Path) -> Result<HostSandbox> {
+    async fn sandbox_from(
+        &self,
+        spec: Arc<SandboxSpec>,
+        untracked: Arc<OnceLock<diff::Untracked>>,
+        from: &Path,
+    ) -> Result<HostSandbox> {
         let dir = self.fresh_dir()?;
         let ws = dir.join("ws");
         let src = from.to_path_buf();
@@ -71,6 +76,7 @@ impl HostBackend {
             dir,
             ws,
             spec,
+            untracked,
             destroyed: RwLock::new(false),
         })
     }
@@ -112,7 +118,8 @@ impl Backend for HostBackend {
         }
         let spec = Arc::new(spec.clone());
         let base = spec.base.clone();
-        Ok(Box::new(self.sandbox_from(spec, &base).await?))
+        let untracked = Arc::new(OnceLock::new());
+        Ok(Box::new(self.sandbox_from(spec, untracked, &base).await?))
     }
 }
 
@@ -124,6 +131,7 @@ pub struct HostSandbox {
     dir: PathBuf,
     ws: PathBuf,
     spec: Arc<SandboxSpec>,
+    untracked: Arc<OnceLock<diff::Untracked>>,
     destroyed: RwLock<bool>,
 }
 
@@ -155,6 +163,7 @@ impl Drop for FrozenCopy {
 struct HostSnapshot {
     backend: HostBackend,
     spec: Arc<SandboxSpec>,
+    untracked: Arc<OnceLock<diff::Untracked>>,
     copy: Arc<FrozenCopy>,
 }
 
@@ -171,7 +180,11 @@ impl SnapshotSource for HostSnapshot {
     async fn fork(&self) -> Result<Box<dyn Sandbox>> {
         Ok(Box::new(
             self.backend
-                .sandbox_from(self.spec.clone(), &self.copy.dir.join("ws"))
+                .sandbox_from(
+                    self.spec.clone(),
+                    self.untracked.clone(),
+                    &self.copy.dir.join("ws"),
+                )
                 .await?,
         ))
     }
@@ -260,6 +273,7 @@ impl Sandbox for HostSandbox {
             inner: Arc::new(HostSnapshot {
                 backend: self.backend.clone(),
                 spec: self.spec.clone(),
+                untracked: self.untracked.clone(),
                 copy: Arc::new(FrozenCopy { dir }),
             }),
         })
@@ -268,13 +282,10 @@ impl Sandbox for HostSandbox {
     async fn diff(&self) -> Result<Diff> {
         let _live = self.live().await?;
         let (base, ws) = (self.spec.base.clone(), self.ws.clone());
-        tokio::task::spawn_blocking(move || {
-            let mut all = diff::walk_files(&base)?;
-            all.extend(diff::walk_files(&ws)?);
-            diff::diff_paths(&base, &ws, all)
-        })
-        .await
-        .map_err(|e| Error::io("diff", &self.ws, std::io::Error::other(e)))?
+        let untracked = self.untracked.clone();
+        tokio::task::spawn_blocking(move || diff::diff_trees(&base, &ws, &untracked))
+            .await
+            .map_err(|e| Error::io("diff", &self.ws, std::io::Error::other(e)))?
     }
 
     async fn destroy(self: Box<Self>) -> Result<()> {

@@ -240,6 +240,8 @@ struct Volume {
 struct Template {
     shared: Arc<Shared>,
     spec: SandboxSpec,
+    /// The base's ignore rules, read at the first diff.
+    untracked: std::sync::OnceLock<diff::Untracked>,
     volumes: Vec<Volume>,
     read_only: Vec<PathBuf>,
 }
@@ -276,6 +278,7 @@ impl Template {
         Ok(Template {
             shared,
             spec,
+            untracked: std::sync::OnceLock::new(),
             volumes,
             read_only,
         })
@@ -907,11 +910,12 @@ impl Sandbox for NativeSandbox {
         let inner = self.inner.read().await;
         self.live(&inner)?;
         let candidates = self.workspace_candidates(&inner)?;
-        diff::diff_paths(
-            &self.template.spec.base,
-            &self.merged_workspace(),
-            candidates,
-        )
+        let base = &self.template.spec.base;
+        let untracked = self
+            .template
+            .untracked
+            .get_or_init(|| diff::Untracked::load(base));
+        diff::diff_paths(base, &self.merged_workspace(), candidates, untracked)
     }
 
     async fn destroy(self: Box<Self>) -> Result<()> {

@@ -35,6 +35,7 @@ fn make_repo() -> tempfile::TempDir {
     let p = repo.path();
     std::fs::create_dir_all(p.join("src/deep")).unwrap();
     std::fs::write(p.join("README.md"), "# fixture\n").unwrap();
+    std::fs::write(p.join(".gitignore"), "*.log\n").unwrap();
     std::fs::write(p.join("src/lib.py"), "def add(a, b):\n    return a - b\n").unwrap();
     std::fs::write(p.join("src/deep/data.txt"), "one\ntwo\nthree\n").unwrap();
     std::fs::write(p.join("src/gone.txt"), "delete me\n").unwrap();

@@ -368,6 +368,9 @@ pub(crate) async fn diff_reports_exactly_the_changes(h: &Harness) {
     sb.write_file(&rel("src/deep/data.txt"), b"one\nTWO\nthree\n")
         .await
         .unwrap();
+    // New files the repository ignores, and caches a test run leaves: not
+    // part of a patch.
+    sh(&*sb, "echo noise > debug.log && mkdir -p src/__pycache__ && echo c > src/__pycache__/lib.cpython-311.pyc").await;
     // Written and then restored: no change at all.
     sh(
         &*sb,
