@@ -7,7 +7,7 @@
 //! and CPU caps. No image is pulled: the caller names a local image, or the
 //! default one is built from the host's static busybox ([`import_rootfs`]).
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -182,6 +182,31 @@ impl DockerBackend {
             });
         }
         Ok(created.id)
+    }
+
+    /// Commits a container as an image that is removed when the last
+    /// holder lets go. Nothing runs in the container at that point (execs are
+    /// awaited and their leftovers reaped), so it is not paused.
+    async fn commit(&self, container: &str) -> Result<Arc<CommittedImage>> {
+        let committed = self
+            .docker
+            .commit_container(
+                CommitContainerOptions {
+                    container: Some(container.to_owned()),
+                    repo: Some(SNAPSHOT_REPO.to_owned()),
+                    tag: Some(state::new_id()),
+                    pause: false,
+                    changes: Some(format!("LABEL {LABEL_OWNER}={}", self.owner)),
+                    ..Default::default()
+                },
+                bollard::models::ContainerConfig::default(),
+            )
+            .await
+            .map_err(docker_err("commit container"))?;
+        Ok(Arc::new(CommittedImage {
+            docker: self.docker.clone(),
+            id: committed.id,
+        }))
     }
 
     async fn remove_container(&self, id: &str) -> Result<()> {
@@ -384,7 +409,13 @@ impl Backend for DockerBackend {
                 source: e,
             });
         }
-        Ok(Box::new(DockerSandbox::new(self.clone(), spec, container)))
+        Ok(Box::new(DockerSandbox::new(
+            self.clone(),
+            spec,
+            Arc::new(Lineage::default()),
+            None,
+            container,
+        )))
     }
 }
 
@@ -407,8 +438,12 @@ pub struct DockerSandbox {
     backend: DockerBackend,
     spec: Arc<SandboxSpec>,
     container: String,
-    /// The base's ignore rules, shared by every fork, read at the first diff.
-    untracked: Arc<OnceLock<diff::Untracked>>,
+    /// What every fork of one create shares.
+    lineage: Arc<Lineage>,
+    /// The snapshot image the container runs from, held so that it is
+    /// removed only after the container.
+    #[allow(dead_code)] // held, never read
+    image: Option<Arc<CommittedImage>>,
     destroyed: RwLock<bool>,
     /// OOM kills already reported (the cgroup's counter only grows).
     oom_seen: AtomicU64,
@@ -444,8 +479,25 @@ impl Drop for CommittedImage {
 struct DockerSnapshot {
     backend: DockerBackend,
     spec: Arc<SandboxSpec>,
-    untracked: Arc<OnceLock<diff::Untracked>>,
+    lineage: Arc<Lineage>,
     image: Arc<CommittedImage>,
+}
+
+/// What the sandboxes of one create and all their forks share, computed
+/// from the base on first use.
+#[derive(Debug, Default)]
+struct Lineage {
+    untracked: OnceLock<diff::Untracked>,
+    /// Content hash and executable bit of every file of the base, and its
+    /// symbolic links.
+    base_files: OnceLock<Listing>,
+}
+
+/// What the diff compares a file by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FileState {
+    md5: [u8; 16],
+    executable: bool,
 }
 
 #[async_trait]
@@ -459,8 +511,13 @@ impl SnapshotSource for DockerSnapshot {
             .backend
             .new_container(&self.spec, &self.image.id)
             .await?;
-        let mut sb = DockerSandbox::new(self.backend.clone(), self.spec.clone(), container);
-        sb.untracked = self.untracked.clone();
+        let mut sb = DockerSandbox::new(
+            self.backend.clone(),
+            self.spec.clone(),
+            self.lineage.clone(),
+            Some(self.image.clone()),
+            container,
+        );
         sb.id = format!(
             "{}@{}",
             sb.id,
@@ -471,10 +528,17 @@ impl SnapshotSource for DockerSnapshot {
 }
 
 impl DockerSandbox {
-    fn new(backend: DockerBackend, spec: Arc<SandboxSpec>, container: String) -> Self {
+    fn new(
+        backend: DockerBackend,
+        spec: Arc<SandboxSpec>,
+        lineage: Arc<Lineage>,
+        image: Option<Arc<CommittedImage>>,
+        container: String,
+    ) -> Self {
         DockerSandbox {
             id: container[..12.min(container.len())].to_owned(),
-            untracked: Arc::new(OnceLock::new()),
+            lineage,
+            image,
             backend,
             spec,
             container,
@@ -764,6 +828,25 @@ impl DockerSandbox {
             .map_err(docker_err("restart container"))
     }
 
+    /// The diff by downloading the whole workspace: for changes too many to
+    /// fetch one by one.
+    async fn diff_whole_workspace(&self, base: PathBuf, lineage: Arc<Lineage>) -> Result<Diff> {
+        let tar = self.download(WORKSPACE_DIR).await?;
+        tokio::task::spawn_blocking(move || {
+            let dir = tempdir_for_diff()?;
+            let mut archive = tar::Archive::new(&tar[..]);
+            archive.set_preserve_permissions(true);
+            archive
+                .unpack(&dir)
+                .map_err(|e| Error::io("unpack the workspace", &dir, e))?;
+            let result = diff::diff_trees(&base, &dir.join("workspace"), &lineage.untracked);
+            let _ = std::fs::remove_dir_all(&dir);
+            result
+        })
+        .await
+        .map_err(|e| Error::io("diff", WORKSPACE_DIR, std::io::Error::other(e)))?
+    }
+
     /// Downloads `path` (absolute inside the container) as a tar archive.
     async fn download(&self, path: &str) -> Result<Vec<u8>> {
         let mut stream = self.docker().download_from_container(
@@ -900,53 +983,60 @@ done"#;
     #[tracing::instrument(skip_all, fields(id = %self.id))]
     async fn snapshot(&self) -> Result<Snapshot> {
         let _live = self.live().await?;
-        let committed = self
-            .docker()
-            .commit_container(
-                CommitContainerOptions {
-                    container: Some(self.container.clone()),
-                    repo: Some(SNAPSHOT_REPO.to_owned()),
-                    tag: Some(state::new_id()),
-                    pause: true,
-                    changes: Some(format!("LABEL {LABEL_OWNER}={}", self.backend.owner)),
-                    ..Default::default()
-                },
-                bollard::models::ContainerConfig::default(),
-            )
-            .await
-            .map_err(docker_err("commit container"))?;
-        let id = committed.id;
+        let image = self.backend.commit(&self.container).await?;
         Ok(Snapshot {
             inner: Arc::new(DockerSnapshot {
                 backend: self.backend.clone(),
                 spec: self.spec.clone(),
-                untracked: self.untracked.clone(),
-                image: Arc::new(CommittedImage {
-                    docker: self.docker().clone(),
-                    id,
-                }),
+                lineage: self.lineage.clone(),
+                image,
             }),
         })
     }
 
     async fn diff(&self) -> Result<Diff> {
         let _live = self.live().await?;
-        let tar = self.download(WORKSPACE_DIR).await?;
         let base = self.spec.base.clone();
-        let untracked = self.untracked.clone();
-        tokio::task::spawn_blocking(move || {
-            let dir = tempdir_for_diff()?;
-            let mut archive = tar::Archive::new(&tar[..]);
-            archive.set_preserve_permissions(true);
-            archive
-                .unpack(&dir)
-                .map_err(|e| Error::io("unpack the workspace", &dir, e))?;
-            let result = diff::diff_trees(&base, &dir.join("workspace"), &untracked);
-            let _ = std::fs::remove_dir_all(&dir);
-            result
-        })
-        .await
-        .map_err(|e| Error::io("diff", &self.spec.base, std::io::Error::other(e)))?
+        let lineage = self.lineage.clone();
+        // The container hashes its workspace (no transfer of contents); only
+        // files whose hash or mode differ from the base are fetched.
+        let (code, listing) = self.helper(&["sh", "-c", HASH_SCRIPT]).await?;
+        {
+            // The base is hashed once per lineage, off the async threads.
+            let (base, lineage) = (base.clone(), lineage.clone());
+            tokio::task::spawn_blocking(move || {
+                lineage.base_files.get_or_init(|| hash_base(&base));
+            })
+            .await
+            .map_err(|e| Error::io("hash the base", &self.spec.base, std::io::Error::other(e)))?;
+        }
+        let base_files = lineage.base_files.get().expect("initialised just above");
+        let changed = match (code, parse_hashes(&listing)) {
+            (Some(0), Some(current)) => Some(changed_paths(base_files, &current)),
+            // A listing this backend cannot read (no md5sum in the image,
+            // odd file names): compare everything.
+            _ => None,
+        };
+        let Some((fetch, deleted)) = changed.filter(|(fetch, _)| fetch.len() <= MAX_FETCHED_FILES)
+        else {
+            return self.diff_whole_workspace(base, lineage).await;
+        };
+        let dir = tempdir_for_diff()?;
+        let result = async {
+            for rel in &fetch {
+                let tar = self
+                    .download(&Path::new(WORKSPACE_DIR).join(rel).display().to_string())
+                    .await?;
+                unpack_single(&tar, &dir.join(rel))?;
+            }
+            let untracked = lineage
+                .untracked
+                .get_or_init(|| diff::Untracked::load(&base));
+            diff::diff_paths(&base, &dir, fetch.into_iter().chain(deleted), untracked)
+        }
+        .await;
+        let _ = std::fs::remove_dir_all(&dir);
+        result
     }
 
     async fn destroy(self: Box<Self>) -> Result<()> {
@@ -954,6 +1044,149 @@ done"#;
         *destroyed = true;
         self.backend.remove_container(&self.container).await
     }
+}
+
+/// Above this many changed files a diff downloads the whole workspace once
+/// instead of each file.
+const MAX_FETCHED_FILES: usize = 64;
+
+/// Lists the workspace (without `.git`): `L ./path` for each symbolic
+/// link, `X ./path` for each executable file, then `md5sum` lines.
+const HASH_SCRIPT: &str = "cd /workspace || exit 3
+find . -path ./.git -prune -o -type l -print | sed 's/^/L /'
+find . -path ./.git -prune -o -type f -perm -100 -print | sed 's/^/X /'
+find . -path ./.git -prune -o -type f -print0 | xargs -0 -r md5sum";
+
+/// The workspace as the hash script saw it.
+#[derive(Debug, Default, Clone)]
+struct Listing {
+    files: HashMap<PathBuf, FileState>,
+    links: BTreeSet<PathBuf>,
+}
+
+/// Reads the hash script's output; `None` when a line cannot be read
+/// unambiguously (md5sum escapes names with newlines or backslashes).
+fn parse_hashes(listing: &str) -> Option<Listing> {
+    let mut out = Listing::default();
+    let mut executable = BTreeSet::new();
+    let rel = |p: &str| p.strip_prefix("./").map(PathBuf::from);
+    for line in listing.lines() {
+        if let Some(p) = line.strip_prefix("L ") {
+            out.links.insert(rel(p)?);
+        } else if let Some(p) = line.strip_prefix("X ") {
+            executable.insert(rel(p)?);
+        } else {
+            let (hex, path) = line.split_once("  ")?;
+            if hex.starts_with('\\') || hex.len() != 32 {
+                return None;
+            }
+            let mut md5 = [0u8; 16];
+            for (i, byte) in md5.iter_mut().enumerate() {
+                *byte = u8::from_str_radix(hex.get(i * 2..i * 2 + 2)?, 16).ok()?;
+            }
+            out.files.insert(
+                rel(path)?,
+                FileState {
+                    md5,
+                    executable: false,
+                },
+            );
+        }
+    }
+    for path in executable {
+        out.files.get_mut(&path)?.executable = true;
+    }
+    Some(out)
+}
+
+/// Hash and executable bit of every regular file of the base, and its
+/// links: what the hash script prints, computed on the host.
+fn hash_base(base: &Path) -> Listing {
+    use md5::Digest;
+    use std::os::unix::fs::PermissionsExt;
+    let mut out = Listing::default();
+    let walker = walkdir::WalkDir::new(base)
+        .into_iter()
+        .filter_entry(|e| !diff::excluded(e.path().strip_prefix(base).unwrap_or(e.path())));
+    for entry in walker.flatten() {
+        let rel = entry
+            .path()
+            .strip_prefix(base)
+            .expect("under its root")
+            .to_path_buf();
+        if entry.file_type().is_symlink() {
+            out.links.insert(rel);
+            continue;
+        }
+        if !entry.file_type().is_file() {
+            continue;
+        }
+        let (Ok(bytes), Ok(meta)) = (std::fs::read(entry.path()), entry.metadata()) else {
+            continue;
+        };
+        let md5: [u8; 16] = md5::Md5::digest(&bytes).into();
+        out.files.insert(
+            rel,
+            FileState {
+                md5,
+                executable: meta.permissions().mode() & 0o100 != 0,
+            },
+        );
+    }
+    out
+}
+
+/// The paths to fetch (new or changed files, and every link) and the
+/// paths of the base that are gone.
+fn changed_paths(base: &Listing, current: &Listing) -> (BTreeSet<PathBuf>, BTreeSet<PathBuf>) {
+    let mut fetch: BTreeSet<PathBuf> = current.links.clone();
+    for (path, state) in &current.files {
+        if base.files.get(path) != Some(state) {
+            fetch.insert(path.clone());
+        }
+    }
+    let gone = |p: &&PathBuf| !current.files.contains_key(*p) && !current.links.contains(*p);
+    let deleted = base
+        .files
+        .keys()
+        .chain(&base.links)
+        .filter(gone)
+        .cloned()
+        .collect();
+    (fetch, deleted)
+}
+
+/// Writes the single entry of a downloaded archive to `dest`: a file with
+/// its mode, or a symbolic link.
+fn unpack_single(tar: &[u8], dest: &Path) -> Result<()> {
+    let mut archive = tar::Archive::new(tar);
+    let mut entries = archive
+        .entries()
+        .map_err(|e| Error::io("read an archive", dest, e))?;
+    let Some(entry) = entries.next() else {
+        return Ok(());
+    };
+    let mut entry = entry.map_err(|e| Error::io("read an archive", dest, e))?;
+    if let Some(parent) = dest.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| Error::io("create", parent, e))?;
+    }
+    let header = entry.header();
+    if header.entry_type().is_symlink() {
+        let target = entry
+            .link_name()
+            .map_err(|e| Error::io("read an archive", dest, e))?
+            .unwrap_or_default()
+            .into_owned();
+        return std::os::unix::fs::symlink(target, dest).map_err(|e| Error::io("symlink", dest, e));
+    }
+    let mode = header.mode().unwrap_or(0o644);
+    let mut bytes = Vec::new();
+    entry
+        .read_to_end(&mut bytes)
+        .map_err(|e| Error::io("read an archive", dest, e))?;
+    std::fs::write(dest, &bytes).map_err(|e| Error::io("write", dest, e))?;
+    std::fs::set_permissions(dest, std::os::unix::fs::PermissionsExt::from_mode(mode))
+        .map_err(|e| Error::io("chmod", dest, e))
 }
 
 fn tempdir_for_diff() -> Result<PathBuf> {
@@ -982,5 +1215,50 @@ impl Drop for DockerSandbox {
                     .await;
             });
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state(hex_byte: u8, executable: bool) -> FileState {
+        FileState {
+            md5: [hex_byte; 16],
+            executable,
+        }
+    }
+
+    #[test]
+    fn hash_listing_is_read_and_compared() {
+        let listing = format!(
+            "L ./src/link.py\nX ./run.sh\n{}  ./run.sh\n{}  ./src/lib.py\n{}  ./src/new file.txt\n",
+            "11".repeat(16),
+            "22".repeat(16),
+            "33".repeat(16)
+        );
+        let current = parse_hashes(&listing).expect("readable");
+        assert_eq!(current.files[Path::new("run.sh")], state(0x11, true));
+        assert_eq!(current.files[Path::new("src/lib.py")], state(0x22, false));
+        assert!(current.files.contains_key(Path::new("src/new file.txt")));
+        assert!(current.links.contains(Path::new("src/link.py")));
+
+        let mut base = Listing::default();
+        base.files.insert("run.sh".into(), state(0x11, false)); // mode changed
+        base.files.insert("src/lib.py".into(), state(0x22, false)); // same
+        base.files.insert("src/gone.py".into(), state(0x44, false)); // deleted
+        base.links.insert("src/old-link".into()); // deleted link
+        let (fetch, deleted) = changed_paths(&base, &current);
+        let fetch: Vec<_> = fetch.iter().map(|p| p.display().to_string()).collect();
+        assert_eq!(fetch, ["run.sh", "src/link.py", "src/new file.txt"]);
+        let deleted: Vec<_> = deleted.iter().map(|p| p.display().to_string()).collect();
+        assert_eq!(deleted, ["src/gone.py", "src/old-link"]);
+    }
+
+    #[test]
+    fn unreadable_hash_listings_fall_back() {
+        assert!(parse_hashes("\\0123  ./odd\\nname\n").is_none());
+        assert!(parse_hashes("not a listing\n").is_none());
+        assert!(parse_hashes("X ./only-mode\n").is_none());
     }
 }

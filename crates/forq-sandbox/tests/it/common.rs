@@ -39,6 +39,9 @@ fn make_repo() -> tempfile::TempDir {
     std::fs::write(p.join("src/lib.py"), "def add(a, b):\n    return a - b\n").unwrap();
     std::fs::write(p.join("src/deep/data.txt"), "one\ntwo\nthree\n").unwrap();
     std::fs::write(p.join("src/gone.txt"), "delete me\n").unwrap();
+    std::fs::create_dir_all(p.join("docs")).unwrap();
+    std::fs::write(p.join("docs/a.md"), "a\n").unwrap();
+    std::fs::write(p.join("docs/b.md"), "b\n").unwrap();
     std::os::unix::fs::symlink("lib.py", p.join("src/link.py")).unwrap();
     repo
 }

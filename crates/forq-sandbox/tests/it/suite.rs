@@ -377,6 +377,8 @@ pub(crate) async fn diff_reports_exactly_the_changes(h: &Harness) {
         "cp README.md /tmp/r && echo junk > README.md && cp /tmp/r README.md",
     )
     .await;
+    // A directory removed and made again (overlayfs marks it opaque).
+    sh(&*sb, "rm -r docs && mkdir docs && echo c > docs/c.md").await;
     let diff = sb.diff().await.unwrap();
     let got: Vec<_> = diff
         .files
@@ -395,6 +397,9 @@ pub(crate) async fn diff_reports_exactly_the_changes(h: &Harness) {
         got,
         vec![
             ("blob.bin", ChangeKind::Added, true, 0, 0),
+            ("docs/a.md", ChangeKind::Deleted, false, 0, 1),
+            ("docs/b.md", ChangeKind::Deleted, false, 0, 1),
+            ("docs/c.md", ChangeKind::Added, false, 1, 0),
             ("new/dir/file.txt", ChangeKind::Added, false, 1, 0),
             ("src/deep/data.txt", ChangeKind::Modified, false, 1, 1),
             ("src/gone.txt", ChangeKind::Deleted, false, 0, 1),
@@ -435,6 +440,21 @@ pub(crate) async fn diff_reports_exactly_the_changes(h: &Harness) {
         b"hello\n"
     );
     assert!(!copy.path().join("src/gone.txt").exists());
+    assert!(!copy.path().join("docs/a.md").exists());
+    // Many new files at once (the docker backend switches to a whole
+    // download past a threshold): every one is there.
+    sh(
+        &*sb,
+        "mkdir many && for i in $(seq 100); do echo $i > many/f$i.txt; done",
+    )
+    .await;
+    let diff = sb.diff().await.unwrap();
+    let many = diff
+        .files
+        .iter()
+        .filter(|f| f.path.starts_with("many/") && f.kind == ChangeKind::Added);
+    assert_eq!(many.count(), 100);
+    assert_eq!(diff.files.len(), got.len() + 100);
     sb.destroy().await.unwrap();
     parent.destroy().await.unwrap();
 }
