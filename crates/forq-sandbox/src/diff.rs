@@ -4,6 +4,7 @@
 use std::collections::BTreeSet;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -87,15 +88,23 @@ const BUILTIN_UNTRACKED: &[&str] = &[
 /// (`.gitignore` files at any depth, `.git/info/exclude`) or the built-in
 /// cache patterns match. As in git, the rules apply only to files the base
 /// does not have; a change to a file the base has is always in the diff.
+///
+/// A directory's `.gitignore` is read the first time a path below it is
+/// asked about, so a diff of a few files never walks the whole base.
 #[derive(Debug)]
 pub(crate) struct Untracked {
-    /// Matchers rooted at a directory (relative to the base), shallowest
-    /// first; the last one with an opinion wins.
-    matchers: Vec<(PathBuf, ignore::gitignore::Gitignore)>,
+    base: PathBuf,
+    /// Built-in patterns, then `.git/info/exclude`.
+    fixed: Vec<ignore::gitignore::Gitignore>,
+    /// Each directory's own `.gitignore` (relative path → matcher, `None`
+    /// when it has none).
+    dirs: std::sync::Mutex<
+        std::collections::HashMap<PathBuf, Option<Arc<ignore::gitignore::Gitignore>>>,
+    >,
 }
 
 impl Untracked {
-    /// Reads the ignore rules under `base`.
+    /// The ignore rules of `base`.
     pub(crate) fn load(base: &Path) -> Self {
         let mut builtin = ignore::gitignore::GitignoreBuilder::new(base);
         for pattern in BUILTIN_UNTRACKED {
@@ -103,55 +112,59 @@ impl Untracked {
                 .add_line(None, pattern)
                 .expect("built-in patterns are valid");
         }
-        let mut root = ignore::gitignore::GitignoreBuilder::new(base);
-        // A broken rule is skipped, as git does; the rest still apply.
-        let _ = root.add(base.join(".git/info/exclude"));
-        let mut matchers = vec![(
-            PathBuf::new(),
-            builtin.build().expect("built-in patterns are valid"),
-        )];
-        let walker = walkdir::WalkDir::new(base)
-            .sort_by_file_name()
+        let mut exclude = ignore::gitignore::GitignoreBuilder::new(base);
+        // A broken or missing file is skipped, as git does.
+        let _ = exclude.add(base.join(".git/info/exclude"));
+        let fixed = [builtin.build(), exclude.build()]
             .into_iter()
-            .filter_entry(|e| e.file_name() != ".git");
-        let mut found = Vec::new();
-        for entry in walker.flatten() {
-            if entry.file_type().is_file() && entry.file_name() == ".gitignore" {
-                let dir = entry.path().parent().unwrap_or(base).to_path_buf();
-                found.push((dir, entry.path().to_path_buf()));
-            }
+            .flatten()
+            .collect();
+        Untracked {
+            base: base.to_path_buf(),
+            fixed,
+            dirs: Default::default(),
         }
-        found.sort_by_key(|(dir, _)| dir.components().count());
-        for (dir, file) in found {
-            let rel = dir.strip_prefix(base).unwrap_or(&dir).to_path_buf();
-            if rel.as_os_str().is_empty() {
-                let _ = root.add(&file);
-                continue;
-            }
-            let mut b = ignore::gitignore::GitignoreBuilder::new(&dir);
-            let _ = b.add(&file);
-            if let Ok(m) = b.build() {
-                matchers.push((rel, m));
-            }
-        }
-        if let Ok(m) = root.build() {
-            matchers.insert(1, (PathBuf::new(), m));
-        }
-        Untracked { matchers }
     }
 
-    /// Whether a new file at `rel` stays out of the patch.
+    fn dir_matcher(&self, dir: &Path) -> Option<Arc<ignore::gitignore::Gitignore>> {
+        let mut dirs = self.dirs.lock().expect("no panic while holding the lock");
+        dirs.entry(dir.to_path_buf())
+            .or_insert_with(|| {
+                let file = self.base.join(dir).join(".gitignore");
+                if !file.is_file() {
+                    return None;
+                }
+                let mut b = ignore::gitignore::GitignoreBuilder::new(self.base.join(dir));
+                let _ = b.add(&file);
+                b.build().ok().map(Arc::new)
+            })
+            .clone()
+    }
+
+    /// Whether a new file at `rel` stays out of the patch: the deepest rule
+    /// with an opinion wins, as in git.
     pub(crate) fn ignored(&self, rel: &Path) -> bool {
         let mut verdict = false;
-        for (dir, m) in &self.matchers {
-            let Ok(inner) = rel.strip_prefix(dir) else {
-                continue;
-            };
-            match m.matched_path_or_any_parents(inner, false) {
-                ignore::Match::Ignore(_) => verdict = true,
-                ignore::Match::Whitelist(_) => verdict = false,
-                ignore::Match::None => {}
+        let mut apply = |m: &ignore::gitignore::Gitignore, inner: &Path| match m
+            .matched_path_or_any_parents(inner, false)
+        {
+            ignore::Match::Ignore(_) => verdict = true,
+            ignore::Match::Whitelist(_) => verdict = false,
+            ignore::Match::None => {}
+        };
+        for m in &self.fixed {
+            apply(m, rel);
+        }
+        let mut dir = PathBuf::new();
+        let mut components = rel.components().peekable();
+        while let Some(c) = components.next() {
+            if let Some(m) = self.dir_matcher(&dir) {
+                apply(&m, rel.strip_prefix(&dir).expect("dir is an ancestor"));
             }
+            if components.peek().is_none() {
+                break;
+            }
+            dir.push(c);
         }
         verdict
     }

@@ -10,6 +10,7 @@
 #![allow(clippy::unwrap_used, clippy::print_stderr)]
 
 mod common;
+mod model;
 mod native_only;
 mod suite;
 
