@@ -47,7 +47,7 @@ pub(crate) fn ensure_dir(dir: &Path) -> Result<()> {
 pub struct GcReport {
     /// Mount points detached.
     pub unmounted: Vec<PathBuf>,
-    /// Directories removed (sandboxes, layers, copies).
+    /// Directories removed (sandboxes, layers, copies, exec cgroups).
     pub removed: Vec<PathBuf>,
 }
 
@@ -80,6 +80,9 @@ pub fn gc(state_dir: &Path) -> Result<GcReport> {
             }
         }
     }
+    report
+        .removed
+        .extend(crate::native::Cgroups::detect().gc(&dead));
     for sub in ["s", "l", "h"] {
         let Ok(entries) = std::fs::read_dir(state_dir.join(sub)) else {
             continue;

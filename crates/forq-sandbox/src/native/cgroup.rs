@@ -78,6 +78,47 @@ impl Cgroups {
         }
     }
 
+    /// The `forq` parent directories of every hierarchy in use.
+    fn parents(&self) -> Vec<PathBuf> {
+        match self {
+            Cgroups::V2 { root } => vec![root.join(PARENT)],
+            Cgroups::V1 { memory, pids, cpu } => [memory, pids, cpu]
+                .into_iter()
+                .flatten()
+                .map(|r| r.join(PARENT))
+                .collect(),
+            Cgroups::None => Vec::new(),
+        }
+    }
+
+    /// Removes the exec cgroups whose owner (by name, `<pid>-...`) `dead`
+    /// says is gone, killing anything still in them.
+    pub(crate) fn gc(&self, dead: impl Fn(&str) -> bool) -> Vec<PathBuf> {
+        let mut removed = Vec::new();
+        for parent in self.parents() {
+            let Ok(entries) = std::fs::read_dir(&parent) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                if !entry.path().is_dir() || !dead(&name) {
+                    continue;
+                }
+                let dir = entry.path();
+                let group = Group {
+                    procs: Some(dir.join("cgroup.procs")),
+                    oom_file: None,
+                    dirs: vec![dir.clone()],
+                };
+                group.remove();
+                if !dir.exists() {
+                    removed.push(dir);
+                }
+            }
+        }
+        removed
+    }
+
     /// Whether memory can be capped (and an OOM kill seen) through cgroups.
     pub(crate) fn caps_memory(&self) -> bool {
         matches!(

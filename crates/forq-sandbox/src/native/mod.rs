@@ -34,7 +34,7 @@ use crate::paths;
 use crate::spec::{ExecOutcome, ExecRequest, Network, RootFs, SandboxSpec, WORKSPACE_DIR};
 use crate::state;
 
-use self::cgroup::Cgroups;
+pub(crate) use self::cgroup::Cgroups;
 use self::sys::{cstr, Step};
 
 /// Frozen layers a sandbox may stack before a snapshot squashes them into one.

@@ -77,7 +77,20 @@ async fn gc_cleans_what_a_dead_process_left() {
     let live = h.create().await;
     sh(&*live, "echo keep > keep.txt").await;
 
+    // An exec cgroup it left (where the pids hierarchy of cgroup v1 is).
+    let cgroup = std::path::Path::new("/sys/fs/cgroup/pids/forq").join(format!("{dead_pid}-0-0"));
+    let has_cgroup = std::path::Path::new("/sys/fs/cgroup/pids/cgroup.procs").exists();
+    if has_cgroup {
+        std::fs::create_dir_all(&cgroup).unwrap();
+    }
+
     let report = forq_sandbox::gc(&state).unwrap();
+    if has_cgroup {
+        assert!(
+            report.removed.contains(&cgroup) && !cgroup.exists(),
+            "{report:?}"
+        );
+    }
     assert_eq!(report.unmounted, vec![mount_point]);
     assert!(
         report.removed.contains(&leftover) && report.removed.contains(&layer),
