@@ -82,7 +82,7 @@ pub fn gc(state_dir: &Path) -> Result<GcReport> {
     }
     report
         .removed
-        .extend(crate::native::Cgroups::detect().gc(&dead));
+        .extend(crate::native::Cgroups::detect().gc(dead));
     for sub in ["s", "l", "h"] {
         let Ok(entries) = std::fs::read_dir(state_dir.join(sub)) else {
             continue;
