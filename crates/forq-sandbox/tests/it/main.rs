@@ -30,67 +30,44 @@ macro_rules! backend_suite {
     };
 }
 
-backend_suite!(
+/// What every backend promises, isolating or not.
+macro_rules! every_backend {
+    ($module:ident, $open:path, [$($extra:ident),* $(,)?]) => {
+        backend_suite!($module, $open, [
+            exec_reports_exit_code_signal_and_output,
+            stdin_is_fed_and_env_is_set,
+            missing_program_is_a_spawn_error,
+            output_flood_is_capped_with_dropped_count,
+            timeout_kills_the_whole_tree,
+            idle_timeout_fires_on_silence,
+            fork_sees_parent_and_is_isolated,
+            snapshot_is_frozen_point_in_time,
+            diff_reports_exactly_the_changes,
+            file_ops_refuse_escapes,
+            destroy_releases_everything,
+            $($extra),*
+        ]);
+    };
+}
+
+/// What the isolating backends promise on top.
+macro_rules! isolating_backend {
+    ($module:ident, $open:path, [$($extra:ident),* $(,)?]) => {
+        every_backend!($module, $open, [
+            no_network_and_no_host_loopback,
+            cannot_write_outside_workspace,
+            masked_host_paths_are_invisible,
+            fork_bomb_is_stopped_by_pids_limit,
+            memory_hog_is_killed_and_reported,
+            $($extra),*
+        ]);
+    };
+}
+
+isolating_backend!(
     native,
     crate::common::Harness::native,
-    [
-        exec_reports_exit_code_signal_and_output,
-        stdin_is_fed_and_env_is_set,
-        missing_program_is_a_spawn_error,
-        no_network_and_no_host_loopback,
-        host_network_reaches_host_loopback,
-        cannot_write_outside_workspace,
-        masked_host_paths_are_invisible,
-        fork_bomb_is_stopped_by_pids_limit,
-        memory_hog_is_killed_and_reported,
-        output_flood_is_capped_with_dropped_count,
-        timeout_kills_the_whole_tree,
-        idle_timeout_fires_on_silence,
-        fork_sees_parent_and_is_isolated,
-        snapshot_is_frozen_point_in_time,
-        diff_reports_exactly_the_changes,
-        file_ops_refuse_escapes,
-        destroy_releases_everything,
-    ]
+    [host_network_reaches_host_loopback]
 );
-
-backend_suite!(
-    docker,
-    crate::common::Harness::docker,
-    [
-        exec_reports_exit_code_signal_and_output,
-        stdin_is_fed_and_env_is_set,
-        missing_program_is_a_spawn_error,
-        no_network_and_no_host_loopback,
-        cannot_write_outside_workspace,
-        masked_host_paths_are_invisible,
-        fork_bomb_is_stopped_by_pids_limit,
-        memory_hog_is_killed_and_reported,
-        output_flood_is_capped_with_dropped_count,
-        timeout_kills_the_whole_tree,
-        idle_timeout_fires_on_silence,
-        fork_sees_parent_and_is_isolated,
-        snapshot_is_frozen_point_in_time,
-        diff_reports_exactly_the_changes,
-        file_ops_refuse_escapes,
-        destroy_releases_everything,
-    ]
-);
-
-backend_suite!(
-    host,
-    crate::common::Harness::host,
-    [
-        exec_reports_exit_code_signal_and_output,
-        stdin_is_fed_and_env_is_set,
-        missing_program_is_a_spawn_error,
-        output_flood_is_capped_with_dropped_count,
-        timeout_kills_the_whole_tree,
-        idle_timeout_fires_on_silence,
-        fork_sees_parent_and_is_isolated,
-        snapshot_is_frozen_point_in_time,
-        diff_reports_exactly_the_changes,
-        file_ops_refuse_escapes,
-        destroy_releases_everything,
-    ]
-);
+isolating_backend!(docker, crate::common::Harness::docker, []);
+every_backend!(host, crate::common::Harness::host, []);
