@@ -219,3 +219,73 @@ async fn gc_reports_what_it_cleaned() {
     assert_eq!(value["unmounted"], serde_json::json!([]));
     assert_eq!(value["removed"], serde_json::json!([]));
 }
+
+#[tokio::test]
+async fn interrupted_run_leaves_nothing_behind() {
+    if !native_or_skip("interrupted_run_leaves_nothing_behind") {
+        return;
+    }
+    let state = tempfile::Builder::new()
+        .prefix("forq-cli-state-")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    let mut child = forq_sandbox::host_command(env!("CARGO_BIN_EXE_forq"))
+        .args([
+            "sandbox",
+            "run",
+            "--backend",
+            "native",
+            "--repo",
+            "examples/calc",
+            "--",
+            "sh",
+            "-c",
+            "echo up; sleep 3141",
+        ])
+        .current_dir(repo_root())
+        .env("FORQ_SANDBOX_DIR", state.path())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id().unwrap();
+    // Wait until the command runs, then interrupt forq as Ctrl-C would.
+    let mut stdout = child.stdout.take().unwrap();
+    let mut first = [0u8; 3];
+    tokio::io::AsyncReadExt::read_exact(&mut stdout, &mut first)
+        .await
+        .unwrap();
+    assert_eq!(&first, b"up\n");
+    let kill = forq_sandbox::host_command("kill")
+        .args(["-INT", &pid.to_string()])
+        .status()
+        .await
+        .unwrap();
+    assert!(kill.success());
+    let status = tokio::time::timeout(std::time::Duration::from_secs(10), child.wait())
+        .await
+        .expect("forq exits after SIGINT")
+        .unwrap();
+    assert_eq!(status.code(), Some(130));
+    assert!(
+        forq_sandbox::mounts_under(state.path()).is_empty(),
+        "mounts left behind"
+    );
+    let sandboxes = std::fs::read_dir(state.path().join("s")).unwrap().count();
+    assert_eq!(sandboxes, 0, "sandbox directories left behind");
+    let alive = std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+        std::fs::read(e.path().join("cmdline"))
+            .is_ok_and(|c| c.windows(10).any(|w| w == b"sleep\x003141"))
+    });
+    assert!(!alive, "the command outlived forq");
+    let cgroups = std::fs::read_dir("/sys/fs/cgroup/pids/forq")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with(&format!("{pid}-"))
+        })
+        .count();
+    assert_eq!(cgroups, 0, "exec cgroups left behind");
+}

@@ -265,22 +265,33 @@ impl Group {
         })
     }
 
-    /// Kills what is left and removes the directories.
-    pub(crate) fn remove(self) {
+    /// Kills what is left and removes the directories (also done on drop,
+    /// so an exec whose future is dropped midway leaves no cgroup behind).
+    pub(crate) fn remove(mut self) {
+        self.cleanup();
+    }
+
+    fn cleanup(&mut self) {
         for _ in 0..200 {
             if self.kill_all() == 0 {
                 break;
             }
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
-        for dir in &self.dirs {
+        for dir in std::mem::take(&mut self.dirs) {
             for _ in 0..100 {
-                match std::fs::remove_dir(dir) {
+                match std::fs::remove_dir(&dir) {
                     Ok(()) => break,
                     Err(e) if e.kind() == std::io::ErrorKind::NotFound => break,
                     Err(_) => std::thread::sleep(std::time::Duration::from_millis(2)),
                 }
             }
         }
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        self.cleanup();
     }
 }

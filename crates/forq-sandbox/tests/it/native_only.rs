@@ -154,3 +154,55 @@ async fn a_given_rootfs_replaces_the_host_view() {
     );
     sb.destroy().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cpu_and_pids_caps_reach_the_exec_cgroup() {
+    let Some(h) = Harness::native().await else {
+        return;
+    };
+    let cpu_root = std::path::Path::new("/sys/fs/cgroup/cpu/forq");
+    if !std::path::Path::new("/sys/fs/cgroup/cpu/cpu.cfs_quota_us").exists() {
+        // cgroup v2 machines are covered by the pids and memory tests; this
+        // one reads the v1 files this CI machine has.
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI machines have the v1 cpu controller"
+        );
+        return;
+    }
+    let limits = forq_sandbox::Limits::default().cpus(0.5).pids(77);
+    let sb = h.create_with(h.spec().limits(limits)).await;
+    let id = sb.id().to_owned();
+    let running = tokio::spawn(async move {
+        let out = sh(&*sb, "echo started; sleep 2").await;
+        sb.destroy().await.unwrap();
+        out
+    });
+    // While it runs, the exec's cgroup carries the caps.
+    let mut seen = None;
+    for _ in 0..100 {
+        let found = std::fs::read_dir(cpu_root)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .find(|e| {
+                e.file_name()
+                    .to_string_lossy()
+                    .starts_with(&format!("{id}-"))
+            });
+        if let Some(entry) = found {
+            let quota = std::fs::read_to_string(entry.path().join("cpu.cfs_quota_us")).unwrap();
+            let pids = std::fs::read_to_string(
+                std::path::Path::new("/sys/fs/cgroup/pids/forq")
+                    .join(entry.file_name())
+                    .join("pids.max"),
+            )
+            .unwrap();
+            seen = Some((quota.trim().to_owned(), pids.trim().to_owned()));
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(seen, Some(("50000".to_owned(), "77".to_owned())));
+    assert_eq!(running.await.unwrap().stdout_text(), "started\n");
+}
