@@ -13,7 +13,6 @@ use tokio::sync::RwLock;
 use crate::backend::{Backend, BackendKind, DirEntry, Sandbox, Snapshot, SnapshotSource};
 use crate::diff::{self, Diff};
 use crate::error::{Error, Result};
-use crate::native::{list_confined, remove_confined, write_confined};
 use crate::spec::{ExecOutcome, ExecRequest, SandboxSpec};
 use crate::{output, paths, state};
 
@@ -136,6 +135,14 @@ pub struct HostSandbox {
 }
 
 impl HostSandbox {
+    /// Absolute links count as inside when they point into the copy.
+    fn files(&self) -> paths::WorkspaceDir {
+        paths::WorkspaceDir {
+            root: self.ws.clone(),
+            inside: self.ws.clone(),
+        }
+    }
+
     async fn live(&self) -> Result<tokio::sync::RwLockReadGuard<'_, bool>> {
         let guard = self.destroyed.read().await;
         if *guard {
@@ -241,7 +248,7 @@ impl Sandbox for HostSandbox {
 
     async fn read_file(&self, path: &Path) -> Result<Vec<u8>> {
         let _live = self.live().await?;
-        let full = paths::confine(&self.ws, path)?;
+        let full = paths::confine(&self.ws, path, &self.ws)?;
         tokio::fs::read(&full)
             .await
             .map_err(|e| Error::io("read", path, e))
@@ -249,17 +256,17 @@ impl Sandbox for HostSandbox {
 
     async fn write_file(&self, path: &Path, contents: &[u8]) -> Result<()> {
         let _live = self.live().await?;
-        write_confined(&self.ws, path, contents).await
+        self.files().write(path, contents).await
     }
 
     async fn list_dir(&self, path: &Path) -> Result<Vec<DirEntry>> {
         let _live = self.live().await?;
-        list_confined(&self.ws, path).await
+        self.files().list(path).await
     }
 
     async fn remove(&self, path: &Path) -> Result<()> {
         let _live = self.live().await?;
-        remove_confined(&self.ws, path).await
+        self.files().remove(path).await
     }
 
     async fn snapshot(&self) -> Result<Snapshot> {

@@ -1,5 +1,7 @@
 //! Confinement of caller-given paths to a workspace.
 
+use std::collections::VecDeque;
+use std::ffi::OsString;
 use std::path::{Component, Path, PathBuf};
 
 use crate::error::{Error, Result};
@@ -29,39 +31,141 @@ pub(crate) fn lexical(rel: &Path) -> Result<PathBuf> {
     Ok(out)
 }
 
-/// Resolves `rel` under the host directory `root`, refusing any path that
-/// leaves it, including through a symbolic link anywhere along the way.
-/// The path itself need not exist; its deepest existing ancestor is checked.
-pub(crate) fn confine(root: &Path, rel: &Path) -> Result<PathBuf> {
+/// How many symbolic links one resolution may follow (as the kernel's 40).
+const MAX_LINKS: usize = 40;
+
+/// Resolves `rel` under the directory `root` (as the host sees it),
+/// following symbolic links the way the sandbox would, and refuses any path
+/// that leaves the workspace. `inside` is where the workspace appears to
+/// the sandbox's processes: an absolute link target under it stays inside,
+/// any other absolute target is outside. The result has no link left in it;
+/// its last components need not exist.
+///
+/// The resolution is done by hand, component by component, rather than
+/// with `canonicalize`: the root may be a view into another mount namespace
+/// (`/proc/<pid>/root/...`), and absolute targets mean the sandbox's root,
+/// not the host's.
+pub(crate) fn confine(root: &Path, rel: &Path, inside: &Path) -> Result<PathBuf> {
     let rel = lexical(rel)?;
-    let full = root.join(&rel);
-    let canon_root = root
-        .canonicalize()
-        .map_err(|e| Error::io("resolve", root, e))?;
-    let mut probe = full.as_path();
-    loop {
-        match probe.canonicalize() {
-            Ok(canon) => {
-                if canon.starts_with(&canon_root) {
-                    return Ok(full);
-                }
-                return Err(Error::PathEscape {
-                    path: rel,
-                    reason: "a symbolic link on it points outside the workspace",
-                });
+    let escape = |reason| Error::PathEscape {
+        path: rel.clone(),
+        reason,
+    };
+    let mut pending: VecDeque<OsString> = rel.iter().map(ToOwned::to_owned).collect();
+    let mut resolved = PathBuf::new();
+    let mut links = 0;
+    while let Some(part) = pending.pop_front() {
+        if part == ".." {
+            if !resolved.pop() {
+                return Err(escape("a symbolic link on it points outside the workspace"));
             }
-            Err(_) if probe.symlink_metadata().is_ok() => {
-                // A dangling link: where it would land is outside our control.
-                return Err(Error::PathEscape {
-                    path: rel,
-                    reason: "a symbolic link on it does not resolve",
-                });
-            }
-            Err(_) => match probe.parent() {
-                Some(parent) if parent.starts_with(root) => probe = parent,
-                _ => return Ok(full),
-            },
+            continue;
         }
+        if part == "." {
+            continue;
+        }
+        let candidate = resolved.join(&part);
+        let full = root.join(&candidate);
+        let is_link = full
+            .symlink_metadata()
+            .is_ok_and(|m| m.file_type().is_symlink());
+        if !is_link {
+            resolved = candidate;
+            continue;
+        }
+        links += 1;
+        if links > MAX_LINKS {
+            return Err(escape("its symbolic links loop"));
+        }
+        let target = std::fs::read_link(&full).map_err(|e| Error::io("read the link", &full, e))?;
+        let target = if target.is_absolute() {
+            resolved = PathBuf::new();
+            target
+                .strip_prefix(inside)
+                .map_err(|_| escape("a symbolic link on it points outside the workspace"))?
+                .to_path_buf()
+        } else {
+            target
+        };
+        for (i, c) in target.iter().enumerate() {
+            pending.insert(i, c.to_owned());
+        }
+    }
+    Ok(root.join(resolved))
+}
+
+/// File operations on a workspace directory the host can reach, each path
+/// confined first.
+#[derive(Debug)]
+pub(crate) struct WorkspaceDir {
+    /// The directory as this process reaches it.
+    pub(crate) root: PathBuf,
+    /// Where it appears to the sandbox's processes (see [`confine`]).
+    pub(crate) inside: PathBuf,
+}
+
+impl WorkspaceDir {
+    fn confine(&self, path: &Path) -> Result<PathBuf> {
+        confine(&self.root, path, &self.inside)
+    }
+
+    /// Writes a file, creating parent directories.
+    pub(crate) async fn write(&self, path: &Path, contents: &[u8]) -> Result<()> {
+        let full = self.confine(path)?;
+        if let Some(parent) = full.parent() {
+            tokio::fs::create_dir_all(parent)
+                .await
+                .map_err(|e| Error::io("create", parent, e))?;
+        }
+        tokio::fs::write(&full, contents)
+            .await
+            .map_err(|e| Error::io("write", path, e))
+    }
+
+    /// Lists a directory, sorted by name.
+    pub(crate) async fn list(&self, path: &Path) -> Result<Vec<crate::backend::DirEntry>> {
+        let full = self.confine(path)?;
+        let mut rd = tokio::fs::read_dir(&full)
+            .await
+            .map_err(|e| Error::io("list", path, e))?;
+        let mut out = Vec::new();
+        while let Some(entry) = rd
+            .next_entry()
+            .await
+            .map_err(|e| Error::io("list", path, e))?
+        {
+            let meta = entry
+                .metadata()
+                .await
+                .map_err(|e| Error::io("stat", entry.path(), e))?;
+            out.push(crate::backend::DirEntry {
+                name: entry.file_name().to_string_lossy().into_owned(),
+                is_dir: meta.is_dir(),
+                size: if meta.is_dir() { 0 } else { meta.len() },
+            });
+        }
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(out)
+    }
+
+    /// Deletes a file or a directory tree (never the root itself).
+    pub(crate) async fn remove(&self, path: &Path) -> Result<()> {
+        let full = self.confine(path)?;
+        if full == self.root {
+            return Err(Error::PathEscape {
+                path: path.to_path_buf(),
+                reason: "it is the workspace root itself",
+            });
+        }
+        let meta = tokio::fs::symlink_metadata(&full)
+            .await
+            .map_err(|e| Error::io("remove", path, e))?;
+        if meta.is_dir() {
+            tokio::fs::remove_dir_all(&full).await
+        } else {
+            tokio::fs::remove_file(&full).await
+        }
+        .map_err(|e| Error::io("remove", path, e))
     }
 }
 
@@ -96,16 +200,33 @@ mod tests {
     }
 
     #[test]
-    fn confine_refuses_symlinks_out() {
+    fn confine_follows_links_and_refuses_ones_out() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().join("ws");
-        std::fs::create_dir_all(root.join("sub")).unwrap();
-        std::os::unix::fs::symlink("/etc", root.join("out")).unwrap();
-        std::os::unix::fs::symlink("sub", root.join("in")).unwrap();
-        assert!(confine(&root, Path::new("sub/new.txt")).is_ok());
-        assert!(confine(&root, Path::new("in/new.txt")).is_ok());
-        assert!(confine(&root, Path::new("new/deeper/file")).is_ok());
-        let err = confine(&root, Path::new("out/passwd")).unwrap_err();
-        assert!(err.to_string().contains("points outside"), "{err}");
+        std::fs::create_dir_all(root.join("sub/deep")).unwrap();
+        let link =
+            |target: &str, name: &str| std::os::unix::fs::symlink(target, root.join(name)).unwrap();
+        link("/etc", "out");
+        link("sub", "in");
+        link("/workspace/sub/deep", "abs-in");
+        link("../..", "sub/up");
+        link("loop2", "loop1");
+        link("loop1", "loop2");
+        let ws = Path::new("/workspace");
+        let ok = |rel: &str, want: &str| {
+            assert_eq!(
+                confine(&root, Path::new(rel), ws).unwrap(),
+                root.join(want),
+                "{rel}"
+            )
+        };
+        ok("sub/new.txt", "sub/new.txt");
+        ok("in/new.txt", "sub/new.txt");
+        ok("abs-in/x", "sub/deep/x");
+        ok("new/deeper/file", "new/deeper/file");
+        for bad in ["out/passwd", "sub/up/x", "loop1"] {
+            let err = confine(&root, Path::new(bad), ws).unwrap_err();
+            assert!(matches!(err, Error::PathEscape { .. }), "{bad}: {err}");
+        }
     }
 }

@@ -91,7 +91,7 @@ pub fn gc(state_dir: &Path) -> Result<GcReport> {
             let name = entry.file_name().to_string_lossy().into_owned();
             if dead(&name) {
                 let path = entry.path();
-                std::fs::remove_dir_all(&path).map_err(|e| Error::io("remove", &path, e))?;
+                remove_tree(&path).map_err(|e| Error::io("remove", &path, e))?;
                 report.removed.push(path);
             }
         }
@@ -120,7 +120,39 @@ fn unescape_mount_path(s: &str) -> PathBuf {
 
 /// Mount points currently under `dir`, from `/proc/self/mountinfo`.
 pub fn mounts_under(dir: &Path) -> Vec<PathBuf> {
-    std::fs::read_to_string("/proc/self/mountinfo")
+    mounts_in(Path::new("/proc/self/mountinfo"), dir)
+}
+
+/// Removes a directory tree, making directories writable first where
+/// needed: overlayfs leaves a mode-000 `work` directory that only root
+/// could otherwise remove.
+pub(crate) fn remove_tree(dir: &Path) -> std::io::Result<()> {
+    match std::fs::remove_dir_all(dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+            make_writable(dir);
+            std::fs::remove_dir_all(dir)
+        }
+        other => other,
+    }
+}
+
+/// Opens up every directory under `dir`, each before it is read.
+fn make_writable(dir: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700));
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            make_writable(&entry.path());
+        }
+    }
+}
+
+/// Mount points under `dir` in the mount table file `mountinfo`.
+pub(crate) fn mounts_in(mountinfo: &Path, dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_to_string(mountinfo)
         .unwrap_or_default()
         .lines()
         .filter_map(|l| l.split(' ').nth(4))

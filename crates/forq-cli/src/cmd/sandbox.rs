@@ -57,9 +57,11 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         let _ = std::io::stdout().flush();
     });
 
+    // Registered before the command starts, so an early Ctrl-C is caught.
+    let mut interrupt = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
     let outcome = tokio::select! {
         outcome = sandbox.exec(req) => outcome,
-        _ = tokio::signal::ctrl_c() => {
+        _ = interrupt.recv() => {
             sandbox.destroy().await?;
             return Ok(ExitCode::from(130));
         }

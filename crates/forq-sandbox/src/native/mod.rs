@@ -16,6 +16,7 @@
 //! toolchain caches. A snapshot freezes every volume at once.
 
 mod cgroup;
+mod holder;
 pub(crate) mod sys;
 
 use std::collections::BTreeSet;
@@ -70,9 +71,14 @@ pub struct NativeOptions {
     /// Host toolchain directories to expose; default: `~/.cargo` and
     /// `~/.pyenv` writable, `~/.rustup` read-only, those that exist.
     pub toolchains: Option<Vec<Toolchain>>,
+    /// Mount the overlays inside a user namespace of the backend's own
+    /// instead of on the host. Default: when not root. Root may ask for it
+    /// too (nothing then is ever mounted in the host's namespace).
+    pub user_namespace: Option<bool>,
 }
 
-/// Linux namespaces + overlayfs. Needs root.
+/// Linux namespaces + overlayfs: as root with the overlays mounted on the
+/// host, or without root with them mounted in a user namespace.
 #[derive(Debug, Clone)]
 pub struct NativeBackend {
     shared: Arc<Shared>,
@@ -83,6 +89,8 @@ struct Shared {
     state: PathBuf,
     cgroups: Cgroups,
     overlay_extra: &'static str,
+    /// The user-namespace holder, in that mode.
+    holder: Option<holder::Holder>,
     home: PathBuf,
     home_skel: PathBuf,
     empty: PathBuf,
@@ -108,13 +116,7 @@ impl NativeBackend {
         if !cfg!(target_os = "linux") {
             return Err(unavailable("it needs Linux".to_owned()));
         }
-        if sys::euid() != 0 {
-            return Err(unavailable(
-                "it needs root: it mounts overlayfs on the host and creates namespaces, and rootless \
-                 operation through user namespaces is not implemented yet; run as root or use --backend docker"
-                    .to_owned(),
-            ));
-        }
+        let user_namespace = options.user_namespace.unwrap_or(sys::euid() != 0);
         let filesystems = std::fs::read_to_string("/proc/filesystems").unwrap_or_default();
         if !filesystems.lines().any(|l| l.ends_with("\toverlay")) {
             return Err(unavailable(
@@ -136,9 +138,30 @@ impl NativeBackend {
             }
         }
         state::ensure_dir(&home_skel)?;
-        let overlay_extra = probe_overlay(&state).map_err(|e| {
+        let holder = if user_namespace {
+            let holder = holder::Holder::start().map_err(|e| {
+                unavailable(format!(
+                    "without root it works in a user namespace, and the kernel refused one: {e}; \
+                     run as root or use --backend docker"
+                ))
+            })?;
+            Some(holder)
+        } else if sys::euid() != 0 {
+            return Err(unavailable(
+                "mounting overlays on the host needs root; leave user_namespace unset or true"
+                    .to_owned(),
+            ));
+        } else {
+            None
+        };
+        let overlay_extra = probe_overlay(&state, holder.as_ref()).map_err(|e| {
+            let hint = if holder.is_some() {
+                " (overlayfs inside a user namespace needs Linux 5.11 or later)"
+            } else {
+                ""
+            };
             unavailable(format!(
-                "overlayfs cannot be mounted under {}: {e}",
+                "overlayfs cannot be mounted under {}: {e}{hint}",
                 state.display()
             ))
         })?;
@@ -150,6 +173,7 @@ impl NativeBackend {
                 state,
                 cgroups,
                 overlay_extra,
+                holder,
                 home,
                 home_skel,
                 toolchains,
@@ -167,36 +191,103 @@ impl NativeBackend {
     pub fn state_dir(&self) -> &Path {
         &self.shared.state
     }
+
+    /// Whether the overlays live in a user namespace of the backend's own.
+    pub fn in_user_namespace(&self) -> bool {
+        self.shared.holder.is_some()
+    }
+
+    /// Mount points under the state directory, read from the mount table
+    /// of the namespace the overlays live in.
+    pub fn mounts(&self) -> Vec<PathBuf> {
+        match &self.shared.holder {
+            Some(h) => state::mounts_in(&h.mountinfo(), &self.shared.state),
+            None => state::mounts_under(&self.shared.state),
+        }
+    }
+}
+
+impl Shared {
+    /// `path` as this process reaches it.
+    fn reach(&self, path: &Path) -> PathBuf {
+        match &self.holder {
+            Some(h) => h.reach(path),
+            None => path.to_path_buf(),
+        }
+    }
+
+    fn mount_overlay(&self, target: &Path, options: &str) -> std::io::Result<()> {
+        match &self.holder {
+            Some(h) => h.call(sys::HOLD_MOUNT, &[&target.display().to_string(), options]),
+            None => sys::mount_overlay(&cstr(&target.display().to_string()), &cstr(options)),
+        }
+    }
+
+    fn unmount(&self, target: &Path, detach: bool) -> std::io::Result<()> {
+        match &self.holder {
+            Some(h) => {
+                let op = if detach {
+                    sys::HOLD_DETACH
+                } else {
+                    sys::HOLD_UNMOUNT
+                };
+                h.call(op, &[&target.display().to_string()])
+            }
+            None => sys::unmount(&cstr(&target.display().to_string()), detach),
+        }
+    }
+
+    /// The xattr overlayfs marks opaque directories with.
+    fn opaque_xattr(&self) -> &'static std::ffi::CStr {
+        if self.holder.is_some() {
+            c"user.overlay.opaque"
+        } else {
+            c"trusted.overlay.opaque"
+        }
+    }
 }
 
 /// Mounts a throw-away overlay to learn whether overlayfs works on the state
 /// directory's filesystem and whether it takes `volatile` (no syncs: the
 /// layers are scratch space and a sync on every unmount costs milliseconds).
-fn probe_overlay(state: &Path) -> std::io::Result<&'static str> {
+fn probe_overlay(state: &Path, holder: Option<&holder::Holder>) -> std::io::Result<&'static str> {
     let dir = state.join("s").join(format!("probe-{}", state::new_id()));
     for sub in ["l", "u", "w", "m"] {
         std::fs::create_dir_all(dir.join(sub))?;
     }
     let p = |s: &str| dir.join(s).display().to_string();
-    let target = cstr(&p("m"));
+    let target = dir.join("m");
     let mut result = Err(std::io::Error::other("no overlay option set worked"));
-    for extra in [",volatile", ""] {
-        let opts = cstr(&format!(
+    let choices: &[&'static str] = if holder.is_some() {
+        // Inside a user namespace overlayfs keeps its marks in user.* xattrs.
+        &[",userxattr,volatile", ",userxattr"]
+    } else {
+        &[",volatile", ""]
+    };
+    for &extra in choices {
+        let opts = format!(
             "lowerdir={},upperdir={},workdir={}{extra}",
             p("l"),
             p("u"),
             p("w")
-        ));
-        match sys::mount_overlay(&target, &opts) {
+        );
+        let mounted = match holder {
+            Some(h) => h.call(sys::HOLD_MOUNT, &[&target.display().to_string(), &opts]),
+            None => sys::mount_overlay(&cstr(&target.display().to_string()), &cstr(&opts)),
+        };
+        match mounted {
             Ok(()) => {
-                let _ = sys::unmount(&target, false);
+                let _ = match holder {
+                    Some(h) => h.call(sys::HOLD_UNMOUNT, &[&target.display().to_string()]),
+                    None => sys::unmount(&cstr(&target.display().to_string()), false),
+                };
                 result = Ok(extra);
                 break;
             }
             Err(e) => result = Err(e),
         }
     }
-    let _ = std::fs::remove_dir_all(&dir);
+    let _ = state::remove_tree(&dir);
     result
 }
 
@@ -442,7 +533,7 @@ struct Layer {
 
 impl Drop for Layer {
     fn drop(&mut self) {
-        if let Err(e) = std::fs::remove_dir_all(&self.dir) {
+        if let Err(e) = state::remove_tree(&self.dir) {
             tracing::warn!(dir = %self.dir.display(), error = %e, "cannot remove a frozen layer");
         }
     }
@@ -510,8 +601,18 @@ impl NativeSandbox {
         self.dir.join(sub).join(format!("v{k}"))
     }
 
+    /// The merged workspace as this process can reach it: the mount point
+    /// itself, or in user-namespace mode the same path seen through the
+    /// holder's root.
     fn merged_workspace(&self) -> PathBuf {
-        self.vol_path("m", 0)
+        self.template.shared.reach(&self.vol_path("m", 0))
+    }
+
+    fn files(&self) -> paths::WorkspaceDir {
+        paths::WorkspaceDir {
+            root: self.merged_workspace(),
+            inside: PathBuf::from(WORKSPACE_DIR),
+        }
     }
 
     fn mount_all(&self, inner: &mut Inner) -> Result<()> {
@@ -530,7 +631,9 @@ impl NativeSandbox {
                 self.template.shared.overlay_extra
             );
             let target = self.vol_path("m", k);
-            sys::mount_overlay(&cstr(&target.display().to_string()), &cstr(&opts))
+            self.template
+                .shared
+                .mount_overlay(&target, &opts)
                 .map_err(|e| Error::io("mount overlay", &target, e))?;
         }
         inner.mounted = true;
@@ -543,11 +646,32 @@ impl NativeSandbox {
         }
         for k in 0..self.template.volumes.len() {
             let target = self.vol_path("m", k);
-            sys::unmount(&cstr(&target.display().to_string()), detach)
+            self.unmount_one(&target, detach)
                 .map_err(|e| Error::io("unmount overlay", &target, e))?;
         }
         inner.mounted = false;
         Ok(())
+    }
+
+    /// A process this one forks (another sandbox's exec, before it reaches
+    /// `exec` or closes its descriptors) holds copies of our open files for
+    /// a few milliseconds, and one on this mount makes it busy. Retry for a
+    /// while, then detach: nothing of the sandbox's own still uses it.
+    fn unmount_one(&self, target: &Path, detach: bool) -> std::io::Result<()> {
+        let shared = &self.template.shared;
+        if detach {
+            return shared.unmount(target, true);
+        }
+        for _ in 0..50 {
+            match shared.unmount(target, false) {
+                Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                }
+                other => return other,
+            }
+        }
+        tracing::warn!(target = %target.display(), "mount still busy after 250 ms; detaching it");
+        shared.unmount(target, true)
     }
 
     fn upper_is_clean(&self) -> bool {
@@ -579,14 +703,14 @@ impl NativeSandbox {
         std::fs::rename(&upper, &layer_dir).map_err(|e| Error::io("freeze a layer", &upper, e))?;
         inner.frozen.insert(0, Arc::new(Layer { dir: layer_dir }));
         let work = self.dir.join("w");
-        std::fs::remove_dir_all(&work).map_err(|e| Error::io("reset work directory", &work, e))?;
+        state::remove_tree(&work).map_err(|e| Error::io("reset work directory", &work, e))?;
         for k in 0..self.template.volumes.len() {
             state::ensure_dir(&self.vol_path("u", k))?;
             state::ensure_dir(&self.vol_path("w", k))?;
         }
         if inner.frozen.len() > MAX_LAYERS {
             let squashed = squash(
-                &self.template.shared.state,
+                &self.template.shared,
                 &inner.frozen,
                 self.template.volumes.len(),
             )?;
@@ -602,7 +726,7 @@ impl NativeSandbox {
         inner.destroyed = true;
         self.unmount_all(inner, true)?;
         inner.frozen.clear();
-        std::fs::remove_dir_all(&self.dir)
+        state::remove_tree(&self.dir)
             .map_err(|e| Error::io("remove the sandbox directory", &self.dir, e))
     }
 
@@ -660,7 +784,8 @@ impl NativeSandbox {
 
 /// Merges `frozen` (newest first) into one new layer by hard links: frozen
 /// layers are never written again, so sharing their inodes is safe.
-fn squash(state_dir: &Path, frozen: &[Arc<Layer>], volumes: usize) -> Result<Layer> {
+fn squash(shared: &Shared, frozen: &[Arc<Layer>], volumes: usize) -> Result<Layer> {
+    let state_dir = &shared.state;
     let out = Layer {
         dir: state_dir.join("l").join(state::new_id()),
     };
@@ -675,7 +800,10 @@ fn squash(state_dir: &Path, frozen: &[Arc<Layer>], volumes: usize) -> Result<Lay
                 let dest = target.join(rel);
                 let existing = dest.symlink_metadata().ok();
                 if entry.file_type().is_dir() {
-                    let opaque = sys::is_opaque(&cstr(&entry.path().display().to_string()));
+                    let opaque = sys::is_opaque(
+                        &cstr(&entry.path().display().to_string()),
+                        shared.opaque_xattr(),
+                    );
                     match existing {
                         Some(m) if m.is_dir() && !opaque => continue,
                         Some(m) if m.is_dir() => std::fs::remove_dir_all(&dest),
@@ -690,7 +818,7 @@ fn squash(state_dir: &Path, frozen: &[Arc<Layer>], volumes: usize) -> Result<Lay
                         .permissions();
                     let _ = std::fs::set_permissions(&dest, perms);
                     if opaque {
-                        sys::set_opaque(&cstr(&dest.display().to_string()))
+                        sys::set_opaque(&cstr(&dest.display().to_string()), shared.opaque_xattr())
                             .map_err(|e| Error::io("squash layers", &dest, e))?;
                     }
                 } else {
@@ -775,6 +903,11 @@ impl Sandbox for NativeSandbox {
             },
             cwd: cstr(&cwd.display().to_string()),
             status_fd: status_wr,
+            join: shared.holder.as_ref().map(|h| {
+                use std::os::fd::AsRawFd;
+                let (user, mnt) = h.namespaces();
+                (user.as_raw_fd(), mnt.as_raw_fd())
+            }),
         };
         let mut env = spec.env.clone();
         env.entry("HOME".to_owned())
@@ -867,7 +1000,7 @@ impl Sandbox for NativeSandbox {
     async fn read_file(&self, path: &Path) -> Result<Vec<u8>> {
         let inner = self.inner.read().await;
         self.live(&inner)?;
-        let full = paths::confine(&self.merged_workspace(), path)?;
+        let full = paths::confine(&self.merged_workspace(), path, Path::new(WORKSPACE_DIR))?;
         tokio::fs::read(&full)
             .await
             .map_err(|e| Error::io("read", path, e))
@@ -876,19 +1009,19 @@ impl Sandbox for NativeSandbox {
     async fn write_file(&self, path: &Path, contents: &[u8]) -> Result<()> {
         let inner = self.inner.read().await;
         self.live(&inner)?;
-        write_confined(&self.merged_workspace(), path, contents).await
+        self.files().write(path, contents).await
     }
 
     async fn list_dir(&self, path: &Path) -> Result<Vec<DirEntry>> {
         let inner = self.inner.read().await;
         self.live(&inner)?;
-        list_confined(&self.merged_workspace(), path).await
+        self.files().list(path).await
     }
 
     async fn remove(&self, path: &Path) -> Result<()> {
         let inner = self.inner.read().await;
         self.live(&inner)?;
-        remove_confined(&self.merged_workspace(), path).await
+        self.files().remove(path).await
     }
 
     #[tracing::instrument(skip_all, fields(id = %self.id))]
@@ -933,62 +1066,4 @@ impl Drop for NativeSandbox {
             tracing::warn!(id = %self.id, error = %e, "cannot release a dropped sandbox; `forq sandbox gc` will");
         }
     }
-}
-
-pub(crate) async fn write_confined(root: &Path, path: &Path, contents: &[u8]) -> Result<()> {
-    let full = paths::confine(root, path)?;
-    if let Some(parent) = full.parent() {
-        tokio::fs::create_dir_all(parent)
-            .await
-            .map_err(|e| Error::io("create", parent, e))?;
-        // The parent may have been created through a link: check again.
-        paths::confine(root, path)?;
-    }
-    tokio::fs::write(&full, contents)
-        .await
-        .map_err(|e| Error::io("write", path, e))
-}
-
-pub(crate) async fn list_confined(root: &Path, path: &Path) -> Result<Vec<DirEntry>> {
-    let full = paths::confine(root, path)?;
-    let mut rd = tokio::fs::read_dir(&full)
-        .await
-        .map_err(|e| Error::io("list", path, e))?;
-    let mut out = Vec::new();
-    while let Some(entry) = rd
-        .next_entry()
-        .await
-        .map_err(|e| Error::io("list", path, e))?
-    {
-        let meta = entry
-            .metadata()
-            .await
-            .map_err(|e| Error::io("stat", entry.path(), e))?;
-        out.push(DirEntry {
-            name: entry.file_name().to_string_lossy().into_owned(),
-            is_dir: meta.is_dir(),
-            size: if meta.is_dir() { 0 } else { meta.len() },
-        });
-    }
-    out.sort_by(|a, b| a.name.cmp(&b.name));
-    Ok(out)
-}
-
-pub(crate) async fn remove_confined(root: &Path, path: &Path) -> Result<()> {
-    let full = paths::confine(root, path)?;
-    if full == root {
-        return Err(Error::PathEscape {
-            path: path.to_path_buf(),
-            reason: "it is the workspace root itself",
-        });
-    }
-    let meta = tokio::fs::symlink_metadata(&full)
-        .await
-        .map_err(|e| Error::io("remove", path, e))?;
-    if meta.is_dir() {
-        tokio::fs::remove_dir_all(&full).await
-    } else {
-        tokio::fs::remove_file(&full).await
-    }
-    .map_err(|e| Error::io("remove", path, e))
 }

@@ -114,6 +114,9 @@ pub(crate) struct Plan {
     pub(crate) cwd: CString,
     /// Write end of the status pipe.
     pub(crate) status_fd: RawFd,
+    /// User and mount namespaces to join first (rootless mode): open
+    /// descriptors of the holder's `/proc/<pid>/ns/{user,mnt}`.
+    pub(crate) join: Option<(RawFd, RawFd)>,
 }
 
 /// What init reports through the status pipe: 12 bytes, native endian.
@@ -228,6 +231,13 @@ fn shim(plan: &Plan) -> io::Result<()> {
                 rlim_max: bytes,
             };
             libc::setrlimit(libc::RLIMIT_AS, &lim);
+        }
+        if let Some((user, mnt)) = plan.join {
+            if libc::setns(user, libc::CLONE_NEWUSER) != 0
+                || libc::setns(mnt, libc::CLONE_NEWNS) != 0
+            {
+                return Err(io::Error::last_os_error());
+            }
         }
         let mut flags =
             libc::CLONE_NEWNS | libc::CLONE_NEWPID | libc::CLONE_NEWIPC | libc::CLONE_NEWUTS;
@@ -508,14 +518,16 @@ pub(crate) fn alive(pid: i32) -> bool {
     unsafe { libc::kill(pid, 0) == 0 || last_errno() == libc::EPERM }
 }
 
-/// Whether `path` carries overlayfs's opaque-directory mark.
-pub(crate) fn is_opaque(path: &CString) -> bool {
+/// Whether `path` carries overlayfs's opaque-directory mark, under the
+/// xattr name `name` (`trusted.overlay.opaque`, or `user.overlay.opaque`
+/// for overlays mounted with `userxattr`).
+pub(crate) fn is_opaque(path: &CString, name: &std::ffi::CStr) -> bool {
     let mut buf = [0u8; 4];
     // SAFETY: lgetxattr into a stack buffer of the given length.
     let n = unsafe {
         libc::lgetxattr(
             path.as_ptr(),
-            c"trusted.overlay.opaque".as_ptr(),
+            name.as_ptr(),
             buf.as_mut_ptr().cast(),
             buf.len(),
         )
@@ -524,19 +536,161 @@ pub(crate) fn is_opaque(path: &CString) -> bool {
 }
 
 /// Marks `path` as an opaque directory for overlayfs.
-pub(crate) fn set_opaque(path: &CString) -> io::Result<()> {
+pub(crate) fn set_opaque(path: &CString, name: &std::ffi::CStr) -> io::Result<()> {
     // SAFETY: lsetxattr with a valid name and a one-byte value.
-    let rc = unsafe {
-        libc::lsetxattr(
-            path.as_ptr(),
-            c"trusted.overlay.opaque".as_ptr(),
-            b"y".as_ptr().cast(),
-            1,
-            0,
-        )
-    };
+    let rc = unsafe { libc::lsetxattr(path.as_ptr(), name.as_ptr(), b"y".as_ptr().cast(), 1, 0) };
     if rc != 0 {
         return Err(io::Error::last_os_error());
     }
     Ok(())
+}
+
+/// Messages to a holder: an op byte and NUL-terminated fields.
+pub(crate) const HOLD_MOUNT: u8 = b'M';
+pub(crate) const HOLD_UNMOUNT: u8 = b'U';
+pub(crate) const HOLD_DETACH: u8 = b'D';
+
+/// What a holder process needs, prepared before `fork`.
+#[derive(Debug)]
+pub(crate) struct HolderPlan {
+    /// `0 <uid> 1` and `0 <gid> 1`.
+    pub(crate) uid_map: CString,
+    pub(crate) gid_map: CString,
+    /// Read end of the request pipe, write end of the reply pipe.
+    pub(crate) requests: RawFd,
+    pub(crate) replies: RawFd,
+}
+
+/// Installs the holder's steps on `cmd`: a process that enters a user and a
+/// mount namespace of its own (root inside, the caller's uid outside), then
+/// mounts and unmounts overlays there on request, until its request pipe
+/// closes. It never execs.
+pub(crate) fn install_holder(cmd: &mut std::process::Command, plan: std::sync::Arc<HolderPlan>) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: as for `install`: the closure only makes system calls on data
+    // prepared before fork, and a fixed stack buffer.
+    unsafe {
+        cmd.pre_exec(move || holder(&plan));
+    }
+}
+
+fn write_file(path: &std::ffi::CStr, bytes: &[u8]) -> bool {
+    // SAFETY: open/write/close on a valid path and buffer.
+    unsafe {
+        let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+        if fd < 0 {
+            return false;
+        }
+        let ok = libc::write(fd, bytes.as_ptr().cast(), bytes.len()) == bytes.len() as isize;
+        libc::close(fd);
+        ok
+    }
+}
+
+fn read_exact(fd: RawFd, buf: &mut [u8]) -> bool {
+    let mut got = 0;
+    while got < buf.len() {
+        // SAFETY: reading into the unfilled part of `buf`.
+        let n = unsafe { libc::read(fd, buf[got..].as_mut_ptr().cast(), buf.len() - got) };
+        if n > 0 {
+            got += n as usize;
+        } else if n < 0 && last_errno() == libc::EINTR {
+            continue;
+        } else {
+            return false;
+        }
+    }
+    true
+}
+
+fn holder(plan: &HolderPlan) -> io::Result<()> {
+    // SAFETY (whole function): system calls on prepared strings and a stack
+    // buffer whose fields are NUL-terminated by the sender.
+    unsafe {
+        if libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if !write_file(c"/proc/self/setgroups", b"deny")
+            || !write_file(c"/proc/self/uid_map", plan.uid_map.as_bytes())
+            || !write_file(c"/proc/self/gid_map", plan.gid_map.as_bytes())
+        {
+            return Err(io::Error::last_os_error());
+        }
+        let null = std::ptr::null::<libc::c_char>();
+        if libc::mount(
+            null,
+            c"/".as_ptr(),
+            null,
+            libc::MS_REC | libc::MS_PRIVATE,
+            std::ptr::null(),
+        ) != 0
+        {
+            return Err(io::Error::last_os_error());
+        }
+        // Keep only the two pipes: the caller's spawn returns once the
+        // close-on-exec pipe it waits on is closed here.
+        let (lo, hi) = (
+            plan.requests.min(plan.replies),
+            plan.requests.max(plan.replies),
+        );
+        libc::syscall(libc::SYS_close_range, 0u32, (lo - 1) as u32, 0u32);
+        if hi - lo > 1 {
+            libc::syscall(
+                libc::SYS_close_range,
+                (lo + 1) as u32,
+                (hi - 1) as u32,
+                0u32,
+            );
+        }
+        libc::syscall(libc::SYS_close_range, (hi + 1) as u32, u32::MAX, 0u32);
+        let mut buf = [0u8; 16 * 1024];
+        loop {
+            let mut len = [0u8; 4];
+            if !read_exact(plan.requests, &mut len) {
+                libc::_exit(0);
+            }
+            let len = u32::from_ne_bytes(len) as usize;
+            if len == 0 || len > buf.len() || !read_exact(plan.requests, &mut buf[..len]) {
+                libc::_exit(1);
+            }
+            let msg = &buf[..len];
+            // Fields start after the op byte; each ends with NUL.
+            let first = msg.as_ptr().add(1).cast::<libc::c_char>();
+            let second_at = msg[1..].iter().position(|&b| b == 0).map(|i| i + 2);
+            let rc = match msg[0] {
+                HOLD_MOUNT => match second_at {
+                    Some(at) if at < len => libc::mount(
+                        c"overlay".as_ptr(),
+                        first,
+                        c"overlay".as_ptr(),
+                        0,
+                        msg.as_ptr().add(at).cast(),
+                    ),
+                    _ => -1,
+                },
+                HOLD_UNMOUNT => libc::umount2(first, 0),
+                HOLD_DETACH => libc::umount2(first, libc::MNT_DETACH),
+                _ => -1,
+            };
+            let errno: i32 = if rc == 0 { 0 } else { last_errno().max(1) };
+            let reply = errno.to_ne_bytes();
+            if libc::write(plan.replies, reply.as_ptr().cast(), reply.len()) != reply.len() as isize
+            {
+                libc::_exit(1);
+            }
+        }
+    }
+}
+
+/// The effective group id of this process.
+pub(crate) fn egid() -> u32 {
+    // SAFETY: getegid has no preconditions.
+    unsafe { libc::getegid() }
+}
+
+/// Takes ownership of a descriptor this module created.
+pub(crate) fn file_from_fd(fd: RawFd) -> std::fs::File {
+    use std::os::fd::FromRawFd;
+    // SAFETY: `fd` was just created by `pipe` and nothing else owns it.
+    unsafe { std::fs::File::from_raw_fd(fd) }
 }

@@ -12,6 +12,8 @@ use forq_sandbox::{
 pub(crate) struct Harness {
     pub(crate) backend: Arc<dyn Backend>,
     pub(crate) kind: BackendKind,
+    /// The native backend itself, to look at its mounts.
+    pub(crate) native: Option<NativeBackend>,
     /// The state directory (native and host), for looking at mounts.
     pub(crate) state: Option<tempfile::TempDir>,
     /// A generated repository every sandbox starts from.
@@ -57,13 +59,25 @@ fn state_dir() -> tempfile::TempDir {
 
 impl Harness {
     pub(crate) async fn native() -> Option<Harness> {
+        Self::native_with(false).await
+    }
+
+    /// The native backend with its overlays in a user namespace of its own,
+    /// as it runs without root.
+    pub(crate) async fn native_userns() -> Option<Harness> {
+        Self::native_with(true).await
+    }
+
+    async fn native_with(user_namespace: bool) -> Option<Harness> {
         let state = state_dir();
         let mut opts = NativeOptions::default();
         opts.state_dir = Some(state.path().to_path_buf());
+        opts.user_namespace = Some(user_namespace);
         match NativeBackend::open(opts) {
             Ok(b) => Some(Harness {
-                backend: Arc::new(b),
+                backend: Arc::new(b.clone()),
                 kind: BackendKind::Native,
+                native: Some(b),
                 state: Some(state),
                 repo: make_repo(),
             }),
@@ -76,6 +90,7 @@ impl Harness {
             Ok(b) => Some(Harness {
                 backend: Arc::new(b),
                 kind: BackendKind::Docker,
+                native: None,
                 state: None,
                 repo: make_repo(),
             }),
@@ -91,6 +106,7 @@ impl Harness {
         Some(Harness {
             backend: Arc::new(b),
             kind: BackendKind::Host,
+            native: None,
             state: Some(state),
             repo: make_repo(),
         })

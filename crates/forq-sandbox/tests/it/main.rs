@@ -69,5 +69,10 @@ isolating_backend!(
     crate::common::Harness::native,
     [host_network_reaches_host_loopback]
 );
+isolating_backend!(
+    native_userns,
+    crate::common::Harness::native_userns,
+    [host_network_reaches_host_loopback]
+);
 isolating_backend!(docker, crate::common::Harness::docker, []);
 every_backend!(host, crate::common::Harness::host, []);
