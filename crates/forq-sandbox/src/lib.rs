@@ -14,7 +14,8 @@
 //! - [`NativeBackend`]: Linux namespaces (mount, pid, net, ipc, uts) and
 //!   overlayfs layers; a fork is a new empty upper layer over shared frozen
 //!   ones, so it costs a few mounts and no copying. Caps through cgroups.
-//!   Needs root.
+//!   Without root the overlays live in a user namespace of the backend's
+//!   own.
 //! - `DockerBackend` (feature `docker`, on by default): a container per
 //!   sandbox through the Docker Engine API; snapshot is a commit, fork a new
 //!   container from it. `DOCKER_HOST` is honoured.

@@ -35,9 +35,9 @@ fn native_or_skip(test: &str) -> bool {
         return true;
     }
     if std::env::var_os("CI").is_some() {
-        panic!("{test}: CI runs as root, and the native backend needs it");
+        panic!("{test}: CI runs as root, and this test needs it");
     }
-    eprintln!("SKIPPED {test}: the native backend needs root");
+    eprintln!("SKIPPED {test}: it needs root (to read cgroups and switch users)");
     false
 }
 
