@@ -132,8 +132,14 @@ impl Cgroups {
     }
 
     /// Creates the cgroup(s) of one exec with `limits` applied.
+    /// Without limits there is no cgroup at all: joining one costs an RCU
+    /// grace period now and then (see ARCHITECTURE.md), and the exec's pid
+    /// namespace already ends every process of it.
     pub(crate) fn create(&self, name: &str, limits: &Limits) -> Result<Group> {
         let mut group = Group::default();
+        if limits.memory_bytes.is_none() && limits.pids.is_none() && limits.cpus.is_none() {
+            return Ok(group);
+        }
         match self {
             Cgroups::None => {}
             Cgroups::V2 { root } => {
@@ -166,9 +172,7 @@ impl Cgroups {
                 group.dirs.push(dir);
             }
             Cgroups::V1 { memory, pids, cpu } => {
-                // pids is always joined: its cgroup.procs is how a timeout
-                // finds every process of the exec.
-                if let Some(root) = pids {
+                if let (Some(root), Some(_)) = (pids, limits.pids) {
                     let dir = ensure_v1(root, name)?;
                     if let Some(p) = limits.pids {
                         write(&dir.join("pids.max"), &p.to_string())?;
@@ -179,6 +183,7 @@ impl Cgroups {
                 if let (Some(root), Some(m)) = (memory, limits.memory_bytes) {
                     let dir = ensure_v1(root, name)?;
                     write(&dir.join("memory.limit_in_bytes"), &m.to_string())?;
+                    group.procs.get_or_insert(dir.join("cgroup.procs"));
                     // Without this the kernel swaps instead of killing.
                     let _ = std::fs::write(dir.join("memory.memsw.limit_in_bytes"), m.to_string());
                     let _ = std::fs::write(dir.join("memory.swappiness"), "0");
@@ -188,6 +193,7 @@ impl Cgroups {
                 if let (Some(root), Some(c)) = (cpu, limits.cpus) {
                     let dir = ensure_v1(root, name)?;
                     write(&dir.join("cpu.cfs_period_us"), "100000")?;
+                    group.procs.get_or_insert(dir.join("cgroup.procs"));
                     write(
                         &dir.join("cpu.cfs_quota_us"),
                         &((c * 100_000.0) as u64).to_string(),

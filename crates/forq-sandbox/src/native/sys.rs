@@ -247,17 +247,39 @@ fn shim(plan: &Plan) -> io::Result<()> {
         if libc::unshare(flags) != 0 {
             return Err(io::Error::last_os_error());
         }
+        // A pipe only the shim keeps open: init sees it hang up if the shim
+        // died before init's parent-death signal was armed.
+        let mut alive = [0 as RawFd; 2];
+        if libc::pipe2(alive.as_mut_ptr(), libc::O_CLOEXEC) != 0 {
+            return Err(io::Error::last_os_error());
+        }
         let pid = libc::fork();
         if pid < 0 {
             return Err(io::Error::last_os_error());
         }
         if pid > 0 {
-            // The shim: hold nothing open, wait for init, vanish.
-            libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32);
+            // The shim: hold nothing open but its end of `alive`, wait for
+            // init, vanish. Killing it kills init, and with init the whole
+            // pid namespace.
+            let keep = alive[1];
+            libc::syscall(libc::SYS_close_range, 3u32, (keep - 1) as u32, 0u32);
+            libc::syscall(libc::SYS_close_range, (keep + 1) as u32, u32::MAX, 0u32);
             let mut status = 0;
             while libc::waitpid(pid, &mut status, 0) < 0 && last_errno() == libc::EINTR {}
             libc::_exit(0);
         }
+        libc::close(alive[1]);
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+        let mut poll = libc::pollfd {
+            fd: alive[0],
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        if libc::poll(&mut poll, 1, 0) != 0 {
+            // Hung up: the shim is already gone.
+            libc::_exit(1);
+        }
+        libc::close(alive[0]);
         init(plan)
     }
 }
@@ -283,7 +305,6 @@ fn fail_setup(plan: &Plan, step: i32) -> ! {
 fn init(plan: &Plan) -> io::Result<()> {
     // SAFETY (whole function): see `shim`.
     unsafe {
-        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
         let null = std::ptr::null::<libc::c_char>();
         if libc::mount(
             null,
