@@ -215,13 +215,8 @@ fn shim(plan: &Plan) -> io::Result<()> {
     // CStrings and on stack buffers, all valid for the duration of each call.
     unsafe {
         for procs in &plan.cgroup_procs {
-            let fd = libc::open(procs.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
-            if fd < 0 {
-                return Err(io::Error::last_os_error());
-            }
-            let ok = libc::write(fd, b"0".as_ptr().cast(), 1) == 1;
-            libc::close(fd);
-            if !ok {
+            // "0" is the writer itself.
+            if !write_file(procs, b"0") {
                 return Err(io::Error::last_os_error());
             }
         }
@@ -301,19 +296,28 @@ fn fail_setup(plan: &Plan, step: i32) -> ! {
     unsafe { libc::_exit(127) }
 }
 
-/// Pid 1 of the new namespace: builds the root, forks the payload, reaps.
-fn init(plan: &Plan) -> io::Result<()> {
-    // SAFETY (whole function): see `shim`.
+/// Stops mount events propagating between this mount namespace and the one
+/// it was copied from.
+fn make_mounts_private() -> bool {
+    let null = std::ptr::null::<libc::c_char>();
+    // SAFETY: mount(2) with valid strings and null pointers where allowed.
     unsafe {
-        let null = std::ptr::null::<libc::c_char>();
-        if libc::mount(
+        libc::mount(
             null,
             c"/".as_ptr(),
             null,
             libc::MS_REC | libc::MS_PRIVATE,
             std::ptr::null(),
-        ) != 0
-        {
+        ) == 0
+    }
+}
+
+/// Pid 1 of the new namespace: builds the root, forks the payload, reaps.
+fn init(plan: &Plan) -> io::Result<()> {
+    // SAFETY (whole function): see `shim`.
+    unsafe {
+        let null = std::ptr::null::<libc::c_char>();
+        if !make_mounts_private() {
             fail_setup(plan, -1);
         }
         for (i, step) in plan.steps.iter().enumerate() {
@@ -637,15 +641,7 @@ fn holder(plan: &HolderPlan) -> io::Result<()> {
         {
             return Err(io::Error::last_os_error());
         }
-        let null = std::ptr::null::<libc::c_char>();
-        if libc::mount(
-            null,
-            c"/".as_ptr(),
-            null,
-            libc::MS_REC | libc::MS_PRIVATE,
-            std::ptr::null(),
-        ) != 0
-        {
+        if !make_mounts_private() {
             return Err(io::Error::last_os_error());
         }
         // Keep only the two pipes: the caller's spawn returns once the
