@@ -358,3 +358,46 @@ async fn native_backend_runs_without_root_in_a_user_namespace() {
         .collect();
     assert!(left.is_empty(), "left behind: {left:?}");
 }
+
+#[tokio::test]
+async fn docker_host_points_at_a_remote_engine() {
+    // .ci/run starts the engine on loopback TCP as well as its socket; a
+    // sandbox through that address is one through a remote engine.
+    let address = "127.0.0.1:2375";
+    if tokio::net::TcpStream::connect(address).await.is_err() {
+        if std::env::var_os("CI").is_some() {
+            panic!("CI starts dockerd listening on {address}");
+        }
+        eprintln!("SKIPPED docker_host_points_at_a_remote_engine: no engine on tcp://{address}");
+        return;
+    }
+    let out = forq_sandbox::host_command(env!("CARGO_BIN_EXE_forq"))
+        .args([
+            "-v",
+            "sandbox",
+            "run",
+            "--backend",
+            "docker",
+            "--repo",
+            "examples/calc",
+            "--diff",
+            "--",
+        ])
+        .args(["sh", "-c", "head -1 calc.py; echo remote > remote.txt"])
+        .current_dir(repo_root())
+        .env("DOCKER_HOST", format!("tcp://{address}"))
+        .env("NO_COLOR", "1")
+        .output()
+        .await
+        .unwrap();
+    check_exit(&out, 0);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "\"\"\"A tiny calculator with a bug for forq's examples: `add` subtracts.\"\"\"\n"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("+++ b/remote.txt\n@@ -0,0 +1 @@\n+remote\n"),
+        "{stderr}"
+    );
+}
