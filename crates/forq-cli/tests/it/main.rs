@@ -330,7 +330,7 @@ async fn native_backend_runs_without_root_in_a_user_namespace() {
         .args([
             "sh",
             "-c",
-            "id -u; python3 -m unittest 2>&1 | tail -1; echo fixed > calc.txt",
+            "id -u; python3 -m unittest 2>&1 | tail -1; python3 -c 'import os; os.openpty()' && echo pty; echo fixed > calc.txt",
         ])
         .current_dir(repo_root())
         .env_clear()
@@ -344,7 +344,7 @@ async fn native_backend_runs_without_root_in_a_user_namespace() {
     // Root inside its own user namespace, nobody outside.
     assert_eq!(
         String::from_utf8_lossy(&out.stdout),
-        "0\nFAILED (failures=1)\n"
+        "0\nFAILED (failures=1)\npty\n"
     );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(

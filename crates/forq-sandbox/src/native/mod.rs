@@ -479,6 +479,18 @@ impl Template {
                 link: cstr(&r(&Path::new("/dev").join(link))),
             });
         }
+        // A pseudo-terminal instance of its own, for tools that need one.
+        steps.push(Step::Mkdir(cstr(&r(Path::new("/dev/pts")))));
+        steps.push(Step::fs(
+            "devpts",
+            &r(Path::new("/dev/pts")),
+            libc::MS_NOSUID | libc::MS_NOEXEC,
+            "newinstance,ptmxmode=0666,mode=0620",
+        ));
+        steps.push(Step::Symlink {
+            target: cstr("pts/ptmx"),
+            link: cstr(&r(Path::new("/dev/ptmx"))),
+        });
         steps.push(Step::Mkdir(cstr(&r(Path::new("/dev/shm")))));
         steps.push(Step::fs(
             "tmpfs",

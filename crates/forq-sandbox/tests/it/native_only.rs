@@ -107,8 +107,8 @@ async fn toolchains_are_usable_and_home_is_writable_but_private() {
         return;
     };
     let sb = h.create().await;
-    let out = sh(&*sb, "cargo --version >/dev/null && echo cargo-ok; echo cache > $HOME/.forq-cache-probe && cat $HOME/.forq-cache-probe").await;
-    assert_eq!(out.stdout_text(), "cargo-ok\ncache\n", "{out:?}");
+    let out = sh(&*sb, "cargo --version >/dev/null && echo cargo-ok; echo cache > $HOME/.forq-cache-probe && cat $HOME/.forq-cache-probe; python3 -c 'import os; os.openpty()' && echo pty-ok").await;
+    assert_eq!(out.stdout_text(), "cargo-ok\ncache\npty-ok\n", "{out:?}");
     let home = std::env::var("HOME").unwrap_or_else(|_| "/root".to_owned());
     assert!(
         !std::path::Path::new(&home)
