@@ -1,16 +1,41 @@
-//! forq-graph: a code graph of a repository, for coding agents that must find
-//! where a bug lives and what a change will affect.
+//! forq-graph indexes a repository into a code graph that coding agents and
+//! forq's search engine query to find where a bug lives and what a change
+//! will affect.
 //!
-//! **Status: skeleton.** This crate is reserved; its contents land with the
-//! code-graph issue. What it will own:
-//!
-//! - a tree-sitter index of Python, Rust, JavaScript, TypeScript, Go, Java, C
-//!   and C++: symbols with stable ids, calls/imports/inherits/covers edges with
-//!   a confidence, statement-level def-use inside functions;
-//! - storage in one SQLite file, re-indexed incrementally by content hash;
-//! - the queries: callers and callees, paths between symbols, what a symbol
-//!   affects, covering tests, statements near a line, uses of a name, and a
-//!   ranked repository map that fits a token budget.
+//! **Status: first slice.** What works: an index in one SQLite file (WAL)
+//! of files (path, language, git blob id, size, parse status) and symbols
+//! (a stable descriptor id, kind, name, qualified name, span, enclosing
+//! symbol, signature line) for Python and Rust, extracted by tree-sitter
+//! queries kept as data in `queries/<lang>/*.scm`; incremental re-indexing
+//! by content hash (an unchanged tree parses nothing; deleted files go);
+//! symbol lookup by file, name and kind. Still to come, in the code-graph
+//! issue: the other six languages, references and edges with confidences,
+//! def-use, tests and `covers`, the graph queries and the repo map.
 //!
 //! What it never does: spawn a process, touch the network, or print.
+//!
+//! ```
+//! use forq_graph::{Index, SymbolFilter};
+//!
+//! let repo = tempfile::tempdir().unwrap();
+//! std::fs::write(repo.path().join("calc.py"), "class Calc:\n    def add(self, a, b):\n        return a + b\n").unwrap();
+//! let mut index = Index::open(&repo.path().join("graph.db"), repo.path()).unwrap();
+//! let report = index.update().unwrap();
+//! assert_eq!(report.parsed, 1);
+//! let found = index.symbols(&SymbolFilter::default().name("add")).unwrap();
+//! assert_eq!(found[0].qualname, "Calc.add");
+//! assert_eq!((found[0].line, found[0].end_line), (2, 3));
+//! assert_eq!(index.update().unwrap().parsed, 0); // nothing changed, nothing parsed
+//! ```
 #![deny(missing_docs)]
+
+mod error;
+mod extract;
+mod index;
+mod lang;
+mod store;
+
+pub use error::{Error, Result};
+pub use index::{Index, IndexReport, MAX_FILE_BYTES};
+pub use lang::Lang;
+pub use store::{Symbol, SymbolFilter};
