@@ -22,6 +22,55 @@ pub(crate) enum Command {
     /// Run commands in sandboxes, measure them, clean up after them.
     #[command(subcommand)]
     Sandbox(SandboxCommand),
+    /// Index a repository into a code graph and query it.
+    #[command(subcommand)]
+    Graph(GraphCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum GraphCommand {
+    /// Index (or re-index, incrementally) a repository.
+    Index(GraphIndexArgs),
+    /// List symbols, filtered by file, name or kind.
+    Symbols(GraphSymbolsArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct GraphDb {
+    /// The database (default: PATH/.forq/graph.db).
+    #[arg(long)]
+    pub(crate) db: Option<PathBuf>,
+    /// Print JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct GraphIndexArgs {
+    /// The repository (default: the current directory).
+    #[arg(default_value = ".")]
+    pub(crate) path: PathBuf,
+    #[command(flatten)]
+    pub(crate) db: GraphDb,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct GraphSymbolsArgs {
+    /// The repository (default: the current directory); indexed first when
+    /// anything changed.
+    #[arg(long, default_value = ".")]
+    pub(crate) repo: PathBuf,
+    #[command(flatten)]
+    pub(crate) db: GraphDb,
+    /// Only this file (path relative to the repository).
+    #[arg(long)]
+    pub(crate) file: Option<String>,
+    /// Only this exact name.
+    #[arg(long)]
+    pub(crate) name: Option<String>,
+    /// Only this kind (class, function, method, struct, trait, impl...).
+    #[arg(long)]
+    pub(crate) kind: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]

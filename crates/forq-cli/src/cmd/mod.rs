@@ -5,11 +5,12 @@
 //! found, 130 when interrupted.
 
 mod bench;
+mod graph;
 mod sandbox;
 
 use std::process::ExitCode;
 
-use crate::cli::{Cli, Command, SandboxCommand};
+use crate::cli::{Cli, Command, GraphCommand, SandboxCommand};
 
 pub(crate) const EXIT_FORQ_ERROR: u8 = 125;
 
@@ -22,6 +23,8 @@ pub(crate) fn run(args: Cli) -> anyhow::Result<ExitCode> {
             Command::Sandbox(SandboxCommand::Run(a)) => sandbox::run(a).await,
             Command::Sandbox(SandboxCommand::Bench(a)) => bench::run(a).await,
             Command::Sandbox(SandboxCommand::Gc(a)) => sandbox::gc(a).await,
+            Command::Graph(GraphCommand::Index(a)) => graph::index(a),
+            Command::Graph(GraphCommand::Symbols(a)) => graph::symbols(a),
         }
     })
 }

@@ -401,3 +401,59 @@ async fn docker_host_points_at_a_remote_engine() {
         "{stderr}"
     );
 }
+
+#[tokio::test]
+async fn graph_index_then_symbols_as_json() {
+    let db = tempfile::tempdir().unwrap();
+    let db_path = db.path().join("graph.db").display().to_string();
+    let out = forq(&[
+        "graph",
+        "index",
+        "examples/calc",
+        "--db",
+        &db_path,
+        "--json",
+    ])
+    .await;
+    check_exit(&out, 0);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (report["files"].as_u64(), report["parsed"].as_u64()),
+        (Some(3), Some(3)),
+        "{report}"
+    );
+    let out = forq(&[
+        "graph",
+        "symbols",
+        "--repo",
+        "examples/calc",
+        "--db",
+        &db_path,
+        "--kind",
+        "method",
+        "--json",
+    ])
+    .await;
+    check_exit(&out, 0);
+    let symbols: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows: Vec<(String, String, u64, u64)> = symbols
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["qualname"].as_str().unwrap().to_owned(),
+                s["file"].as_str().unwrap().to_owned(),
+                s["line"].as_u64().unwrap(),
+                s["end_line"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let want = [("CalcTest.test_add", 7, 8), ("CalcTest.test_mul", 10, 11)]
+        .map(|(q, l, e)| (q.to_owned(), "tests/test_calc.py".to_owned(), l, e));
+    assert_eq!(rows, want);
+    assert!(symbols[0]["id"]
+        .as_str()
+        .unwrap()
+        .starts_with("tests/test_calc.py#"));
+}
