@@ -10,11 +10,25 @@ use crate::store::Symbol;
 struct Found {
     kind: String,
     name: String,
+    /// A container named by the definition itself (a Go receiver, a C++
+    /// `Class::method`), for definitions that sit outside their container.
+    container: Option<String>,
     start_byte: usize,
     end_byte: usize,
     line: u32,
     end_line: u32,
     signature: String,
+}
+
+/// The 1-based last line of a node; a node that ends with its newline
+/// (a C `#define`) ends on the line before.
+fn last_line(node: tree_sitter::Node<'_>) -> u32 {
+    let (start, end) = (node.start_position(), node.end_position());
+    if end.column == 0 && end.row > start.row {
+        end.row as u32
+    } else {
+        end.row as u32 + 1
+    }
 }
 
 /// Longest signature line kept.
@@ -39,11 +53,13 @@ pub(crate) fn symbols(
     let mut matches = cursor.matches(query, tree.root_node(), source);
     let mut found = Vec::new();
     while let Some(m) = matches.next() {
-        let (mut def, mut name) = (None, None);
+        let (mut def, mut name, mut container) = (None, None, None);
         for c in m.captures() {
             let cap = names[c.index as usize];
             if c.index as usize == name_idx {
                 name = Some(c.node);
+            } else if cap == "container" {
+                container = c.node.utf8_text(source).ok().map(str::to_owned);
             } else if let Some(kind) = cap.strip_prefix("def.") {
                 def = Some((kind, c.node));
             }
@@ -68,10 +84,11 @@ pub(crate) fn symbols(
         found.push(Found {
             kind: kind.to_owned(),
             name,
+            container,
             start_byte: node.start_byte(),
             end_byte: node.end_byte(),
             line: node.start_position().row as u32 + 1,
-            end_line: node.end_position().row as u32 + 1,
+            end_line: last_line(node),
             signature,
         });
     }
@@ -91,12 +108,15 @@ pub(crate) fn symbols(
         let parent = open.last().map(|&(_, i)| i);
         let parent_kind = parent.map(|i| out[i].kind.as_str());
         let kind = match (f.kind.as_str(), parent_kind) {
-            ("function", Some("class" | "impl" | "trait")) => "method".to_owned(),
+            ("function", Some("class" | "impl" | "trait" | "struct" | "interface")) => {
+                "method".to_owned()
+            }
             (k, _) => k.to_owned(),
         };
-        let qualname = match parent {
-            Some(i) => format!("{}.{}", out[i].qualname, f.name),
-            None => f.name.clone(),
+        let qualname = match (parent, &f.container) {
+            (Some(i), _) => format!("{}.{}", out[i].qualname, f.name),
+            (None, Some(c)) => format!("{c}.{}", f.name),
+            (None, None) => f.name.clone(),
         };
         let base_id = format!("{path}#{qualname}:{kind}");
         let n = seen.entry(base_id.clone()).or_insert(0);

@@ -14,17 +14,48 @@ pub enum Lang {
     Python,
     /// Rust.
     Rust,
+    /// JavaScript (and JSX).
+    JavaScript,
+    /// TypeScript.
+    TypeScript,
+    /// TypeScript with JSX.
+    Tsx,
+    /// Go.
+    Go,
+    /// Java.
+    Java,
+    /// C.
+    C,
+    /// C++.
+    Cpp,
 }
 
 impl Lang {
     /// Every language, in a stable order.
-    pub const ALL: [Lang; 2] = [Lang::Python, Lang::Rust];
+    pub const ALL: [Lang; 9] = [
+        Lang::Python,
+        Lang::Rust,
+        Lang::JavaScript,
+        Lang::TypeScript,
+        Lang::Tsx,
+        Lang::Go,
+        Lang::Java,
+        Lang::C,
+        Lang::Cpp,
+    ];
 
     /// The language of a file name, by extension.
     pub fn of_path(path: &std::path::Path) -> Option<Lang> {
         match path.extension()?.to_str()? {
             "py" | "pyi" => Some(Lang::Python),
             "rs" => Some(Lang::Rust),
+            "js" | "mjs" | "cjs" | "jsx" => Some(Lang::JavaScript),
+            "ts" | "mts" | "cts" => Some(Lang::TypeScript),
+            "tsx" => Some(Lang::Tsx),
+            "go" => Some(Lang::Go),
+            "java" => Some(Lang::Java),
+            "c" | "h" => Some(Lang::C),
+            "cc" | "cpp" | "cxx" | "c++" | "hpp" | "hh" | "hxx" | "h++" => Some(Lang::Cpp),
             _ => None,
         }
     }
@@ -34,6 +65,13 @@ impl Lang {
         match self {
             Lang::Python => "python",
             Lang::Rust => "rust",
+            Lang::JavaScript => "javascript",
+            Lang::TypeScript => "typescript",
+            Lang::Tsx => "tsx",
+            Lang::Go => "go",
+            Lang::Java => "java",
+            Lang::C => "c",
+            Lang::Cpp => "cpp",
         }
     }
 
@@ -42,6 +80,13 @@ impl Lang {
         match self {
             Lang::Python => tree_sitter_python::LANGUAGE.into(),
             Lang::Rust => tree_sitter_rust::LANGUAGE.into(),
+            Lang::JavaScript => tree_sitter_javascript::LANGUAGE.into(),
+            Lang::TypeScript => tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into(),
+            Lang::Tsx => tree_sitter_typescript::LANGUAGE_TSX.into(),
+            Lang::Go => tree_sitter_go::LANGUAGE.into(),
+            Lang::Java => tree_sitter_java::LANGUAGE.into(),
+            Lang::C => tree_sitter_c::LANGUAGE.into(),
+            Lang::Cpp => tree_sitter_cpp::LANGUAGE.into(),
         }
     }
 
@@ -50,6 +95,12 @@ impl Lang {
         match self {
             Lang::Python => include_str!("../queries/python/defs.scm"),
             Lang::Rust => include_str!("../queries/rust/defs.scm"),
+            Lang::JavaScript => include_str!("../queries/javascript/defs.scm"),
+            Lang::TypeScript | Lang::Tsx => include_str!("../queries/typescript/defs.scm"),
+            Lang::Go => include_str!("../queries/go/defs.scm"),
+            Lang::Java => include_str!("../queries/java/defs.scm"),
+            Lang::C => include_str!("../queries/c/defs.scm"),
+            Lang::Cpp => include_str!("../queries/cpp/defs.scm"),
         }
     }
 

@@ -5,11 +5,12 @@
 //! **Status: first slice.** What works: an index in one SQLite file (WAL)
 //! of files (path, language, git blob id, size, parse status) and symbols
 //! (a stable descriptor id, kind, name, qualified name, span, enclosing
-//! symbol, signature line) for Python and Rust, extracted by tree-sitter
-//! queries kept as data in `queries/<lang>/*.scm`; incremental re-indexing
+//! symbol, signature line) for Python, Rust, JavaScript, TypeScript (and
+//! TSX), Go, Java, C and C++, extracted by tree-sitter queries kept as data
+//! in `queries/<lang>/*.scm`; incremental re-indexing
 //! by content hash (an unchanged tree parses nothing; deleted files go);
 //! symbol lookup by file, name and kind. Still to come, in the code-graph
-//! issue: the other six languages, references and edges with confidences,
+//! issue: references and edges with confidences,
 //! def-use, tests and `covers`, the graph queries and the repo map.
 //!
 //! What it never does: spawn a process, touch the network, or print.

@@ -187,3 +187,87 @@ fn ignored_files_are_not_indexed() {
         .collect();
     assert_eq!(names, ["real"]);
 }
+
+#[test]
+fn javascript_and_typescript_definitions() {
+    check(
+        &[
+            (
+                "web/app.js",
+                "class Cart {\n  add(item) {\n    this.items.push(item);\n  }\n}\n\nfunction total(cart) {\n  return 0;\n}\n\nconst price = (x) => x * 2;\n",
+            ),
+            (
+                "web/types.ts",
+                "interface Shape {\n  area(): number;\n}\n\ntype Id = string;\n\nenum Color { Red, Green }\n\nexport class Square implements Shape {\n  area(): number {\n    return 1;\n  }\n}\n\nexport function make(): Square {\n  return new Square();\n}\n",
+            ),
+            ("web/view.tsx", "export function View() {\n  return <div />;\n}\n"),
+        ],
+        "
+        class Cart web/app.js:1-5
+        method Cart.add web/app.js:2-4 <- web/app.js#Cart:class
+        function total web/app.js:7-9
+        function price web/app.js:11-11
+        interface Shape web/types.ts:1-3
+        method Shape.area web/types.ts:2-2 <- web/types.ts#Shape:interface
+        type Id web/types.ts:5-5
+        enum Color web/types.ts:7-7
+        class Square web/types.ts:9-13
+        method Square.area web/types.ts:10-12 <- web/types.ts#Square:class
+        function make web/types.ts:15-17
+        function View web/view.tsx:1-3
+        ",
+    );
+}
+
+#[test]
+fn go_methods_take_their_receivers_type() {
+    check(
+        &[(
+            "stack.go",
+            "package stack\n\nconst Max = 10\n\ntype Stack struct {\n\titems []int\n}\n\ntype Sizer interface {\n\tSize() int\n}\n\nfunc (s *Stack) Push(v int) {\n\ts.items = append(s.items, v)\n}\n\nfunc New() *Stack {\n\treturn &Stack{}\n}\n",
+        )],
+        "
+        constant Max stack.go:3-3
+        struct Stack stack.go:5-7
+        interface Sizer stack.go:9-11
+        method Stack.Push stack.go:13-15
+        function New stack.go:17-19
+        ",
+    );
+}
+
+#[test]
+fn java_c_and_cpp_definitions() {
+    check(
+        &[
+            (
+                "src/Main.java",
+                "public class Main {\n    public Main() {}\n\n    static int add(int a, int b) {\n        return a + b;\n    }\n\n    interface Op {\n        int apply(int x);\n    }\n}\n",
+            ),
+            (
+                "lib/math.c",
+                "#define LIMIT 10\n\nstruct point {\n    int x;\n};\n\nint add(int a, int b) {\n    return a + b;\n}\n\nchar *name(void) {\n    return 0;\n}\n",
+            ),
+            (
+                "lib/shape.cpp",
+                "namespace geo {\nclass Shape {\n public:\n  double area() const { return 0; }\n  void grow();\n};\n}\n\nvoid Shape::grow() {\n}\n",
+            ),
+        ],
+        "
+        macro LIMIT lib/math.c:1-1
+        struct point lib/math.c:3-5
+        function add lib/math.c:7-9
+        function name lib/math.c:11-13
+        module geo lib/shape.cpp:1-7
+        class geo.Shape lib/shape.cpp:2-6 <- lib/shape.cpp#geo:module
+        method geo.Shape.area lib/shape.cpp:4-4 <- lib/shape.cpp#geo.Shape:class
+        method geo.Shape.grow lib/shape.cpp:5-5 <- lib/shape.cpp#geo.Shape:class
+        method Shape.grow lib/shape.cpp:9-10
+        class Main src/Main.java:1-11
+        method Main.Main src/Main.java:2-2 <- src/Main.java#Main:class
+        method Main.add src/Main.java:4-6 <- src/Main.java#Main:class
+        interface Main.Op src/Main.java:8-10 <- src/Main.java#Main:class
+        method Main.Op.apply src/Main.java:9-9 <- src/Main.java#Main.Op:interface
+        ",
+    );
+}
