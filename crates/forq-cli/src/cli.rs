@@ -33,6 +33,25 @@ pub(crate) enum GraphCommand {
     Index(GraphIndexArgs),
     /// List symbols, filtered by file, name or kind.
     Symbols(GraphSymbolsArgs),
+    /// What calls SYMBOL, breadth first.
+    Callers(GraphWalkArgs),
+    /// What SYMBOL calls, breadth first.
+    Callees(GraphWalkArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct GraphWalkArgs {
+    /// A symbol id (`path#Qual.name:kind`) or a name that only one function
+    /// or method has.
+    pub(crate) symbol: String,
+    /// The repository (default: the current directory).
+    #[arg(long, default_value = ".")]
+    pub(crate) repo: PathBuf,
+    #[command(flatten)]
+    pub(crate) db: GraphDb,
+    /// Levels of calls to follow.
+    #[arg(long, default_value_t = 1)]
+    pub(crate) depth: u32,
 }
 
 #[derive(Debug, Args)]

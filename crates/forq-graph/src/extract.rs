@@ -34,19 +34,84 @@ fn last_line(node: tree_sitter::Node<'_>) -> u32 {
 /// Longest signature line kept.
 const SIGNATURE_CHARS: usize = 200;
 
-/// The symbols of `source` (a file at `path`, relative to the indexed root).
-/// `None` when the file does not parse at all.
-pub(crate) fn symbols(
+/// A call site: the name called, where, and from which definition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct CallSite {
+    /// The innermost enclosing definition's id; `None` at top level.
+    pub(crate) caller: Option<String>,
+    pub(crate) name: String,
+    pub(crate) line: u32,
+}
+
+/// The queries of one language.
+#[derive(Debug)]
+pub(crate) struct Queries {
+    pub(crate) defs: tree_sitter::Query,
+    pub(crate) calls: tree_sitter::Query,
+}
+
+/// Symbols and call sites of `source` (a file at `path`, relative to the
+/// indexed root). `None` when the file does not parse at all.
+pub(crate) fn extract(
     lang: Lang,
-    query: &tree_sitter::Query,
+    queries: &Queries,
     path: &str,
     source: &[u8],
-) -> Option<Vec<Symbol>> {
+) -> Option<(Vec<Symbol>, Vec<CallSite>)> {
     let mut parser = tree_sitter::Parser::new();
     parser
         .set_language(&lang.grammar())
         .expect("bundled grammars match the tree-sitter core");
     let tree = parser.parse(source, None)?;
+    let (symbols, spans) = definitions(&queries.defs, &tree, path, source)?;
+    let calls = call_sites(&queries.calls, &tree, source, &symbols, &spans);
+    Some((symbols, calls))
+}
+
+/// Each call of the calls query, attributed to the innermost definition
+/// whose span holds it.
+fn call_sites(
+    query: &tree_sitter::Query,
+    tree: &tree_sitter::Tree,
+    source: &[u8],
+    symbols: &[Symbol],
+    spans: &[(usize, usize)],
+) -> Vec<CallSite> {
+    let names = query.capture_names();
+    let Some(callee_idx) = names.iter().position(|n| *n == "callee") else {
+        return Vec::new();
+    };
+    let mut cursor = tree_sitter::QueryCursor::new();
+    let mut matches = cursor.matches(query, tree.root_node(), source);
+    let mut out = Vec::new();
+    while let Some(m) = matches.next() {
+        let Some(callee) = m.captures().iter().find(|c| c.index as usize == callee_idx) else {
+            continue;
+        };
+        let at = callee.node.start_byte();
+        // Spans are sorted outer first, so the last holder is the innermost.
+        let caller = spans
+            .iter()
+            .enumerate()
+            .filter(|(_, &(start, end))| start <= at && at < end)
+            .last()
+            .map(|(i, _)| symbols[i].id.clone());
+        out.push(CallSite {
+            caller,
+            name: callee.node.utf8_text(source).unwrap_or_default().to_owned(),
+            line: callee.node.start_position().row as u32 + 1,
+        });
+    }
+    out
+}
+
+/// The definitions, nested, with their byte spans (same order).
+fn definitions(
+    query: &tree_sitter::Query,
+    tree: &tree_sitter::Tree,
+    path: &str,
+    source: &[u8],
+) -> Option<(Vec<Symbol>, Vec<(usize, usize)>)> {
     let names = query.capture_names();
     let name_idx = names.iter().position(|n| *n == "name")?;
     let mut cursor = tree_sitter::QueryCursor::new();
@@ -99,6 +164,7 @@ pub(crate) fn symbols(
             .then(b.end_byte.cmp(&a.end_byte))
     });
     let mut out: Vec<Symbol> = Vec::with_capacity(found.len());
+    let mut spans = Vec::with_capacity(found.len());
     let mut open: Vec<(usize, usize)> = Vec::new(); // (end_byte, index in out)
     let mut seen = std::collections::HashMap::<String, u32>::new();
     for f in found {
@@ -139,7 +205,8 @@ pub(crate) fn symbols(
             parent: parent.map(|i| out[i].id.clone()),
             signature: f.signature,
         });
+        spans.push((f.start_byte, f.end_byte));
         open.push((f.end_byte, out.len() - 1));
     }
-    Some(out)
+    Some((out, spans))
 }

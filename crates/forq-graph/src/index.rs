@@ -41,14 +41,58 @@ pub struct IndexReport {
 pub struct Index {
     root: PathBuf,
     store: Store,
-    queries: HashMap<Lang, tree_sitter::Query>,
+    queries: HashMap<Lang, extract::Queries>,
 }
+
+/// How sure the graph is that a call goes to a definition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+#[non_exhaustive]
+pub enum Confidence {
+    /// Only one definition in the repository has the called name.
+    Unique,
+    /// `candidates` definitions have it; an edge goes to each, none is
+    /// picked silently.
+    Ambiguous {
+        /// How many.
+        candidates: usize,
+    },
+}
+
+/// A call from one definition to another.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct CallEdge {
+    /// The calling definition's id.
+    pub caller: String,
+    /// The called definition's id.
+    pub callee: String,
+    /// Where the call is: file and 1-based line.
+    pub file: String,
+    /// Line of the call.
+    pub line: u32,
+    /// How sure the edge is.
+    pub confidence: Confidence,
+    /// 1 for a direct call, 2 for a call of a call, ...
+    pub depth: u32,
+}
+
+/// Edges followed from one definition at most, per step of a walk.
+pub const MAX_FANOUT: usize = 64;
 
 impl std::fmt::Debug for Index {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Index")
             .field("root", &self.root)
             .finish_non_exhaustive()
+    }
+}
+
+fn confidence(candidates: usize) -> Confidence {
+    if candidates == 1 {
+        Confidence::Unique
+    } else {
+        Confidence::Ambiguous { candidates }
     }
 }
 
@@ -83,7 +127,13 @@ impl Index {
         let store = Store::open(db)?;
         let mut queries = HashMap::new();
         for lang in Lang::ALL {
-            queries.insert(lang, lang.defs_query()?);
+            queries.insert(
+                lang,
+                extract::Queries {
+                    defs: lang.defs_query()?,
+                    calls: lang.calls_query()?,
+                },
+            );
         }
         Ok(Index {
             root,
@@ -171,6 +221,7 @@ impl Index {
             return Ok(());
         }
         let mut symbols: Vec<Symbol> = Vec::new();
+        let mut calls = Vec::new();
         if let Some(reason) = (row.status == "parsed")
             .then(|| skip_reason(&content))
             .flatten()
@@ -178,8 +229,8 @@ impl Index {
             row.status = reason;
         }
         if row.status == "parsed" {
-            match extract::symbols(lang, &self.queries[&lang], &row.path, &content) {
-                Some(found) => symbols = found,
+            match extract::extract(lang, &self.queries[&lang], &row.path, &content) {
+                Some((found, sites)) => (symbols, calls) = (found, sites),
                 None => row.status = "parse_failed",
             }
         }
@@ -189,12 +240,103 @@ impl Index {
             _ => report.skipped += 1,
         }
         report.symbols_written += symbols.len();
-        self.store.replace_file(&row, &symbols)
+        self.store.replace_file(&row, &symbols, &calls)
     }
 
     /// Symbols matching `filter`, by file then line.
     pub fn symbols(&self, filter: &SymbolFilter) -> Result<Vec<Symbol>> {
         self.store.symbols(filter)
+    }
+
+    /// The symbol with this id.
+    pub fn symbol(&self, id: &str) -> Result<Option<Symbol>> {
+        self.store.symbol(id)
+    }
+
+    /// What `id` calls, breadth first to `depth` levels. Calls are matched
+    /// by name: an edge goes to every function or method of that name,
+    /// with the confidence saying how many there were.
+    pub fn callees(&self, id: &str, depth: u32) -> Result<Vec<CallEdge>> {
+        self.walk(id, depth, |from| {
+            let mut edges = Vec::new();
+            for (name, file, line) in self.store.calls_from(from)? {
+                let targets = self.store.callable_ids(&name)?;
+                let confidence = confidence(targets.len());
+                for callee in targets {
+                    edges.push((
+                        callee.clone(),
+                        CallEdge {
+                            caller: from.to_owned(),
+                            callee,
+                            file: file.clone(),
+                            line,
+                            confidence,
+                            depth: 0,
+                        },
+                    ));
+                }
+            }
+            Ok(edges)
+        })
+    }
+
+    /// What calls `id`, breadth first to `depth` levels.
+    pub fn callers(&self, id: &str, depth: u32) -> Result<Vec<CallEdge>> {
+        self.walk(id, depth, |to| {
+            let Some(symbol) = self.store.symbol(to)? else {
+                return Ok(Vec::new());
+            };
+            let confidence = confidence(self.store.callable_ids(&symbol.name)?.len());
+            Ok(self
+                .store
+                .calls_of(&symbol.name)?
+                .into_iter()
+                .map(|(caller, file, line)| {
+                    (
+                        caller.clone(),
+                        CallEdge {
+                            caller,
+                            callee: to.to_owned(),
+                            file,
+                            line,
+                            confidence,
+                            depth: 0,
+                        },
+                    )
+                })
+                .collect())
+        })
+    }
+
+    /// Breadth-first walk: `step` gives each node's edges with the node at
+    /// their far end; each node is expanded once, at most `MAX_FANOUT`
+    /// edges per node.
+    fn walk(
+        &self,
+        start: &str,
+        depth: u32,
+        step: impl Fn(&str) -> Result<Vec<(String, CallEdge)>>,
+    ) -> Result<Vec<CallEdge>> {
+        let mut out = Vec::new();
+        let mut seen = BTreeSet::from([start.to_owned()]);
+        let mut frontier = vec![start.to_owned()];
+        for level in 1..=depth {
+            let mut next = Vec::new();
+            for node in &frontier {
+                for (far, mut edge) in step(node)?.into_iter().take(MAX_FANOUT) {
+                    edge.depth = level;
+                    out.push(edge);
+                    if seen.insert(far.clone()) {
+                        next.push(far);
+                    }
+                }
+            }
+            if next.is_empty() {
+                break;
+            }
+            frontier = next;
+        }
+        Ok(out)
     }
 
     /// The indexed root.

@@ -104,6 +104,29 @@ impl Lang {
         }
     }
 
+    /// The call-sites query source.
+    pub(crate) fn calls_source(self) -> &'static str {
+        match self {
+            Lang::Python => include_str!("../queries/python/calls.scm"),
+            Lang::Rust => include_str!("../queries/rust/calls.scm"),
+            Lang::JavaScript => include_str!("../queries/javascript/calls.scm"),
+            Lang::TypeScript | Lang::Tsx => include_str!("../queries/typescript/calls.scm"),
+            Lang::Go => include_str!("../queries/go/calls.scm"),
+            Lang::Java => include_str!("../queries/java/calls.scm"),
+            Lang::C => include_str!("../queries/c/calls.scm"),
+            Lang::Cpp => include_str!("../queries/cpp/calls.scm"),
+        }
+    }
+
+    /// The call-sites query, compiled.
+    pub fn calls_query(self) -> Result<tree_sitter::Query> {
+        tree_sitter::Query::new(&self.grammar(), self.calls_source()).map_err(|e| Error::Query {
+            lang: self.name(),
+            name: "calls.scm",
+            message: e.to_string(),
+        })
+    }
+
     /// The definitions query, compiled.
     pub fn defs_query(self) -> Result<tree_sitter::Query> {
         tree_sitter::Query::new(&self.grammar(), self.defs_source()).map_err(|e| Error::Query {

@@ -9,8 +9,11 @@
 //! TSX), Go, Java, C and C++, extracted by tree-sitter queries kept as data
 //! in `queries/<lang>/*.scm`; incremental re-indexing
 //! by content hash (an unchanged tree parses nothing; deleted files go);
-//! symbol lookup by file, name and kind. Still to come, in the code-graph
-//! issue: references and edges with confidences,
+//! symbol lookup by file, name and kind; call sites, and callers/callees
+//! walks that match calls to definitions by name with a confidence
+//! (`unique`, or `ambiguous` with an edge to each candidate). Still to come,
+//! in the code-graph issue: resolution through imports and receivers,
+//! import/inherit/covers edges,
 //! def-use, tests and `covers`, the graph queries and the repo map.
 //!
 //! What it never does: spawn a process, touch the network, or print.
@@ -37,6 +40,6 @@ mod lang;
 mod store;
 
 pub use error::{Error, Result};
-pub use index::{Index, IndexReport, MAX_FILE_BYTES};
+pub use index::{CallEdge, Confidence, Index, IndexReport, MAX_FANOUT, MAX_FILE_BYTES};
 pub use lang::Lang;
 pub use store::{Symbol, SymbolFilter};

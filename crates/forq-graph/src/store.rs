@@ -6,9 +6,10 @@ use rusqlite::{params, Connection, OptionalExtension};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::extract::CallSite;
 
 /// The schema version this build reads and writes (`PRAGMA user_version`).
-pub(crate) const SCHEMA_VERSION: i64 = 1;
+pub(crate) const SCHEMA_VERSION: i64 = 2;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS files (
@@ -29,6 +30,14 @@ CREATE TABLE IF NOT EXISTS symbols (
     parent    TEXT,
     signature TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS calls (
+    file   TEXT NOT NULL REFERENCES files(path) ON DELETE CASCADE,
+    caller TEXT,
+    name   TEXT NOT NULL,
+    line   INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS calls_caller ON calls(caller);
+CREATE INDEX IF NOT EXISTS calls_name ON calls(name);
 CREATE INDEX IF NOT EXISTS symbols_name ON symbols(name);
 CREATE INDEX IF NOT EXISTS symbols_file ON symbols(file);
 ";
@@ -90,6 +99,20 @@ impl SymbolFilter {
     }
 }
 
+fn row_symbol(r: &rusqlite::Row<'_>) -> rusqlite::Result<Symbol> {
+    Ok(Symbol {
+        id: r.get(0)?,
+        name: r.get(1)?,
+        qualname: r.get(2)?,
+        kind: r.get(3)?,
+        file: r.get(4)?,
+        line: r.get(5)?,
+        end_line: r.get(6)?,
+        parent: r.get(7)?,
+        signature: r.get(8)?,
+    })
+}
+
 /// One file row.
 #[derive(Debug, Clone)]
 pub(crate) struct FileRow {
@@ -133,6 +156,11 @@ impl Store {
             });
         }
         conn.execute_batch(SCHEMA).map_err(db)?;
+        if version != 0 && version < SCHEMA_VERSION {
+            // An older index lacks what this version stores for each file:
+            // forget every file so the next update parses all of them.
+            conn.execute("DELETE FROM files", []).map_err(db)?;
+        }
         conn.pragma_update(None, "user_version", SCHEMA_VERSION)
             .map_err(db)?;
         Ok(Store {
@@ -168,7 +196,12 @@ impl Store {
 
     /// Replaces a file and its symbols in one transaction: a reader sees the
     /// old file or the new one, and an interrupted run leaves the old.
-    pub(crate) fn replace_file(&mut self, row: &FileRow, symbols: &[Symbol]) -> Result<()> {
+    pub(crate) fn replace_file(
+        &mut self,
+        row: &FileRow,
+        symbols: &[Symbol],
+        calls: &[CallSite],
+    ) -> Result<()> {
         let db = |source| Error::Db {
             path: self.path.clone(),
             source,
@@ -204,7 +237,68 @@ impl Store {
                     .map_err(db)?;
             }
         }
+        {
+            let mut insert = tx
+                .prepare("INSERT INTO calls (file, caller, name, line) VALUES (?1, ?2, ?3, ?4)")
+                .map_err(db)?;
+            for c in calls {
+                insert
+                    .execute(params![row.path, c.caller, c.name, c.line])
+                    .map_err(db)?;
+            }
+        }
         tx.commit().map_err(db)
+    }
+
+    /// Definitions callable by `name` (functions and methods).
+    pub(crate) fn callable_ids(&self, name: &str) -> Result<Vec<String>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT id FROM symbols WHERE name = ?1 AND kind IN ('function', 'method') ORDER BY id")
+            .map_err(self.db())?;
+        let rows = stmt.query_map([name], |r| r.get(0)).map_err(self.db())?;
+        rows.collect::<rusqlite::Result<_>>().map_err(self.db())
+    }
+
+    /// Calls made from inside `caller`: (name, file, line).
+    pub(crate) fn calls_from(&self, caller: &str) -> Result<Vec<(String, String, u32)>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT name, file, line FROM calls WHERE caller = ?1 ORDER BY line, name",
+            )
+            .map_err(self.db())?;
+        let rows = stmt
+            .query_map([caller], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .map_err(self.db())?;
+        rows.collect::<rusqlite::Result<_>>().map_err(self.db())
+    }
+
+    /// Calls of `name` made from inside a definition: (caller, file, line).
+    pub(crate) fn calls_of(&self, name: &str) -> Result<Vec<(String, String, u32)>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT caller, file, line FROM calls WHERE name = ?1 AND caller IS NOT NULL ORDER BY file, line",
+            )
+            .map_err(self.db())?;
+        let rows = stmt
+            .query_map([name], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .map_err(self.db())?;
+        rows.collect::<rusqlite::Result<_>>().map_err(self.db())
+    }
+
+    /// The symbol with this id.
+    pub(crate) fn symbol(&self, id: &str) -> Result<Option<Symbol>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT id, name, qualname, kind, file, line, end_line, parent, signature FROM symbols WHERE id = ?1",
+            )
+            .map_err(self.db())?;
+        stmt.query_row([id], row_symbol)
+            .optional()
+            .map_err(self.db())
     }
 
     pub(crate) fn remove_file(&mut self, path: &str) -> Result<()> {
@@ -224,19 +318,7 @@ impl Store {
             )
             .map_err(self.db())?;
         let rows = stmt
-            .query_map(params![filter.file, filter.name, filter.kind], |r| {
-                Ok(Symbol {
-                    id: r.get(0)?,
-                    name: r.get(1)?,
-                    qualname: r.get(2)?,
-                    kind: r.get(3)?,
-                    file: r.get(4)?,
-                    line: r.get(5)?,
-                    end_line: r.get(6)?,
-                    parent: r.get(7)?,
-                    signature: r.get(8)?,
-                })
-            })
+            .query_map(params![filter.file, filter.name, filter.kind], row_symbol)
             .map_err(self.db())?;
         rows.collect::<rusqlite::Result<_>>().map_err(self.db())
     }

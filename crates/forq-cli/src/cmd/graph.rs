@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use forq_graph::{Index, SymbolFilter};
 
-use crate::cli::{GraphIndexArgs, GraphSymbolsArgs};
+use crate::cli::{GraphIndexArgs, GraphSymbolsArgs, GraphWalkArgs};
 
 fn open(repo: &Path, db: Option<&PathBuf>) -> anyhow::Result<Index> {
     let db = db
@@ -67,6 +67,73 @@ pub(crate) fn symbols(args: GraphSymbolsArgs) -> anyhow::Result<ExitCode> {
                 s.kind, s.qualname, s.file, s.line
             )?;
         }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Which way a walk goes.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Direction {
+    Callers,
+    Callees,
+}
+
+/// A symbol id, or the one function or method with this name.
+fn resolve(index: &Index, symbol: &str) -> anyhow::Result<String> {
+    if symbol.contains('#') {
+        anyhow::ensure!(
+            index.symbol(symbol)?.is_some(),
+            "no symbol has the id {symbol:?}"
+        );
+        return Ok(symbol.to_owned());
+    }
+    let found: Vec<_> = index
+        .symbols(&SymbolFilter::default().name(symbol))?
+        .into_iter()
+        .filter(|s| s.kind == "function" || s.kind == "method")
+        .collect();
+    match found.as_slice() {
+        [one] => Ok(one.id.clone()),
+        [] => anyhow::bail!("no function or method is named {symbol:?}; `forq graph symbols --name` lists what there is"),
+        many => anyhow::bail!(
+            "{} functions or methods are named {symbol:?}; pass one id:\n  {}",
+            many.len(),
+            many.iter().map(|s| s.id.as_str()).collect::<Vec<_>>().join("\n  ")
+        ),
+    }
+}
+
+pub(crate) fn walk(args: GraphWalkArgs, direction: Direction) -> anyhow::Result<ExitCode> {
+    let mut index = open(&args.repo, args.db.db.as_ref())?;
+    index.update()?;
+    let id = resolve(&index, &args.symbol)?;
+    let edges = match direction {
+        Direction::Callers => index.callers(&id, args.depth)?,
+        Direction::Callees => index.callees(&id, args.depth)?,
+    };
+    let mut out = std::io::stdout().lock();
+    if args.db.json {
+        writeln!(out, "{}", serde_json::to_string(&edges)?)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    for e in &edges {
+        let confidence = match e.confidence {
+            forq_graph::Confidence::Unique => "unique".to_owned(),
+            forq_graph::Confidence::Ambiguous { candidates } => {
+                format!("ambiguous: {candidates} candidates")
+            }
+            _ => "unknown".to_owned(),
+        };
+        let (near, far) = match direction {
+            Direction::Callers => (&e.callee, &e.caller),
+            Direction::Callees => (&e.caller, &e.callee),
+        };
+        let indent = "  ".repeat(e.depth.saturating_sub(1) as usize);
+        writeln!(
+            out,
+            "{indent}{near} -> {far}  ({}:{}, {confidence})",
+            e.file, e.line
+        )?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -25,6 +25,8 @@ pub(crate) fn run(args: Cli) -> anyhow::Result<ExitCode> {
             Command::Sandbox(SandboxCommand::Gc(a)) => sandbox::gc(a).await,
             Command::Graph(GraphCommand::Index(a)) => graph::index(a),
             Command::Graph(GraphCommand::Symbols(a)) => graph::symbols(a),
+            Command::Graph(GraphCommand::Callers(a)) => graph::walk(a, graph::Direction::Callers),
+            Command::Graph(GraphCommand::Callees(a)) => graph::walk(a, graph::Direction::Callees),
         }
     })
 }

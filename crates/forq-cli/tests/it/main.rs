@@ -457,3 +457,49 @@ async fn graph_index_then_symbols_as_json() {
         .unwrap()
         .starts_with("tests/test_calc.py#"));
 }
+
+#[tokio::test]
+async fn graph_callers_resolve_a_name_or_say_which_ids_to_pass() {
+    let db = tempfile::tempdir().unwrap();
+    let db_path = db.path().join("graph.db").display().to_string();
+    let out = forq(&[
+        "graph",
+        "callers",
+        "add",
+        "--repo",
+        "examples/calc",
+        "--db",
+        &db_path,
+        "--json",
+    ])
+    .await;
+    check_exit(&out, 0);
+    let edges: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        edges,
+        serde_json::json!([{
+            "caller": "tests/test_calc.py#CalcTest.test_add:method",
+            "callee": "calc.py#add:function",
+            "file": "tests/test_calc.py",
+            "line": 8,
+            "confidence": {"kind": "unique"},
+            "depth": 1
+        }])
+    );
+    // A name nothing in the repository defines is refused with a hint.
+    let out = forq(&[
+        "graph",
+        "callees",
+        "assertEqual",
+        "--repo",
+        "examples/calc",
+        "--db",
+        &db_path,
+    ])
+    .await;
+    check_exit(&out, 125);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("no function or method is named"),
+        "{out:?}"
+    );
+}

@@ -45,6 +45,7 @@ fn check(files: &[(&str, &str)], expect: &str) {
 fn every_bundled_query_compiles() {
     for lang in Lang::ALL {
         lang.defs_query().unwrap_or_else(|e| panic!("{e}"));
+        lang.calls_query().unwrap_or_else(|e| panic!("{e}"));
     }
 }
 
@@ -270,4 +271,53 @@ fn java_c_and_cpp_definitions() {
         method Main.Op.apply src/Main.java:9-9 <- src/Main.java#Main.Op:interface
         ",
     );
+}
+
+/// Renders edges as `depth caller -> callee @line confidence`.
+fn edges(list: &[forq_graph::CallEdge]) -> Vec<String> {
+    list.iter()
+        .map(|e| {
+            let conf = match e.confidence {
+                forq_graph::Confidence::Unique => "unique".to_owned(),
+                forq_graph::Confidence::Ambiguous { candidates } => {
+                    format!("ambiguous({candidates})")
+                }
+                _ => "other".to_owned(),
+            };
+            format!(
+                "{} {} -> {} @{} {conf}",
+                e.depth, e.caller, e.callee, e.line
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn callers_and_callees_walk_calls_by_name_and_keep_every_candidate() {
+    let repo = tempfile::tempdir().unwrap();
+    std::fs::write(
+        repo.path().join("app.py"),
+        "def parse(text):\n    return clean(text)\n\ndef clean(text):\n    return text.strip()\n\ndef main():\n    data = parse(read())\n    save(data)\n\nclass Db:\n    def save(self, d):\n        pass\n\nclass File:\n    def save(self, d):\n        pass\n\nmain()\n",
+    )
+    .unwrap();
+    let mut index = Index::open(&repo.path().join("g.db"), repo.path()).unwrap();
+    index.update().unwrap();
+    assert_eq!(
+        edges(&index.callees("app.py#main:function", 2).unwrap()),
+        [
+            "1 app.py#main:function -> app.py#parse:function @8 unique",
+            "1 app.py#main:function -> app.py#Db.save:method @9 ambiguous(2)",
+            "1 app.py#main:function -> app.py#File.save:method @9 ambiguous(2)",
+            "2 app.py#parse:function -> app.py#clean:function @2 unique",
+        ]
+    );
+    assert_eq!(
+        edges(&index.callers("app.py#clean:function", 3).unwrap()),
+        [
+            "1 app.py#parse:function -> app.py#clean:function @2 unique",
+            "2 app.py#main:function -> app.py#parse:function @8 unique",
+        ]
+    );
+    // Depth 1 stops at direct calls; a name nobody defines (read) has no edge.
+    assert_eq!(index.callees("app.py#main:function", 1).unwrap().len(), 3);
 }

@@ -1,0 +1,2 @@
+; Call sites in C.
+(call_expression function: (identifier) @callee) @call
