@@ -93,8 +93,8 @@ fn call_sites(
         let caller = spans
             .iter()
             .enumerate()
-            .filter(|(_, &(start, end))| start <= at && at < end)
-            .last()
+            .rev()
+            .find(|(_, &(start, end))| start <= at && at < end)
             .map(|(i, _)| symbols[i].id.clone());
         out.push(CallSite {
             caller,

@@ -13,8 +13,8 @@
 //! walks that match calls to definitions by name with a confidence
 //! (`unique`, or `ambiguous` with an edge to each candidate). Still to come,
 //! in the code-graph issue: resolution through imports and receivers,
-//! import/inherit/covers edges,
-//! def-use, tests and `covers`, the graph queries and the repo map.
+//! import and inherit edges, def-use, tests and `covers` edges, the other
+//! graph queries and the repo map.
 //!
 //! What it never does: spawn a process, touch the network, or print.
 //!
