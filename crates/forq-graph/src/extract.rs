@@ -75,7 +75,7 @@ fn call_sites(
     tree: &tree_sitter::Tree,
     source: &[u8],
     symbols: &[Symbol],
-    spans: &[(usize, usize)],
+    spans: &[Span],
 ) -> Vec<CallSite> {
     let names = query.capture_names();
     let Some(callee_idx) = names.iter().position(|n| *n == "callee") else {
@@ -105,13 +105,16 @@ fn call_sites(
     out
 }
 
+/// A definition's byte range in its file.
+type Span = (usize, usize);
+
 /// The definitions, nested, with their byte spans (same order).
 fn definitions(
     query: &tree_sitter::Query,
     tree: &tree_sitter::Tree,
     path: &str,
     source: &[u8],
-) -> Option<(Vec<Symbol>, Vec<(usize, usize)>)> {
+) -> Option<(Vec<Symbol>, Vec<Span>)> {
     let names = query.capture_names();
     let name_idx = names.iter().position(|n| *n == "name")?;
     let mut cursor = tree_sitter::QueryCursor::new();
