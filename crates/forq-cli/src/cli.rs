@@ -37,6 +37,35 @@ pub(crate) enum GraphCommand {
     Callers(GraphWalkArgs),
     /// What SYMBOL calls, breadth first.
     Callees(GraphWalkArgs),
+    /// The shortest chain of calls from one symbol to another.
+    Path(GraphPathArgs),
+    /// Counts of files, symbols and calls.
+    Stats(GraphStatsArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct GraphPathArgs {
+    /// Where the chain starts (an id, or a name only one definition has).
+    pub(crate) from: String,
+    /// Where it ends.
+    pub(crate) to: String,
+    /// The repository (default: the current directory).
+    #[arg(long, default_value = ".")]
+    pub(crate) repo: PathBuf,
+    #[command(flatten)]
+    pub(crate) db: GraphDb,
+    /// Longest chain looked for.
+    #[arg(long, default_value_t = 8)]
+    pub(crate) max_depth: u32,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct GraphStatsArgs {
+    /// The repository (default: the current directory).
+    #[arg(default_value = ".")]
+    pub(crate) path: PathBuf,
+    #[command(flatten)]
+    pub(crate) db: GraphDb,
 }
 
 #[derive(Debug, Args)]

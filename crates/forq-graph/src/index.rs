@@ -77,6 +77,24 @@ pub struct CallEdge {
     pub depth: u32,
 }
 
+/// Counts of what an index holds.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct Stats {
+    /// Files recorded (parsed or skipped).
+    pub files: usize,
+    /// Definitions.
+    pub symbols: usize,
+    /// Call sites.
+    pub calls: usize,
+    /// Files per language.
+    pub files_by_language: std::collections::BTreeMap<String, usize>,
+    /// Files per status (`parsed`, `binary`, `minified`, `too_large`, `parse_failed`).
+    pub files_by_status: std::collections::BTreeMap<String, usize>,
+    /// Definitions per kind.
+    pub symbols_by_kind: std::collections::BTreeMap<String, usize>,
+}
+
 /// Edges followed from one definition at most, per step of a walk.
 pub const MAX_FANOUT: usize = 64;
 
@@ -305,6 +323,66 @@ impl Index {
                     )
                 })
                 .collect())
+        })
+    }
+
+    /// The shortest chain of calls from `from` to `to`, at most
+    /// `max_depth` calls long; `None` when there is none.
+    pub fn path(&self, from: &str, to: &str, max_depth: u32) -> Result<Option<Vec<CallEdge>>> {
+        let mut came_by: HashMap<String, CallEdge> = HashMap::new();
+        let mut frontier = vec![from.to_owned()];
+        let mut seen = BTreeSet::from([from.to_owned()]);
+        for level in 1..=max_depth {
+            let mut next = Vec::new();
+            for node in &frontier {
+                for mut edge in self.callees(node, 1)?.into_iter().take(MAX_FANOUT) {
+                    edge.depth = level;
+                    let far = edge.callee.clone();
+                    if !seen.insert(far.clone()) {
+                        continue;
+                    }
+                    came_by.insert(far.clone(), edge);
+                    if far == to {
+                        let mut chain = Vec::new();
+                        let mut at = far;
+                        while let Some(edge) = came_by.remove(&at) {
+                            at = edge.caller.clone();
+                            chain.push(edge);
+                        }
+                        chain.reverse();
+                        return Ok(Some(chain));
+                    }
+                    next.push(far);
+                }
+            }
+            if next.is_empty() {
+                break;
+            }
+            frontier = next;
+        }
+        Ok(None)
+    }
+
+    /// Counts of what the index holds.
+    pub fn stats(&self) -> Result<Stats> {
+        let total = |rows: &[(String, usize)]| rows.iter().map(|(_, n)| n).sum();
+        let files_by_language = self
+            .store
+            .counts("SELECT lang, COUNT(*) FROM files GROUP BY lang ORDER BY lang")?;
+        let files_by_status = self
+            .store
+            .counts("SELECT status, COUNT(*) FROM files GROUP BY status ORDER BY status")?;
+        let symbols_by_kind = self
+            .store
+            .counts("SELECT kind, COUNT(*) FROM symbols GROUP BY kind ORDER BY kind")?;
+        let calls = self.store.counts("SELECT 'calls', COUNT(*) FROM calls")?;
+        Ok(Stats {
+            files: total(&files_by_language),
+            symbols: total(&symbols_by_kind),
+            calls: total(&calls),
+            files_by_language: files_by_language.into_iter().collect(),
+            files_by_status: files_by_status.into_iter().collect(),
+            symbols_by_kind: symbols_by_kind.into_iter().collect(),
         })
     }
 

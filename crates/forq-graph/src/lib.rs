@@ -40,6 +40,6 @@ mod lang;
 mod store;
 
 pub use error::{Error, Result};
-pub use index::{CallEdge, Confidence, Index, IndexReport, MAX_FANOUT, MAX_FILE_BYTES};
+pub use index::{CallEdge, Confidence, Index, IndexReport, Stats, MAX_FANOUT, MAX_FILE_BYTES};
 pub use lang::Lang;
 pub use store::{Symbol, SymbolFilter};

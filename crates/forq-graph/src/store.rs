@@ -288,6 +288,17 @@ impl Store {
         rows.collect::<rusqlite::Result<_>>().map_err(self.db())
     }
 
+    /// `(group, count)` rows of a grouping query.
+    pub(crate) fn counts(&self, sql: &str) -> Result<Vec<(String, usize)>> {
+        let mut stmt = self.conn.prepare(sql).map_err(self.db())?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)? as usize))
+            })
+            .map_err(self.db())?;
+        rows.collect::<rusqlite::Result<_>>().map_err(self.db())
+    }
+
     /// The symbol with this id.
     pub(crate) fn symbol(&self, id: &str) -> Result<Option<Symbol>> {
         let mut stmt = self

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use forq_graph::{Index, SymbolFilter};
 
-use crate::cli::{GraphIndexArgs, GraphSymbolsArgs, GraphWalkArgs};
+use crate::cli::{GraphIndexArgs, GraphPathArgs, GraphStatsArgs, GraphSymbolsArgs, GraphWalkArgs};
 
 fn open(repo: &Path, db: Option<&PathBuf>) -> anyhow::Result<Index> {
     let db = db
@@ -134,6 +134,55 @@ pub(crate) fn walk(args: GraphWalkArgs, direction: Direction) -> anyhow::Result<
             "{indent}{near} -> {far}  ({}:{}, {confidence})",
             e.file, e.line
         )?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub(crate) fn path(args: GraphPathArgs) -> anyhow::Result<ExitCode> {
+    let mut index = open(&args.repo, args.db.db.as_ref())?;
+    index.update()?;
+    let (from, to) = (resolve(&index, &args.from)?, resolve(&index, &args.to)?);
+    let chain = index.path(&from, &to, args.max_depth)?;
+    let mut out = std::io::stdout().lock();
+    if args.db.json {
+        writeln!(out, "{}", serde_json::to_string(&chain)?)?;
+    } else if let Some(chain) = &chain {
+        for e in chain {
+            writeln!(out, "{} -> {}  ({}:{})", e.caller, e.callee, e.file, e.line)?;
+        }
+    } else {
+        writeln!(
+            out,
+            "no chain of at most {} calls from {from} to {to}",
+            args.max_depth
+        )?;
+    }
+    Ok(if chain.is_some() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+pub(crate) fn stats(args: GraphStatsArgs) -> anyhow::Result<ExitCode> {
+    let mut index = open(&args.path, args.db.db.as_ref())?;
+    index.update()?;
+    let stats = index.stats()?;
+    let mut out = std::io::stdout().lock();
+    if args.db.json {
+        writeln!(out, "{}", serde_json::to_string(&stats)?)?;
+    } else {
+        writeln!(
+            out,
+            "{} files, {} symbols, {} call sites",
+            stats.files, stats.symbols, stats.calls
+        )?;
+        for (lang, n) in &stats.files_by_language {
+            writeln!(out, "  {lang:<12} {n} files")?;
+        }
+        for (kind, n) in &stats.symbols_by_kind {
+            writeln!(out, "  {kind:<12} {n}")?;
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

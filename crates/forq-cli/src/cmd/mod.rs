@@ -2,7 +2,8 @@
 //! `forq sandbox run` exits with the command's code, 128 + signal when it
 //! was killed, 124 on timeout (like `timeout(1)`), 125 when forq itself
 //! failed, 126 when the command cannot be executed, 127 when it is not
-//! found, 130 when interrupted.
+//! found, 130 when interrupted. `forq graph path` exits 1 when there is no
+//! path. Every other command exits 0, or 125 on an error.
 
 mod bench;
 mod graph;
@@ -27,6 +28,8 @@ pub(crate) fn run(args: Cli) -> anyhow::Result<ExitCode> {
             Command::Graph(GraphCommand::Symbols(a)) => graph::symbols(a),
             Command::Graph(GraphCommand::Callers(a)) => graph::walk(a, graph::Direction::Callers),
             Command::Graph(GraphCommand::Callees(a)) => graph::walk(a, graph::Direction::Callees),
+            Command::Graph(GraphCommand::Path(a)) => graph::path(a),
+            Command::Graph(GraphCommand::Stats(a)) => graph::stats(a),
         }
     })
 }

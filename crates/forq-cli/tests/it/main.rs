@@ -486,6 +486,35 @@ async fn graph_callers_resolve_a_name_or_say_which_ids_to_pass() {
             "depth": 1
         }])
     );
+    // The shortest chain, and the exit code when there is none.
+    let out = forq(&[
+        "graph",
+        "path",
+        "test_add",
+        "add",
+        "--repo",
+        "examples/calc",
+        "--db",
+        &db_path,
+    ])
+    .await;
+    check_exit(&out, 0);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "tests/test_calc.py#CalcTest.test_add:method -> calc.py#add:function  (tests/test_calc.py:8)\n"
+    );
+    let out = forq(&[
+        "graph",
+        "path",
+        "add",
+        "test_add",
+        "--repo",
+        "examples/calc",
+        "--db",
+        &db_path,
+    ])
+    .await;
+    check_exit(&out, 1);
     // A name nothing in the repository defines is refused with a hint.
     let out = forq(&[
         "graph",

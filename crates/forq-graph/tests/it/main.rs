@@ -320,4 +320,32 @@ fn callers_and_callees_walk_calls_by_name_and_keep_every_candidate() {
     );
     // Depth 1 stops at direct calls; a name nobody defines (read) has no edge.
     assert_eq!(index.callees("app.py#main:function", 1).unwrap().len(), 3);
+
+    // The shortest call chain, and none where there is none.
+    let chain = index
+        .path("app.py#main:function", "app.py#clean:function", 5)
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        edges(&chain),
+        [
+            "1 app.py#main:function -> app.py#parse:function @8 unique",
+            "2 app.py#parse:function -> app.py#clean:function @2 unique",
+        ]
+    );
+    assert_eq!(
+        index
+            .path("app.py#clean:function", "app.py#main:function", 5)
+            .unwrap(),
+        None
+    );
+
+    let stats = index.stats().unwrap();
+    // Calls: clean, strip, parse, read, save, and the top-level main().
+    assert_eq!(
+        (stats.files, stats.symbols, stats.calls),
+        (1, 7, 6),
+        "{stats:?}"
+    );
+    assert_eq!(stats.symbols_by_kind.get("method"), Some(&2));
 }
