@@ -29,7 +29,7 @@ use tokio::sync::RwLock;
 use crate::backend::{Backend, BackendKind, DirEntry, Sandbox, Snapshot, SnapshotSource};
 use crate::diff::{self, Diff};
 use crate::error::{Error, Result};
-use crate::output::Capture;
+use crate::output::{Capture, Deadlines, Expired};
 use crate::paths::{self, display_rel};
 use crate::spec::{
     ExecOutcome, ExecRequest, Network, OutputChunk, SandboxSpec, StreamKind, WORKSPACE_DIR,
@@ -685,21 +685,10 @@ impl DockerSandbox {
             });
         }
         let (mut out, mut err) = (Capture::new(req.output_cap), Capture::new(req.output_cap));
-        let deadline = req.timeout.map(|t| started + t);
+        let deadlines = Deadlines::new(req, started);
         let mut last_output = started;
         let (mut timed_out, mut idle_timed_out) = (false, false);
         loop {
-            let idle_deadline = req.idle_timeout.map(|idle| last_output + idle);
-            let wake = match (deadline, idle_deadline) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            };
-            let sleep = async {
-                match wake {
-                    Some(at) => tokio::time::sleep_until(at.into()).await,
-                    None => std::future::pending().await,
-                }
-            };
             tokio::select! {
                 item = output.next() => match item {
                     Some(Ok(log)) => {
@@ -720,14 +709,11 @@ impl DockerSandbox {
                     Some(Err(e)) => return Err(Error::Docker { op: "read exec output", source: e }),
                     None => break,
                 },
-                () = sleep => {
-                    let now = Instant::now();
-                    if deadline.is_some_and(|d| now >= d) {
-                        timed_out = true;
-                    } else if idle_deadline.is_some_and(|d| now >= d) {
-                        idle_timed_out = true;
-                    } else {
-                        continue;
+                expired = deadlines.wait(last_output) => {
+                    match expired {
+                        Some(Expired::Timeout) => timed_out = true,
+                        Some(Expired::Idle) => idle_timed_out = true,
+                        None => continue,
                     }
                     break;
                 }

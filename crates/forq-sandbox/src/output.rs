@@ -70,6 +70,55 @@ impl Capture {
     }
 }
 
+/// Which cap ended a command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Expired {
+    /// The wall-clock timeout.
+    Timeout,
+    /// The idle timeout.
+    Idle,
+}
+
+/// The wall-clock and idle deadlines of one command.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Deadlines {
+    deadline: Option<Instant>,
+    idle: Option<Duration>,
+}
+
+impl Deadlines {
+    pub(crate) fn new(req: &ExecRequest, started: Instant) -> Self {
+        Deadlines {
+            deadline: req.timeout.map(|t| started + t),
+            idle: req.idle_timeout,
+        }
+    }
+
+    /// Sleeps until the earlier deadline, the idle one counted from
+    /// `last_output`, and says which has passed; `None` when neither has
+    /// (the caller looks again with a newer `last_output`). Never returns
+    /// when there is no deadline.
+    pub(crate) async fn wait(&self, last_output: Instant) -> Option<Expired> {
+        let idle_deadline = self.idle.map(|idle| last_output + idle);
+        let wake = match (self.deadline, idle_deadline) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        match wake {
+            Some(at) => tokio::time::sleep_until(at.into()).await,
+            None => std::future::pending().await,
+        }
+        let now = Instant::now();
+        if self.deadline.is_some_and(|d| now >= d) {
+            Some(Expired::Timeout)
+        } else if idle_deadline.is_some_and(|d| now >= d) {
+            Some(Expired::Idle)
+        } else {
+            None
+        }
+    }
+}
+
 /// What driving a child produced; the caller maps it onto an `ExecOutcome`.
 #[derive(Debug)]
 pub(crate) struct Driven {
@@ -125,31 +174,16 @@ pub(crate) async fn drive(
 
     let mut timed_out = false;
     let mut idle_timed_out = false;
-    let deadline = req.timeout.map(|t| started + t);
+    let deadlines = Deadlines::new(req, started);
     let status = loop {
-        let idle_deadline = req.idle_timeout.map(|idle| {
-            started + Duration::from_millis(last_output.load(Ordering::Relaxed)) + idle
-        });
-        let wake = match (deadline, idle_deadline) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-        let sleep = async {
-            match wake {
-                Some(at) => tokio::time::sleep_until(at.into()).await,
-                None => std::future::pending().await,
-            }
-        };
+        let last = started + Duration::from_millis(last_output.load(Ordering::Relaxed));
         tokio::select! {
             status = child.wait() => break status.ok(),
-            () = sleep => {
-                let now = Instant::now();
-                if deadline.is_some_and(|d| now >= d) {
-                    timed_out = true;
-                } else if idle_deadline.is_some_and(|d| now >= d) {
-                    idle_timed_out = true;
-                } else {
-                    continue;
+            expired = deadlines.wait(last) => {
+                match expired {
+                    Some(Expired::Timeout) => timed_out = true,
+                    Some(Expired::Idle) => idle_timed_out = true,
+                    None => continue,
                 }
                 tracing::debug!(timed_out, idle_timed_out, "killing the process tree");
                 kill();
