@@ -52,6 +52,19 @@ fn check_exit(out: &Output, code: i32) {
     );
 }
 
+/// The `--diff` on stderr adds `file` (in examples/calc) holding the one
+/// line `line`, and the repository itself was not written.
+#[track_caller]
+fn assert_patch_adds(out: &Output, file: &str, line: &str) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let hunk = format!("--- /dev/null\n+++ b/{file}\n@@ -0,0 +1 @@\n+{line}\n");
+    assert!(stderr.contains(&hunk), "{stderr}");
+    assert!(
+        !repo_root().join("examples/calc").join(file).exists(),
+        "the repository was written"
+    );
+}
+
 #[tokio::test]
 async fn run_maps_outcomes_to_exit_codes() {
     let calc = "examples/calc";
@@ -119,10 +132,7 @@ async fn run_streams_output_and_prints_the_diff() {
     assert_eq!(String::from_utf8_lossy(&out.stdout), "to-stdout\n");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.starts_with("to-stderr\n"), "{stderr}");
-    assert!(
-        stderr.contains("--- /dev/null\n+++ b/added.txt\n@@ -0,0 +1 @@\n+new\n"),
-        "{stderr}"
-    );
+    assert_patch_adds(&out, "added.txt", "new");
     assert!(
         !repo_root().join("examples/calc/added.txt").exists(),
         "the repository was written"
@@ -346,12 +356,7 @@ async fn native_backend_runs_without_root_in_a_user_namespace() {
         String::from_utf8_lossy(&out.stdout),
         "0\nFAILED (failures=1)\npty\n"
     );
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains("+++ b/calc.txt\n@@ -0,0 +1 @@\n+fixed\n"),
-        "{stderr}"
-    );
-    assert!(!repo_root().join("examples/calc/calc.txt").exists());
+    assert_patch_adds(&out, "calc.txt", "fixed");
     let left: Vec<_> = std::fs::read_dir(state.path().join("s"))
         .unwrap()
         .flatten()
@@ -395,11 +400,7 @@ async fn docker_host_points_at_a_remote_engine() {
         String::from_utf8_lossy(&out.stdout),
         "\"\"\"A tiny calculator with a bug for forq's examples: `add` subtracts.\"\"\"\n"
     );
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains("+++ b/remote.txt\n@@ -0,0 +1 @@\n+remote\n"),
-        "{stderr}"
-    );
+    assert_patch_adds(&out, "remote.txt", "remote");
 }
 
 #[tokio::test]
