@@ -120,18 +120,18 @@ impl Lang {
 
     /// The call-sites query, compiled.
     pub fn calls_query(self) -> Result<tree_sitter::Query> {
-        tree_sitter::Query::new(&self.grammar(), self.calls_source()).map_err(|e| Error::Query {
-            lang: self.name(),
-            name: "calls.scm",
-            message: e.to_string(),
-        })
+        self.compile("calls.scm", self.calls_source())
     }
 
     /// The definitions query, compiled.
     pub fn defs_query(self) -> Result<tree_sitter::Query> {
-        tree_sitter::Query::new(&self.grammar(), self.defs_source()).map_err(|e| Error::Query {
+        self.compile("defs.scm", self.defs_source())
+    }
+
+    fn compile(self, name: &'static str, source: &str) -> Result<tree_sitter::Query> {
+        tree_sitter::Query::new(&self.grammar(), source).map_err(|e| Error::Query {
             lang: self.name(),
-            name: "defs.scm",
+            name,
             message: e.to_string(),
         })
     }

@@ -262,28 +262,24 @@ impl Store {
 
     /// Calls made from inside `caller`: (name, file, line).
     pub(crate) fn calls_from(&self, caller: &str) -> Result<Vec<(String, String, u32)>> {
-        let mut stmt = self
-            .conn
-            .prepare_cached(
-                "SELECT name, file, line FROM calls WHERE caller = ?1 ORDER BY line, name",
-            )
-            .map_err(self.db())?;
-        let rows = stmt
-            .query_map([caller], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-            .map_err(self.db())?;
-        rows.collect::<rusqlite::Result<_>>().map_err(self.db())
+        self.call_rows(
+            "SELECT name, file, line FROM calls WHERE caller = ?1 ORDER BY line, name",
+            caller,
+        )
     }
 
     /// Calls of `name` made from inside a definition: (caller, file, line).
     pub(crate) fn calls_of(&self, name: &str) -> Result<Vec<(String, String, u32)>> {
-        let mut stmt = self
-            .conn
-            .prepare_cached(
-                "SELECT caller, file, line FROM calls WHERE name = ?1 AND caller IS NOT NULL ORDER BY file, line",
-            )
-            .map_err(self.db())?;
+        self.call_rows(
+            "SELECT caller, file, line FROM calls WHERE name = ?1 AND caller IS NOT NULL ORDER BY file, line",
+            name,
+        )
+    }
+
+    fn call_rows(&self, sql: &str, param: &str) -> Result<Vec<(String, String, u32)>> {
+        let mut stmt = self.conn.prepare_cached(sql).map_err(self.db())?;
         let rows = stmt
-            .query_map([name], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .query_map([param], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
             .map_err(self.db())?;
         rows.collect::<rusqlite::Result<_>>().map_err(self.db())
     }

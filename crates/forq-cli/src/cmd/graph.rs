@@ -16,6 +16,14 @@ fn open(repo: &Path, db: Option<&PathBuf>) -> anyhow::Result<Index> {
     Index::open(&db, repo).with_context(|| format!("open the code graph of {}", repo.display()))
 }
 
+/// The index, brought up to date first: queries never answer from a stale
+/// tree.
+fn open_current(repo: &Path, db: Option<&PathBuf>) -> anyhow::Result<Index> {
+    let mut index = open(repo, db)?;
+    index.update()?;
+    Ok(index)
+}
+
 pub(crate) fn index(args: GraphIndexArgs) -> anyhow::Result<ExitCode> {
     let started = std::time::Instant::now();
     let mut index = open(&args.path, args.db.db.as_ref())?;
@@ -43,8 +51,7 @@ pub(crate) fn index(args: GraphIndexArgs) -> anyhow::Result<ExitCode> {
 }
 
 pub(crate) fn symbols(args: GraphSymbolsArgs) -> anyhow::Result<ExitCode> {
-    let mut index = open(&args.repo, args.db.db.as_ref())?;
-    index.update()?;
+    let index = open_current(&args.repo, args.db.db.as_ref())?;
     let mut filter = SymbolFilter::default();
     if let Some(f) = args.file {
         filter = filter.file(f);
@@ -104,8 +111,7 @@ fn resolve(index: &Index, symbol: &str) -> anyhow::Result<String> {
 }
 
 pub(crate) fn walk(args: GraphWalkArgs, direction: Direction) -> anyhow::Result<ExitCode> {
-    let mut index = open(&args.repo, args.db.db.as_ref())?;
-    index.update()?;
+    let index = open_current(&args.repo, args.db.db.as_ref())?;
     let id = resolve(&index, &args.symbol)?;
     let edges = match direction {
         Direction::Callers => index.callers(&id, args.depth)?,
@@ -139,8 +145,7 @@ pub(crate) fn walk(args: GraphWalkArgs, direction: Direction) -> anyhow::Result<
 }
 
 pub(crate) fn path(args: GraphPathArgs) -> anyhow::Result<ExitCode> {
-    let mut index = open(&args.repo, args.db.db.as_ref())?;
-    index.update()?;
+    let index = open_current(&args.repo, args.db.db.as_ref())?;
     let (from, to) = (resolve(&index, &args.from)?, resolve(&index, &args.to)?);
     let chain = index.path(&from, &to, args.max_depth)?;
     let mut out = std::io::stdout().lock();
@@ -165,8 +170,7 @@ pub(crate) fn path(args: GraphPathArgs) -> anyhow::Result<ExitCode> {
 }
 
 pub(crate) fn stats(args: GraphStatsArgs) -> anyhow::Result<ExitCode> {
-    let mut index = open(&args.path, args.db.db.as_ref())?;
-    index.update()?;
+    let index = open_current(&args.path, args.db.db.as_ref())?;
     let stats = index.stats()?;
     let mut out = std::io::stdout().lock();
     if args.db.json {

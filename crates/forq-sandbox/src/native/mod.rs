@@ -217,24 +217,11 @@ impl Shared {
     }
 
     fn mount_overlay(&self, target: &Path, options: &str) -> std::io::Result<()> {
-        match &self.holder {
-            Some(h) => h.call(sys::HOLD_MOUNT, &[&target.display().to_string(), options]),
-            None => sys::mount_overlay(&cstr(&target.display().to_string()), &cstr(options)),
-        }
+        mount_overlay(self.holder.as_ref(), target, options)
     }
 
     fn unmount(&self, target: &Path, detach: bool) -> std::io::Result<()> {
-        match &self.holder {
-            Some(h) => {
-                let op = if detach {
-                    sys::HOLD_DETACH
-                } else {
-                    sys::HOLD_UNMOUNT
-                };
-                h.call(op, &[&target.display().to_string()])
-            }
-            None => sys::unmount(&cstr(&target.display().to_string()), detach),
-        }
+        unmount(self.holder.as_ref(), target, detach)
     }
 
     /// The xattr overlayfs marks opaque directories with.
@@ -244,6 +231,36 @@ impl Shared {
         } else {
             c"trusted.overlay.opaque"
         }
+    }
+}
+
+/// Mounts an overlay where the backend keeps them: in the holder's
+/// namespace when there is one, else on the host.
+fn mount_overlay(
+    holder: Option<&holder::Holder>,
+    target: &Path,
+    options: &str,
+) -> std::io::Result<()> {
+    let target = target.display().to_string();
+    match holder {
+        Some(h) => h.call(sys::HOLD_MOUNT, &[&target, options]),
+        None => sys::mount_overlay(&cstr(&target), &cstr(options)),
+    }
+}
+
+/// Unmounts where `mount_overlay` mounted; `detach` does it lazily.
+fn unmount(holder: Option<&holder::Holder>, target: &Path, detach: bool) -> std::io::Result<()> {
+    let target = target.display().to_string();
+    match holder {
+        Some(h) => h.call(
+            if detach {
+                sys::HOLD_DETACH
+            } else {
+                sys::HOLD_UNMOUNT
+            },
+            &[&target],
+        ),
+        None => sys::unmount(&cstr(&target), detach),
     }
 }
 
@@ -271,16 +288,9 @@ fn probe_overlay(state: &Path, holder: Option<&holder::Holder>) -> std::io::Resu
             p("u"),
             p("w")
         );
-        let mounted = match holder {
-            Some(h) => h.call(sys::HOLD_MOUNT, &[&target.display().to_string(), &opts]),
-            None => sys::mount_overlay(&cstr(&target.display().to_string()), &cstr(&opts)),
-        };
-        match mounted {
+        match mount_overlay(holder, &target, &opts) {
             Ok(()) => {
-                let _ = match holder {
-                    Some(h) => h.call(sys::HOLD_UNMOUNT, &[&target.display().to_string()]),
-                    None => sys::unmount(&cstr(&target.display().to_string()), false),
-                };
+                let _ = unmount(holder, &target, false);
                 result = Ok(extra);
                 break;
             }
