@@ -46,6 +46,32 @@ pub enum Error {
         /// The version this build writes.
         supported: i64,
     },
+    /// The last update of the index did not finish (killed, or failed).
+    #[error("the index {path:?} is incomplete: its last update was interrupted; run `forq graph index` (Index::update) to repair it")]
+    Interrupted {
+        /// The database file.
+        path: PathBuf,
+    },
+    /// A symbol argument matched nothing.
+    #[error("no symbol matches {query:?}; `forq graph symbols --name NAME` lists candidates")]
+    NoSuchSymbol {
+        /// What was asked for.
+        query: String,
+    },
+    /// A symbol argument matched several definitions.
+    #[error("{query:?} names {} definitions; pass one of their ids: {}", candidates.len(), candidates.join(", "))]
+    AmbiguousSymbol {
+        /// What was asked for.
+        query: String,
+        /// The ids it could mean (at most 20).
+        candidates: Vec<String>,
+    },
+    /// A `FILE:LINE` argument names no indexed file.
+    #[error("{file:?} is not in the index; pass a path relative to the indexed root")]
+    NoSuchFile {
+        /// The file asked for.
+        file: String,
+    },
 }
 
 /// The result of a graph operation.

@@ -2,19 +2,29 @@
 //! forq's search engine query to find where a bug lives and what a change
 //! will affect.
 //!
-//! **Status: first slice.** What works: an index in one SQLite file (WAL)
-//! of files (path, language, git blob id, size, parse status) and symbols
-//! (a stable descriptor id, kind, name, qualified name, span, enclosing
-//! symbol, signature line) for Python, Rust, JavaScript, TypeScript (and
-//! TSX), Go, Java, C and C++, extracted by tree-sitter queries kept as data
-//! in `queries/<lang>/*.scm`; incremental re-indexing
-//! by content hash (an unchanged tree parses nothing; deleted files go);
-//! symbol lookup by file, name and kind; call sites, and callers/callees
-//! walks that match calls to definitions by name with a confidence
-//! (`unique`, or `ambiguous` with an edge to each candidate). Still to come,
-//! in the code-graph issue: resolution through imports and receivers,
-//! import and inherit edges, def-use, tests and `covers` edges, the other
-//! graph queries and the repo map.
+//! One SQLite file (WAL) holds, for Python, Rust, JavaScript, TypeScript
+//! (and TSX), Go, Java, C and C++:
+//! - files (path, language, git blob id, size, parse status);
+//! - symbols: a stable descriptor id (`path#Container.name:kind`), kind,
+//!   name, qualified name, span, enclosing symbol, signature line, doc
+//!   comment, and whether it is a test by its ecosystem's convention;
+//! - occurrences of names with their role (definition, reference, import,
+//!   write, read, test) — the `occurrences` view;
+//! - edges `calls`, `inherits`, `imports` (and `contains` through each
+//!   symbol's parent), each `exact` (resolved through scope, receiver or
+//!   import), `unique` (one definition has the name) or `ambiguous` (an
+//!   edge to each of k candidates, never one picked silently); `covers`
+//!   is the view of a test's calls, and [`Index::tests_for`] follows them
+//!   deeper;
+//! - statements of every function and their intra-procedural def→use
+//!   links by variable (off with [`IndexOptions::flow`]).
+//!
+//! Extraction is tree-sitter queries kept as data in `queries/<lang>/`,
+//! plus the tables in [`Lang`] for def-use. Updates are incremental:
+//! unchanged files are not parsed, a changed file is re-parsed alone and
+//! only names whose definitions changed are resolved again; an interrupted
+//! update is repaired by the next one and queries refuse to answer from it
+//! meanwhile.
 //!
 //! What it never does: spawn a process, touch the network, or print.
 //!
@@ -22,13 +32,15 @@
 //! use forq_graph::{Index, SymbolFilter};
 //!
 //! let repo = tempfile::tempdir().unwrap();
-//! std::fs::write(repo.path().join("calc.py"), "class Calc:\n    def add(self, a, b):\n        return a + b\n").unwrap();
+//! std::fs::write(repo.path().join("calc.py"), "class Calc:\n    def add(self, a, b):\n        return a + b\n\n    def twice(self, a):\n        return self.add(a, a)\n").unwrap();
 //! let mut index = Index::open(&repo.path().join("graph.db"), repo.path()).unwrap();
 //! let report = index.update().unwrap();
 //! assert_eq!(report.parsed, 1);
-//! let found = index.symbols(&SymbolFilter::default().name("add")).unwrap();
-//! assert_eq!(found[0].qualname, "Calc.add");
-//! assert_eq!((found[0].line, found[0].end_line), (2, 3));
+//! let add = index.find_symbol("Calc.add").unwrap();
+//! assert_eq!((add.line, add.end_line), (2, 3));
+//! let callers = index.callers(&add.id, 1).unwrap();
+//! assert_eq!(callers.items[0].caller, "calc.py#Calc.twice:method");
+//! assert_eq!(callers.items[0].confidence, forq_graph::Confidence::Exact); // through `self`
 //! assert_eq!(index.update().unwrap().parsed, 0); // nothing changed, nothing parsed
 //! ```
 #![deny(missing_docs)]
@@ -37,9 +49,17 @@ mod error;
 mod extract;
 mod index;
 mod lang;
+mod map;
+mod query;
+mod resolve;
 mod store;
 
 pub use error::{Error, Result};
-pub use index::{CallEdge, Confidence, Index, IndexReport, Stats, MAX_FANOUT, MAX_FILE_BYTES};
-pub use lang::Lang;
+pub use index::{Index, IndexOptions, IndexReport, Stats, MAX_FILE_BYTES};
+pub use lang::{Lang, QueryKind};
+pub use map::{MapEntry, RepoMap, CHARS_PER_TOKEN};
+pub use query::{
+    Bounded, CallEdge, Confidence, Covering, Dependent, LineText, StatementInfo, UseSite, VarLinks, MAX_FANOUT,
+    MAX_ROWS,
+};
 pub use store::{Symbol, SymbolFilter};

@@ -1,3 +1,4 @@
-; Call sites in Java: method invocations and constructors.
-(method_invocation name: (identifier) @callee) @call
+; Call sites in Java: method invocations (@receiver the object or class) and `new`.
+(method_invocation !object name: (identifier) @callee) @call
+(method_invocation object: (_) @receiver name: (identifier) @callee) @call
 (object_creation_expression type: (type_identifier) @callee) @call

@@ -3,7 +3,7 @@
 
 #![allow(clippy::unwrap_used)] // tests fail loudly
 
-use forq_graph::{Index, Lang, SymbolFilter};
+use forq_graph::{Index, Lang, QueryKind, SymbolFilter};
 
 /// Indexes `files` (path, content) and compares every symbol, rendered as
 /// `kind qualname lines [parent]`, with `expect`, one per line.
@@ -44,8 +44,11 @@ fn check(files: &[(&str, &str)], expect: &str) {
 #[test]
 fn every_bundled_query_compiles() {
     for lang in Lang::ALL {
-        lang.defs_query().unwrap_or_else(|e| panic!("{e}"));
-        lang.calls_query().unwrap_or_else(|e| panic!("{e}"));
+        for kind in QueryKind::ALL {
+            let compiled = lang.query(kind).unwrap_or_else(|e| panic!("{e}"));
+            let required = matches!(kind, QueryKind::Defs | QueryKind::Calls | QueryKind::Imports);
+            assert!(compiled.is_some() || !required, "{lang:?} lacks {kind:?}");
+        }
     }
 }
 
@@ -278,6 +281,7 @@ fn edges(list: &[forq_graph::CallEdge]) -> Vec<String> {
     list.iter()
         .map(|e| {
             let conf = match e.confidence {
+                forq_graph::Confidence::Exact => "exact".to_owned(),
                 forq_graph::Confidence::Unique => "unique".to_owned(),
                 forq_graph::Confidence::Ambiguous { candidates } => {
                     format!("ambiguous({candidates})")
@@ -297,45 +301,50 @@ fn callers_and_callees_walk_calls_by_name_and_keep_every_candidate() {
     let repo = tempfile::tempdir().unwrap();
     std::fs::write(
         repo.path().join("app.py"),
-        "def parse(text):\n    return clean(text)\n\ndef clean(text):\n    return text.strip()\n\ndef main():\n    data = parse(read())\n    save(data)\n\nclass Db:\n    def save(self, d):\n        pass\n\nclass File:\n    def save(self, d):\n        pass\n\nmain()\n",
+        "from util import clean\n\ndef parse(text):\n    return clean(text)\n\ndef main(db):\n    data = parse(read())\n    db.save(data)\n\nclass Db:\n    def save(self, d):\n        pass\n\nclass File:\n    def save(self, d):\n        pass\n\nmain()\n",
+    )
+    .unwrap();
+    std::fs::write(
+        repo.path().join("util.py"),
+        "def clean(text):\n    return text.strip()\n",
     )
     .unwrap();
     let mut index = Index::open(&repo.path().join("g.db"), repo.path()).unwrap();
     index.update().unwrap();
     assert_eq!(
-        edges(&index.callees("app.py#main:function", 2).unwrap()),
+        edges(&index.callees("app.py#main:function", 2).unwrap().items),
         [
-            "1 app.py#main:function -> app.py#parse:function @8 unique",
-            "1 app.py#main:function -> app.py#Db.save:method @9 ambiguous(2)",
-            "1 app.py#main:function -> app.py#File.save:method @9 ambiguous(2)",
-            "2 app.py#parse:function -> app.py#clean:function @2 unique",
+            "1 app.py#main:function -> app.py#parse:function @7 exact",
+            "1 app.py#main:function -> app.py#Db.save:method @8 ambiguous(2)",
+            "1 app.py#main:function -> app.py#File.save:method @8 ambiguous(2)",
+            "2 app.py#parse:function -> util.py#clean:function @4 exact",
         ]
     );
     assert_eq!(
-        edges(&index.callers("app.py#clean:function", 3).unwrap()),
+        edges(&index.callers("util.py#clean:function", 3).unwrap().items),
         [
-            "1 app.py#parse:function -> app.py#clean:function @2 unique",
-            "2 app.py#main:function -> app.py#parse:function @8 unique",
+            "1 app.py#parse:function -> util.py#clean:function @4 exact",
+            "2 app.py#main:function -> app.py#parse:function @7 exact",
         ]
     );
     // Depth 1 stops at direct calls; a name nobody defines (read) has no edge.
-    assert_eq!(index.callees("app.py#main:function", 1).unwrap().len(), 3);
+    assert_eq!(index.callees("app.py#main:function", 1).unwrap().items.len(), 3);
 
     // The shortest call chain, and none where there is none.
     let chain = index
-        .path("app.py#main:function", "app.py#clean:function", 5)
+        .path("app.py#main:function", "util.py#clean:function", 5)
         .unwrap()
         .unwrap();
     assert_eq!(
         edges(&chain),
         [
-            "1 app.py#main:function -> app.py#parse:function @8 unique",
-            "2 app.py#parse:function -> app.py#clean:function @2 unique",
+            "1 app.py#main:function -> app.py#parse:function @7 exact",
+            "2 app.py#parse:function -> util.py#clean:function @4 exact",
         ]
     );
     assert_eq!(
         index
-            .path("app.py#clean:function", "app.py#main:function", 5)
+            .path("util.py#clean:function", "app.py#main:function", 5)
             .unwrap(),
         None
     );
@@ -343,8 +352,8 @@ fn callers_and_callees_walk_calls_by_name_and_keep_every_candidate() {
     let stats = index.stats().unwrap();
     // Calls: clean, strip, parse, read, save, and the top-level main().
     assert_eq!(
-        (stats.files, stats.symbols, stats.calls),
-        (1, 7, 6),
+        (stats.files, stats.symbols, stats.references, stats.imports),
+        (2, 7, 6, 1),
         "{stats:?}"
     );
     assert_eq!(stats.symbols_by_kind.get("method"), Some(&2));

@@ -1,0 +1,148 @@
+//! References a file makes: call sites (with the receiver they go
+//! through), base classes and implemented traits, and imports.
+
+use super::{enclosing, for_each_match, line_of, text, Queries, Span};
+use crate::store::Symbol;
+
+/// Longest receiver text kept.
+const RECEIVER_CHARS: usize = 100;
+
+/// What a reference is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RefKind {
+    /// A call of `name`.
+    Call,
+    /// `name` is a base class or an implemented trait/interface of `scope`.
+    Base,
+}
+
+impl RefKind {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            RefKind::Call => "call",
+            RefKind::Base => "base",
+        }
+    }
+}
+
+/// A name used by the code, to be resolved to definitions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Ref {
+    pub(crate) kind: RefKind,
+    /// The innermost enclosing definition's id; `None` at top level. For a
+    /// base, the type that inherits.
+    pub(crate) scope: Option<String>,
+    pub(crate) name: String,
+    /// The expression the call goes through (`self`, `os.path`, `Foo`), as
+    /// written.
+    pub(crate) receiver: Option<String>,
+    pub(crate) line: u32,
+    pub(crate) col: u32,
+}
+
+/// An import: `module` as written, the `name` taken from it (`None` for the
+/// module itself), and the `local` name it is bound to (`None` when it
+/// binds nothing, as a C `#include`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Import {
+    pub(crate) scope: Option<String>,
+    pub(crate) module: String,
+    pub(crate) name: Option<String>,
+    pub(crate) local: Option<String>,
+    pub(crate) line: u32,
+    pub(crate) col: u32,
+    /// Start byte of the import statement (for the def-use analysis).
+    pub(crate) stmt_start: usize,
+}
+
+/// Calls and bases of a file.
+pub(super) fn references(
+    queries: &Queries,
+    tree: &tree_sitter::Tree,
+    source: &[u8],
+    symbols: &[Symbol],
+    spans: &[Span],
+) -> Vec<Ref> {
+    let mut out = Vec::new();
+    for_each_match(&queries.calls, tree, source, |caps| {
+        let Some(&(_, callee)) = caps.iter().find(|(c, _)| *c == "callee") else {
+            return;
+        };
+        let receiver = caps
+            .iter()
+            .find(|(c, _)| *c == "receiver")
+            .map(|&(_, n)| text(n, source).chars().take(RECEIVER_CHARS).collect());
+        let at = callee.start_byte();
+        out.push(Ref {
+            kind: RefKind::Call,
+            scope: enclosing(spans, at).map(|i| symbols[i].id.clone()),
+            name: text(callee, source).to_owned(),
+            receiver,
+            line: line_of(callee),
+            col: callee.start_position().column as u32 + 1,
+        });
+    });
+    if let Some(bases) = &queries.bases {
+        for_each_match(bases, tree, source, |caps| {
+            let get = |name: &str| caps.iter().find(|(c, _)| *c == name).map(|&(_, n)| n);
+            let (Some(def), Some(base)) = (get("def"), get("base")) else {
+                return;
+            };
+            // The type is the definition that starts where the match does
+            // (for a Go `type X struct`, the one whose span holds it).
+            let owner = spans
+                .iter()
+                .position(|&(s, _)| s == def.start_byte())
+                .or_else(|| enclosing(spans, base.start_byte()));
+            out.push(Ref {
+                kind: RefKind::Base,
+                scope: owner.map(|i| symbols[i].id.clone()),
+                name: text(base, source).to_owned(),
+                receiver: None,
+                line: line_of(base),
+                col: base.start_position().column as u32 + 1,
+            });
+        });
+    }
+    out
+}
+
+/// Imports of a file.
+pub(super) fn imports(
+    queries: &Queries,
+    tree: &tree_sitter::Tree,
+    source: &[u8],
+    symbols: &[Symbol],
+    spans: &[Span],
+) -> Vec<Import> {
+    let mut out = Vec::new();
+    for_each_match(&queries.imports, tree, source, |caps| {
+        let get = |name: &str| caps.iter().find(|(c, _)| *c == name).map(|&(_, n)| n);
+        let (Some(stmt), Some(module)) = (get("import"), get("module")) else {
+            return;
+        };
+        let module_text = text(module, source).trim().to_owned();
+        let name = get("name").map(|n| text(n, source).to_owned());
+        let local = match (get("alias"), &name) {
+            (Some(alias), _) => Some(text(alias, source).to_owned()),
+            (None, Some(name)) => Some(name.rsplit(['.', ':']).next().unwrap_or(name).to_owned()),
+            // `import os.path` binds `os`; a Go import binds the last
+            // segment of its path; an include binds nothing.
+            (None, None) => match queries.lang {
+                crate::lang::Lang::Python => module_text.split('.').next().map(str::to_owned),
+                crate::lang::Lang::Go => module_text.rsplit('/').next().map(str::to_owned),
+                _ => None,
+            },
+        };
+        out.push(Import {
+            scope: enclosing(spans, stmt.start_byte()).map(|i| symbols[i].id.clone()),
+            module: module_text,
+            name,
+            local,
+            line: line_of(stmt),
+            col: stmt.start_position().column as u32 + 1,
+            stmt_start: stmt.start_byte(),
+        });
+    });
+    out
+}

@@ -1,0 +1,555 @@
+//! The questions an agent asks of the graph. Every answer is bounded: a
+//! row cap, a truncation flag, and a hint saying how to narrow.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+
+use rusqlite::params;
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+use crate::index::Index;
+use crate::store::{row_symbol, Symbol, SYMBOL_COLUMNS};
+
+/// Edges followed from one node at most, per step of a walk.
+pub const MAX_FANOUT: usize = 64;
+/// Rows an answer holds at most.
+pub const MAX_ROWS: usize = 200;
+
+/// A bounded answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct Bounded<T> {
+    /// The rows, best first.
+    pub items: Vec<T>,
+    /// Whether rows were left out (by the row cap or a fan-out cap).
+    pub truncated: bool,
+    /// How to narrow the question when truncated.
+    pub hint: Option<String>,
+}
+
+impl<T> Bounded<T> {
+    fn new(mut items: Vec<T>, capped: bool, hint: &str) -> Bounded<T> {
+        let truncated = capped || items.len() > MAX_ROWS;
+        items.truncate(MAX_ROWS);
+        Bounded {
+            items,
+            truncated,
+            hint: truncated.then(|| hint.to_owned()),
+        }
+    }
+}
+
+/// How sure the graph is of an edge.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+#[non_exhaustive]
+pub enum Confidence {
+    /// Resolved through scope, receiver or import.
+    Exact,
+    /// Only one definition in the repository has the name.
+    Unique,
+    /// `candidates` definitions have it; an edge goes to each, none is
+    /// picked silently.
+    Ambiguous {
+        /// How many.
+        candidates: usize,
+    },
+}
+
+impl Confidence {
+    fn from_row(confidence: &str, candidates: usize) -> Confidence {
+        match confidence {
+            "exact" => Confidence::Exact,
+            "unique" => Confidence::Unique,
+            _ => Confidence::Ambiguous { candidates },
+        }
+    }
+}
+
+/// An edge of the graph: a call, an inheritance or an import.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct CallEdge {
+    /// The calling definition's id (a file path for top-level code).
+    pub caller: String,
+    /// The called definition's id.
+    pub callee: String,
+    /// The file of the call.
+    pub file: String,
+    /// Its 1-based line.
+    pub line: u32,
+    /// How sure the edge is.
+    pub confidence: Confidence,
+    /// 1 for a direct call, 2 for a call of a call, ...
+    pub depth: u32,
+}
+
+/// Something that depends on a symbol.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct Dependent {
+    /// Its id (a file path for a file's top-level code or an import).
+    pub id: String,
+    /// `calls`, `inherits` or `imports`: how it depends on the one before.
+    pub via: String,
+    /// Steps from the symbol asked about.
+    pub depth: u32,
+    /// The weakest confidence along the way.
+    pub confidence: Confidence,
+}
+
+/// A test that reaches a symbol through calls.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct Covering {
+    /// The test's id.
+    pub test: String,
+    /// Its file.
+    pub file: String,
+    /// Its first line.
+    pub line: u32,
+    /// Calls from the test to the symbol.
+    pub depth: u32,
+    /// The weakest confidence along the way.
+    pub confidence: Confidence,
+}
+
+/// A statement with its def-use links.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct StatementInfo {
+    /// The file.
+    pub file: String,
+    /// First line, 1-based.
+    pub line: u32,
+    /// Last line.
+    pub end_line: u32,
+    /// The syntax node kind (`signature` for a function's parameters).
+    pub kind: String,
+    /// The text, whitespace collapsed, cut to 200 characters.
+    pub text: String,
+    /// The enclosing function's id.
+    pub scope: Option<String>,
+    /// Variables it reads, each with the statements that may have defined
+    /// the value read.
+    pub reads: Vec<VarLinks>,
+    /// Variables it writes, each with the statements that may read the
+    /// value written.
+    pub writes: Vec<VarLinks>,
+}
+
+/// A variable and the lines at the other end of its def-use links.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct VarLinks {
+    /// The variable.
+    pub name: String,
+    /// Lines of the linked statements, with their text.
+    pub links: Vec<LineText>,
+}
+
+/// A line and its statement's text.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct LineText {
+    /// 1-based line.
+    pub line: u32,
+    /// The statement's text.
+    pub text: String,
+}
+
+/// A statement that reads a name.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct UseSite {
+    /// The file.
+    pub file: String,
+    /// The line of the read.
+    pub line: u32,
+    /// The column, 1-based.
+    pub col: u32,
+    /// The statement's text.
+    pub text: String,
+    /// The enclosing function's id.
+    pub scope: Option<String>,
+    /// In the function holding the `--file`/`--line` asked about.
+    pub same_function: bool,
+}
+
+/// What a walk step yields: the far node, the edge kind, confidence.
+struct Step {
+    far: String,
+    edge: CallEdge,
+    via: String,
+}
+
+fn weakest(a: Confidence, b: Confidence) -> Confidence {
+    let rank = |c: &Confidence| match c {
+        Confidence::Exact => 0,
+        Confidence::Unique => 1,
+        Confidence::Ambiguous { candidates } => 1 + *candidates,
+    };
+    if rank(&a) >= rank(&b) {
+        a
+    } else {
+        b
+    }
+}
+
+impl Index {
+    /// The one symbol a user's argument names: a descriptor id, a
+    /// qualified name, a bare name, or `file:line` (the innermost
+    /// definition there). Several matches are refused with the candidates.
+    pub fn find_symbol(&self, query: &str) -> Result<Symbol> {
+        if let Some(s) = self.store.symbol(query)? {
+            return Ok(s);
+        }
+        if let Some((file, line)) = query.rsplit_once(':').and_then(|(f, l)| Some((f, l.parse::<u32>().ok()?))) {
+            let sql = format!(
+                "SELECT {SYMBOL_COLUMNS} FROM symbols WHERE file = ?1 AND line <= ?2 AND end_line >= ?2
+                 ORDER BY line DESC, end_line ASC LIMIT 1"
+            );
+            let found = self
+                .store
+                .conn
+                .prepare_cached(&sql)
+                .and_then(|mut s| s.query_map(params![file, line], row_symbol)?.collect::<rusqlite::Result<Vec<_>>>())
+                .map_err(self.store.db())?;
+            return found.into_iter().next().ok_or_else(|| Error::NoSuchSymbol {
+                query: query.to_owned(),
+            });
+        }
+        let mut found = self.store.symbols_where("qualname = ?1", query)?;
+        if found.is_empty() {
+            found = self.store.symbols_where("name = ?1", query)?;
+        }
+        match found.len() {
+            0 => Err(Error::NoSuchSymbol {
+                query: query.to_owned(),
+            }),
+            1 => Ok(found.remove(0)),
+            _ => Err(Error::AmbiguousSymbol {
+                query: query.to_owned(),
+                candidates: found.into_iter().take(20).map(|s| s.id).collect(),
+            }),
+        }
+    }
+
+    fn edges(&self, column: &str, node: &str, kinds: &str) -> Result<Vec<Step>> {
+        let (near, far) = if column == "src" { ("src", "dst") } else { ("dst", "src") };
+        let sql = format!(
+            "SELECT src, dst, file, line, confidence, candidates, kind FROM edges
+             WHERE {near} = ?1 AND kind IN ({kinds}) ORDER BY (confidence = 'ambiguous'), file, line, {far}"
+        );
+        let mut stmt = self.store.conn.prepare_cached(&sql).map_err(self.store.db())?;
+        let rows = stmt
+            .query_map([node], |r| {
+                let src: String = r.get(0)?;
+                let dst: String = r.get(1)?;
+                let conf: String = r.get(4)?;
+                let candidates: i64 = r.get(5)?;
+                Ok(Step {
+                    far: if column == "src" { dst.clone() } else { src.clone() },
+                    edge: CallEdge {
+                        caller: src,
+                        callee: dst,
+                        file: r.get(2)?,
+                        line: r.get(3)?,
+                        confidence: Confidence::from_row(&conf, candidates as usize),
+                        depth: 0,
+                    },
+                    via: r.get(6)?,
+                })
+            })
+            .map_err(self.store.db())?;
+        rows.collect::<rusqlite::Result<_>>().map_err(self.store.db())
+    }
+
+    /// Breadth-first walk; each node expanded once, at most `MAX_FANOUT`
+    /// edges per node. Returns the steps with their depth, and whether a
+    /// cap cut anything.
+    fn walk(&self, start: &str, depth: u32, step: impl Fn(&str) -> Result<Vec<Step>>) -> Result<(Vec<(u32, Step)>, bool)> {
+        let mut out = Vec::new();
+        let mut capped = false;
+        let mut seen = HashSet::from([start.to_owned()]);
+        let mut frontier = vec![start.to_owned()];
+        for level in 1..=depth {
+            let mut next = Vec::new();
+            for node in &frontier {
+                let steps = step(node)?;
+                capped |= steps.len() > MAX_FANOUT;
+                for mut s in steps.into_iter().take(MAX_FANOUT) {
+                    s.edge.depth = level;
+                    if seen.insert(s.far.clone()) {
+                        next.push(s.far.clone());
+                    }
+                    out.push((level, s));
+                }
+                if out.len() > MAX_ROWS {
+                    return Ok((out, true));
+                }
+            }
+            if next.is_empty() {
+                break;
+            }
+            frontier = next;
+        }
+        Ok((out, capped))
+    }
+
+    /// What `id` calls, breadth first to `depth` levels, with the
+    /// confidence of each edge.
+    pub fn callees(&self, id: &str, depth: u32) -> Result<Bounded<CallEdge>> {
+        self.check_complete()?;
+        let (steps, capped) = self.walk(id, depth, |n| self.edges("src", n, "'calls'"))?;
+        Ok(Bounded::new(steps.into_iter().map(|(_, s)| s.edge).collect(), capped, "lower --depth"))
+    }
+
+    /// What calls `id`, breadth first to `depth` levels.
+    pub fn callers(&self, id: &str, depth: u32) -> Result<Bounded<CallEdge>> {
+        self.check_complete()?;
+        let (steps, capped) = self.walk(id, depth, |n| self.edges("dst", n, "'calls'"))?;
+        Ok(Bounded::new(steps.into_iter().map(|(_, s)| s.edge).collect(), capped, "lower --depth"))
+    }
+
+    /// The shortest chain of calls from `from` to `to`, at most
+    /// `max_depth` calls long; `None` when there is none.
+    pub fn path(&self, from: &str, to: &str, max_depth: u32) -> Result<Option<Vec<CallEdge>>> {
+        self.check_complete()?;
+        let mut came_by: HashMap<String, CallEdge> = HashMap::new();
+        let mut frontier = vec![from.to_owned()];
+        let mut seen = BTreeSet::from([from.to_owned()]);
+        for level in 1..=max_depth {
+            let mut next = Vec::new();
+            for node in &frontier {
+                for mut s in self.edges("src", node, "'calls'")?.into_iter().take(MAX_FANOUT) {
+                    s.edge.depth = level;
+                    if !seen.insert(s.far.clone()) {
+                        continue;
+                    }
+                    came_by.insert(s.far.clone(), s.edge);
+                    if s.far == to {
+                        let mut chain = Vec::new();
+                        let mut at = s.far;
+                        while let Some(edge) = came_by.remove(&at) {
+                            at = edge.caller.clone();
+                            chain.push(edge);
+                        }
+                        chain.reverse();
+                        return Ok(Some(chain));
+                    }
+                    next.push(s.far);
+                }
+            }
+            if next.is_empty() {
+                break;
+            }
+            frontier = next;
+        }
+        Ok(None)
+    }
+
+    /// What transitively depends on `id`: its callers, subclasses and
+    /// importers, and theirs, to `depth` steps, nearest first.
+    pub fn affected_by(&self, id: &str, depth: u32) -> Result<Bounded<Dependent>> {
+        self.check_complete()?;
+        let mut confidence: HashMap<String, Confidence> = HashMap::from([(id.to_owned(), Confidence::Exact)]);
+        let (steps, capped) = self.walk(id, depth, |n| self.edges("dst", n, "'calls', 'inherits', 'imports'"))?;
+        let mut out = Vec::new();
+        let mut listed = HashSet::new();
+        for (level, s) in steps {
+            let before = confidence.get(&s.edge.callee).copied().unwrap_or(Confidence::Exact);
+            let c = weakest(before, s.edge.confidence);
+            confidence.entry(s.far.clone()).or_insert(c);
+            if listed.insert(s.far.clone()) {
+                out.push(Dependent {
+                    id: s.far,
+                    via: s.via,
+                    depth: level,
+                    confidence: c,
+                });
+            }
+        }
+        Ok(Bounded::new(out, capped, "lower --depth"))
+    }
+
+    /// Tests that reach `id` through calls (at most `depth` calls away),
+    /// nearest first, then most confident.
+    pub fn tests_for(&self, id: &str, depth: u32) -> Result<Bounded<Covering>> {
+        self.check_complete()?;
+        let mut confidence: HashMap<String, Confidence> = HashMap::from([(id.to_owned(), Confidence::Exact)]);
+        let (steps, capped) = self.walk(id, depth, |n| self.edges("dst", n, "'calls'"))?;
+        let mut out = Vec::new();
+        let mut listed = HashSet::new();
+        for (level, s) in steps {
+            let before = confidence.get(&s.edge.callee).copied().unwrap_or(Confidence::Exact);
+            let c = weakest(before, s.edge.confidence);
+            confidence.entry(s.far.clone()).or_insert(c);
+            if !listed.insert(s.far.clone()) {
+                continue;
+            }
+            if let Some(sym) = self.store.symbol(&s.far)?.filter(|t| t.test) {
+                out.push(Covering {
+                    test: sym.id,
+                    file: sym.file,
+                    line: sym.line,
+                    depth: level,
+                    confidence: c,
+                });
+            }
+        }
+        out.sort_by_key(|c| (c.depth, !matches!(c.confidence, Confidence::Exact)));
+        Ok(Bounded::new(out, capped, "lower --depth"))
+    }
+
+    /// Statements within `radius` lines of `file:line`, with their def-use
+    /// links: what defined the values used there, and what uses the values
+    /// defined there.
+    pub fn statements(&self, file: &str, line: u32, radius: u32) -> Result<Bounded<StatementInfo>> {
+        self.check_complete()?;
+        self.known_file(file)?;
+        let db = self.store.db();
+        let conn = &self.store.conn;
+        let mut stmt = conn
+            .prepare_cached(
+                "SELECT id, line, end_line, kind, text, scope FROM statements
+                 WHERE file = ?1 AND line <= ?3 AND end_line >= ?2 ORDER BY line, id",
+            )
+            .map_err(&db)?;
+        let rows: Vec<(i64, u32, u32, String, String, Option<String>)> = stmt
+            .query_map(
+                params![file, line.saturating_sub(radius), line + radius],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)),
+            )
+            .map_err(&db)?
+            .collect::<rusqlite::Result<_>>()
+            .map_err(&db)?;
+        // A compound statement that encloses the window (a whole function
+        // body) says little: keep statements that start in the window, and
+        // the innermost one holding `line`.
+        let innermost = rows
+            .iter()
+            .filter(|r| r.1 <= line && r.2 >= line)
+            .min_by_key(|r| r.2 - r.1)
+            .map(|r| r.0);
+        let lo = line.saturating_sub(radius);
+        let mut out = Vec::new();
+        for (id, l, end, kind, text, scope) in rows {
+            if l < lo && Some(id) != innermost {
+                continue;
+            }
+            out.push(StatementInfo {
+                file: file.to_owned(),
+                line: l,
+                end_line: end,
+                kind,
+                text,
+                scope,
+                reads: self.links(id, "use", "def")?,
+                writes: self.links(id, "def", "use")?,
+            });
+        }
+        Ok(Bounded::new(out, false, "lower --radius"))
+    }
+
+    fn links(&self, stmt: i64, this_end: &str, other_end: &str) -> Result<Vec<VarLinks>> {
+        let sql = format!(
+            "SELECT d.name, s.line, s.text FROM defuse d JOIN statements s ON s.id = d.{other_end}
+             WHERE d.{this_end} = ?1 ORDER BY d.name, s.line LIMIT 200"
+        );
+        let db = self.store.db();
+        let mut q = self.store.conn.prepare_cached(&sql).map_err(&db)?;
+        let rows: Vec<(String, u32, String)> = q
+            .query_map([stmt], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .map_err(&db)?
+            .collect::<rusqlite::Result<_>>()
+            .map_err(&db)?;
+        let mut out: Vec<VarLinks> = Vec::new();
+        for (name, line, text) in rows {
+            if out.last().is_none_or(|v| v.name != name) {
+                out.push(VarLinks { name: name.clone(), links: Vec::new() });
+            }
+            if let Some(v) = out.last_mut() {
+                v.links.push(LineText { line, text });
+            }
+        }
+        Ok(out)
+    }
+
+    fn known_file(&self, file: &str) -> Result<()> {
+        let n: i64 = self
+            .store
+            .conn
+            .query_row("SELECT COUNT(*) FROM files WHERE path = ?1", [file], |r| r.get(0))
+            .map_err(self.store.db())?;
+        if n == 0 {
+            return Err(Error::NoSuchFile { file: file.to_owned() });
+        }
+        Ok(())
+    }
+
+    /// Statements that read `name`; with `file` (and `line`), those in the
+    /// function holding that line come first, then the rest of the file,
+    /// then other files.
+    pub fn uses(&self, name: &str, file: Option<&str>, line: Option<u32>) -> Result<Bounded<UseSite>> {
+        self.check_complete()?;
+        if let Some(f) = file {
+            self.known_file(f)?;
+        }
+        let scope: Option<String> = match (file, line) {
+            (Some(f), Some(l)) => self
+                .store
+                .conn
+                .query_row(
+                    "SELECT id FROM symbols WHERE file = ?1 AND line <= ?2 AND end_line >= ?2
+                     AND kind IN ('function', 'method', 'test') ORDER BY line DESC LIMIT 1",
+                    params![f, l],
+                    |r| r.get(0),
+                )
+                .ok(),
+            _ => None,
+        };
+        let db = self.store.db();
+        let mut stmt = self
+            .store
+            .conn
+            .prepare_cached(
+                "SELECT v.file, v.line, v.col, s.text, s.scope FROM vars v JOIN statements s ON s.id = v.stmt
+                 WHERE v.name = ?1 AND NOT v.write
+                 ORDER BY (s.scope IS NOT ?2), (v.file IS NOT ?3), v.file, v.line LIMIT ?4",
+            )
+            .map_err(&db)?;
+        let rows: Vec<UseSite> = stmt
+            .query_map(params![name, scope, file, (MAX_ROWS + 1) as i64], |r| {
+                let scope_of: Option<String> = r.get(4)?;
+                Ok(UseSite {
+                    file: r.get(0)?,
+                    line: r.get(1)?,
+                    col: r.get(2)?,
+                    text: r.get(3)?,
+                    same_function: scope.is_some() && scope_of == scope,
+                    scope: scope_of,
+                })
+            })
+            .map_err(&db)?
+            .collect::<rusqlite::Result<_>>()
+            .map_err(&db)?;
+        Ok(Bounded::new(rows, false, "pass --file and --line to rank, or a rarer name"))
+    }
+
+    /// Ids of the symbols and files one step from `node` along any edge,
+    /// both directions (for the repo map).
+    pub(crate) fn all_edges(&self) -> Result<Vec<(String, String, String)>> {
+        let db = self.store.db();
+        let mut stmt = self
+            .store
+            .conn
+            .prepare("SELECT src, dst, confidence FROM edges")
+            .map_err(&db)?;
+        let rows = stmt
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .map_err(&db)?;
+        rows.collect::<rusqlite::Result<_>>().map_err(db)
+    }
+}
+

@@ -1,0 +1,797 @@
+//! Name resolution: turns the references and imports of files into edges
+//! (`calls`, `inherits`, `imports`), each with a confidence.
+//!
+//! In order, a call resolves through: its receiver (`self`/`this` to the
+//! enclosing type and its bases; an imported module alias to that
+//! module's top level; a type name to that type's methods), then an import
+//! of the called name, then a definition in the same file visible from the
+//! call, and only then the name alone. Through the first three the edge is
+//! `exact` (or `ambiguous` when the scope itself holds twins); by name
+//! alone it is `unique` when one definition has the name and `ambiguous`
+//! otherwise, with an edge to every candidate. A call through an import
+//! of something outside the repository gets no edge at all.
+
+use std::collections::{HashMap, HashSet};
+
+use rusqlite::{Connection, OptionalExtension};
+
+use crate::lang::Lang;
+use crate::store::EdgeRow;
+
+/// Candidates kept for one ambiguous reference.
+pub(crate) const MAX_CANDIDATES: usize = 64;
+
+/// Kinds that are types (have methods, can be inherited from).
+const TYPE_KINDS: [&str; 7] = ["class", "struct", "impl", "trait", "interface", "enum", "type"];
+/// Receivers that mean "this object".
+const SELF_RECEIVERS: [&str; 5] = ["self", "this", "Self", "cls", "super()"];
+
+/// Which references to resolve again.
+#[derive(Debug, Default)]
+pub(crate) struct Dirty {
+    /// Everything (a cold index, or a repair).
+    pub(crate) all: bool,
+    /// Files whose references and imports are all resolved again.
+    pub(crate) files: HashSet<String>,
+    /// Names whose definitions changed: references to them anywhere (and
+    /// through them as receivers) are resolved again.
+    pub(crate) names: HashSet<String>,
+    /// Some type's bases changed: every call through `self`/`this` again.
+    pub(crate) self_calls: bool,
+}
+
+impl Dirty {
+    pub(crate) fn is_empty(&self) -> bool {
+        !self.all && self.files.is_empty() && self.names.is_empty() && !self.self_calls
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Sym {
+    id: String,
+    name: String,
+    kind: String,
+    parent: Option<String>,
+    file: String,
+}
+
+#[derive(Debug, Clone)]
+struct RefRow {
+    id: i64,
+    file: String,
+    kind: String,
+    scope: Option<String>,
+    name: String,
+    receiver: Option<String>,
+    line: u32,
+}
+
+#[derive(Debug, Clone)]
+struct ImportRow {
+    id: i64,
+    file: String,
+    module: String,
+    name: Option<String>,
+    local: Option<String>,
+    line: u32,
+}
+
+/// What an import resolves to.
+enum Target {
+    /// Files of the repository (the module, or `module/name`).
+    Files(Vec<String>),
+    /// Something outside the repository.
+    External,
+    /// Nothing found, but it is not known to be outside (a Rust
+    /// `crate::` path that does not map to a file).
+    Unknown,
+}
+
+struct Resolver<'c> {
+    conn: &'c Connection,
+    langs: HashMap<String, Lang>,
+    by_name: HashMap<String, Vec<Sym>>,
+    by_id: HashMap<String, Option<Sym>>,
+    imports: HashMap<String, Vec<ImportRow>>,
+    bases: HashMap<String, Vec<String>>,
+    preloaded: bool,
+}
+
+/// Re-resolves what `dirty` names, inside the caller's transaction.
+/// Returns the number of edges written.
+pub(crate) fn resolve(conn: &Connection, dirty: &Dirty) -> rusqlite::Result<usize> {
+    if dirty.is_empty() {
+        return Ok(0);
+    }
+    let mut r = Resolver::new(conn, dirty.all)?;
+    let (refs, imports) = r.dirty_rows(dirty)?;
+    if dirty.all {
+        conn.execute("DELETE FROM edges", [])?;
+    } else {
+        let mut del_ref = conn.prepare_cached("DELETE FROM edges WHERE kind IN ('calls', 'inherits') AND origin = ?1")?;
+        for row in &refs {
+            del_ref.execute([row.id])?;
+        }
+        let mut del_imp = conn.prepare_cached("DELETE FROM edges WHERE kind = 'imports' AND origin = ?1")?;
+        for row in &imports {
+            del_imp.execute([row.id])?;
+        }
+    }
+    let mut edges = Vec::new();
+    for row in &refs {
+        r.resolve_ref(row, &mut edges)?;
+    }
+    for row in &imports {
+        r.resolve_import(row, &mut edges)?;
+    }
+    crate::store::Store::write_edges(conn, &edges)?;
+    Ok(edges.len())
+}
+
+fn sym_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Sym> {
+    Ok(Sym {
+        id: r.get(0)?,
+        name: r.get(1)?,
+        kind: r.get(2)?,
+        parent: r.get(3)?,
+        file: r.get(4)?,
+    })
+}
+
+fn ref_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RefRow> {
+    Ok(RefRow {
+        id: r.get(0)?,
+        file: r.get(1)?,
+        kind: r.get(2)?,
+        scope: r.get(3)?,
+        name: r.get(4)?,
+        receiver: r.get(5)?,
+        line: r.get(6)?,
+    })
+}
+
+fn import_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ImportRow> {
+    Ok(ImportRow {
+        id: r.get(0)?,
+        file: r.get(1)?,
+        module: r.get(2)?,
+        name: r.get(3)?,
+        local: r.get(4)?,
+        line: r.get(5)?,
+    })
+}
+
+const SYM_COLUMNS: &str = "SELECT id, name, kind, parent, file FROM symbols";
+const REF_COLUMNS: &str = "SELECT id, file, kind, scope, name, receiver, line FROM refs";
+const IMPORT_COLUMNS: &str = "SELECT id, file, module, name, local, line FROM imports";
+
+impl<'c> Resolver<'c> {
+    fn new(conn: &'c Connection, preload: bool) -> rusqlite::Result<Resolver<'c>> {
+        let mut langs = HashMap::new();
+        {
+            let mut stmt = conn.prepare("SELECT path, lang FROM files WHERE status = 'parsed'")?;
+            let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?;
+            for row in rows {
+                let (path, lang) = row?;
+                if let Some(lang) = Lang::ALL.into_iter().find(|l| l.name() == lang) {
+                    langs.insert(path, lang);
+                }
+            }
+        }
+        let mut r = Resolver {
+            conn,
+            langs,
+            by_name: HashMap::new(),
+            by_id: HashMap::new(),
+            imports: HashMap::new(),
+            bases: HashMap::new(),
+            preloaded: preload,
+        };
+        if preload {
+            let mut stmt = conn.prepare(SYM_COLUMNS)?;
+            for sym in stmt.query_map([], sym_row)? {
+                let sym = sym?;
+                r.by_id.insert(sym.id.clone(), Some(sym.clone()));
+                r.by_name.entry(sym.name.clone()).or_default().push(sym);
+            }
+            let mut stmt = conn.prepare(&format!("{IMPORT_COLUMNS} ORDER BY id"))?;
+            for row in stmt.query_map([], import_row)? {
+                let row = row?;
+                r.imports.entry(row.file.clone()).or_default().push(row);
+            }
+            let mut stmt = conn.prepare("SELECT scope, name FROM refs WHERE kind = 'base' AND scope IS NOT NULL")?;
+            for row in stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))? {
+                let (scope, name) = row?;
+                r.bases.entry(scope).or_default().push(name);
+            }
+        }
+        Ok(r)
+    }
+
+    fn dirty_rows(&mut self, dirty: &Dirty) -> rusqlite::Result<(Vec<RefRow>, Vec<ImportRow>)> {
+        let conn = self.conn;
+        if dirty.all {
+            let refs = conn
+                .prepare(&format!("{REF_COLUMNS} ORDER BY id"))?
+                .query_map([], ref_row)?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            let imports = conn
+                .prepare(&format!("{IMPORT_COLUMNS} ORDER BY id"))?
+                .query_map([], import_row)?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            return Ok((refs, imports));
+        }
+        let mut refs: HashMap<i64, RefRow> = HashMap::new();
+        let mut imports = Vec::new();
+        let collect = |sql: &str, param: &str, refs: &mut HashMap<i64, RefRow>| -> rusqlite::Result<()> {
+            let mut stmt = conn.prepare_cached(sql)?;
+            for row in stmt.query_map([param], ref_row)? {
+                let row = row?;
+                refs.insert(row.id, row);
+            }
+            Ok(())
+        };
+        for file in &dirty.files {
+            collect(&format!("{REF_COLUMNS} WHERE file = ?1"), file, &mut refs)?;
+            imports.extend(self.imports_of(file)?);
+        }
+        for name in &dirty.names {
+            collect(&format!("{REF_COLUMNS} WHERE name = ?1"), name, &mut refs)?;
+            collect(&format!("{REF_COLUMNS} WHERE receiver = ?1"), name, &mut refs)?;
+        }
+        if dirty.self_calls {
+            for receiver in SELF_RECEIVERS {
+                collect(&format!("{REF_COLUMNS} WHERE receiver = ?1"), receiver, &mut refs)?;
+            }
+        }
+        let mut refs: Vec<RefRow> = refs.into_values().collect();
+        refs.sort_by_key(|r| r.id);
+        Ok((refs, imports))
+    }
+
+    fn named(&mut self, name: &str) -> rusqlite::Result<Vec<Sym>> {
+        if let Some(found) = self.by_name.get(name) {
+            return Ok(found.clone());
+        }
+        if self.preloaded {
+            return Ok(Vec::new());
+        }
+        let found = self
+            .conn
+            .prepare_cached(&format!("{SYM_COLUMNS} WHERE name = ?1"))?
+            .query_map([name], sym_row)?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        self.by_name.insert(name.to_owned(), found.clone());
+        Ok(found)
+    }
+
+    fn sym(&mut self, id: &str) -> rusqlite::Result<Option<Sym>> {
+        if let Some(found) = self.by_id.get(id) {
+            return Ok(found.clone());
+        }
+        if self.preloaded {
+            return Ok(None);
+        }
+        let found = self
+            .conn
+            .prepare_cached(&format!("{SYM_COLUMNS} WHERE id = ?1"))?
+            .query_row([id], sym_row)
+            .optional()?;
+        self.by_id.insert(id.to_owned(), found.clone());
+        Ok(found)
+    }
+
+    fn imports_of(&mut self, file: &str) -> rusqlite::Result<Vec<ImportRow>> {
+        if let Some(found) = self.imports.get(file) {
+            return Ok(found.clone());
+        }
+        if self.preloaded {
+            return Ok(Vec::new());
+        }
+        let found = self
+            .conn
+            .prepare_cached(&format!("{IMPORT_COLUMNS} WHERE file = ?1 ORDER BY id"))?
+            .query_map([file], import_row)?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        self.imports.insert(file.to_owned(), found.clone());
+        Ok(found)
+    }
+
+    fn bases_of(&mut self, type_id: &str) -> rusqlite::Result<Vec<String>> {
+        if let Some(found) = self.bases.get(type_id) {
+            return Ok(found.clone());
+        }
+        if self.preloaded {
+            return Ok(Vec::new());
+        }
+        let found = self
+            .conn
+            .prepare_cached("SELECT name FROM refs WHERE kind = 'base' AND scope = ?1")?
+            .query_map([type_id], |r| r.get(0))?
+            .collect::<rusqlite::Result<Vec<String>>>()?;
+        self.bases.insert(type_id.to_owned(), found.clone());
+        Ok(found)
+    }
+
+    /// The chain of enclosing symbols of `scope`, innermost first.
+    fn ancestors(&mut self, scope: Option<&str>) -> rusqlite::Result<Vec<Sym>> {
+        let mut out = Vec::new();
+        let mut at = scope.map(str::to_owned);
+        while let Some(id) = at {
+            let Some(sym) = self.sym(&id)? else { break };
+            at = sym.parent.clone();
+            out.push(sym);
+            if out.len() > 32 {
+                break;
+            }
+        }
+        Ok(out)
+    }
+
+    fn resolve_ref(&mut self, row: &RefRow, out: &mut Vec<EdgeRow>) -> rusqlite::Result<()> {
+        let found = if row.kind == "base" {
+            self.resolve_base(row)?
+        } else {
+            self.resolve_call(row)?
+        };
+        let Some((targets, exact)) = found else {
+            return Ok(());
+        };
+        let k = targets.len();
+        let confidence = match (exact, k) {
+            (_, 0) => return Ok(()),
+            (true, 1) => "exact",
+            (false, 1) => "unique",
+            _ => "ambiguous",
+        };
+        let src = row.scope.clone().unwrap_or_else(|| row.file.clone());
+        for dst in targets.into_iter().take(MAX_CANDIDATES) {
+            out.push(EdgeRow {
+                file: row.file.clone(),
+                origin: row.id,
+                kind: if row.kind == "base" { "inherits" } else { "calls" },
+                src: src.clone(),
+                dst,
+                confidence,
+                candidates: k,
+                line: row.line,
+            });
+        }
+        Ok(())
+    }
+
+    /// Targets of a call, and whether they were found through scope,
+    /// receiver or import (`true`) or by name alone. `None`: no edge.
+    fn resolve_call(&mut self, row: &RefRow) -> rusqlite::Result<Option<(Vec<String>, bool)>> {
+        let name = row.name.as_str();
+        let ancestors = self.ancestors(row.scope.as_deref())?;
+        let receiver = row.receiver.as_deref().map(simple_receiver);
+        if let Some(recv) = receiver {
+            if SELF_RECEIVERS.contains(&recv) {
+                if let Some(owner) = ancestors.iter().find(|s| TYPE_KINDS.contains(&s.kind.as_str())) {
+                    let found = self.methods_of_type(&owner.name, &owner.id, name)?;
+                    if !found.is_empty() {
+                        return Ok(Some((found, true)));
+                    }
+                }
+            } else if let Some(import) = self.import_binding(&row.file, recv)? {
+                return match self.import_target(&row.file, &import)? {
+                    Target::Files(files) => {
+                        let holder = import.name.clone();
+                        let found = self.defined_in(&files, name, holder.as_deref())?;
+                        Ok((!found.is_empty()).then_some((found, true)))
+                    }
+                    Target::External => Ok(None),
+                    Target::Unknown => self.by_name_only(name, true),
+                };
+            } else {
+                let types: Vec<Sym> = self
+                    .named(recv)?
+                    .into_iter()
+                    .filter(|s| TYPE_KINDS.contains(&s.kind.as_str()))
+                    .collect();
+                if !types.is_empty() {
+                    let mut found = Vec::new();
+                    for t in &types {
+                        found.extend(self.methods_of_type(&t.name, &t.id, name)?);
+                    }
+                    found.sort();
+                    found.dedup();
+                    if !found.is_empty() {
+                        return Ok(Some((found, true)));
+                    }
+                }
+            }
+            return self.by_name_only(name, true);
+        }
+        if let Some(import) = self.import_binding(&row.file, name)? {
+            match self.import_target(&row.file, &import)? {
+                Target::Files(files) => {
+                    let wanted = import.name.clone().unwrap_or_else(|| name.to_owned());
+                    let found = self.defined_in(&files, &wanted, None)?;
+                    if !found.is_empty() {
+                        return Ok(Some((found, true)));
+                    }
+                }
+                Target::External => return Ok(None),
+                Target::Unknown => {}
+            }
+        }
+        // Visible in the same file: top level, or in an enclosing scope.
+        let visible: Vec<String> = self
+            .named(name)?
+            .into_iter()
+            .filter(|s| s.file == row.file && callable(&s.kind, false))
+            .filter(|s| match &s.parent {
+                None => true,
+                Some(p) => ancestors.iter().any(|a| &a.id == p),
+            })
+            .map(|s| s.id)
+            .collect();
+        if !visible.is_empty() {
+            return Ok(Some((visible, true)));
+        }
+        self.by_name_only(name, false)
+    }
+
+    fn by_name_only(&mut self, name: &str, has_receiver: bool) -> rusqlite::Result<Option<(Vec<String>, bool)>> {
+        let mut found: Vec<String> = self
+            .named(name)?
+            .into_iter()
+            .filter(|s| callable(&s.kind, has_receiver))
+            .map(|s| s.id)
+            .collect();
+        found.sort();
+        Ok(Some((found, false)))
+    }
+
+    /// Methods called `name` of the type `type_name` (any definition or
+    /// `impl` of that name) or of its bases, three levels up.
+    fn methods_of_type(&mut self, type_name: &str, type_id: &str, name: &str) -> rusqlite::Result<Vec<String>> {
+        let mut types = vec![(type_name.to_owned(), type_id.to_owned())];
+        let mut seen = HashSet::new();
+        for _ in 0..3 {
+            let mut found = Vec::new();
+            for (tname, _) in &types {
+                for m in self.named(name)? {
+                    let Some(parent) = &m.parent else { continue };
+                    if let Some(p) = self.sym(parent)? {
+                        if &p.name == tname && TYPE_KINDS.contains(&p.kind.as_str()) {
+                            found.push(m.id.clone());
+                        }
+                    }
+                }
+            }
+            if !found.is_empty() {
+                found.sort();
+                found.dedup();
+                return Ok(found);
+            }
+            let mut next = Vec::new();
+            for (tname, tid) in &types {
+                if !seen.insert(tname.clone()) {
+                    continue;
+                }
+                let mut ids = vec![tid.clone()];
+                // Every definition of the type (a Rust struct and its impls).
+                ids.extend(
+                    self.named(tname)?
+                        .into_iter()
+                        .filter(|s| TYPE_KINDS.contains(&s.kind.as_str()))
+                        .map(|s| s.id),
+                );
+                for id in ids {
+                    for base in self.bases_of(&id)? {
+                        next.push((base, String::new()));
+                    }
+                }
+            }
+            if next.is_empty() {
+                break;
+            }
+            types = next;
+        }
+        Ok(Vec::new())
+    }
+
+    /// Definitions called `name` in `files`: at top level, or directly in
+    /// a type called `holder` (a Java class imported by name).
+    fn defined_in(&mut self, files: &[String], name: &str, holder: Option<&str>) -> rusqlite::Result<Vec<String>> {
+        let mut out = Vec::new();
+        for s in self.named(name)? {
+            if !files.contains(&s.file) {
+                continue;
+            }
+            let ok = match &s.parent {
+                None => true,
+                Some(p) => match (holder, self.sym(p)?) {
+                    (Some(h), Some(parent)) => parent.name == h && parent.parent.is_none(),
+                    _ => false,
+                },
+            };
+            if ok {
+                out.push(s.id);
+            }
+        }
+        out.sort();
+        Ok(out)
+    }
+
+    /// The import of `file` that binds `local`, if any.
+    fn import_binding(&mut self, file: &str, local: &str) -> rusqlite::Result<Option<ImportRow>> {
+        Ok(self
+            .imports_of(file)?
+            .into_iter()
+            .rev()
+            .find(|i| i.local.as_deref() == Some(local)))
+    }
+
+    fn import_target(&self, file: &str, import: &ImportRow) -> rusqlite::Result<Target> {
+        let Some(&lang) = self.langs.get(file) else {
+            return Ok(Target::Unknown);
+        };
+        Ok(module_files(lang, file, &import.module, import.name.as_deref(), &self.langs))
+    }
+
+    fn resolve_base(&mut self, row: &RefRow) -> rusqlite::Result<Option<(Vec<String>, bool)>> {
+        let name = row.name.as_str();
+        if let Some(import) = self.import_binding(&row.file, name)? {
+            match self.import_target(&row.file, &import)? {
+                Target::Files(files) => {
+                    let wanted = import.name.clone().unwrap_or_else(|| name.to_owned());
+                    let found: Vec<String> = self
+                        .defined_in(&files, &wanted, None)?
+                        .into_iter()
+                        .collect();
+                    if !found.is_empty() {
+                        return Ok(Some((found, true)));
+                    }
+                }
+                Target::External => return Ok(None),
+                Target::Unknown => {}
+            }
+        }
+        let types: Vec<Sym> = self
+            .named(name)?
+            .into_iter()
+            .filter(|s| TYPE_KINDS.contains(&s.kind.as_str()) && s.kind != "impl")
+            .collect();
+        let same_file: Vec<String> = types.iter().filter(|s| s.file == row.file).map(|s| s.id.clone()).collect();
+        if !same_file.is_empty() {
+            return Ok(Some((same_file, true)));
+        }
+        Ok(Some((types.into_iter().map(|s| s.id).collect(), false)))
+    }
+
+    fn resolve_import(&mut self, row: &ImportRow, out: &mut Vec<EdgeRow>) -> rusqlite::Result<()> {
+        let Target::Files(files) = self.import_target(&row.file, row)? else {
+            return Ok(());
+        };
+        let mut dsts = Vec::new();
+        if let Some(name) = &row.name {
+            dsts = self.defined_in(&files, name, None)?;
+        }
+        if dsts.is_empty() {
+            dsts = files;
+        }
+        let k = dsts.len();
+        for dst in dsts.into_iter().take(MAX_CANDIDATES) {
+            out.push(EdgeRow {
+                file: row.file.clone(),
+                origin: row.id,
+                kind: "imports",
+                src: row.file.clone(),
+                dst,
+                confidence: if k == 1 { "exact" } else { "ambiguous" },
+                candidates: k,
+                line: row.line,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Kinds a call can land on: with a receiver, methods and functions (a
+/// module's); without, functions, types (constructors) and macros.
+fn callable(kind: &str, has_receiver: bool) -> bool {
+    if has_receiver {
+        matches!(kind, "method" | "function")
+    } else {
+        matches!(kind, "function" | "class" | "struct" | "macro")
+    }
+}
+
+/// The last simple name of a receiver expression: `self` for `self`,
+/// `path` for `os.path`, `Foo` for `crate::x::Foo`.
+fn simple_receiver(receiver: &str) -> &str {
+    let r = receiver.trim();
+    if r == "super()" {
+        return r;
+    }
+    r.rsplit(['.', ':', '>']).next().unwrap_or(r).trim()
+}
+
+/// The repository files an import names.
+fn module_files(lang: Lang, from: &str, module: &str, name: Option<&str>, langs: &HashMap<String, Lang>) -> Target {
+    let dir = from.rsplit_once('/').map_or("", |(d, _)| d);
+    let exists = |p: &str| langs.contains_key(p);
+    let with_suffix = |suffixes: &[String]| -> Vec<String> {
+        let mut found: Vec<String> = langs
+            .keys()
+            .filter(|p| suffixes.iter().any(|s| *p == s || p.ends_with(&format!("/{s}"))))
+            .cloned()
+            .collect();
+        found.sort();
+        found
+    };
+    let files = |found: Vec<String>| {
+        if found.is_empty() {
+            Target::External
+        } else {
+            Target::Files(found)
+        }
+    };
+    match lang {
+        Lang::Python => {
+            let dots = module.chars().take_while(|&c| c == '.').count();
+            let rest: Vec<&str> = module[dots..].split('.').filter(|s| !s.is_empty()).collect();
+            let candidates = |segments: &[&str]| -> Vec<String> {
+                let joined = segments.join("/");
+                if joined.is_empty() {
+                    vec!["__init__.py".to_owned()]
+                } else {
+                    vec![format!("{joined}.py"), format!("{joined}/__init__.py")]
+                }
+            };
+            let mut with_name = rest.clone();
+            if let Some(n) = name {
+                with_name.push(n);
+            }
+            if dots > 0 {
+                let mut base: Vec<&str> = dir.split('/').filter(|s| !s.is_empty()).collect();
+                for _ in 1..dots {
+                    base.pop();
+                }
+                let rooted = |segs: &[&str]| -> Vec<String> {
+                    candidates(segs)
+                        .into_iter()
+                        .map(|c| if base.is_empty() { c } else { format!("{}/{c}", base.join("/")) })
+                        .filter(|p| exists(p))
+                        .collect()
+                };
+                let found = rooted(&with_name);
+                if !found.is_empty() && name.is_some() {
+                    return Target::Files(found);
+                }
+                return files(rooted(&rest));
+            }
+            if name.is_some() {
+                let found = with_suffix(&candidates(&with_name));
+                if !found.is_empty() {
+                    return Target::Files(found);
+                }
+            }
+            files(with_suffix(&candidates(&rest)))
+        }
+        Lang::JavaScript | Lang::TypeScript | Lang::Tsx => {
+            if !module.starts_with('.') {
+                return Target::External;
+            }
+            let joined = normalize(&format!("{dir}/{module}"));
+            let exts = ["", ".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", "/index.ts", "/index.tsx", "/index.js"];
+            let stem = joined
+                .strip_suffix(".js")
+                .filter(|s| exists(&format!("{s}.ts")) || exists(&format!("{s}.tsx")))
+                .unwrap_or(&joined);
+            files(exts.iter().map(|e| format!("{stem}{e}")).filter(|p| exists(p)).take(1).collect())
+        }
+        Lang::Go => {
+            // The package directory: the longest trailing part of the import
+            // path that is a directory of the repository.
+            let mut best: Option<String> = None;
+            for path in langs.keys().filter(|p| p.ends_with(".go") && !p.ends_with("_test.go")) {
+                let d = path.rsplit_once('/').map_or("", |(d, _)| d);
+                if !d.is_empty()
+                    && (module == d || module.ends_with(&format!("/{d}")))
+                    && best.as_ref().is_none_or(|b| d.len() > b.len())
+                {
+                    best = Some(d.to_owned());
+                }
+            }
+            let Some(best) = best else {
+                return Target::External;
+            };
+            let mut found: Vec<String> = langs
+                .keys()
+                .filter(|p| p.ends_with(".go") && p.rsplit_once('/').is_some_and(|(d, _)| d == best))
+                .cloned()
+                .collect();
+            found.sort();
+            Target::Files(found)
+        }
+        Lang::Java => {
+            let base = module.replace('.', "/");
+            if let Some(n) = name {
+                let found = with_suffix(&[format!("{base}/{n}.java")]);
+                if !found.is_empty() {
+                    return Target::Files(found);
+                }
+            }
+            files(with_suffix(&[format!("{base}.java")]))
+        }
+        Lang::Rust => {
+            let segments: Vec<&str> = module.split("::").collect();
+            let internal = matches!(segments.first(), Some(&("crate" | "self" | "super")));
+            let rest: Vec<&str> = segments
+                .iter()
+                .copied()
+                .filter(|s| !matches!(*s, "crate" | "self" | "super"))
+                .collect();
+            let mut found = Vec::new();
+            if let Some(n) = name {
+                let mut with_name = rest.clone();
+                with_name.push(n);
+                let j = with_name.join("/");
+                found = with_suffix(&[format!("{j}.rs"), format!("{j}/mod.rs")]);
+            }
+            if found.is_empty() && !rest.is_empty() {
+                let j = rest.join("/");
+                found = with_suffix(&[format!("{j}.rs"), format!("{j}/mod.rs")]);
+            }
+            match (found.is_empty(), internal) {
+                (false, _) => Target::Files(found),
+                (true, true) => Target::Unknown,
+                (true, false) => {
+                    // `use mycrate::x` from a workspace member looks external;
+                    // only the standard library is known to be.
+                    if matches!(segments.first(), Some(&("std" | "core" | "alloc"))) {
+                        Target::External
+                    } else {
+                        Target::Unknown
+                    }
+                }
+            }
+        }
+        Lang::C | Lang::Cpp => {
+            let local = normalize(&format!("{dir}/{module}"));
+            if exists(&local) {
+                return Target::Files(vec![local]);
+            }
+            files(with_suffix(&[module.trim_start_matches("./").to_owned()]))
+        }
+    }
+}
+
+/// `a/./b/../c` → `a/c`, without touching the file system.
+fn normalize(path: &str) -> String {
+    let mut out: Vec<&str> = Vec::new();
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                out.pop();
+            }
+            p => out.push(p),
+        }
+    }
+    out.join("/")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn receivers_reduce_to_their_last_name() {
+        assert_eq!(simple_receiver("self"), "self");
+        assert_eq!(simple_receiver("os.path"), "path");
+        assert_eq!(simple_receiver("crate::x::Foo"), "Foo");
+        assert_eq!(simple_receiver("this->inner"), "inner");
+    }
+
+    #[test]
+    fn paths_normalise_lexically() {
+        assert_eq!(normalize("src/./a/../b/c"), "src/b/c");
+        assert_eq!(normalize("./m"), "m");
+    }
+}
