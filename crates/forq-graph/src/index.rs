@@ -172,7 +172,7 @@ fn walk(root: &Path) -> Vec<Found> {
 fn process(
     found: &Found,
     known: Option<&String>,
-    queries: &HashMap<Lang, Queries>,
+    queries: &HashMap<Lang, &Queries>,
     parser: &mut tree_sitter::Parser,
     options: &IndexOptions,
 ) -> Result<Outcome> {
@@ -203,7 +203,7 @@ fn process(
         match extract::parse(parser, found.lang, &content) {
             Some(tree) => {
                 facts = extract::extract(
-                    &queries[&found.lang],
+                    queries[&found.lang],
                     &tree,
                     &found.rel,
                     &content,
@@ -295,9 +295,11 @@ impl Index {
             n => n,
         }
         .min(found.len().max(1));
-        let mut queries = HashMap::new();
-        for lang in Lang::ALL {
-            queries.insert(lang, Queries::new(lang)?);
+        let mut queries: HashMap<Lang, &Queries> = HashMap::new();
+        for f in &found {
+            if !queries.contains_key(&f.lang) {
+                queries.insert(f.lang, Queries::get(f.lang)?);
+            }
         }
         let next = AtomicUsize::new(0);
         let (tx, rx) = mpsc::sync_channel::<Result<(usize, Outcome)>>(64);

@@ -60,6 +60,17 @@ impl Lang {
         }
     }
 
+    /// Languages whose code calls each other's definitions directly share
+    /// a family (C with C++, JavaScript with TypeScript); name resolution
+    /// never crosses families.
+    pub fn family(self) -> &'static str {
+        match self {
+            Lang::C | Lang::Cpp => "c",
+            Lang::JavaScript | Lang::TypeScript | Lang::Tsx => "js",
+            other => other.name(),
+        }
+    }
+
     /// The name stored in the index.
     pub fn name(self) -> &'static str {
         match self {

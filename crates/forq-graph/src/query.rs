@@ -219,10 +219,10 @@ impl Index {
                 query: query.to_owned(),
             });
         }
-        let mut found = self.store.symbols_where("qualname = ?1", query)?;
-        if found.is_empty() {
-            found = self.store.symbols_where("name = ?1", query)?;
-        }
+        // A dotted name is a qualified name; a bare one matches every
+        // definition of that name, wherever it is nested.
+        let column = if query.contains('.') { "qualname = ?1" } else { "name = ?1" };
+        let mut found = self.store.symbols_where(column, query)?;
         match found.len() {
             0 => Err(Error::NoSuchSymbol {
                 query: query.to_owned(),

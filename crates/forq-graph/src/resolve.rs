@@ -235,9 +235,17 @@ impl<'c> Resolver<'c> {
             collect(&format!("{REF_COLUMNS} WHERE file = ?1"), file, &mut refs)?;
             imports.extend(self.imports_of(file)?);
         }
+        let mut import_ids: HashSet<i64> = imports.iter().map(|i: &ImportRow| i.id).collect();
         for name in &dirty.names {
             collect(&format!("{REF_COLUMNS} WHERE name = ?1"), name, &mut refs)?;
             collect(&format!("{REF_COLUMNS} WHERE receiver = ?1"), name, &mut refs)?;
+            let mut stmt = conn.prepare_cached(&format!("{IMPORT_COLUMNS} WHERE name = ?1 OR local = ?1"))?;
+            for row in stmt.query_map([name], import_row)? {
+                let row = row?;
+                if import_ids.insert(row.id) {
+                    imports.push(row);
+                }
+            }
         }
         if dirty.self_calls {
             for receiver in SELF_RECEIVERS {
@@ -328,6 +336,27 @@ impl<'c> Resolver<'c> {
         Ok(out)
     }
 
+    /// Whether top-level definitions of `file` are in scope in `from`
+    /// without an import: the same file, or (Go, Java) the same package
+    /// directory.
+    fn same_scope_file(&self, from: &str, file: &str) -> bool {
+        if from == file {
+            return true;
+        }
+        let dir = |p: &str| p.rsplit_once('/').map_or("", |(d, _)| d).to_owned();
+        matches!(self.langs.get(from), Some(Lang::Go | Lang::Java))
+            && self.langs.get(file) == self.langs.get(from)
+            && dir(from) == dir(file)
+    }
+
+    /// Whether a definition in `file` can be reached by name from `from`.
+    fn same_family(&self, from: &str, file: &str) -> bool {
+        match (self.langs.get(from), self.langs.get(file)) {
+            (Some(a), Some(b)) => a.family() == b.family(),
+            _ => false,
+        }
+    }
+
     fn resolve_ref(&mut self, row: &RefRow, out: &mut Vec<EdgeRow>) -> rusqlite::Result<()> {
         let found = if row.kind == "base" {
             self.resolve_base(row)?
@@ -365,11 +394,13 @@ impl<'c> Resolver<'c> {
     fn resolve_call(&mut self, row: &RefRow) -> rusqlite::Result<Option<(Vec<String>, bool)>> {
         let name = row.name.as_str();
         let ancestors = self.ancestors(row.scope.as_deref())?;
+        let path_call = row.receiver.as_deref().is_some_and(|r| r.ends_with("::"));
         let receiver = row.receiver.as_deref().map(simple_receiver);
         if let Some(recv) = receiver {
             if SELF_RECEIVERS.contains(&recv) {
                 if let Some(owner) = ancestors.iter().find(|s| TYPE_KINDS.contains(&s.kind.as_str())) {
-                    let found = self.methods_of_type(&owner.name, &owner.id, name)?;
+                    let (owner_name, owner_id) = (owner.name.clone(), owner.id.clone());
+                    let found = self.methods_of_type(&row.file, &owner_name, &owner_id, name)?;
                     if !found.is_empty() {
                         return Ok(Some((found, true)));
                     }
@@ -382,18 +413,18 @@ impl<'c> Resolver<'c> {
                         Ok((!found.is_empty()).then_some((found, true)))
                     }
                     Target::External => Ok(None),
-                    Target::Unknown => self.by_name_only(name, true),
+                    Target::Unknown => self.by_name_only(&row.file, name, true),
                 };
             } else {
                 let types: Vec<Sym> = self
                     .named(recv)?
                     .into_iter()
-                    .filter(|s| TYPE_KINDS.contains(&s.kind.as_str()))
+                    .filter(|s| TYPE_KINDS.contains(&s.kind.as_str()) && self.same_family(&row.file, &s.file))
                     .collect();
                 if !types.is_empty() {
                     let mut found = Vec::new();
                     for t in &types {
-                        found.extend(self.methods_of_type(&t.name, &t.id, name)?);
+                        found.extend(self.methods_of_type(&row.file, &t.name, &t.id, name)?);
                     }
                     found.sort();
                     found.dedup();
@@ -401,8 +432,17 @@ impl<'c> Resolver<'c> {
                         return Ok(Some((found, true)));
                     }
                 }
+                if path_call {
+                    // Through a type the repository does not define
+                    // (`Vec::new`): outside. Through a module path
+                    // (`helpers::f`, `std::cmp::max`): its functions.
+                    if recv.starts_with(char::is_uppercase) {
+                        return Ok(None);
+                    }
+                    return self.by_name_only(&row.file, name, false);
+                }
             }
-            return self.by_name_only(name, true);
+            return self.by_name_only(&row.file, name, true);
         }
         if let Some(import) = self.import_binding(&row.file, name)? {
             match self.import_target(&row.file, &import)? {
@@ -421,7 +461,7 @@ impl<'c> Resolver<'c> {
         let visible: Vec<String> = self
             .named(name)?
             .into_iter()
-            .filter(|s| s.file == row.file && callable(&s.kind, false))
+            .filter(|s| self.same_scope_file(&row.file, &s.file) && callable(&s.kind, false))
             .filter(|s| match &s.parent {
                 None => true,
                 Some(p) => ancestors.iter().any(|a| &a.id == p),
@@ -431,14 +471,14 @@ impl<'c> Resolver<'c> {
         if !visible.is_empty() {
             return Ok(Some((visible, true)));
         }
-        self.by_name_only(name, false)
+        self.by_name_only(&row.file, name, false)
     }
 
-    fn by_name_only(&mut self, name: &str, has_receiver: bool) -> rusqlite::Result<Option<(Vec<String>, bool)>> {
+    fn by_name_only(&mut self, from: &str, name: &str, has_receiver: bool) -> rusqlite::Result<Option<(Vec<String>, bool)>> {
         let mut found: Vec<String> = self
             .named(name)?
             .into_iter()
-            .filter(|s| callable(&s.kind, has_receiver))
+            .filter(|s| callable(&s.kind, has_receiver) && self.same_family(from, &s.file))
             .map(|s| s.id)
             .collect();
         found.sort();
@@ -446,8 +486,10 @@ impl<'c> Resolver<'c> {
     }
 
     /// Methods called `name` of the type `type_name` (any definition or
-    /// `impl` of that name) or of its bases, three levels up.
-    fn methods_of_type(&mut self, type_name: &str, type_id: &str, name: &str) -> rusqlite::Result<Vec<String>> {
+    /// `impl` of that name in the language family of `from`) or of its
+    /// bases (seen through the imports of the file that names them), three
+    /// levels up.
+    fn methods_of_type(&mut self, from: &str, type_name: &str, type_id: &str, name: &str) -> rusqlite::Result<Vec<String>> {
         let mut types = vec![(type_name.to_owned(), type_id.to_owned())];
         let mut seen = HashSet::new();
         for _ in 0..3 {
@@ -456,7 +498,7 @@ impl<'c> Resolver<'c> {
                 for m in self.named(name)? {
                     let Some(parent) = &m.parent else { continue };
                     if let Some(p) = self.sym(parent)? {
-                        if &p.name == tname && TYPE_KINDS.contains(&p.kind.as_str()) {
+                        if &p.name == tname && TYPE_KINDS.contains(&p.kind.as_str()) && self.same_family(from, &p.file) {
                             found.push(m.id.clone());
                         }
                     }
@@ -472,17 +514,23 @@ impl<'c> Resolver<'c> {
                 if !seen.insert(tname.clone()) {
                     continue;
                 }
-                let mut ids = vec![tid.clone()];
                 // Every definition of the type (a Rust struct and its impls).
-                ids.extend(
-                    self.named(tname)?
-                        .into_iter()
-                        .filter(|s| TYPE_KINDS.contains(&s.kind.as_str()))
-                        .map(|s| s.id),
-                );
-                for id in ids {
-                    for base in self.bases_of(&id)? {
-                        next.push((base, String::new()));
+                let mut defs: Vec<Sym> = self
+                    .named(tname)?
+                    .into_iter()
+                    .filter(|s| TYPE_KINDS.contains(&s.kind.as_str()) && self.same_family(from, &s.file))
+                    .collect();
+                if let Some(own) = self.sym(tid)? {
+                    defs.push(own);
+                }
+                for def in defs {
+                    for base in self.bases_of(&def.id)? {
+                        // `class C(S)` where `from .base import Shape as S`
+                        let real = match self.import_binding(&def.file, &base)? {
+                            Some(import) => import.name.unwrap_or(base),
+                            None => base,
+                        };
+                        next.push((real, String::new()));
                     }
                 }
             }
@@ -591,11 +639,12 @@ impl<'c> Resolver<'c> {
     }
 }
 
-/// Kinds a call can land on: with a receiver, methods and functions (a
-/// module's); without, functions, types (constructors) and macros.
+/// Kinds a call can land on by name: with a receiver, methods (a module's
+/// functions are reached through its import); without, functions, types
+/// (constructors) and macros.
 fn callable(kind: &str, has_receiver: bool) -> bool {
     if has_receiver {
-        matches!(kind, "method" | "function")
+        kind == "method"
     } else {
         matches!(kind, "function" | "class" | "struct" | "macro")
     }
@@ -604,7 +653,7 @@ fn callable(kind: &str, has_receiver: bool) -> bool {
 /// The last simple name of a receiver expression: `self` for `self`,
 /// `path` for `os.path`, `Foo` for `crate::x::Foo`.
 fn simple_receiver(receiver: &str) -> &str {
-    let r = receiver.trim();
+    let r = receiver.trim().trim_end_matches(':');
     if r == "super()" {
         return r;
     }
@@ -786,6 +835,7 @@ mod tests {
         assert_eq!(simple_receiver("self"), "self");
         assert_eq!(simple_receiver("os.path"), "path");
         assert_eq!(simple_receiver("crate::x::Foo"), "Foo");
+        assert_eq!(simple_receiver("Self::"), "Self");
         assert_eq!(simple_receiver("this->inner"), "inner");
     }
 

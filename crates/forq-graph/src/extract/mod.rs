@@ -27,7 +27,19 @@ pub(crate) struct Queries {
 }
 
 impl Queries {
-    pub(crate) fn new(lang: Lang) -> Result<Queries> {
+    /// The language's queries, compiled once per process (compiling is
+    /// the slow part of opening an index).
+    pub(crate) fn get(lang: Lang) -> Result<&'static Queries> {
+        static CACHE: [std::sync::OnceLock<Queries>; Lang::ALL.len()] = [const { std::sync::OnceLock::new() }; Lang::ALL.len()];
+        let slot = &CACHE[Lang::ALL.iter().position(|&l| l == lang).expect("every language is in ALL")];
+        if let Some(q) = slot.get() {
+            return Ok(q);
+        }
+        let compiled = Queries::new(lang)?;
+        Ok(slot.get_or_init(|| compiled))
+    }
+
+    fn new(lang: Lang) -> Result<Queries> {
         let required = |kind| {
             lang.query(kind).map(|q| {
                 q.expect("every language has definitions, calls and imports queries")

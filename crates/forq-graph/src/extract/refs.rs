@@ -68,10 +68,18 @@ pub(super) fn references(
         let Some(&(_, callee)) = caps.iter().find(|(c, _)| *c == "callee") else {
             return;
         };
-        let receiver = caps
-            .iter()
-            .find(|(c, _)| *c == "receiver")
-            .map(|&(_, n)| text(n, source).chars().take(RECEIVER_CHARS).collect());
+        // A path call (`Vec::new()`, `std::max()`) goes through a type or
+        // module, never a variable: its receiver ends with `::`.
+        let path_call = callee
+            .parent()
+            .is_some_and(|p| matches!(p.kind(), "scoped_identifier" | "qualified_identifier"));
+        let receiver = caps.iter().find(|(c, _)| *c == "receiver").map(|&(_, n)| {
+            let mut r: String = text(n, source).chars().take(RECEIVER_CHARS).collect();
+            if path_call {
+                r.push_str("::");
+            }
+            r
+        });
         let at = callee.start_byte();
         out.push(Ref {
             kind: RefKind::Call,

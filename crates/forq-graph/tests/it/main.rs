@@ -5,10 +5,14 @@
 
 use forq_graph::{Index, Lang, QueryKind, SymbolFilter};
 
-/// Indexes `files` (path, content) and compares every symbol, rendered as
-/// `kind qualname lines [parent]`, with `expect`, one per line.
-#[track_caller]
-fn check(files: &[(&str, &str)], expect: &str) {
+mod flow;
+mod incremental;
+mod queries;
+mod resolution;
+
+/// A repository of `files` (path, content) in a temporary directory,
+/// indexed into `.forq/graph.db`.
+pub(crate) fn indexed(files: &[(&str, &str)]) -> (tempfile::TempDir, Index) {
     let repo = tempfile::tempdir().unwrap();
     for (path, content) in files {
         let full = repo.path().join(path);
@@ -17,6 +21,14 @@ fn check(files: &[(&str, &str)], expect: &str) {
     }
     let mut index = Index::open(&repo.path().join(".forq/graph.db"), repo.path()).unwrap();
     index.update().unwrap();
+    (repo, index)
+}
+
+/// Indexes `files` (path, content) and compares every symbol, rendered as
+/// `kind qualname lines [parent]`, with `expect`, one per line.
+#[track_caller]
+fn check(files: &[(&str, &str)], expect: &str) {
+    let (_repo, index) = indexed(files);
     let got: Vec<String> = index
         .symbols(&SymbolFilter::default())
         .unwrap()
@@ -277,7 +289,7 @@ fn java_c_and_cpp_definitions() {
 }
 
 /// Renders edges as `depth caller -> callee @line confidence`.
-fn edges(list: &[forq_graph::CallEdge]) -> Vec<String> {
+pub(crate) fn edges(list: &[forq_graph::CallEdge]) -> Vec<String> {
     list.iter()
         .map(|e| {
             let conf = match e.confidence {
@@ -325,6 +337,8 @@ fn callers_and_callees_walk_calls_by_name_and_keep_every_candidate() {
         [
             "1 app.py#parse:function -> util.py#clean:function @4 exact",
             "2 app.py#main:function -> app.py#parse:function @7 exact",
+            // Top-level code calls from its file.
+            "3 app.py -> app.py#main:function @18 exact",
         ]
     );
     // Depth 1 stops at direct calls; a name nobody defines (read) has no edge.
