@@ -31,29 +31,48 @@ pub(crate) enum Command {
 pub(crate) enum GraphCommand {
     /// Index (or re-index, incrementally) a repository.
     Index(GraphIndexArgs),
-    /// List symbols, filtered by file, name or kind.
+    /// List symbols, filtered by file, name, kind or test-ness.
     Symbols(GraphSymbolsArgs),
-    /// What calls SYMBOL, breadth first.
+    /// What calls SYMBOL, breadth first, with each edge's confidence.
     Callers(GraphWalkArgs),
-    /// What SYMBOL calls, breadth first.
+    /// What SYMBOL calls, breadth first, with each edge's confidence.
     Callees(GraphWalkArgs),
-    /// The shortest chain of calls from one symbol to another.
+    /// The shortest chain of calls from one symbol to another (exit 1: none).
     Path(GraphPathArgs),
-    /// Counts of files, symbols and calls.
+    /// What transitively depends on SYMBOL (callers, subclasses, importers).
+    AffectedBy(GraphWalkArgs),
+    /// Tests that reach SYMBOL through calls, nearest first.
+    TestsFor(GraphWalkArgs),
+    /// Statements around FILE:LINE with their def-use links.
+    Statements(GraphStatementsArgs),
+    /// Statements that read NAME, those of the function at --file/--line first.
+    Uses(GraphUsesArgs),
+    /// A ranked map of the repository for a prompt, to a token budget.
+    Map(GraphMapArgs),
+    /// Counts of files, symbols, edges and statements.
     Stats(GraphStatsArgs),
+    /// Measure parsing, indexing and queries side by side on one tree.
+    Bench(GraphBenchArgs),
 }
 
 #[derive(Debug, Args)]
-pub(crate) struct GraphPathArgs {
-    /// Where the chain starts (an id, or a name only one definition has).
-    pub(crate) from: String,
-    /// Where it ends.
-    pub(crate) to: String,
-    /// The repository (default: the current directory).
+pub(crate) struct GraphRepo {
+    /// The repository (default: the current directory); re-indexed first
+    /// when anything changed, so answers are never stale.
     #[arg(long, default_value = ".")]
     pub(crate) repo: PathBuf,
     #[command(flatten)]
     pub(crate) db: GraphDb,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct GraphPathArgs {
+    /// Where the chain starts (a SYMBOL: id, qualified name, name or FILE:LINE).
+    pub(crate) from: String,
+    /// Where it ends.
+    pub(crate) to: String,
+    #[command(flatten)]
+    pub(crate) repo: GraphRepo,
     /// Longest chain looked for.
     #[arg(long, default_value_t = 8)]
     pub(crate) max_depth: u32,
@@ -70,22 +89,72 @@ pub(crate) struct GraphStatsArgs {
 
 #[derive(Debug, Args)]
 pub(crate) struct GraphWalkArgs {
-    /// A symbol id (`path#Qual.name:kind`) or a name that only one function
-    /// or method has.
+    /// A symbol: its id (`path#Qual.name:kind`), qualified name (`Calc.add`),
+    /// name, or FILE:LINE; a name several definitions share is refused with
+    /// the candidates.
     pub(crate) symbol: String,
-    /// The repository (default: the current directory).
-    #[arg(long, default_value = ".")]
-    pub(crate) repo: PathBuf,
     #[command(flatten)]
-    pub(crate) db: GraphDb,
-    /// Levels of calls to follow.
-    #[arg(long, default_value_t = 1)]
-    pub(crate) depth: u32,
+    pub(crate) repo: GraphRepo,
+    /// Steps to follow.
+    #[arg(long)]
+    pub(crate) depth: Option<u32>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct GraphStatementsArgs {
+    /// FILE:LINE (FILE relative to the repository).
+    pub(crate) location: String,
+    #[command(flatten)]
+    pub(crate) repo: GraphRepo,
+    /// Lines either side.
+    #[arg(long, default_value_t = 3)]
+    pub(crate) radius: u32,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct GraphUsesArgs {
+    /// The variable or name.
+    pub(crate) name: String,
+    #[command(flatten)]
+    pub(crate) repo: GraphRepo,
+    /// Rank this file's uses first.
+    #[arg(long)]
+    pub(crate) file: Option<String>,
+    /// With --file: rank uses in the function holding this line first.
+    #[arg(long, requires = "file")]
+    pub(crate) line: Option<u32>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct GraphMapArgs {
+    #[command(flatten)]
+    pub(crate) repo: GraphRepo,
+    /// Token budget (characters / 4).
+    #[arg(long, default_value_t = 1024)]
+    pub(crate) tokens: usize,
+    /// Files or SYMBOLs to centre the map on (repeatable).
+    #[arg(long)]
+    pub(crate) focus: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct GraphBenchArgs {
+    /// The tree to measure (copied to a temporary directory first).
+    pub(crate) path: PathBuf,
+    /// Parser threads (default: one per core).
+    #[arg(long, default_value_t = 0)]
+    pub(crate) threads: usize,
+    /// Random symbols per query kind.
+    #[arg(long, default_value_t = 100)]
+    pub(crate) samples: usize,
+    /// Print JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 #[derive(Debug, Args)]
 pub(crate) struct GraphDb {
-    /// The database (default: PATH/.forq/graph.db).
+    /// The database (default: REPO/.forq/graph.db).
     #[arg(long)]
     pub(crate) db: Option<PathBuf>,
     /// Print JSON.
@@ -100,25 +169,30 @@ pub(crate) struct GraphIndexArgs {
     pub(crate) path: PathBuf,
     #[command(flatten)]
     pub(crate) db: GraphDb,
+    /// Leave out statements and def-use (a smaller, faster index).
+    #[arg(long)]
+    pub(crate) no_flow: bool,
+    /// Parser threads (default: one per core).
+    #[arg(long, default_value_t = 0)]
+    pub(crate) threads: usize,
 }
 
 #[derive(Debug, Args)]
 pub(crate) struct GraphSymbolsArgs {
-    /// The repository (default: the current directory); indexed first when
-    /// anything changed.
-    #[arg(long, default_value = ".")]
-    pub(crate) repo: PathBuf,
     #[command(flatten)]
-    pub(crate) db: GraphDb,
+    pub(crate) repo: GraphRepo,
     /// Only this file (path relative to the repository).
     #[arg(long)]
     pub(crate) file: Option<String>,
     /// Only this exact name.
     #[arg(long)]
     pub(crate) name: Option<String>,
-    /// Only this kind (class, function, method, struct, trait, impl...).
+    /// Only this kind (class, function, method, struct, trait, impl, test...).
     #[arg(long)]
     pub(crate) kind: Option<String>,
+    /// Only tests.
+    #[arg(long)]
+    pub(crate) tests: bool,
 }
 
 #[derive(Debug, Subcommand)]

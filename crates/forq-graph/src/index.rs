@@ -121,6 +121,11 @@ fn skip_reason(content: &[u8]) -> Option<&'static str> {
     None
 }
 
+/// The source files under `root` as `(language, relative path, path)`.
+pub(crate) fn walk_sources(root: &Path) -> Vec<(Lang, String, PathBuf)> {
+    walk(root).into_iter().map(|f| (f.lang, f.rel, f.path)).collect()
+}
+
 /// A source file found by the walk.
 struct Found {
     lang: Lang,

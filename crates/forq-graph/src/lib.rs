@@ -45,6 +45,7 @@
 //! ```
 #![deny(missing_docs)]
 
+mod bench;
 mod error;
 mod extract;
 mod index;
@@ -54,6 +55,7 @@ mod query;
 mod resolve;
 mod store;
 
+pub use bench::{bench, BenchReport, QueryTiming};
 pub use error::{Error, Result};
 pub use index::{Index, IndexOptions, IndexReport, Stats, MAX_FILE_BYTES};
 pub use lang::{Lang, QueryKind};

@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
-use rusqlite::params;
+use rusqlite::{params, OptionalExtension};
 use serde::Serialize;
 
 use crate::error::{Error, Result};
@@ -12,6 +12,8 @@ use crate::store::{row_symbol, Symbol, SYMBOL_COLUMNS};
 
 /// Edges followed from one node at most, per step of a walk.
 pub const MAX_FANOUT: usize = 64;
+/// Definitions a `path` search visits at most.
+pub const MAX_PATH_NODES: usize = 5000;
 /// Rows an answer holds at most.
 pub const MAX_ROWS: usize = 200;
 
@@ -183,6 +185,13 @@ struct Step {
     via: String,
 }
 
+fn family_of_lang(lang: &str) -> &'static str {
+    crate::lang::Lang::ALL
+        .into_iter()
+        .find(|l| l.name() == lang)
+        .map_or("", crate::lang::Lang::family)
+}
+
 fn weakest(a: Confidence, b: Confidence) -> Confidence {
     let rank = |c: &Confidence| match c {
         Confidence::Exact => 0,
@@ -235,34 +244,103 @@ impl Index {
         }
     }
 
+    /// Edges at `node`: leaving it (`column` = `src`) or arriving
+    /// (`dst`). A by-name ambiguous row stands for every candidate: leaving,
+    /// it is expanded to them; arriving, the rows that name this symbol's
+    /// name (in its language family) count.
     fn edges(&self, column: &str, node: &str, kinds: &str) -> Result<Vec<Step>> {
-        let (near, far) = if column == "src" { ("src", "dst") } else { ("dst", "src") };
+        let db = self.store.db();
         let sql = format!(
             "SELECT src, dst, file, line, confidence, candidates, kind FROM edges
-             WHERE {near} = ?1 AND kind IN ({kinds}) ORDER BY (confidence = 'ambiguous'), file, line, {far}"
+             WHERE {column} = ?1 AND kind IN ({kinds}) ORDER BY (confidence = 'ambiguous'), file, line, src, dst"
         );
-        let mut stmt = self.store.conn.prepare_cached(&sql).map_err(self.store.db())?;
-        let rows = stmt
-            .query_map([node], |r| {
-                let src: String = r.get(0)?;
-                let dst: String = r.get(1)?;
-                let conf: String = r.get(4)?;
-                let candidates: i64 = r.get(5)?;
-                Ok(Step {
+        let mut stmt = self.store.conn.prepare_cached(&sql).map_err(&db)?;
+        let read = |r: &rusqlite::Row<'_>| -> rusqlite::Result<(String, String, String, u32, String, i64, String)> {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?))
+        };
+        let mut rows: Vec<_> = stmt
+            .query_map([node], read)
+            .map_err(&db)?
+            .collect::<rusqlite::Result<_>>()
+            .map_err(&db)?;
+        if column == "dst" {
+            if let Some(sym) = self.store.symbol(node)? {
+                let marker = match sym.kind.as_str() {
+                    "method" => Some('m'),
+                    k if crate::resolve::marker_kinds('f').contains(&k) => Some('f'),
+                    _ => None,
+                };
+                if let Some(m) = marker {
+                    let family = self.family_of(&sym.file)?;
+                    let key = format!("{}{m}:{}", crate::resolve::AMBIGUOUS_PREFIX, sym.name);
+                    for mut row in stmt.query_map([&key], read).map_err(&db)?.collect::<rusqlite::Result<Vec<_>>>().map_err(&db)? {
+                        if self.family_of(&row.2)? == family {
+                            row.1 = node.to_owned();
+                            rows.push(row);
+                        }
+                    }
+                }
+            }
+        }
+        let mut out = Vec::new();
+        for (src, dst, file, line, conf, candidates, via) in rows {
+            let confidence = Confidence::from_row(&conf, candidates as usize);
+            let targets = match dst.strip_prefix(crate::resolve::AMBIGUOUS_PREFIX) {
+                Some(marker) if column == "src" => self.candidates(marker, &file)?,
+                _ => vec![dst],
+            };
+            for dst in targets {
+                out.push(Step {
                     far: if column == "src" { dst.clone() } else { src.clone() },
                     edge: CallEdge {
-                        caller: src,
+                        caller: src.clone(),
                         callee: dst,
-                        file: r.get(2)?,
-                        line: r.get(3)?,
-                        confidence: Confidence::from_row(&conf, candidates as usize),
+                        file: file.clone(),
+                        line,
+                        confidence,
                         depth: 0,
                     },
-                    via: r.get(6)?,
-                })
-            })
+                    via: via.clone(),
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    /// The definitions a by-name marker (`m:name`, `f:name`) stands for,
+    /// seen from `file`.
+    fn candidates(&self, marker: &str, file: &str) -> Result<Vec<String>> {
+        let Some((kind, name)) = marker.split_once(':') else {
+            return Ok(Vec::new());
+        };
+        let kinds = crate::resolve::marker_kinds(kind.chars().next().unwrap_or('f'));
+        let family = self.family_of(file)?;
+        let db = self.store.db();
+        let mut stmt = self
+            .store
+            .conn
+            .prepare_cached("SELECT s.id, s.kind, f.lang FROM symbols s JOIN files f ON f.path = s.file WHERE s.name = ?1 ORDER BY s.id")
+            .map_err(&db)?;
+        let rows: Vec<(String, String, String)> = stmt
+            .query_map([name], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .map_err(&db)?
+            .collect::<rusqlite::Result<_>>()
+            .map_err(&db)?;
+        Ok(rows
+            .into_iter()
+            .filter(|(_, k, lang)| kinds.contains(&k.as_str()) && family_of_lang(lang) == family)
+            .map(|(id, _, _)| id)
+            .collect())
+    }
+
+    fn family_of(&self, file: &str) -> Result<&'static str> {
+        let lang: Option<String> = self
+            .store
+            .conn
+            .prepare_cached("SELECT lang FROM files WHERE path = ?1")
+            .and_then(|mut s| s.query_row([file], |r| r.get(0)).optional())
             .map_err(self.store.db())?;
-        rows.collect::<rusqlite::Result<_>>().map_err(self.store.db())
+        Ok(lang.as_deref().map_or("", family_of_lang))
     }
 
     /// Breadth-first walk; each node expanded once, at most `MAX_FANOUT`
@@ -339,6 +417,9 @@ impl Index {
                         return Ok(Some(chain));
                     }
                     next.push(s.far);
+                }
+                if seen.len() > MAX_PATH_NODES {
+                    return Ok(None); // bounded: a chain this far out is no answer for an agent
                 }
             }
             if next.is_empty() {

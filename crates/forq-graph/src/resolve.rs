@@ -12,6 +12,7 @@
 //! of something outside the repository gets no edge at all.
 
 use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
 
 use rusqlite::{Connection, OptionalExtension};
 
@@ -25,6 +26,39 @@ pub(crate) const MAX_CANDIDATES: usize = 64;
 const TYPE_KINDS: [&str; 7] = ["class", "struct", "impl", "trait", "interface", "enum", "type"];
 /// Receivers that mean "this object".
 const SELF_RECEIVERS: [&str; 5] = ["self", "this", "Self", "cls", "super()"];
+
+/// The start of an edge's `dst` that stands for every definition of a name
+/// found by name alone: `?m:name` (methods) or `?f:name` (functions,
+/// types, macros), in the language family of the edge's file.
+pub(crate) const AMBIGUOUS_PREFIX: &str = "?";
+
+/// What a reference resolved to.
+struct Found {
+    targets: Vec<String>,
+    /// Through scope, receiver or import.
+    exact: bool,
+    /// How many definitions it could be.
+    candidates: usize,
+}
+
+impl Found {
+    fn exact(targets: Vec<String>) -> Found {
+        Found { candidates: targets.len(), targets, exact: true }
+    }
+
+    fn listed(targets: Vec<String>) -> Found {
+        Found { candidates: targets.len(), targets, exact: false }
+    }
+}
+
+/// Kinds a by-name marker (`?m:` or `?f:`) stands for.
+pub(crate) fn marker_kinds(marker: char) -> &'static [&'static str] {
+    if marker == 'm' {
+        &["method"]
+    } else {
+        &["function", "class", "struct", "macro"]
+    }
+}
 
 /// Which references to resolve again.
 #[derive(Debug, Default)]
@@ -90,10 +124,14 @@ enum Target {
 struct Resolver<'c> {
     conn: &'c Connection,
     langs: HashMap<String, Lang>,
-    by_name: HashMap<String, Vec<Sym>>,
-    by_id: HashMap<String, Option<Sym>>,
+    by_name: HashMap<String, Rc<Vec<Rc<Sym>>>>,
+    by_id: HashMap<String, Option<Rc<Sym>>>,
     imports: HashMap<String, Vec<ImportRow>>,
     bases: HashMap<String, Vec<String>>,
+    /// Files by base name, for suffix lookups of module paths.
+    by_basename: HashMap<String, Vec<String>>,
+    /// What each import resolved to.
+    targets: HashMap<i64, std::rc::Rc<Target>>,
     preloaded: bool,
 }
 
@@ -178,8 +216,15 @@ impl<'c> Resolver<'c> {
                 }
             }
         }
+        let mut by_basename: HashMap<String, Vec<String>> = HashMap::new();
+        for path in langs.keys() {
+            let base = path.rsplit('/').next().unwrap_or(path);
+            by_basename.entry(base.to_owned()).or_default().push(path.clone());
+        }
         let mut r = Resolver {
             conn,
+            by_basename,
+            targets: HashMap::new(),
             langs,
             by_name: HashMap::new(),
             by_id: HashMap::new(),
@@ -189,11 +234,13 @@ impl<'c> Resolver<'c> {
         };
         if preload {
             let mut stmt = conn.prepare(SYM_COLUMNS)?;
+            let mut by_name: HashMap<String, Vec<Rc<Sym>>> = HashMap::new();
             for sym in stmt.query_map([], sym_row)? {
-                let sym = sym?;
+                let sym = Rc::new(sym?);
                 r.by_id.insert(sym.id.clone(), Some(sym.clone()));
-                r.by_name.entry(sym.name.clone()).or_default().push(sym);
+                by_name.entry(sym.name.clone()).or_default().push(sym);
             }
+            r.by_name = by_name.into_iter().map(|(k, v)| (k, Rc::new(v))).collect();
             let mut stmt = conn.prepare(&format!("{IMPORT_COLUMNS} ORDER BY id"))?;
             for row in stmt.query_map([], import_row)? {
                 let row = row?;
@@ -257,23 +304,25 @@ impl<'c> Resolver<'c> {
         Ok((refs, imports))
     }
 
-    fn named(&mut self, name: &str) -> rusqlite::Result<Vec<Sym>> {
+    fn named(&mut self, name: &str) -> rusqlite::Result<Rc<Vec<Rc<Sym>>>> {
         if let Some(found) = self.by_name.get(name) {
             return Ok(found.clone());
         }
-        if self.preloaded {
-            return Ok(Vec::new());
-        }
-        let found = self
-            .conn
-            .prepare_cached(&format!("{SYM_COLUMNS} WHERE name = ?1"))?
-            .query_map([name], sym_row)?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
+        let found = if self.preloaded {
+            Vec::new()
+        } else {
+            self.conn
+                .prepare_cached(&format!("{SYM_COLUMNS} WHERE name = ?1"))?
+                .query_map([name], sym_row)?
+                .map(|r| r.map(Rc::new))
+                .collect::<rusqlite::Result<Vec<_>>>()?
+        };
+        let found = Rc::new(found);
         self.by_name.insert(name.to_owned(), found.clone());
         Ok(found)
     }
 
-    fn sym(&mut self, id: &str) -> rusqlite::Result<Option<Sym>> {
+    fn sym(&mut self, id: &str) -> rusqlite::Result<Option<Rc<Sym>>> {
         if let Some(found) = self.by_id.get(id) {
             return Ok(found.clone());
         }
@@ -284,7 +333,8 @@ impl<'c> Resolver<'c> {
             .conn
             .prepare_cached(&format!("{SYM_COLUMNS} WHERE id = ?1"))?
             .query_row([id], sym_row)
-            .optional()?;
+            .optional()?
+            .map(Rc::new);
         self.by_id.insert(id.to_owned(), found.clone());
         Ok(found)
     }
@@ -322,7 +372,7 @@ impl<'c> Resolver<'c> {
     }
 
     /// The chain of enclosing symbols of `scope`, innermost first.
-    fn ancestors(&mut self, scope: Option<&str>) -> rusqlite::Result<Vec<Sym>> {
+    fn ancestors(&mut self, scope: Option<&str>) -> rusqlite::Result<Vec<Rc<Sym>>> {
         let mut out = Vec::new();
         let mut at = scope.map(str::to_owned);
         while let Some(id) = at {
@@ -343,10 +393,11 @@ impl<'c> Resolver<'c> {
         if from == file {
             return true;
         }
-        let dir = |p: &str| p.rsplit_once('/').map_or("", |(d, _)| d).to_owned();
-        matches!(self.langs.get(from), Some(Lang::Go | Lang::Java))
+        let dir = |p: &str| p.rsplit_once('/').map_or("", |(d, _)| d).len();
+        let same_dir = dir(from) == dir(file) && from[..dir(from)] == file[..dir(file)];
+        same_dir
+            && matches!(self.langs.get(from), Some(Lang::Go | Lang::Java))
             && self.langs.get(file) == self.langs.get(from)
-            && dir(from) == dir(file)
     }
 
     /// Whether a definition in `file` can be reached by name from `from`.
@@ -363,10 +414,9 @@ impl<'c> Resolver<'c> {
         } else {
             self.resolve_call(row)?
         };
-        let Some((targets, exact)) = found else {
+        let Some(Found { targets, exact, candidates: k }) = found else {
             return Ok(());
         };
-        let k = targets.len();
         let confidence = match (exact, k) {
             (_, 0) => return Ok(()),
             (true, 1) => "exact",
@@ -391,7 +441,7 @@ impl<'c> Resolver<'c> {
 
     /// Targets of a call, and whether they were found through scope,
     /// receiver or import (`true`) or by name alone. `None`: no edge.
-    fn resolve_call(&mut self, row: &RefRow) -> rusqlite::Result<Option<(Vec<String>, bool)>> {
+    fn resolve_call(&mut self, row: &RefRow) -> rusqlite::Result<Option<Found>> {
         let name = row.name.as_str();
         let ancestors = self.ancestors(row.scope.as_deref())?;
         let path_call = row.receiver.as_deref().is_some_and(|r| r.ends_with("::"));
@@ -402,24 +452,25 @@ impl<'c> Resolver<'c> {
                     let (owner_name, owner_id) = (owner.name.clone(), owner.id.clone());
                     let found = self.methods_of_type(&row.file, &owner_name, &owner_id, name)?;
                     if !found.is_empty() {
-                        return Ok(Some((found, true)));
+                        return Ok(Some(Found::exact(found)));
                     }
                 }
             } else if let Some(import) = self.import_binding(&row.file, recv)? {
-                return match self.import_target(&row.file, &import)? {
+                return match &*self.import_target(&row.file, &import)? {
                     Target::Files(files) => {
                         let holder = import.name.clone();
-                        let found = self.defined_in(&files, name, holder.as_deref())?;
-                        Ok((!found.is_empty()).then_some((found, true)))
+                        let found = self.defined_in(files, name, holder.as_deref())?;
+                        Ok((!found.is_empty()).then(|| Found::exact(found)))
                     }
                     Target::External => Ok(None),
                     Target::Unknown => self.by_name_only(&row.file, name, true),
                 };
             } else {
-                let types: Vec<Sym> = self
+                let types: Vec<Rc<Sym>> = self
                     .named(recv)?
-                    .into_iter()
+                    .iter()
                     .filter(|s| TYPE_KINDS.contains(&s.kind.as_str()) && self.same_family(&row.file, &s.file))
+                    .cloned()
                     .collect();
                 if !types.is_empty() {
                     let mut found = Vec::new();
@@ -429,7 +480,7 @@ impl<'c> Resolver<'c> {
                     found.sort();
                     found.dedup();
                     if !found.is_empty() {
-                        return Ok(Some((found, true)));
+                        return Ok(Some(Found::exact(found)));
                     }
                 }
                 if path_call {
@@ -445,12 +496,12 @@ impl<'c> Resolver<'c> {
             return self.by_name_only(&row.file, name, true);
         }
         if let Some(import) = self.import_binding(&row.file, name)? {
-            match self.import_target(&row.file, &import)? {
+            match &*self.import_target(&row.file, &import)? {
                 Target::Files(files) => {
                     let wanted = import.name.clone().unwrap_or_else(|| name.to_owned());
-                    let found = self.defined_in(&files, &wanted, None)?;
+                    let found = self.defined_in(files, &wanted, None)?;
                     if !found.is_empty() {
-                        return Ok(Some((found, true)));
+                        return Ok(Some(Found::exact(found)));
                     }
                 }
                 Target::External => return Ok(None),
@@ -460,29 +511,40 @@ impl<'c> Resolver<'c> {
         // Visible in the same file: top level, or in an enclosing scope.
         let visible: Vec<String> = self
             .named(name)?
-            .into_iter()
+            .iter()
             .filter(|s| self.same_scope_file(&row.file, &s.file) && callable(&s.kind, false))
             .filter(|s| match &s.parent {
                 None => true,
                 Some(p) => ancestors.iter().any(|a| &a.id == p),
             })
-            .map(|s| s.id)
+            .map(|s| s.id.clone())
             .collect();
         if !visible.is_empty() {
-            return Ok(Some((visible, true)));
+            return Ok(Some(Found::exact(visible)));
         }
         self.by_name_only(&row.file, name, false)
     }
 
-    fn by_name_only(&mut self, from: &str, name: &str, has_receiver: bool) -> rusqlite::Result<Option<(Vec<String>, bool)>> {
+    fn by_name_only(&mut self, from: &str, name: &str, has_receiver: bool) -> rusqlite::Result<Option<Found>> {
         let mut found: Vec<String> = self
             .named(name)?
-            .into_iter()
+            .iter()
             .filter(|s| callable(&s.kind, has_receiver) && self.same_family(from, &s.file))
-            .map(|s| s.id)
+            .map(|s| s.id.clone())
             .collect();
         found.sort();
-        Ok(Some((found, false)))
+        if found.len() < 2 {
+            return Ok(Some(Found::listed(found)));
+        }
+        // Several definitions share the name: one row stands for all of
+        // them (queries expand it), so a popular name costs one row per
+        // call, not one per candidate.
+        let kind = if has_receiver { 'm' } else { 'f' };
+        Ok(Some(Found {
+            candidates: found.len(),
+            targets: vec![format!("{AMBIGUOUS_PREFIX}{kind}:{name}")],
+            exact: false,
+        }))
     }
 
     /// Methods called `name` of the type `type_name` (any definition or
@@ -495,7 +557,7 @@ impl<'c> Resolver<'c> {
         for _ in 0..3 {
             let mut found = Vec::new();
             for (tname, _) in &types {
-                for m in self.named(name)? {
+                for m in self.named(name)?.iter() {
                     let Some(parent) = &m.parent else { continue };
                     if let Some(p) = self.sym(parent)? {
                         if &p.name == tname && TYPE_KINDS.contains(&p.kind.as_str()) && self.same_family(from, &p.file) {
@@ -515,10 +577,11 @@ impl<'c> Resolver<'c> {
                     continue;
                 }
                 // Every definition of the type (a Rust struct and its impls).
-                let mut defs: Vec<Sym> = self
+                let mut defs: Vec<Rc<Sym>> = self
                     .named(tname)?
-                    .into_iter()
+                    .iter()
                     .filter(|s| TYPE_KINDS.contains(&s.kind.as_str()) && self.same_family(from, &s.file))
+                    .cloned()
                     .collect();
                 if let Some(own) = self.sym(tid)? {
                     defs.push(own);
@@ -546,7 +609,7 @@ impl<'c> Resolver<'c> {
     /// a type called `holder` (a Java class imported by name).
     fn defined_in(&mut self, files: &[String], name: &str, holder: Option<&str>) -> rusqlite::Result<Vec<String>> {
         let mut out = Vec::new();
-        for s in self.named(name)? {
+        for s in self.named(name)?.iter() {
             if !files.contains(&s.file) {
                 continue;
             }
@@ -558,7 +621,7 @@ impl<'c> Resolver<'c> {
                 },
             };
             if ok {
-                out.push(s.id);
+                out.push(s.id.clone());
             }
         }
         out.sort();
@@ -574,53 +637,60 @@ impl<'c> Resolver<'c> {
             .find(|i| i.local.as_deref() == Some(local)))
     }
 
-    fn import_target(&self, file: &str, import: &ImportRow) -> rusqlite::Result<Target> {
-        let Some(&lang) = self.langs.get(file) else {
-            return Ok(Target::Unknown);
-        };
-        Ok(module_files(lang, file, &import.module, import.name.as_deref(), &self.langs))
+    fn import_target(&mut self, file: &str, import: &ImportRow) -> rusqlite::Result<std::rc::Rc<Target>> {
+        if let Some(t) = self.targets.get(&import.id) {
+            return Ok(t.clone());
+        }
+        let target = std::rc::Rc::new(match self.langs.get(file) {
+            Some(&lang) => module_files(lang, file, &import.module, import.name.as_deref(), &self.langs, &self.by_basename),
+            None => Target::Unknown,
+        });
+        self.targets.insert(import.id, target.clone());
+        Ok(target)
     }
 
-    fn resolve_base(&mut self, row: &RefRow) -> rusqlite::Result<Option<(Vec<String>, bool)>> {
+    fn resolve_base(&mut self, row: &RefRow) -> rusqlite::Result<Option<Found>> {
         let name = row.name.as_str();
         if let Some(import) = self.import_binding(&row.file, name)? {
-            match self.import_target(&row.file, &import)? {
+            match &*self.import_target(&row.file, &import)? {
                 Target::Files(files) => {
                     let wanted = import.name.clone().unwrap_or_else(|| name.to_owned());
                     let found: Vec<String> = self
-                        .defined_in(&files, &wanted, None)?
+                        .defined_in(files, &wanted, None)?
                         .into_iter()
                         .collect();
                     if !found.is_empty() {
-                        return Ok(Some((found, true)));
+                        return Ok(Some(Found::exact(found)));
                     }
                 }
                 Target::External => return Ok(None),
                 Target::Unknown => {}
             }
         }
-        let types: Vec<Sym> = self
+        let types: Vec<Rc<Sym>> = self
             .named(name)?
-            .into_iter()
+            .iter()
             .filter(|s| TYPE_KINDS.contains(&s.kind.as_str()) && s.kind != "impl")
+            .cloned()
             .collect();
         let same_file: Vec<String> = types.iter().filter(|s| s.file == row.file).map(|s| s.id.clone()).collect();
         if !same_file.is_empty() {
-            return Ok(Some((same_file, true)));
+            return Ok(Some(Found::exact(same_file)));
         }
-        Ok(Some((types.into_iter().map(|s| s.id).collect(), false)))
+        Ok(Some(Found::listed(types.iter().map(|s| s.id.clone()).collect())))
     }
 
     fn resolve_import(&mut self, row: &ImportRow, out: &mut Vec<EdgeRow>) -> rusqlite::Result<()> {
-        let Target::Files(files) = self.import_target(&row.file, row)? else {
+        let target = self.import_target(&row.file, row)?;
+        let Target::Files(files) = &*target else {
             return Ok(());
         };
         let mut dsts = Vec::new();
         if let Some(name) = &row.name {
-            dsts = self.defined_in(&files, name, None)?;
+            dsts = self.defined_in(files, name, None)?;
         }
         if dsts.is_empty() {
-            dsts = files;
+            dsts = files.clone();
         }
         let k = dsts.len();
         for dst in dsts.into_iter().take(MAX_CANDIDATES) {
@@ -643,11 +713,7 @@ impl<'c> Resolver<'c> {
 /// functions are reached through its import); without, functions, types
 /// (constructors) and macros.
 fn callable(kind: &str, has_receiver: bool) -> bool {
-    if has_receiver {
-        kind == "method"
-    } else {
-        matches!(kind, "function" | "class" | "struct" | "macro")
-    }
+    marker_kinds(if has_receiver { 'm' } else { 'f' }).contains(&kind)
 }
 
 /// The last simple name of a receiver expression: `self` for `self`,
@@ -661,16 +727,28 @@ fn simple_receiver(receiver: &str) -> &str {
 }
 
 /// The repository files an import names.
-fn module_files(lang: Lang, from: &str, module: &str, name: Option<&str>, langs: &HashMap<String, Lang>) -> Target {
+fn module_files(
+    lang: Lang,
+    from: &str,
+    module: &str,
+    name: Option<&str>,
+    langs: &HashMap<String, Lang>,
+    by_basename: &HashMap<String, Vec<String>>,
+) -> Target {
     let dir = from.rsplit_once('/').map_or("", |(d, _)| d);
     let exists = |p: &str| langs.contains_key(p);
     let with_suffix = |suffixes: &[String]| -> Vec<String> {
-        let mut found: Vec<String> = langs
-            .keys()
-            .filter(|p| suffixes.iter().any(|s| *p == s || p.ends_with(&format!("/{s}"))))
-            .cloned()
-            .collect();
+        let mut found: Vec<String> = Vec::new();
+        for s in suffixes {
+            let base = s.rsplit('/').next().unwrap_or(s);
+            for p in by_basename.get(base).into_iter().flatten() {
+                if p == s || (p.ends_with(s.as_str()) && p.as_bytes()[p.len() - s.len() - 1] == b'/') {
+                    found.push(p.clone());
+                }
+            }
+        }
         found.sort();
+        found.dedup();
         found
     };
     let files = |found: Vec<String>| {

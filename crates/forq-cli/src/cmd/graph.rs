@@ -1,42 +1,73 @@
-//! `forq graph index` and `forq graph symbols`.
+//! `forq graph ...`: the code graph's commands. Each prints text for a
+//! person or, with `--json`, the library's answer as JSON.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
-use forq_graph::{Index, SymbolFilter};
+use forq_graph::{Bounded, CallEdge, Confidence, Index, IndexOptions, SymbolFilter};
+use serde::Serialize;
 
-use crate::cli::{GraphIndexArgs, GraphPathArgs, GraphStatsArgs, GraphSymbolsArgs, GraphWalkArgs};
+use crate::cli::{
+    GraphBenchArgs, GraphIndexArgs, GraphMapArgs, GraphPathArgs, GraphRepo, GraphStatementsArgs, GraphStatsArgs,
+    GraphSymbolsArgs, GraphUsesArgs, GraphWalkArgs,
+};
 
-fn open(repo: &Path, db: Option<&PathBuf>) -> anyhow::Result<Index> {
-    let db = db
-        .cloned()
-        .unwrap_or_else(|| repo.join(".forq").join("graph.db"));
-    Index::open(&db, repo).with_context(|| format!("open the code graph of {}", repo.display()))
+fn open(repo: &Path, db: Option<&PathBuf>, options: IndexOptions) -> anyhow::Result<Index> {
+    let db = db.cloned().unwrap_or_else(|| repo.join(".forq").join("graph.db"));
+    Index::open_with(&db, repo, options).with_context(|| format!("open the code graph of {}", repo.display()))
 }
 
 /// The index, brought up to date first: queries never answer from a stale
-/// tree.
-fn open_current(repo: &Path, db: Option<&PathBuf>) -> anyhow::Result<Index> {
-    let mut index = open(repo, db)?;
+/// tree (an unchanged tree costs a walk and its hashes).
+fn open_current(repo: &GraphRepo) -> anyhow::Result<Index> {
+    let mut index = open(&repo.repo, repo.db.db.as_ref(), IndexOptions::default())?;
     index.update()?;
     Ok(index)
 }
 
+fn print_json(value: &impl Serialize) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{}", serde_json::to_string(value)?)?;
+    Ok(())
+}
+
+/// Prints the truncation note of a bounded answer.
+fn note_truncation<T>(out: &mut impl Write, answer: &Bounded<T>) -> anyhow::Result<()> {
+    if answer.truncated {
+        writeln!(
+            out,
+            "... truncated at {} rows; {}",
+            answer.items.len(),
+            answer.hint.as_deref().unwrap_or("narrow the question")
+        )?;
+    }
+    Ok(())
+}
+
+fn confidence(c: &Confidence) -> String {
+    match c {
+        Confidence::Exact => "exact".to_owned(),
+        Confidence::Unique => "unique".to_owned(),
+        Confidence::Ambiguous { candidates } => format!("ambiguous: {candidates} candidates"),
+        _ => "unknown".to_owned(),
+    }
+}
+
 pub(crate) fn index(args: GraphIndexArgs) -> anyhow::Result<ExitCode> {
     let started = std::time::Instant::now();
-    let mut index = open(&args.path, args.db.db.as_ref())?;
+    let options = IndexOptions::default().flow(!args.no_flow).threads(args.threads);
+    let mut index = open(&args.path, args.db.db.as_ref(), options)?;
     let report = index.update()?;
-    let mut out = std::io::stdout().lock();
     if args.db.json {
         let mut value = serde_json::to_value(&report)?;
         value["elapsed_ms"] = serde_json::json!(started.elapsed().as_millis() as u64);
-        writeln!(out, "{value}")?;
+        print_json(&value)?;
     } else {
         writeln!(
-            out,
-            "{} files: {} parsed, {} unchanged, {} removed, {} skipped, {} failed; {} symbols written in {} ms",
+            std::io::stdout().lock(),
+            "{} files: {} parsed, {} unchanged, {} removed, {} skipped, {} failed; {} symbols, {} edges written in {} ms{}",
             report.files,
             report.parsed,
             report.unchanged,
@@ -44,14 +75,16 @@ pub(crate) fn index(args: GraphIndexArgs) -> anyhow::Result<ExitCode> {
             report.skipped,
             report.failed,
             report.symbols_written,
-            started.elapsed().as_millis()
+            report.edges_written,
+            started.elapsed().as_millis(),
+            if report.repaired { " (repaired an interrupted update)" } else { "" }
         )?;
     }
     Ok(ExitCode::SUCCESS)
 }
 
 pub(crate) fn symbols(args: GraphSymbolsArgs) -> anyhow::Result<ExitCode> {
-    let index = open_current(&args.repo, args.db.db.as_ref())?;
+    let index = open_current(&args.repo)?;
     let mut filter = SymbolFilter::default();
     if let Some(f) = args.file {
         filter = filter.file(f);
@@ -62,18 +95,17 @@ pub(crate) fn symbols(args: GraphSymbolsArgs) -> anyhow::Result<ExitCode> {
     if let Some(k) = args.kind {
         filter = filter.kind(k);
     }
+    if args.tests {
+        filter = filter.tests();
+    }
     let symbols = index.symbols(&filter)?;
+    if args.repo.db.json {
+        return print_json(&symbols).map(|()| ExitCode::SUCCESS);
+    }
     let mut out = std::io::stdout().lock();
-    if args.db.json {
-        writeln!(out, "{}", serde_json::to_string(&symbols)?)?;
-    } else {
-        for s in &symbols {
-            writeln!(
-                out,
-                "{:<8} {:<40} {}:{}",
-                s.kind, s.qualname, s.file, s.line
-            )?;
-        }
+    for s in &symbols {
+        let test = if s.test { " [test]" } else { "" };
+        writeln!(out, "{:<8} {:<40} {}:{}{test}", s.kind, s.qualname, s.file, s.line)?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -85,108 +117,211 @@ pub(crate) enum Direction {
     Callees,
 }
 
-/// A symbol id, or the one function or method with this name.
-fn resolve(index: &Index, symbol: &str) -> anyhow::Result<String> {
-    if symbol.contains('#') {
-        anyhow::ensure!(
-            index.symbol(symbol)?.is_some(),
-            "no symbol has the id {symbol:?}"
-        );
-        return Ok(symbol.to_owned());
-    }
-    let found: Vec<_> = index
-        .symbols(&SymbolFilter::default().name(symbol))?
-        .into_iter()
-        .filter(|s| s.kind == "function" || s.kind == "method")
-        .collect();
-    match found.as_slice() {
-        [one] => Ok(one.id.clone()),
-        [] => anyhow::bail!("no function or method is named {symbol:?}; `forq graph symbols --name` lists what there is"),
-        many => anyhow::bail!(
-            "{} functions or methods are named {symbol:?}; pass one id:\n  {}",
-            many.len(),
-            many.iter().map(|s| s.id.as_str()).collect::<Vec<_>>().join("\n  ")
-        ),
-    }
-}
-
-pub(crate) fn walk(args: GraphWalkArgs, direction: Direction) -> anyhow::Result<ExitCode> {
-    let index = open_current(&args.repo, args.db.db.as_ref())?;
-    let id = resolve(&index, &args.symbol)?;
-    let edges = match direction {
-        Direction::Callers => index.callers(&id, args.depth)?,
-        Direction::Callees => index.callees(&id, args.depth)?,
-    };
+fn print_edges(edges: &Bounded<CallEdge>, direction: Direction) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
-    if args.db.json {
-        writeln!(out, "{}", serde_json::to_string(&edges)?)?;
-        return Ok(ExitCode::SUCCESS);
-    }
-    for e in &edges {
-        let confidence = match e.confidence {
-            forq_graph::Confidence::Unique => "unique".to_owned(),
-            forq_graph::Confidence::Ambiguous { candidates } => {
-                format!("ambiguous: {candidates} candidates")
-            }
-            _ => "unknown".to_owned(),
-        };
+    for e in &edges.items {
         let (near, far) = match direction {
             Direction::Callers => (&e.callee, &e.caller),
             Direction::Callees => (&e.caller, &e.callee),
         };
         let indent = "  ".repeat(e.depth.saturating_sub(1) as usize);
-        writeln!(
-            out,
-            "{indent}{near} -> {far}  ({}:{}, {confidence})",
-            e.file, e.line
-        )?;
+        writeln!(out, "{indent}{near} -> {far}  ({}:{}, {})", e.file, e.line, confidence(&e.confidence))?;
     }
+    note_truncation(&mut out, edges)
+}
+
+pub(crate) fn walk(args: GraphWalkArgs, direction: Direction) -> anyhow::Result<ExitCode> {
+    let index = open_current(&args.repo)?;
+    let id = index.find_symbol(&args.symbol)?.id;
+    let depth = args.depth.unwrap_or(1);
+    let edges = match direction {
+        Direction::Callers => index.callers(&id, depth)?,
+        Direction::Callees => index.callees(&id, depth)?,
+    };
+    if args.repo.db.json {
+        return print_json(&edges).map(|()| ExitCode::SUCCESS);
+    }
+    print_edges(&edges, direction)?;
     Ok(ExitCode::SUCCESS)
 }
 
 pub(crate) fn path(args: GraphPathArgs) -> anyhow::Result<ExitCode> {
-    let index = open_current(&args.repo, args.db.db.as_ref())?;
-    let (from, to) = (resolve(&index, &args.from)?, resolve(&index, &args.to)?);
+    let index = open_current(&args.repo)?;
+    let (from, to) = (index.find_symbol(&args.from)?.id, index.find_symbol(&args.to)?.id);
     let chain = index.path(&from, &to, args.max_depth)?;
-    let mut out = std::io::stdout().lock();
-    if args.db.json {
-        writeln!(out, "{}", serde_json::to_string(&chain)?)?;
-    } else if let Some(chain) = &chain {
-        for e in chain {
-            writeln!(out, "{} -> {}  ({}:{})", e.caller, e.callee, e.file, e.line)?;
+    if args.repo.db.json {
+        print_json(&chain)?;
+    } else {
+        let mut out = std::io::stdout().lock();
+        match &chain {
+            Some(chain) => {
+                for e in chain {
+                    writeln!(out, "{} -> {}  ({}:{}, {})", e.caller, e.callee, e.file, e.line, confidence(&e.confidence))?;
+                }
+            }
+            None => writeln!(out, "no chain of at most {} calls from {from} to {to}", args.max_depth)?,
         }
-    } else {
-        writeln!(
-            out,
-            "no chain of at most {} calls from {from} to {to}",
-            args.max_depth
-        )?;
     }
-    Ok(if chain.is_some() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+    Ok(if chain.is_some() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+pub(crate) fn affected_by(args: GraphWalkArgs) -> anyhow::Result<ExitCode> {
+    let index = open_current(&args.repo)?;
+    let id = index.find_symbol(&args.symbol)?.id;
+    let answer = index.affected_by(&id, args.depth.unwrap_or(3))?;
+    if args.repo.db.json {
+        return print_json(&answer).map(|()| ExitCode::SUCCESS);
+    }
+    let mut out = std::io::stdout().lock();
+    for d in &answer.items {
+        writeln!(out, "{:>2} {:<9} {}  ({})", d.depth, d.via, d.id, confidence(&d.confidence))?;
+    }
+    note_truncation(&mut out, &answer)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+pub(crate) fn tests_for(args: GraphWalkArgs) -> anyhow::Result<ExitCode> {
+    let index = open_current(&args.repo)?;
+    let id = index.find_symbol(&args.symbol)?.id;
+    let answer = index.tests_for(&id, args.depth.unwrap_or(4))?;
+    if args.repo.db.json {
+        return print_json(&answer).map(|()| ExitCode::SUCCESS);
+    }
+    let mut out = std::io::stdout().lock();
+    if answer.items.is_empty() {
+        writeln!(out, "no test reaches {id} through calls")?;
+    }
+    for c in &answer.items {
+        writeln!(out, "{:>2} {}  ({}:{}, {})", c.depth, c.test, c.file, c.line, confidence(&c.confidence))?;
+    }
+    note_truncation(&mut out, &answer)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+pub(crate) fn statements(args: GraphStatementsArgs) -> anyhow::Result<ExitCode> {
+    let (file, line) = args
+        .location
+        .rsplit_once(':')
+        .and_then(|(f, l)| Some((f.to_owned(), l.parse::<u32>().ok()?)))
+        .with_context(|| format!("{:?} is not FILE:LINE (for example src/app.py:42)", args.location))?;
+    let index = open_current(&args.repo)?;
+    let answer = index.statements(&file, line, args.radius)?;
+    if args.repo.db.json {
+        return print_json(&answer).map(|()| ExitCode::SUCCESS);
+    }
+    let mut out = std::io::stdout().lock();
+    for s in &answer.items {
+        let mark = if s.line <= line && line <= s.end_line { ">" } else { " " };
+        writeln!(out, "{mark}{:>5}  {}", s.line, s.text)?;
+        for v in &s.reads {
+            let from: Vec<String> = v.links.iter().map(|l| l.line.to_string()).collect();
+            writeln!(out, "         reads {} defined on {}", v.name, from.join(", "))?;
+        }
+        for v in &s.writes {
+            let to: Vec<String> = v.links.iter().map(|l| l.line.to_string()).collect();
+            writeln!(out, "         writes {} read on {}", v.name, to.join(", "))?;
+        }
+    }
+    note_truncation(&mut out, &answer)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+pub(crate) fn uses(args: GraphUsesArgs) -> anyhow::Result<ExitCode> {
+    let index = open_current(&args.repo)?;
+    let answer = index.uses(&args.name, args.file.as_deref(), args.line)?;
+    if args.repo.db.json {
+        return print_json(&answer).map(|()| ExitCode::SUCCESS);
+    }
+    let mut out = std::io::stdout().lock();
+    for u in &answer.items {
+        writeln!(out, "{}:{}:{}  {}", u.file, u.line, u.col, u.text)?;
+    }
+    note_truncation(&mut out, &answer)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+pub(crate) fn map(args: GraphMapArgs) -> anyhow::Result<ExitCode> {
+    let index = open_current(&args.repo)?;
+    // A focus is a file path, or a SYMBOL resolved to its id.
+    let mut focus = Vec::new();
+    for f in &args.focus {
+        if args.repo.repo.join(f).is_file() {
+            focus.push(f.clone());
+        } else {
+            focus.push(index.find_symbol(f)?.id);
+        }
+    }
+    let map = index.map(args.tokens, &focus)?;
+    if args.repo.db.json {
+        return print_json(&map).map(|()| ExitCode::SUCCESS);
+    }
+    write!(std::io::stdout().lock(), "{}", map.text)?;
+    Ok(ExitCode::SUCCESS)
 }
 
 pub(crate) fn stats(args: GraphStatsArgs) -> anyhow::Result<ExitCode> {
-    let index = open_current(&args.path, args.db.db.as_ref())?;
+    let repo = GraphRepo {
+        repo: args.path,
+        db: args.db,
+    };
+    let index = open_current(&repo)?;
     let stats = index.stats()?;
+    if repo.db.json {
+        return print_json(&stats).map(|()| ExitCode::SUCCESS);
+    }
     let mut out = std::io::stdout().lock();
-    if args.db.json {
-        writeln!(out, "{}", serde_json::to_string(&stats)?)?;
-    } else {
-        writeln!(
-            out,
-            "{} files, {} symbols, {} call sites",
-            stats.files, stats.symbols, stats.calls
-        )?;
-        for (lang, n) in &stats.files_by_language {
-            writeln!(out, "  {lang:<12} {n} files")?;
-        }
-        for (kind, n) in &stats.symbols_by_kind {
-            writeln!(out, "  {kind:<12} {n}")?;
-        }
+    writeln!(
+        out,
+        "{} files, {} symbols ({} tests), {} references, {} imports, {} edges, {} statements, {} def-use links",
+        stats.files, stats.symbols, stats.tests, stats.references, stats.imports, stats.edges, stats.statements, stats.def_use
+    )?;
+    for (lang, n) in &stats.files_by_language {
+        writeln!(out, "  {lang:<16} {n} files")?;
+    }
+    for (kind, n) in &stats.symbols_by_kind {
+        writeln!(out, "  {kind:<16} {n}")?;
+    }
+    for (kind, n) in &stats.edges_by_kind {
+        writeln!(out, "  {kind:<20} {n}")?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+pub(crate) fn bench(args: GraphBenchArgs) -> anyhow::Result<ExitCode> {
+    anyhow::ensure!(args.path.is_dir(), "{} is not a directory to measure", args.path.display());
+    let report = forq_graph::bench(&args.path, args.threads, args.samples)?;
+    let peak_rss_mb = peak_rss_mb();
+    if args.json {
+        let mut value = serde_json::to_value(&report)?;
+        value["peak_rss_mb"] = serde_json::json!(peak_rss_mb);
+        return print_json(&value).map(|()| ExitCode::SUCCESS);
+    }
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{} files, {:.1} MB, {} threads", report.files, report.bytes as f64 / 1e6, report.threads)?;
+    writeln!(out, "parse only (floor)   {:>8.2} s", report.parse_only_s)?;
+    writeln!(out, "cold index           {:>8.2} s  ({:.2}x the floor)", report.cold_index_s, report.cold_over_parse)?;
+    writeln!(out, "no-op re-index       {:>8.3} s", report.noop_reindex_s)?;
+    writeln!(out, "one-file re-index    {:>8.3} s", report.one_file_reindex_s)?;
+    for q in &report.queries {
+        writeln!(out, "{:<20} p50 {:>7.2} ms  p95 {:>7.2} ms  ({} samples)", q.query, q.p50_ms, q.p95_ms, q.samples)?;
+    }
+    writeln!(out, "all queries          p50 {:>7.2} ms  p95 {:>7.2} ms", report.query_p50_ms, report.query_p95_ms)?;
+    writeln!(
+        out,
+        "{} symbols, {} edges, {} statements; database {:.1} MB; peak RSS {} MB",
+        report.symbols,
+        report.edges,
+        report.statements,
+        report.db_bytes as f64 / 1e6,
+        peak_rss_mb.map_or("?".to_owned(), |m| m.to_string())
+    )?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The process's peak resident set (VmHWM), in MB.
+fn peak_rss_mb() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb / 1024)
 }

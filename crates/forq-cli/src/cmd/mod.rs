@@ -29,7 +29,13 @@ pub(crate) fn run(args: Cli) -> anyhow::Result<ExitCode> {
             Command::Graph(GraphCommand::Callers(a)) => graph::walk(a, graph::Direction::Callers),
             Command::Graph(GraphCommand::Callees(a)) => graph::walk(a, graph::Direction::Callees),
             Command::Graph(GraphCommand::Path(a)) => graph::path(a),
+            Command::Graph(GraphCommand::AffectedBy(a)) => graph::affected_by(a),
+            Command::Graph(GraphCommand::TestsFor(a)) => graph::tests_for(a),
+            Command::Graph(GraphCommand::Statements(a)) => graph::statements(a),
+            Command::Graph(GraphCommand::Uses(a)) => graph::uses(a),
+            Command::Graph(GraphCommand::Map(a)) => graph::map(a),
             Command::Graph(GraphCommand::Stats(a)) => graph::stats(a),
+            Command::Graph(GraphCommand::Bench(a)) => graph::bench(a),
         }
     })
 }

@@ -1,0 +1,247 @@
+//! `forq graph bench`: the costs of indexing and querying one tree, side by
+//! side in one run, on a private copy of it (the one-file edit must not
+//! touch the user's files).
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+use crate::extract::{self, Queries};
+use crate::index::{Index, IndexOptions};
+use crate::lang::Lang;
+use crate::store::SymbolFilter;
+
+/// What `bench` measured. Times in seconds unless the name says `_ms`.
+#[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
+pub struct BenchReport {
+    /// Source files of supported languages.
+    pub files: usize,
+    /// Their bytes.
+    pub bytes: u64,
+    /// Parser threads used (for the floor and the index alike).
+    pub threads: usize,
+    /// Tree-sitter parsing of every file and nothing else: the floor.
+    pub parse_only_s: f64,
+    /// A cold index into an empty database.
+    pub cold_index_s: f64,
+    /// `cold_index_s / parse_only_s`.
+    pub cold_over_parse: f64,
+    /// Re-indexing the unchanged tree.
+    pub noop_reindex_s: f64,
+    /// Re-indexing after one file's body changed.
+    pub one_file_reindex_s: f64,
+    /// p95 over every query sampled below, in milliseconds.
+    pub query_p95_ms: f64,
+    /// p50 over every query sampled.
+    pub query_p50_ms: f64,
+    /// p50 and p95 per query kind (`callers_d3`, `callees_d3`, `path`,
+    /// `statements`, `uses`), in milliseconds.
+    pub queries: Vec<QueryTiming>,
+    /// Symbols indexed.
+    pub symbols: usize,
+    /// Edges resolved.
+    pub edges: usize,
+    /// Statements recorded.
+    pub statements: usize,
+    /// The database's size in bytes (with its WAL).
+    pub db_bytes: u64,
+}
+
+/// Latencies of one kind of query.
+#[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
+pub struct QueryTiming {
+    /// The query.
+    pub query: String,
+    /// How many were timed.
+    pub samples: usize,
+    /// Median, ms.
+    pub p50_ms: f64,
+    /// 95th percentile, ms.
+    pub p95_ms: f64,
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let i = ((sorted.len() - 1) as f64 * p).round() as usize;
+    sorted[i]
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+/// A small deterministic generator (no dependency for picking samples).
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self, n: usize) -> usize {
+        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        ((self.0 >> 33) as usize) % n.max(1)
+    }
+}
+
+/// Copies the source files under `root` (as the index walks them) into
+/// `to`, keeping relative paths.
+fn copy_sources(root: &Path, to: &Path) -> Result<(Vec<(Lang, PathBuf)>, u64)> {
+    let mut files = Vec::new();
+    let mut bytes = 0;
+    for f in crate::index::walk_sources(root) {
+        let dest = to.join(&f.1);
+        let io = |op, path: &Path| {
+            let path = path.to_path_buf();
+            move |source| Error::Io { op, path, source }
+        };
+        if let Some(dir) = dest.parent() {
+            std::fs::create_dir_all(dir).map_err(io("create", dir))?;
+        }
+        bytes += std::fs::copy(&f.2, &dest).map_err(io("copy", &f.2))?;
+        files.push((f.0, dest));
+    }
+    Ok((files, bytes))
+}
+
+/// Measures `root` (copied to a temporary directory first) with `threads`
+/// parser threads (0: one per core) and `samples` random symbols per
+/// query kind.
+pub fn bench(root: &Path, threads: usize, samples: usize) -> Result<BenchReport> {
+    let work = tempfile::tempdir().map_err(|source| Error::Io {
+        op: "create a temporary directory",
+        path: std::env::temp_dir(),
+        source,
+    })?;
+    let tree = work.path().join("tree");
+    let (files, bytes) = copy_sources(root, &tree)?;
+    let threads = match threads {
+        0 => std::thread::available_parallelism().map_or(2, |n| n.get()),
+        n => n,
+    };
+
+    // The floor: read and parse every file, on the same threads.
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let started = Instant::now();
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| {
+                let mut parser = tree_sitter::Parser::new();
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some((lang, path)) = files.get(i) else { break };
+                    if let Ok(source) = std::fs::read(path) {
+                        if source.len() as u64 <= crate::index::MAX_FILE_BYTES {
+                            std::hint::black_box(extract::parse(&mut parser, *lang, &source));
+                        }
+                    }
+                }
+            });
+        }
+    });
+    let parse_only = started.elapsed();
+    for lang in Lang::ALL {
+        Queries::get(lang)?; // compiled before the clock starts, as in a long-lived process
+    }
+
+    let db = work.path().join("graph.db");
+    let options = IndexOptions::default().threads(threads);
+    let mut index = Index::open_with(&db, &tree, options)?;
+    let started = Instant::now();
+    index.update()?;
+    let cold = started.elapsed();
+    let started = Instant::now();
+    index.update()?;
+    let noop = started.elapsed();
+
+    // One file's body changes: a comment appended to the largest file that
+    // has symbols (a realistic edit of a big module).
+    let symbols = index.symbols(&SymbolFilter::default())?;
+    let victim = files
+        .iter()
+        .filter(|(_, p)| symbols.iter().any(|s| tree.join(&s.file) == *p))
+        .max_by_key(|(_, p)| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0))
+        .map(|(_, p)| p.clone());
+    let mut one_file = Duration::ZERO;
+    if let Some(victim) = victim {
+        let mut content = std::fs::read(&victim).map_err(|source| Error::Io {
+            op: "read",
+            path: victim.clone(),
+            source,
+        })?;
+        let comment: &[u8] = match Lang::of_path(&victim) {
+            Some(Lang::Python) => b"\n# forq bench edit\n",
+            _ => b"\n// forq bench edit\n",
+        };
+        content.extend_from_slice(comment);
+        std::fs::write(&victim, &content).map_err(|source| Error::Io {
+            op: "write",
+            path: victim.clone(),
+            source,
+        })?;
+        let started = Instant::now();
+        index.update()?;
+        one_file = started.elapsed();
+    }
+
+    let mut rng = Lcg(0x5eed);
+    let callables: Vec<&crate::store::Symbol> = symbols
+        .iter()
+        .filter(|s| matches!(s.kind.as_str(), "function" | "method"))
+        .collect();
+    let mut all = Vec::new();
+    let mut queries = Vec::new();
+    let mut time = |name: &str, f: &mut dyn FnMut(usize) -> Result<()>| -> Result<()> {
+        let mut t = Vec::with_capacity(samples);
+        for _ in 0..samples.min(callables.len().max(1)) {
+            let i = rng.next(callables.len());
+            let started = Instant::now();
+            f(i)?;
+            t.push(ms(started.elapsed()));
+        }
+        t.sort_by(f64::total_cmp);
+        all.extend_from_slice(&t);
+        queries.push(QueryTiming {
+            query: name.to_owned(),
+            samples: t.len(),
+            p50_ms: percentile(&t, 0.5),
+            p95_ms: percentile(&t, 0.95),
+        });
+        Ok(())
+    };
+    if !callables.is_empty() {
+        let c = &callables;
+        time("callers_d3", &mut |i| index.callers(&c[i].id, 3).map(drop))?;
+        time("callees_d3", &mut |i| index.callees(&c[i].id, 3).map(drop))?;
+        let n = c.len();
+        time("path", &mut |i| index.path(&c[i].id, &c[(i * 7 + 3) % n].id, 6).map(drop))?;
+        time("statements", &mut |i| index.statements(&c[i].file, c[i].line + 1, 3).map(drop))?;
+        time("uses", &mut |i| index.uses(&c[i].name, Some(&c[i].file), Some(c[i].line)).map(drop))?;
+    }
+    all.sort_by(f64::total_cmp);
+    let stats = index.stats()?;
+    let db_bytes = ["graph.db", "graph.db-wal"]
+        .iter()
+        .filter_map(|f| std::fs::metadata(work.path().join(f)).ok())
+        .map(|m| m.len())
+        .sum();
+    Ok(BenchReport {
+        files: files.len(),
+        bytes,
+        threads,
+        parse_only_s: parse_only.as_secs_f64(),
+        cold_index_s: cold.as_secs_f64(),
+        cold_over_parse: cold.as_secs_f64() / parse_only.as_secs_f64().max(1e-9),
+        noop_reindex_s: noop.as_secs_f64(),
+        one_file_reindex_s: one_file.as_secs_f64(),
+        query_p95_ms: percentile(&all, 0.95),
+        query_p50_ms: percentile(&all, 0.5),
+        queries,
+        symbols: stats.symbols,
+        edges: stats.edges,
+        statements: stats.statements,
+        db_bytes,
+    })
+}
