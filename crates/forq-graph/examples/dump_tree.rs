@@ -15,14 +15,37 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-fn dump(node: tree_sitter::Node<'_>, field: Option<&str>, depth: usize, src: &[u8], out: &mut String) {
+fn dump(
+    node: tree_sitter::Node<'_>,
+    field: Option<&str>,
+    depth: usize,
+    src: &[u8],
+    out: &mut String,
+) {
     use std::fmt::Write;
-    let text = if node.child_count() == 0 { node.utf8_text(src).unwrap_or_default() } else { "" };
-    let _ = writeln!(out, "{:indent$}{}{} {text}", "", field.map(|f| format!("{f}: ")).unwrap_or_default(), node.kind(), indent = depth * 2);
+    let text = if node.child_count() == 0 {
+        node.utf8_text(src).unwrap_or_default()
+    } else {
+        ""
+    };
+    let _ = writeln!(
+        out,
+        "{:indent$}{}{} {text}",
+        "",
+        field.map(|f| format!("{f}: ")).unwrap_or_default(),
+        node.kind(),
+        indent = depth * 2
+    );
     let mut cursor = node.walk();
     for (i, child) in node.children(&mut cursor).enumerate() {
         if child.is_named() {
-            dump(child, node.field_name_for_child(i as u32), depth + 1, src, out);
+            dump(
+                child,
+                node.field_name_for_child(i as u32),
+                depth + 1,
+                src,
+                out,
+            );
         }
     }
 }

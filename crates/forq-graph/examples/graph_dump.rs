@@ -11,9 +11,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let report = index.update()?;
     let mut out = format!("{report:?}\n");
     for s in index.symbols(&SymbolFilter::default())? {
-        out.push_str(&format!("{} {}{}  doc={:?}\n", s.kind, s.id, if s.test { " [test]" } else { "" }, s.doc));
+        out.push_str(&format!(
+            "{} {}{}  doc={:?}\n",
+            s.kind,
+            s.id,
+            if s.test { " [test]" } else { "" },
+            s.doc
+        ));
         for e in index.callees(&s.id, 1)?.items {
-            out.push_str(&format!("    -> {} @{} {:?}\n", e.callee, e.line, e.confidence));
+            out.push_str(&format!(
+                "    -> {} @{} {:?}\n",
+                e.callee, e.line, e.confidence
+            ));
         }
     }
     out.push_str(&format!("{:#?}\n", index.stats()?));

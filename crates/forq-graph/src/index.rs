@@ -83,6 +83,10 @@ pub struct IndexReport {
     pub edges_written: usize,
     /// Whether this update repaired an interrupted one.
     pub repaired: bool,
+    /// Milliseconds spent walking, parsing and writing files.
+    pub files_ms: u64,
+    /// Milliseconds spent resolving names into edges.
+    pub resolve_ms: u64,
 }
 
 /// The code graph of one repository, in one SQLite file.
@@ -123,7 +127,10 @@ fn skip_reason(content: &[u8]) -> Option<&'static str> {
 
 /// The source files under `root` as `(language, relative path, path)`.
 pub(crate) fn walk_sources(root: &Path) -> Vec<(Lang, String, PathBuf)> {
-    walk(root).into_iter().map(|f| (f.lang, f.rel, f.path)).collect()
+    walk(root)
+        .into_iter()
+        .map(|f| (f.lang, f.rel, f.path))
+        .collect()
 }
 
 /// A source file found by the walk.
@@ -136,7 +143,7 @@ struct Found {
 /// What a worker made of one file.
 enum Outcome {
     Unchanged,
-    Changed(FileRow, FileFacts),
+    Changed(FileRow, Box<FileFacts>),
 }
 
 /// The source files under `root` (`.gitignore` honoured, hidden files and
@@ -218,7 +225,7 @@ fn process(
             None => row.status = "parse_failed",
         }
     }
-    Ok(Outcome::Changed(row, facts))
+    Ok(Outcome::Changed(row, Box::new(facts)))
 }
 
 impl Index {
@@ -273,6 +280,7 @@ impl Index {
     #[tracing::instrument(skip_all, fields(root = %self.root.display()))]
     pub fn update(&mut self) -> Result<IndexReport> {
         let mut report = IndexReport::default();
+        let started = std::time::Instant::now();
         let found = walk(&self.root);
         report.files = found.len();
         let known = self.store.hashes()?;
@@ -285,13 +293,22 @@ impl Index {
             dirty.all = true;
         }
         let seen: HashSet<&str> = found.iter().map(|f| f.rel.as_str()).collect();
-        let gone: Vec<String> = known.keys().filter(|p| !seen.contains(p.as_str())).cloned().collect();
+        let gone: Vec<String> = known
+            .keys()
+            .filter(|p| !seen.contains(p.as_str()))
+            .cloned()
+            .collect();
         let added: Vec<&str> = found
             .iter()
             .filter(|f| !known.contains_key(&f.rel))
             .map(|f| f.rel.as_str())
             .collect();
-        let mut stems: Vec<String> = gone.iter().map(String::as_str).chain(added.iter().copied()).map(stem).collect();
+        let mut stems: Vec<String> = gone
+            .iter()
+            .map(String::as_str)
+            .chain(added.iter().copied())
+            .map(stem)
+            .collect();
         stems.sort();
         stems.dedup();
 
@@ -302,8 +319,8 @@ impl Index {
         .min(found.len().max(1));
         let mut queries: HashMap<Lang, &Queries> = HashMap::new();
         for f in &found {
-            if !queries.contains_key(&f.lang) {
-                queries.insert(f.lang, Queries::get(f.lang)?);
+            if let std::collections::hash_map::Entry::Vacant(slot) = queries.entry(f.lang) {
+                slot.insert(Queries::get(f.lang)?);
             }
         }
         let next = AtomicUsize::new(0);
@@ -313,7 +330,8 @@ impl Index {
         std::thread::scope(|s| -> Result<()> {
             for _ in 0..threads {
                 let tx = tx.clone();
-                let (next, found, known, queries, options) = (&next, &found, &known, &queries, &options);
+                let (next, found, known, queries, options) =
+                    (&next, &found, &known, &queries, &options);
                 s.spawn(move || {
                     let mut parser = tree_sitter::Parser::new();
                     loop {
@@ -363,19 +381,24 @@ impl Index {
                 .prepare_cached("SELECT DISTINCT file FROM imports WHERE instr(module, ?1) > 0 OR instr(COALESCE(name, ''), ?1) > 0")
                 .map_err(self.store.db())?;
             for s in &stems {
-                let rows = stmt.query_map([s], |r| r.get::<_, String>(0)).map_err(self.store.db())?;
+                let rows = stmt
+                    .query_map([s], |r| r.get::<_, String>(0))
+                    .map_err(self.store.db())?;
                 for file in rows {
                     dirty.files.insert(file.map_err(self.store.db())?);
                 }
             }
         }
         dirty.files.retain(|f| seen.contains(f.as_str()));
+        report.files_ms = started.elapsed().as_millis() as u64;
+        let started = std::time::Instant::now();
         let store = &self.store;
         let tx = store.conn.unchecked_transaction().map_err(store.db())?;
         report.edges_written = resolve::resolve(&tx, &dirty).map_err(store.db())?;
         tx.execute("DELETE FROM meta WHERE key = ?1", [PENDING])
             .map_err(store.db())?;
         tx.commit().map_err(store.db())?;
+        report.resolve_ms = started.elapsed().as_millis() as u64;
         tracing::debug!(?report, "index updated");
         Ok(report)
     }
@@ -434,6 +457,9 @@ fn stem(path: &str) -> String {
     }
 }
 
+/// A file's definitions (id to name) and bases (type, base) before a write.
+type OldFacts = (HashMap<String, String>, Vec<(String, String)>);
+
 /// The one writer: batches files into transactions and notes what must be
 /// resolved again.
 struct Writer<'s> {
@@ -479,7 +505,10 @@ impl<'s> Writer<'s> {
 
     fn commit(&mut self) -> Result<()> {
         if self.pending > 0 {
-            self.store.conn.execute_batch("COMMIT").map_err(self.store.db())?;
+            self.store
+                .conn
+                .execute_batch("COMMIT")
+                .map_err(self.store.db())?;
             self.pending = 0;
         }
         Ok(())
@@ -487,7 +516,11 @@ impl<'s> Writer<'s> {
 
     /// Notes the names a file defined before, so that a change of them is
     /// resolved again everywhere.
-    fn note_old(&self, path: &str, dirty: &mut Dirty) -> Result<(HashMap<String, String>, Vec<(String, String)>)> {
+    fn note_old(
+        &self,
+        path: &str,
+        dirty: &mut Dirty,
+    ) -> Result<OldFacts> {
         let old: HashMap<String, String> = self.store.symbol_keys(path)?.into_iter().collect();
         let bases: Vec<(String, String)> = {
             let mut stmt = self
@@ -498,7 +531,8 @@ impl<'s> Writer<'s> {
             let rows = stmt
                 .query_map([path], |r| Ok((r.get(0)?, r.get(1)?)))
                 .map_err(self.store.db())?;
-            rows.collect::<rusqlite::Result<_>>().map_err(self.store.db())?
+            rows.collect::<rusqlite::Result<_>>()
+                .map_err(self.store.db())?
         };
         dirty.files.insert(path.to_owned());
         Ok((old, bases))
@@ -508,7 +542,11 @@ impl<'s> Writer<'s> {
         self.begin()?;
         if !dirty.all {
             let (old, old_bases) = self.note_old(&row.path, dirty)?;
-            let new: HashMap<&str, &str> = facts.symbols.iter().map(|s| (s.id.as_str(), s.name.as_str())).collect();
+            let new: HashMap<&str, &str> = facts
+                .symbols
+                .iter()
+                .map(|s| (s.id.as_str(), s.name.as_str()))
+                .collect();
             for (id, name) in &old {
                 if !new.contains_key(id.as_str()) {
                     dirty.names.insert(name.clone());

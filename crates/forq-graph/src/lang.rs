@@ -108,7 +108,13 @@ impl Lang {
         use QueryKind::*;
         macro_rules! q {
             ($dir:literal, $file:literal) => {
-                Some(include_str!(concat!("../queries/", $dir, "/", $file, ".scm")))
+                Some(include_str!(concat!(
+                    "../queries/",
+                    $dir,
+                    "/",
+                    $file,
+                    ".scm"
+                )))
             };
         }
         match (self, kind) {
@@ -332,7 +338,12 @@ const JAVASCRIPT: Syntax = Syntax {
         "shorthand_property_identifier",
         "shorthand_property_identifier_pattern",
     ],
-    blocks: &["statement_block", "program", "switch_case", "switch_default"],
+    blocks: &[
+        "statement_block",
+        "program",
+        "switch_case",
+        "switch_default",
+    ],
     binds: &[
         ("variable_declarator", "name"),
         ("assignment_expression", "left"),

@@ -61,7 +61,7 @@ pub use index::{Index, IndexOptions, IndexReport, Stats, MAX_FILE_BYTES};
 pub use lang::{Lang, QueryKind};
 pub use map::{MapEntry, RepoMap, CHARS_PER_TOKEN};
 pub use query::{
-    Bounded, CallEdge, Confidence, Covering, Dependent, LineText, StatementInfo, UseSite, VarLinks, MAX_FANOUT,
-    MAX_ROWS,
+    Bounded, CallEdge, Confidence, Covering, Dependent, LineText, StatementInfo, UseSite, VarLinks,
+    MAX_FANOUT, MAX_PATH_NODES, MAX_ROWS,
 };
 pub use store::{Symbol, SymbolFilter};

@@ -77,7 +77,10 @@ impl Index {
         }
         // A member matters with its container: contains edges both ways.
         for s in &symbols {
-            if let (Some(p), Some(&me)) = (s.parent.as_deref().and_then(|p| node_of.get(p)), node_of.get(s.id.as_str())) {
+            if let (Some(p), Some(&me)) = (
+                s.parent.as_deref().and_then(|p| node_of.get(p)),
+                node_of.get(s.id.as_str()),
+            ) {
                 graph.add_edge(me, *p, 0.5);
                 graph.add_edge(*p, me, 0.1);
             }
@@ -111,7 +114,10 @@ impl Index {
         let rank = page_rank(&graph, &personal);
         let mut order: Vec<usize> = (0..symbols.len()).collect();
         order.sort_by(|&a, &b| {
-            let (ra, rb) = (rank[node_of[symbols[a].id.as_str()].index()], rank[node_of[symbols[b].id.as_str()].index()]);
+            let (ra, rb) = (
+                rank[node_of[symbols[a].id.as_str()].index()],
+                rank[node_of[symbols[b].id.as_str()].index()],
+            );
             rb.total_cmp(&ra).then(a.cmp(&b))
         });
         // Greedy fill: most important first, a file's header paid once.
@@ -122,7 +128,11 @@ impl Index {
         for i in order {
             let s = &symbols[i];
             let line_cost = entry_line(s.line, &s.signature).len() + 1;
-            let header = if chosen.contains_key(s.file.as_str()) { 0 } else { s.file.len() + 2 };
+            let header = if chosen.contains_key(s.file.as_str()) {
+                0
+            } else {
+                s.file.len() + 2
+            };
             if used + line_cost + header > budget {
                 continue;
             }
@@ -140,7 +150,12 @@ impl Index {
         }
         // Files in the order of their best entry; entries by line.
         let mut files: Vec<(&str, Vec<usize>)> = chosen.into_iter().collect();
-        let best = |f: &str| entries.iter().position(|e| e.file == f).unwrap_or(usize::MAX);
+        let best = |f: &str| {
+            entries
+                .iter()
+                .position(|e| e.file == f)
+                .unwrap_or(usize::MAX)
+        };
         files.sort_by_key(|(f, _)| best(f));
         let mut text = String::new();
         for (file, mut idx) in files {

@@ -1,7 +1,7 @@
 //! The questions an agent asks of the graph. Every answer is bounded: a
 //! row cap, a truncation flag, and a hint saying how to narrow.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 
 use rusqlite::{params, OptionalExtension};
 use serde::Serialize;
@@ -13,7 +13,7 @@ use crate::store::{row_symbol, Symbol, SYMBOL_COLUMNS};
 /// Edges followed from one node at most, per step of a walk.
 pub const MAX_FANOUT: usize = 64;
 /// Definitions a `path` search visits at most.
-pub const MAX_PATH_NODES: usize = 5000;
+pub const MAX_PATH_NODES: usize = 2000;
 /// Rows an answer holds at most.
 pub const MAX_ROWS: usize = 200;
 
@@ -185,6 +185,10 @@ struct Step {
     via: String,
 }
 
+fn visited<K, V>(a: &HashMap<K, V>, b: &HashMap<K, V>) -> usize {
+    a.len() + b.len()
+}
+
 fn family_of_lang(lang: &str) -> &'static str {
     crate::lang::Lang::ALL
         .into_iter()
@@ -213,7 +217,10 @@ impl Index {
         if let Some(s) = self.store.symbol(query)? {
             return Ok(s);
         }
-        if let Some((file, line)) = query.rsplit_once(':').and_then(|(f, l)| Some((f, l.parse::<u32>().ok()?))) {
+        if let Some((file, line)) = query
+            .rsplit_once(':')
+            .and_then(|(f, l)| Some((f, l.parse::<u32>().ok()?)))
+        {
             let sql = format!(
                 "SELECT {SYMBOL_COLUMNS} FROM symbols WHERE file = ?1 AND line <= ?2 AND end_line >= ?2
                  ORDER BY line DESC, end_line ASC LIMIT 1"
@@ -222,7 +229,10 @@ impl Index {
                 .store
                 .conn
                 .prepare_cached(&sql)
-                .and_then(|mut s| s.query_map(params![file, line], row_symbol)?.collect::<rusqlite::Result<Vec<_>>>())
+                .and_then(|mut s| {
+                    s.query_map(params![file, line], row_symbol)?
+                        .collect::<rusqlite::Result<Vec<_>>>()
+                })
                 .map_err(self.store.db())?;
             return found.into_iter().next().ok_or_else(|| Error::NoSuchSymbol {
                 query: query.to_owned(),
@@ -230,7 +240,11 @@ impl Index {
         }
         // A dotted name is a qualified name; a bare one matches every
         // definition of that name, wherever it is nested.
-        let column = if query.contains('.') { "qualname = ?1" } else { "name = ?1" };
+        let column = if query.contains('.') {
+            "qualname = ?1"
+        } else {
+            "name = ?1"
+        };
         let mut found = self.store.symbols_where(column, query)?;
         match found.len() {
             0 => Err(Error::NoSuchSymbol {
@@ -273,7 +287,12 @@ impl Index {
                 if let Some(m) = marker {
                     let family = self.family_of(&sym.file)?;
                     let key = format!("{}{m}:{}", crate::resolve::AMBIGUOUS_PREFIX, sym.name);
-                    for mut row in stmt.query_map([&key], read).map_err(&db)?.collect::<rusqlite::Result<Vec<_>>>().map_err(&db)? {
+                    for mut row in stmt
+                        .query_map([&key], read)
+                        .map_err(&db)?
+                        .collect::<rusqlite::Result<Vec<_>>>()
+                        .map_err(&db)?
+                    {
                         if self.family_of(&row.2)? == family {
                             row.1 = node.to_owned();
                             rows.push(row);
@@ -291,7 +310,11 @@ impl Index {
             };
             for dst in targets {
                 out.push(Step {
-                    far: if column == "src" { dst.clone() } else { src.clone() },
+                    far: if column == "src" {
+                        dst.clone()
+                    } else {
+                        src.clone()
+                    },
                     edge: CallEdge {
                         caller: src.clone(),
                         callee: dst,
@@ -346,7 +369,12 @@ impl Index {
     /// Breadth-first walk; each node expanded once, at most `MAX_FANOUT`
     /// edges per node. Returns the steps with their depth, and whether a
     /// cap cut anything.
-    fn walk(&self, start: &str, depth: u32, step: impl Fn(&str) -> Result<Vec<Step>>) -> Result<(Vec<(u32, Step)>, bool)> {
+    fn walk(
+        &self,
+        start: &str,
+        depth: u32,
+        step: impl Fn(&str) -> Result<Vec<Step>>,
+    ) -> Result<(Vec<(u32, Step)>, bool)> {
         let mut out = Vec::new();
         let mut capped = false;
         let mut seen = HashSet::from([start.to_owned()]);
@@ -380,52 +408,88 @@ impl Index {
     pub fn callees(&self, id: &str, depth: u32) -> Result<Bounded<CallEdge>> {
         self.check_complete()?;
         let (steps, capped) = self.walk(id, depth, |n| self.edges("src", n, "'calls'"))?;
-        Ok(Bounded::new(steps.into_iter().map(|(_, s)| s.edge).collect(), capped, "lower --depth"))
+        Ok(Bounded::new(
+            steps.into_iter().map(|(_, s)| s.edge).collect(),
+            capped,
+            "lower --depth",
+        ))
     }
 
     /// What calls `id`, breadth first to `depth` levels.
     pub fn callers(&self, id: &str, depth: u32) -> Result<Bounded<CallEdge>> {
         self.check_complete()?;
         let (steps, capped) = self.walk(id, depth, |n| self.edges("dst", n, "'calls'"))?;
-        Ok(Bounded::new(steps.into_iter().map(|(_, s)| s.edge).collect(), capped, "lower --depth"))
+        Ok(Bounded::new(
+            steps.into_iter().map(|(_, s)| s.edge).collect(),
+            capped,
+            "lower --depth",
+        ))
     }
 
     /// The shortest chain of calls from `from` to `to`, at most
-    /// `max_depth` calls long; `None` when there is none.
+    /// `max_depth` calls long; `None` when there is none (or none within
+    /// `MAX_PATH_NODES` visited definitions). Searches from both ends,
+    /// always growing the smaller frontier.
     pub fn path(&self, from: &str, to: &str, max_depth: u32) -> Result<Option<Vec<CallEdge>>> {
         self.check_complete()?;
-        let mut came_by: HashMap<String, CallEdge> = HashMap::new();
-        let mut frontier = vec![from.to_owned()];
-        let mut seen = BTreeSet::from([from.to_owned()]);
-        for level in 1..=max_depth {
+        if from == to {
+            return Ok(Some(Vec::new()));
+        }
+        // node -> the edge it was reached by (forward: from its caller;
+        // backward: to its callee).
+        let mut fwd: HashMap<String, Option<CallEdge>> = HashMap::from([(from.to_owned(), None)]);
+        let mut bwd: HashMap<String, Option<CallEdge>> = HashMap::from([(to.to_owned(), None)]);
+        let (mut ff, mut bf) = (vec![from.to_owned()], vec![to.to_owned()]);
+        let mut depth = 0;
+        while depth < max_depth && !ff.is_empty() && !bf.is_empty() {
+            depth += 1;
+            let forward = ff.len() <= bf.len();
+            let (frontier, seen, other, column) = if forward {
+                (&mut ff, &mut fwd, &bwd, "src")
+            } else {
+                (&mut bf, &mut bwd, &fwd, "dst")
+            };
             let mut next = Vec::new();
-            for node in &frontier {
-                for mut s in self.edges("src", node, "'calls'")?.into_iter().take(MAX_FANOUT) {
-                    s.edge.depth = level;
-                    if !seen.insert(s.far.clone()) {
+            let mut meet = None;
+            'grow: for node in frontier.iter() {
+                for s in self
+                    .edges(column, node, "'calls'")?
+                    .into_iter()
+                    .take(MAX_FANOUT)
+                {
+                    if seen.contains_key(&s.far) {
                         continue;
                     }
-                    came_by.insert(s.far.clone(), s.edge);
-                    if s.far == to {
-                        let mut chain = Vec::new();
-                        let mut at = s.far;
-                        while let Some(edge) = came_by.remove(&at) {
-                            at = edge.caller.clone();
-                            chain.push(edge);
-                        }
-                        chain.reverse();
-                        return Ok(Some(chain));
+                    seen.insert(s.far.clone(), Some(s.edge));
+                    if other.contains_key(&s.far) {
+                        meet = Some(s.far);
+                        break 'grow;
                     }
                     next.push(s.far);
                 }
-                if seen.len() > MAX_PATH_NODES {
-                    return Ok(None); // bounded: a chain this far out is no answer for an agent
+                if visited(seen, other) > MAX_PATH_NODES {
+                    return Ok(None);
                 }
             }
-            if next.is_empty() {
-                break;
+            if let Some(mid) = meet {
+                let mut chain = Vec::new();
+                let mut at = mid.clone();
+                while let Some(Some(edge)) = fwd.get(&at) {
+                    at = edge.caller.clone();
+                    chain.push(edge.clone());
+                }
+                chain.reverse();
+                let mut at = mid;
+                while let Some(Some(edge)) = bwd.get(&at) {
+                    at = edge.callee.clone();
+                    chain.push(edge.clone());
+                }
+                for (i, e) in chain.iter_mut().enumerate() {
+                    e.depth = i as u32 + 1;
+                }
+                return Ok((chain.len() as u32 <= max_depth).then_some(chain));
             }
-            frontier = next;
+            *frontier = next;
         }
         Ok(None)
     }
@@ -434,12 +498,18 @@ impl Index {
     /// importers, and theirs, to `depth` steps, nearest first.
     pub fn affected_by(&self, id: &str, depth: u32) -> Result<Bounded<Dependent>> {
         self.check_complete()?;
-        let mut confidence: HashMap<String, Confidence> = HashMap::from([(id.to_owned(), Confidence::Exact)]);
-        let (steps, capped) = self.walk(id, depth, |n| self.edges("dst", n, "'calls', 'inherits', 'imports'"))?;
+        let mut confidence: HashMap<String, Confidence> =
+            HashMap::from([(id.to_owned(), Confidence::Exact)]);
+        let (steps, capped) = self.walk(id, depth, |n| {
+            self.edges("dst", n, "'calls', 'inherits', 'imports'")
+        })?;
         let mut out = Vec::new();
         let mut listed = HashSet::new();
         for (level, s) in steps {
-            let before = confidence.get(&s.edge.callee).copied().unwrap_or(Confidence::Exact);
+            let before = confidence
+                .get(&s.edge.callee)
+                .copied()
+                .unwrap_or(Confidence::Exact);
             let c = weakest(before, s.edge.confidence);
             confidence.entry(s.far.clone()).or_insert(c);
             if listed.insert(s.far.clone()) {
@@ -458,12 +528,16 @@ impl Index {
     /// nearest first, then most confident.
     pub fn tests_for(&self, id: &str, depth: u32) -> Result<Bounded<Covering>> {
         self.check_complete()?;
-        let mut confidence: HashMap<String, Confidence> = HashMap::from([(id.to_owned(), Confidence::Exact)]);
+        let mut confidence: HashMap<String, Confidence> =
+            HashMap::from([(id.to_owned(), Confidence::Exact)]);
         let (steps, capped) = self.walk(id, depth, |n| self.edges("dst", n, "'calls'"))?;
         let mut out = Vec::new();
         let mut listed = HashSet::new();
         for (level, s) in steps {
-            let before = confidence.get(&s.edge.callee).copied().unwrap_or(Confidence::Exact);
+            let before = confidence
+                .get(&s.edge.callee)
+                .copied()
+                .unwrap_or(Confidence::Exact);
             let c = weakest(before, s.edge.confidence);
             confidence.entry(s.far.clone()).or_insert(c);
             if !listed.insert(s.far.clone()) {
@@ -500,7 +574,16 @@ impl Index {
         let rows: Vec<(i64, u32, u32, String, String, Option<String>)> = stmt
             .query_map(
                 params![file, line.saturating_sub(radius), line + radius],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)),
+                |r| {
+                    Ok((
+                        r.get(0)?,
+                        r.get(1)?,
+                        r.get(2)?,
+                        r.get(3)?,
+                        r.get(4)?,
+                        r.get(5)?,
+                    ))
+                },
             )
             .map_err(&db)?
             .collect::<rusqlite::Result<_>>()
@@ -548,7 +631,10 @@ impl Index {
         let mut out: Vec<VarLinks> = Vec::new();
         for (name, line, text) in rows {
             if out.last().is_none_or(|v| v.name != name) {
-                out.push(VarLinks { name: name.clone(), links: Vec::new() });
+                out.push(VarLinks {
+                    name: name.clone(),
+                    links: Vec::new(),
+                });
             }
             if let Some(v) = out.last_mut() {
                 v.links.push(LineText { line, text });
@@ -561,10 +647,14 @@ impl Index {
         let n: i64 = self
             .store
             .conn
-            .query_row("SELECT COUNT(*) FROM files WHERE path = ?1", [file], |r| r.get(0))
+            .query_row("SELECT COUNT(*) FROM files WHERE path = ?1", [file], |r| {
+                r.get(0)
+            })
             .map_err(self.store.db())?;
         if n == 0 {
-            return Err(Error::NoSuchFile { file: file.to_owned() });
+            return Err(Error::NoSuchFile {
+                file: file.to_owned(),
+            });
         }
         Ok(())
     }
@@ -572,7 +662,12 @@ impl Index {
     /// Statements that read `name`; with `file` (and `line`), those in the
     /// function holding that line come first, then the rest of the file,
     /// then other files.
-    pub fn uses(&self, name: &str, file: Option<&str>, line: Option<u32>) -> Result<Bounded<UseSite>> {
+    pub fn uses(
+        &self,
+        name: &str,
+        file: Option<&str>,
+        line: Option<u32>,
+    ) -> Result<Bounded<UseSite>> {
         self.check_complete()?;
         if let Some(f) = file {
             self.known_file(f)?;
@@ -615,7 +710,11 @@ impl Index {
             .map_err(&db)?
             .collect::<rusqlite::Result<_>>()
             .map_err(&db)?;
-        Ok(Bounded::new(rows, false, "pass --file and --line to rank, or a rarer name"))
+        Ok(Bounded::new(
+            rows,
+            false,
+            "pass --file and --line to rank, or a rarer name",
+        ))
     }
 
     /// Ids of the symbols and files one step from `node` along any edge,
@@ -633,4 +732,3 @@ impl Index {
         rows.collect::<rusqlite::Result<_>>().map_err(db)
     }
 }
-

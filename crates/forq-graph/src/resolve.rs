@@ -23,7 +23,15 @@ use crate::store::EdgeRow;
 pub(crate) const MAX_CANDIDATES: usize = 64;
 
 /// Kinds that are types (have methods, can be inherited from).
-const TYPE_KINDS: [&str; 7] = ["class", "struct", "impl", "trait", "interface", "enum", "type"];
+const TYPE_KINDS: [&str; 7] = [
+    "class",
+    "struct",
+    "impl",
+    "trait",
+    "interface",
+    "enum",
+    "type",
+];
 /// Receivers that mean "this object".
 const SELF_RECEIVERS: [&str; 5] = ["self", "this", "Self", "cls", "super()"];
 
@@ -43,11 +51,19 @@ struct Found {
 
 impl Found {
     fn exact(targets: Vec<String>) -> Found {
-        Found { candidates: targets.len(), targets, exact: true }
+        Found {
+            candidates: targets.len(),
+            targets,
+            exact: true,
+        }
     }
 
     fn listed(targets: Vec<String>) -> Found {
-        Found { candidates: targets.len(), targets, exact: false }
+        Found {
+            candidates: targets.len(),
+            targets,
+            exact: false,
+        }
     }
 }
 
@@ -126,7 +142,7 @@ struct Resolver<'c> {
     langs: HashMap<String, Lang>,
     by_name: HashMap<String, Rc<Vec<Rc<Sym>>>>,
     by_id: HashMap<String, Option<Rc<Sym>>>,
-    imports: HashMap<String, Vec<ImportRow>>,
+    imports: HashMap<String, Rc<Vec<ImportRow>>>,
     bases: HashMap<String, Vec<String>>,
     /// Files by base name, for suffix lookups of module paths.
     by_basename: HashMap<String, Vec<String>>,
@@ -146,11 +162,14 @@ pub(crate) fn resolve(conn: &Connection, dirty: &Dirty) -> rusqlite::Result<usiz
     if dirty.all {
         conn.execute("DELETE FROM edges", [])?;
     } else {
-        let mut del_ref = conn.prepare_cached("DELETE FROM edges WHERE kind IN ('calls', 'inherits') AND origin = ?1")?;
+        let mut del_ref = conn.prepare_cached(
+            "DELETE FROM edges WHERE kind IN ('calls', 'inherits') AND origin = ?1",
+        )?;
         for row in &refs {
             del_ref.execute([row.id])?;
         }
-        let mut del_imp = conn.prepare_cached("DELETE FROM edges WHERE kind = 'imports' AND origin = ?1")?;
+        let mut del_imp =
+            conn.prepare_cached("DELETE FROM edges WHERE kind = 'imports' AND origin = ?1")?;
         for row in &imports {
             del_imp.execute([row.id])?;
         }
@@ -208,7 +227,8 @@ impl<'c> Resolver<'c> {
         let mut langs = HashMap::new();
         {
             let mut stmt = conn.prepare("SELECT path, lang FROM files WHERE status = 'parsed'")?;
-            let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?;
+            let rows =
+                stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?;
             for row in rows {
                 let (path, lang) = row?;
                 if let Some(lang) = Lang::ALL.into_iter().find(|l| l.name() == lang) {
@@ -219,7 +239,10 @@ impl<'c> Resolver<'c> {
         let mut by_basename: HashMap<String, Vec<String>> = HashMap::new();
         for path in langs.keys() {
             let base = path.rsplit('/').next().unwrap_or(path);
-            by_basename.entry(base.to_owned()).or_default().push(path.clone());
+            by_basename
+                .entry(base.to_owned())
+                .or_default()
+                .push(path.clone());
         }
         let mut r = Resolver {
             conn,
@@ -242,12 +265,18 @@ impl<'c> Resolver<'c> {
             }
             r.by_name = by_name.into_iter().map(|(k, v)| (k, Rc::new(v))).collect();
             let mut stmt = conn.prepare(&format!("{IMPORT_COLUMNS} ORDER BY id"))?;
+            let mut imports: HashMap<String, Vec<ImportRow>> = HashMap::new();
             for row in stmt.query_map([], import_row)? {
                 let row = row?;
-                r.imports.entry(row.file.clone()).or_default().push(row);
+                imports.entry(row.file.clone()).or_default().push(row);
             }
-            let mut stmt = conn.prepare("SELECT scope, name FROM refs WHERE kind = 'base' AND scope IS NOT NULL")?;
-            for row in stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))? {
+            r.imports = imports.into_iter().map(|(k, v)| (k, Rc::new(v))).collect();
+            let mut stmt = conn.prepare(
+                "SELECT scope, name FROM refs WHERE kind = 'base' AND scope IS NOT NULL",
+            )?;
+            for row in
+                stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?
+            {
                 let (scope, name) = row?;
                 r.bases.entry(scope).or_default().push(name);
             }
@@ -270,23 +299,29 @@ impl<'c> Resolver<'c> {
         }
         let mut refs: HashMap<i64, RefRow> = HashMap::new();
         let mut imports = Vec::new();
-        let collect = |sql: &str, param: &str, refs: &mut HashMap<i64, RefRow>| -> rusqlite::Result<()> {
-            let mut stmt = conn.prepare_cached(sql)?;
-            for row in stmt.query_map([param], ref_row)? {
-                let row = row?;
-                refs.insert(row.id, row);
-            }
-            Ok(())
-        };
+        let collect =
+            |sql: &str, param: &str, refs: &mut HashMap<i64, RefRow>| -> rusqlite::Result<()> {
+                let mut stmt = conn.prepare_cached(sql)?;
+                for row in stmt.query_map([param], ref_row)? {
+                    let row = row?;
+                    refs.insert(row.id, row);
+                }
+                Ok(())
+            };
         for file in &dirty.files {
             collect(&format!("{REF_COLUMNS} WHERE file = ?1"), file, &mut refs)?;
-            imports.extend(self.imports_of(file)?);
+            imports.extend(self.imports_of(file)?.iter().cloned());
         }
         let mut import_ids: HashSet<i64> = imports.iter().map(|i: &ImportRow| i.id).collect();
         for name in &dirty.names {
             collect(&format!("{REF_COLUMNS} WHERE name = ?1"), name, &mut refs)?;
-            collect(&format!("{REF_COLUMNS} WHERE receiver = ?1"), name, &mut refs)?;
-            let mut stmt = conn.prepare_cached(&format!("{IMPORT_COLUMNS} WHERE name = ?1 OR local = ?1"))?;
+            collect(
+                &format!("{REF_COLUMNS} WHERE receiver = ?1"),
+                name,
+                &mut refs,
+            )?;
+            let mut stmt =
+                conn.prepare_cached(&format!("{IMPORT_COLUMNS} WHERE name = ?1 OR local = ?1"))?;
             for row in stmt.query_map([name], import_row)? {
                 let row = row?;
                 if import_ids.insert(row.id) {
@@ -296,7 +331,11 @@ impl<'c> Resolver<'c> {
         }
         if dirty.self_calls {
             for receiver in SELF_RECEIVERS {
-                collect(&format!("{REF_COLUMNS} WHERE receiver = ?1"), receiver, &mut refs)?;
+                collect(
+                    &format!("{REF_COLUMNS} WHERE receiver = ?1"),
+                    receiver,
+                    &mut refs,
+                )?;
             }
         }
         let mut refs: Vec<RefRow> = refs.into_values().collect();
@@ -339,18 +378,19 @@ impl<'c> Resolver<'c> {
         Ok(found)
     }
 
-    fn imports_of(&mut self, file: &str) -> rusqlite::Result<Vec<ImportRow>> {
+    fn imports_of(&mut self, file: &str) -> rusqlite::Result<Rc<Vec<ImportRow>>> {
         if let Some(found) = self.imports.get(file) {
             return Ok(found.clone());
         }
-        if self.preloaded {
-            return Ok(Vec::new());
-        }
-        let found = self
-            .conn
-            .prepare_cached(&format!("{IMPORT_COLUMNS} WHERE file = ?1 ORDER BY id"))?
-            .query_map([file], import_row)?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
+        let found = if self.preloaded {
+            Vec::new()
+        } else {
+            self.conn
+                .prepare_cached(&format!("{IMPORT_COLUMNS} WHERE file = ?1 ORDER BY id"))?
+                .query_map([file], import_row)?
+                .collect::<rusqlite::Result<Vec<_>>>()?
+        };
+        let found = Rc::new(found);
         self.imports.insert(file.to_owned(), found.clone());
         Ok(found)
     }
@@ -414,7 +454,12 @@ impl<'c> Resolver<'c> {
         } else {
             self.resolve_call(row)?
         };
-        let Some(Found { targets, exact, candidates: k }) = found else {
+        let Some(Found {
+            targets,
+            exact,
+            candidates: k,
+        }) = found
+        else {
             return Ok(());
         };
         let confidence = match (exact, k) {
@@ -428,7 +473,11 @@ impl<'c> Resolver<'c> {
             out.push(EdgeRow {
                 file: row.file.clone(),
                 origin: row.id,
-                kind: if row.kind == "base" { "inherits" } else { "calls" },
+                kind: if row.kind == "base" {
+                    "inherits"
+                } else {
+                    "calls"
+                },
                 src: src.clone(),
                 dst,
                 confidence,
@@ -448,7 +497,10 @@ impl<'c> Resolver<'c> {
         let receiver = row.receiver.as_deref().map(simple_receiver);
         if let Some(recv) = receiver {
             if SELF_RECEIVERS.contains(&recv) {
-                if let Some(owner) = ancestors.iter().find(|s| TYPE_KINDS.contains(&s.kind.as_str())) {
+                if let Some(owner) = ancestors
+                    .iter()
+                    .find(|s| TYPE_KINDS.contains(&s.kind.as_str()))
+                {
                     let (owner_name, owner_id) = (owner.name.clone(), owner.id.clone());
                     let found = self.methods_of_type(&row.file, &owner_name, &owner_id, name)?;
                     if !found.is_empty() {
@@ -469,7 +521,10 @@ impl<'c> Resolver<'c> {
                 let types: Vec<Rc<Sym>> = self
                     .named(recv)?
                     .iter()
-                    .filter(|s| TYPE_KINDS.contains(&s.kind.as_str()) && self.same_family(&row.file, &s.file))
+                    .filter(|s| {
+                        TYPE_KINDS.contains(&s.kind.as_str())
+                            && self.same_family(&row.file, &s.file)
+                    })
                     .cloned()
                     .collect();
                 if !types.is_empty() {
@@ -525,7 +580,12 @@ impl<'c> Resolver<'c> {
         self.by_name_only(&row.file, name, false)
     }
 
-    fn by_name_only(&mut self, from: &str, name: &str, has_receiver: bool) -> rusqlite::Result<Option<Found>> {
+    fn by_name_only(
+        &mut self,
+        from: &str,
+        name: &str,
+        has_receiver: bool,
+    ) -> rusqlite::Result<Option<Found>> {
         let mut found: Vec<String> = self
             .named(name)?
             .iter()
@@ -551,7 +611,13 @@ impl<'c> Resolver<'c> {
     /// `impl` of that name in the language family of `from`) or of its
     /// bases (seen through the imports of the file that names them), three
     /// levels up.
-    fn methods_of_type(&mut self, from: &str, type_name: &str, type_id: &str, name: &str) -> rusqlite::Result<Vec<String>> {
+    fn methods_of_type(
+        &mut self,
+        from: &str,
+        type_name: &str,
+        type_id: &str,
+        name: &str,
+    ) -> rusqlite::Result<Vec<String>> {
         let mut types = vec![(type_name.to_owned(), type_id.to_owned())];
         let mut seen = HashSet::new();
         for _ in 0..3 {
@@ -560,7 +626,10 @@ impl<'c> Resolver<'c> {
                 for m in self.named(name)?.iter() {
                     let Some(parent) = &m.parent else { continue };
                     if let Some(p) = self.sym(parent)? {
-                        if &p.name == tname && TYPE_KINDS.contains(&p.kind.as_str()) && self.same_family(from, &p.file) {
+                        if &p.name == tname
+                            && TYPE_KINDS.contains(&p.kind.as_str())
+                            && self.same_family(from, &p.file)
+                        {
                             found.push(m.id.clone());
                         }
                     }
@@ -580,7 +649,9 @@ impl<'c> Resolver<'c> {
                 let mut defs: Vec<Rc<Sym>> = self
                     .named(tname)?
                     .iter()
-                    .filter(|s| TYPE_KINDS.contains(&s.kind.as_str()) && self.same_family(from, &s.file))
+                    .filter(|s| {
+                        TYPE_KINDS.contains(&s.kind.as_str()) && self.same_family(from, &s.file)
+                    })
                     .cloned()
                     .collect();
                 if let Some(own) = self.sym(tid)? {
@@ -607,7 +678,12 @@ impl<'c> Resolver<'c> {
 
     /// Definitions called `name` in `files`: at top level, or directly in
     /// a type called `holder` (a Java class imported by name).
-    fn defined_in(&mut self, files: &[String], name: &str, holder: Option<&str>) -> rusqlite::Result<Vec<String>> {
+    fn defined_in(
+        &mut self,
+        files: &[String],
+        name: &str,
+        holder: Option<&str>,
+    ) -> rusqlite::Result<Vec<String>> {
         let mut out = Vec::new();
         for s in self.named(name)?.iter() {
             if !files.contains(&s.file) {
@@ -632,17 +708,29 @@ impl<'c> Resolver<'c> {
     fn import_binding(&mut self, file: &str, local: &str) -> rusqlite::Result<Option<ImportRow>> {
         Ok(self
             .imports_of(file)?
-            .into_iter()
+            .iter()
             .rev()
-            .find(|i| i.local.as_deref() == Some(local)))
+            .find(|i| i.local.as_deref() == Some(local))
+            .cloned())
     }
 
-    fn import_target(&mut self, file: &str, import: &ImportRow) -> rusqlite::Result<std::rc::Rc<Target>> {
+    fn import_target(
+        &mut self,
+        file: &str,
+        import: &ImportRow,
+    ) -> rusqlite::Result<std::rc::Rc<Target>> {
         if let Some(t) = self.targets.get(&import.id) {
             return Ok(t.clone());
         }
         let target = std::rc::Rc::new(match self.langs.get(file) {
-            Some(&lang) => module_files(lang, file, &import.module, import.name.as_deref(), &self.langs, &self.by_basename),
+            Some(&lang) => module_files(
+                lang,
+                file,
+                &import.module,
+                import.name.as_deref(),
+                &self.langs,
+                &self.by_basename,
+            ),
             None => Target::Unknown,
         });
         self.targets.insert(import.id, target.clone());
@@ -655,10 +743,8 @@ impl<'c> Resolver<'c> {
             match &*self.import_target(&row.file, &import)? {
                 Target::Files(files) => {
                     let wanted = import.name.clone().unwrap_or_else(|| name.to_owned());
-                    let found: Vec<String> = self
-                        .defined_in(files, &wanted, None)?
-                        .into_iter()
-                        .collect();
+                    let found: Vec<String> =
+                        self.defined_in(files, &wanted, None)?.into_iter().collect();
                     if !found.is_empty() {
                         return Ok(Some(Found::exact(found)));
                     }
@@ -673,11 +759,17 @@ impl<'c> Resolver<'c> {
             .filter(|s| TYPE_KINDS.contains(&s.kind.as_str()) && s.kind != "impl")
             .cloned()
             .collect();
-        let same_file: Vec<String> = types.iter().filter(|s| s.file == row.file).map(|s| s.id.clone()).collect();
+        let same_file: Vec<String> = types
+            .iter()
+            .filter(|s| s.file == row.file)
+            .map(|s| s.id.clone())
+            .collect();
         if !same_file.is_empty() {
             return Ok(Some(Found::exact(same_file)));
         }
-        Ok(Some(Found::listed(types.iter().map(|s| s.id.clone()).collect())))
+        Ok(Some(Found::listed(
+            types.iter().map(|s| s.id.clone()).collect(),
+        )))
     }
 
     fn resolve_import(&mut self, row: &ImportRow, out: &mut Vec<EdgeRow>) -> rusqlite::Result<()> {
@@ -742,7 +834,9 @@ fn module_files(
         for s in suffixes {
             let base = s.rsplit('/').next().unwrap_or(s);
             for p in by_basename.get(base).into_iter().flatten() {
-                if p == s || (p.ends_with(s.as_str()) && p.as_bytes()[p.len() - s.len() - 1] == b'/') {
+                if p == s
+                    || (p.ends_with(s.as_str()) && p.as_bytes()[p.len() - s.len() - 1] == b'/')
+                {
                     found.push(p.clone());
                 }
             }
@@ -761,7 +855,10 @@ fn module_files(
     match lang {
         Lang::Python => {
             let dots = module.chars().take_while(|&c| c == '.').count();
-            let rest: Vec<&str> = module[dots..].split('.').filter(|s| !s.is_empty()).collect();
+            let rest: Vec<&str> = module[dots..]
+                .split('.')
+                .filter(|s| !s.is_empty())
+                .collect();
             let candidates = |segments: &[&str]| -> Vec<String> {
                 let joined = segments.join("/");
                 if joined.is_empty() {
@@ -782,7 +879,13 @@ fn module_files(
                 let rooted = |segs: &[&str]| -> Vec<String> {
                     candidates(segs)
                         .into_iter()
-                        .map(|c| if base.is_empty() { c } else { format!("{}/{c}", base.join("/")) })
+                        .map(|c| {
+                            if base.is_empty() {
+                                c
+                            } else {
+                                format!("{}/{c}", base.join("/"))
+                            }
+                        })
                         .filter(|p| exists(p))
                         .collect()
                 };
@@ -805,18 +908,38 @@ fn module_files(
                 return Target::External;
             }
             let joined = normalize(&format!("{dir}/{module}"));
-            let exts = ["", ".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", "/index.ts", "/index.tsx", "/index.js"];
+            let exts = [
+                "",
+                ".ts",
+                ".tsx",
+                ".js",
+                ".jsx",
+                ".mjs",
+                ".cjs",
+                "/index.ts",
+                "/index.tsx",
+                "/index.js",
+            ];
             let stem = joined
                 .strip_suffix(".js")
                 .filter(|s| exists(&format!("{s}.ts")) || exists(&format!("{s}.tsx")))
                 .unwrap_or(&joined);
-            files(exts.iter().map(|e| format!("{stem}{e}")).filter(|p| exists(p)).take(1).collect())
+            files(
+                exts.iter()
+                    .map(|e| format!("{stem}{e}"))
+                    .filter(|p| exists(p))
+                    .take(1)
+                    .collect(),
+            )
         }
         Lang::Go => {
             // The package directory: the longest trailing part of the import
             // path that is a directory of the repository.
             let mut best: Option<String> = None;
-            for path in langs.keys().filter(|p| p.ends_with(".go") && !p.ends_with("_test.go")) {
+            for path in langs
+                .keys()
+                .filter(|p| p.ends_with(".go") && !p.ends_with("_test.go"))
+            {
                 let d = path.rsplit_once('/').map_or("", |(d, _)| d);
                 if !d.is_empty()
                     && (module == d || module.ends_with(&format!("/{d}")))
@@ -830,7 +953,9 @@ fn module_files(
             };
             let mut found: Vec<String> = langs
                 .keys()
-                .filter(|p| p.ends_with(".go") && p.rsplit_once('/').is_some_and(|(d, _)| d == best))
+                .filter(|p| {
+                    p.ends_with(".go") && p.rsplit_once('/').is_some_and(|(d, _)| d == best)
+                })
                 .cloned()
                 .collect();
             found.sort();

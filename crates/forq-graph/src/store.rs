@@ -122,7 +122,14 @@ CREATE VIEW IF NOT EXISTS covers (test, symbol, confidence) AS
 
 /// The tables a file's rows live in.
 const FILE_TABLES: [&str; 8] = [
-    "files", "symbols", "refs", "imports", "edges", "statements", "vars", "defuse",
+    "files",
+    "symbols",
+    "refs",
+    "imports",
+    "edges",
+    "statements",
+    "vars",
+    "defuse",
 ];
 
 /// A definition in the code.
@@ -281,12 +288,17 @@ impl Store {
                 let mut stmt = tx
                     .prepare("SELECT type, name FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite_%'")
                     .map_err(db)?;
-                let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).map_err(db)?;
+                let rows = stmt
+                    .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+                    .map_err(db)?;
                 rows.collect::<rusqlite::Result<_>>().map_err(db)?
             };
             for (kind, name) in objects {
-                tx.execute_batch(&format!("DROP {} IF EXISTS \"{name}\"", kind.to_uppercase()))
-                    .map_err(db)?;
+                tx.execute_batch(&format!(
+                    "DROP {} IF EXISTS \"{name}\"",
+                    kind.to_uppercase()
+                ))
+                .map_err(db)?;
             }
             tx.commit().map_err(db)?;
         }
@@ -354,47 +366,94 @@ impl Store {
 
     /// Writes a file's rows (inside the caller's transaction), replacing
     /// what was there.
-    pub(crate) fn write_file(tx: &Connection, row: &FileRow, facts: &FileFacts) -> rusqlite::Result<()> {
+    pub(crate) fn write_file(
+        tx: &Connection,
+        row: &FileRow,
+        facts: &FileFacts,
+    ) -> rusqlite::Result<()> {
         Self::delete_file(tx, &row.path)?;
-        tx.prepare_cached("INSERT INTO files (path, lang, hash, size, status) VALUES (?1, ?2, ?3, ?4, ?5)")?
-            .execute(params![row.path, row.lang, row.hash, row.size as i64, row.status])?;
+        tx.prepare_cached(
+            "INSERT INTO files (path, lang, hash, size, status) VALUES (?1, ?2, ?3, ?4, ?5)",
+        )?
+        .execute(params![
+            row.path,
+            row.lang,
+            row.hash,
+            row.size as i64,
+            row.status
+        ])?;
         let mut insert = tx.prepare_cached(
             "INSERT INTO symbols (id, file, name, qualname, kind, line, end_line, parent, signature, doc, test)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
         )?;
         for s in &facts.symbols {
             insert.execute(params![
-                s.id, s.file, s.name, s.qualname, s.kind, s.line, s.end_line, s.parent, s.signature, s.doc, s.test
+                s.id,
+                s.file,
+                s.name,
+                s.qualname,
+                s.kind,
+                s.line,
+                s.end_line,
+                s.parent,
+                s.signature,
+                s.doc,
+                s.test
             ])?;
         }
         let mut insert = tx.prepare_cached(
             "INSERT INTO refs (file, kind, scope, name, receiver, line, col) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         )?;
         for r in &facts.refs {
-            insert.execute(params![row.path, r.kind.as_str(), r.scope, r.name, r.receiver, r.line, r.col])?;
+            insert.execute(params![
+                row.path,
+                r.kind.as_str(),
+                r.scope,
+                r.name,
+                r.receiver,
+                r.line,
+                r.col
+            ])?;
         }
         let mut insert = tx.prepare_cached(
             "INSERT INTO imports (file, scope, module, name, local, line, col) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         )?;
         for i in &facts.imports {
-            insert.execute(params![row.path, i.scope, i.module, i.name, i.local, i.line, i.col])?;
+            insert.execute(params![
+                row.path, i.scope, i.module, i.name, i.local, i.line, i.col
+            ])?;
         }
         let mut ids = Vec::with_capacity(facts.statements.len());
         let mut insert = tx.prepare_cached(
             "INSERT INTO statements (file, scope, kind, line, end_line, text) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
         )?;
         for s in &facts.statements {
-            ids.push(insert.insert(params![row.path, s.scope, s.kind, s.line, s.end_line, s.text])?);
+            ids.push(insert.insert(params![
+                row.path, s.scope, s.kind, s.line, s.end_line, s.text
+            ])?);
         }
         let mut insert = tx.prepare_cached(
             "INSERT INTO vars (stmt, file, name, write, line, col) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
         )?;
         for v in &facts.vars {
-            insert.execute(params![ids[v.stmt as usize], row.path, v.name, v.write, v.line, v.col])?;
+            insert.execute(params![
+                ids[v.stmt as usize],
+                row.path,
+                v.name,
+                v.write,
+                v.line,
+                v.col
+            ])?;
         }
-        let mut insert = tx.prepare_cached("INSERT INTO defuse (file, def, use, name) VALUES (?1, ?2, ?3, ?4)")?;
+        let mut insert =
+            tx.prepare_cached("INSERT INTO defuse (file, def, use, name) VALUES (?1, ?2, ?3, ?4)")?;
         for d in &facts.defuse {
-            insert.execute(params![row.path, ids[d.def as usize], ids[d.use_ as usize], d.name])?;
+            insert.execute(params![
+                row.path,
+                ids[d.def as usize],
+                ids[d.use_ as usize],
+                d.name
+            ])?;
         }
         Ok(())
     }
@@ -406,7 +465,16 @@ impl Store {
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
         )?;
         for e in edges {
-            insert.execute(params![e.file, e.origin, e.kind, e.src, e.dst, e.confidence, e.candidates as i64, e.line])?;
+            insert.execute(params![
+                e.file,
+                e.origin,
+                e.kind,
+                e.src,
+                e.dst,
+                e.confidence,
+                e.candidates as i64,
+                e.line
+            ])?;
         }
         Ok(())
     }
@@ -424,7 +492,9 @@ impl Store {
 
     /// Symbols by a query with one text parameter.
     pub(crate) fn symbols_where(&self, condition: &str, param: &str) -> Result<Vec<Symbol>> {
-        let sql = format!("SELECT {SYMBOL_COLUMNS} FROM symbols WHERE {condition} ORDER BY file, line, id");
+        let sql = format!(
+            "SELECT {SYMBOL_COLUMNS} FROM symbols WHERE {condition} ORDER BY file, line, id"
+        );
         let mut stmt = self.conn.prepare_cached(&sql).map_err(self.db())?;
         let rows = stmt.query_map([param], row_symbol).map_err(self.db())?;
         rows.collect::<rusqlite::Result<_>>().map_err(self.db())
@@ -443,7 +513,10 @@ impl Store {
         );
         let mut stmt = self.conn.prepare(&sql).map_err(self.db())?;
         let rows = stmt
-            .query_map(params![filter.file, filter.name, filter.kind, filter.tests], row_symbol)
+            .query_map(
+                params![filter.file, filter.name, filter.kind, filter.tests],
+                row_symbol,
+            )
             .map_err(self.db())?;
         rows.collect::<rusqlite::Result<_>>().map_err(self.db())
     }

@@ -10,13 +10,16 @@ use forq_graph::{Bounded, CallEdge, Confidence, Index, IndexOptions, SymbolFilte
 use serde::Serialize;
 
 use crate::cli::{
-    GraphBenchArgs, GraphIndexArgs, GraphMapArgs, GraphPathArgs, GraphRepo, GraphStatementsArgs, GraphStatsArgs,
-    GraphSymbolsArgs, GraphUsesArgs, GraphWalkArgs,
+    GraphBenchArgs, GraphIndexArgs, GraphMapArgs, GraphPathArgs, GraphRepo, GraphStatementsArgs,
+    GraphStatsArgs, GraphSymbolsArgs, GraphUsesArgs, GraphWalkArgs,
 };
 
 fn open(repo: &Path, db: Option<&PathBuf>, options: IndexOptions) -> anyhow::Result<Index> {
-    let db = db.cloned().unwrap_or_else(|| repo.join(".forq").join("graph.db"));
-    Index::open_with(&db, repo, options).with_context(|| format!("open the code graph of {}", repo.display()))
+    let db = db
+        .cloned()
+        .unwrap_or_else(|| repo.join(".forq").join("graph.db"));
+    Index::open_with(&db, repo, options)
+        .with_context(|| format!("open the code graph of {}", repo.display()))
 }
 
 /// The index, brought up to date first: queries never answer from a stale
@@ -57,7 +60,9 @@ fn confidence(c: &Confidence) -> String {
 
 pub(crate) fn index(args: GraphIndexArgs) -> anyhow::Result<ExitCode> {
     let started = std::time::Instant::now();
-    let options = IndexOptions::default().flow(!args.no_flow).threads(args.threads);
+    let options = IndexOptions::default()
+        .flow(!args.no_flow)
+        .threads(args.threads);
     let mut index = open(&args.path, args.db.db.as_ref(), options)?;
     let report = index.update()?;
     if args.db.json {
@@ -105,7 +110,11 @@ pub(crate) fn symbols(args: GraphSymbolsArgs) -> anyhow::Result<ExitCode> {
     let mut out = std::io::stdout().lock();
     for s in &symbols {
         let test = if s.test { " [test]" } else { "" };
-        writeln!(out, "{:<8} {:<40} {}:{}{test}", s.kind, s.qualname, s.file, s.line)?;
+        writeln!(
+            out,
+            "{:<8} {:<40} {}:{}{test}",
+            s.kind, s.qualname, s.file, s.line
+        )?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -125,7 +134,13 @@ fn print_edges(edges: &Bounded<CallEdge>, direction: Direction) -> anyhow::Resul
             Direction::Callees => (&e.caller, &e.callee),
         };
         let indent = "  ".repeat(e.depth.saturating_sub(1) as usize);
-        writeln!(out, "{indent}{near} -> {far}  ({}:{}, {})", e.file, e.line, confidence(&e.confidence))?;
+        writeln!(
+            out,
+            "{indent}{near} -> {far}  ({}:{}, {})",
+            e.file,
+            e.line,
+            confidence(&e.confidence)
+        )?;
     }
     note_truncation(&mut out, edges)
 }
@@ -147,7 +162,10 @@ pub(crate) fn walk(args: GraphWalkArgs, direction: Direction) -> anyhow::Result<
 
 pub(crate) fn path(args: GraphPathArgs) -> anyhow::Result<ExitCode> {
     let index = open_current(&args.repo)?;
-    let (from, to) = (index.find_symbol(&args.from)?.id, index.find_symbol(&args.to)?.id);
+    let (from, to) = (
+        index.find_symbol(&args.from)?.id,
+        index.find_symbol(&args.to)?.id,
+    );
     let chain = index.path(&from, &to, args.max_depth)?;
     if args.repo.db.json {
         print_json(&chain)?;
@@ -156,13 +174,29 @@ pub(crate) fn path(args: GraphPathArgs) -> anyhow::Result<ExitCode> {
         match &chain {
             Some(chain) => {
                 for e in chain {
-                    writeln!(out, "{} -> {}  ({}:{}, {})", e.caller, e.callee, e.file, e.line, confidence(&e.confidence))?;
+                    writeln!(
+                        out,
+                        "{} -> {}  ({}:{}, {})",
+                        e.caller,
+                        e.callee,
+                        e.file,
+                        e.line,
+                        confidence(&e.confidence)
+                    )?;
                 }
             }
-            None => writeln!(out, "no chain of at most {} calls from {from} to {to}", args.max_depth)?,
+            None => writeln!(
+                out,
+                "no chain of at most {} calls from {from} to {to}",
+                args.max_depth
+            )?,
         }
     }
-    Ok(if chain.is_some() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    Ok(if chain.is_some() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }
 
 pub(crate) fn affected_by(args: GraphWalkArgs) -> anyhow::Result<ExitCode> {
@@ -174,7 +208,14 @@ pub(crate) fn affected_by(args: GraphWalkArgs) -> anyhow::Result<ExitCode> {
     }
     let mut out = std::io::stdout().lock();
     for d in &answer.items {
-        writeln!(out, "{:>2} {:<9} {}  ({})", d.depth, d.via, d.id, confidence(&d.confidence))?;
+        writeln!(
+            out,
+            "{:>2} {:<9} {}  ({})",
+            d.depth,
+            d.via,
+            d.id,
+            confidence(&d.confidence)
+        )?;
     }
     note_truncation(&mut out, &answer)?;
     Ok(ExitCode::SUCCESS)
@@ -192,7 +233,15 @@ pub(crate) fn tests_for(args: GraphWalkArgs) -> anyhow::Result<ExitCode> {
         writeln!(out, "no test reaches {id} through calls")?;
     }
     for c in &answer.items {
-        writeln!(out, "{:>2} {}  ({}:{}, {})", c.depth, c.test, c.file, c.line, confidence(&c.confidence))?;
+        writeln!(
+            out,
+            "{:>2} {}  ({}:{}, {})",
+            c.depth,
+            c.test,
+            c.file,
+            c.line,
+            confidence(&c.confidence)
+        )?;
     }
     note_truncation(&mut out, &answer)?;
     Ok(ExitCode::SUCCESS)
@@ -203,7 +252,12 @@ pub(crate) fn statements(args: GraphStatementsArgs) -> anyhow::Result<ExitCode> 
         .location
         .rsplit_once(':')
         .and_then(|(f, l)| Some((f.to_owned(), l.parse::<u32>().ok()?)))
-        .with_context(|| format!("{:?} is not FILE:LINE (for example src/app.py:42)", args.location))?;
+        .with_context(|| {
+            format!(
+                "{:?} is not FILE:LINE (for example src/app.py:42)",
+                args.location
+            )
+        })?;
     let index = open_current(&args.repo)?;
     let answer = index.statements(&file, line, args.radius)?;
     if args.repo.db.json {
@@ -211,11 +265,20 @@ pub(crate) fn statements(args: GraphStatementsArgs) -> anyhow::Result<ExitCode> 
     }
     let mut out = std::io::stdout().lock();
     for s in &answer.items {
-        let mark = if s.line <= line && line <= s.end_line { ">" } else { " " };
+        let mark = if s.line <= line && line <= s.end_line {
+            ">"
+        } else {
+            " "
+        };
         writeln!(out, "{mark}{:>5}  {}", s.line, s.text)?;
         for v in &s.reads {
             let from: Vec<String> = v.links.iter().map(|l| l.line.to_string()).collect();
-            writeln!(out, "         reads {} defined on {}", v.name, from.join(", "))?;
+            writeln!(
+                out,
+                "         reads {} defined on {}",
+                v.name,
+                from.join(", ")
+            )?;
         }
         for v in &s.writes {
             let to: Vec<String> = v.links.iter().map(|l| l.line.to_string()).collect();
@@ -288,7 +351,11 @@ pub(crate) fn stats(args: GraphStatsArgs) -> anyhow::Result<ExitCode> {
 }
 
 pub(crate) fn bench(args: GraphBenchArgs) -> anyhow::Result<ExitCode> {
-    anyhow::ensure!(args.path.is_dir(), "{} is not a directory to measure", args.path.display());
+    anyhow::ensure!(
+        args.path.is_dir(),
+        "{} is not a directory to measure",
+        args.path.display()
+    );
     let report = forq_graph::bench(&args.path, args.threads, args.samples)?;
     let peak_rss_mb = peak_rss_mb();
     if args.json {
@@ -297,15 +364,37 @@ pub(crate) fn bench(args: GraphBenchArgs) -> anyhow::Result<ExitCode> {
         return print_json(&value).map(|()| ExitCode::SUCCESS);
     }
     let mut out = std::io::stdout().lock();
-    writeln!(out, "{} files, {:.1} MB, {} threads", report.files, report.bytes as f64 / 1e6, report.threads)?;
+    writeln!(
+        out,
+        "{} files, {:.1} MB, {} threads",
+        report.files,
+        report.bytes as f64 / 1e6,
+        report.threads
+    )?;
     writeln!(out, "parse only (floor)   {:>8.2} s", report.parse_only_s)?;
-    writeln!(out, "cold index           {:>8.2} s  ({:.2}x the floor)", report.cold_index_s, report.cold_over_parse)?;
+    writeln!(
+        out,
+        "cold index           {:>8.2} s  ({:.2}x the floor)",
+        report.cold_index_s, report.cold_over_parse
+    )?;
     writeln!(out, "no-op re-index       {:>8.3} s", report.noop_reindex_s)?;
-    writeln!(out, "one-file re-index    {:>8.3} s", report.one_file_reindex_s)?;
+    writeln!(
+        out,
+        "one-file re-index    {:>8.3} s  (median-size file; the largest: {:.3} s)",
+        report.one_file_reindex_s, report.largest_file_reindex_s
+    )?;
     for q in &report.queries {
-        writeln!(out, "{:<20} p50 {:>7.2} ms  p95 {:>7.2} ms  ({} samples)", q.query, q.p50_ms, q.p95_ms, q.samples)?;
+        writeln!(
+            out,
+            "{:<20} p50 {:>7.2} ms  p95 {:>7.2} ms  ({} samples)",
+            q.query, q.p50_ms, q.p95_ms, q.samples
+        )?;
     }
-    writeln!(out, "all queries          p50 {:>7.2} ms  p95 {:>7.2} ms", report.query_p50_ms, report.query_p95_ms)?;
+    writeln!(
+        out,
+        "all queries          p50 {:>7.2} ms  p95 {:>7.2} ms",
+        report.query_p50_ms, report.query_p95_ms
+    )?;
     writeln!(
         out,
         "{} symbols, {} edges, {} statements; database {:.1} MB; peak RSS {} MB",

@@ -541,7 +541,8 @@ async fn graph_json(args: &[&str], db: &str) -> serde_json::Value {
     all.extend_from_slice(&["--db", db, "--json"]);
     let out = forq(&all).await;
     check_exit(&out, 0);
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
 }
 
 #[tokio::test]
@@ -550,31 +551,79 @@ async fn graph_queries_answer_as_json() {
     let db_path = db.path().join("graph.db").display().to_string();
     let repo = ["--repo", "examples/calc"];
     let tests = graph_json(&[&["tests-for", "calc.py:5"][..], &repo].concat(), &db_path).await;
-    assert_eq!(tests["items"][0]["test"], "tests/test_calc.py#CalcTest.test_add:method", "{tests}");
+    assert_eq!(
+        tests["items"][0]["test"], "tests/test_calc.py#CalcTest.test_add:method",
+        "{tests}"
+    );
     let affected = graph_json(&[&["affected-by", "add"][..], &repo].concat(), &db_path).await;
-    assert_eq!(affected["items"][0]["id"], "tests/test_calc.py#CalcTest.test_add:method", "{affected}");
+    assert_eq!(
+        affected["items"][0]["id"], "tests/test_calc.py#CalcTest.test_add:method",
+        "{affected}"
+    );
     // The failing line reads a and b, both defined by the signature.
-    let stmts = graph_json(&[&["statements", "calc.py:5", "--radius", "0"][..], &repo].concat(), &db_path).await;
+    let stmts = graph_json(
+        &[&["statements", "calc.py:5", "--radius", "0"][..], &repo].concat(),
+        &db_path,
+    )
+    .await;
     assert_eq!(stmts["items"][0]["text"], "return a - b", "{stmts}");
     assert_eq!(stmts["items"][0]["reads"][0]["name"], "a", "{stmts}");
-    assert_eq!(stmts["items"][0]["reads"][0]["links"][0]["line"], 4, "{stmts}");
-    let uses = graph_json(&[&["uses", "a", "--file", "calc.py", "--line", "5"][..], &repo].concat(), &db_path).await;
+    assert_eq!(
+        stmts["items"][0]["reads"][0]["links"][0]["line"], 4,
+        "{stmts}"
+    );
+    let uses = graph_json(
+        &[
+            &["uses", "a", "--file", "calc.py", "--line", "5"][..],
+            &repo,
+        ]
+        .concat(),
+        &db_path,
+    )
+    .await;
     assert_eq!(uses["items"][0]["same_function"], true, "{uses}");
-    let map = graph_json(&[&["map", "--tokens", "40", "--focus", "calc.py"][..], &repo].concat(), &db_path).await;
+    let map = graph_json(
+        &[&["map", "--tokens", "40", "--focus", "calc.py"][..], &repo].concat(),
+        &db_path,
+    )
+    .await;
     assert!(map["tokens"].as_u64().unwrap() <= 40, "{map}");
-    assert!(map["text"].as_str().unwrap().starts_with("calc.py:\n"), "{map}");
+    assert!(
+        map["text"].as_str().unwrap().starts_with("calc.py:\n"),
+        "{map}"
+    );
     let stats = graph_json(&[&["stats", "examples/calc"][..]].concat(), &db_path).await;
     assert_eq!(stats["tests"], 2, "{stats}");
     // A bad location is refused with the form it wants.
-    let out = forq(&["graph", "statements", "calc.py", "--repo", "examples/calc", "--db", &db_path]).await;
+    let out = forq(&[
+        "graph",
+        "statements",
+        "calc.py",
+        "--repo",
+        "examples/calc",
+        "--db",
+        &db_path,
+    ])
+    .await;
     check_exit(&out, 125);
-    assert!(String::from_utf8_lossy(&out.stderr).contains("is not FILE:LINE"), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("is not FILE:LINE"),
+        "{out:?}"
+    );
 }
 
 #[tokio::test]
 async fn graph_bench_reports_every_figure_side_by_side() {
     let report = {
-        let out = forq(&["graph", "bench", "crates/forq-graph/tests/fixtures/polyglot", "--samples", "5", "--json"]).await;
+        let out = forq(&[
+            "graph",
+            "bench",
+            "crates/forq-graph/tests/fixtures/polyglot",
+            "--samples",
+            "5",
+            "--json",
+        ])
+        .await;
         check_exit(&out, 0);
         serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
     };
@@ -628,7 +677,10 @@ async fn graph_index_killed_midway_is_repaired_by_the_next_run() {
         std::fs::create_dir_all(&dir).unwrap();
         let mut src = format!("from pkg{}.m{} import f0 as g\n", (i + 1) % 30, i + 1);
         for f in 0..8 {
-            src.push_str(&format!("\n\ndef f{f}(x):\n    y = x + {f}\n    y = g(y)\n    return f{}(y)\n", (f + 1) % 8));
+            src.push_str(&format!(
+                "\n\ndef f{f}(x):\n    y = x + {f}\n    y = g(y)\n    return f{}(y)\n",
+                (f + 1) % 8
+            ));
         }
         std::fs::write(dir.join(format!("m{i}.py")), src).unwrap();
     }
@@ -646,7 +698,11 @@ async fn graph_index_killed_midway_is_repaired_by_the_next_run() {
             .unwrap();
         tokio::time::sleep(std::time::Duration::from_millis(delay_ms)).await;
         let pid = child.id().unwrap().to_string();
-        forq_sandbox::host_command("kill").args(["-KILL", &pid]).status().await.unwrap();
+        forq_sandbox::host_command("kill")
+            .args(["-KILL", &pid])
+            .status()
+            .await
+            .unwrap();
         let status = child.wait().await.unwrap();
         if status.code().is_some() {
             break; // it finished before the kill: later delays cannot catch it either
@@ -660,5 +716,8 @@ async fn graph_index_killed_midway_is_repaired_by_the_next_run() {
             break;
         }
     }
-    assert!(repaired, "no kill landed between the first batch and the final commit");
+    assert!(
+        repaired,
+        "no kill landed between the first batch and the final commit"
+    );
 }

@@ -180,7 +180,9 @@ fn mark_tests(
         let get = |name: &str| caps.iter().find(|(c, _)| *c == name).map(|&(_, n)| n);
         if let Some(attr) = get("test.attr") {
             let mut next = attr.next_named_sibling();
-            while let Some(n) = next.filter(|n| n.kind() == "attribute_item" || n.kind().contains("comment")) {
+            while let Some(n) =
+                next.filter(|n| n.kind() == "attribute_item" || n.kind().contains("comment"))
+            {
                 next = n.next_named_sibling();
             }
             if let Some(item) = next {
@@ -199,7 +201,9 @@ fn mark_tests(
         }
         let title = if macro_named {
             // `(Suite, Name)` or `("adds two numbers", "[tag]")`
-            let inner = text(name, source).trim_start_matches('(').trim_end_matches(')');
+            let inner = text(name, source)
+                .trim_start_matches('(')
+                .trim_end_matches(')');
             inner
                 .split(',')
                 .map(|part| part.trim().trim_matches('"'))
@@ -207,7 +211,9 @@ fn mark_tests(
                 .collect::<Vec<_>>()
                 .join(".")
         } else {
-            text(name, source).trim_matches(|c| c == '`' || c == '"' || c == '\'').to_owned()
+            text(name, source)
+                .trim_matches(|c| c == '`' || c == '"' || c == '\'')
+                .to_owned()
         };
         if let Some(f) = all.iter_mut().find(|f| f.start_byte == node.start_byte()) {
             f.test = true;
@@ -247,7 +253,9 @@ fn python_tests(path: &str, symbols: &mut [Symbol]) {
     let in_test_file = is_test_path(path);
     let test_classes: Vec<String> = symbols
         .iter()
-        .filter(|s| s.kind == "class" && (s.name.starts_with("Test") || s.signature.contains("TestCase")))
+        .filter(|s| {
+            s.kind == "class" && (s.name.starts_with("Test") || s.signature.contains("TestCase"))
+        })
         .map(|s| s.id.clone())
         .collect();
     for s in symbols.iter_mut() {
@@ -267,7 +275,10 @@ fn go_tests(path: &str, symbols: &mut [Symbol]) {
         return;
     }
     for s in symbols.iter_mut().filter(|s| s.kind == "function") {
-        let rest = s.name.strip_prefix("Test").or_else(|| s.name.strip_prefix("Fuzz"));
+        let rest = s
+            .name
+            .strip_prefix("Test")
+            .or_else(|| s.name.strip_prefix("Fuzz"));
         s.test |= rest.is_some_and(|r| !r.starts_with(|c: char| c.is_ascii_lowercase()));
     }
 }
@@ -289,7 +300,10 @@ fn doc_comment(lang: Lang, node: tree_sitter::Node<'_>, source: &[u8]) -> Option
     }
     let mut anchor = node;
     while let Some(parent) = anchor.parent().filter(|p| {
-        matches!(p.kind(), "export_statement" | "decorated_definition" | "template_declaration")
+        matches!(
+            p.kind(),
+            "export_statement" | "decorated_definition" | "template_declaration"
+        )
     }) {
         anchor = parent;
     }

@@ -104,7 +104,10 @@ pub(super) fn analyse(
     let mut import_locals: HashMap<usize, Vec<&str>> = HashMap::new();
     for import in imports {
         if let Some(local) = &import.local {
-            import_locals.entry(import.stmt_start).or_default().push(local);
+            import_locals
+                .entry(import.stmt_start)
+                .or_default()
+                .push(local);
         }
     }
     let mut flow = Flow::default();
@@ -150,7 +153,13 @@ struct Step<'t> {
 }
 
 impl Walker<'_> {
-    fn new_statement(&mut self, scope: Option<&str>, kind: &str, node: tree_sitter::Node<'_>, text_of: &str) -> u32 {
+    fn new_statement(
+        &mut self,
+        scope: Option<&str>,
+        kind: &str,
+        node: tree_sitter::Node<'_>,
+        text_of: &str,
+    ) -> u32 {
         self.flow.statements.push(Statement {
             scope: scope.map(str::to_owned),
             kind: kind.to_owned(),
@@ -163,7 +172,12 @@ impl Walker<'_> {
 
     /// Walks one scope (not entering nested ones), recording statements and
     /// variables; returns its variables for linking.
-    fn scope<'t>(&mut self, node: tree_sitter::Node<'t>, scope: Option<&str>, signature: Option<&Symbol>) -> ScopeVars {
+    fn scope<'t>(
+        &mut self,
+        node: tree_sitter::Node<'t>,
+        scope: Option<&str>,
+        signature: Option<&Symbol>,
+    ) -> ScopeVars {
         let mut vars = ScopeVars::default();
         let whole = (node.start_byte(), node.end_byte());
         let signature_stmt = signature.map(|s| {
@@ -179,14 +193,25 @@ impl Walker<'_> {
             let current = cursor.node();
             let mut descend = true;
             if current != node {
-                while open.last().is_some_and(|&(end, _, _)| end <= current.start_byte()) {
+                while open
+                    .last()
+                    .is_some_and(|&(end, _, _)| end <= current.start_byte())
+                {
                     open.pop();
                 }
                 let span = (current.start_byte(), current.end_byte());
                 if self.scope_spans.contains(&span) {
                     descend = false; // a nested function is its own scope
                 } else {
-                    descend = self.visit(current, &path, scope, signature_stmt, whole, &mut open, &mut vars);
+                    descend = self.visit(
+                        current,
+                        &path,
+                        scope,
+                        signature_stmt,
+                        whole,
+                        &mut open,
+                        &mut vars,
+                    );
                 }
             }
             if descend && cursor.goto_first_child() {
@@ -229,7 +254,9 @@ impl Walker<'_> {
         vars: &mut ScopeVars,
     ) -> bool {
         let syntax = self.syntax;
-        let parent = current.parent();
+        // The path ends with `current`; its parent is the step before
+        // (`Node::parent` would walk down from the root again).
+        let parent = path.len().checked_sub(2).map(|i| path[i].node);
         if current.is_named()
             && !current.kind().contains("comment")
             && parent.is_some_and(|p| syntax.blocks.contains(&p.kind()))
@@ -258,7 +285,10 @@ impl Walker<'_> {
                         outer_loop: None,
                     };
                     self.push_var(stmt, local, true, current);
-                    vars.writes.entry((*local).to_owned()).or_default().push(occ);
+                    vars.writes
+                        .entry((*local).to_owned())
+                        .or_default()
+                        .push(occ);
                 }
             }
             return false;
@@ -280,7 +310,14 @@ impl Walker<'_> {
     }
 
     /// Classifies an identifier and records it.
-    fn record(&mut self, ident: tree_sitter::Node<'_>, path: &[Step<'_>], stmt: u32, block: Span, vars: &mut ScopeVars) {
+    fn record(
+        &mut self,
+        ident: tree_sitter::Node<'_>,
+        path: &[Step<'_>],
+        stmt: u32,
+        block: Span,
+        vars: &mut ScopeVars,
+    ) {
         let syntax = self.syntax;
         let name = text(ident, self.source);
         if name.is_empty() || path.len() < 2 {
@@ -292,7 +329,11 @@ impl Walker<'_> {
                 .any(|&(k, f)| k == kind && (f.is_empty() || Some(f) == field))
         };
         let last = path.len() - 1;
-        if matches(syntax.not_vars, path[last - 1].node.kind(), path[last].field) {
+        if matches(
+            syntax.not_vars,
+            path[last - 1].node.kind(),
+            path[last].field,
+        ) {
             return;
         }
         let outer_loop = path
@@ -319,7 +360,10 @@ impl Walker<'_> {
                         .is_some_and(|op| !matches!(text(op, self.source), "=" | ":="));
                 if reads_too {
                     self.push_var(stmt, name, false, ident);
-                    vars.reads.entry(name.to_owned()).or_default().push(read.clone());
+                    vars.reads
+                        .entry(name.to_owned())
+                        .or_default()
+                        .push(read.clone());
                 }
                 let pos = if loop_bind || params {
                     child.node.end_byte()
@@ -334,7 +378,8 @@ impl Walker<'_> {
                 });
                 return;
             }
-            if syntax.patterns.contains(&kind) && !matches(syntax.pattern_reads, kind, child.field) {
+            if syntax.patterns.contains(&kind) && !matches(syntax.pattern_reads, kind, child.field)
+            {
                 i -= 1;
                 continue;
             }

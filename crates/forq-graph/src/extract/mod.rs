@@ -30,8 +30,12 @@ impl Queries {
     /// The language's queries, compiled once per process (compiling is
     /// the slow part of opening an index).
     pub(crate) fn get(lang: Lang) -> Result<&'static Queries> {
-        static CACHE: [std::sync::OnceLock<Queries>; Lang::ALL.len()] = [const { std::sync::OnceLock::new() }; Lang::ALL.len()];
-        let slot = &CACHE[Lang::ALL.iter().position(|&l| l == lang).expect("every language is in ALL")];
+        static CACHE: [std::sync::OnceLock<Queries>; Lang::ALL.len()] =
+            [const { std::sync::OnceLock::new() }; Lang::ALL.len()];
+        let slot = &CACHE[Lang::ALL
+            .iter()
+            .position(|&l| l == lang)
+            .expect("every language is in ALL")];
         if let Some(q) = slot.get() {
             return Ok(q);
         }
@@ -41,9 +45,8 @@ impl Queries {
 
     fn new(lang: Lang) -> Result<Queries> {
         let required = |kind| {
-            lang.query(kind).map(|q| {
-                q.expect("every language has definitions, calls and imports queries")
-            })
+            lang.query(kind)
+                .map(|q| q.expect("every language has definitions, calls and imports queries"))
         };
         Ok(Queries {
             lang,
@@ -79,7 +82,11 @@ pub(crate) type Span = (usize, usize);
 
 /// Parses `source` (the file at `path`, relative to the indexed root).
 /// `None` when the parser gives up on it.
-pub(crate) fn parse(parser: &mut tree_sitter::Parser, lang: Lang, source: &[u8]) -> Option<tree_sitter::Tree> {
+pub(crate) fn parse(
+    parser: &mut tree_sitter::Parser,
+    lang: Lang,
+    source: &[u8],
+) -> Option<tree_sitter::Tree> {
     parser
         .set_language(&lang.grammar())
         .expect("bundled grammars match the tree-sitter core");
@@ -104,7 +111,14 @@ pub(crate) fn extract(
         ..FileFacts::default()
     };
     if options.flow {
-        let flow = flow::analyse(queries.lang, tree, source, &facts.symbols, &spans, &facts.imports);
+        let flow = flow::analyse(
+            queries.lang,
+            tree,
+            source,
+            &facts.symbols,
+            &spans,
+            &facts.imports,
+        );
         facts.statements = flow.statements;
         facts.vars = flow.vars;
         facts.defuse = flow.defuse;
@@ -136,7 +150,11 @@ pub(crate) fn for_each_match<'t>(
     let mut caps = Vec::new();
     while let Some(m) = matches.next() {
         caps.clear();
-        caps.extend(m.captures().iter().map(|c| (names[c.index as usize], c.node)));
+        caps.extend(
+            m.captures()
+                .iter()
+                .map(|c| (names[c.index as usize], c.node)),
+        );
         f(&caps);
     }
 }

@@ -15,7 +15,11 @@ fn reads(index: &forq_graph::Index, file: &str, line: u32) -> Vec<String> {
     let mut out: Vec<String> = stmt
         .reads
         .iter()
-        .flat_map(|v| v.links.iter().map(move |l| format!("{}<-{}", v.name, l.line)))
+        .flat_map(|v| {
+            v.links
+                .iter()
+                .map(move |l| format!("{}<-{}", v.name, l.line))
+        })
         .collect();
     out.sort();
     out
@@ -55,7 +59,10 @@ fn python_def_use_follows_rebinding_and_not_through_it() {
     // y += i: y before the loop and from the previous iteration; i from the loop header.
     assert_eq!(reads(&index, "m.py", 10), ["i<-9", "y<-10", "y<-6"]);
     // Both branches reach the join.
-    assert_eq!(reads(&index, "m.py", 17)[..2], ["data<-16".to_owned(), "z<-12".to_owned()]);
+    assert_eq!(
+        reads(&index, "m.py", 17)[..2],
+        ["data<-16".to_owned(), "z<-12".to_owned()]
+    );
     assert!(reads(&index, "m.py", 17).contains(&"z<-14".to_owned()));
     // A with binding and a module import are defs.
     assert_eq!(reads(&index, "m.py", 16), ["fh<-15"]);
@@ -66,17 +73,29 @@ fn python_def_use_follows_rebinding_and_not_through_it() {
 fn statements_carry_kind_text_and_both_directions_of_links() {
     let (_repo, index) = indexed(&[("m.py", PYTHON)]);
     let around = index.statements("m.py", 6, 1).unwrap();
-    let lines: Vec<(u32, &str)> = around.items.iter().map(|s| (s.line, s.text.as_str())).collect();
+    let lines: Vec<(u32, &str)> = around
+        .items
+        .iter()
+        .map(|s| (s.line, s.text.as_str()))
+        .collect();
     assert_eq!(lines, [(5, "x = x + a"), (6, "y = x"), (7, "x = 5")]);
     let y = &around.items[1];
     assert_eq!(y.kind, "expression_statement");
     assert_eq!(y.scope.as_deref(), Some("m.py#f:function"));
     // Who reads the y written on line 6: print on 8, y += i on 10.
-    let writes: Vec<(String, Vec<u32>)> = y.writes.iter().map(|v| (v.name.clone(), v.links.iter().map(|l| l.line).collect())).collect();
+    let writes: Vec<(String, Vec<u32>)> = y
+        .writes
+        .iter()
+        .map(|v| (v.name.clone(), v.links.iter().map(|l| l.line).collect()))
+        .collect();
     assert_eq!(writes, [("y".to_owned(), vec![8, 10])]);
     // `uses` lists read sites, the asking function's first.
     let uses = index.uses("x", Some("m.py"), Some(6)).unwrap();
-    let sites: Vec<(u32, bool)> = uses.items.iter().map(|u| (u.line, u.same_function)).collect();
+    let sites: Vec<(u32, bool)> = uses
+        .items
+        .iter()
+        .map(|u| (u.line, u.same_function))
+        .collect();
     assert_eq!(sites, [(5, true), (6, true), (8, true)]);
 }
 
@@ -84,13 +103,34 @@ fn statements_carry_kind_text_and_both_directions_of_links() {
 fn every_language_links_a_rebinding_and_hides_the_shadowed_def() {
     // In each: x = 0 (line 2), x = x + 1 (line 3), x = 7 (line 4), use x (line 5).
     let cases = [
-        ("a.rs", "fn f() {\n    let mut x = 0;\n    x = x + 1;\n    x = 7;\n    g(x);\n}\n"),
-        ("a.js", "function f() {\n  let x = 0;\n  x = x + 1;\n  x = 7;\n  g(x);\n}\n"),
-        ("a.ts", "function f(): void {\n  let x: number = 0;\n  x = x + 1;\n  x = 7;\n  g(x);\n}\n"),
-        ("a.go", "func f() {\n\tx := 0\n\tx = x + 1\n\tx = 7\n\tg(x)\n}\n"),
-        ("A.java", "void f() {\n    int x = 0;\n    x = x + 1;\n    x = 7;\n    g(x);\n}\n"),
-        ("a.c", "void f(void) {\n    int x = 0;\n    x = x + 1;\n    x = 7;\n    g(x);\n}\n"),
-        ("a.cpp", "void f() {\n    int x = 0;\n    x = x + 1;\n    x = 7;\n    g(x);\n}\n"),
+        (
+            "a.rs",
+            "fn f() {\n    let mut x = 0;\n    x = x + 1;\n    x = 7;\n    g(x);\n}\n",
+        ),
+        (
+            "a.js",
+            "function f() {\n  let x = 0;\n  x = x + 1;\n  x = 7;\n  g(x);\n}\n",
+        ),
+        (
+            "a.ts",
+            "function f(): void {\n  let x: number = 0;\n  x = x + 1;\n  x = 7;\n  g(x);\n}\n",
+        ),
+        (
+            "a.go",
+            "func f() {\n\tx := 0\n\tx = x + 1\n\tx = 7\n\tg(x)\n}\n",
+        ),
+        (
+            "A.java",
+            "void f() {\n    int x = 0;\n    x = x + 1;\n    x = 7;\n    g(x);\n}\n",
+        ),
+        (
+            "a.c",
+            "void f(void) {\n    int x = 0;\n    x = x + 1;\n    x = 7;\n    g(x);\n}\n",
+        ),
+        (
+            "a.cpp",
+            "void f() {\n    int x = 0;\n    x = x + 1;\n    x = 7;\n    g(x);\n}\n",
+        ),
     ];
     for (file, source) in cases {
         let source = match file {
@@ -100,10 +140,20 @@ fn every_language_links_a_rebinding_and_hides_the_shadowed_def() {
         };
         let shift = u32::from(matches!(file, "a.go" | "A.java"));
         let (_repo, index) = indexed(&[(file, &source)]);
-        assert_eq!(reads(&index, file, 3 + shift), [format!("x<-{}", 2 + shift)], "{file}");
+        assert_eq!(
+            reads(&index, file, 3 + shift),
+            [format!("x<-{}", 2 + shift)],
+            "{file}"
+        );
         let last = reads(&index, file, 5 + shift);
-        assert!(last.contains(&format!("x<-{}", 4 + shift)), "{file}: {last:?}");
-        assert!(!last.contains(&format!("x<-{}", 3 + shift)), "{file}: shadowed def linked: {last:?}");
+        assert!(
+            last.contains(&format!("x<-{}", 4 + shift)),
+            "{file}: {last:?}"
+        );
+        assert!(
+            !last.contains(&format!("x<-{}", 3 + shift)),
+            "{file}: shadowed def linked: {last:?}"
+        );
     }
 }
 
@@ -112,14 +162,24 @@ fn parameters_are_defs_in_every_language() {
     let cases = [
         ("p.rs", "fn f(n: u32) -> u32 {\n    n + 1\n}\n"),
         ("p.js", "function f(n) {\n  return n + 1;\n}\n"),
-        ("p.go", "package p\nfunc f(n int) int {\n\treturn n + 1\n}\n"),
-        ("P.java", "class P {\nint f(int n) {\n    return n + 1;\n}\n}\n"),
+        (
+            "p.go",
+            "package p\nfunc f(n int) int {\n\treturn n + 1\n}\n",
+        ),
+        (
+            "P.java",
+            "class P {\nint f(int n) {\n    return n + 1;\n}\n}\n",
+        ),
         ("p.c", "int f(int n) {\n    return n + 1;\n}\n"),
     ];
     for (file, source) in cases {
         let (_repo, index) = indexed(&[(file, source)]);
         let def_line = source.lines().position(|l| l.contains("f(")).unwrap() as u32 + 1;
-        assert_eq!(reads(&index, file, def_line + 1), [format!("n<-{def_line}")], "{file}");
+        assert_eq!(
+            reads(&index, file, def_line + 1),
+            [format!("n<-{def_line}")],
+            "{file}"
+        );
     }
 }
 
@@ -128,7 +188,8 @@ fn def_use_can_be_turned_off() {
     let repo = tempfile::tempdir().unwrap();
     std::fs::write(repo.path().join("m.py"), PYTHON).unwrap();
     let options = forq_graph::IndexOptions::default().flow(false);
-    let mut index = forq_graph::Index::open_with(&repo.path().join("g.db"), repo.path(), options).unwrap();
+    let mut index =
+        forq_graph::Index::open_with(&repo.path().join("g.db"), repo.path(), options).unwrap();
     index.update().unwrap();
     let stats = index.stats().unwrap();
     assert_eq!((stats.statements, stats.def_use), (0, 0));

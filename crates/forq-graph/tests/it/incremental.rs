@@ -47,7 +47,10 @@ fn dump(db: &Path) -> Vec<String> {
 #[track_caller]
 fn assert_equals_cold(db: &Path, root: &Path) {
     let cold = tempfile::tempdir().unwrap();
-    Index::open(&cold.path().join("g.db"), root).unwrap().update().unwrap();
+    Index::open(&cold.path().join("g.db"), root)
+        .unwrap()
+        .update()
+        .unwrap();
     let (warm, fresh) = (dump(db), dump(&cold.path().join("g.db")));
     if warm != fresh {
         let only_warm: Vec<&String> = warm.iter().filter(|r| !fresh.contains(r)).collect();
@@ -66,9 +69,21 @@ fn a_new_definition_elsewhere_turns_a_unique_call_ambiguous_and_back() {
     let mut index = Index::open(&db, repo.path()).unwrap();
     index.update().unwrap();
     let confidence = |index: &Index| {
-        index.callees("main.py#run:function", 1).unwrap().items.iter().map(|e| (e.callee.clone(), e.confidence)).collect::<Vec<_>>()
+        index
+            .callees("main.py#run:function", 1)
+            .unwrap()
+            .items
+            .iter()
+            .map(|e| (e.callee.clone(), e.confidence))
+            .collect::<Vec<_>>()
     };
-    assert_eq!(confidence(&index), [("a.py#load:function".to_owned(), forq_graph::Confidence::Unique)]);
+    assert_eq!(
+        confidence(&index),
+        [(
+            "a.py#load:function".to_owned(),
+            forq_graph::Confidence::Unique
+        )]
+    );
 
     // Only b.py is parsed; main.py's call is resolved again all the same.
     write("b.py", "def load():\n    pass\n");
@@ -77,7 +92,10 @@ fn a_new_definition_elsewhere_turns_a_unique_call_ambiguous_and_back() {
     let ambiguous = forq_graph::Confidence::Ambiguous { candidates: 2 };
     assert_eq!(
         confidence(&index),
-        [("a.py#load:function".to_owned(), ambiguous), ("b.py#load:function".to_owned(), ambiguous)]
+        [
+            ("a.py#load:function".to_owned(), ambiguous),
+            ("b.py#load:function".to_owned(), ambiguous)
+        ]
     );
     assert_equals_cold(&db, repo.path());
 
@@ -90,14 +108,24 @@ fn a_new_definition_elsewhere_turns_a_unique_call_ambiguous_and_back() {
     // Delete it: unique again.
     std::fs::remove_file(repo.path().join("c.py")).unwrap();
     index.update().unwrap();
-    assert_eq!(confidence(&index), [("a.py#load:function".to_owned(), forq_graph::Confidence::Unique)]);
+    assert_eq!(
+        confidence(&index),
+        [(
+            "a.py#load:function".to_owned(),
+            forq_graph::Confidence::Unique
+        )]
+    );
     assert_equals_cold(&db, repo.path());
 }
 
 #[test]
 fn an_interrupted_update_is_refused_then_repaired() {
     let repo = tempfile::tempdir().unwrap();
-    std::fs::write(repo.path().join("a.py"), "def f():\n    g()\n\ndef g():\n    pass\n").unwrap();
+    std::fs::write(
+        repo.path().join("a.py"),
+        "def f():\n    g()\n\ndef g():\n    pass\n",
+    )
+    .unwrap();
     let db = repo.path().join(".forq/graph.db");
     let mut index = Index::open(&db, repo.path()).unwrap();
     index.update().unwrap();
@@ -105,12 +133,18 @@ fn an_interrupted_update_is_refused_then_repaired() {
     // the files written, the edges not, the pending mark set.
     {
         let conn = rusqlite::Connection::open(&db).unwrap();
-        conn.execute_batch("DELETE FROM edges; INSERT INTO meta (key, value) VALUES ('update_pending', '1');").unwrap();
+        conn.execute_batch(
+            "DELETE FROM edges; INSERT INTO meta (key, value) VALUES ('update_pending', '1');",
+        )
+        .unwrap();
     }
     let index = Index::open(&db, repo.path()).unwrap();
     assert!(index.interrupted().unwrap());
     let err = index.callees("a.py#f:function", 1).unwrap_err();
-    assert!(matches!(err, forq_graph::Error::Interrupted { .. }), "{err}");
+    assert!(
+        matches!(err, forq_graph::Error::Interrupted { .. }),
+        "{err}"
+    );
     assert!(err.to_string().contains("forq graph index"), "{err}");
     let mut index = index;
     let report = index.update().unwrap();
@@ -144,7 +178,9 @@ fn module(i: usize, defs: &[(usize, usize, bool)]) -> String {
         }
     }
     for &(f, callee, _) in defs {
-        s.push_str(&format!("\ndef f{f}(x):\n    y = x\n    y = f{callee}(y)\n    return y\n"));
+        s.push_str(&format!(
+            "\ndef f{f}(x):\n    y = x\n    y = f{callee}(y)\n    return y\n"
+        ));
     }
     s
 }

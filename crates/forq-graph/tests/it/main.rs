@@ -58,7 +58,10 @@ fn every_bundled_query_compiles() {
     for lang in Lang::ALL {
         for kind in QueryKind::ALL {
             let compiled = lang.query(kind).unwrap_or_else(|e| panic!("{e}"));
-            let required = matches!(kind, QueryKind::Defs | QueryKind::Calls | QueryKind::Imports);
+            let required = matches!(
+                kind,
+                QueryKind::Defs | QueryKind::Calls | QueryKind::Imports
+            );
             assert!(compiled.is_some() || !required, "{lang:?} lacks {kind:?}");
         }
     }
@@ -342,7 +345,14 @@ fn callers_and_callees_walk_calls_by_name_and_keep_every_candidate() {
         ]
     );
     // Depth 1 stops at direct calls; a name nobody defines (read) has no edge.
-    assert_eq!(index.callees("app.py#main:function", 1).unwrap().items.len(), 3);
+    assert_eq!(
+        index
+            .callees("app.py#main:function", 1)
+            .unwrap()
+            .items
+            .len(),
+        3
+    );
 
     // The shortest call chain, and none where there is none.
     let chain = index

@@ -47,7 +47,13 @@ fn tests_are_found_by_convention_and_cover_through_calls() {
             ("tests/test_ops.py#test_twice:function".to_owned(), 2),
         ]
     );
-    let js: Vec<String> = index.tests_for("web/app.js#f:function", 2).unwrap().items.into_iter().map(|c| c.test).collect();
+    let js: Vec<String> = index
+        .tests_for("web/app.js#f:function", 2)
+        .unwrap()
+        .items
+        .into_iter()
+        .map(|c| c.test)
+        .collect();
     assert_eq!(js, ["web/app.test.js#app.works:test"]);
 }
 
@@ -61,8 +67,13 @@ fn affected_by_walks_dependents_transitively() {
         .into_iter()
         .map(|d| (d.id, d.via, d.depth))
         .collect();
-    let has = |id: &str, via: &str, depth: u32| affected.contains(&(id.to_owned(), via.to_owned(), depth));
-    assert!(has("calc/ops.py#twice:function", "calls", 1), "{affected:?}");
+    let has = |id: &str, via: &str, depth: u32| {
+        affected.contains(&(id.to_owned(), via.to_owned(), depth))
+    };
+    assert!(
+        has("calc/ops.py#twice:function", "calls", 1),
+        "{affected:?}"
+    );
     assert!(has("tests/test_ops.py", "imports", 1), "{affected:?}");
     assert!(has("calc/cli.py#main:function", "calls", 2), "{affected:?}");
 }
@@ -70,21 +81,33 @@ fn affected_by_walks_dependents_transitively() {
 #[test]
 fn symbol_arguments_accept_ids_qualnames_and_file_lines_and_refuse_ambiguity() {
     let (_repo, index) = indexed(&[
-        ("a.py", "def run():\n    pass\n\nclass A:\n    def run(self):\n        x = 1\n"),
+        (
+            "a.py",
+            "def run():\n    pass\n\nclass A:\n    def run(self):\n        x = 1\n",
+        ),
         ("b.py", "def other():\n    pass\n"),
     ]);
     assert_eq!(index.find_symbol("a.py#run:function").unwrap().line, 1);
     assert_eq!(index.find_symbol("A.run").unwrap().id, "a.py#A.run:method");
     assert_eq!(index.find_symbol("a.py:6").unwrap().id, "a.py#A.run:method");
-    assert_eq!(index.find_symbol("other").unwrap().id, "b.py#other:function");
+    assert_eq!(
+        index.find_symbol("other").unwrap().id,
+        "b.py#other:function"
+    );
     match index.find_symbol("run") {
         Err(forq_graph::Error::AmbiguousSymbol { candidates, .. }) => {
             assert_eq!(candidates, ["a.py#run:function", "a.py#A.run:method"]);
         }
         other => panic!("expected the candidates, got {other:?}"),
     }
-    assert!(matches!(index.find_symbol("nope"), Err(forq_graph::Error::NoSuchSymbol { .. })));
-    assert!(matches!(index.statements("missing.py", 1, 2), Err(forq_graph::Error::NoSuchFile { .. })));
+    assert!(matches!(
+        index.find_symbol("nope"),
+        Err(forq_graph::Error::NoSuchSymbol { .. })
+    ));
+    assert!(matches!(
+        index.statements("missing.py", 1, 2),
+        Err(forq_graph::Error::NoSuchFile { .. })
+    ));
 }
 
 #[test]
@@ -110,7 +133,10 @@ fn the_repo_map_ranks_what_is_depended_on_and_fits_the_budget() {
     assert!(map.tokens <= 60, "{map:?}");
     // `add` is called by two definitions and ranks above what calls it.
     let pos = |id: &str| map.entries.iter().position(|e| e.id == id);
-    assert!(pos("calc/ops.py#add:function") < pos("calc/cli.py#main:function").or(Some(usize::MAX)), "{map:?}");
+    assert!(
+        pos("calc/ops.py#add:function") < pos("calc/cli.py#main:function").or(Some(usize::MAX)),
+        "{map:?}"
+    );
     assert!(map.text.contains("calc/ops.py:\n"), "{}", map.text);
     assert!(map.text.contains("     1: def add(a, b):"), "{}", map.text);
 
@@ -125,10 +151,17 @@ fn the_repo_map_lands_within_fifteen_percent_of_a_budget_it_can_fill() {
     for i in 0..40 {
         files.push((format!("m{i}.py"), format!("def function_number_{i}(argument_one, argument_two):\n    return helper_{i}(argument_one)\n\ndef helper_{i}(x):\n    return x\n")));
     }
-    let refs: Vec<(&str, &str)> = files.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
     let (_repo, index) = indexed(&refs);
     for budget in [100, 250, 500] {
         let map = index.map(budget, &[]).unwrap();
-        assert!(map.tokens <= budget * 115 / 100 && map.tokens >= budget * 85 / 100, "{budget}: {}", map.tokens);
+        assert!(
+            map.tokens <= budget * 115 / 100 && map.tokens >= budget * 85 / 100,
+            "{budget}: {}",
+            map.tokens
+        );
     }
 }

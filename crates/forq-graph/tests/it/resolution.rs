@@ -50,8 +50,15 @@ fn python_resolves_through_self_bases_aliases_and_relative_imports() {
     );
     // math.pi is outside the repository: no edge, not a guess.
     let inherits = index.affected_by("pkg/base.py#Shape:class", 1).unwrap();
-    let ids: Vec<(&str, &str)> = inherits.items.iter().map(|d| (d.id.as_str(), d.via.as_str())).collect();
-    assert!(ids.contains(&("pkg/shapes.py#Circle:class", "inherits")), "{ids:?}");
+    let ids: Vec<(&str, &str)> = inherits
+        .items
+        .iter()
+        .map(|d| (d.id.as_str(), d.via.as_str()))
+        .collect();
+    assert!(
+        ids.contains(&("pkg/shapes.py#Circle:class", "inherits")),
+        "{ids:?}"
+    );
 }
 
 #[test]
@@ -59,10 +66,16 @@ fn same_named_functions_in_different_modules_resolve_by_import() {
     let (_repo, index) = indexed(&[
         ("a/util.py", "def load():\n    pass\n"),
         ("b/util.py", "def load():\n    pass\n"),
-        ("main.py", "from a.util import load\n\ndef run():\n    load()\n"),
+        (
+            "main.py",
+            "from a.util import load\n\ndef run():\n    load()\n",
+        ),
         ("other.py", "def go():\n    load()\n"),
     ]);
-    assert_eq!(callees(&index, "main.py#run:function"), ["main.py#run:function -> a/util.py#load:function @4 exact"]);
+    assert_eq!(
+        callees(&index, "main.py#run:function"),
+        ["main.py#run:function -> a/util.py#load:function @4 exact"]
+    );
     // Without an import, both candidates are kept and flagged.
     assert_eq!(
         callees(&index, "other.py#go:function"),
@@ -84,10 +97,22 @@ fn javascript_and_typescript_resolve_imports_this_and_requires() {
         ("web/util.js", "function log() {}\nmodule.exports = { log };\n"),
         ("web/view.ts", "import { total } from './math';\nexport class View { render(): number { return total([]); } }\n"),
     ]);
-    assert_eq!(callees(&index, "web/cart.js#Cart.add:method"), ["web/cart.js#Cart.add:method -> web/cart.js#Cart.count:method @4 exact"]);
-    assert_eq!(callees(&index, "web/cart.js#Cart.count:method"), ["web/cart.js#Cart.count:method -> web/math.js#total:function @5 exact"]);
-    assert_eq!(callees(&index, "web/cart.js#log:function"), ["web/cart.js#log:function -> web/util.js#log:function @7 exact"]);
-    assert_eq!(callees(&index, "web/view.ts#View.render:method"), ["web/view.ts#View.render:method -> web/math.js#total:function @2 exact"]);
+    assert_eq!(
+        callees(&index, "web/cart.js#Cart.add:method"),
+        ["web/cart.js#Cart.add:method -> web/cart.js#Cart.count:method @4 exact"]
+    );
+    assert_eq!(
+        callees(&index, "web/cart.js#Cart.count:method"),
+        ["web/cart.js#Cart.count:method -> web/math.js#total:function @5 exact"]
+    );
+    assert_eq!(
+        callees(&index, "web/cart.js#log:function"),
+        ["web/cart.js#log:function -> web/util.js#log:function @7 exact"]
+    );
+    assert_eq!(
+        callees(&index, "web/view.ts#View.render:method"),
+        ["web/view.ts#View.render:method -> web/math.js#total:function @2 exact"]
+    );
 }
 
 #[test]
@@ -107,9 +132,18 @@ fn rust_go_java_and_cpp_resolve_paths_packages_and_receivers() {
         ("cc/main.cpp", "#include \"shape.hpp\"\ndouble twice(Shape s) { return 2 * s.area() + std::max(1, 2); }\n"),
     ]);
     // `Vec::new()` is outside the repository: no edge to the repository's `new`.
-    assert_eq!(callees(&index, "rs/src/lib.rs#make:function"), ["rs/src/lib.rs#make:function -> rs/src/stack.rs#Stack.new:method @3 exact"]);
-    assert_eq!(callees(&index, "rs/src/stack.rs#Stack.new:method"), ["rs/src/stack.rs#Stack.new:method -> rs/src/stack.rs#Stack.empty:method @3 exact"]);
-    assert_eq!(callees(&index, "rs/src/stack.rs#Stack.is_empty:method"), ["rs/src/stack.rs#Stack.is_empty:method -> rs/src/stack.rs#Stack.len:method @5 exact"]);
+    assert_eq!(
+        callees(&index, "rs/src/lib.rs#make:function"),
+        ["rs/src/lib.rs#make:function -> rs/src/stack.rs#Stack.new:method @3 exact"]
+    );
+    assert_eq!(
+        callees(&index, "rs/src/stack.rs#Stack.new:method"),
+        ["rs/src/stack.rs#Stack.new:method -> rs/src/stack.rs#Stack.empty:method @3 exact"]
+    );
+    assert_eq!(
+        callees(&index, "rs/src/stack.rs#Stack.is_empty:method"),
+        ["rs/src/stack.rs#Stack.is_empty:method -> rs/src/stack.rs#Stack.len:method @5 exact"]
+    );
     assert_eq!(
         callees(&index, "go/main.go#main:function"),
         [
@@ -118,11 +152,23 @@ fn rust_go_java_and_cpp_resolve_paths_packages_and_receivers() {
         ]
     );
     // Same package, another file: in scope without an import.
-    assert_eq!(callees(&index, "go/sub/sub.go#Add:function"), ["go/sub/sub.go#Add:function -> go/sub/help.go#helper:function @2 exact"]);
-    assert_eq!(callees(&index, "j/Main.java#Main.go:method"), ["j/Main.java#Main.go:method -> j/a/b/Calc.java#Calc.add:method @2 exact"]);
-    assert_eq!(callees(&index, "j/a/b/Calc.java#Calc.twice:method"), ["j/a/b/Calc.java#Calc.twice:method -> j/a/b/Calc.java#Calc.add:method @2 exact"]);
+    assert_eq!(
+        callees(&index, "go/sub/sub.go#Add:function"),
+        ["go/sub/sub.go#Add:function -> go/sub/help.go#helper:function @2 exact"]
+    );
+    assert_eq!(
+        callees(&index, "j/Main.java#Main.go:method"),
+        ["j/Main.java#Main.go:method -> j/a/b/Calc.java#Calc.add:method @2 exact"]
+    );
+    assert_eq!(
+        callees(&index, "j/a/b/Calc.java#Calc.twice:method"),
+        ["j/a/b/Calc.java#Calc.twice:method -> j/a/b/Calc.java#Calc.add:method @2 exact"]
+    );
     let stats = index.stats().unwrap();
-    assert!(stats.edges_by_kind.contains_key("imports exact"), "{stats:?}");
+    assert!(
+        stats.edges_by_kind.contains_key("imports exact"),
+        "{stats:?}"
+    );
 }
 
 #[test]
