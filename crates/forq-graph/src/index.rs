@@ -87,6 +87,8 @@ pub struct IndexReport {
     pub files_ms: u64,
     /// Milliseconds spent resolving names into edges.
     pub resolve_ms: u64,
+    /// Milliseconds spent building the secondary indexes after a cold load.
+    pub build_indexes_ms: u64,
 }
 
 /// The code graph of one repository, in one SQLite file.
@@ -184,7 +186,7 @@ fn walk(root: &Path) -> Vec<Found> {
 fn process(
     found: &Found,
     known: Option<&String>,
-    queries: &HashMap<Lang, &Queries>,
+    queries: &HashMap<Lang, &'static Queries>,
     parser: &mut tree_sitter::Parser,
     options: &IndexOptions,
 ) -> Result<Outcome> {
@@ -284,10 +286,14 @@ impl Index {
         let found = walk(&self.root);
         report.files = found.len();
         let known = self.store.hashes()?;
+        let cold = known.is_empty();
         let mut dirty = Dirty {
-            all: known.is_empty(),
+            all: cold,
             ..Dirty::default()
         };
+        if cold {
+            self.store.drop_indexes()?;
+        }
         if self.store.meta(PENDING)?.is_some() {
             report.repaired = true;
             dirty.all = true;
@@ -317,7 +323,7 @@ impl Index {
             n => n,
         }
         .min(found.len().max(1));
-        let mut queries: HashMap<Lang, &Queries> = HashMap::new();
+        let mut queries: HashMap<Lang, &'static Queries> = HashMap::new();
         for f in &found {
             if let std::collections::hash_map::Entry::Vacant(slot) = queries.entry(f.lang) {
                 slot.insert(Queries::get(f.lang)?);
@@ -345,7 +351,7 @@ impl Index {
                 });
             }
             drop(tx);
-            let mut writer = Writer::new(store);
+            let mut writer = Writer::new(store, cold);
             let result = (|| {
                 for outcome in rx.iter() {
                     match outcome? {
@@ -399,6 +405,11 @@ impl Index {
             .map_err(store.db())?;
         tx.commit().map_err(store.db())?;
         report.resolve_ms = started.elapsed().as_millis() as u64;
+        if cold {
+            let started = std::time::Instant::now();
+            store.create_indexes()?;
+            report.build_indexes_ms = started.elapsed().as_millis() as u64;
+        }
         tracing::debug!(?report, "index updated");
         Ok(report)
     }
@@ -466,14 +477,17 @@ struct Writer<'s> {
     store: &'s mut Store,
     pending: usize,
     marked: bool,
+    /// A cold load: the tables start empty.
+    fresh: bool,
 }
 
 impl<'s> Writer<'s> {
-    fn new(store: &'s mut Store) -> Writer<'s> {
+    fn new(store: &'s mut Store, fresh: bool) -> Writer<'s> {
         Writer {
             store,
             pending: 0,
             marked: false,
+            fresh,
         }
     }
 
@@ -516,11 +530,7 @@ impl<'s> Writer<'s> {
 
     /// Notes the names a file defined before, so that a change of them is
     /// resolved again everywhere.
-    fn note_old(
-        &self,
-        path: &str,
-        dirty: &mut Dirty,
-    ) -> Result<OldFacts> {
+    fn note_old(&self, path: &str, dirty: &mut Dirty) -> Result<OldFacts> {
         let old: HashMap<String, String> = self.store.symbol_keys(path)?.into_iter().collect();
         let bases: Vec<(String, String)> = {
             let mut stmt = self
@@ -568,7 +578,7 @@ impl<'s> Writer<'s> {
                 dirty.self_calls = true;
             }
         }
-        Store::write_file(&self.store.conn, row, facts).map_err(self.store.db())?;
+        Store::write_file(&self.store.conn, row, facts, self.fresh).map_err(self.store.db())?;
         self.end()
     }
 

@@ -690,9 +690,9 @@ impl Index {
             .store
             .conn
             .prepare_cached(
-                "SELECT v.file, v.line, v.col, s.text, s.scope FROM vars v JOIN statements s ON s.id = v.stmt
+                "SELECT s.file, v.line, v.col, s.text, s.scope FROM vars v JOIN statements s ON s.id = v.stmt
                  WHERE v.name = ?1 AND NOT v.write
-                 ORDER BY (s.scope IS NOT ?2), (v.file IS NOT ?3), v.file, v.line LIMIT ?4",
+                 ORDER BY (s.scope IS NOT ?2), (s.file IS NOT ?3), s.file, v.line LIMIT ?4",
             )
             .map_err(&db)?;
         let rows: Vec<UseSite> = stmt

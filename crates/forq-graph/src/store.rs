@@ -9,7 +9,27 @@ use crate::error::{Error, Result};
 use crate::extract::FileFacts;
 
 /// The schema version this build reads and writes (`PRAGMA user_version`).
-pub(crate) const SCHEMA_VERSION: i64 = 3;
+pub(crate) const SCHEMA_VERSION: i64 = 5;
+
+/// Secondary indexes: dropped for a cold load and built once after it
+/// (cheaper than keeping them up to date row by row).
+const INDEXES: &str = "
+CREATE INDEX IF NOT EXISTS symbols_name ON symbols(name);
+CREATE INDEX IF NOT EXISTS symbols_file ON symbols(file, line);
+CREATE INDEX IF NOT EXISTS symbols_qualname ON symbols(qualname);
+CREATE INDEX IF NOT EXISTS refs_file ON refs(file);
+CREATE INDEX IF NOT EXISTS refs_name ON refs(name);
+CREATE INDEX IF NOT EXISTS refs_bases ON refs(scope) WHERE kind = 'base';
+CREATE INDEX IF NOT EXISTS refs_receiver ON refs(receiver) WHERE receiver IS NOT NULL;
+CREATE INDEX IF NOT EXISTS imports_file ON imports(file);
+CREATE INDEX IF NOT EXISTS edges_src ON edges(src, kind);
+CREATE INDEX IF NOT EXISTS edges_dst ON edges(dst, kind);
+CREATE INDEX IF NOT EXISTS edges_origin ON edges(kind, origin);
+CREATE INDEX IF NOT EXISTS edges_file ON edges(file);
+CREATE INDEX IF NOT EXISTS statements_file ON statements(file, line);
+CREATE INDEX IF NOT EXISTS vars_name ON vars(name);
+CREATE INDEX IF NOT EXISTS defuse_def ON defuse(def);
+";
 
 /// Tables. Every row names its file, so a file's rows go in one delete;
 /// no foreign keys (a cascade would cost an index per child on every
@@ -36,9 +56,6 @@ CREATE TABLE IF NOT EXISTS symbols (
     doc       TEXT,
     test      INTEGER NOT NULL
 );
-CREATE INDEX IF NOT EXISTS symbols_name ON symbols(name);
-CREATE INDEX IF NOT EXISTS symbols_file ON symbols(file, line);
-CREATE INDEX IF NOT EXISTS symbols_qualname ON symbols(qualname);
 CREATE TABLE IF NOT EXISTS refs (
     id       INTEGER PRIMARY KEY,
     file     TEXT NOT NULL,
@@ -49,9 +66,6 @@ CREATE TABLE IF NOT EXISTS refs (
     line     INTEGER NOT NULL,
     col      INTEGER NOT NULL
 );
-CREATE INDEX IF NOT EXISTS refs_file ON refs(file);
-CREATE INDEX IF NOT EXISTS refs_name ON refs(name);
-CREATE INDEX IF NOT EXISTS refs_scope ON refs(scope);
 CREATE TABLE IF NOT EXISTS imports (
     id     INTEGER PRIMARY KEY,
     file   TEXT NOT NULL,
@@ -62,7 +76,6 @@ CREATE TABLE IF NOT EXISTS imports (
     line   INTEGER NOT NULL,
     col    INTEGER NOT NULL
 );
-CREATE INDEX IF NOT EXISTS imports_file ON imports(file);
 CREATE TABLE IF NOT EXISTS edges (
     file       TEXT NOT NULL,
     origin     INTEGER NOT NULL,
@@ -73,10 +86,6 @@ CREATE TABLE IF NOT EXISTS edges (
     candidates INTEGER NOT NULL,
     line       INTEGER NOT NULL
 );
-CREATE INDEX IF NOT EXISTS edges_src ON edges(src, kind);
-CREATE INDEX IF NOT EXISTS edges_dst ON edges(dst, kind);
-CREATE INDEX IF NOT EXISTS edges_origin ON edges(kind, origin);
-CREATE INDEX IF NOT EXISTS edges_file ON edges(file);
 CREATE TABLE IF NOT EXISTS statements (
     id       INTEGER PRIMARY KEY,
     file     TEXT NOT NULL,
@@ -86,33 +95,27 @@ CREATE TABLE IF NOT EXISTS statements (
     end_line INTEGER NOT NULL,
     text     TEXT NOT NULL
 );
-CREATE INDEX IF NOT EXISTS statements_file ON statements(file, line);
+-- Clustered by statement: a file's rows are contiguous, no extra index.
 CREATE TABLE IF NOT EXISTS vars (
     stmt  INTEGER NOT NULL,
-    file  TEXT NOT NULL,
     name  TEXT NOT NULL,
     write INTEGER NOT NULL,
     line  INTEGER NOT NULL,
-    col   INTEGER NOT NULL
-);
-CREATE INDEX IF NOT EXISTS vars_stmt ON vars(stmt);
-CREATE INDEX IF NOT EXISTS vars_name ON vars(name);
-CREATE INDEX IF NOT EXISTS vars_file ON vars(file);
+    col   INTEGER NOT NULL,
+    PRIMARY KEY (stmt, line, col, write)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS defuse (
-    file TEXT NOT NULL,
     def  INTEGER NOT NULL,
     use  INTEGER NOT NULL,
-    name TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS defuse_def ON defuse(def);
-CREATE INDEX IF NOT EXISTS defuse_use ON defuse(use);
-CREATE INDEX IF NOT EXISTS defuse_file ON defuse(file);
+    name TEXT NOT NULL,
+    PRIMARY KEY (use, def, name)
+) WITHOUT ROWID;
 -- Every occurrence of a name, with its role.
 CREATE VIEW IF NOT EXISTS occurrences (file, line, col, name, role, scope) AS
     SELECT file, line, 1, name, CASE WHEN test THEN 'test' ELSE 'definition' END, parent FROM symbols
     UNION ALL SELECT file, line, col, name, 'reference', scope FROM refs
     UNION ALL SELECT file, line, col, COALESCE(local, module), 'import', scope FROM imports
-    UNION ALL SELECT v.file, v.line, v.col, v.name, CASE WHEN v.write THEN 'write' ELSE 'read' END, s.scope
+    UNION ALL SELECT s.file, v.line, v.col, v.name, CASE WHEN v.write THEN 'write' ELSE 'read' END, s.scope
         FROM vars v JOIN statements s ON s.id = v.stmt;
 -- A test and what it calls directly; deeper coverage walks the call edges.
 CREATE VIEW IF NOT EXISTS covers (test, symbol, confidence) AS
@@ -120,17 +123,8 @@ CREATE VIEW IF NOT EXISTS covers (test, symbol, confidence) AS
     WHERE e.kind = 'calls' AND t.test;
 ";
 
-/// The tables a file's rows live in.
-const FILE_TABLES: [&str; 8] = [
-    "files",
-    "symbols",
-    "refs",
-    "imports",
-    "edges",
-    "statements",
-    "vars",
-    "defuse",
-];
+/// The tables whose rows name their file.
+const FILE_TABLES: [&str; 6] = ["files", "symbols", "refs", "imports", "edges", "statements"];
 
 /// A definition in the code.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -303,6 +297,7 @@ impl Store {
             tx.commit().map_err(db)?;
         }
         conn.execute_batch(SCHEMA).map_err(db)?;
+        conn.execute_batch(INDEXES).map_err(db)?;
         conn.pragma_update(None, "user_version", SCHEMA_VERSION)
             .map_err(db)?;
         Ok(Store {
@@ -354,8 +349,39 @@ impl Store {
         rows.collect::<rusqlite::Result<_>>().map_err(self.db())
     }
 
+    /// Drops the secondary indexes (before a cold load into empty tables).
+    pub(crate) fn drop_indexes(&self) -> Result<()> {
+        let names: Vec<String> = INDEXES
+            .lines()
+            .filter_map(|l| l.strip_prefix("CREATE INDEX IF NOT EXISTS "))
+            .filter_map(|l| l.split_whitespace().next())
+            .map(str::to_owned)
+            .collect();
+        for name in names {
+            self.conn
+                .execute_batch(&format!("DROP INDEX IF EXISTS {name}"))
+                .map_err(self.db())?;
+        }
+        Ok(())
+    }
+
+    /// Builds the secondary indexes that are missing.
+    pub(crate) fn create_indexes(&self) -> Result<()> {
+        self.conn.execute_batch(INDEXES).map_err(self.db())
+    }
+
     /// Deletes every row of a file (inside the caller's transaction).
     pub(crate) fn delete_file(tx: &Connection, path: &str) -> rusqlite::Result<()> {
+        // Variables and def-use links belong to the file's statements (a
+        // def-use link never leaves its file): go through them.
+        tx.prepare_cached(
+            "DELETE FROM vars WHERE stmt IN (SELECT id FROM statements WHERE file = ?1)",
+        )?
+        .execute([path])?;
+        tx.prepare_cached(
+            "DELETE FROM defuse WHERE use IN (SELECT id FROM statements WHERE file = ?1)",
+        )?
+        .execute([path])?;
         for table in FILE_TABLES {
             let column = if table == "files" { "path" } else { "file" };
             tx.prepare_cached(&format!("DELETE FROM {table} WHERE {column} = ?1"))?
@@ -365,13 +391,17 @@ impl Store {
     }
 
     /// Writes a file's rows (inside the caller's transaction), replacing
-    /// what was there.
+    /// what was there. `fresh`: the tables hold nothing of this file (a
+    /// cold load), so there is nothing to delete first.
     pub(crate) fn write_file(
         tx: &Connection,
         row: &FileRow,
         facts: &FileFacts,
+        fresh: bool,
     ) -> rusqlite::Result<()> {
-        Self::delete_file(tx, &row.path)?;
+        if !fresh {
+            Self::delete_file(tx, &row.path)?;
+        }
         tx.prepare_cached(
             "INSERT INTO files (path, lang, hash, size, status) VALUES (?1, ?2, ?3, ?4, ?5)",
         )?
@@ -433,12 +463,11 @@ impl Store {
             ])?);
         }
         let mut insert = tx.prepare_cached(
-            "INSERT INTO vars (stmt, file, name, write, line, col) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            "INSERT OR IGNORE INTO vars (stmt, name, write, line, col) VALUES (?1, ?2, ?3, ?4, ?5)",
         )?;
         for v in &facts.vars {
             insert.execute(params![
                 ids[v.stmt as usize],
-                row.path,
                 v.name,
                 v.write,
                 v.line,
@@ -446,14 +475,9 @@ impl Store {
             ])?;
         }
         let mut insert =
-            tx.prepare_cached("INSERT INTO defuse (file, def, use, name) VALUES (?1, ?2, ?3, ?4)")?;
+            tx.prepare_cached("INSERT INTO defuse (def, use, name) VALUES (?1, ?2, ?3)")?;
         for d in &facts.defuse {
-            insert.execute(params![
-                row.path,
-                ids[d.def as usize],
-                ids[d.use_ as usize],
-                d.name
-            ])?;
+            insert.execute(params![ids[d.def as usize], ids[d.use_ as usize], d.name])?;
         }
         Ok(())
     }

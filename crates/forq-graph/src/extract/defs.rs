@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use super::{for_each_match, line_of, squeeze, text, Queries, Span};
+use super::{line_of, squeeze, text, Caps, Matches, Span};
 use crate::lang::Lang;
 use crate::store::Symbol;
 
@@ -59,16 +59,25 @@ fn found(kind: &str, name: String, node: tree_sitter::Node<'_>, source: &[u8]) -
     }
 }
 
+/// Calls `f` with the captures of each match.
+pub(super) fn each<'t>(
+    matches: &[Caps<'t>],
+    mut f: impl FnMut(&[(&'static str, tree_sitter::Node<'t>)]),
+) {
+    for caps in matches {
+        f(caps);
+    }
+}
+
 /// The definitions, nested, with their byte spans (same order).
 pub(super) fn definitions(
-    queries: &Queries,
-    tree: &tree_sitter::Tree,
+    lang: Lang,
+    matches: &Matches<'_>,
     path: &str,
     source: &[u8],
 ) -> (Vec<Symbol>, Vec<Span>) {
-    let lang = queries.lang;
     let mut all = Vec::new();
-    for_each_match(&queries.defs, tree, source, |caps| {
+    each(&matches.defs, |caps| {
         let (mut def, mut name, mut container) = (None, None, None);
         for &(cap, node) in caps {
             if cap == "name" {
@@ -92,9 +101,7 @@ pub(super) fn definitions(
         f.doc = doc_comment(lang, node, source);
         all.push(f);
     });
-    if let Some(tests) = &queries.tests {
-        mark_tests(lang, tests, tree, path, source, &mut all);
-    }
+    mark_tests(lang, &matches.tests, path, source, &mut all);
     // Outer definitions first, so a stack of open ones gives the containers.
     all.sort_by(|a, b| {
         a.start_byte
@@ -166,17 +173,10 @@ fn nest(path: &str, all: Vec<Found>) -> (Vec<Symbol>, Vec<Span>) {
 /// marked (and renamed after `@name` when a macro names it, as in
 /// `TEST(Suite, Name)`); one that is not (a JavaScript `it(...)`) becomes a
 /// definition of kind `test`. A `@test.attr` node marks the next item.
-fn mark_tests(
-    lang: Lang,
-    query: &tree_sitter::Query,
-    tree: &tree_sitter::Tree,
-    path: &str,
-    source: &[u8],
-    all: &mut Vec<Found>,
-) {
+fn mark_tests(lang: Lang, matches: &[Caps<'_>], path: &str, source: &[u8], all: &mut Vec<Found>) {
     let in_test_file = is_test_path(path);
     let mut added = Vec::new();
-    for_each_match(query, tree, source, |caps| {
+    each(matches, |caps| {
         let get = |name: &str| caps.iter().find(|(c, _)| *c == name).map(|&(_, n)| n);
         if let Some(attr) = get("test.attr") {
             let mut next = attr.next_named_sibling();

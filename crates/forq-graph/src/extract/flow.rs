@@ -101,14 +101,12 @@ pub(super) fn analyse(
         .map(|(i, _)| i)
         .collect();
     let scope_spans: HashSet<Span> = scopes.iter().map(|&i| spans[i]).collect();
-    let mut import_locals: HashMap<usize, Vec<&str>> = HashMap::new();
-    for import in imports {
-        if let Some(local) = &import.local {
-            import_locals
-                .entry(import.stmt_start)
-                .or_default()
-                .push(local);
-        }
+    let mut import_locals: HashMap<usize, Vec<&Import>> = HashMap::new();
+    for import in imports.iter().filter(|i| i.local.is_some()) {
+        import_locals
+            .entry(import.stmt_start)
+            .or_default()
+            .push(import);
     }
     let mut flow = Flow::default();
     let mut walker = Walker {
@@ -141,7 +139,7 @@ struct Walker<'a> {
     syntax: &'static Syntax,
     source: &'a [u8],
     scope_spans: &'a HashSet<Span>,
-    import_locals: &'a HashMap<usize, Vec<&'a str>>,
+    import_locals: &'a HashMap<usize, Vec<&'a Import>>,
     flow: &'a mut Flow,
 }
 
@@ -276,7 +274,10 @@ impl Walker<'_> {
         };
         if syntax.imports.contains(&current.kind()) {
             if let Some(locals) = self.import_locals.get(&current.start_byte()) {
-                for local in locals {
+                for import in locals {
+                    let Some(local) = import.local.as_deref() else {
+                        continue;
+                    };
                     let occ = Occ {
                         stmt,
                         pos: current.end_byte(),
@@ -284,11 +285,14 @@ impl Walker<'_> {
                         block,
                         outer_loop: None,
                     };
-                    self.push_var(stmt, local, true, current);
-                    vars.writes
-                        .entry((*local).to_owned())
-                        .or_default()
-                        .push(occ);
+                    self.flow.vars.push(VarOcc {
+                        stmt,
+                        name: local.to_owned(),
+                        write: true,
+                        line: import.line,
+                        col: import.col,
+                    });
+                    vars.writes.entry(local.to_owned()).or_default().push(occ);
                 }
             }
             return false;
@@ -434,5 +438,33 @@ fn link(vars: &ScopeVars, outer: Option<&ScopeVars>, out: &mut Vec<DefUse>) {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// Every file of the polyglot fixture: no variable occurrence is
+    /// recorded twice at one place (the table's key relies on it).
+    #[test]
+    fn each_occurrence_is_recorded_once() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/polyglot");
+        let mut checked = 0;
+        for (lang, rel, path) in crate::index::walk_sources(&root) {
+            let source = std::fs::read(&path).unwrap();
+            let queries = crate::extract::Queries::get(lang).unwrap();
+            let mut parser = tree_sitter::Parser::new();
+            let tree = crate::extract::parse(&mut parser, lang, &source).unwrap();
+            let options = crate::extract::Options { flow: true };
+            let facts = crate::extract::extract(queries, &tree, &rel, &source, options);
+            let mut seen = std::collections::HashSet::new();
+            for v in &facts.vars {
+                assert!(
+                    seen.insert((v.stmt, v.line, v.col, v.write)),
+                    "{rel}: {v:?} twice"
+                );
+            }
+            checked += facts.vars.len();
+        }
+        assert!(checked > 100, "{checked}");
     }
 }

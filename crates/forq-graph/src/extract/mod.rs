@@ -15,15 +15,28 @@ use crate::store::Symbol;
 pub(crate) use flow::{DefUse, Statement, VarOcc};
 pub(crate) use refs::{Import, Ref, RefKind};
 
-/// The compiled queries of one language.
+/// The queries of one language, compiled into one: a single pass over a
+/// tree finds every kind of match (five passes cost twice the parse), and
+/// each pattern remembers which file it came from.
 #[derive(Debug)]
 pub(crate) struct Queries {
     lang: Lang,
-    defs: tree_sitter::Query,
-    calls: tree_sitter::Query,
-    imports: tree_sitter::Query,
-    bases: Option<tree_sitter::Query>,
-    tests: Option<tree_sitter::Query>,
+    query: tree_sitter::Query,
+    /// The kind of each pattern, by pattern index.
+    kinds: Vec<QueryKind>,
+}
+
+/// The captures of one match: `(capture name, node)`.
+pub(crate) type Caps<'t> = Vec<(&'static str, tree_sitter::Node<'t>)>;
+
+/// A file's matches, by query kind.
+#[derive(Default)]
+pub(crate) struct Matches<'t> {
+    pub(crate) defs: Vec<Caps<'t>>,
+    pub(crate) calls: Vec<Caps<'t>>,
+    pub(crate) imports: Vec<Caps<'t>>,
+    pub(crate) bases: Vec<Caps<'t>>,
+    pub(crate) tests: Vec<Caps<'t>>,
 }
 
 impl Queries {
@@ -44,18 +57,63 @@ impl Queries {
     }
 
     fn new(lang: Lang) -> Result<Queries> {
-        let required = |kind| {
-            lang.query(kind)
-                .map(|q| q.expect("every language has definitions, calls and imports queries"))
-        };
-        Ok(Queries {
-            lang,
-            defs: required(QueryKind::Defs)?,
-            calls: required(QueryKind::Calls)?,
-            imports: required(QueryKind::Imports)?,
-            bases: lang.query(QueryKind::Bases)?,
-            tests: lang.query(QueryKind::Tests)?,
-        })
+        // Each file compiles alone first, so an error names its file.
+        let mut combined = String::new();
+        let mut parts = Vec::new();
+        for kind in QueryKind::ALL {
+            if lang.query(kind)?.is_some() {
+                let source = lang.query_source(kind).unwrap_or_default();
+                parts.push((combined.len(), kind));
+                combined.push_str(source);
+                combined.push('\n');
+            }
+        }
+        let query = tree_sitter::Query::new(&lang.grammar(), &combined).map_err(|e| {
+            crate::error::Error::Query {
+                lang: lang.name(),
+                name: "(all queries together)",
+                message: e.to_string(),
+            }
+        })?;
+        let kinds = (0..query.pattern_count())
+            .map(|i| {
+                let at = query.start_byte_for_pattern(i);
+                parts
+                    .iter()
+                    .rev()
+                    .find(|(start, _)| *start <= at)
+                    .map_or(QueryKind::Defs, |&(_, kind)| kind)
+            })
+            .collect();
+        Ok(Queries { lang, query, kinds })
+    }
+
+    /// Every match of every query over `tree`, by kind.
+    pub(crate) fn run<'t>(
+        &'static self,
+        tree: &'t tree_sitter::Tree,
+        source: &[u8],
+    ) -> Matches<'t> {
+        let names = self.query.capture_names();
+        let mut cursor = tree_sitter::QueryCursor::new();
+        let mut it = cursor.matches(&self.query, tree.root_node(), source);
+        let mut out = Matches::default();
+        while let Some(m) = it.next() {
+            let caps: Caps<'t> = m
+                .captures()
+                .iter()
+                .map(|c| (names[c.index as usize], c.node))
+                .collect();
+            let list = match self.kinds[m.pattern_index] {
+                QueryKind::Defs => &mut out.defs,
+                QueryKind::Calls => &mut out.calls,
+                QueryKind::Imports => &mut out.imports,
+                QueryKind::Bases => &mut out.bases,
+                QueryKind::Tests => &mut out.tests,
+            };
+            list.push(caps);
+        }
+        out
     }
 }
 
@@ -95,15 +153,16 @@ pub(crate) fn parse(
 
 /// The facts of a parsed file.
 pub(crate) fn extract(
-    queries: &Queries,
+    queries: &'static Queries,
     tree: &tree_sitter::Tree,
     path: &str,
     source: &[u8],
     options: Options,
 ) -> FileFacts {
-    let (symbols, spans) = defs::definitions(queries, tree, path, source);
-    let refs = refs::references(queries, tree, source, &symbols, &spans);
-    let imports = refs::imports(queries, tree, source, &symbols, &spans);
+    let matches = queries.run(tree, source);
+    let (symbols, spans) = defs::definitions(queries.lang, &matches, path, source);
+    let refs = refs::references(&matches, source, &symbols, &spans);
+    let imports = refs::imports(queries.lang, &matches, source, &symbols, &spans);
     let mut facts = FileFacts {
         symbols,
         refs,
@@ -135,28 +194,6 @@ pub(crate) fn enclosing(spans: &[Span], at: usize) -> Option<usize> {
         .rev()
         .find(|(_, &(start, end))| start <= at && at < end)
         .map(|(i, _)| i)
-}
-
-/// Each match of `query`, as `(capture name, node)` pairs.
-pub(crate) fn for_each_match<'t>(
-    query: &tree_sitter::Query,
-    tree: &'t tree_sitter::Tree,
-    source: &[u8],
-    mut f: impl FnMut(&[(&str, tree_sitter::Node<'t>)]),
-) {
-    let names = query.capture_names();
-    let mut cursor = tree_sitter::QueryCursor::new();
-    let mut matches = cursor.matches(query, tree.root_node(), source);
-    let mut caps = Vec::new();
-    while let Some(m) = matches.next() {
-        caps.clear();
-        caps.extend(
-            m.captures()
-                .iter()
-                .map(|c| (names[c.index as usize], c.node)),
-        );
-        f(&caps);
-    }
 }
 
 /// The text of a node (empty when it is not UTF-8).

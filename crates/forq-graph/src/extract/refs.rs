@@ -1,7 +1,8 @@
 //! References a file makes: call sites (with the receiver they go
 //! through), base classes and implemented traits, and imports.
 
-use super::{enclosing, for_each_match, line_of, text, Queries, Span};
+use super::defs::each;
+use super::{enclosing, line_of, text, Matches, Span};
 use crate::store::Symbol;
 
 /// Longest receiver text kept.
@@ -57,14 +58,13 @@ pub(crate) struct Import {
 
 /// Calls and bases of a file.
 pub(super) fn references(
-    queries: &Queries,
-    tree: &tree_sitter::Tree,
+    matches: &Matches<'_>,
     source: &[u8],
     symbols: &[Symbol],
     spans: &[Span],
 ) -> Vec<Ref> {
     let mut out = Vec::new();
-    for_each_match(&queries.calls, tree, source, |caps| {
+    each(&matches.calls, |caps| {
         let Some(&(_, callee)) = caps.iter().find(|(c, _)| *c == "callee") else {
             return;
         };
@@ -90,8 +90,8 @@ pub(super) fn references(
             col: callee.start_position().column as u32 + 1,
         });
     });
-    if let Some(bases) = &queries.bases {
-        for_each_match(bases, tree, source, |caps| {
+    {
+        each(&matches.bases, |caps| {
             let get = |name: &str| caps.iter().find(|(c, _)| *c == name).map(|&(_, n)| n);
             let (Some(def), Some(base)) = (get("def"), get("base")) else {
                 return;
@@ -117,14 +117,14 @@ pub(super) fn references(
 
 /// Imports of a file.
 pub(super) fn imports(
-    queries: &Queries,
-    tree: &tree_sitter::Tree,
+    lang: crate::lang::Lang,
+    matches: &Matches<'_>,
     source: &[u8],
     symbols: &[Symbol],
     spans: &[Span],
 ) -> Vec<Import> {
     let mut out = Vec::new();
-    for_each_match(&queries.imports, tree, source, |caps| {
+    each(&matches.imports, |caps| {
         let get = |name: &str| caps.iter().find(|(c, _)| *c == name).map(|&(_, n)| n);
         let (Some(stmt), Some(module)) = (get("import"), get("module")) else {
             return;
@@ -136,19 +136,22 @@ pub(super) fn imports(
             (None, Some(name)) => Some(name.rsplit(['.', ':']).next().unwrap_or(name).to_owned()),
             // `import os.path` binds `os`; a Go import binds the last
             // segment of its path; an include binds nothing.
-            (None, None) => match queries.lang {
+            (None, None) => match lang {
                 crate::lang::Lang::Python => module_text.split('.').next().map(str::to_owned),
                 crate::lang::Lang::Go => module_text.rsplit('/').next().map(str::to_owned),
                 _ => None,
             },
         };
+        // Where the local name is written (the alias, else the name, else
+        // the module), so each binding of one statement has its own place.
+        let at = get("alias").or_else(|| get("name")).unwrap_or(module);
         out.push(Import {
             scope: enclosing(spans, stmt.start_byte()).map(|i| symbols[i].id.clone()),
             module: module_text,
             name,
             local,
-            line: line_of(stmt),
-            col: stmt.start_position().column as u32 + 1,
+            line: line_of(at),
+            col: at.start_position().column as u32 + 1,
             stmt_start: stmt.start_byte(),
         });
     });

@@ -19,8 +19,8 @@ fn dump(db: &Path) -> Vec<String> {
         "SELECT 'import', file, scope, module, name, local, line FROM imports",
         "SELECT 'edge', file, kind, src, dst, confidence, candidates, line FROM edges",
         "SELECT 'stmt', file, scope, kind, line, end_line, text FROM statements",
-        "SELECT 'var', v.file, v.name, v.write, v.line, v.col, s.line FROM vars v JOIN statements s ON s.id = v.stmt",
-        "SELECT 'defuse', d.file, d.name, a.line, b.line FROM defuse d JOIN statements a ON a.id = d.def JOIN statements b ON b.id = d.use",
+        "SELECT 'var', s.file, v.name, v.write, v.line, v.col, s.line FROM vars v JOIN statements s ON s.id = v.stmt",
+        "SELECT 'defuse', b.file, d.name, a.line, b.line FROM defuse d JOIN statements a ON a.id = d.def JOIN statements b ON b.id = d.use",
     ];
     let mut rows = Vec::new();
     for sql in queries {
@@ -160,7 +160,7 @@ fn an_older_schema_is_rebuilt_not_misread() {
     let db = repo.path().join("g.db");
     {
         let conn = rusqlite::Connection::open(&db).unwrap();
-        conn.execute_batch("CREATE TABLE files (path TEXT PRIMARY KEY, lang TEXT, hash TEXT, size INTEGER, status TEXT); INSERT INTO files VALUES ('a.py', 'python', 'x', 1, 'parsed'); PRAGMA user_version = 2;").unwrap();
+        conn.execute_batch("CREATE TABLE files (path TEXT PRIMARY KEY, lang TEXT, hash TEXT, size INTEGER, status TEXT); INSERT INTO files VALUES ('a.py', 'python', 'x', 1, 'parsed'); PRAGMA user_version = 4;").unwrap();
     }
     let mut index = Index::open(&db, repo.path()).unwrap();
     assert_eq!(index.update().unwrap().parsed, 1);
