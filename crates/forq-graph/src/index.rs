@@ -135,6 +135,33 @@ pub(crate) fn walk_sources(root: &Path) -> Vec<(Lang, String, PathBuf)> {
         .collect()
 }
 
+/// A `.h` file is C unless it reads as C++ (classes, namespaces,
+/// templates, `::`): one extension serves both.
+fn header_language(lang: Lang, path: &str, content: &[u8]) -> Lang {
+    if lang != Lang::C || !path.ends_with(".h") {
+        return lang;
+    }
+    let text = String::from_utf8_lossy(&content[..content.len().min(64 * 1024)]);
+    let cpp = [
+        "class ",
+        "namespace ",
+        "template <",
+        "template<",
+        "public:",
+        "private:",
+        "::",
+        "#include <string>",
+        "#include <vector>",
+    ]
+    .iter()
+    .any(|marker| text.contains(marker));
+    if cpp {
+        Lang::Cpp
+    } else {
+        Lang::C
+    }
+}
+
 /// A source file found by the walk.
 struct Found {
     lang: Lang,
@@ -212,12 +239,14 @@ fn process(
     if known == Some(&row.hash) {
         return Ok(Outcome::Unchanged);
     }
+    let lang = header_language(found.lang, &found.rel, &content);
+    row.lang = lang.name().to_owned();
     let mut facts = FileFacts::default();
     if row.status == "parsed" {
-        match extract::parse(parser, found.lang, &content) {
+        match extract::parse(parser, lang, &content) {
             Some(tree) => {
                 facts = extract::extract(
-                    queries[&found.lang],
+                    queries[&lang],
                     &tree,
                     &found.rel,
                     &content,
@@ -325,8 +354,16 @@ impl Index {
         .min(found.len().max(1));
         let mut queries: HashMap<Lang, &'static Queries> = HashMap::new();
         for f in &found {
-            if let std::collections::hash_map::Entry::Vacant(slot) = queries.entry(f.lang) {
-                slot.insert(Queries::get(f.lang)?);
+            // A `.h` may turn out to be C++.
+            let langs: &[Lang] = if f.lang == Lang::C {
+                &[Lang::C, Lang::Cpp]
+            } else {
+                &[f.lang]
+            };
+            for &lang in langs {
+                if let std::collections::hash_map::Entry::Vacant(slot) = queries.entry(lang) {
+                    slot.insert(Queries::get(lang)?);
+                }
             }
         }
         let next = AtomicUsize::new(0);
