@@ -165,3 +165,69 @@ fn the_repo_map_lands_within_fifteen_percent_of_a_budget_it_can_fill() {
         );
     }
 }
+
+#[test]
+fn tests_are_found_by_each_ecosystems_convention() {
+    let (_repo, index) = indexed(&[
+        ("src/lib.rs", "fn add() {}\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    #[should_panic]\n    fn adds() {}\n\n    #[tokio::test]\n    async fn adds_async() {}\n\n    fn helper() {}\n}\n"),
+        ("calc/calc_test.go", "package calc\n\nfunc TestAdd(t *testing.T) {}\n\nfunc Testify() {}\n\nfunc helper() {}\n"),
+        ("src/test/java/CalcTest.java", "class CalcTest {\n    @Test\n    void adds() {}\n\n    @ParameterizedTest\n    void many(int x) {}\n\n    void helper() {}\n}\n"),
+        ("test/shape_test.cpp", "TEST(Shape, Area) {\n}\n\nTEST_F(Fixture, Grows) {\n}\n\nvoid helper() {}\n"),
+        ("tests/test_list.c", "void test_push(void) {}\n\nstatic void helper(void) {}\n"),
+        ("src/list.c", "void test_mode(void) {}\n"),
+        ("tests/test_app.py", "import unittest\n\n\ndef test_top():\n    pass\n\n\ndef helper():\n    pass\n\n\nclass AppTest(unittest.TestCase):\n    def test_method(self):\n        pass\n"),
+        ("web/app.spec.ts", "describe('app', () => {\n  test('runs', () => {});\n});\n"),
+    ]);
+    let tests: Vec<String> = index
+        .symbols(&forq_graph::SymbolFilter::default().tests())
+        .unwrap()
+        .into_iter()
+        .map(|s| format!("{} {}", s.kind, s.id))
+        .collect();
+    assert_eq!(
+        tests,
+        [
+            "function calc/calc_test.go#TestAdd:function",
+            "module src/lib.rs#tests:module",
+            "function src/lib.rs#tests.adds:function",
+            "function src/lib.rs#tests.adds_async:function",
+            "method src/test/java/CalcTest.java#CalcTest.adds:method",
+            "method src/test/java/CalcTest.java#CalcTest.many:method",
+            "test test/shape_test.cpp#Shape.Area:test",
+            "test test/shape_test.cpp#Fixture.Grows:test",
+            "function tests/test_app.py#test_top:function",
+            // A TestCase subclass in a test file is a test class.
+            "class tests/test_app.py#AppTest:class",
+            "method tests/test_app.py#AppTest.test_method:method",
+            "function tests/test_list.c#test_push:function",
+            "test web/app.spec.ts#app:test",
+            "test web/app.spec.ts#app.runs:test",
+        ]
+    );
+}
+
+#[test]
+fn doc_comments_and_docstrings_are_kept() {
+    let (_repo, index) = indexed(&[
+        (
+            "a.py",
+            "def f():\n    \"\"\"Adds two   numbers.\"\"\"\n    return 1\n",
+        ),
+        ("a.rs", "/// Adds.\n/// Twice.\n#[inline]\npub fn f() {}\n"),
+        ("a.go", "package a\n\n// F adds.\nfunc F() {}\n"),
+        ("a.js", "/**\n * Adds.\n */\nexport function f() {}\n"),
+        ("b.py", "def g():\n    return 1\n"),
+    ]);
+    let doc = |file: &str| {
+        index
+            .symbols(&forq_graph::SymbolFilter::default().file(file))
+            .unwrap()[0]
+            .doc
+            .clone()
+    };
+    assert_eq!(doc("a.py").as_deref(), Some("Adds two numbers."));
+    assert_eq!(doc("a.rs").as_deref(), Some("Adds. Twice."));
+    assert_eq!(doc("a.go").as_deref(), Some("F adds."));
+    assert_eq!(doc("a.js").as_deref(), Some("Adds."));
+    assert_eq!(doc("b.py"), None);
+}
