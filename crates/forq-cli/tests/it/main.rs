@@ -556,8 +556,19 @@ async fn graph_queries_answer_as_json() {
         "{tests}"
     );
     let affected = graph_json(&[&["affected-by", "add"][..], &repo].concat(), &db_path).await;
+    let ids: Vec<&str> = affected["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["id"].as_str().unwrap())
+        .collect();
+    // The test file that imports it, and the test that calls it.
     assert_eq!(
-        affected["items"][0]["id"], "tests/test_calc.py#CalcTest.test_add:method",
+        ids,
+        [
+            "tests/test_calc.py",
+            "tests/test_calc.py#CalcTest.test_add:method"
+        ],
         "{affected}"
     );
     // The failing line reads a and b, both defined by the signature.
