@@ -604,8 +604,8 @@ async fn graph_queries_answer_as_json() {
         "{map}"
     );
     let stats = graph_json(&[&["stats", "examples/calc"][..]].concat(), &db_path).await;
-    assert_eq!(stats["tests"], 2, "{stats}");
-    // A bad location is refused with the form it wants.
+    assert_eq!(stats["tests"], 3, "{stats}"); // CalcTest and its two test methods
+                                              // A bad location is refused with the form it wants.
     let out = forq(&[
         "graph",
         "statements",
