@@ -127,16 +127,24 @@ impl Lang {
             (Lang::Rust, Imports) => q!("rust", "imports"),
             (Lang::Rust, Bases) => q!("rust", "bases"),
             (Lang::Rust, Tests) => q!("rust", "tests"),
-            (Lang::JavaScript, Defs) => q!("javascript", "defs"),
+            (Lang::JavaScript, Defs) => Some(concat!(
+                include_str!("../queries/javascript/defs.scm"),
+                include_str!("../queries/javascript/bindings.scm")
+            )),
             (Lang::JavaScript, Calls) => q!("javascript", "calls"),
             (Lang::JavaScript, Imports) => q!("javascript", "imports"),
             (Lang::JavaScript, Bases) => q!("javascript", "bases"),
             (Lang::JavaScript, Tests) => q!("javascript", "tests"),
-            (Lang::TypeScript | Lang::Tsx, Defs) => q!("typescript", "defs"),
-            (Lang::TypeScript | Lang::Tsx, Calls) => q!("typescript", "calls"),
-            (Lang::TypeScript | Lang::Tsx, Imports) => q!("typescript", "imports"),
+            // TypeScript's grammar extends JavaScript's: calls, imports,
+            // tests and assignment-bound definitions are JavaScript's files.
+            (Lang::TypeScript | Lang::Tsx, Defs) => Some(concat!(
+                include_str!("../queries/typescript/defs.scm"),
+                include_str!("../queries/javascript/bindings.scm")
+            )),
+            (Lang::TypeScript | Lang::Tsx, Calls) => q!("javascript", "calls"),
+            (Lang::TypeScript | Lang::Tsx, Imports) => q!("javascript", "imports"),
             (Lang::TypeScript | Lang::Tsx, Bases) => q!("typescript", "bases"),
-            (Lang::TypeScript | Lang::Tsx, Tests) => q!("typescript", "tests"),
+            (Lang::TypeScript | Lang::Tsx, Tests) => q!("javascript", "tests"),
             (Lang::Go, Defs) => q!("go", "defs"),
             (Lang::Go, Calls) => q!("go", "calls"),
             (Lang::Go, Imports) => q!("go", "imports"),

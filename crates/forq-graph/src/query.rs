@@ -498,11 +498,38 @@ impl Index {
     /// importers, and theirs, to `depth` steps, nearest first.
     pub fn affected_by(&self, id: &str, depth: u32) -> Result<Bounded<Dependent>> {
         self.check_complete()?;
+        let (out, capped) = self.dependents(id, depth, "'calls', 'inherits', 'imports'")?;
+        Ok(Bounded::new(out, capped, "lower --depth"))
+    }
+
+    /// Tests that reach `id` through calls (at most `depth` calls away),
+    /// nearest first, then most confident.
+    pub fn tests_for(&self, id: &str, depth: u32) -> Result<Bounded<Covering>> {
+        self.check_complete()?;
+        let (callers, capped) = self.dependents(id, depth, "'calls'")?;
+        let mut out = Vec::new();
+        for d in callers {
+            if let Some(sym) = self.store.symbol(&d.id)?.filter(|t| t.test) {
+                out.push(Covering {
+                    test: sym.id,
+                    file: sym.file,
+                    line: sym.line,
+                    depth: d.depth,
+                    confidence: d.confidence,
+                });
+            }
+        }
+        out.sort_by_key(|c| (c.depth, !matches!(c.confidence, Confidence::Exact)));
+        Ok(Bounded::new(out, capped, "lower --depth"))
+    }
+
+    /// Each node that reaches `id` backwards along edges of `kinds`, once,
+    /// at its first depth, with the weakest confidence along the way; and
+    /// whether a cap cut the walk.
+    fn dependents(&self, id: &str, depth: u32, kinds: &str) -> Result<(Vec<Dependent>, bool)> {
         let mut confidence: HashMap<String, Confidence> =
             HashMap::from([(id.to_owned(), Confidence::Exact)]);
-        let (steps, capped) = self.walk(id, depth, |n| {
-            self.edges("dst", n, "'calls', 'inherits', 'imports'")
-        })?;
+        let (steps, capped) = self.walk(id, depth, |n| self.edges("dst", n, kinds))?;
         let mut out = Vec::new();
         let mut listed = HashSet::new();
         for (level, s) in steps {
@@ -521,40 +548,7 @@ impl Index {
                 });
             }
         }
-        Ok(Bounded::new(out, capped, "lower --depth"))
-    }
-
-    /// Tests that reach `id` through calls (at most `depth` calls away),
-    /// nearest first, then most confident.
-    pub fn tests_for(&self, id: &str, depth: u32) -> Result<Bounded<Covering>> {
-        self.check_complete()?;
-        let mut confidence: HashMap<String, Confidence> =
-            HashMap::from([(id.to_owned(), Confidence::Exact)]);
-        let (steps, capped) = self.walk(id, depth, |n| self.edges("dst", n, "'calls'"))?;
-        let mut out = Vec::new();
-        let mut listed = HashSet::new();
-        for (level, s) in steps {
-            let before = confidence
-                .get(&s.edge.callee)
-                .copied()
-                .unwrap_or(Confidence::Exact);
-            let c = weakest(before, s.edge.confidence);
-            confidence.entry(s.far.clone()).or_insert(c);
-            if !listed.insert(s.far.clone()) {
-                continue;
-            }
-            if let Some(sym) = self.store.symbol(&s.far)?.filter(|t| t.test) {
-                out.push(Covering {
-                    test: sym.id,
-                    file: sym.file,
-                    line: sym.line,
-                    depth: level,
-                    confidence: c,
-                });
-            }
-        }
-        out.sort_by_key(|c| (c.depth, !matches!(c.confidence, Confidence::Exact)));
-        Ok(Bounded::new(out, capped, "lower --depth"))
+        Ok((out, capped))
     }
 
     /// Statements within `radius` lines of `file:line`, with their def-use

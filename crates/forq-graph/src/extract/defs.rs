@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use super::{line_of, squeeze, text, Caps, Matches, Span};
+use super::{capture, line_of, squeeze, text, Caps, Matches, Span};
 use crate::lang::Lang;
 use crate::store::Symbol;
 
@@ -177,7 +177,7 @@ fn mark_tests(lang: Lang, matches: &[Caps<'_>], path: &str, source: &[u8], all: 
     let in_test_file = is_test_path(path);
     let mut added = Vec::new();
     each(matches, |caps| {
-        let get = |name: &str| caps.iter().find(|(c, _)| *c == name).map(|&(_, n)| n);
+        let get = |name: &str| capture(caps, name);
         if let Some(attr) = get("test.attr") {
             let mut next = attr.next_named_sibling();
             while let Some(n) =

@@ -196,6 +196,14 @@ pub(crate) fn enclosing(spans: &[Span], at: usize) -> Option<usize> {
         .map(|(i, _)| i)
 }
 
+/// The node captured as `name` in a match, if any.
+pub(crate) fn capture<'t>(
+    caps: &[(&str, tree_sitter::Node<'t>)],
+    name: &str,
+) -> Option<tree_sitter::Node<'t>> {
+    caps.iter().find(|(c, _)| *c == name).map(|&(_, n)| n)
+}
+
 /// The text of a node (empty when it is not UTF-8).
 pub(crate) fn text<'s>(node: tree_sitter::Node<'_>, source: &'s [u8]) -> &'s str {
     node.utf8_text(source).unwrap_or_default()

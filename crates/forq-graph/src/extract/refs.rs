@@ -2,7 +2,7 @@
 //! through), base classes and implemented traits, and imports.
 
 use super::defs::each;
-use super::{enclosing, line_of, text, Matches, Span};
+use super::{capture, enclosing, line_of, text, Matches, Span};
 use crate::store::Symbol;
 
 /// Longest receiver text kept.
@@ -65,7 +65,7 @@ pub(super) fn references(
 ) -> Vec<Ref> {
     let mut out = Vec::new();
     each(&matches.calls, |caps| {
-        let Some(&(_, callee)) = caps.iter().find(|(c, _)| *c == "callee") else {
+        let Some(callee) = capture(caps, "callee") else {
             return;
         };
         // A path call (`Vec::new()`, `std::max()`) goes through a type or
@@ -73,7 +73,7 @@ pub(super) fn references(
         let path_call = callee
             .parent()
             .is_some_and(|p| matches!(p.kind(), "scoped_identifier" | "qualified_identifier"));
-        let receiver = caps.iter().find(|(c, _)| *c == "receiver").map(|&(_, n)| {
+        let receiver = capture(caps, "receiver").map(|n| {
             let mut r: String = text(n, source).chars().take(RECEIVER_CHARS).collect();
             if path_call {
                 r.push_str("::");
@@ -92,7 +92,7 @@ pub(super) fn references(
     });
     {
         each(&matches.bases, |caps| {
-            let get = |name: &str| caps.iter().find(|(c, _)| *c == name).map(|&(_, n)| n);
+            let get = |name: &str| capture(caps, name);
             let (Some(def), Some(base)) = (get("def"), get("base")) else {
                 return;
             };
@@ -125,7 +125,7 @@ pub(super) fn imports(
 ) -> Vec<Import> {
     let mut out = Vec::new();
     each(&matches.imports, |caps| {
-        let get = |name: &str| caps.iter().find(|(c, _)| *c == name).map(|&(_, n)| n);
+        let get = |name: &str| capture(caps, name);
         let (Some(stmt), Some(module)) = (get("import"), get("module")) else {
             return;
         };
