@@ -517,21 +517,8 @@ async fn graph_callers_resolve_a_name_or_say_which_ids_to_pass() {
     .await;
     check_exit(&out, 1);
     // A name nothing in the repository defines is refused with a hint.
-    let out = forq(&[
-        "graph",
-        "callees",
-        "assertEqual",
-        "--repo",
-        "examples/calc",
-        "--db",
-        &db_path,
-    ])
-    .await;
-    check_exit(&out, 125);
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("no symbol matches \"assertEqual\""),
-        "{out:?}"
-    );
+    let args = ["callees", "assertEqual", "--repo", "examples/calc"];
+    assert_graph_refuses(&args, &db_path, "no symbol matches \"assertEqual\"").await;
 }
 
 /// Runs `forq graph ARGS... --db DB --json` and parses its JSON.
@@ -604,21 +591,22 @@ async fn graph_queries_answer_as_json() {
         "{map}"
     );
     let stats = graph_json(&[&["stats", "examples/calc"][..]].concat(), &db_path).await;
-    assert_eq!(stats["tests"], 3, "{stats}"); // CalcTest and its two test methods
-                                              // A bad location is refused with the form it wants.
-    let out = forq(&[
-        "graph",
-        "statements",
-        "calc.py",
-        "--repo",
-        "examples/calc",
-        "--db",
-        &db_path,
-    ])
-    .await;
+    // CalcTest and its two test methods.
+    assert_eq!(stats["tests"], 3, "{stats}");
+    // A bad location is refused with the form it wants.
+    let args = ["statements", "calc.py", "--repo", "examples/calc"];
+    assert_graph_refuses(&args, &db_path, "is not FILE:LINE").await;
+}
+
+/// `forq graph ARGS... --db DB` exits 125 and says `says` on stderr.
+async fn assert_graph_refuses(args: &[&str], db: &str, says: &str) {
+    let mut all = vec!["graph"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--db", db]);
+    let out = forq(&all).await;
     check_exit(&out, 125);
     assert!(
-        String::from_utf8_lossy(&out.stderr).contains("is not FILE:LINE"),
+        String::from_utf8_lossy(&out.stderr).contains(says),
         "{out:?}"
     );
 }
