@@ -287,16 +287,31 @@ impl Index {
                 if let Some(m) = marker {
                     let family = self.family_of(&sym.file)?;
                     let key = format!("{}{m}:{}", crate::resolve::AMBIGUOUS_PREFIX, sym.name);
-                    for mut row in stmt
+                    // A popular name can have tens of thousands of by-name
+                    // callers: read one more than a walk keeps (so it knows
+                    // it was cut), in the symbol's language family only.
+                    let langs: Vec<String> = crate::lang::Lang::ALL
+                        .into_iter()
+                        .filter(|l| l.family() == family)
+                        .map(|l| format!("'{}'", l.name()))
+                        .collect();
+                    let sql = format!(
+                        "SELECT e.src, e.dst, e.file, e.line, e.confidence, e.candidates, e.kind
+                         FROM edges e JOIN files f ON f.path = e.file
+                         WHERE e.dst = ?1 AND e.kind IN ({kinds}) AND f.lang IN ({})
+                         ORDER BY e.file, e.line, e.src LIMIT {}",
+                        langs.join(", "),
+                        MAX_FANOUT + 1
+                    );
+                    let mut by_name = self.store.conn.prepare_cached(&sql).map_err(&db)?;
+                    for mut row in by_name
                         .query_map([&key], read)
                         .map_err(&db)?
                         .collect::<rusqlite::Result<Vec<_>>>()
                         .map_err(&db)?
                     {
-                        if self.family_of(&row.2)? == family {
-                            row.1 = node.to_owned();
-                            rows.push(row);
-                        }
+                        row.1 = node.to_owned();
+                        rows.push(row);
                     }
                 }
             }
@@ -336,24 +351,35 @@ impl Index {
         let Some((kind, name)) = marker.split_once(':') else {
             return Ok(Vec::new());
         };
-        let kinds = crate::resolve::marker_kinds(kind.chars().next().unwrap_or('f'));
+        let quoted = |items: &mut dyn Iterator<Item = &str>| -> String {
+            items
+                .map(|i| format!("'{i}'"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let kinds = quoted(
+            &mut crate::resolve::marker_kinds(kind.chars().next().unwrap_or('f'))
+                .iter()
+                .copied(),
+        );
         let family = self.family_of(file)?;
+        let langs = quoted(
+            &mut crate::lang::Lang::ALL
+                .into_iter()
+                .filter(|l| l.family() == family)
+                .map(crate::lang::Lang::name),
+        );
+        // At most one more than a walk follows from one node.
+        let sql = format!(
+            "SELECT s.id FROM symbols s JOIN files f ON f.path = s.file
+             WHERE s.name = ?1 AND s.kind IN ({kinds}) AND f.lang IN ({langs})
+             ORDER BY s.id LIMIT {}",
+            MAX_FANOUT + 1
+        );
         let db = self.store.db();
-        let mut stmt = self
-            .store
-            .conn
-            .prepare_cached("SELECT s.id, s.kind, f.lang FROM symbols s JOIN files f ON f.path = s.file WHERE s.name = ?1 ORDER BY s.id")
-            .map_err(&db)?;
-        let rows: Vec<(String, String, String)> = stmt
-            .query_map([name], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-            .map_err(&db)?
-            .collect::<rusqlite::Result<_>>()
-            .map_err(&db)?;
-        Ok(rows
-            .into_iter()
-            .filter(|(_, k, lang)| kinds.contains(&k.as_str()) && family_of_lang(lang) == family)
-            .map(|(id, _, _)| id)
-            .collect())
+        let mut stmt = self.store.conn.prepare_cached(&sql).map_err(&db)?;
+        let rows = stmt.query_map([name], |r| r.get(0)).map_err(&db)?;
+        rows.collect::<rusqlite::Result<_>>().map_err(db)
     }
 
     fn family_of(&self, file: &str) -> Result<&'static str> {

@@ -105,6 +105,15 @@ struct Sym {
     file: String,
 }
 
+/// The definitions of one name, grouped so that a lookup by file or by
+/// type does not walk them all (`new` has thousands in a large tree).
+#[derive(Debug, Default)]
+struct NameGroups {
+    by_file: HashMap<String, Vec<Rc<Sym>>>,
+    /// Methods by the name of the type (class, impl, trait...) holding them.
+    by_type: HashMap<String, Vec<Rc<Sym>>>,
+}
+
 #[derive(Debug, Clone)]
 struct RefRow {
     id: i64,
@@ -148,6 +157,10 @@ struct Resolver<'c> {
     by_basename: HashMap<String, Vec<String>>,
     /// What each import resolved to.
     targets: HashMap<i64, std::rc::Rc<Target>>,
+    /// Per name: its definitions grouped by file and by enclosing type.
+    groups: HashMap<String, Rc<NameGroups>>,
+    /// By-name candidates per (name, receiver or not, language family).
+    by_name_cache: HashMap<(String, bool, &'static str), Rc<Vec<String>>>,
     preloaded: bool,
 }
 
@@ -248,6 +261,8 @@ impl<'c> Resolver<'c> {
             conn,
             by_basename,
             targets: HashMap::new(),
+            groups: HashMap::new(),
+            by_name_cache: HashMap::new(),
             langs,
             by_name: HashMap::new(),
             by_id: HashMap::new(),
@@ -359,6 +374,30 @@ impl<'c> Resolver<'c> {
         let found = Rc::new(found);
         self.by_name.insert(name.to_owned(), found.clone());
         Ok(found)
+    }
+
+    fn groups(&mut self, name: &str) -> rusqlite::Result<Rc<NameGroups>> {
+        if let Some(g) = self.groups.get(name) {
+            return Ok(g.clone());
+        }
+        let mut g = NameGroups::default();
+        for s in self.named(name)?.iter() {
+            g.by_file.entry(s.file.clone()).or_default().push(s.clone());
+            if let Some(parent) = &s.parent {
+                if let Some(p) = self.sym(parent)? {
+                    if TYPE_KINDS.contains(&p.kind.as_str()) {
+                        g.by_type.entry(p.name.clone()).or_default().push(s.clone());
+                    }
+                }
+            }
+        }
+        let g = Rc::new(g);
+        self.groups.insert(name.to_owned(), g.clone());
+        Ok(g)
+    }
+
+    fn family(&self, file: &str) -> &'static str {
+        self.langs.get(file).map_or("", |l| l.family())
     }
 
     fn sym(&mut self, id: &str) -> rusqlite::Result<Option<Rc<Sym>>> {
@@ -564,10 +603,26 @@ impl<'c> Resolver<'c> {
             }
         }
         // Visible in the same file: top level, or in an enclosing scope.
-        let visible: Vec<String> = self
-            .named(name)?
-            .iter()
-            .filter(|s| self.same_scope_file(&row.file, &s.file) && callable(&s.kind, false))
+        let groups = self.groups(name)?;
+        let package_scoped = matches!(self.langs.get(&row.file), Some(Lang::Go | Lang::Java));
+        let in_scope: Vec<&Rc<Sym>> = if package_scoped {
+            groups
+                .by_file
+                .iter()
+                .filter(|(file, _)| self.same_scope_file(&row.file, file))
+                .flat_map(|(_, defs)| defs.iter())
+                .collect()
+        } else {
+            groups
+                .by_file
+                .get(&row.file)
+                .into_iter()
+                .flatten()
+                .collect()
+        };
+        let visible: Vec<String> = in_scope
+            .into_iter()
+            .filter(|s| callable(&s.kind, false))
             .filter(|s| match &s.parent {
                 None => true,
                 Some(p) => ancestors.iter().any(|a| &a.id == p),
@@ -586,15 +641,24 @@ impl<'c> Resolver<'c> {
         name: &str,
         has_receiver: bool,
     ) -> rusqlite::Result<Option<Found>> {
-        let mut found: Vec<String> = self
-            .named(name)?
-            .iter()
-            .filter(|s| callable(&s.kind, has_receiver) && self.same_family(from, &s.file))
-            .map(|s| s.id.clone())
-            .collect();
-        found.sort();
+        let key = (name.to_owned(), has_receiver, self.family(from));
+        let found = match self.by_name_cache.get(&key) {
+            Some(found) => found.clone(),
+            None => {
+                let mut found: Vec<String> = self
+                    .named(name)?
+                    .iter()
+                    .filter(|s| callable(&s.kind, has_receiver) && self.same_family(from, &s.file))
+                    .map(|s| s.id.clone())
+                    .collect();
+                found.sort();
+                let found = Rc::new(found);
+                self.by_name_cache.insert(key, found.clone());
+                found
+            }
+        };
         if found.len() < 2 {
-            return Ok(Some(Found::listed(found)));
+            return Ok(Some(Found::listed(found.to_vec())));
         }
         // Several definitions share the name: one row stands for all of
         // them (queries expand it), so a popular name costs one row per
@@ -622,16 +686,11 @@ impl<'c> Resolver<'c> {
         let mut seen = HashSet::new();
         for _ in 0..3 {
             let mut found = Vec::new();
+            let groups = self.groups(name)?;
             for (tname, _) in &types {
-                for m in self.named(name)?.iter() {
-                    let Some(parent) = &m.parent else { continue };
-                    if let Some(p) = self.sym(parent)? {
-                        if &p.name == tname
-                            && TYPE_KINDS.contains(&p.kind.as_str())
-                            && self.same_family(from, &p.file)
-                        {
-                            found.push(m.id.clone());
-                        }
+                for m in groups.by_type.get(tname).into_iter().flatten() {
+                    if self.same_family(from, &m.file) {
+                        found.push(m.id.clone());
                     }
                 }
             }
@@ -685,10 +744,8 @@ impl<'c> Resolver<'c> {
         holder: Option<&str>,
     ) -> rusqlite::Result<Vec<String>> {
         let mut out = Vec::new();
-        for s in self.named(name)?.iter() {
-            if !files.contains(&s.file) {
-                continue;
-            }
+        let groups = self.groups(name)?;
+        for s in files.iter().filter_map(|f| groups.by_file.get(f)).flatten() {
             let ok = match &s.parent {
                 None => true,
                 Some(p) => match (holder, self.sym(p)?) {
