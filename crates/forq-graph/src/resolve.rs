@@ -567,12 +567,9 @@ impl<'c> Resolver<'c> {
                     .cloned()
                     .collect();
                 if !types.is_empty() {
-                    let mut found = Vec::new();
-                    for t in &types {
-                        found.extend(self.methods_of_type(&row.file, &t.name, &t.id, name)?);
-                    }
-                    found.sort();
-                    found.dedup();
+                    // Every type of that name at once (they share it); the
+                    // nearest definitions win.
+                    let found = self.methods_of_type(&row.file, recv, "", name)?;
                     if !found.is_empty() {
                         return Ok(Some(Found::exact(found)));
                     }
@@ -671,10 +668,12 @@ impl<'c> Resolver<'c> {
         }))
     }
 
-    /// Methods called `name` of the type `type_name` (any definition or
-    /// `impl` of that name in the language family of `from`) or of its
-    /// bases (seen through the imports of the file that names them), three
-    /// levels up.
+    /// Methods called `name` of the type `type_name` or of its bases
+    /// (seen through the imports of the file that names them), three levels
+    /// up, in the language family of `from`. Of several types sharing the
+    /// name (every crate has an `Error`), the nearest win: the type `type_id`
+    /// itself, else those whose file shares the longest directory prefix
+    /// with `from`.
     fn methods_of_type(
         &mut self,
         from: &str,
@@ -682,30 +681,37 @@ impl<'c> Resolver<'c> {
         type_id: &str,
         name: &str,
     ) -> rusqlite::Result<Vec<String>> {
-        let mut types = vec![(type_name.to_owned(), type_id.to_owned())];
+        let groups = self.groups(name)?;
+        let mut types = vec![type_name.to_owned()];
         let mut seen = HashSet::new();
-        for _ in 0..3 {
-            let mut found = Vec::new();
-            let groups = self.groups(name)?;
-            for (tname, _) in &types {
+        for level in 0..3 {
+            let mut found: Vec<&Rc<Sym>> = Vec::new();
+            for tname in &types {
                 for m in groups.by_type.get(tname).into_iter().flatten() {
                     if self.same_family(from, &m.file) {
-                        found.push(m.id.clone());
+                        found.push(m);
                     }
                 }
             }
             if !found.is_empty() {
-                found.sort();
-                found.dedup();
-                return Ok(found);
+                let own: Vec<String> = found
+                    .iter()
+                    .filter(|m| level == 0 && m.parent.as_deref() == Some(type_id))
+                    .map(|m| m.id.clone())
+                    .collect();
+                if !own.is_empty() {
+                    return Ok(own);
+                }
+                return Ok(nearest(from, found));
             }
+            // The bases of the type: of its nearest definitions (a Rust
+            // struct and its impls), and of `type_id` itself.
             let mut next = Vec::new();
-            for (tname, tid) in &types {
+            for tname in &types {
                 if !seen.insert(tname.clone()) {
                     continue;
                 }
-                // Every definition of the type (a Rust struct and its impls).
-                let mut defs: Vec<Rc<Sym>> = self
+                let all: Vec<Rc<Sym>> = self
                     .named(tname)?
                     .iter()
                     .filter(|s| {
@@ -713,8 +719,12 @@ impl<'c> Resolver<'c> {
                     })
                     .cloned()
                     .collect();
-                if let Some(own) = self.sym(tid)? {
-                    defs.push(own);
+                let near: HashSet<String> =
+                    nearest(from, all.iter().collect()).into_iter().collect();
+                let mut defs: Vec<Rc<Sym>> =
+                    all.into_iter().filter(|s| near.contains(&s.id)).collect();
+                if level == 0 {
+                    defs.extend(self.sym(type_id)?);
                 }
                 for def in defs {
                     for base in self.bases_of(&def.id)? {
@@ -723,13 +733,15 @@ impl<'c> Resolver<'c> {
                             Some(import) => import.name.unwrap_or(base),
                             None => base,
                         };
-                        next.push((real, String::new()));
+                        next.push(real);
                     }
                 }
             }
             if next.is_empty() {
                 break;
             }
+            next.sort();
+            next.dedup();
             types = next;
         }
         Ok(Vec::new())
@@ -856,6 +868,29 @@ impl<'c> Resolver<'c> {
         }
         Ok(())
     }
+}
+
+/// The ids of the definitions whose files share the longest directory
+/// prefix with `from` (the same file first, then the same package...).
+fn nearest(from: &str, defs: Vec<&Rc<Sym>>) -> Vec<String> {
+    let shared = |file: &str| -> usize {
+        if file == from {
+            return usize::MAX;
+        }
+        from.split('/')
+            .zip(file.split('/'))
+            .take_while(|(a, b)| a == b)
+            .count()
+    };
+    let best = defs.iter().map(|d| shared(&d.file)).max().unwrap_or(0);
+    let mut out: Vec<String> = defs
+        .into_iter()
+        .filter(|d| shared(&d.file) == best)
+        .map(|d| d.id.clone())
+        .collect();
+    out.sort();
+    out.dedup();
+    out
 }
 
 /// Kinds a call can land on by name: with a receiver, methods (a module's
