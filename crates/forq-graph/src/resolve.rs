@@ -533,6 +533,24 @@ impl<'c> Resolver<'c> {
         let name = row.name.as_str();
         let ancestors = self.ancestors(row.scope.as_deref())?;
         let path_call = row.receiver.as_deref().is_some_and(|r| r.ends_with("::"));
+        // `import a.b` then `a.b.f()`: the dotted receiver is the module.
+        if let Some(dotted) = row.receiver.as_deref().filter(|r| r.contains('.')) {
+            let module_import = self
+                .imports_of(&row.file)?
+                .iter()
+                .find(|i| i.name.is_none() && i.module == dotted)
+                .cloned();
+            if let Some(import) = module_import {
+                return match &*self.import_target(&row.file, &import)? {
+                    Target::Files(files) => {
+                        let found = self.defined_in(files, name, None)?;
+                        Ok((!found.is_empty()).then(|| Found::exact(found)))
+                    }
+                    Target::External => Ok(None),
+                    Target::Unknown => self.by_name_only(&row.file, name, true),
+                };
+            }
+        }
         let receiver = row.receiver.as_deref().map(simple_receiver);
         if let Some(recv) = receiver {
             if SELF_RECEIVERS.contains(&recv) {

@@ -20,7 +20,7 @@ fn python_resolves_through_self_bases_aliases_and_relative_imports() {
             "pkg/shapes.py",
             "import math\nfrom .base import Shape as S\n\n\nclass Circle(S):\n    def area(self):\n        return math.pi\n\n    def describe(self):\n        return self.name() + str(self.area())\n\n\ndef area(shape):\n    return shape.area()\n",
         ),
-        ("tests/test_shapes.py", "from pkg.shapes import Circle, area as total\nimport pkg.base as b\n\n\ndef test_area():\n    assert total(Circle()) > 3\n    b.Shape()\n"),
+        ("tests/test_shapes.py", "from pkg.shapes import Circle, area as total\nimport pkg.base as b\nimport pkg.shapes\n\n\ndef test_area():\n    assert total(Circle()) > 3\n    b.Shape()\n    pkg.shapes.area(None)\n"),
     ]);
     assert_eq!(
         callees(&index, "pkg/shapes.py#Circle.describe:method"),
@@ -39,13 +39,15 @@ fn python_resolves_through_self_bases_aliases_and_relative_imports() {
             "pkg/shapes.py#area:function -> pkg/shapes.py#Circle.area:method @14 ambiguous(2)",
         ]
     );
-    // `total` is `area` imported under an alias; `b.Shape` goes through a module alias.
+    // `total` is `area` imported under an alias; `b.Shape` goes through a
+    // module alias, `pkg.shapes.area` through a dotted module import.
     assert_eq!(
         callees(&index, "tests/test_shapes.py#test_area:function"),
         [
-            "tests/test_shapes.py#test_area:function -> pkg/shapes.py#Circle:class @6 exact",
-            "tests/test_shapes.py#test_area:function -> pkg/shapes.py#area:function @6 exact",
-            "tests/test_shapes.py#test_area:function -> pkg/base.py#Shape:class @7 exact",
+            "tests/test_shapes.py#test_area:function -> pkg/shapes.py#Circle:class @7 exact",
+            "tests/test_shapes.py#test_area:function -> pkg/shapes.py#area:function @7 exact",
+            "tests/test_shapes.py#test_area:function -> pkg/base.py#Shape:class @8 exact",
+            "tests/test_shapes.py#test_area:function -> pkg/shapes.py#area:function @9 exact",
         ]
     );
     // math.pi is outside the repository: no edge, not a guess.
