@@ -29,6 +29,8 @@ pub struct BenchReport {
     pub cold_index_s: f64,
     /// `cold_index_s / parse_only_s`.
     pub cold_over_parse: f64,
+    /// A cold index without statements and def-use (`--no-flow`).
+    pub cold_index_no_flow_s: f64,
     /// Re-indexing the unchanged tree.
     pub noop_reindex_s: f64,
     /// Re-indexing after one file's body changed (a file of median size).
@@ -153,6 +155,17 @@ pub fn bench(root: &Path, threads: usize, samples: usize) -> Result<BenchReport>
         Queries::get(lang)?; // compiled before the clock starts, as in a long-lived process
     }
 
+    // The same cold load without statements and def-use, for the trade-off.
+    let lean_db = work.path().join("lean.db");
+    let started = Instant::now();
+    Index::open_with(
+        &lean_db,
+        &tree,
+        IndexOptions::default().threads(threads).flow(false),
+    )?
+    .update()?;
+    let cold_no_flow = started.elapsed();
+
     let db = work.path().join("graph.db");
     let options = IndexOptions::default().threads(threads);
     let mut index = Index::open_with(&db, &tree, options)?;
@@ -253,6 +266,7 @@ pub fn bench(root: &Path, threads: usize, samples: usize) -> Result<BenchReport>
         parse_only_s: parse_only.as_secs_f64(),
         cold_index_s: cold.as_secs_f64(),
         cold_over_parse: cold.as_secs_f64() / parse_only.as_secs_f64().max(1e-9),
+        cold_index_no_flow_s: cold_no_flow.as_secs_f64(),
         noop_reindex_s: noop.as_secs_f64(),
         one_file_reindex_s: one_file.as_secs_f64(),
         largest_file_reindex_s: largest_file.as_secs_f64(),

@@ -377,6 +377,12 @@ pub(crate) fn bench(args: GraphBenchArgs) -> anyhow::Result<ExitCode> {
         "cold index           {:>8.2} s  ({:.2}x the floor)",
         report.cold_index_s, report.cold_over_parse
     )?;
+    writeln!(
+        out,
+        "cold index, no flow  {:>8.2} s  ({:.2}x the floor)",
+        report.cold_index_no_flow_s,
+        report.cold_index_no_flow_s / report.parse_only_s.max(1e-9)
+    )?;
     writeln!(out, "no-op re-index       {:>8.3} s", report.noop_reindex_s)?;
     writeln!(
         out,
