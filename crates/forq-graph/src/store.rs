@@ -251,11 +251,19 @@ impl Store {
             source,
         };
         if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|source| Error::Io {
-                op: "create the index directory",
-                path: dir.to_path_buf(),
-                source,
-            })?;
+            let io = |op| {
+                move |source| Error::Io {
+                    op,
+                    path: dir.to_path_buf(),
+                    source,
+                }
+            };
+            std::fs::create_dir_all(dir).map_err(io("create the index directory"))?;
+            // forq's own directory in a repository keeps itself out of git.
+            let ignore = dir.join(".gitignore");
+            if dir.file_name().is_some_and(|n| n == ".forq") && !ignore.exists() {
+                std::fs::write(&ignore, "*\n").map_err(io("write .gitignore in"))?;
+            }
         }
         let conn = Connection::open(path).map_err(db)?;
         conn.pragma_update(None, "journal_mode", "WAL")

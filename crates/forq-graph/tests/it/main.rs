@@ -205,6 +205,9 @@ fn ignored_files_are_not_indexed() {
         .map(|s| s.name)
         .collect();
     assert_eq!(names, ["real"]);
+    // The index's own directory keeps itself out of git.
+    let ignore = std::fs::read_to_string(repo.path().join(".forq/.gitignore")).unwrap();
+    assert_eq!(ignore, "*\n");
 }
 
 #[test]
