@@ -129,14 +129,16 @@ pub(crate) enum Direction {
 fn print_edges(edges: &Bounded<CallEdge>, direction: Direction) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     for e in &edges.items {
-        let (near, far) = match direction {
-            Direction::Callers => (&e.callee, &e.caller),
-            Direction::Callees => (&e.caller, &e.callee),
+        // The symbol asked about (or the step before) on the left; the
+        // arrow points the way the call goes.
+        let (near, arrow, far) = match direction {
+            Direction::Callers => (&e.callee, "<-", &e.caller),
+            Direction::Callees => (&e.caller, "->", &e.callee),
         };
         let indent = "  ".repeat(e.depth.saturating_sub(1) as usize);
         writeln!(
             out,
-            "{indent}{near} -> {far}  ({}:{}, {})",
+            "{indent}{near} {arrow} {far}  ({}:{}, {})",
             e.file,
             e.line,
             confidence(&e.confidence)
