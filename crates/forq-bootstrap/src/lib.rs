@@ -1,18 +1,28 @@
 //! forq-bootstrap: the bootstrap gate, which proves that a fresh repository's
 //! own tests run before forq changes a line of it.
 //!
-//! **Status: skeleton.** This crate is reserved; its contents land with the
-//! bootstrap issue. What it will own:
-//!
-//! - stack detection from marker files (Python, Node, Rust, Go, Java, C/C++
-//!   with CMake, Meson, Autotools or Make);
-//! - running the repository's own test runner inside a `forq-sandbox`
-//!   sandbox, with install and test phases capped separately;
-//! - evidence parsers for the runners' real output, with per-test results;
-//! - verdicts (`bootstrapped`, `failed_deterministic`,
-//!   `unsupported_ecosystem`, `failed_agentic`, `skipped`), a checkpointed
-//!   record, and a recipe cached by commit.
+//! **Status: first slice.** What works: the [`Verdict`] enum with its exit
+//! codes, and the evidence parsers for pytest, unittest and cargo test
+//! ([`evidence`]), tested on output captured from the real runners
+//! (`tests/fixtures/capture.sh` regenerates it). Still to come, in the
+//! bootstrap issue: stack detection, running the runners inside a
+//! forq-sandbox sandbox with install and test phases, the other runners'
+//! parsers, the record and the cached recipe, and `forq bootstrap`.
 //!
 //! What it never does: run a command outside a sandbox, or count a run in
 //! which no test executed as green.
+//!
+//! ```
+//! use forq_bootstrap::evidence;
+//!
+//! let out = "collected 2 items\n\n========= 1 failed, 1 passed in 0.03s =========\n";
+//! let ev = evidence::pytest(out).unwrap();
+//! assert_eq!((ev.passed, ev.failed, ev.executed()), (1, 1, 2));
+//! ```
 #![deny(missing_docs)]
+
+pub mod evidence;
+mod verdict;
+
+pub use evidence::{Evidence, Outcome};
+pub use verdict::Verdict;

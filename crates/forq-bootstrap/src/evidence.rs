@@ -1,0 +1,251 @@
+//! Evidence parsers: what a test runner's output proves about how many
+//! tests ran, and per test, how each ended. Pure functions over the
+//! runner's combined stdout and stderr; each returns `None` when the output
+//! holds no evidence of that runner at all.
+//!
+//! A parser never invents a count: zero executed tests is reported as zero,
+//! and the gate never calls such a run green.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// How one test ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Outcome {
+    /// It passed.
+    Passed,
+    /// An assertion failed.
+    Failed,
+    /// It was skipped or ignored.
+    Skipped,
+    /// It could not run to an assertion (an exception outside one, a
+    /// collection error).
+    Error,
+}
+
+/// What a run's output proves.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Evidence {
+    /// The runner the output came from (`pytest`, `unittest`, `cargo`).
+    pub runner: String,
+    /// Tests that passed.
+    pub passed: u32,
+    /// Tests that failed an assertion.
+    pub failed: u32,
+    /// Tests skipped or ignored.
+    pub skipped: u32,
+    /// Tests (or collections) that errored.
+    pub errors: u32,
+    /// Per-test outcomes, where the runner prints them, by test id.
+    pub tests: BTreeMap<String, Outcome>,
+    /// The lines the counts were read from.
+    pub lines: Vec<String>,
+}
+
+impl Evidence {
+    fn new(runner: &str) -> Evidence {
+        Evidence {
+            runner: runner.to_owned(),
+            ..Evidence::default()
+        }
+    }
+
+    /// Tests that ran to a result: passed, failed, or errored inside a test.
+    /// Skipped tests did not run.
+    pub fn executed(&self) -> u32 {
+        self.passed + self.failed + self.errors
+    }
+}
+
+/// `text` without ANSI escape sequences (colours, cursor moves).
+pub fn strip_ansi(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '\u{1b}' {
+            out.push(c);
+            continue;
+        }
+        match chars.peek() {
+            // CSI: ESC [ params final-byte(@..~)
+            Some('[') => {
+                chars.next();
+                for n in chars.by_ref() {
+                    if ('@'..='~').contains(&n) {
+                        break;
+                    }
+                }
+            }
+            // OSC: ESC ] ... BEL or ESC \
+            Some(']') => {
+                chars.next();
+                while let Some(n) = chars.next() {
+                    if n == '\u{7}' || (n == '\u{1b}' && chars.next_if_eq(&'\\').is_some()) {
+                        break;
+                    }
+                }
+            }
+            Some(_) => {
+                chars.next();
+            }
+            None => {}
+        }
+    }
+    out
+}
+
+/// The number before `word` in `text` (`"3 passed"` → 3 for `passed`).
+fn count_before(text: &str, word: &str) -> Option<u32> {
+    let words: Vec<&str> = text
+        .split(|c: char| c.is_whitespace() || c == ',')
+        .filter(|w| !w.is_empty())
+        .collect();
+    words
+        .windows(2)
+        .find(|w| w[1].trim_end_matches([',', ';', '.']) == word)
+        .and_then(|w| w[0].parse().ok())
+}
+
+/// pytest: the final `== N failed, M passed, K skipped in Xs ==` line (or
+/// `no tests ran`), and with `-rA` the per-test `PASSED`/`FAILED`/`ERROR`
+/// lines of the short summary.
+pub fn pytest(output: &str) -> Option<Evidence> {
+    let text = strip_ansi(output);
+    let mut ev = Evidence::new("pytest");
+    let summary = text.lines().rev().find(|l| {
+        let t = l.trim_matches(|c| c == '=' || c == ' ');
+        l.starts_with('=')
+            && (t.contains(" in ")
+                && (t.contains("passed")
+                    || t.contains("failed")
+                    || t.contains("error")
+                    || t.contains("skipped")
+                    || t.starts_with("no tests ran")))
+    })?;
+    let body = summary.trim_matches(|c| c == '=' || c == ' ');
+    ev.passed = count_before(body, "passed").unwrap_or(0);
+    ev.failed = count_before(body, "failed").unwrap_or(0);
+    ev.skipped = count_before(body, "skipped").unwrap_or(0);
+    ev.errors = count_before(body, "error")
+        .or_else(|| count_before(body, "errors"))
+        .unwrap_or(0);
+    ev.lines.push(summary.trim().to_owned());
+    if let Some(collected) = text.lines().find(|l| l.starts_with("collected ")) {
+        ev.lines.insert(0, collected.trim().to_owned());
+    }
+    for line in text.lines() {
+        let (outcome, rest) = if let Some(r) = line.strip_prefix("PASSED ") {
+            (Outcome::Passed, r)
+        } else if let Some(r) = line.strip_prefix("FAILED ") {
+            (Outcome::Failed, r)
+        } else if let Some(r) = line.strip_prefix("ERROR ") {
+            (Outcome::Error, r)
+        } else {
+            continue;
+        };
+        let id = rest.split(" - ").next().unwrap_or(rest).trim();
+        if id.contains("::") {
+            ev.tests.insert(id.to_owned(), outcome);
+        }
+    }
+    Some(ev)
+}
+
+/// unittest: `Ran N tests`, then `OK (...)` or `FAILED (failures=F,
+/// errors=E, skipped=S)`, and with `-v` one `name (module.Class.name) ...
+/// ok|FAIL|ERROR|skipped` line per test.
+pub fn unittest(output: &str) -> Option<Evidence> {
+    let text = strip_ansi(output);
+    let lines: Vec<&str> = text.lines().collect();
+    let ran_at = lines
+        .iter()
+        .rposition(|l| l.starts_with("Ran ") && l.contains(" test"))?;
+    let ran: u32 = lines[ran_at].split_whitespace().nth(1)?.parse().ok()?;
+    let mut ev = Evidence::new("unittest");
+    ev.lines.push(lines[ran_at].trim().to_owned());
+    let status = lines[ran_at + 1..]
+        .iter()
+        .find(|l| !l.trim().is_empty())
+        .map(|l| l.trim())
+        .unwrap_or("");
+    let detail = |key: &str| -> u32 {
+        status
+            .split(['(', ')', ','])
+            .find_map(|part| part.trim().strip_prefix(&format!("{key}=")))
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0)
+    };
+    ev.failed = detail("failures");
+    ev.errors = detail("errors");
+    ev.skipped = detail("skipped");
+    let expected = detail("expected failures");
+    ev.passed = ran.saturating_sub(ev.failed + ev.errors + ev.skipped + expected);
+    if !status.is_empty() {
+        ev.lines.push(status.to_owned());
+    }
+    for line in &lines {
+        let Some((head, result)) = line.rsplit_once(" ... ") else {
+            continue;
+        };
+        let outcome = match result.trim() {
+            "ok" => Outcome::Passed,
+            "FAIL" => Outcome::Failed,
+            "ERROR" => Outcome::Error,
+            r if r.starts_with("skipped") => Outcome::Skipped,
+            _ => continue,
+        };
+        // `test_add (tests.test_calc.CalcTest.test_add)` → the dotted id.
+        let id = head
+            .rsplit_once(" (")
+            .map_or(head, |(_, inner)| inner.trim_end_matches(')'))
+            .trim();
+        ev.tests.insert(id.to_owned(), outcome);
+    }
+    Some(ev)
+}
+
+/// cargo test: every `test result:` line, summed over the unit, integration
+/// and doc-test binaries, and the per-test `test NAME ... ok|FAILED|ignored`
+/// lines. No `test result:` line at all (a build failure) is `None`.
+pub fn cargo(output: &str) -> Option<Evidence> {
+    let text = strip_ansi(output);
+    let mut ev = Evidence::new("cargo");
+    let mut binary = String::new();
+    let mut found = false;
+    for line in text.lines() {
+        let trimmed = line.trim();
+        if let Some(rest) = trimmed.strip_prefix("Running ") {
+            // `Running unittests src/lib.rs (target/debug/deps/x-hash)`
+            binary = rest
+                .split(" (")
+                .next()
+                .unwrap_or(rest)
+                .trim_start_matches("unittests ")
+                .to_owned();
+        } else if let Some(rest) = trimmed.strip_prefix("Doc-tests ") {
+            binary = format!("doc {rest}");
+        } else if let Some(rest) = trimmed.strip_prefix("test result: ") {
+            found = true;
+            ev.passed += count_before(rest, "passed").unwrap_or(0);
+            ev.failed += count_before(rest, "failed").unwrap_or(0);
+            ev.skipped += count_before(rest, "ignored").unwrap_or(0);
+            ev.lines.push(trimmed.to_owned());
+        } else if let Some(rest) = trimmed.strip_prefix("test ") {
+            let Some((name, result)) = rest.rsplit_once(" ... ") else {
+                continue;
+            };
+            let outcome = match result.trim() {
+                "ok" => Outcome::Passed,
+                "FAILED" => Outcome::Failed,
+                r if r.starts_with("ignored") => Outcome::Skipped,
+                _ => continue,
+            };
+            ev.tests.insert(format!("{binary}::{name}"), outcome);
+        }
+    }
+    found.then_some(ev)
+}

@@ -1,0 +1,36 @@
+//! What the gate concludes.
+
+use serde::{Deserialize, Serialize};
+
+/// The verdict of the bootstrap gate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Verdict {
+    /// A test runner completed and at least one test was counted as
+    /// executed (passed or failed).
+    Bootstrapped,
+    /// A stack was detected but its install, build or runner crashed, timed
+    /// out, exited 126/127, or ran no test.
+    FailedDeterministic,
+    /// No registered stack matched any marker.
+    UnsupportedEcosystem,
+    /// Reserved for the agentic fallback.
+    FailedAgentic,
+    /// The caller asked to skip the gate.
+    Skipped,
+}
+
+impl Verdict {
+    /// The exit code `forq bootstrap` gives it: 0 bootstrapped (and
+    /// skipped, which the caller asked for), 1 failed_deterministic,
+    /// 2 unsupported_ecosystem, 3 failed_agentic.
+    pub fn exit_code(self) -> u8 {
+        match self {
+            Verdict::Bootstrapped | Verdict::Skipped => 0,
+            Verdict::FailedDeterministic => 1,
+            Verdict::UnsupportedEcosystem => 2,
+            Verdict::FailedAgentic => 3,
+        }
+    }
+}

@@ -1,0 +1,174 @@
+//! The evidence parsers on output captured from the real runners
+//! (`tests/fixtures/capture.sh` made every fixture; the `.code` files hold
+//! the exit codes the runners gave).
+
+#![allow(clippy::unwrap_used)] // tests fail loudly
+
+use forq_bootstrap::evidence::{self, Outcome};
+use forq_bootstrap::Verdict;
+
+macro_rules! capture {
+    ($name:literal) => {
+        include_str!(concat!("../fixtures/output/", $name, ".txt"))
+    };
+}
+
+fn outcomes(ev: &forq_bootstrap::Evidence) -> Vec<(String, Outcome)> {
+    ev.tests.iter().map(|(k, v)| (k.clone(), *v)).collect()
+}
+
+#[test]
+fn pytest_counts_and_per_test_results() {
+    let ev = evidence::pytest(capture!("pytest_mixed")).unwrap();
+    assert_eq!((ev.passed, ev.failed, ev.skipped, ev.errors), (3, 1, 1, 0));
+    assert_eq!(ev.executed(), 4);
+    assert_eq!(
+        outcomes(&ev),
+        [
+            ("tests/test_calc.py::test_add".to_owned(), Outcome::Failed),
+            (
+                "tests/test_calc.py::test_param[1]".to_owned(),
+                Outcome::Passed
+            ),
+            (
+                "tests/test_calc.py::test_param[2]".to_owned(),
+                Outcome::Passed
+            ),
+            ("tests/test_calc.py::test_sub".to_owned(), Outcome::Passed),
+        ]
+    );
+    assert_eq!(ev.lines[0], "collected 5 items");
+    assert!(
+        ev.lines[1].contains("1 failed, 3 passed, 1 skipped"),
+        "{:?}",
+        ev.lines
+    );
+}
+
+#[test]
+fn pytest_with_no_tests_or_a_collection_error_executed_nothing() {
+    let empty = evidence::pytest(capture!("pytest_empty")).unwrap();
+    assert_eq!(empty.executed(), 0);
+    let broken = evidence::pytest(capture!("pytest_import_error")).unwrap();
+    assert_eq!((broken.passed, broken.failed, broken.errors), (0, 0, 1));
+    // The error is the collection's, not a test's: no per-test result.
+    assert!(broken.tests.is_empty(), "{:?}", broken.tests);
+}
+
+#[test]
+fn unittest_counts_and_per_test_results() {
+    let ev = evidence::unittest(capture!("unittest_mixed")).unwrap();
+    assert_eq!((ev.passed, ev.failed, ev.skipped, ev.errors), (1, 1, 1, 1));
+    assert_eq!(ev.executed(), 3);
+    assert_eq!(
+        outcomes(&ev),
+        [
+            (
+                "tests.test_calc.CalcTest.test_add".to_owned(),
+                Outcome::Failed
+            ),
+            (
+                "tests.test_calc.CalcTest.test_error".to_owned(),
+                Outcome::Error
+            ),
+            (
+                "tests.test_calc.CalcTest.test_mul".to_owned(),
+                Outcome::Passed
+            ),
+            (
+                "tests.test_calc.CalcTest.test_skip".to_owned(),
+                Outcome::Skipped
+            ),
+        ]
+    );
+    assert_eq!(
+        ev.lines,
+        [
+            "Ran 4 tests in 0.001s",
+            "FAILED (failures=1, errors=1, skipped=1)"
+        ]
+    );
+    let empty = evidence::unittest(capture!("unittest_empty")).unwrap();
+    assert_eq!(empty.executed(), 0, "Ran 0 tests ... OK is no evidence");
+}
+
+#[test]
+fn unittest_expected_failures_are_not_failures() {
+    let out = "test_x (m.T.test_x) ... expected failure\n\n----\nRan 2 tests in 0.001s\n\nOK (expected failures=1)\n";
+    let ev = evidence::unittest(out).unwrap();
+    assert_eq!((ev.passed, ev.failed, ev.errors), (1, 0, 0));
+}
+
+#[test]
+fn cargo_sums_every_binary_and_doc_tests() {
+    let ev = evidence::cargo(capture!("cargo_mixed")).unwrap();
+    // Unit: 1 passed, 1 failed, 1 ignored; integration: 1 passed; doc: 1 passed.
+    assert_eq!((ev.passed, ev.failed, ev.skipped), (3, 1, 1));
+    assert_eq!(ev.lines.len(), 3);
+    let tests = outcomes(&ev);
+    assert!(
+        tests.contains(&("src/lib.rs::tests::fails".to_owned(), Outcome::Failed)),
+        "{tests:?}"
+    );
+    assert!(
+        tests.contains(&("tests/api.rs::public_api".to_owned(), Outcome::Passed)),
+        "{tests:?}"
+    );
+    assert!(
+        tests.contains(&(
+            "doc mixed::src/lib.rs - add (line 3)".to_owned(),
+            Outcome::Passed
+        )),
+        "{tests:?}"
+    );
+    assert!(
+        tests.contains(&("src/lib.rs::tests::slow".to_owned(), Outcome::Skipped)),
+        "{tests:?}"
+    );
+}
+
+#[test]
+fn a_cargo_build_failure_is_no_evidence() {
+    assert_eq!(
+        include_str!("../fixtures/output/cargo_broken.code").trim(),
+        "101"
+    );
+    assert!(evidence::cargo(capture!("cargo_broken")).is_none());
+}
+
+#[test]
+fn each_parser_finds_nothing_in_another_runners_output() {
+    assert!(evidence::cargo(capture!("pytest_mixed")).is_none());
+    assert!(evidence::pytest(capture!("cargo_mixed")).is_none());
+    assert!(evidence::unittest(capture!("cargo_mixed")).is_none());
+}
+
+#[test]
+fn ansi_colours_are_stripped_before_parsing() {
+    let coloured = "\u{1b}[31m\u{1b}[1m==== 2 failed, 5 passed in 0.10s ====\u{1b}[0m\n";
+    assert_eq!(
+        evidence::strip_ansi(coloured),
+        "==== 2 failed, 5 passed in 0.10s ====\n"
+    );
+    let ev = evidence::pytest(coloured).unwrap();
+    assert_eq!((ev.passed, ev.failed), (5, 2));
+}
+
+#[test]
+fn verdicts_serialise_as_snake_case_with_their_exit_codes() {
+    let all = [
+        (Verdict::Bootstrapped, "\"bootstrapped\"", 0),
+        (Verdict::FailedDeterministic, "\"failed_deterministic\"", 1),
+        (
+            Verdict::UnsupportedEcosystem,
+            "\"unsupported_ecosystem\"",
+            2,
+        ),
+        (Verdict::FailedAgentic, "\"failed_agentic\"", 3),
+        (Verdict::Skipped, "\"skipped\"", 0),
+    ];
+    for (verdict, json, code) in all {
+        assert_eq!(serde_json::to_string(&verdict).unwrap(), json);
+        assert_eq!(verdict.exit_code(), code, "{verdict:?}");
+    }
+}
