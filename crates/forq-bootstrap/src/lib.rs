@@ -2,10 +2,11 @@
 //! own tests run before forq changes a line of it.
 //!
 //! **Status: first slice.** What works: the [`Verdict`] enum with its exit
-//! codes, and the evidence parsers for pytest, unittest and cargo test
+//! codes, the evidence parsers for pytest, unittest and cargo test
 //! ([`evidence`]), tested on output captured from the real runners
-//! (`tests/fixtures/capture.sh` regenerates it). Still to come, in the
-//! bootstrap issue: stack detection, running the runners inside a
+//! (`tests/fixtures/capture.sh` regenerates it), and stack detection from
+//! marker files ([`detect`]). Still to come, in the
+//! bootstrap issue: running the runners inside a
 //! forq-sandbox sandbox with install and test phases, the other runners'
 //! parsers, the record and the cached recipe, and `forq bootstrap`.
 //!
@@ -21,8 +22,10 @@
 //! ```
 #![deny(missing_docs)]
 
+mod detect;
 pub mod evidence;
 mod verdict;
 
+pub use detect::{detect, Stack, StackKind};
 pub use evidence::{Evidence, Outcome};
 pub use verdict::Verdict;

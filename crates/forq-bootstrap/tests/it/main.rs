@@ -172,3 +172,133 @@ fn verdicts_serialise_as_snake_case_with_their_exit_codes() {
         assert_eq!(verdict.exit_code(), code, "{verdict:?}");
     }
 }
+
+/// A repository of `files` (path, content) in a temporary directory.
+fn repo(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for (path, content) in files {
+        let full = dir.path().join(path);
+        std::fs::create_dir_all(full.parent().unwrap()).unwrap();
+        std::fs::write(full, content).unwrap();
+    }
+    dir
+}
+
+/// `name: marker => command` for each detected stack.
+fn detected(files: &[(&str, &str)]) -> Vec<String> {
+    let dir = repo(files);
+    forq_bootstrap::detect(dir.path())
+        .iter()
+        .map(|s| format!("{}: {} => {}", s.name(), s.marker, s.command))
+        .collect()
+}
+
+#[test]
+fn python_projects_get_pytest_when_they_say_so_else_unittest() {
+    assert_eq!(
+        detected(&[("pyproject.toml", "[project]\nname = \"x\"\n\n[tool.pytest.ini_options]\naddopts = \"-q\"\n"), ("tests/test_x.py", "")]),
+        ["pytest: pyproject.toml [tool.pytest.ini_options] => .forq/venv/bin/python -m pytest -rA"]
+    );
+    assert_eq!(
+        detected(&[("conftest.py", ""), ("test_a.py", "")])[0],
+        "pytest: conftest.py => .forq/venv/bin/python -m pytest -rA"
+    );
+    assert_eq!(
+        detected(&[
+            ("calc.py", ""),
+            ("tests/__init__.py", ""),
+            ("tests/test_calc.py", "import unittest\n")
+        ]),
+        ["unittest: test*.py files => .forq/venv/bin/python -m unittest -v"]
+    );
+    // The install steps: a venv, the project with its test extra, test requirements.
+    let dir = repo(&[
+        ("pyproject.toml", "[project]\nname = \"x\"\n[project.optional-dependencies]\ntest = [\"pytest\"]\n[tool.pytest.ini_options]\n"),
+        ("requirements-test.txt", "hypothesis\n"),
+    ]);
+    let stacks = forq_bootstrap::detect(dir.path());
+    assert_eq!(
+        stacks[0].install,
+        [
+            "python3 -m venv .forq/venv",
+            ".forq/venv/bin/pip install -e '.[test]'",
+            ".forq/venv/bin/pip install -r requirements-test.txt",
+            ".forq/venv/bin/pip install pytest",
+        ]
+    );
+}
+
+#[test]
+fn node_needs_a_real_test_script() {
+    assert!(detected(&[(
+        "package.json",
+        r#"{"scripts": {"test": "echo \"Error: no test specified\" && exit 1"}}"#
+    )])
+    .is_empty());
+    assert_eq!(
+        detected(&[
+            ("package.json", r#"{"scripts": {"test": "node --test"}}"#),
+            ("package-lock.json", "{}")
+        ]),
+        ["node: package.json test script: node --test => npm test"]
+    );
+    let dir = repo(&[(
+        "package.json",
+        r#"{"packageManager": "pnpm@9.0.0", "scripts": {"test": "vitest run"}}"#,
+    )]);
+    let stacks = forq_bootstrap::detect(dir.path());
+    assert_eq!(
+        (stacks[0].install[0].as_str(), stacks[0].command.as_str()),
+        ("npx --yes pnpm install", "npx --yes pnpm test")
+    );
+}
+
+#[test]
+fn native_runners_and_makefiles() {
+    assert_eq!(
+        detected(&[("Cargo.toml", "[package]\n")]),
+        ["rust: Cargo.toml => cargo test --workspace --no-fail-fast"]
+    );
+    assert_eq!(
+        detected(&[("go.mod", "module x\n\ngo 1.22\n")]),
+        ["go: go.mod => go test ./..."]
+    );
+    // External requirements and no vendor directory: it cannot build offline.
+    assert!(detected(&[("go.mod", "module x\n\nrequire github.com/a/b v1.0.0\n")]).is_empty());
+    assert_eq!(
+        detected(&[("CMakeLists.txt", "project(x C)\nenable_testing()\nadd_test(NAME t COMMAND t)\n")]),
+        ["cmake: CMakeLists.txt with tests => ctest --test-dir .forq/build --output-on-failure --no-tests=error"]
+    );
+    // CMake without tests is not a test stack.
+    assert!(detected(&[("CMakeLists.txt", "project(x C)\nadd_executable(x x.c)\n")]).is_empty());
+    assert_eq!(
+        detected(&[(
+            "Makefile",
+            "all:\n\tcc x.c\n\ncheck: all\n\t./x --selftest\n"
+        )]),
+        ["make: Makefile target check => make check"]
+    );
+    assert_eq!(
+        detected(&[(
+            "meson.build",
+            "project('x', 'c')\ntest('t', executable('t', 't.c'))\n"
+        )]),
+        ["meson: meson.build with test() => meson test -C .forq/build"]
+    );
+    assert!(detected(&[("README.md", "# nothing to run\n")]).is_empty());
+}
+
+#[test]
+fn a_monorepo_lists_every_stack_cheapest_first() {
+    let stacks = detected(&[
+        ("pom.xml", "<project/>"),
+        ("Cargo.toml", "[workspace]\n"),
+        ("pytest.ini", "[pytest]\n"),
+        ("web/package.json", "{}"),
+    ]);
+    let names: Vec<&str> = stacks
+        .iter()
+        .map(|s| s.split(':').next().unwrap())
+        .collect();
+    assert_eq!(names, ["pytest", "rust", "maven"]);
+}

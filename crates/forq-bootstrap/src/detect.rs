@@ -1,0 +1,356 @@
+//! Stack detection: which of the registered stacks a repository uses,
+//! from its marker files alone (nothing is run), cheapest to try first.
+
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::evidence::{self, Evidence};
+
+/// A stack the gate knows how to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum StackKind {
+    /// pytest (configured, or tests in its layout).
+    Pytest,
+    /// Python's unittest, when nothing says pytest.
+    Unittest,
+    /// A package.json with a real `test` script.
+    Node,
+    /// Cargo.
+    Rust,
+    /// Go modules that build offline.
+    Go,
+    /// Maven.
+    Maven,
+    /// Gradle.
+    Gradle,
+    /// CMake with CTest.
+    Cmake,
+    /// Meson with tests.
+    Meson,
+    /// Autotools (`make check`).
+    Autotools,
+    /// A Makefile with a `test` or `check` target.
+    Make,
+}
+
+/// A detected stack: what it is, why, and how to run it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct Stack {
+    /// Which stack.
+    pub kind: StackKind,
+    /// The marker that matched (a file, or a file and what it says).
+    pub marker: String,
+    /// Install and build steps, shell commands run in order.
+    pub install: Vec<String>,
+    /// The test command.
+    pub command: String,
+}
+
+impl Stack {
+    /// The stack's name (`pytest`, `node`, ...).
+    pub fn name(&self) -> &'static str {
+        match self.kind {
+            StackKind::Pytest => "pytest",
+            StackKind::Unittest => "unittest",
+            StackKind::Node => "node",
+            StackKind::Rust => "rust",
+            StackKind::Go => "go",
+            StackKind::Maven => "maven",
+            StackKind::Gradle => "gradle",
+            StackKind::Cmake => "cmake",
+            StackKind::Meson => "meson",
+            StackKind::Autotools => "autotools",
+            StackKind::Make => "make",
+        }
+    }
+
+    /// Reads the evidence of this stack's runner out of its output, where
+    /// this crate has a parser for it yet.
+    pub fn parse(&self, output: &str) -> Option<Evidence> {
+        match self.kind {
+            StackKind::Pytest => evidence::pytest(output),
+            StackKind::Unittest => evidence::unittest(output),
+            StackKind::Rust => evidence::cargo(output),
+            _ => None,
+        }
+    }
+}
+
+fn read(root: &Path, file: &str) -> Option<String> {
+    std::fs::read_to_string(root.join(file)).ok()
+}
+
+fn exists(root: &Path, file: &str) -> bool {
+    root.join(file).exists()
+}
+
+/// Python files under `dir` (two levels) whose name starts with `test`.
+fn has_test_files(dir: &Path, depth: u32) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    entries.flatten().any(|e| {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let path = e.path();
+        if path.is_dir() {
+            depth > 0
+                && !name.starts_with('.')
+                && name != "node_modules"
+                && has_test_files(&path, depth - 1)
+        } else {
+            name.starts_with("test") && name.ends_with(".py") || name.ends_with("_test.py")
+        }
+    })
+}
+
+/// The Python install steps: a virtualenv, the project itself (with its
+/// test extra when it declares one), and test requirement files.
+fn python_install(root: &Path) -> Vec<String> {
+    let mut steps = vec!["python3 -m venv .forq/venv".to_owned()];
+    let pyproject = read(root, "pyproject.toml").unwrap_or_default();
+    let setup = exists(root, "setup.py")
+        || exists(root, "setup.cfg")
+        || pyproject.contains("[project]")
+        || pyproject.contains("[build-system]");
+    if setup {
+        let extra = ["test", "tests", "testing", "dev"].into_iter().find(|e| {
+            pyproject.contains(&format!("\n{e} = [")) || pyproject.contains(&format!("\n{e}=["))
+        });
+        steps.push(match extra {
+            Some(e) => format!(".forq/venv/bin/pip install -e '.[{e}]'"),
+            None => ".forq/venv/bin/pip install -e .".to_owned(),
+        });
+    }
+    if let Ok(entries) = std::fs::read_dir(root) {
+        let mut reqs: Vec<String> = entries
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("requirements") && n.contains("test") && n.ends_with(".txt"))
+            .collect();
+        reqs.sort();
+        steps.extend(
+            reqs.into_iter()
+                .map(|r| format!(".forq/venv/bin/pip install -r {r}")),
+        );
+    }
+    steps
+}
+
+/// The pytest marker of a repository, if any.
+fn pytest_marker(root: &Path) -> Option<String> {
+    if exists(root, "pytest.ini") {
+        return Some("pytest.ini".to_owned());
+    }
+    if read(root, "pyproject.toml").is_some_and(|t| t.contains("[tool.pytest.ini_options]")) {
+        return Some("pyproject.toml [tool.pytest.ini_options]".to_owned());
+    }
+    if read(root, "setup.cfg").is_some_and(|t| t.contains("[tool:pytest]")) {
+        return Some("setup.cfg [tool:pytest]".to_owned());
+    }
+    if read(root, "tox.ini").is_some_and(|t| t.contains("[pytest]")) {
+        return Some("tox.ini [pytest]".to_owned());
+    }
+    if exists(root, "conftest.py") || exists(root, "tests/conftest.py") {
+        return Some("conftest.py".to_owned());
+    }
+    let tests = root.join("tests");
+    if tests.is_dir() && has_test_files(&tests, 1) {
+        // A tests/ package of test_*.py files is pytest's layout; a bare
+        // unittest project gets unittest (below) when nothing else says pytest.
+        let mentions = [
+            "pyproject.toml",
+            "setup.py",
+            "setup.cfg",
+            "tox.ini",
+            "requirements-dev.txt",
+            "requirements-test.txt",
+        ]
+        .iter()
+        .any(|f| read(root, f).is_some_and(|t| t.contains("pytest")));
+        if mentions {
+            return Some("tests/test_*.py and pytest in the project's requirements".to_owned());
+        }
+    }
+    None
+}
+
+/// The stacks of the repository at `root`, cheapest to try first. Empty:
+/// no registered stack matched (`unsupported_ecosystem`).
+pub fn detect(root: &Path) -> Vec<Stack> {
+    let mut out = Vec::new();
+    let stack = |kind, marker: &str, install: Vec<String>, command: &str| Stack {
+        kind,
+        marker: marker.to_owned(),
+        install,
+        command: command.to_owned(),
+    };
+    // Python.
+    if let Some(marker) = pytest_marker(root) {
+        let mut install = python_install(root);
+        install.push(".forq/venv/bin/pip install pytest".to_owned());
+        out.push(stack(
+            StackKind::Pytest,
+            &marker,
+            install,
+            ".forq/venv/bin/python -m pytest -rA",
+        ));
+    } else if has_test_files(root, 2) {
+        out.push(stack(
+            StackKind::Unittest,
+            "test*.py files",
+            python_install(root),
+            ".forq/venv/bin/python -m unittest -v",
+        ));
+    }
+    // Node: a real test script, not npm's placeholder.
+    if let Some(pkg) = read(root, "package.json") {
+        let script = package_test_script(&pkg);
+        if let Some(script) =
+            script.filter(|s| !s.contains("no test specified") && !s.trim().is_empty())
+        {
+            let manager = if pkg.contains("\"packageManager\": \"pnpm")
+                || pkg.contains("\"packageManager\":\"pnpm")
+            {
+                "pnpm"
+            } else if pkg.contains("\"packageManager\": \"yarn")
+                || pkg.contains("\"packageManager\":\"yarn")
+            {
+                "yarn"
+            } else {
+                "npm"
+            };
+            let install = match manager {
+                "npm"
+                    if exists(root, "package-lock.json") || exists(root, "npm-shrinkwrap.json") =>
+                {
+                    "npm ci"
+                }
+                "npm" => "npm install",
+                "pnpm" => "npx --yes pnpm install",
+                _ => "npx --yes yarn install",
+            };
+            let test = match manager {
+                "npm" => "npm test",
+                "pnpm" => "npx --yes pnpm test",
+                _ => "npx --yes yarn test",
+            };
+            out.push(stack(
+                StackKind::Node,
+                &format!("package.json test script: {script}"),
+                vec![install.to_owned()],
+                test,
+            ));
+        }
+    }
+    if exists(root, "Cargo.toml") {
+        out.push(stack(
+            StackKind::Rust,
+            "Cargo.toml",
+            Vec::new(),
+            "cargo test --workspace --no-fail-fast",
+        ));
+    }
+    if let Some(gomod) = read(root, "go.mod") {
+        // Offline only: no external requirements, or vendored ones.
+        let external = gomod.lines().any(|l| l.trim_start().starts_with("require"));
+        if !external || root.join("vendor").is_dir() {
+            out.push(stack(StackKind::Go, "go.mod", Vec::new(), "go test ./..."));
+        }
+    }
+    // C and C++: the native runner, or a Makefile target.
+    if let Some(cmake) = read(root, "CMakeLists.txt") {
+        let testing = [
+            "enable_testing",
+            "add_test",
+            "include(CTest)",
+            "gtest_discover_tests",
+            "catch_discover_tests",
+        ]
+        .iter()
+        .any(|m| cmake.contains(m));
+        if testing {
+            out.push(stack(
+                StackKind::Cmake,
+                "CMakeLists.txt with tests",
+                vec![
+                    "cmake -S . -B .forq/build".to_owned(),
+                    "cmake --build .forq/build -j2".to_owned(),
+                ],
+                "ctest --test-dir .forq/build --output-on-failure --no-tests=error",
+            ));
+        }
+    }
+    if read(root, "meson.build").is_some_and(|m| m.contains("test(")) {
+        out.push(stack(
+            StackKind::Meson,
+            "meson.build with test()",
+            vec!["meson setup .forq/build".to_owned()],
+            "meson test -C .forq/build",
+        ));
+    }
+    if exists(root, "configure.ac") || exists(root, "configure") {
+        let install = if exists(root, "configure") {
+            vec!["./configure".to_owned(), "make -j2".to_owned()]
+        } else {
+            vec![
+                "autoreconf -i".to_owned(),
+                "./configure".to_owned(),
+                "make -j2".to_owned(),
+            ]
+        };
+        out.push(stack(
+            StackKind::Autotools,
+            "configure",
+            install,
+            "make check",
+        ));
+    } else if let Some(makefile) = read(root, "Makefile").or_else(|| read(root, "makefile")) {
+        let target = ["test", "check"]
+            .into_iter()
+            .find(|t| makefile.lines().any(|l| l.starts_with(&format!("{t}:"))));
+        if let Some(t) = target {
+            out.push(stack(
+                StackKind::Make,
+                &format!("Makefile target {t}"),
+                Vec::new(),
+                &format!("make {t}"),
+            ));
+        }
+    }
+    // Java last: its dependencies usually need the network.
+    if exists(root, "pom.xml") {
+        out.push(stack(
+            StackKind::Maven,
+            "pom.xml",
+            Vec::new(),
+            "mvn -B -q test",
+        ));
+    } else if exists(root, "build.gradle") || exists(root, "build.gradle.kts") {
+        let gradle = if exists(root, "gradlew") {
+            "./gradlew"
+        } else {
+            "gradle"
+        };
+        out.push(stack(
+            StackKind::Gradle,
+            "build.gradle",
+            Vec::new(),
+            &format!("{gradle} test --no-daemon"),
+        ));
+    }
+    out
+}
+
+/// The `scripts.test` of a package.json.
+fn package_test_script(package_json: &str) -> Option<String> {
+    let value: serde_json::Value = serde_json::from_str(package_json).ok()?;
+    value
+        .get("scripts")?
+        .get("test")?
+        .as_str()
+        .map(str::to_owned)
+}
