@@ -75,6 +75,7 @@ impl Stack {
             StackKind::Pytest => evidence::pytest(output),
             StackKind::Unittest => evidence::unittest(output),
             StackKind::Rust => evidence::cargo(output),
+            StackKind::Node => evidence::node_test(output),
             _ => None,
         }
     }

@@ -249,3 +249,87 @@ pub fn cargo(output: &str) -> Option<Evidence> {
     }
     found.then_some(ev)
 }
+
+/// node's built-in test runner (`node --test`), with the TAP reporter (the
+/// default without a terminal) or the spec reporter: the closing counts
+/// (`# pass N` / `ℹ pass N`, with `fail`, `cancelled`, `skipped`, `todo`),
+/// and with TAP the per-test `ok`/`not ok` lines, named by their subtest
+/// path (`suite > nested`); suites are not tests.
+pub fn node_test(output: &str) -> Option<Evidence> {
+    let text = strip_ansi(output);
+    let mut ev = Evidence::new("node");
+    let mut counts: BTreeMap<&str, u32> = BTreeMap::new();
+    for line in text.lines() {
+        let body = line.strip_prefix("# ").or_else(|| line.strip_prefix("ℹ "));
+        let Some((key, value)) = body.and_then(|b| b.split_once(' ')) else {
+            continue;
+        };
+        if matches!(
+            key,
+            "tests" | "pass" | "fail" | "cancelled" | "skipped" | "todo"
+        ) {
+            if let Ok(n) = value.trim().parse() {
+                counts.insert(key, n);
+                ev.lines.push(line.trim().to_owned());
+            }
+        }
+    }
+    if !counts.contains_key("pass") || !counts.contains_key("fail") {
+        return None;
+    }
+    let get = |k: &str| counts.get(k).copied().unwrap_or(0);
+    ev.passed = get("pass");
+    ev.failed = get("fail");
+    ev.errors = get("cancelled");
+    ev.skipped = get("skipped") + get("todo");
+    // TAP: a stack of open subtests (indent, name, has children).
+    let mut open: Vec<(usize, String, bool)> = Vec::new();
+    for line in text.lines() {
+        let indent = line.len() - line.trim_start().len();
+        let trimmed = line.trim_start();
+        if let Some(name) = trimmed.strip_prefix("# Subtest: ") {
+            while open.last().is_some_and(|(i, _, _)| *i >= indent) {
+                open.pop();
+            }
+            if let Some(parent) = open.last_mut() {
+                parent.2 = true;
+            }
+            open.push((indent, name.to_owned(), false));
+            continue;
+        }
+        let (ok, rest) = if let Some(r) = trimmed.strip_prefix("not ok ") {
+            (false, r)
+        } else if let Some(r) = trimmed.strip_prefix("ok ") {
+            (true, r)
+        } else {
+            continue;
+        };
+        let Some((_, name_and_directive)) = rest.split_once(" - ") else {
+            continue;
+        };
+        let (name, directive) = name_and_directive
+            .split_once(" # ")
+            .map_or((name_and_directive, ""), |(n, d)| (n, d));
+        let Some(at) = open.iter().rposition(|(i, n, _)| *i == indent && n == name) else {
+            continue;
+        };
+        if open[at].2 {
+            continue; // a suite
+        }
+        let id = open[..=at]
+            .iter()
+            .map(|(_, n, _)| n.as_str())
+            .collect::<Vec<_>>()
+            .join(" > ");
+        let upper = directive.to_ascii_uppercase();
+        let outcome = if upper.starts_with("SKIP") || upper.starts_with("TODO") {
+            Outcome::Skipped
+        } else if ok {
+            Outcome::Passed
+        } else {
+            Outcome::Failed
+        };
+        ev.tests.insert(id, outcome);
+    }
+    Some(ev)
+}

@@ -2,8 +2,8 @@
 //! own tests run before forq changes a line of it.
 //!
 //! **Status: first slice.** What works: the [`Verdict`] enum with its exit
-//! codes, the evidence parsers for pytest, unittest and cargo test
-//! ([`evidence`]), tested on output captured from the real runners
+//! codes, the evidence parsers for pytest, unittest, cargo test and
+//! node's test runner ([`evidence`]), tested on output captured from the real runners
 //! (`tests/fixtures/capture.sh` regenerates it), and stack detection from
 //! marker files ([`detect`]). Still to come, in the
 //! bootstrap issue: running the runners inside a

@@ -128,6 +128,32 @@ fn cargo_sums_every_binary_and_doc_tests() {
 }
 
 #[test]
+fn node_test_runner_tap_and_spec() {
+    let tap = evidence::node_test(capture!("node_tap")).unwrap();
+    assert_eq!(
+        (tap.passed, tap.failed, tap.skipped, tap.errors),
+        (2, 1, 1, 0)
+    );
+    assert_eq!(
+        outcomes(&tap),
+        [
+            ("adds".to_owned(), Outcome::Passed),
+            ("later".to_owned(), Outcome::Skipped),
+            ("subtracts".to_owned(), Outcome::Failed),
+            ("suite > nested".to_owned(), Outcome::Passed),
+        ]
+    );
+    assert!(
+        tap.lines.contains(&"# pass 2".to_owned()),
+        "{:?}",
+        tap.lines
+    );
+    let spec = evidence::node_test(capture!("node_spec")).unwrap();
+    assert_eq!((spec.passed, spec.failed, spec.skipped), (2, 1, 1));
+    assert!(evidence::node_test(capture!("pytest_mixed")).is_none());
+}
+
+#[test]
 fn a_cargo_build_failure_is_no_evidence() {
     assert_eq!(
         include_str!("../fixtures/output/cargo_broken.code").trim(),
