@@ -38,8 +38,12 @@ pub struct Evidence {
     pub failed: u32,
     /// Tests skipped or ignored.
     pub skipped: u32,
-    /// Tests (or collections) that errored.
+    /// Tests that errored while running (an exception outside an
+    /// assertion, a fixture that failed).
     pub errors: u32,
+    /// Test files or modules that could not even be loaded (an import
+    /// error during collection): no test of theirs ran.
+    pub collection_errors: u32,
     /// Per-test outcomes, where the runner prints them, by test id.
     pub tests: BTreeMap<String, Outcome>,
     /// The lines the counts were read from.
@@ -55,7 +59,7 @@ impl Evidence {
     }
 
     /// Tests that ran to a result: passed, failed, or errored inside a test.
-    /// Skipped tests did not run.
+    /// Skipped tests and collection errors did not run.
     pub fn executed(&self) -> u32 {
         self.passed + self.failed + self.errors
     }
@@ -137,6 +141,14 @@ pub fn pytest(output: &str) -> Option<Evidence> {
     if let Some(collected) = text.lines().find(|l| l.starts_with("collected ")) {
         ev.lines.insert(0, collected.trim().to_owned());
     }
+    // An `ERROR path` line without a test id is a file that failed to
+    // collect, not a test that ran.
+    ev.collection_errors = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("ERROR "))
+        .filter(|rest| !rest.split(" - ").next().unwrap_or(rest).contains("::"))
+        .count() as u32;
+    ev.errors = ev.errors.saturating_sub(ev.collection_errors);
     for line in text.lines() {
         let (outcome, rest) = if let Some(r) = line.strip_prefix("PASSED ") {
             (Outcome::Passed, r)
@@ -203,8 +215,14 @@ pub fn unittest(output: &str) -> Option<Evidence> {
             .rsplit_once(" (")
             .map_or(head, |(_, inner)| inner.trim_end_matches(')'))
             .trim();
+        if id.starts_with("unittest.loader._FailedTest") {
+            // A module that failed to import, reported as an erroring test.
+            ev.collection_errors += 1;
+            continue;
+        }
         ev.tests.insert(id.to_owned(), outcome);
     }
+    ev.errors = ev.errors.saturating_sub(ev.collection_errors);
     Some(ev)
 }
 

@@ -50,7 +50,8 @@ fn pytest_with_no_tests_or_a_collection_error_executed_nothing() {
     let empty = evidence::pytest(capture!("pytest_empty")).unwrap();
     assert_eq!(empty.executed(), 0);
     let broken = evidence::pytest(capture!("pytest_import_error")).unwrap();
-    assert_eq!((broken.passed, broken.failed, broken.errors), (0, 0, 1));
+    assert_eq!((broken.passed, broken.failed, broken.errors), (0, 0, 0));
+    assert_eq!((broken.collection_errors, broken.executed()), (1, 0));
     // The error is the collection's, not a test's: no per-test result.
     assert!(broken.tests.is_empty(), "{:?}", broken.tests);
 }
@@ -90,6 +91,14 @@ fn unittest_counts_and_per_test_results() {
     );
     let empty = evidence::unittest(capture!("unittest_empty")).unwrap();
     assert_eq!(empty.executed(), 0, "Ran 0 tests ... OK is no evidence");
+    // A module that fails to import is reported as one erroring test: it is
+    // a collection error, and nothing ran.
+    let broken = evidence::unittest(capture!("unittest_import_error")).unwrap();
+    assert_eq!(
+        (broken.collection_errors, broken.executed()),
+        (1, 0),
+        "{broken:?}"
+    );
 }
 
 #[test]
