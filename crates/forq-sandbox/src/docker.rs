@@ -862,6 +862,13 @@ impl Sandbox for DockerSandbox {
     #[tracing::instrument(skip_all, fields(id = %self.id))]
     async fn exec(&self, req: ExecRequest) -> Result<ExecOutcome> {
         let _live = self.live().await?;
+        if req.network.is_some_and(|n| n != self.spec.network) {
+            return Err(Error::InvalidSpec(format!(
+                "a docker sandbox's network is fixed when its container is created ({:?}); \
+                 create the sandbox with the network this exec needs",
+                self.spec.network
+            )));
+        }
         self.run(req).await
     }
 

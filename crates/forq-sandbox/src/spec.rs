@@ -173,6 +173,12 @@ pub struct ExecRequest {
     pub output_cap: usize,
     /// Where live output goes, chunk by chunk, as it arrives.
     pub stream: Option<mpsc::UnboundedSender<OutputChunk>>,
+    /// Network access for this exec alone, overriding the sandbox's
+    /// (installs reach the registries, the test run that follows does not).
+    /// The native backend honours it per exec; a docker container's network
+    /// is fixed when it is created, so there an override that differs is
+    /// refused; the host backend has no isolation to change.
+    pub network: Option<Network>,
 }
 
 /// The default cap on captured output per stream (1 MiB).
@@ -194,7 +200,14 @@ impl ExecRequest {
             idle_timeout: None,
             output_cap: DEFAULT_OUTPUT_CAP,
             stream: None,
+            network: None,
         }
+    }
+
+    /// Gives this exec its own network access (see [`ExecRequest::network`]).
+    pub fn network(mut self, network: Network) -> Self {
+        self.network = Some(network);
+        self
     }
 
     /// Runs a shell string with `/bin/sh -c`.

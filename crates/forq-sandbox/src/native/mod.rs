@@ -911,7 +911,7 @@ impl Sandbox for NativeSandbox {
         let plan = sys::Plan {
             new_root: cstr(&self.dir.join("r").display().to_string()),
             steps: self.steps.clone(),
-            new_net: spec.network == Network::None,
+            new_net: req.network.unwrap_or(spec.network) == Network::None,
             hostname: cstr("forq-sandbox"),
             cgroup_procs: group
                 .procs_files()

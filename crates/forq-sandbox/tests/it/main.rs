@@ -67,12 +67,22 @@ macro_rules! isolating_backend {
 isolating_backend!(
     native,
     crate::common::Harness::native,
-    [host_network_reaches_host_loopback]
+    [
+        host_network_reaches_host_loopback,
+        one_exec_can_have_the_host_network
+    ]
 );
 isolating_backend!(
     native_userns,
     crate::common::Harness::native_userns,
-    [host_network_reaches_host_loopback]
+    [
+        host_network_reaches_host_loopback,
+        one_exec_can_have_the_host_network
+    ]
 );
-isolating_backend!(docker, crate::common::Harness::docker, []);
+isolating_backend!(
+    docker,
+    crate::common::Harness::docker,
+    [a_network_override_is_refused_not_ignored]
+);
 every_backend!(host, crate::common::Harness::host, []);

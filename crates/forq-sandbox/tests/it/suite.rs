@@ -115,6 +115,44 @@ pub(crate) async fn host_network_reaches_host_loopback(h: &Harness) {
     sb.destroy().await.unwrap();
 }
 
+pub(crate) async fn one_exec_can_have_the_host_network(h: &Harness) {
+    // An install step reaches the registries; the run before and after it
+    // does not.
+    let sb = h.create().await;
+    let (port, accepted) = host_listener().await;
+    let probe = connect_script(h.kind, port);
+    let out = sb
+        .exec(ExecRequest::shell(probe.clone()).network(Network::Host))
+        .await
+        .unwrap();
+    assert_eq!(out.stdout_text(), "CONNECTED\n", "{out:?}");
+    assert_eq!(accepted.await.unwrap(), 1);
+    let out = sh(&*sb, "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '").await;
+    assert_eq!(
+        out.stdout_text(),
+        "lo\n",
+        "the next exec is isolated again: {out:?}"
+    );
+    sb.destroy().await.unwrap();
+}
+
+pub(crate) async fn a_network_override_is_refused_not_ignored(h: &Harness) {
+    // A container's network is fixed at creation: asking for more is an
+    // error that says so, never a silent run without it.
+    let sb = h.create().await;
+    let err = sb
+        .exec(ExecRequest::shell("true").network(Network::Host))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::InvalidSpec(_)), "{err}");
+    assert!(
+        err.to_string()
+            .contains("fixed when its container is created"),
+        "{err}"
+    );
+    sb.destroy().await.unwrap();
+}
+
 pub(crate) async fn cannot_write_outside_workspace(h: &Harness) {
     let sb = h.create().await;
     let tag = format!("forq-probe-{}", std::process::id());
