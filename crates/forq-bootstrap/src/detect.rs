@@ -109,7 +109,8 @@ fn has_test_files(dir: &Path, depth: u32) -> bool {
 }
 
 /// The Python install steps: a virtualenv, the project itself (with its
-/// test extra when it declares one), and test requirement files.
+/// test extra when it declares one), and test requirement files. Empty
+/// when the project declares nothing to install.
 fn python_install(root: &Path) -> Vec<String> {
     let mut steps = vec!["python3 -m venv .forq/venv".to_owned()];
     let pyproject = read(root, "pyproject.toml").unwrap_or_default();
@@ -137,6 +138,9 @@ fn python_install(root: &Path) -> Vec<String> {
             reqs.into_iter()
                 .map(|r| format!(".forq/venv/bin/pip install -r {r}")),
         );
+    }
+    if steps.len() == 1 {
+        steps.clear(); // nothing to install: no virtualenv either
     }
     steps
 }
@@ -192,6 +196,9 @@ pub fn detect(root: &Path) -> Vec<Stack> {
     // Python.
     if let Some(marker) = pytest_marker(root) {
         let mut install = python_install(root);
+        if install.is_empty() {
+            install.push("python3 -m venv .forq/venv".to_owned());
+        }
         install.push(".forq/venv/bin/pip install pytest".to_owned());
         out.push(stack(
             StackKind::Pytest,
@@ -200,11 +207,17 @@ pub fn detect(root: &Path) -> Vec<Stack> {
             ".forq/venv/bin/python -m pytest -rA",
         ));
     } else if has_test_files(root, 2) {
+        let install = python_install(root);
+        let python = if install.is_empty() {
+            "python3"
+        } else {
+            ".forq/venv/bin/python"
+        };
         out.push(stack(
             StackKind::Unittest,
             "test*.py files",
-            python_install(root),
-            ".forq/venv/bin/python -m unittest -v",
+            install,
+            &format!("{python} -m unittest -v"),
         ));
     }
     // Node: a real test script, not npm's placeholder.

@@ -2,13 +2,16 @@
 //! own tests run before forq changes a line of it.
 //!
 //! **Status: first slice.** What works: the [`Verdict`] enum with its exit
-//! codes, the evidence parsers for pytest, unittest, cargo test and
-//! node's test runner ([`evidence`]), tested on output captured from the real runners
-//! (`tests/fixtures/capture.sh` regenerates it), and stack detection from
-//! marker files ([`detect`]). Still to come, in the
-//! bootstrap issue: running the runners inside a
-//! forq-sandbox sandbox with install and test phases, the other runners'
-//! parsers, the record and the cached recipe, and `forq bootstrap`.
+//! codes; the evidence parsers for pytest, unittest, cargo test and node's
+//! test runner ([`evidence`]), tested on output captured from the real
+//! runners (`tests/fixtures/capture.sh` regenerates it); stack detection
+//! from marker files ([`detect`]); and the gate itself ([`run`]): each
+//! detected stack's install steps (with the host network) and test command
+//! (without it, `CI=true`, `NO_COLOR=1`, stdin empty, separate timeouts)
+//! run in a fresh forq-sandbox sandbox, the output's evidence decides, and
+//! a [`Record`] says why. Still to come, in the bootstrap issue: the other
+//! runners' parsers, the persisted record and the cached recipe, the
+//! agentic fallback's hook, and `forq bootstrap`.
 //!
 //! What it never does: run a command outside a sandbox, or count a run in
 //! which no test executed as green.
@@ -24,8 +27,10 @@
 
 mod detect;
 pub mod evidence;
+mod gate;
 mod verdict;
 
 pub use detect::{detect, Stack, StackKind};
 pub use evidence::{Evidence, Outcome};
+pub use gate::{run, Error, GateOptions, Record, StackRun};
 pub use verdict::Verdict;

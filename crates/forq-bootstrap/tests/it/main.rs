@@ -244,7 +244,7 @@ fn python_projects_get_pytest_when_they_say_so_else_unittest() {
             ("tests/__init__.py", ""),
             ("tests/test_calc.py", "import unittest\n")
         ]),
-        ["unittest: test*.py files => .forq/venv/bin/python -m unittest -v"]
+        ["unittest: test*.py files => python3 -m unittest -v"]
     );
     // The install steps: a venv, the project with its test extra, test requirements.
     let dir = repo(&[
@@ -336,4 +336,117 @@ fn a_monorepo_lists_every_stack_cheapest_first() {
         .map(|s| s.split(':').next().unwrap())
         .collect();
     assert_eq!(names, ["pytest", "rust", "maven"]);
+}
+
+/// The gate on `repo` with the machine's isolating backend (native, else
+/// docker) and `options`.
+async fn gate(
+    repo: &std::path::Path,
+    options: forq_bootstrap::GateOptions,
+) -> forq_bootstrap::Record {
+    let backend = forq_sandbox::open_backend(forq_sandbox::BackendChoice::Auto)
+        .await
+        .expect("an isolating backend (CI runs as root, with docker)")
+        .backend;
+    forq_bootstrap::run(&*backend, repo, &options)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_project_with_a_failing_test_is_bootstrapped() {
+    // examples/calc: unittest, one test passes, one fails (add subtracts).
+    let calc = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/calc");
+    let record = gate(&calc, forq_bootstrap::GateOptions::default()).await;
+    assert_eq!(record.verdict, Verdict::Bootstrapped, "{record:#?}");
+    assert_eq!(
+        (record.tests_executed, record.passed, record.failed),
+        (2, 1, 1)
+    );
+    assert_eq!(
+        record.tests.get("tests.test_calc.CalcTest.test_add"),
+        Some(&Outcome::Failed)
+    );
+    assert_eq!(record.stacks[0].command, "python3 -m unittest -v");
+    assert!(
+        record.evidence.iter().any(|l| l.starts_with("Ran 2 tests")),
+        "{:?}",
+        record.evidence
+    );
+}
+
+#[tokio::test]
+async fn nothing_to_run_is_unsupported_and_skip_runs_nothing() {
+    let dir = repo(&[("README.md", "# notes\n")]);
+    let record = gate(dir.path(), forq_bootstrap::GateOptions::default()).await;
+    assert_eq!(record.verdict, Verdict::UnsupportedEcosystem);
+    assert!(record.stacks.is_empty());
+    let skipped = gate(
+        dir.path(),
+        forq_bootstrap::GateOptions::default().skip(true),
+    )
+    .await;
+    assert_eq!(skipped.verdict, Verdict::Skipped);
+}
+
+#[tokio::test]
+async fn an_import_error_is_no_green() {
+    let dir = repo(&[
+        ("tests/__init__.py", ""),
+        (
+            "tests/test_x.py",
+            "import missing_module_xyz\n\ndef test_x():\n    pass\n",
+        ),
+    ]);
+    let record = gate(dir.path(), forq_bootstrap::GateOptions::default()).await;
+    assert_eq!(record.verdict, Verdict::FailedDeterministic, "{record:#?}");
+    assert!(
+        record.reason.contains("failed to load"),
+        "{}",
+        record.reason
+    );
+    assert_eq!(record.tests_executed, 0);
+}
+
+#[tokio::test]
+async fn a_runner_that_finds_no_tests_is_no_green() {
+    let dir = repo(&[
+        ("tests/__init__.py", ""),
+        ("tests/test_helpers.py", "def helper():\n    return 1\n"),
+    ]);
+    let record = gate(dir.path(), forq_bootstrap::GateOptions::default()).await;
+    assert_eq!(record.verdict, Verdict::FailedDeterministic, "{record:#?}");
+    assert!(record.reason.contains("no tests ran"), "{}", record.reason);
+}
+
+#[tokio::test]
+async fn a_hanging_test_times_out_and_a_missing_runner_says_so() {
+    let dir = repo(&[
+        ("tests/__init__.py", ""),
+        ("tests/test_hang.py", "import time, unittest\n\nclass T(unittest.TestCase):\n    def test_hang(self):\n        time.sleep(3600)\n"),
+    ]);
+    let options = forq_bootstrap::GateOptions::default().timeout(std::time::Duration::from_secs(3));
+    let started = std::time::Instant::now();
+    let record = gate(dir.path(), options).await;
+    assert_eq!(record.verdict, Verdict::FailedDeterministic, "{record:#?}");
+    assert!(
+        record.reason.contains("timed out after 3 s"),
+        "{}",
+        record.reason
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(60));
+
+    let dir = repo(&[("Makefile", "check:\n\tforq-no-such-runner --all\n")]);
+    let record = gate(dir.path(), forq_bootstrap::GateOptions::default()).await;
+    assert_eq!(record.verdict, Verdict::FailedDeterministic, "{record:#?}");
+    assert!(
+        record.reason.contains("no evidence of a test run"),
+        "{}",
+        record.reason
+    );
+    assert!(
+        record.stacks[0].output_tail.contains("forq-no-such-runner"),
+        "{:?}",
+        record.stacks[0].output_tail
+    );
 }
