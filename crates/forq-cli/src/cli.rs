@@ -25,6 +25,29 @@ pub(crate) enum Command {
     /// Index a repository into a code graph and query it.
     #[command(subcommand)]
     Graph(GraphCommand),
+    /// Prove a repository's own tests run (the bootstrap gate); exits 0
+    /// bootstrapped or skipped, 1 failed_deterministic, 2
+    /// unsupported_ecosystem, 3 failed_agentic.
+    Bootstrap(BootstrapArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct BootstrapArgs {
+    /// The repository (default: the current directory).
+    #[arg(default_value = ".")]
+    pub(crate) path: PathBuf,
+    #[command(flatten)]
+    pub(crate) backend: BackendArgs,
+    /// Cap on each install step and on the test run, in seconds (defaults:
+    /// 600 and 900).
+    #[arg(long)]
+    pub(crate) timeout: Option<u64>,
+    /// Skip the gate (verdict `skipped`).
+    #[arg(long)]
+    pub(crate) skip_bootstrap: bool,
+    /// Print the whole record as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 #[derive(Debug, Subcommand)]

@@ -3,9 +3,12 @@
 //! was killed, 124 on timeout (like `timeout(1)`), 125 when forq itself
 //! failed, 126 when the command cannot be executed, 127 when it is not
 //! found, 130 when interrupted. `forq graph path` exits 1 when there is no
-//! path. Every other command exits 0, or 125 on an error.
+//! path. `forq bootstrap` exits with its verdict's code: 0 bootstrapped
+//! (or skipped), 1 failed_deterministic, 2 unsupported_ecosystem, 3
+//! failed_agentic. Every other command exits 0, or 125 on an error.
 
 mod bench;
+mod bootstrap;
 mod graph;
 mod sandbox;
 
@@ -36,6 +39,7 @@ pub(crate) fn run(args: Cli) -> anyhow::Result<ExitCode> {
             Command::Graph(GraphCommand::Map(a)) => graph::map(a),
             Command::Graph(GraphCommand::Stats(a)) => graph::stats(a),
             Command::Graph(GraphCommand::Bench(a)) => graph::bench(a),
+            Command::Bootstrap(a) => bootstrap::run(a).await,
         }
     })
 }

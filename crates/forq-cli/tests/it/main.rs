@@ -720,3 +720,53 @@ async fn graph_index_killed_midway_is_repaired_by_the_next_run() {
         "no kill landed between the first batch and the final commit"
     );
 }
+
+#[tokio::test]
+async fn bootstrap_proves_the_example_runs_and_says_why_not_elsewhere() {
+    let out = forq(&["bootstrap", "examples/calc", "--json"]).await;
+    check_exit(&out, 0);
+    let record: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(record["verdict"], "bootstrapped", "{record}");
+    assert_eq!(
+        (record["passed"].as_u64(), record["failed"].as_u64()),
+        (Some(1), Some(1)),
+        "{record}"
+    );
+    for key in [
+        "stacks",
+        "tests_executed",
+        "skipped",
+        "duration_ms",
+        "evidence",
+        "reason",
+        "cached",
+    ] {
+        assert!(!record[key].is_null(), "{key} missing: {record}");
+    }
+    assert_eq!(
+        record["stacks"][0]["command"], "python3 -m unittest -v",
+        "{record}"
+    );
+
+    let empty = tempfile::tempdir().unwrap();
+    std::fs::write(empty.path().join("README.md"), "# notes\n").unwrap();
+    let out = forq(&["bootstrap", empty.path().to_str().unwrap()]).await;
+    check_exit(&out, 2);
+    assert!(
+        String::from_utf8_lossy(&out.stdout)
+            .starts_with("unsupported_ecosystem: no registered stack matched"),
+        "{out:?}"
+    );
+    let out = forq(&[
+        "bootstrap",
+        empty.path().to_str().unwrap(),
+        "--skip-bootstrap",
+        "--json",
+    ])
+    .await;
+    check_exit(&out, 0);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("\"verdict\":\"skipped\""),
+        "{out:?}"
+    );
+}

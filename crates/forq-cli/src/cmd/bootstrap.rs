@@ -1,0 +1,57 @@
+//! `forq bootstrap`: the bootstrap gate on a repository.
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use forq_bootstrap::GateOptions;
+
+use crate::cli::BootstrapArgs;
+
+pub(crate) async fn run(args: BootstrapArgs) -> anyhow::Result<ExitCode> {
+    let repo = args
+        .path
+        .canonicalize()
+        .with_context(|| format!("the repository {} does not exist", args.path.display()))?;
+    let mut options = GateOptions::default().skip(args.skip_bootstrap);
+    if let Some(secs) = args.timeout {
+        options = options.timeout(Duration::from_secs(secs));
+    }
+    let backend = super::sandbox::open(args.backend.backend).await?;
+    let record = forq_bootstrap::run(&*backend, &repo, &options).await?;
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        writeln!(out, "{}", serde_json::to_string(&record)?)?;
+    } else {
+        for s in &record.stacks {
+            writeln!(
+                out,
+                "{:<10} {}  ({}, {} ms)",
+                s.name, s.command, s.marker, s.duration_ms
+            )?;
+            for step in &s.install {
+                writeln!(out, "           install: {step}")?;
+            }
+            writeln!(
+                out,
+                "           -> {}: {}",
+                serde_json::to_value(s.verdict)?.as_str().unwrap_or("?"),
+                s.reason
+            )?;
+        }
+        for line in &record.evidence {
+            writeln!(out, "evidence: {line}")?;
+        }
+        writeln!(
+            out,
+            "{}: {} ({} ms)",
+            serde_json::to_value(record.verdict)?
+                .as_str()
+                .unwrap_or("?"),
+            record.reason,
+            record.duration_ms
+        )?;
+    }
+    Ok(ExitCode::from(record.verdict.exit_code()))
+}
