@@ -6,7 +6,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use forq_sandbox::{Backend, BackendKind, ExecOutcome, ExecRequest, Network, SandboxSpec};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::detect::{detect, Stack};
 use crate::evidence::{Evidence, Outcome};
@@ -28,6 +28,8 @@ pub struct GateOptions {
     pub test_network: Network,
     /// Skip the gate: the verdict is `skipped` and nothing runs.
     pub skip: bool,
+    /// Run even when the recipe cache has this commit's verdict.
+    pub no_cache: bool,
 }
 
 impl Default for GateOptions {
@@ -37,6 +39,7 @@ impl Default for GateOptions {
             test_timeout: Duration::from_secs(900),
             test_network: Network::None,
             skip: false,
+            no_cache: false,
         }
     }
 }
@@ -53,10 +56,15 @@ impl GateOptions {
         self.skip = skip;
         self
     }
+    /// Ignores the recipe cache (and still refreshes it on success).
+    pub fn no_cache(mut self, no_cache: bool) -> Self {
+        self.no_cache = no_cache;
+        self
+    }
 }
 
 /// What happened to one stack.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct StackRun {
     /// The stack (`pytest`, `rust`, ...).
@@ -82,7 +90,7 @@ pub struct StackRun {
 }
 
 /// The gate's record.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct Record {
     /// The verdict.
@@ -103,8 +111,8 @@ pub struct Record {
     pub evidence: Vec<String>,
     /// Why, in a sentence.
     pub reason: String,
-    /// Whether this came from a cache (always false until the recipe cache
-    /// lands).
+    /// Whether this came from the recipe cache (`.forq/bootstrap/manifest.json`)
+    /// instead of a run.
     pub cached: bool,
     /// How long the gate took.
     pub duration_ms: u64,
@@ -123,6 +131,15 @@ pub enum Error {
         /// forq-sandbox's error.
         #[source]
         source: forq_sandbox::Error,
+    },
+    /// The recipe cache could not be written.
+    #[error("cannot write the bootstrap manifest {path:?}")]
+    Cache {
+        /// The manifest.
+        path: std::path::PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
     },
 }
 
@@ -158,6 +175,15 @@ pub async fn run(
     };
     if options.skip {
         return Ok(record);
+    }
+    // The recipe cache: a green verdict for this commit and these changes.
+    let key = crate::cache::key(backend, repo).await;
+    if let (Some((key, _)), false) = (&key, options.no_cache) {
+        if let Some(mut cached) = crate::cache::load(repo, key) {
+            cached.cached = true;
+            cached.duration_ms = started.elapsed().as_millis() as u64;
+            return Ok(cached);
+        }
     }
     let stacks = detect(repo);
     if stacks.is_empty() {
@@ -199,6 +225,13 @@ pub async fn run(
         }
     }
     record.duration_ms = started.elapsed().as_millis() as u64;
+    // Only success is cached: a failure may be the environment's.
+    if let (Some((key, head)), Verdict::Bootstrapped) = (&key, record.verdict) {
+        crate::cache::store(repo, key, head, &record).map_err(|source| Error::Cache {
+            path: crate::cache::manifest_path(repo),
+            source,
+        })?;
+    }
     Ok(record)
 }
 

@@ -9,9 +9,10 @@
 //! detected stack's install steps (with the host network) and test command
 //! (without it, `CI=true`, `NO_COLOR=1`, stdin empty, separate timeouts)
 //! run in a fresh forq-sandbox sandbox, the output's evidence decides, and
-//! a [`Record`] says why. Still to come, in the bootstrap issue: the other
-//! runners' parsers, the persisted record and the cached recipe, the
-//! agentic fallback's hook, and `forq bootstrap`.
+//! a [`Record`] says why; a green record is cached per commit and changes
+//! in `.forq/bootstrap/manifest.json`. Still to come, in the bootstrap
+//! issue: the other runners' parsers, the run record marked before and
+//! after work, the agentic fallback's hook, and GIT_URL sources.
 //!
 //! What it never does: run a command outside a sandbox, or count a run in
 //! which no test executed as green.
@@ -25,6 +26,7 @@
 //! ```
 #![deny(missing_docs)]
 
+mod cache;
 mod detect;
 pub mod evidence;
 mod gate;

@@ -45,6 +45,10 @@ pub(crate) struct BootstrapArgs {
     /// Skip the gate (verdict `skipped`).
     #[arg(long)]
     pub(crate) skip_bootstrap: bool,
+    /// Run even when `.forq/bootstrap/manifest.json` has this commit's
+    /// green verdict.
+    #[arg(long)]
+    pub(crate) no_cache: bool,
     /// Print the whole record as JSON.
     #[arg(long)]
     pub(crate) json: bool,

@@ -450,3 +450,60 @@ async fn a_hanging_test_times_out_and_a_missing_runner_says_so() {
         record.stacks[0].output_tail
     );
 }
+
+#[tokio::test]
+async fn a_green_verdict_is_cached_by_commit_and_changes() {
+    let calc = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/calc");
+    let dir = repo(&[
+        (
+            "calc.py",
+            &std::fs::read_to_string(calc.join("calc.py")).unwrap(),
+        ),
+        ("tests/__init__.py", ""),
+        (
+            "tests/test_calc.py",
+            &std::fs::read_to_string(calc.join("tests/test_calc.py")).unwrap(),
+        ),
+    ]);
+    for args in [
+        &["init", "-q"][..],
+        &["add", "."],
+        &["commit", "-q", "-m", "calc"],
+    ] {
+        let out = forq_sandbox::host_command("git")
+            .args(["-c", "user.name=forq", "-c", "user.email=forq@localhost"])
+            .args(args)
+            .current_dir(dir.path())
+            .output()
+            .await
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+    }
+    let options = forq_bootstrap::GateOptions::default();
+    let first = gate(dir.path(), options.clone()).await;
+    assert_eq!(
+        (first.verdict, first.cached),
+        (Verdict::Bootstrapped, false),
+        "{first:#?}"
+    );
+    assert!(dir.path().join(".forq/bootstrap/manifest.json").is_file());
+    // Same commit, same changes: the manifest answers, nothing runs.
+    let second = gate(dir.path(), options.clone()).await;
+    assert_eq!(
+        (second.verdict, second.cached),
+        (Verdict::Bootstrapped, true)
+    );
+    assert_eq!(second.tests, first.tests);
+    // --no-cache runs anyway.
+    let forced = gate(dir.path(), options.clone().no_cache(true)).await;
+    assert!(!forced.cached);
+    // An uncommitted change is another key.
+    std::fs::write(
+        dir.path().join("calc.py"),
+        "def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a * b\n",
+    )
+    .unwrap();
+    let changed = gate(dir.path(), options).await;
+    assert!(!changed.cached, "{changed:#?}");
+    assert_eq!((changed.passed, changed.failed), (2, 0));
+}

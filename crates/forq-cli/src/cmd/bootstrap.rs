@@ -14,7 +14,9 @@ pub(crate) async fn run(args: BootstrapArgs) -> anyhow::Result<ExitCode> {
         .path
         .canonicalize()
         .with_context(|| format!("the repository {} does not exist", args.path.display()))?;
-    let mut options = GateOptions::default().skip(args.skip_bootstrap);
+    let mut options = GateOptions::default()
+        .skip(args.skip_bootstrap)
+        .no_cache(args.no_cache);
     if let Some(secs) = args.timeout {
         options = options.timeout(Duration::from_secs(secs));
     }

@@ -1,0 +1,80 @@
+//! The recipe cache: a green gate writes `.forq/bootstrap/manifest.json`
+//! in the repository, keyed by the HEAD commit, a hash of the uncommitted
+//! changes and forq's version; the next run on the same key returns it
+//! without running anything.
+
+use std::path::{Path, PathBuf};
+
+use forq_sandbox::{Backend, ExecRequest, SandboxSpec};
+use serde::{Deserialize, Serialize};
+use sha1::Digest;
+
+use crate::gate::Record;
+
+/// This build's version, part of every key.
+const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// What a manifest holds.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Manifest {
+    pub(crate) key: String,
+    pub(crate) head: String,
+    pub(crate) forq_version: String,
+    pub(crate) record: Record,
+}
+
+/// Where the manifest of `repo` lives.
+pub(crate) fn manifest_path(repo: &Path) -> PathBuf {
+    repo.join(".forq").join("bootstrap").join("manifest.json")
+}
+
+/// The cache key of `repo` and its HEAD, read by git inside a sandbox;
+/// `None` when the repository is not a git checkout (nothing is cached).
+pub(crate) async fn key(backend: &dyn Backend, repo: &Path) -> Option<(String, String)> {
+    let sandbox = backend.create(&SandboxSpec::new(repo)).await.ok()?;
+    // HEAD, then what differs from it: tracked changes and untracked files
+    // (forq's own directory left out).
+    let script = "git rev-parse HEAD && git status --porcelain=v1 --untracked-files=all -- . ':!.forq' && git diff HEAD -- . ':!.forq'";
+    let out = sandbox
+        .exec(ExecRequest::shell(script).stdin(Vec::new()))
+        .await;
+    let _ = sandbox.destroy().await;
+    let out = out.ok().filter(|o| o.success())?;
+    let text = out.stdout_text();
+    let head = text.lines().next()?.trim().to_owned();
+    let mut h = sha1::Sha1::new();
+    h.update(VERSION.as_bytes());
+    h.update(text.as_bytes());
+    let key: String = h.finalize().iter().map(|b| format!("{b:02x}")).collect();
+    Some((key, head))
+}
+
+/// The cached record for `key`, if the manifest has it.
+pub(crate) fn load(repo: &Path, key: &str) -> Option<Record> {
+    let text = std::fs::read_to_string(manifest_path(repo)).ok()?;
+    let manifest: Manifest = serde_json::from_str(&text).ok()?;
+    (manifest.key == key && manifest.forq_version == VERSION).then_some(manifest.record)
+}
+
+/// Writes the manifest (whole: a temporary file renamed over the old one).
+pub(crate) fn store(repo: &Path, key: &str, head: &str, record: &Record) -> std::io::Result<()> {
+    let path = manifest_path(repo);
+    let dir = path.parent().unwrap_or(repo);
+    std::fs::create_dir_all(dir)?;
+    let ignore = repo.join(".forq").join(".gitignore");
+    if !ignore.exists() {
+        std::fs::write(&ignore, "*\n")?;
+    }
+    let manifest = Manifest {
+        key: key.to_owned(),
+        head: head.to_owned(),
+        forq_version: VERSION.to_owned(),
+        record: record.clone(),
+    };
+    let tmp = dir.join(format!(".manifest.{}.tmp", std::process::id()));
+    std::fs::write(
+        &tmp,
+        serde_json::to_vec_pretty(&manifest).map_err(std::io::Error::other)?,
+    )?;
+    std::fs::rename(&tmp, &path)
+}
