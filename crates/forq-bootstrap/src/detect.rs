@@ -75,7 +75,10 @@ impl Stack {
             StackKind::Pytest => evidence::pytest(output),
             StackKind::Unittest => evidence::unittest(output),
             StackKind::Rust => evidence::cargo(output),
-            StackKind::Node => evidence::node_test(output),
+            // Whichever runner the test script calls.
+            StackKind::Node => evidence::node_test(output)
+                .or_else(|| evidence::jest(output))
+                .or_else(|| evidence::mocha(output)),
             _ => None,
         }
     }

@@ -351,3 +351,129 @@ pub fn node_test(output: &str) -> Option<Evidence> {
     }
     Some(ev)
 }
+
+/// The tests of an indented tree report (jest `--verbose`, mocha's spec
+/// reporter): plain lines are suites, lines starting with one of
+/// `markers` are tests; ids join the open suites and the name with ` › `.
+fn tree_report(lines: &[&str], prefix: &str, markers: &[(&str, Outcome)], ev: &mut Evidence) {
+    let mut suites: Vec<(usize, String)> = Vec::new();
+    for line in lines {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let indent = line.len() - line.trim_start().len();
+        let body = line.trim();
+        while suites.last().is_some_and(|(i, _)| *i >= indent) {
+            suites.pop();
+        }
+        let test = markers.iter().find_map(|(marker, outcome)| {
+            body.strip_prefix(marker)
+                .map(|rest| (rest.trim(), *outcome))
+        });
+        // Mocha numbers its failures: `1) name`.
+        let numbered = body
+            .split_once(") ")
+            .filter(|(n, _)| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()))
+            .map(|(_, rest)| (rest.trim(), Outcome::Failed));
+        match test.or(numbered) {
+            Some((name, outcome)) => {
+                // `adds (2 ms)` → `adds`
+                let name = match name.rsplit_once(" (") {
+                    Some((n, t)) if t.ends_with("ms)") || t.ends_with(" s)") => n,
+                    _ => name,
+                };
+                let name = name.strip_prefix("skipped ").unwrap_or(name);
+                let mut path: Vec<&str> = Vec::new();
+                if !prefix.is_empty() {
+                    path.push(prefix);
+                }
+                path.extend(suites.iter().map(|(_, s)| s.as_str()));
+                path.push(name);
+                ev.tests.insert(path.join(" › "), outcome);
+            }
+            None => suites.push((indent, body.to_owned())),
+        }
+    }
+}
+
+/// jest: the `Tests: F failed, S skipped, P passed, T total` summary, and
+/// with `--verbose` the per-test `✓`/`✕`/`○` lines under each file.
+pub fn jest(output: &str) -> Option<Evidence> {
+    let text = strip_ansi(output);
+    let summary = text.lines().find(|l| l.starts_with("Tests:"))?;
+    let mut ev = Evidence::new("jest");
+    ev.passed = count_before(summary, "passed").unwrap_or(0);
+    ev.failed = count_before(summary, "failed").unwrap_or(0);
+    ev.skipped =
+        count_before(summary, "skipped").unwrap_or(0) + count_before(summary, "todo").unwrap_or(0);
+    if let Some(suites) = text.lines().find(|l| l.starts_with("Test Suites:")) {
+        ev.lines.push(suites.trim().to_owned());
+    }
+    ev.lines.push(summary.trim().to_owned());
+    let lines: Vec<&str> = text.lines().collect();
+    let mut at = 0;
+    while at < lines.len() {
+        let Some(file) = lines[at]
+            .strip_prefix("PASS ")
+            .or_else(|| lines[at].strip_prefix("FAIL "))
+        else {
+            at += 1;
+            continue;
+        };
+        let end = (at + 1..lines.len())
+            .find(|&i| {
+                lines[i].trim_start().starts_with('●')
+                    || lines[i].starts_with("PASS ")
+                    || lines[i].starts_with("FAIL ")
+                    || lines[i].starts_with("Test Suites:")
+            })
+            .unwrap_or(lines.len());
+        let markers = [
+            ("✓", Outcome::Passed),
+            ("✕", Outcome::Failed),
+            ("○", Outcome::Skipped),
+        ];
+        tree_report(&lines[at + 1..end], file.trim(), &markers, &mut ev);
+        at = end;
+    }
+    Some(ev)
+}
+
+/// mocha's spec reporter: `N passing (T)`, `N pending`, `N failing`, and the
+/// per-test `✔`, `N)` and `-` lines above them.
+pub fn mocha(output: &str) -> Option<Evidence> {
+    let text = strip_ansi(output);
+    let lines: Vec<&str> = text.lines().collect();
+    let passing_at = lines.iter().position(|l| {
+        let t = l.trim();
+        t.split_whitespace().nth(1) == Some("passing")
+            && t.split_whitespace()
+                .next()
+                .is_some_and(|n| n.parse::<u32>().is_ok())
+    })?;
+    let mut ev = Evidence::new("mocha");
+    for line in &lines[passing_at..] {
+        let t = line.trim();
+        let mut words = t.split_whitespace();
+        let (Some(n), Some(word)) = (
+            words.next().and_then(|n| n.parse::<u32>().ok()),
+            words.next(),
+        ) else {
+            continue;
+        };
+        match word {
+            "passing" => ev.passed = n,
+            "failing" => ev.failed = n,
+            "pending" => ev.skipped = n,
+            _ => continue,
+        }
+        ev.lines.push(t.to_owned());
+    }
+    let markers = [
+        ("✔", Outcome::Passed),
+        ("✓", Outcome::Passed),
+        ("- ", Outcome::Skipped),
+    ];
+    tree_report(&lines[..passing_at], "", &markers, &mut ev);
+    Some(ev)
+}

@@ -2,8 +2,8 @@
 //! own tests run before forq changes a line of it.
 //!
 //! **Status: first slice.** What works: the [`Verdict`] enum with its exit
-//! codes; the evidence parsers for pytest, unittest, cargo test and node's
-//! test runner ([`evidence`]), tested on output captured from the real
+//! codes; the evidence parsers for pytest, unittest, cargo test, node's test
+//! runner, jest and mocha ([`evidence`]), tested on output captured from the real
 //! runners (`tests/fixtures/capture.sh` regenerates it); stack detection
 //! from marker files ([`detect`]); and the gate itself ([`run`]): each
 //! detected stack's install steps (with the host network) and test command

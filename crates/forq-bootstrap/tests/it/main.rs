@@ -163,6 +163,46 @@ fn node_test_runner_tap_and_spec() {
 }
 
 #[test]
+fn jest_and_mocha_counts_and_per_test_results() {
+    let jest = evidence::jest(capture!("jest_mixed")).unwrap();
+    assert_eq!((jest.passed, jest.failed, jest.skipped), (1, 1, 1));
+    assert_eq!(
+        outcomes(&jest),
+        [
+            (
+                "test/calc.test.js › calc › adds".to_owned(),
+                Outcome::Passed
+            ),
+            (
+                "test/calc.test.js › calc › later".to_owned(),
+                Outcome::Skipped
+            ),
+            (
+                "test/calc.test.js › calc › subtracts".to_owned(),
+                Outcome::Failed
+            ),
+        ]
+    );
+    let mocha = evidence::mocha(capture!("mocha_mixed")).unwrap();
+    assert_eq!((mocha.passed, mocha.failed, mocha.skipped), (1, 1, 1));
+    assert_eq!(
+        outcomes(&mocha),
+        [
+            ("calc › adds".to_owned(), Outcome::Passed),
+            ("calc › later".to_owned(), Outcome::Skipped),
+            ("calc › subtracts".to_owned(), Outcome::Failed),
+        ]
+    );
+    assert!(
+        mocha.lines.contains(&"1 failing".to_owned()),
+        "{:?}",
+        mocha.lines
+    );
+    assert!(evidence::jest(capture!("mocha_mixed")).is_none());
+    assert!(evidence::mocha(capture!("jest_mixed")).is_none());
+}
+
+#[test]
 fn a_cargo_build_failure_is_no_evidence() {
     assert_eq!(
         include_str!("../fixtures/output/cargo_broken.code").trim(),
