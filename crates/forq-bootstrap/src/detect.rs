@@ -75,6 +75,7 @@ impl Stack {
             StackKind::Pytest => evidence::pytest(output),
             StackKind::Unittest => evidence::unittest(output),
             StackKind::Rust => evidence::cargo(output),
+            StackKind::Make | StackKind::Autotools => evidence::plain(output),
             // Whichever runner the test script calls.
             StackKind::Node => evidence::node_test(output)
                 .or_else(|| evidence::jest(output))

@@ -477,3 +477,48 @@ pub fn mocha(output: &str) -> Option<Evidence> {
     tree_report(&lines[..passing_at], "", &markers, &mut ev);
     Some(ev)
 }
+
+/// The plain summary many hand-rolled harnesses print, `N passed, M failed`
+/// (either part alone too), and Automake's `# PASS: N` / `# FAIL: N` /
+/// `# ERROR: N` block: the last such summary in the output counts.
+pub fn plain(output: &str) -> Option<Evidence> {
+    let text = strip_ansi(output);
+    let mut ev = Evidence::new("plain");
+    let automake: Vec<&str> = text
+        .lines()
+        .filter(|l| {
+            [
+                "# PASS:", "# FAIL:", "# ERROR:", "# SKIP:", "# XFAIL:", "# TOTAL:",
+            ]
+            .iter()
+            .any(|p| l.starts_with(p))
+        })
+        .collect();
+    if automake.iter().any(|l| l.starts_with("# TOTAL:")) {
+        let get = |key: &str| -> u32 {
+            automake
+                .iter()
+                .rev()
+                .find_map(|l| l.strip_prefix(key))
+                .and_then(|n| n.trim().parse().ok())
+                .unwrap_or(0)
+        };
+        ev.runner = "automake".to_owned();
+        ev.passed = get("# PASS:") + get("# XFAIL:");
+        ev.failed = get("# FAIL:");
+        ev.errors = get("# ERROR:");
+        ev.skipped = get("# SKIP:");
+        ev.lines = automake.iter().map(|l| l.trim().to_owned()).collect();
+        return Some(ev);
+    }
+    let line = text.lines().rev().find(|l| {
+        let l = l.to_ascii_lowercase();
+        count_before(&l, "passed").is_some() || count_before(&l, "failed").is_some()
+    })?;
+    let lower = line.to_ascii_lowercase();
+    ev.passed = count_before(&lower, "passed").unwrap_or(0);
+    ev.failed = count_before(&lower, "failed").unwrap_or(0);
+    ev.skipped = count_before(&lower, "skipped").unwrap_or(0);
+    ev.lines.push(line.trim().to_owned());
+    Some(ev)
+}

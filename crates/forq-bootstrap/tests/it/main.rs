@@ -203,6 +203,20 @@ fn jest_and_mocha_counts_and_per_test_results() {
 }
 
 #[test]
+fn a_plain_summary_and_automakes_block() {
+    let ev = evidence::plain(capture!("make_check")).unwrap();
+    assert_eq!((ev.passed, ev.failed, ev.executed()), (2, 1, 3));
+    assert_eq!(ev.lines, ["2 passed, 1 failed"]);
+    let automake = "PASS: t1\nFAIL: t2\n====\n# TOTAL: 3\n# PASS:  1\n# SKIP:  1\n# XFAIL: 0\n# FAIL:  1\n# XPASS: 0\n# ERROR: 0\n";
+    let ev = evidence::plain(automake).unwrap();
+    assert_eq!(
+        (ev.runner.as_str(), ev.passed, ev.failed, ev.skipped),
+        ("automake", 1, 1, 1)
+    );
+    assert!(evidence::plain("make: *** No rule to make target 'check'.  Stop.\n").is_none());
+}
+
+#[test]
 fn a_cargo_build_failure_is_no_evidence() {
     assert_eq!(
         include_str!("../fixtures/output/cargo_broken.code").trim(),
@@ -546,4 +560,19 @@ async fn a_green_verdict_is_cached_by_commit_and_changes() {
     let changed = gate(dir.path(), options).await;
     assert!(!changed.cached, "{changed:#?}");
     assert_eq!((changed.passed, changed.failed), (2, 0));
+}
+
+#[tokio::test]
+async fn a_makefile_check_target_with_a_plain_summary_is_bootstrapped() {
+    let dir = repo(&[
+        ("Makefile", "check:\n\t@sh ./run-tests.sh\n"),
+        (
+            "run-tests.sh",
+            "echo 'PASS: one'\necho 'FAIL: two'\necho '1 passed, 1 failed'\nexit 1\n",
+        ),
+    ]);
+    let record = gate(dir.path(), forq_bootstrap::GateOptions::default()).await;
+    assert_eq!(record.verdict, Verdict::Bootstrapped, "{record:#?}");
+    assert_eq!((record.passed, record.failed), (1, 1));
+    assert_eq!(record.stacks[0].command, "make check");
 }
