@@ -76,6 +76,7 @@ impl Stack {
             StackKind::Unittest => evidence::unittest(output),
             StackKind::Rust => evidence::cargo(output),
             StackKind::Make | StackKind::Autotools => evidence::plain(output),
+            StackKind::Cmake => evidence::ctest(output),
             // Whichever runner the test script calls.
             StackKind::Node => evidence::node_test(output)
                 .or_else(|| evidence::jest(output))

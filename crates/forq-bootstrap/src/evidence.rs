@@ -522,3 +522,58 @@ pub fn plain(output: &str) -> Option<Evidence> {
     ev.lines.push(line.trim().to_owned());
     Some(ev)
 }
+
+/// ctest: the `N% tests passed, F tests failed out of T` summary, and the
+/// per-test `i/n Test #k: name ... Passed|***Failed|***Not Run|***Skipped`
+/// lines. `No tests were found` is evidence of nothing run.
+pub fn ctest(output: &str) -> Option<Evidence> {
+    let text = strip_ansi(output);
+    let mut ev = Evidence::new("ctest");
+    if let Some(line) = text.lines().find(|l| l.contains("No tests were found")) {
+        ev.lines.push(line.trim().to_owned());
+        return Some(ev);
+    }
+    let summary = text
+        .lines()
+        .find(|l| l.contains("tests passed") && l.contains("out of"))?;
+    let total: u32 = summary.split_whitespace().last()?.parse().ok()?;
+    // `67% tests passed, 1 tests failed out of 3`
+    ev.failed = summary
+        .split(',')
+        .nth(1)
+        .and_then(|part| part.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    ev.lines.push(summary.trim().to_owned());
+    for line in text.lines() {
+        let Some((_, rest)) = line.split_once(" Test #") else {
+            continue;
+        };
+        let Some((_, rest)) = rest.split_once(": ") else {
+            continue;
+        };
+        let name = rest.split(" .").next().unwrap_or(rest).trim();
+        let outcome = if rest.contains("Passed") {
+            Outcome::Passed
+        } else if rest.contains("Skipped") || rest.contains("Not Run") && rest.contains("Disabled")
+        {
+            Outcome::Skipped
+        } else if rest.contains("Failed") || rest.contains("Timeout") || rest.contains("Exception")
+        {
+            Outcome::Failed
+        } else if rest.contains("Not Run") {
+            Outcome::Error
+        } else {
+            continue;
+        };
+        ev.tests.insert(name.to_owned(), outcome);
+    }
+    ev.skipped = ev
+        .tests
+        .values()
+        .filter(|o| **o == Outcome::Skipped)
+        .count() as u32;
+    ev.errors = ev.tests.values().filter(|o| **o == Outcome::Error).count() as u32;
+    ev.passed = total.saturating_sub(ev.failed + ev.skipped + ev.errors);
+    Some(ev)
+}

@@ -3,7 +3,7 @@
 //!
 //! **Status: first slice.** What works: the [`Verdict`] enum with its exit
 //! codes; the evidence parsers for pytest, unittest, cargo test, node's test
-//! runner, jest, mocha, Automake and plain summaries ([`evidence`]), tested on output captured from the real
+//! runner, jest, mocha, ctest, Automake and plain summaries ([`evidence`]), tested on output captured from the real
 //! runners (`tests/fixtures/capture.sh` regenerates it); stack detection
 //! from marker files ([`detect`]); and the gate itself ([`run`]): each
 //! detected stack's install steps (with the host network) and test command

@@ -217,6 +217,23 @@ fn a_plain_summary_and_automakes_block() {
 }
 
 #[test]
+fn ctest_counts_and_per_test_results() {
+    let ev = evidence::ctest(capture!("ctest_mixed")).unwrap();
+    assert_eq!((ev.passed, ev.failed, ev.executed()), (2, 1, 3));
+    assert_eq!(
+        outcomes(&ev),
+        [
+            ("adds".to_owned(), Outcome::Passed),
+            ("adds_zero".to_owned(), Outcome::Passed),
+            ("subtracts".to_owned(), Outcome::Failed),
+        ]
+    );
+    assert_eq!(ev.lines, ["67% tests passed, 1 tests failed out of 3"]);
+    let none = evidence::ctest(capture!("ctest_none")).unwrap();
+    assert_eq!(none.executed(), 0);
+}
+
+#[test]
 fn a_cargo_build_failure_is_no_evidence() {
     assert_eq!(
         include_str!("../fixtures/output/cargo_broken.code").trim(),
@@ -575,4 +592,16 @@ async fn a_makefile_check_target_with_a_plain_summary_is_bootstrapped() {
     assert_eq!(record.verdict, Verdict::Bootstrapped, "{record:#?}");
     assert_eq!((record.passed, record.failed), (1, 1));
     assert_eq!(record.stacks[0].command, "make check");
+}
+
+#[tokio::test]
+async fn a_cmake_project_with_ctest_is_bootstrapped() {
+    let dir = repo(&[
+        ("CMakeLists.txt", "cmake_minimum_required(VERSION 3.13)\nproject(mixed C)\nenable_testing()\nadd_executable(check_add check_add.c)\nadd_test(NAME adds COMMAND check_add 2 3 5)\nadd_test(NAME subtracts COMMAND check_add 3 1 2)\n"),
+        ("check_add.c", "#include <stdlib.h>\nint main(int argc, char **argv) {\n    return argc == 4 && atoi(argv[1]) + atoi(argv[2]) == atoi(argv[3]) ? 0 : 1;\n}\n"),
+    ]);
+    let record = gate(dir.path(), forq_bootstrap::GateOptions::default()).await;
+    assert_eq!(record.verdict, Verdict::Bootstrapped, "{record:#?}");
+    assert_eq!((record.passed, record.failed), (1, 1));
+    assert_eq!(record.tests.get("subtracts"), Some(&Outcome::Failed));
 }
