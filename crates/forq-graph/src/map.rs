@@ -94,10 +94,9 @@ impl Index {
             });
         }
         let mut personal = vec![0.0; n];
-        for (i, s) in symbols.iter().enumerate() {
+        for s in &symbols {
             if focus.iter().any(|f| f == &s.id || f == &s.file) {
                 personal[node_of[s.id.as_str()].index()] = 1.0;
-                let _ = i;
             }
         }
         for f in focus {

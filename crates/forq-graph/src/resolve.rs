@@ -146,6 +146,18 @@ enum Target {
     Unknown,
 }
 
+/// What a name resolves to through an import.
+enum Through {
+    /// Definitions in the imported module.
+    Found(Vec<String>),
+    /// The module is in the repository but does not define the name.
+    Missing,
+    /// The module is outside the repository: no edge.
+    External,
+    /// The module could not be placed either way.
+    Unknown,
+}
+
 struct Resolver<'c> {
     conn: &'c Connection,
     langs: HashMap<String, Lang>,
@@ -541,14 +553,7 @@ impl<'c> Resolver<'c> {
                 .find(|i| i.name.is_none() && i.module == dotted)
                 .cloned();
             if let Some(import) = module_import {
-                return match &*self.import_target(&row.file, &import)? {
-                    Target::Files(files) => {
-                        let found = self.defined_in(files, name, None)?;
-                        Ok((!found.is_empty()).then(|| Found::exact(found)))
-                    }
-                    Target::External => Ok(None),
-                    Target::Unknown => self.by_name_only(&row.file, name, true),
-                };
+                return self.call_through_module(row, &import, None);
             }
         }
         let receiver = row.receiver.as_deref().map(simple_receiver);
@@ -565,15 +570,8 @@ impl<'c> Resolver<'c> {
                     }
                 }
             } else if let Some(import) = self.import_binding(&row.file, recv)? {
-                return match &*self.import_target(&row.file, &import)? {
-                    Target::Files(files) => {
-                        let holder = import.name.clone();
-                        let found = self.defined_in(files, name, holder.as_deref())?;
-                        Ok((!found.is_empty()).then(|| Found::exact(found)))
-                    }
-                    Target::External => Ok(None),
-                    Target::Unknown => self.by_name_only(&row.file, name, true),
-                };
+                let holder = import.name.clone();
+                return self.call_through_module(row, &import, holder.as_deref());
             } else {
                 let types: Vec<Rc<Sym>> = self
                     .named(recv)?
@@ -604,18 +602,8 @@ impl<'c> Resolver<'c> {
             }
             return self.by_name_only(&row.file, name, true);
         }
-        if let Some(import) = self.import_binding(&row.file, name)? {
-            match &*self.import_target(&row.file, &import)? {
-                Target::Files(files) => {
-                    let wanted = import.name.clone().unwrap_or_else(|| name.to_owned());
-                    let found = self.defined_in(files, &wanted, None)?;
-                    if !found.is_empty() {
-                        return Ok(Some(Found::exact(found)));
-                    }
-                }
-                Target::External => return Ok(None),
-                Target::Unknown => {}
-            }
+        if let Some(decided) = self.name_through_import(row)? {
+            return Ok(decided);
         }
         // Visible in the same file: top level, or in an enclosing scope.
         let groups = self.groups(name)?;
@@ -824,21 +812,64 @@ impl<'c> Resolver<'c> {
         Ok(target)
     }
 
+    /// Definitions called `name` in the module `import` brings in (at top
+    /// level, or directly in a type called `holder`).
+    fn through(
+        &mut self,
+        file: &str,
+        import: &ImportRow,
+        name: &str,
+        holder: Option<&str>,
+    ) -> rusqlite::Result<Through> {
+        Ok(match &*self.import_target(file, import)? {
+            Target::Files(files) => {
+                let found = self.defined_in(files, name, holder)?;
+                if found.is_empty() {
+                    Through::Missing
+                } else {
+                    Through::Found(found)
+                }
+            }
+            Target::External => Through::External,
+            Target::Unknown => Through::Unknown,
+        })
+    }
+
+    /// A call through a module (`alias.f()`, `a.b.f()`): found there, no
+    /// edge when the module does not have it or is outside, by name when it
+    /// could not be placed.
+    fn call_through_module(
+        &mut self,
+        row: &RefRow,
+        import: &ImportRow,
+        holder: Option<&str>,
+    ) -> rusqlite::Result<Option<Found>> {
+        match self.through(&row.file, import, &row.name, holder)? {
+            Through::Found(found) => Ok(Some(Found::exact(found))),
+            Through::Missing | Through::External => Ok(None),
+            Through::Unknown => self.by_name_only(&row.file, &row.name, true),
+        }
+    }
+
+    /// A name bound by an import of the file: found in the module, or
+    /// `Some(None)` (no edge) when the module is outside; `None` to go on
+    /// looking.
+    fn name_through_import(&mut self, row: &RefRow) -> rusqlite::Result<Option<Option<Found>>> {
+        let Some(import) = self.import_binding(&row.file, &row.name)? else {
+            return Ok(None);
+        };
+        let wanted = import.name.clone().unwrap_or_else(|| row.name.clone());
+        Ok(match self.through(&row.file, &import, &wanted, None)? {
+            Through::Found(found) => Some(Some(Found::exact(found))),
+            Through::External => Some(None),
+            Through::Missing | Through::Unknown => None,
+        })
+    }
+
     fn resolve_base(&mut self, row: &RefRow) -> rusqlite::Result<Option<Found>> {
         let name = row.name.as_str();
-        if let Some(import) = self.import_binding(&row.file, name)? {
-            match &*self.import_target(&row.file, &import)? {
-                Target::Files(files) => {
-                    let wanted = import.name.clone().unwrap_or_else(|| name.to_owned());
-                    let found: Vec<String> =
-                        self.defined_in(files, &wanted, None)?.into_iter().collect();
-                    if !found.is_empty() {
-                        return Ok(Some(Found::exact(found)));
-                    }
-                }
-                Target::External => return Ok(None),
-                Target::Unknown => {}
-            }
+        if let Some(decided) = self.name_through_import(row)? {
+            return Ok(decided);
         }
         let types: Vec<Rc<Sym>> = self
             .named(name)?
