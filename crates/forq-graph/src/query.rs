@@ -189,6 +189,22 @@ fn visited<K, V>(a: &HashMap<K, V>, b: &HashMap<K, V>) -> usize {
     a.len() + b.len()
 }
 
+/// The names of the languages of a family.
+fn family_langs(family: &str) -> impl Iterator<Item = &'static str> + '_ {
+    crate::lang::Lang::ALL
+        .into_iter()
+        .filter(move |l| l.family() == family)
+        .map(crate::lang::Lang::name)
+}
+
+/// `'a', 'b'` for an SQL `IN (...)` of the crate's own constant names.
+fn sql_list<'a>(items: impl Iterator<Item = &'a str>) -> String {
+    items
+        .map(|i| format!("'{i}'"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 fn family_of_lang(lang: &str) -> &'static str {
     crate::lang::Lang::ALL
         .into_iter()
@@ -290,17 +306,13 @@ impl Index {
                     // A popular name can have tens of thousands of by-name
                     // callers: read one more than a walk keeps (so it knows
                     // it was cut), in the symbol's language family only.
-                    let langs: Vec<String> = crate::lang::Lang::ALL
-                        .into_iter()
-                        .filter(|l| l.family() == family)
-                        .map(|l| format!("'{}'", l.name()))
-                        .collect();
+                    let langs = sql_list(family_langs(family));
                     let sql = format!(
                         "SELECT e.src, e.dst, e.file, e.line, e.confidence, e.candidates, e.kind
                          FROM edges e JOIN files f ON f.path = e.file
                          WHERE e.dst = ?1 AND e.kind IN ({kinds}) AND f.lang IN ({})
                          ORDER BY e.file, e.line, e.src LIMIT {}",
-                        langs.join(", "),
+                        langs,
                         MAX_FANOUT + 1
                     );
                     let mut by_name = self.store.conn.prepare_cached(&sql).map_err(&db)?;
@@ -351,24 +363,12 @@ impl Index {
         let Some((kind, name)) = marker.split_once(':') else {
             return Ok(Vec::new());
         };
-        let quoted = |items: &mut dyn Iterator<Item = &str>| -> String {
-            items
-                .map(|i| format!("'{i}'"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        let kinds = quoted(
-            &mut crate::resolve::marker_kinds(kind.chars().next().unwrap_or('f'))
+        let kinds = sql_list(
+            crate::resolve::marker_kinds(kind.chars().next().unwrap_or('f'))
                 .iter()
                 .copied(),
         );
-        let family = self.family_of(file)?;
-        let langs = quoted(
-            &mut crate::lang::Lang::ALL
-                .into_iter()
-                .filter(|l| l.family() == family)
-                .map(crate::lang::Lang::name),
-        );
+        let langs = sql_list(family_langs(self.family_of(file)?));
         // At most one more than a walk follows from one node.
         let sql = format!(
             "SELECT s.id FROM symbols s JOIN files f ON f.path = s.file

@@ -22,10 +22,10 @@ pub(crate) async fn run(args: BootstrapArgs) -> anyhow::Result<ExitCode> {
     }
     let backend = super::sandbox::open(args.backend.backend).await?;
     let record = forq_bootstrap::run(&*backend, &repo, &options).await?;
-    let mut out = std::io::stdout().lock();
     if args.json {
-        writeln!(out, "{}", serde_json::to_string(&record)?)?;
+        super::print_json(&record)?;
     } else {
+        let mut out = std::io::stdout().lock();
         for s in &record.stacks {
             writeln!(
                 out,
@@ -38,7 +38,7 @@ pub(crate) async fn run(args: BootstrapArgs) -> anyhow::Result<ExitCode> {
             writeln!(
                 out,
                 "           -> {}: {}",
-                serde_json::to_value(s.verdict)?.as_str().unwrap_or("?"),
+                verdict_name(s.verdict)?,
                 s.reason
             )?;
         }
@@ -48,12 +48,18 @@ pub(crate) async fn run(args: BootstrapArgs) -> anyhow::Result<ExitCode> {
         writeln!(
             out,
             "{}: {} ({} ms)",
-            serde_json::to_value(record.verdict)?
-                .as_str()
-                .unwrap_or("?"),
+            verdict_name(record.verdict)?,
             record.reason,
             record.duration_ms
         )?;
     }
     Ok(ExitCode::from(record.verdict.exit_code()))
+}
+
+/// A verdict as it is written in JSON (`failed_deterministic`).
+fn verdict_name(verdict: forq_bootstrap::Verdict) -> anyhow::Result<String> {
+    Ok(serde_json::to_value(verdict)?
+        .as_str()
+        .unwrap_or_default()
+        .to_owned())
 }

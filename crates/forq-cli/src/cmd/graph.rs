@@ -7,8 +7,8 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use forq_graph::{Bounded, CallEdge, Confidence, Index, IndexOptions, SymbolFilter};
-use serde::Serialize;
 
+use super::print_json;
 use crate::cli::{
     GraphBenchArgs, GraphIndexArgs, GraphMapArgs, GraphPathArgs, GraphRepo, GraphStatementsArgs,
     GraphStatsArgs, GraphSymbolsArgs, GraphUsesArgs, GraphWalkArgs,
@@ -28,12 +28,6 @@ fn open_current(repo: &GraphRepo) -> anyhow::Result<Index> {
     let mut index = open(&repo.repo, repo.db.db.as_ref(), IndexOptions::default())?;
     index.update()?;
     Ok(index)
-}
-
-fn print_json(value: &impl Serialize) -> anyhow::Result<()> {
-    let mut out = std::io::stdout().lock();
-    writeln!(out, "{}", serde_json::to_string(value)?)?;
-    Ok(())
 }
 
 /// Prints the truncation note of a bounded answer.

@@ -18,6 +18,14 @@ use crate::cli::{Cli, Command, GraphCommand, SandboxCommand};
 
 pub(crate) const EXIT_FORQ_ERROR: u8 = 125;
 
+/// Prints `value` as one line of JSON on stdout.
+fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{}", serde_json::to_string(value)?)?;
+    Ok(())
+}
+
 pub(crate) fn run(args: Cli) -> anyhow::Result<ExitCode> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -407,36 +407,14 @@ async fn docker_host_points_at_a_remote_engine() {
 async fn graph_index_then_symbols_as_json() {
     let db = tempfile::tempdir().unwrap();
     let db_path = db.path().join("graph.db").display().to_string();
-    let out = forq(&[
-        "graph",
-        "index",
-        "examples/calc",
-        "--db",
-        &db_path,
-        "--json",
-    ])
-    .await;
-    check_exit(&out, 0);
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let report = graph_json(&["index", "examples/calc"], &db_path).await;
     assert_eq!(
         (report["files"].as_u64(), report["parsed"].as_u64()),
         (Some(3), Some(3)),
         "{report}"
     );
-    let out = forq(&[
-        "graph",
-        "symbols",
-        "--repo",
-        "examples/calc",
-        "--db",
-        &db_path,
-        "--kind",
-        "method",
-        "--json",
-    ])
-    .await;
-    check_exit(&out, 0);
-    let symbols: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let args = ["symbols", "--repo", "examples/calc", "--kind", "method"];
+    let symbols = graph_json(&args, &db_path).await;
     let rows: Vec<(String, String, u64, u64)> = symbols
         .as_array()
         .unwrap()
@@ -463,19 +441,7 @@ async fn graph_index_then_symbols_as_json() {
 async fn graph_callers_resolve_a_name_or_say_which_ids_to_pass() {
     let db = tempfile::tempdir().unwrap();
     let db_path = db.path().join("graph.db").display().to_string();
-    let out = forq(&[
-        "graph",
-        "callers",
-        "add",
-        "--repo",
-        "examples/calc",
-        "--db",
-        &db_path,
-        "--json",
-    ])
-    .await;
-    check_exit(&out, 0);
-    let edges: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let edges = graph_json(&["callers", "add", "--repo", "examples/calc"], &db_path).await;
     assert_eq!(
         edges,
         serde_json::json!({"items": [{
