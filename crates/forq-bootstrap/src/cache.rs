@@ -31,6 +31,11 @@ pub(crate) fn manifest_path(repo: &Path) -> PathBuf {
 /// The cache key of `repo` and its HEAD, read by git inside a sandbox;
 /// `None` when the repository is not a git checkout (nothing is cached).
 pub(crate) async fn key(backend: &dyn Backend, repo: &Path) -> Option<(String, String)> {
+    // The sandbox sees `repo` alone: without its own `.git` (a directory,
+    // or a worktree's file) git cannot answer there, so no sandbox is made.
+    if !repo.join(".git").exists() {
+        return None;
+    }
     let sandbox = backend.create(&SandboxSpec::new(repo)).await.ok()?;
     // HEAD, then what differs from it: tracked changes and untracked files
     // (forq's own directory left out).
