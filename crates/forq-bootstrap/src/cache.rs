@@ -63,23 +63,13 @@ pub(crate) fn load(repo: &Path, key: &str) -> Option<Record> {
 
 /// Writes the manifest (whole: a temporary file renamed over the old one).
 pub(crate) fn store(repo: &Path, key: &str, head: &str, record: &Record) -> std::io::Result<()> {
-    let path = manifest_path(repo);
-    let dir = path.parent().unwrap_or(repo);
-    std::fs::create_dir_all(dir)?;
-    let ignore = repo.join(".forq").join(".gitignore");
-    if !ignore.exists() {
-        std::fs::write(&ignore, "*\n")?;
-    }
+    crate::journal::ignore_forq_dir(repo)?;
     let manifest = Manifest {
         key: key.to_owned(),
         head: head.to_owned(),
         forq_version: VERSION.to_owned(),
         record: record.clone(),
     };
-    let tmp = dir.join(format!(".manifest.{}.tmp", std::process::id()));
-    std::fs::write(
-        &tmp,
-        serde_json::to_vec_pretty(&manifest).map_err(std::io::Error::other)?,
-    )?;
-    std::fs::rename(&tmp, &path)
+    let bytes = serde_json::to_vec_pretty(&manifest).map_err(std::io::Error::other)?;
+    crate::journal::write_whole(&manifest_path(repo), &bytes)
 }

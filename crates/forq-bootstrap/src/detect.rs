@@ -34,6 +34,10 @@ pub enum StackKind {
     Autotools,
     /// A Makefile with a `test` or `check` target.
     Make,
+    /// A recipe given rather than detected (a configuration's golden
+    /// commands, or one the agentic fallback proposed): its output is read
+    /// by whichever parser finds evidence in it.
+    Custom,
 }
 
 /// A detected stack: what it is, why, and how to run it.
@@ -65,23 +69,51 @@ impl Stack {
             StackKind::Meson => "meson",
             StackKind::Autotools => "autotools",
             StackKind::Make => "make",
+            StackKind::Custom => "custom",
         }
     }
 
-    /// Reads the evidence of this stack's runner out of its output, where
-    /// this crate has a parser for it yet.
+    /// A recipe of one's own: install steps and a test command, run and
+    /// judged like a detected stack's.
+    pub fn custom(marker: &str, install: Vec<String>, command: &str) -> Stack {
+        Stack {
+            kind: StackKind::Custom,
+            marker: marker.to_owned(),
+            install,
+            command: command.to_owned(),
+        }
+    }
+
+    /// Where the runner leaves JUnit XML reports (a `find -path` pattern
+    /// relative to the workspace), for the stacks whose console output
+    /// names no passing test.
+    pub fn reports(&self) -> Option<&'static str> {
+        match self.kind {
+            StackKind::Maven => Some("*/surefire-reports/TEST-*.xml"),
+            StackKind::Gradle => Some("*/test-results/*/TEST-*.xml"),
+            _ => None,
+        }
+    }
+
+    /// Reads the evidence of this stack's runner out of its output.
     pub fn parse(&self, output: &str) -> Option<Evidence> {
         match self.kind {
             StackKind::Pytest => evidence::pytest(output),
             StackKind::Unittest => evidence::unittest(output),
-            StackKind::Rust => evidence::cargo(output),
+            // nextest's report quotes a failing test's own `test result:`.
+            StackKind::Rust => evidence::nextest(output).or_else(|| evidence::cargo(output)),
+            StackKind::Go => evidence::go_test_json(output).or_else(|| evidence::go_test(output)),
             StackKind::Make | StackKind::Autotools => evidence::plain(output),
             StackKind::Cmake => evidence::ctest(output),
+            StackKind::Meson => evidence::meson(output),
+            StackKind::Maven => evidence::maven(output),
+            StackKind::Gradle => evidence::gradle(output),
             // Whichever runner the test script calls.
             StackKind::Node => evidence::node_test(output)
                 .or_else(|| evidence::jest(output))
+                .or_else(|| evidence::vitest(output))
                 .or_else(|| evidence::mocha(output)),
-            _ => None,
+            StackKind::Custom => evidence::any(output),
         }
     }
 }
@@ -269,15 +301,27 @@ pub fn detect(root: &Path) -> Vec<Stack> {
         out.push(stack(
             StackKind::Rust,
             "Cargo.toml",
-            Vec::new(),
-            "cargo test --workspace --no-fail-fast",
+            vec!["cargo fetch".to_owned()],
+            "cargo test --workspace --no-fail-fast --offline",
         ));
     }
     if let Some(gomod) = read(root, "go.mod") {
         // Offline only: no external requirements, or vendored ones.
         let external = gomod.lines().any(|l| l.trim_start().starts_with("require"));
-        if !external || root.join("vendor").is_dir() {
-            out.push(stack(StackKind::Go, "go.mod", Vec::new(), "go test ./..."));
+        let vendored = root.join("vendor").is_dir();
+        if !external || vendored {
+            // No module proxy, no toolchain download: what is here builds.
+            let flags = if vendored { " GOFLAGS=-mod=vendor" } else { "" };
+            out.push(stack(
+                StackKind::Go,
+                if vendored {
+                    "go.mod with vendor/"
+                } else {
+                    "go.mod without requirements"
+                },
+                Vec::new(),
+                &format!("GOPROXY=off GOTOOLCHAIN=local{flags} go test -v ./..."),
+            ));
         }
     }
     // C and C++: the native runner, or a Makefile target.
@@ -342,11 +386,12 @@ pub fn detect(root: &Path) -> Vec<Stack> {
     }
     // Java last: its dependencies usually need the network.
     if exists(root, "pom.xml") {
+        // Dependencies and plugins with the network, then the tests offline.
         out.push(stack(
             StackKind::Maven,
             "pom.xml",
-            Vec::new(),
-            "mvn -B -q test",
+            vec!["mvn -B -DskipTests test-compile".to_owned()],
+            "mvn -B -o test",
         ));
     } else if exists(root, "build.gradle") || exists(root, "build.gradle.kts") {
         let gradle = if exists(root, "gradlew") {
@@ -357,8 +402,8 @@ pub fn detect(root: &Path) -> Vec<Stack> {
         out.push(stack(
             StackKind::Gradle,
             "build.gradle",
-            Vec::new(),
-            &format!("{gradle} test --no-daemon"),
+            vec![format!("{gradle} testClasses --no-daemon")],
+            &format!("{gradle} test --offline --no-daemon"),
         ));
     }
     out

@@ -2,21 +2,91 @@
 //! command inside a sandbox, read the evidence, and conclude.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use forq_sandbox::{Backend, BackendKind, ExecOutcome, ExecRequest, Network, SandboxSpec};
+use forq_sandbox::{Backend, BackendKind, ExecOutcome, ExecRequest, Network, Sandbox, SandboxSpec};
 use serde::{Deserialize, Serialize};
 
-use crate::detect::{detect, Stack};
+use crate::detect::{detect, Stack, StackKind};
 use crate::evidence::{Evidence, Outcome};
+use crate::journal::{Journal, JournalError};
 use crate::verdict::Verdict;
 
 /// Output kept in a record, from the end (where runners summarise).
 const TAIL_CHARS: usize = 4000;
 
+/// A phase of a stack's run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Phase {
+    /// An install or build step (with the network).
+    Install,
+    /// The test command.
+    Test,
+}
+
+/// What the gate reports as it goes, to a [`GateOptions::observer`].
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Progress<'a> {
+    /// The stacks detected, about to be tried in this order.
+    Detected(&'a [Stack]),
+    /// The verdict came from the recipe cache; nothing will run.
+    Cached(&'a Record),
+    /// A step starts.
+    Step {
+        /// The stack (`pytest`, `rust`, ...).
+        stack: &'a str,
+        /// Install or test.
+        phase: Phase,
+        /// The command.
+        command: &'a str,
+    },
+    /// A step ended.
+    StepDone {
+        /// The stack.
+        stack: &'a str,
+        /// Install or test.
+        phase: Phase,
+        /// The command.
+        command: &'a str,
+        /// Its exit code (124 when it timed out).
+        exit_code: i32,
+        /// How long it took.
+        duration_ms: u64,
+    },
+    /// A stack has its own verdict.
+    StackDone(&'a StackRun),
+    /// The detected stacks failed; the fallback proposed these recipes,
+    /// which run next.
+    Fallback(&'a [Stack]),
+}
+
+/// Follows a gate run.
+pub trait Observer: Send + Sync {
+    /// Called at every step, in order, from the task running the gate.
+    fn progress(&self, event: &Progress<'_>);
+}
+
+/// The agentic fallback's hook: when the detected stacks did not bootstrap
+/// (or none was detected), the gate asks it for recipes — install steps
+/// and a test command, say from an agent that read the repository — and
+/// runs each exactly as it runs a detected stack, judged by the same
+/// evidence. The fallback proposes; only the runner's output can make the
+/// verdict green. Every proposal failing (or none made) is
+/// `failed_agentic`.
+#[async_trait::async_trait]
+pub trait Fallback: Send + Sync {
+    /// Recipes to try on `repo`, given the record of what failed (its
+    /// stacks carry each reason and output tail). Empty: nothing to try.
+    async fn propose(&self, repo: &Path, failed: &Record) -> Vec<Stack>;
+}
+
 /// How the gate runs.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 #[non_exhaustive]
 pub struct GateOptions {
     /// Cap on each install step (default 10 minutes).
@@ -30,6 +100,28 @@ pub struct GateOptions {
     pub skip: bool,
     /// Run even when the recipe cache has this commit's verdict.
     pub no_cache: bool,
+    /// A SQLite database to record the run in (table `bootstrap_runs`),
+    /// besides `.forq/bootstrap/run.json`.
+    pub store: Option<PathBuf>,
+    /// Told of every step.
+    pub observer: Option<Arc<dyn Observer>>,
+    /// Asked for recipes when the detected stacks fail.
+    pub fallback: Option<Arc<dyn Fallback>>,
+}
+
+impl std::fmt::Debug for GateOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GateOptions")
+            .field("install_timeout", &self.install_timeout)
+            .field("test_timeout", &self.test_timeout)
+            .field("test_network", &self.test_network)
+            .field("skip", &self.skip)
+            .field("no_cache", &self.no_cache)
+            .field("store", &self.store)
+            .field("observer", &self.observer.is_some())
+            .field("fallback", &self.fallback.is_some())
+            .finish()
+    }
 }
 
 impl Default for GateOptions {
@@ -40,6 +132,9 @@ impl Default for GateOptions {
             test_network: Network::None,
             skip: false,
             no_cache: false,
+            store: None,
+            observer: None,
+            fallback: None,
         }
     }
 }
@@ -60,6 +155,26 @@ impl GateOptions {
     pub fn no_cache(mut self, no_cache: bool) -> Self {
         self.no_cache = no_cache;
         self
+    }
+    /// Also records the run in this SQLite database.
+    pub fn store(mut self, path: impl Into<PathBuf>) -> Self {
+        self.store = Some(path.into());
+        self
+    }
+    /// Reports progress to `observer`.
+    pub fn observer(mut self, observer: Arc<dyn Observer>) -> Self {
+        self.observer = Some(observer);
+        self
+    }
+    /// Asks `fallback` for recipes when the detected stacks fail.
+    pub fn fallback(mut self, fallback: Arc<dyn Fallback>) -> Self {
+        self.fallback = Some(fallback);
+        self
+    }
+    fn tell(&self, event: &Progress<'_>) {
+        if let Some(o) = &self.observer {
+            o.progress(event);
+        }
     }
 }
 
@@ -87,6 +202,9 @@ pub struct StackRun {
     pub output_tail: String,
     /// How long the stack took.
     pub duration_ms: u64,
+    /// Versions of its toolchain, when it was green.
+    #[serde(default)]
+    pub toolchains: BTreeMap<String, String>,
 }
 
 /// The gate's record.
@@ -116,6 +234,12 @@ pub struct Record {
     pub cached: bool,
     /// How long the gate took.
     pub duration_ms: u64,
+    /// The commit the verdict is about, when the repository is a git checkout.
+    #[serde(default)]
+    pub head: Option<String>,
+    /// Versions of the toolchain the deciding stack ran with (`python3 --version`, …).
+    #[serde(default)]
+    pub toolchains: BTreeMap<String, String>,
 }
 
 /// What can stop the gate itself (as opposed to a verdict about the
@@ -132,6 +256,9 @@ pub enum Error {
         #[source]
         source: forq_sandbox::Error,
     },
+    /// The run record could not be written.
+    #[error(transparent)]
+    Journal(#[from] JournalError),
     /// The recipe cache could not be written.
     #[error("cannot write the bootstrap manifest {path:?}")]
     Cache {
@@ -153,7 +280,55 @@ fn secs(d: Duration) -> u64 {
     d.as_secs()
 }
 
+/// The line of a failed command's output that most likely says why: a
+/// missing module or command, an unresolvable dependency or host, a
+/// compile error, a full disk.
+fn cause(output: &str) -> Option<String> {
+    const SIGNS: [&str; 22] = [
+        "ModuleNotFoundError:",
+        "ImportError:",
+        "No module named",
+        "could not be resolved",
+        "Could not resolve dependencies",
+        "Could not transfer artifact",
+        "Could not resolve host",
+        "Name or service not known",
+        "Temporary failure in name resolution",
+        "ENOTFOUND",
+        "EAI_AGAIN",
+        "command not found",
+        "No such file or directory",
+        "no required module provides package",
+        "cannot find package",
+        "error[E",
+        "error: could not compile",
+        "CMake Error",
+        "ERROR: Could not find a version",
+        "No space left on device",
+        "npm ERR!",
+        "npm error",
+    ];
+    let text = crate::evidence::strip_ansi(output);
+    SIGNS.iter().find_map(|sign| {
+        text.lines()
+            .find(|l| l.contains(sign))
+            .map(|l| l.trim().chars().take(240).collect())
+    })
+}
+
+/// `reason`, followed by the output's most telling line when there is one.
+fn with_cause(reason: String, output: &str) -> String {
+    match cause(output) {
+        Some(line) => format!("{reason}: {line}"),
+        None => reason,
+    }
+}
+
 /// Runs the gate on the repository at `repo` with sandboxes from `backend`.
+///
+/// The run is recorded as it goes in `.forq/bootstrap/run.json` (and in
+/// [`GateOptions::store`]): `running` with the current phase, then
+/// `finished` with the verdict.
 pub async fn run(
     backend: &dyn Backend,
     repo: &Path,
@@ -172,59 +347,60 @@ pub async fn run(
         reason: "the caller asked to skip the gate".to_owned(),
         cached: false,
         duration_ms: 0,
+        head: None,
+        toolchains: BTreeMap::new(),
     };
     if options.skip {
         return Ok(record);
     }
     // The recipe cache: a green verdict for this commit and these changes.
     let key = crate::cache::key(backend, repo).await;
+    record.head = key.as_ref().map(|(_, head)| head.clone());
     if let (Some((key, _)), false) = (&key, options.no_cache) {
         if let Some(mut cached) = crate::cache::load(repo, key) {
             cached.cached = true;
             cached.duration_ms = started.elapsed().as_millis() as u64;
+            options.tell(&Progress::Cached(&cached));
             return Ok(cached);
         }
     }
+    record.verdict = Verdict::FailedDeterministic;
+    record.reason = "interrupted".to_owned();
+    let journal = Journal::start(repo, options.store.as_deref(), &record)?;
     let stacks = detect(repo);
-    if stacks.is_empty() {
-        record.verdict = Verdict::UnsupportedEcosystem;
-        record.reason = "no registered stack matched: no pytest or unittest tests, package.json test script, \
-                         Cargo.toml, offline go.mod, CMake/Meson/Autotools tests, Makefile test target, pom.xml or build.gradle"
-            .to_owned();
-        record.duration_ms = started.elapsed().as_millis() as u64;
-        return Ok(record);
-    }
+    options.tell(&Progress::Detected(&stacks));
+    // Every stack is tried and reported (a monorepo's parts each get a
+    // verdict); the cheapest green one decides.
     for stack in &stacks {
-        let run = run_stack(backend, repo, stack, options).await?;
+        let run = run_stack(backend, repo, stack, options, &journal, &record).await?;
         record.stacks.push(run);
     }
-    let decided = record
-        .stacks
-        .iter()
-        .find(|s| s.verdict == Verdict::Bootstrapped)
-        .or(record.stacks.first());
-    if let Some(d) = decided {
-        record.verdict = d.verdict;
-        record.reason = if d.verdict == Verdict::Bootstrapped {
-            d.reason.clone()
-        } else {
-            record
-                .stacks
-                .iter()
-                .map(|s| format!("{}: {}", s.name, s.reason))
-                .collect::<Vec<_>>()
-                .join("; ")
-        };
-        if let Some(ev) = &d.evidence {
-            record.tests_executed = ev.executed();
-            record.passed = ev.passed;
-            record.failed = ev.failed;
-            record.skipped = ev.skipped;
-            record.tests = ev.tests.clone();
-            record.evidence = ev.lines.clone();
+    conclude(&mut record, stacks.is_empty());
+    if record.verdict != Verdict::Bootstrapped {
+        if let Some(fallback) = &options.fallback {
+            let proposals = fallback.propose(repo, &record).await;
+            options.tell(&Progress::Fallback(&proposals));
+            let mut verdict = Verdict::FailedAgentic;
+            for stack in &proposals {
+                let run = run_stack(backend, repo, stack, options, &journal, &record).await?;
+                let green = run.verdict == Verdict::Bootstrapped;
+                record.stacks.push(run);
+                if green {
+                    verdict = Verdict::Bootstrapped;
+                    break;
+                }
+            }
+            conclude(&mut record, false);
+            if verdict == Verdict::FailedAgentic {
+                record.verdict = verdict;
+                if proposals.is_empty() {
+                    record.reason = format!("{}; the fallback proposed no recipe", record.reason);
+                }
+            }
         }
     }
     record.duration_ms = started.elapsed().as_millis() as u64;
+    journal.mark("finished", "done", &record)?;
     // Only success is cached: a failure may be the environment's.
     if let (Some((key, head)), Verdict::Bootstrapped) = (&key, record.verdict) {
         crate::cache::store(repo, key, head, &record).map_err(|source| Error::Cache {
@@ -235,11 +411,97 @@ pub async fn run(
     Ok(record)
 }
 
+/// The record's verdict, reason and evidence from its stacks: the green one
+/// if any, else all their reasons.
+fn conclude(record: &mut Record, nothing_detected: bool) {
+    if nothing_detected {
+        record.verdict = Verdict::UnsupportedEcosystem;
+        record.reason = "no registered stack matched: no pytest or unittest tests, package.json test script, \
+                         Cargo.toml, offline go.mod, CMake/Meson/Autotools tests, Makefile test target, pom.xml or build.gradle"
+            .to_owned();
+        return;
+    }
+    let green = record
+        .stacks
+        .iter()
+        .find(|s| s.verdict == Verdict::Bootstrapped);
+    let Some(decided) = green.or(record.stacks.first()) else {
+        return;
+    };
+    record.verdict = decided.verdict;
+    record.reason = if green.is_some() {
+        decided.reason.clone()
+    } else {
+        record
+            .stacks
+            .iter()
+            .map(|s| format!("{}: {}", s.name, s.reason))
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    record.toolchains = decided.toolchains.clone();
+    if let Some(ev) = &decided.evidence {
+        record.tests_executed = ev.executed();
+        record.passed = ev.passed;
+        record.failed = ev.failed;
+        record.skipped = ev.skipped;
+        record.tests = ev.tests.clone();
+        record.evidence = ev.lines.clone();
+    }
+}
+
+/// The JUnit XML reports a stack's runner left in the sandbox, as (file
+/// name, contents): at most 500 files of at most 8 MiB each.
+async fn read_reports(sandbox: &dyn Sandbox, pattern: &str) -> Vec<(String, String)> {
+    let find = format!(
+        "find . -path ./.git -prune -o -path './{pattern}' -type f -size -8192k -print | head -n 500"
+    );
+    let Ok(out) = sandbox
+        .exec(
+            ExecRequest::shell(find)
+                .stdin(Vec::new())
+                .timeout(Duration::from_secs(60)),
+        )
+        .await
+    else {
+        return Vec::new();
+    };
+    let mut reports = Vec::new();
+    for path in out.stdout_text().lines() {
+        let path = path.trim_start_matches("./");
+        if let Ok(bytes) = sandbox.read_file(Path::new(path)).await {
+            reports.push((
+                path.to_owned(),
+                String::from_utf8_lossy(&bytes).into_owned(),
+            ));
+        }
+    }
+    reports
+}
+
+/// The command that prints the version of a stack's toolchain.
+fn version_command(kind: StackKind) -> Option<(&'static str, &'static str)> {
+    Some(match kind {
+        StackKind::Pytest | StackKind::Unittest => ("python", "python3 --version"),
+        StackKind::Node => ("node", "node --version"),
+        StackKind::Rust => ("cargo", "cargo --version"),
+        StackKind::Go => ("go", "go version"),
+        StackKind::Maven => ("maven", "mvn -v | head -n 1"),
+        StackKind::Gradle => ("java", "java -version 2>&1 | head -n 1"),
+        StackKind::Cmake => ("cmake", "cmake --version | head -n 1"),
+        StackKind::Meson => ("meson", "meson --version"),
+        StackKind::Autotools | StackKind::Make => ("make", "make --version | head -n 1"),
+        _ => return None,
+    })
+}
+
 async fn run_stack(
     backend: &dyn Backend,
     repo: &Path,
     stack: &Stack,
     options: &GateOptions,
+    journal: &Journal,
+    record: &Record,
 ) -> Result<StackRun, Error> {
     let started = Instant::now();
     let sandbox_error = |source| Error::Sandbox {
@@ -269,6 +531,7 @@ async fn run_stack(
         evidence: None,
         output_tail: String::new(),
         duration_ms: 0,
+        toolchains: BTreeMap::new(),
     };
     let exec = |script: &str, timeout: Duration, network: Network| {
         let mut req = ExecRequest::shell(script.to_owned())
@@ -279,21 +542,53 @@ async fn run_stack(
         }
         req
     };
+    let step = |phase: Phase, command: &str| -> Result<Instant, Error> {
+        let label = match phase {
+            Phase::Install => "install",
+            Phase::Test => "test",
+        };
+        journal.mark(
+            "running",
+            &format!("{label} {}: {command}", stack.name()),
+            record,
+        )?;
+        options.tell(&Progress::Step {
+            stack: stack.name(),
+            phase,
+            command,
+        });
+        Ok(Instant::now())
+    };
+    let done = |phase: Phase, command: &str, out: &ExecOutcome, at: Instant| {
+        options.tell(&Progress::StepDone {
+            stack: stack.name(),
+            phase,
+            command,
+            exit_code: if out.timed_out { 124 } else { out.shell_code() },
+            duration_ms: at.elapsed().as_millis() as u64,
+        });
+    };
     let mut failed_install = None;
-    for step in &stack.install {
+    for command in &stack.install {
+        let at = step(Phase::Install, command)?;
         let out = sandbox
-            .exec(exec(step, options.install_timeout, Network::Host))
+            .exec(exec(command, options.install_timeout, Network::Host))
             .await
             .map_err(sandbox_error)?;
+        done(Phase::Install, command, &out, at);
         run.exit_code = Some(out.shell_code());
         run.output_tail = tail(&out);
+        let text = format!("{}\n{}", out.stdout_text(), out.stderr_text());
         if out.timed_out {
             failed_install = Some(format!(
-                "install step `{step}` timed out after {} s",
+                "install step `{command}` timed out after {} s",
                 secs(options.install_timeout)
             ));
         } else if !out.success() {
-            failed_install = Some(format!("install step `{step}` exited {}", out.shell_code()));
+            failed_install = Some(with_cause(
+                format!("install step `{command}` exited {}", out.shell_code()),
+                &text,
+            ));
         }
         if failed_install.is_some() {
             break;
@@ -302,6 +597,7 @@ async fn run_stack(
     if let Some(reason) = failed_install {
         run.reason = reason;
     } else {
+        let at = step(Phase::Test, &stack.command)?;
         let out = sandbox
             .exec(exec(
                 &stack.command,
@@ -310,28 +606,51 @@ async fn run_stack(
             ))
             .await
             .map_err(sandbox_error)?;
+        done(Phase::Test, &stack.command, &out, at);
         let code = out.shell_code();
         run.exit_code = Some(code);
         run.output_tail = tail(&out);
         let text = format!("{}\n{}", out.stdout_text(), out.stderr_text());
         run.evidence = stack.parse(&text);
+        // Build tools that name no passing test on the console: their XML
+        // reports are the per-test evidence.
+        if let Some(pattern) = stack.reports() {
+            let reports = read_reports(&*sandbox, pattern).await;
+            if let Some(mut xml) = crate::evidence::junit_reports(&reports) {
+                if let Some(console) = &run.evidence {
+                    xml.collection_errors = console.collection_errors;
+                    xml.lines.splice(0..0, console.lines.iter().cloned());
+                }
+                xml.runner = stack.name().to_owned();
+                run.evidence = Some(xml);
+            }
+        }
         run.reason = match (&run.evidence, out.timed_out, code) {
             (_, true, _) => format!(
                 "`{}` timed out after {} s",
                 stack.command,
                 secs(options.test_timeout)
             ),
-            (_, _, 126 | 127) => format!(
-                "`{}` could not run (exit {code}: not found or not executable)",
-                stack.command
+            (_, _, 126 | 127) => with_cause(
+                format!(
+                    "`{}` could not run (exit {code}: not found or not executable)",
+                    stack.command
+                ),
+                &text,
             ),
-            (None, _, _) => format!(
-                "no evidence of a test run in the output of `{}` (exit {code})",
-                stack.command
+            (None, _, _) => with_cause(
+                format!(
+                    "no evidence of a test run in the output of `{}` (exit {code})",
+                    stack.command
+                ),
+                &text,
             ),
-            (Some(ev), _, _) if ev.executed() == 0 && ev.collection_errors > 0 => format!(
-                "no test ran: {} test module(s) failed to load (exit {code})",
-                ev.collection_errors
+            (Some(ev), _, _) if ev.executed() == 0 && ev.collection_errors > 0 => with_cause(
+                format!(
+                    "no test ran: {} test module(s) failed to load (exit {code})",
+                    ev.collection_errors
+                ),
+                &text,
             ),
             (Some(ev), _, _) if ev.executed() == 0 => format!("no tests ran (exit {code})"),
             (Some(ev), _, _) => {
@@ -346,8 +665,24 @@ async fn run_stack(
                 )
             }
         };
+        if run.verdict == Verdict::Bootstrapped {
+            if let Some((tool, command)) = version_command(stack.kind) {
+                let out = sandbox
+                    .exec(exec(command, Duration::from_secs(30), Network::None))
+                    .await;
+                if let Some(version) = out
+                    .ok()
+                    .filter(ExecOutcome::success)
+                    .map(|o| o.stdout_text().trim().to_owned())
+                    .filter(|v| !v.is_empty())
+                {
+                    run.toolchains.insert(tool.to_owned(), version);
+                }
+            }
+        }
     }
     sandbox.destroy().await.map_err(sandbox_error)?;
     run.duration_ms = started.elapsed().as_millis() as u64;
+    options.tell(&Progress::StackDone(&run));
     Ok(run)
 }

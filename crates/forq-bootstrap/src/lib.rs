@@ -30,9 +30,11 @@ mod cache;
 mod detect;
 pub mod evidence;
 mod gate;
+mod journal;
 mod verdict;
 
 pub use detect::{detect, Stack, StackKind};
 pub use evidence::{Evidence, Outcome};
-pub use gate::{run, Error, GateOptions, Record, StackRun};
+pub use gate::{run, Error, Fallback, GateOptions, Observer, Phase, Progress, Record, StackRun};
+pub use journal::{run_record_path, JournalError};
 pub use verdict::Verdict;

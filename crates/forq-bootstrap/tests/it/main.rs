@@ -13,6 +13,8 @@ macro_rules! capture {
     };
 }
 
+mod runners;
+
 fn outcomes(ev: &forq_bootstrap::Evidence) -> Vec<(String, Outcome)> {
     ev.tests.iter().map(|(k, v)| (k.clone(), *v)).collect()
 }
@@ -363,11 +365,19 @@ fn node_needs_a_real_test_script() {
 fn native_runners_and_makefiles() {
     assert_eq!(
         detected(&[("Cargo.toml", "[package]\n")]),
-        ["rust: Cargo.toml => cargo test --workspace --no-fail-fast"]
+        ["rust: Cargo.toml => cargo test --workspace --no-fail-fast --offline"]
     );
     assert_eq!(
         detected(&[("go.mod", "module x\n\ngo 1.22\n")]),
-        ["go: go.mod => go test ./..."]
+        ["go: go.mod without requirements => GOPROXY=off GOTOOLCHAIN=local go test -v ./..."]
+    );
+    // Vendored requirements build offline.
+    assert_eq!(
+        detected(&[
+            ("go.mod", "module x\n\nrequire github.com/a/b v1.0.0\n"),
+            ("vendor/modules.txt", "# github.com/a/b v1.0.0\n"),
+        ]),
+        ["go: go.mod with vendor/ => GOPROXY=off GOTOOLCHAIN=local GOFLAGS=-mod=vendor go test -v ./..."]
     );
     // External requirements and no vendor directory: it cannot build offline.
     assert!(detected(&[("go.mod", "module x\n\nrequire github.com/a/b v1.0.0\n")]).is_empty());

@@ -10,6 +10,12 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+mod go;
+mod jvm;
+
+pub use go::{go_test, go_test_json};
+pub use jvm::{gradle, junit_reports, maven};
+
 /// How one test ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -62,6 +68,16 @@ impl Evidence {
     /// Skipped tests and collection errors did not run.
     pub fn executed(&self) -> u32 {
         self.passed + self.failed + self.errors
+    }
+
+    /// Counts one test that ended with `outcome`.
+    fn tally(&mut self, outcome: Outcome) {
+        match outcome {
+            Outcome::Passed => self.passed += 1,
+            Outcome::Failed => self.failed += 1,
+            Outcome::Skipped => self.skipped += 1,
+            Outcome::Error => self.errors += 1,
+        }
     }
 }
 
@@ -576,4 +592,215 @@ pub fn ctest(output: &str) -> Option<Evidence> {
     ev.errors = ev.tests.values().filter(|o| **o == Outcome::Error).count() as u32;
     ev.passed = total.saturating_sub(ev.failed + ev.skipped + ev.errors);
     Some(ev)
+}
+
+/// cargo-nextest: the closing `Summary [Xs] N tests run: P passed, F
+/// failed, S skipped` line (with `T timed out` as errors), and the per-test
+/// `PASS [Xs] (i/n) binary test::path` lines, ids `binary::test::path`.
+/// nextest runs no doc-tests.
+pub fn nextest(output: &str) -> Option<Evidence> {
+    let text = strip_ansi(output);
+    let summary = text
+        .lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| l.starts_with("Summary [") && l.contains(" run: "))?;
+    let mut ev = Evidence::new("nextest");
+    let counts = summary.split_once(" run: ").map_or("", |(_, c)| c);
+    ev.passed = count_before(counts, "passed").unwrap_or(0);
+    ev.failed = count_before(counts, "failed").unwrap_or(0);
+    ev.skipped = count_before(counts, "skipped").unwrap_or(0);
+    ev.errors = count_before(counts, "timed").unwrap_or(0);
+    if let Some(start) = text
+        .lines()
+        .map(str::trim)
+        .find(|l| l.starts_with("Starting "))
+    {
+        ev.lines.push(start.to_owned());
+    }
+    ev.lines.push(summary.to_owned());
+    for line in text.lines() {
+        let Some((status, rest)) = line.trim().split_once(" [") else {
+            continue;
+        };
+        let outcome = match status {
+            "PASS" | "LEAK" => Outcome::Passed,
+            "FAIL" | "ABORT" => Outcome::Failed,
+            "SKIP" => Outcome::Skipped,
+            "TIMEOUT" => Outcome::Error,
+            s if s.starts_with("SIG") => Outcome::Failed,
+            _ => continue,
+        };
+        // `   0.015s] (1/3) mixed tests::adds`
+        let Some((_, after)) = rest.split_once("] ") else {
+            continue;
+        };
+        let after = match after.strip_prefix('(') {
+            Some(a) => a.split_once(") ").map_or(a, |(_, name)| name),
+            None => after,
+        };
+        if let Some((binary, test)) = after.trim().split_once(' ') {
+            ev.tests
+                .insert(format!("{binary}::{}", test.trim()), outcome);
+        }
+    }
+    Some(ev)
+}
+
+/// vitest: the `Tests  F failed | P passed | S skipped (T)` summary (`Tests
+/// no tests` when none ran), the `Test Files` line, per-test `✓`/`×`/`↓`
+/// lines of the verbose reporter and the `FAIL  file > suite > test` lines
+/// of any reporter, ids `file > suite > test`. A `FAIL  file [ file ]`
+/// line is a test file that failed to load.
+pub fn vitest(output: &str) -> Option<Evidence> {
+    let text = strip_ansi(output);
+    let summary = text.lines().map(str::trim).find(|l| {
+        l.strip_prefix("Tests ").is_some_and(|rest| {
+            rest.starts_with(' ') && (rest.contains('(') || rest.contains("no tests"))
+        })
+    })?;
+    let mut ev = Evidence::new("vitest");
+    let body = summary.trim_start_matches("Tests").replace('|', ",");
+    ev.passed = count_before(&body, "passed").unwrap_or(0);
+    ev.failed = count_before(&body, "failed").unwrap_or(0);
+    ev.skipped =
+        count_before(&body, "skipped").unwrap_or(0) + count_before(&body, "todo").unwrap_or(0);
+    if let Some(files) = text
+        .lines()
+        .map(str::trim)
+        .find(|l| l.starts_with("Test Files "))
+    {
+        ev.lines.push(files.to_owned());
+    }
+    ev.lines.push(summary.to_owned());
+    let without_duration = |name: &str| -> String {
+        match name.rsplit_once(' ') {
+            Some((n, t)) if t.ends_with("ms") && t[..t.len() - 2].parse::<f64>().is_ok() => {
+                n.to_owned()
+            }
+            _ => name.to_owned(),
+        }
+    };
+    for line in text.lines() {
+        let t = line.trim();
+        if let Some(rest) = t.strip_prefix("FAIL ") {
+            let rest = rest.trim();
+            if rest.contains(" > ") {
+                ev.tests.insert(without_duration(rest), Outcome::Failed);
+            } else if rest.ends_with(" ]") {
+                ev.collection_errors += 1;
+            }
+            continue;
+        }
+        let (outcome, rest) = if let Some(r) = t.strip_prefix("✓ ") {
+            (Outcome::Passed, r)
+        } else if let Some(r) = t.strip_prefix("× ") {
+            (Outcome::Failed, r)
+        } else if let Some(r) = t.strip_prefix("↓ ") {
+            (Outcome::Skipped, r)
+        } else {
+            continue;
+        };
+        // Only the verbose reporter's lines carry the file path.
+        if rest.contains(" > ") {
+            ev.tests.insert(without_duration(rest.trim()), outcome);
+        }
+    }
+    Some(ev)
+}
+
+/// meson test: the closing `Ok:` / `Expected Fail:` / `Fail:` / `Unexpected
+/// Pass:` / `Skipped:` / `Timeout:` block, and the per-test `i/n name
+/// STATUS time` lines. `No tests defined.` is evidence of nothing run.
+pub fn meson(output: &str) -> Option<Evidence> {
+    let text = strip_ansi(output);
+    let mut ev = Evidence::new("meson");
+    if let Some(line) = text.lines().find(|l| l.trim() == "No tests defined.") {
+        ev.lines.push(line.trim().to_owned());
+        return Some(ev);
+    }
+    let mut block: BTreeMap<&str, u32> = BTreeMap::new();
+    for line in text.lines() {
+        let Some((key, value)) = line.split_once(':') else {
+            continue;
+        };
+        let key = key.trim();
+        if matches!(
+            key,
+            "Ok" | "Expected Fail" | "Fail" | "Unexpected Pass" | "Skipped" | "Timeout"
+        ) {
+            if let Ok(n) = value.trim().parse() {
+                block.insert(key, n);
+                ev.lines.push(format!("{key}: {n}"));
+            }
+        }
+    }
+    if !block.contains_key("Ok") || !block.contains_key("Fail") {
+        return None;
+    }
+    let get = |k: &str| block.get(k).copied().unwrap_or(0);
+    ev.passed = get("Ok") + get("Expected Fail");
+    ev.failed = get("Fail") + get("Unexpected Pass");
+    ev.skipped = get("Skipped");
+    ev.errors = get("Timeout");
+    for line in text.lines() {
+        // `3/4 subtracts FAIL            0.01s   exit status 1`; a name may
+        // hold spaces, the status is the first status word after it.
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let numbered = words
+            .first()
+            .and_then(|w| w.split_once('/'))
+            .is_some_and(|(a, b)| a.parse::<u32>().is_ok() && b.parse::<u32>().is_ok());
+        if !numbered {
+            continue;
+        }
+        let Some((at, outcome)) = words.iter().enumerate().skip(2).find_map(|(i, w)| {
+            let outcome = match *w {
+                "OK" | "EXPECTEDFAIL" => Outcome::Passed,
+                "FAIL" | "UNEXPECTEDPASS" => Outcome::Failed,
+                "SKIP" => Outcome::Skipped,
+                "TIMEOUT" | "ERROR" => Outcome::Error,
+                _ => return None,
+            };
+            Some((i, outcome))
+        }) else {
+            continue;
+        };
+        let name = words[1..at].join(" ");
+        ev.tests.insert(name, outcome);
+    }
+    Some(ev)
+}
+
+/// Whichever parser finds evidence in `output`, for a command whose runner
+/// is not known in advance: the first that saw tests execute, else the
+/// first that recognised its runner at all.
+pub fn any(output: &str) -> Option<Evidence> {
+    let parsers: [fn(&str) -> Option<Evidence>; 15] = [
+        pytest,
+        unittest,
+        nextest,
+        cargo,
+        go_test_json,
+        go_test,
+        jest,
+        vitest,
+        mocha,
+        node_test,
+        ctest,
+        meson,
+        maven,
+        gradle,
+        plain,
+    ];
+    let mut first = None;
+    for parse in parsers {
+        if let Some(ev) = parse(output) {
+            if ev.executed() > 0 {
+                return Some(ev);
+            }
+            first = first.or(Some(ev));
+        }
+    }
+    first
 }
