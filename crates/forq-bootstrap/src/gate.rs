@@ -533,8 +533,11 @@ async fn run_stack(
         duration_ms: 0,
         toolchains: BTreeMap::new(),
     };
+    // Stderr joins stdout in the order they were written, as in a
+    // terminal: runners put their headings on one and results on the other
+    // (cargo's `Running` lines), and the parsers read them interleaved.
     let exec = |script: &str, timeout: Duration, network: Network| {
-        let mut req = ExecRequest::shell(script.to_owned())
+        let mut req = ExecRequest::shell(format!("exec 2>&1\n{script}"))
             .timeout(timeout)
             .stdin(Vec::new());
         if !docker {

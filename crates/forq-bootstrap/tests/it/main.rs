@@ -14,6 +14,7 @@ macro_rules! capture {
 }
 
 mod runners;
+mod stacks;
 
 fn outcomes(ev: &forq_bootstrap::Evidence) -> Vec<(String, Outcome)> {
     ev.tests.iter().map(|(k, v)| (k.clone(), *v)).collect()

@@ -1,0 +1,144 @@
+//! The gate end to end on one small project per ecosystem, each with a
+//! passing and a failing test, run by the real toolchain inside a sandbox.
+
+use forq_bootstrap::{GateOptions, Outcome, Verdict};
+
+use super::{gate, repo};
+
+/// Asserts a green record with one passing and one failing test, the
+/// given per-test results and a toolchain version.
+fn assert_green(record: &forq_bootstrap::Record, tests: &[(&str, Outcome)], tool: &str) {
+    assert_eq!(record.verdict, Verdict::Bootstrapped, "{record:#?}");
+    assert_eq!((record.passed, record.failed), (1, 1), "{record:#?}");
+    for (id, outcome) in tests {
+        assert_eq!(
+            record.tests.get(*id),
+            Some(outcome),
+            "{id} in {:?}",
+            record.tests
+        );
+    }
+    assert!(
+        record.toolchains.get(tool).is_some_and(|v| !v.is_empty()),
+        "{:?}",
+        record.toolchains
+    );
+}
+
+#[tokio::test]
+async fn a_pytest_project_installs_pytest_into_a_virtualenv() {
+    let dir = repo(&[
+        ("pyproject.toml", "[tool.pytest.ini_options]\ntestpaths = [\"tests\"]\n"),
+        ("calc.py", "def add(a, b):\n    return a - b\n"),
+        (
+            "tests/test_calc.py",
+            "from calc import add\n\ndef test_add():\n    assert add(2, 3) == 5\n\ndef test_zero():\n    assert add(0, 0) == 0\n",
+        ),
+    ]);
+    let record = gate(dir.path(), GateOptions::default()).await;
+    assert_green(
+        &record,
+        &[
+            ("tests/test_calc.py::test_add", Outcome::Failed),
+            ("tests/test_calc.py::test_zero", Outcome::Passed),
+        ],
+        "python",
+    );
+    let stack = &record.stacks[0];
+    assert_eq!(stack.name, "pytest");
+    assert!(
+        stack
+            .install
+            .iter()
+            .any(|s| s.ends_with("pip install pytest")),
+        "{stack:#?}"
+    );
+    // The virtualenv lived in the sandbox, not in the repository.
+    assert!(!dir.path().join(".forq/venv").exists());
+}
+
+#[tokio::test]
+async fn a_rust_crate_is_fetched_then_tested_offline() {
+    let dir = repo(&[
+        ("Cargo.toml", "[package]\nname = \"calc\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n"),
+        (
+            "src/lib.rs",
+            "pub fn add(a: i32, b: i32) -> i32 { a - b }\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn adds() { assert_eq!(super::add(2, 3), 5); }\n    #[test]\n    fn zero() { assert_eq!(super::add(0, 0), 0); }\n}\n",
+        ),
+    ]);
+    let record = gate(dir.path(), GateOptions::default()).await;
+    assert_green(
+        &record,
+        &[
+            ("src/lib.rs::tests::adds", Outcome::Failed),
+            ("src/lib.rs::tests::zero", Outcome::Passed),
+        ],
+        "cargo",
+    );
+    assert!(
+        !dir.path().join("target").exists(),
+        "the build stayed in the sandbox"
+    );
+}
+
+#[tokio::test]
+async fn a_node_project_with_the_builtin_test_runner() {
+    let dir = repo(&[
+        (
+            "package.json",
+            "{\"name\": \"calc\", \"version\": \"1.0.0\", \"scripts\": {\"test\": \"node --test\"}}\n",
+        ),
+        (
+            "test/calc.test.js",
+            "const test = require('node:test');\nconst assert = require('node:assert');\nconst add = (a, b) => a - b;\ntest('adds', () => assert.strictEqual(add(2, 3), 5));\ntest('zero', () => assert.strictEqual(add(0, 0), 0));\n",
+        ),
+    ]);
+    let record = gate(dir.path(), GateOptions::default()).await;
+    assert_green(
+        &record,
+        &[("adds", Outcome::Failed), ("zero", Outcome::Passed)],
+        "node",
+    );
+    assert_eq!(record.stacks[0].install, ["npm install"]);
+}
+
+#[tokio::test]
+async fn a_go_module_builds_offline_and_reports_subtests() {
+    let dir = repo(&[
+        ("go.mod", "module example.com/calc\n\ngo 1.19\n"),
+        ("calc.go", "package calc\n\nfunc Add(a, b int) int { return a - b }\n"),
+        (
+            "calc_test.go",
+            "package calc\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {\n\tif Add(2, 3) != 5 {\n\t\tt.Fatal(\"2+3\")\n\t}\n}\n\nfunc TestZero(t *testing.T) {\n\tt.Run(\"both\", func(t *testing.T) {\n\t\tif Add(0, 0) != 0 {\n\t\t\tt.Fatal(\"0+0\")\n\t\t}\n\t})\n}\n",
+        ),
+    ]);
+    let record = gate(dir.path(), GateOptions::default()).await;
+    assert_green(
+        &record,
+        &[
+            ("example.com/calc::TestAdd", Outcome::Failed),
+            ("example.com/calc::TestZero/both", Outcome::Passed),
+        ],
+        "go",
+    );
+}
+
+#[tokio::test]
+async fn a_meson_project_with_tests() {
+    let dir = repo(&[
+        (
+            "meson.build",
+            "project('calc', 'c')\ncheck = executable('check_add', 'check_add.c')\ntest('adds', check, args : ['2', '3', '5'])\ntest('subtracts', check, args : ['3', '1', '1'])\n",
+        ),
+        (
+            "check_add.c",
+            "#include <stdlib.h>\nint main(int argc, char **argv) {\n    return argc == 4 && atoi(argv[1]) + atoi(argv[2]) == atoi(argv[3]) ? 0 : 1;\n}\n",
+        ),
+    ]);
+    let record = gate(dir.path(), GateOptions::default()).await;
+    assert_green(
+        &record,
+        &[("adds", Outcome::Passed), ("subtracts", Outcome::Failed)],
+        "meson",
+    );
+}
