@@ -13,6 +13,7 @@ macro_rules! capture {
     };
 }
 
+mod journal;
 mod runners;
 mod stacks;
 
