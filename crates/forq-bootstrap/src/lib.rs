@@ -27,12 +27,14 @@
 #![deny(missing_docs)]
 
 mod cache;
+mod clone;
 mod detect;
 pub mod evidence;
 mod gate;
 mod journal;
 mod verdict;
 
+pub use clone::{clone_shallow, is_git_url, CloneError, CloneOptions};
 pub use detect::{detect, Stack, StackKind};
 pub use evidence::{Evidence, Outcome};
 pub use gate::{run, Error, Fallback, GateOptions, Observer, Phase, Progress, Record, StackRun};

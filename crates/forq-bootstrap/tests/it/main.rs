@@ -13,6 +13,7 @@ macro_rules! capture {
     };
 }
 
+mod clone;
 mod journal;
 mod runners;
 mod stacks;
