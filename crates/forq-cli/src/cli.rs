@@ -33,9 +33,24 @@ pub(crate) enum Command {
 
 #[derive(Debug, Args)]
 pub(crate) struct BootstrapArgs {
-    /// The repository (default: the current directory).
-    #[arg(default_value = ".")]
-    pub(crate) path: PathBuf,
+    /// The repository: a directory (default: the current one), or a git URL
+    /// (`https://…`, `ssh://…`, `git@host:path`, `file://…`) to clone
+    /// shallow first.
+    #[arg(default_value = ".", value_name = "PATH | GIT_URL")]
+    pub(crate) source: String,
+    /// Clone a GIT_URL into this directory and keep it (default: a
+    /// temporary directory, removed afterwards).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) into: Option<PathBuf>,
+    /// Cap on the clone's wall clock, in seconds.
+    #[arg(long, default_value_t = 300, value_name = "S")]
+    pub(crate) clone_timeout: u64,
+    /// Cap on the clone's size on disk, in MiB.
+    #[arg(long, default_value_t = 2048, value_name = "MIB")]
+    pub(crate) clone_max_mb: u64,
+    /// Also record the run in this SQLite database (table `bootstrap_runs`).
+    #[arg(long, value_name = "DB")]
+    pub(crate) store: Option<PathBuf>,
     #[command(flatten)]
     pub(crate) backend: BackendArgs,
     /// Cap on each install step and on the test run, in seconds (defaults:

@@ -1,27 +1,119 @@
-//! `forq bootstrap`: the bootstrap gate on a repository.
+//! `forq bootstrap`: the bootstrap gate on a repository (a directory, or a
+//! git URL cloned shallow first).
 
 use std::io::Write;
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use forq_bootstrap::GateOptions;
+use forq_bootstrap::{CloneOptions, GateOptions, Observer, Phase, Progress};
 
 use crate::cli::BootstrapArgs;
 
+/// Progress on stderr, one line per step, so stdout holds the result alone.
+struct Lines;
+
+impl Observer for Lines {
+    fn progress(&self, event: &Progress<'_>) {
+        let line = match event {
+            Progress::Detected(stacks) if stacks.is_empty() => {
+                "detect: no stack matched".to_owned()
+            }
+            Progress::Detected(stacks) => format!(
+                "detect: {}",
+                stacks
+                    .iter()
+                    .map(|s| format!("{} ({})", s.name(), s.marker))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            Progress::Cached(_) => "cache: this commit's green verdict, nothing run".to_owned(),
+            Progress::Step {
+                stack,
+                phase,
+                command,
+            } => format!("{} {stack}: {command}", phase_name(*phase)),
+            Progress::StepDone {
+                stack,
+                phase,
+                exit_code,
+                duration_ms,
+                ..
+            } => format!(
+                "{} {stack}: exit {exit_code} in {:.1} s",
+                phase_name(*phase),
+                *duration_ms as f64 / 1000.0
+            ),
+            Progress::Fallback(stacks) => format!("fallback: {} recipe(s) proposed", stacks.len()),
+            _ => return,
+        };
+        eprintln!("{line}");
+    }
+}
+
+fn phase_name(phase: Phase) -> &'static str {
+    match phase {
+        Phase::Install => "install",
+        _ => "test",
+    }
+}
+
+/// A temporary clone, removed when dropped.
+struct Workspace {
+    path: PathBuf,
+    _temp: Option<tempfile::TempDir>,
+}
+
+/// The repository the gate runs on: the directory given, or a fresh clone.
+async fn workspace(args: &BootstrapArgs) -> anyhow::Result<Workspace> {
+    if !forq_bootstrap::is_git_url(&args.source) {
+        let path = PathBuf::from(&args.source)
+            .canonicalize()
+            .with_context(|| format!("the repository {} does not exist", args.source))?;
+        return Ok(Workspace { path, _temp: None });
+    }
+    let (dest, temp) = match &args.into {
+        Some(dir) => (dir.clone(), None),
+        None => {
+            let temp = tempfile::Builder::new()
+                .prefix("forq-clone-")
+                .tempdir()
+                .context("cannot make a temporary directory to clone into")?;
+            (temp.path().join("repo"), Some(temp))
+        }
+    };
+    let options = CloneOptions::default()
+        .timeout(Duration::from_secs(args.clone_timeout))
+        .max_bytes(args.clone_max_mb << 20);
+    if !args.json {
+        eprintln!("clone: {} (shallow)", args.source);
+    }
+    forq_bootstrap::clone_shallow(&args.source, &dest, &options).await?;
+    if !args.json && temp.is_none() {
+        eprintln!("clone: kept in {}", dest.display());
+    }
+    let path = dest.canonicalize()?;
+    Ok(Workspace { path, _temp: temp })
+}
+
 pub(crate) async fn run(args: BootstrapArgs) -> anyhow::Result<ExitCode> {
-    let repo = args
-        .path
-        .canonicalize()
-        .with_context(|| format!("the repository {} does not exist", args.path.display()))?;
+    let repo = workspace(&args).await?;
     let mut options = GateOptions::default()
         .skip(args.skip_bootstrap)
         .no_cache(args.no_cache);
     if let Some(secs) = args.timeout {
         options = options.timeout(Duration::from_secs(secs));
     }
+    if let Some(db) = &args.store {
+        options = options.store(db);
+    }
+    if !args.json {
+        options = options.observer(Arc::new(Lines));
+    }
     let backend = super::sandbox::open(args.backend.backend).await?;
-    let record = forq_bootstrap::run(&*backend, &repo, &options).await?;
+    let record = forq_bootstrap::run(&*backend, &repo.path, &options).await?;
     if args.json {
         super::print_json(&record)?;
     } else {
@@ -45,9 +137,14 @@ pub(crate) async fn run(args: BootstrapArgs) -> anyhow::Result<ExitCode> {
         for line in &record.evidence {
             writeln!(out, "evidence: {line}")?;
         }
+        let cached = if record.cached {
+            " [cached: .forq/bootstrap/manifest.json; --no-cache runs again]"
+        } else {
+            ""
+        };
         writeln!(
             out,
-            "{}: {} ({} ms)",
+            "{}: {} ({} ms){cached}",
             verdict_name(record.verdict)?,
             record.reason,
             record.duration_ms
