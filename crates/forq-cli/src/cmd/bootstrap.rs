@@ -18,9 +18,7 @@ struct Lines;
 impl Observer for Lines {
     fn progress(&self, event: &Progress<'_>) {
         let line = match event {
-            Progress::Detected(stacks) if stacks.is_empty() => {
-                "detect: no stack matched".to_owned()
-            }
+            Progress::Detected([]) => "detect: no stack matched".to_owned(),
             Progress::Detected(stacks) => format!(
                 "detect: {}",
                 stacks
@@ -49,8 +47,13 @@ impl Observer for Lines {
             Progress::Fallback(stacks) => format!("fallback: {} recipe(s) proposed", stacks.len()),
             _ => return,
         };
-        eprintln!("{line}");
+        note(&line);
     }
+}
+
+/// A progress line on stderr (a closed stderr is no reason to stop).
+fn note(line: &str) {
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
 }
 
 fn phase_name(phase: Phase) -> &'static str {
@@ -88,11 +91,11 @@ async fn workspace(args: &BootstrapArgs) -> anyhow::Result<Workspace> {
         .timeout(Duration::from_secs(args.clone_timeout))
         .max_bytes(args.clone_max_mb << 20);
     if !args.json {
-        eprintln!("clone: {} (shallow)", args.source);
+        note(&format!("clone: {} (shallow)", args.source));
     }
     forq_bootstrap::clone_shallow(&args.source, &dest, &options).await?;
     if !args.json && temp.is_none() {
-        eprintln!("clone: kept in {}", dest.display());
+        note(&format!("clone: kept in {}", dest.display()));
     }
     let path = dest.canonicalize()?;
     Ok(Workspace { path, _temp: temp })
