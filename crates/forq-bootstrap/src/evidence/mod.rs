@@ -144,12 +144,19 @@ pub fn pytest(output: &str) -> Option<Evidence> {
                     || t.contains("failed")
                     || t.contains("error")
                     || t.contains("skipped")
+                    || t.contains("xfailed")
+                    || t.contains("deselected")
+                    || t.contains("warning")
                     || t.starts_with("no tests ran")))
     })?;
     let body = summary.trim_matches(|c| c == '=' || c == ' ');
-    ev.passed = count_before(body, "passed").unwrap_or(0);
+    // An unexpected pass ran and passed; an expected failure is pytest's
+    // kind of skip.
+    ev.passed =
+        count_before(body, "passed").unwrap_or(0) + count_before(body, "xpassed").unwrap_or(0);
     ev.failed = count_before(body, "failed").unwrap_or(0);
-    ev.skipped = count_before(body, "skipped").unwrap_or(0);
+    ev.skipped =
+        count_before(body, "skipped").unwrap_or(0) + count_before(body, "xfailed").unwrap_or(0);
     ev.errors = count_before(body, "error")
         .or_else(|| count_before(body, "errors"))
         .unwrap_or(0);
@@ -285,7 +292,8 @@ pub fn cargo(output: &str) -> Option<Evidence> {
 }
 
 /// node's built-in test runner (`node --test`), with the TAP reporter (the
-/// default without a terminal) or the spec reporter: the closing counts
+/// default without a terminal) or the spec reporter, and TAP producers
+/// such as tape (`# tests N`, `# pass N`, `# fail N` only when one failed): the closing counts
 /// (`# pass N` / `ℹ pass N`, with `fail`, `cancelled`, `skipped`, `todo`),
 /// and with TAP the per-test `ok`/`not ok` lines, named by their subtest
 /// path (`suite > nested`); suites are not tests.
@@ -308,7 +316,11 @@ pub fn node_test(output: &str) -> Option<Evidence> {
             }
         }
     }
-    if !counts.contains_key("pass") || !counts.contains_key("fail") {
+    // node's runner always prints `fail`; tape prints it only when a test
+    // failed, after `tests` and `pass`.
+    if !counts.contains_key("pass")
+        || !(counts.contains_key("fail") || counts.contains_key("tests"))
+    {
         return None;
     }
     let get = |k: &str| counts.get(k).copied().unwrap_or(0);

@@ -216,3 +216,24 @@ fn gradle_counts_a_failing_run_and_a_green_one_is_no_console_evidence() {
     assert_eq!(ev.tests["CalcTest.subtracts"], Outcome::Failed);
     assert!(evidence::gradle("> Task :test\n\nBUILD SUCCESSFUL in 3s\n").is_none());
 }
+
+#[test]
+fn tape_tap_counts_with_and_without_a_fail_line() {
+    let mixed = evidence::node_test(capture!("tape_mixed")).unwrap();
+    assert_eq!((mixed.passed, mixed.failed), (1, 1));
+    // All green: tape prints no `# fail` line at all.
+    let green = evidence::node_test(capture!("tape_green")).unwrap();
+    assert_eq!((green.passed, green.failed, green.executed()), (1, 0, 1));
+}
+
+#[test]
+fn a_pytest_run_with_only_a_warning_is_evidence_of_nothing_run() {
+    // The summary names no test, only the warning: still pytest's summary.
+    let ev = evidence::pytest(capture!("pytest_no_testpaths")).unwrap();
+    assert_eq!(ev.executed(), 0);
+    assert!(
+        ev.lines.iter().any(|l| l.contains("1 warning in")),
+        "{:?}",
+        ev.lines
+    );
+}

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# The bootstrap gate on real projects fetched from the package registries
+# (PyPI source distributions, crates from crates.io, npm packages that ship
+# their tests): verdict, tests executed and time for each, as a table.
+#   FORQ: the forq binary (default: the newer of target/release/forq and
+#         target/debug/forq)
+#   WORK: where to fetch and unpack (default: a temporary directory)
+# Usage: scripts/bootstrap-quality.sh [--backend native|docker]
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+forq=$root/target/release/forq
+[ "$root/target/debug/forq" -nt "$forq" ] && forq=$root/target/debug/forq
+forq=${FORQ:-$forq}
+work=${WORK:-$(mktemp -d)}
+mkdir -p "$work/src" "$work/out"
+cd "$work" || exit 1
+
+pypi=(six==1.16.0 idna==3.10 toolz==1.0.0 more-itertools==10.5.0 iniconfig==2.0.0 tomli==2.2.1 attrs==24.2.0 packaging==24.2)
+crates=(itoa=1.0.11 semver=1.0.23 either=1.13.0 hex=0.4.3 fnv=1.0.7)
+npm=(minimist@1.2.8 qs@6.13.0 deep-equal@2.2.3)
+
+for p in "${pypi[@]}"; do
+  pip download -q --no-binary :all: --no-deps -d sdists "$p" >/dev/null 2>&1 || echo "cannot fetch $p" >&2
+done
+for f in sdists/*.tar.gz; do tar xzf "$f" -C src; done
+
+# Crates: fetched by cargo through a throwaway manifest that depends on them.
+mkdir -p fetch/src && echo 'fn main() {}' >fetch/src/main.rs
+{ printf '[package]\nname = "fetch"\nversion = "0.0.0"\nedition = "2021"\n[dependencies]\n'
+  for c in "${crates[@]}"; do printf '%s = "=%s"\n' "${c%%=*}" "${c#*=}"; done; } >fetch/Cargo.toml
+(cd fetch && cargo fetch -q) || echo "cannot fetch crates" >&2
+for c in "${crates[@]}"; do
+  dir=$(ls -d "$HOME"/.cargo/registry/src/*/"${c%%=*}-${c#*=}" 2>/dev/null | head -n 1)
+  [ -n "$dir" ] && cp -r "$dir" "src/${c%%=*}-${c#*=}"
+done
+
+for p in "${npm[@]}"; do
+  (cd src && npm pack -s "$p" >/dev/null 2>&1 && mkdir -p "$p" && tar xzf ./*.tgz -C "$p" --strip-components=1 && rm -f ./*.tgz) ||
+    echo "cannot fetch $p" >&2
+done
+
+printf '%-22s %-22s %8s %7s %7s %8s  %s\n' project verdict executed passed failed seconds stack
+for dir in src/*/; do
+  name=$(basename "$dir")
+  "$forq" bootstrap "$dir" --no-cache --json "$@" >"out/$name.json" 2>"out/$name.err"
+  python3 - "$name" "out/$name.json" <<'PY'
+import json, sys
+name, path = sys.argv[1], sys.argv[2]
+try:
+    r = json.load(open(path))
+except Exception as e:
+    print(f"{name:<22} error: {e}")
+    sys.exit()
+stack = next((s for s in r["stacks"] if s["verdict"] == "bootstrapped"), r["stacks"][0] if r["stacks"] else None)
+what = f'{stack["name"]}: {stack["reason"][:90]}' if stack else r["reason"][:90]
+print(f'{name:<22} {r["verdict"]:<22} {r["tests_executed"]:>8} {r["passed"]:>7} {r["failed"]:>7} {r["duration_ms"]/1000:>8.1f}  {what}')
+PY
+done
+echo "records: $work/out"
