@@ -22,7 +22,9 @@ npm=(minimist@1.2.8 qs@6.13.0 deep-equal@2.2.3)
 for p in "${pypi[@]}"; do
   pip download -q --no-binary :all: --no-deps -d sdists "$p" >/dev/null 2>&1 || echo "cannot fetch $p" >&2
 done
-for f in sdists/*.tar.gz; do tar xzf "$f" -C src; done
+# --no-same-owner: files owned by the archive's uids would be read-only to
+# the sandbox's capability-less root.
+for f in sdists/*.tar.gz; do tar xzf "$f" -C src --no-same-owner; done
 
 # Crates: fetched by cargo through a throwaway manifest that depends on them.
 mkdir -p fetch/src && echo 'fn main() {}' >fetch/src/main.rs
@@ -35,7 +37,7 @@ for c in "${crates[@]}"; do
 done
 
 for p in "${npm[@]}"; do
-  (cd src && npm pack -s "$p" >/dev/null 2>&1 && mkdir -p "$p" && tar xzf ./*.tgz -C "$p" --strip-components=1 && rm -f ./*.tgz) ||
+  (cd src && npm pack -s "$p" >/dev/null 2>&1 && mkdir -p "$p" && tar xzf ./*.tgz -C "$p" --strip-components=1 --no-same-owner && rm -f ./*.tgz) ||
     echo "cannot fetch $p" >&2
 done
 

@@ -164,22 +164,70 @@ fn python_install(root: &Path) -> Vec<String> {
             None => ".forq/venv/bin/pip install -e .".to_owned(),
         });
     }
-    if let Ok(entries) = std::fs::read_dir(root) {
-        let mut reqs: Vec<String> = entries
-            .flatten()
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .filter(|n| n.starts_with("requirements") && n.contains("test") && n.ends_with(".txt"))
-            .collect();
-        reqs.sort();
-        steps.extend(
-            reqs.into_iter()
-                .map(|r| format!(".forq/venv/bin/pip install -r {r}")),
-        );
-    }
+    steps.extend(
+        test_requirements(root)
+            .into_iter()
+            .map(|r| format!(".forq/venv/bin/pip install -r {r}")),
+    );
     if steps.len() == 1 {
         steps.clear(); // nothing to install: no virtualenv either
     }
     steps
+}
+
+/// Requirement files for the tests: `requirements*test*.txt` at the top
+/// or in `requirements/`, and any `requirements*.txt` in `tests/` or `test/`.
+fn test_requirements(root: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    for (dir, any) in [
+        ("", false),
+        ("requirements", false),
+        ("tests", true),
+        ("test", true),
+    ] {
+        let Ok(entries) = std::fs::read_dir(root.join(dir)) else {
+            continue;
+        };
+        let mut names: Vec<String> = entries
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| {
+                n.ends_with(".txt")
+                    && (any && n.starts_with("requirements")
+                        || n.contains("test") && (n.starts_with("requirements") || !dir.is_empty()))
+            })
+            .collect();
+        names.sort();
+        found.extend(names.into_iter().map(|n| {
+            if dir.is_empty() {
+                n
+            } else {
+                format!("{dir}/{n}")
+            }
+        }));
+    }
+    found
+}
+
+/// Whether a test file under `dir` (two levels) imports pytest.
+fn imports_pytest(dir: &Path, depth: u32) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    entries.flatten().any(|e| {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let path = e.path();
+        if path.is_dir() {
+            depth > 0 && !name.starts_with('.') && imports_pytest(&path, depth - 1)
+        } else if name.starts_with("test") && name.ends_with(".py") || name.ends_with("_test.py") {
+            std::fs::read_to_string(&path).is_ok_and(|text| {
+                text.lines()
+                    .any(|l| l.starts_with("import pytest") || l.starts_with("from pytest"))
+            })
+        } else {
+            false
+        }
+    })
 }
 
 /// The pytest marker of a repository, if any.
@@ -217,6 +265,12 @@ fn pytest_marker(root: &Path) -> Option<String> {
             return Some("tests/test_*.py and pytest in the project's requirements".to_owned());
         }
     }
+    if ["tests", "test", "testing"]
+        .iter()
+        .any(|d| imports_pytest(&root.join(d), 2))
+    {
+        return Some("test files that import pytest".to_owned());
+    }
     None
 }
 
@@ -241,7 +295,7 @@ pub fn detect(root: &Path) -> Vec<Stack> {
             StackKind::Pytest,
             &marker,
             install,
-            ".forq/venv/bin/python -m pytest -rA",
+            ".forq/venv/bin/python -m pytest -v",
         ));
     } else if has_test_files(root, 2) {
         let install = python_install(root);

@@ -14,6 +14,9 @@ use crate::evidence::{Evidence, Outcome};
 use crate::journal::{Journal, JournalError};
 use crate::verdict::Verdict;
 
+/// Output of a test command captured for the parsers.
+const TEST_OUTPUT_CAP: usize = 64 << 20;
+
 /// Output kept in a record, from the end (where runners summarise).
 const TAIL_CHARS: usize = 4000;
 
@@ -601,12 +604,13 @@ async fn run_stack(
         run.reason = reason;
     } else {
         let at = step(Phase::Test, &stack.command)?;
+        // Room for one line per test of a large suite (the head and tail
+        // of anything longer are kept).
         let out = sandbox
-            .exec(exec(
-                &stack.command,
-                options.test_timeout,
-                options.test_network,
-            ))
+            .exec(
+                exec(&stack.command, options.test_timeout, options.test_network)
+                    .output_cap(TEST_OUTPUT_CAP),
+            )
             .await
             .map_err(sandbox_error)?;
         done(Phase::Test, &stack.command, &out, at);

@@ -131,8 +131,10 @@ fn count_before(text: &str, word: &str) -> Option<u32> {
 }
 
 /// pytest: the final `== N failed, M passed, K skipped in Xs ==` line (or
-/// `no tests ran`), and with `-rA` the per-test `PASSED`/`FAILED`/`ERROR`
-/// lines of the short summary.
+/// `no tests ran`), and per-test results from `-v` lines (`id PASSED
+/// [ 40%]`) or the short summary's `PASSED`/`FAILED`/`ERROR id` lines
+/// (`-rA`; the gate uses `-v`, as `-rA` slows down quadratically past
+/// tens of thousands of tests).
 pub fn pytest(output: &str) -> Option<Evidence> {
     let text = strip_ansi(output);
     let mut ev = Evidence::new("pytest");
@@ -161,7 +163,11 @@ pub fn pytest(output: &str) -> Option<Evidence> {
         .or_else(|| count_before(body, "errors"))
         .unwrap_or(0);
     ev.lines.push(summary.trim().to_owned());
-    if let Some(collected) = text.lines().find(|l| l.starts_with("collected ")) {
+    // `collected 5 items`, or with -v `collecting ... collected 5 items`.
+    if let Some(collected) = text
+        .lines()
+        .find_map(|l| l.find("collected ").map(|at| &l[at..]))
+    {
         ev.lines.insert(0, collected.trim().to_owned());
     }
     // An `ERROR path` line without a test id is a file that failed to
@@ -187,7 +193,41 @@ pub fn pytest(output: &str) -> Option<Evidence> {
             ev.tests.insert(id.to_owned(), outcome);
         }
     }
+    for line in text.lines() {
+        if let Some((id, outcome)) = pytest_verbose_line(line) {
+            ev.tests.entry(id.to_owned()).or_insert(outcome);
+        }
+    }
     Some(ev)
+}
+
+/// A `-v` result line, `path::test[param] STATUS (reason)   [ 40%]`, as
+/// the node id and its outcome.
+fn pytest_verbose_line(line: &str) -> Option<(&str, Outcome)> {
+    const STATUSES: [(&str, Outcome); 6] = [
+        (" PASSED", Outcome::Passed),
+        (" FAILED", Outcome::Failed),
+        (" ERROR", Outcome::Error),
+        (" SKIPPED", Outcome::Skipped),
+        (" XFAIL", Outcome::Skipped),
+        (" XPASS", Outcome::Passed),
+    ];
+    if !line.contains("::") || line.starts_with(' ') {
+        return None;
+    }
+    STATUSES
+        .iter()
+        .filter_map(|(word, outcome)| {
+            let at = line.find(word)?;
+            let after = &line[at + word.len()..];
+            let ends = after.is_empty() || after.starts_with(' ');
+            let id = &line[..at];
+            // A space in an id only inside its parameters.
+            let plain_id = !id.contains(' ') || id.contains('[');
+            (ends && id.contains("::") && plain_id).then_some((at, id, *outcome))
+        })
+        .min_by_key(|(at, _, _)| *at)
+        .map(|(_, id, outcome)| (id, outcome))
 }
 
 /// unittest: `Ran N tests`, then `OK (...)` or `FAILED (failures=F,

@@ -308,11 +308,11 @@ fn detected(files: &[(&str, &str)]) -> Vec<String> {
 fn python_projects_get_pytest_when_they_say_so_else_unittest() {
     assert_eq!(
         detected(&[("pyproject.toml", "[project]\nname = \"x\"\n\n[tool.pytest.ini_options]\naddopts = \"-q\"\n"), ("tests/test_x.py", "")]),
-        ["pytest: pyproject.toml [tool.pytest.ini_options] => .forq/venv/bin/python -m pytest -rA"]
+        ["pytest: pyproject.toml [tool.pytest.ini_options] => .forq/venv/bin/python -m pytest -v"]
     );
     assert_eq!(
         detected(&[("conftest.py", ""), ("test_a.py", "")])[0],
-        "pytest: conftest.py => .forq/venv/bin/python -m pytest -rA"
+        "pytest: conftest.py => .forq/venv/bin/python -m pytest -v"
     );
     assert_eq!(
         detected(&[

@@ -237,3 +237,18 @@ fn a_pytest_run_with_only_a_warning_is_evidence_of_nothing_run() {
         ev.lines
     );
 }
+
+#[test]
+fn pytest_verbose_lines_give_the_same_per_test_results_as_the_summary() {
+    let verbose = evidence::pytest(capture!("pytest_verbose")).unwrap();
+    let summary = evidence::pytest(capture!("pytest_mixed")).unwrap();
+    assert_eq!((verbose.passed, verbose.failed, verbose.skipped), (3, 1, 1));
+    // -v also names the skipped test, which -rA's summary lists without an id.
+    let mut expected = summary.tests.clone();
+    expected.insert(
+        "tests/test_calc.py::test_skipped".to_owned(),
+        Outcome::Skipped,
+    );
+    assert_eq!(verbose.tests, expected);
+    assert_eq!(verbose.lines[0], "collected 5 items");
+}
