@@ -1,21 +1,20 @@
 //! forq-bootstrap: the bootstrap gate, which proves that a fresh repository's
 //! own tests run before forq changes a line of it.
 //!
-//! **Status: first slice.** What works: the [`Verdict`] enum with its exit
-//! codes; the evidence parsers for pytest, unittest, cargo test, node's test
-//! runner, jest, mocha, ctest, Automake and plain summaries ([`evidence`]), tested on output captured from the real
-//! runners (`tests/fixtures/capture.sh` regenerates it); stack detection
-//! from marker files ([`detect`]); and the gate itself ([`run`]): each
-//! detected stack's install steps (with the host network) and test command
-//! (without it, `CI=true`, `NO_COLOR=1`, stdin empty, separate timeouts)
-//! run in a fresh forq-sandbox sandbox, the output's evidence decides, and
-//! a [`Record`] says why; a green record is cached per commit and changes
-//! in `.forq/bootstrap/manifest.json`. Still to come, in the bootstrap
-//! issue: the other runners' parsers, the run record marked before and
-//! after work, the agentic fallback's hook, and GIT_URL sources.
+//! [`detect`] reads a repository's marker files into [`Stack`]s (install
+//! steps and a test command each, cheapest first); [`run`] runs each in a
+//! fresh forq-sandbox sandbox — installs with the host network, the test
+//! command without it, `CI=true`, `NO_COLOR=1`, stdin empty, separate
+//! timeouts — and the stack's [`evidence`] parser decides from the output.
+//! The [`Record`] says why, per stack; the run is marked as it goes in
+//! `.forq/bootstrap/run.json` (and, optionally, a SQLite store); a green
+//! record is cached per commit and changes in
+//! `.forq/bootstrap/manifest.json`. [`Fallback`] is the agentic fallback's
+//! hook: it proposes recipes ([`Stack::custom`]), the gate runs and judges
+//! them. [`clone_shallow`] fetches a repository given by URL within caps.
 //!
-//! What it never does: run a command outside a sandbox, or count a run in
-//! which no test executed as green.
+//! What it never does: run a repository's command outside a sandbox, or
+//! count a run in which no test executed as green.
 //!
 //! ```
 //! use forq_bootstrap::evidence;
@@ -23,6 +22,35 @@
 //! let out = "collected 2 items\n\n========= 1 failed, 1 passed in 0.03s =========\n";
 //! let ev = evidence::pytest(out).unwrap();
 //! assert_eq!((ev.passed, ev.failed, ev.executed()), (1, 1, 2));
+//! ```
+//!
+//! The gate on the current directory, with progress:
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::sync::Arc;
+//!
+//! use forq_bootstrap::{GateOptions, Observer, Progress, Verdict};
+//!
+//! struct Steps;
+//! impl Observer for Steps {
+//!     fn progress(&self, event: &Progress<'_>) {
+//!         if let Progress::Step { stack, command, .. } = event {
+//!             println!("{stack}: {command}");
+//!         }
+//!     }
+//! }
+//!
+//! let backend = forq_sandbox::open_backend(forq_sandbox::BackendChoice::Auto)
+//!     .await?
+//!     .backend;
+//! let options = GateOptions::default().observer(Arc::new(Steps));
+//! let record = forq_bootstrap::run(&*backend, std::path::Path::new("."), &options).await?;
+//! if record.verdict == Verdict::Bootstrapped {
+//!     println!("{} tests ran: {}", record.tests_executed, record.evidence.join(" / "));
+//! }
+//! # Ok(())
+//! # }
 //! ```
 #![deny(missing_docs)]
 
