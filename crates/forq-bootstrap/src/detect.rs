@@ -126,8 +126,9 @@ fn exists(root: &Path, file: &str) -> bool {
     root.join(file).exists()
 }
 
-/// Python files under `dir` (two levels) whose name starts with `test`.
-fn has_test_files(dir: &Path, depth: u32) -> bool {
+/// Whether a Python test file (`test*.py`, `*_test.py`) under `dir`, at
+/// most `depth` directories down, satisfies `wanted`.
+fn any_test_file(dir: &Path, depth: u32, wanted: &dyn Fn(&Path) -> bool) -> bool {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return false;
     };
@@ -138,10 +139,26 @@ fn has_test_files(dir: &Path, depth: u32) -> bool {
             depth > 0
                 && !name.starts_with('.')
                 && name != "node_modules"
-                && has_test_files(&path, depth - 1)
+                && any_test_file(&path, depth - 1, wanted)
         } else {
-            name.starts_with("test") && name.ends_with(".py") || name.ends_with("_test.py")
+            (name.starts_with("test") && name.ends_with(".py") || name.ends_with("_test.py"))
+                && wanted(&path)
         }
+    })
+}
+
+/// Python test files under `dir`, `depth` levels down.
+fn has_test_files(dir: &Path, depth: u32) -> bool {
+    any_test_file(dir, depth, &|_| true)
+}
+
+/// Whether a test file under `dir` (two levels) imports pytest.
+fn imports_pytest(dir: &Path) -> bool {
+    any_test_file(dir, 2, &|path| {
+        std::fs::read_to_string(path).is_ok_and(|text| {
+            text.lines()
+                .any(|l| l.starts_with("import pytest") || l.starts_with("from pytest"))
+        })
     })
 }
 
@@ -209,27 +226,6 @@ fn test_requirements(root: &Path) -> Vec<String> {
     found
 }
 
-/// Whether a test file under `dir` (two levels) imports pytest.
-fn imports_pytest(dir: &Path, depth: u32) -> bool {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return false;
-    };
-    entries.flatten().any(|e| {
-        let name = e.file_name().to_string_lossy().into_owned();
-        let path = e.path();
-        if path.is_dir() {
-            depth > 0 && !name.starts_with('.') && imports_pytest(&path, depth - 1)
-        } else if name.starts_with("test") && name.ends_with(".py") || name.ends_with("_test.py") {
-            std::fs::read_to_string(&path).is_ok_and(|text| {
-                text.lines()
-                    .any(|l| l.starts_with("import pytest") || l.starts_with("from pytest"))
-            })
-        } else {
-            false
-        }
-    })
-}
-
 /// The pytest marker of a repository, if any.
 fn pytest_marker(root: &Path) -> Option<String> {
     if exists(root, "pytest.ini") {
@@ -267,7 +263,7 @@ fn pytest_marker(root: &Path) -> Option<String> {
     }
     if ["tests", "test", "testing"]
         .iter()
-        .any(|d| imports_pytest(&root.join(d), 2))
+        .any(|d| imports_pytest(&root.join(d)))
     {
         return Some("test files that import pytest".to_owned());
     }

@@ -618,3 +618,30 @@ async fn a_cmake_project_with_ctest_is_bootstrapped() {
     assert_eq!((record.passed, record.failed), (1, 1));
     assert_eq!(record.tests.get("subtracts"), Some(&Outcome::Failed));
 }
+
+#[test]
+fn test_files_that_import_pytest_get_pytest_and_their_requirement_files() {
+    let dir = repo(&[
+        ("pyproject.toml", "[project]\nname = \"p\"\nversion = \"1\"\n"),
+        ("tests/requirements.txt", "pytest\npretend\n"),
+        ("tests/test_x.py", "import pytest\n\ndef test_x():\n    pass\n"),
+    ]);
+    let stacks = forq_bootstrap::detect(dir.path());
+    assert_eq!(stacks[0].name(), "pytest");
+    assert_eq!(stacks[0].marker, "test files that import pytest");
+    assert!(
+        stacks[0]
+            .install
+            .contains(&".forq/venv/bin/pip install -r tests/requirements.txt".to_owned()),
+        "{:?}",
+        stacks[0].install
+    );
+    // Without the import, the same layout is unittest's.
+    std::fs::write(
+        dir.path().join("tests/test_x.py"),
+        "import unittest\n\nclass T(unittest.TestCase):\n    def test_x(self):\n        pass\n",
+    )
+    .unwrap();
+    std::fs::remove_file(dir.path().join("tests/requirements.txt")).unwrap();
+    assert_eq!(forq_bootstrap::detect(dir.path())[0].name(), "unittest");
+}
