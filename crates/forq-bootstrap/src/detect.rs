@@ -84,6 +84,37 @@ impl Stack {
         }
     }
 
+    /// Whether `path` (relative to the repository, `/`-separated) is a test
+    /// file by this stack's runner's conventions. Tests inside source
+    /// files (Rust's `#[cfg(test)]` modules) are not test files.
+    pub fn is_test_file(&self, path: &str) -> bool {
+        let file = path.rsplit('/').next().unwrap_or(path);
+        let (stem, ext) = file.split_once('.').unwrap_or((file, ""));
+        let ext = ext.rsplit('.').next().unwrap_or(ext);
+        let under = |dirs: &[&str]| path.split('/').rev().skip(1).any(|d| dirs.contains(&d));
+        let named = stem.starts_with("test") || stem.ends_with("_test") || stem.ends_with("_tests");
+        match self.kind {
+            StackKind::Pytest | StackKind::Unittest => {
+                ext == "py"
+                    && (stem.starts_with("test") || stem.ends_with("_test") || stem == "conftest")
+            }
+            StackKind::Node => {
+                matches!(
+                    ext,
+                    "js" | "mjs" | "cjs" | "ts" | "mts" | "cts" | "jsx" | "tsx"
+                ) && (file.contains(".test.")
+                    || file.contains(".spec.")
+                    || under(&["__tests__", "test", "tests"]))
+            }
+            StackKind::Rust => ext == "rs" && under(&["tests"]),
+            StackKind::Go => file.ends_with("_test.go"),
+            StackKind::Maven | StackKind::Gradle => {
+                matches!(ext, "java" | "kt" | "groovy" | "scala") && path.contains("src/test/")
+            }
+            _ => named || under(&["test", "tests", "testing", "t"]),
+        }
+    }
+
     /// Where the runner leaves JUnit XML reports (a `find -path` pattern
     /// relative to the workspace), for the stacks whose console output
     /// names no passing test.

@@ -622,9 +622,15 @@ async fn a_cmake_project_with_ctest_is_bootstrapped() {
 #[test]
 fn test_files_that_import_pytest_get_pytest_and_their_requirement_files() {
     let dir = repo(&[
-        ("pyproject.toml", "[project]\nname = \"p\"\nversion = \"1\"\n"),
+        (
+            "pyproject.toml",
+            "[project]\nname = \"p\"\nversion = \"1\"\n",
+        ),
         ("tests/requirements.txt", "pytest\npretend\n"),
-        ("tests/test_x.py", "import pytest\n\ndef test_x():\n    pass\n"),
+        (
+            "tests/test_x.py",
+            "import pytest\n\ndef test_x():\n    pass\n",
+        ),
     ]);
     let stacks = forq_bootstrap::detect(dir.path());
     assert_eq!(stacks[0].name(), "pytest");
@@ -644,4 +650,26 @@ fn test_files_that_import_pytest_get_pytest_and_their_requirement_files() {
     .unwrap();
     std::fs::remove_file(dir.path().join("tests/requirements.txt")).unwrap();
     assert_eq!(forq_bootstrap::detect(dir.path())[0].name(), "unittest");
+}
+
+#[test]
+fn each_stack_knows_its_test_files() {
+    let stack = |files: &[(&str, &str)]| forq_bootstrap::detect(repo(files).path()).remove(0);
+    let py = stack(&[("pytest.ini", "[pytest]\n")]);
+    assert!(py.is_test_file("tests/test_calc.py") && py.is_test_file("pkg/calc_test.py"));
+    assert!(py.is_test_file("conftest.py") && !py.is_test_file("pkg/calc.py"));
+    let node = stack(&[("package.json", r#"{"scripts": {"test": "jest"}}"#)]);
+    assert!(node.is_test_file("src/calc.test.ts") && node.is_test_file("src/__tests__/calc.js"));
+    assert!(!node.is_test_file("src/calc.js") && !node.is_test_file("test/fixture.json"));
+    let rust = stack(&[("Cargo.toml", "[package]\n")]);
+    assert!(rust.is_test_file("tests/api.rs") && rust.is_test_file("crates/a/tests/api.rs"));
+    assert!(!rust.is_test_file("src/lib.rs"));
+    let go = stack(&[("go.mod", "module x\n")]);
+    assert!(go.is_test_file("calc/calc_test.go") && !go.is_test_file("calc/calc.go"));
+    let maven = stack(&[("pom.xml", "<project/>")]);
+    assert!(maven.is_test_file("src/test/java/calc/CalcTest.java"));
+    assert!(!maven.is_test_file("src/main/java/calc/Calc.java"));
+    let make = stack(&[("Makefile", "check:\n\t./t\n")]);
+    assert!(make.is_test_file("tests/run.sh") && make.is_test_file("src/test_calc.c"));
+    assert!(!make.is_test_file("src/calc.c"));
 }
