@@ -298,6 +298,17 @@ fn pytest_marker(root: &Path) -> Option<String> {
     {
         return Some("test files that import pytest".to_owned());
     }
+    // Bare `def test_*` functions are pytest's; unittest would find none.
+    let unittest = |path: &Path| {
+        std::fs::read_to_string(path).is_ok_and(|text| {
+            text.contains("import unittest")
+                || text.contains("from unittest")
+                || text.contains("TestCase")
+        })
+    };
+    if has_test_files(root, 2) && !any_test_file(root, 2, &unittest) {
+        return Some("test files without unittest (pytest style)".to_owned());
+    }
     None
 }
 

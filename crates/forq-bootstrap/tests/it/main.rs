@@ -673,3 +673,19 @@ fn each_stack_knows_its_test_files() {
     assert!(make.is_test_file("tests/run.sh") && make.is_test_file("src/test_calc.c"));
     assert!(!make.is_test_file("src/calc.c"));
 }
+
+#[test]
+fn bare_test_functions_are_pytest_style() {
+    // Like toolz: `pkg/tests/test_*.py` with plain functions, no unittest.
+    let bare = detected(&[
+        ("pkg/__init__.py", ""),
+        (
+            "pkg/tests/test_calc.py",
+            "def test_add():\n    assert 1 + 1 == 2\n",
+        ),
+    ]);
+    assert_eq!(
+        bare,
+        ["pytest: test files without unittest (pytest style) => .forq/venv/bin/python -m pytest -v"]
+    );
+}
