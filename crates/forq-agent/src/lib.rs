@@ -1,16 +1,42 @@
 //! forq-agent: what turns "fix this issue" into edits inside a sandbox.
 //!
-//! **Status: skeleton.** This crate is reserved; its contents land with the
-//! agent-protocol issue. What it will own:
+//! **Status: first slice — the providers.** [`provider`] speaks
+//! OpenAI-compatible Chat Completions and Anthropic Messages over HTTP
+//! (tools, tool choice, structured output, streaming with tool-call
+//! arguments merged as they arrive), retries 429/5xx/connection failures
+//! with backoff and jitter honouring `Retry-After`, reports 401/403/400 with
+//! the provider's message, and never shows a key ([`provider::ApiKey`]);
+//! [`provider::Replay`] plays recorded replies back. Still to come in the
+//! agent-protocol issue: cost accounting and budgets, the tools over the
+//! sandbox and the graph, the coding-agent loop with transcripts, triage,
+//! contract classification and the CLI.
 //!
-//! - OpenAI-compatible and Anthropic providers over HTTP, with tools,
-//!   streaming, retries, budgets and cost accounting, and a replay provider;
-//! - a bounded tool interface (view, search, edit with a syntax check, run,
-//!   run tests, graph queries) executed in a `forq-sandbox` sandbox;
-//! - the coding-agent loop with events and replayable transcripts;
-//! - triage with a structured verdict, and contract classification of a
-//!   change.
+//! What it never does: hand a credential to the sandbox, or treat text a
+//! model wrote as the patch (the patch is always the sandbox's diff).
 //!
-//! What it never does: hand a credential to the sandbox, or treat text a model
-//! wrote as the patch (the patch is always the sandbox's diff).
+//! ```
+//! use forq_agent::message::{Message, Part, Request, Response, Role, StopReason, Usage};
+//! use forq_agent::provider::{Provider, Replay};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), forq_agent::provider::Error> {
+//! let recorded = Response {
+//!     message: Message::assistant("hello"),
+//!     usage: Usage { input_tokens: 3, output_tokens: 1 },
+//!     stop: StopReason::EndTurn,
+//!     model: "recorded".to_owned(),
+//! };
+//! let provider = Replay::new(vec![recorded]);
+//! let mut request = Request::new("any-model");
+//! request.messages.push(Message::user("say hello"));
+//! let reply = provider.complete(&request, None).await?;
+//! assert_eq!(reply.message.text(), "hello");
+//! assert!(matches!(reply.message.parts[0], Part::Text { .. }));
+//! assert_eq!(reply.message.role, Role::Assistant);
+//! # Ok(())
+//! # }
+//! ```
 #![deny(missing_docs)]
+
+pub mod message;
+pub mod provider;

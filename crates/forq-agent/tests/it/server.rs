@@ -1,0 +1,172 @@
+//! A real HTTP/1.1 server on loopback that replies from a script: JSON
+//! bodies with any status and headers, or server-sent event streams written
+//! in several pieces. It records every request it gets.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+
+/// A request as the server received it.
+#[derive(Debug, Clone)]
+pub(crate) struct Received {
+    pub(crate) path: String,
+    /// Header names lowercased.
+    pub(crate) headers: Vec<(String, String)>,
+    pub(crate) body: serde_json::Value,
+}
+
+impl Received {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// What to answer.
+pub(crate) enum Reply {
+    Json {
+        status: u16,
+        headers: Vec<(&'static str, String)>,
+        body: String,
+    },
+    /// SSE: each string is written (and flushed) separately.
+    Events(Vec<String>),
+}
+
+impl Reply {
+    pub(crate) fn ok(body: serde_json::Value) -> Reply {
+        Reply::Json {
+            status: 200,
+            headers: Vec::new(),
+            body: body.to_string(),
+        }
+    }
+    pub(crate) fn status(status: u16, body: serde_json::Value) -> Reply {
+        Reply::Json {
+            status,
+            headers: Vec::new(),
+            body: body.to_string(),
+        }
+    }
+}
+
+pub(crate) struct Server {
+    pub(crate) url: String,
+    received: Arc<Mutex<Vec<Received>>>,
+    replies: Arc<Mutex<VecDeque<Reply>>>,
+}
+
+impl Server {
+    pub(crate) async fn start(replies: Vec<Reply>) -> Server {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let received = Arc::new(Mutex::new(Vec::new()));
+        let replies = Arc::new(Mutex::new(VecDeque::from(replies)));
+        let (rec, rep) = (received.clone(), replies.clone());
+        tokio::spawn(async move {
+            while let Ok((mut conn, _)) = listener.accept().await {
+                let (rec, rep) = (rec.clone(), rep.clone());
+                tokio::spawn(async move {
+                    let Some(req) = read_request(&mut conn).await else {
+                        return;
+                    };
+                    rec.lock().unwrap().push(req);
+                    let reply = rep.lock().unwrap().pop_front();
+                    let reply = reply.unwrap_or(Reply::status(
+                        500,
+                        serde_json::json!({"error": {"message": "no scripted reply left"}}),
+                    ));
+                    write_reply(&mut conn, reply).await;
+                });
+            }
+        });
+        Server {
+            url,
+            received,
+            replies,
+        }
+    }
+
+    pub(crate) fn received(&self) -> Vec<Received> {
+        self.received.lock().unwrap().clone()
+    }
+
+    pub(crate) fn unused_replies(&self) -> usize {
+        self.replies.lock().unwrap().len()
+    }
+}
+
+async fn read_request(conn: &mut tokio::net::TcpStream) -> Option<Received> {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 8192];
+    let head_end = loop {
+        let n = conn.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        if let Some(at) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break at + 4;
+        }
+    };
+    let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
+    let mut lines = head.lines();
+    let path = lines.next()?.split_whitespace().nth(1)?.to_owned();
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    let length: usize = headers
+        .iter()
+        .find(|(n, _)| n == "content-length")
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or(0);
+    while buf.len() < head_end + length {
+        let n = conn.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            break;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+    let body = serde_json::from_slice(&buf[head_end..]).unwrap_or(serde_json::Value::Null);
+    Some(Received {
+        path,
+        headers,
+        body,
+    })
+}
+
+async fn write_reply(conn: &mut tokio::net::TcpStream, reply: Reply) {
+    match reply {
+        Reply::Json {
+            status,
+            headers,
+            body,
+        } => {
+            let mut head = format!(
+                "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n",
+                body.len()
+            );
+            for (n, v) in headers {
+                head.push_str(&format!("{n}: {v}\r\n"));
+            }
+            head.push_str("\r\n");
+            let _ = conn.write_all(head.as_bytes()).await;
+            let _ = conn.write_all(body.as_bytes()).await;
+        }
+        Reply::Events(pieces) => {
+            let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n";
+            let _ = conn.write_all(head.as_bytes()).await;
+            for piece in pieces {
+                let _ = conn.write_all(piece.as_bytes()).await;
+                let _ = conn.flush().await;
+                tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            }
+        }
+    }
+    let _ = conn.shutdown().await;
+}
