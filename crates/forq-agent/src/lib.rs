@@ -6,8 +6,10 @@
 //! arguments merged as they arrive), retries 429/5xx/connection failures
 //! with backoff and jitter honouring `Retry-After`, reports 401/403/400 with
 //! the provider's message, and never shows a key ([`provider::ApiKey`]);
-//! [`provider::Replay`] plays recorded replies back. Still to come in the
-//! agent-protocol issue: cost accounting and budgets, the tools over the
+//! [`provider::Replay`] plays recorded replies back. [`cost`] accounts
+//! tokens and dollars per call and per run against a caller's price table
+//! and checks budgets (steps, tokens, cost, wall clock). Still to come in
+//! the agent-protocol issue: the tools over the
 //! sandbox and the graph, the coding-agent loop with transcripts, triage,
 //! contract classification and the CLI.
 //!
@@ -38,5 +40,6 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod cost;
 pub mod message;
 pub mod provider;

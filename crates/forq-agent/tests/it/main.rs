@@ -3,6 +3,7 @@
 
 #![allow(clippy::unwrap_used)] // tests fail loudly
 
+mod cost;
 mod server;
 
 use std::sync::Mutex;
