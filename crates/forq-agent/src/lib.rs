@@ -43,3 +43,4 @@
 pub mod cost;
 pub mod message;
 pub mod provider;
+pub mod tools;

@@ -5,6 +5,7 @@
 
 mod cost;
 mod server;
+mod tools;
 
 use std::sync::Mutex;
 use std::time::Duration;
