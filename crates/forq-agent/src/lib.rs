@@ -40,6 +40,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod agent;
 pub mod cost;
 pub mod message;
 pub mod provider;

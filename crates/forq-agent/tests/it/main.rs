@@ -3,6 +3,7 @@
 
 #![allow(clippy::unwrap_used)] // tests fail loudly
 
+mod agent;
 mod cost;
 mod server;
 mod tools;

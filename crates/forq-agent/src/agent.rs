@@ -1,0 +1,381 @@
+//! The coding-agent loop: the issue (and a repository map) in, tool calls
+//! run in the sandbox, observations fed back, until the model submits,
+//! gives up, or a budget is spent. Every step goes to subscribers as an
+//! [`Event`] and, when asked, to a JSONL transcript that [`Replay`] can
+//! play back. The patch is the sandbox's diff, never text the model wrote.
+//!
+//! [`Replay`]: crate::provider::Replay
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use forq_sandbox::Sandbox;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use crate::cost::{Budget, Meter, PriceTable};
+use crate::message::{Message, Part, Request, Role, Usage};
+use crate::provider::Provider;
+use crate::tools::{Control, ToolContext, Toolbox};
+
+/// What the agent is asked to do.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Task {
+    /// The issue, as its author wrote it.
+    pub issue: String,
+    /// Context about the repository (a repository map), if any.
+    pub context: String,
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum Outcome {
+    /// The model submitted; `diff` is the sandbox's patch.
+    Submitted {
+        /// The model's summary.
+        summary: String,
+        /// The patch (git format).
+        diff: String,
+    },
+    /// A person is needed: the model gave up with a question, or a budget
+    /// ran out; `diff` is the best attempt so far.
+    NeedsHuman {
+        /// Why.
+        reason: String,
+        /// The model's question, when it asked one.
+        question: Option<String>,
+        /// The patch so far.
+        diff: String,
+    },
+    /// The run failed (a provider or sandbox error).
+    Failed {
+        /// What failed.
+        error: String,
+    },
+}
+
+/// What a run did.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunReport {
+    /// How it ended.
+    pub outcome: Outcome,
+    /// Model calls made.
+    pub steps: u32,
+    /// Tokens used.
+    pub usage: Usage,
+    /// Dollars spent, over the priced calls.
+    pub cost_usd: f64,
+}
+
+/// A step of a run, as it happens.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Event {
+    /// A model call starts.
+    StepStarted {
+        /// 1-based.
+        step: u32,
+    },
+    /// The model called a tool.
+    ToolCall {
+        /// The step.
+        step: u32,
+        /// The tool.
+        name: String,
+        /// Its arguments.
+        arguments: serde_json::Value,
+    },
+    /// The tool answered.
+    Observation {
+        /// The step.
+        step: u32,
+        /// The tool.
+        name: String,
+        /// Whether it failed.
+        is_error: bool,
+        /// The answer's first line.
+        summary: String,
+    },
+    /// Tokens and cost of the step, and the run's totals.
+    Tokens {
+        /// The step.
+        step: u32,
+        /// This call.
+        usage: Usage,
+        /// The run so far.
+        total: Usage,
+        /// Dollars so far.
+        cost_usd: f64,
+    },
+    /// The run ended.
+    Finished {
+        /// How.
+        outcome: Outcome,
+    },
+}
+
+/// Follows a run.
+pub trait Subscriber: Send + Sync {
+    /// Called for every event, in order.
+    fn event(&self, event: &Event);
+}
+
+/// A coding agent: works on a task inside a sandbox.
+#[async_trait]
+pub trait CodingAgent: Send + Sync {
+    /// Runs to submit, give-up, a budget or an error.
+    async fn run(&self, sandbox: &dyn Sandbox, task: &Task) -> RunReport;
+}
+
+/// The default system prompt.
+pub const SYSTEM_PROMPT: &str =
+    "You are a careful software engineer fixing an issue in a repository. \
+You work only through the tools: read the code, make the smallest change that fixes the issue, \
+run the tests to check it, then call submit with a summary. If the issue cannot be fixed without \
+a decision only the maintainers can make, call give_up with your question.";
+
+/// The default [`CodingAgent`].
+pub struct Agent {
+    provider: Arc<dyn Provider>,
+    model: String,
+    tools: Toolbox,
+    budget: Budget,
+    prices: PriceTable,
+    system: String,
+    max_tokens: u32,
+    subscribers: Vec<Arc<dyn Subscriber>>,
+    transcript: Option<PathBuf>,
+}
+
+impl std::fmt::Debug for Agent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Agent")
+            .field("provider", &self.provider.name())
+            .field("model", &self.model)
+            .field("tools", &self.tools)
+            .field("budget", &self.budget)
+            .finish()
+    }
+}
+
+impl Agent {
+    /// An agent on `provider`'s `model` with the editing tools, no budget
+    /// and no prices.
+    pub fn new(provider: Arc<dyn Provider>, model: impl Into<String>) -> Agent {
+        Agent {
+            provider,
+            model: model.into(),
+            tools: Toolbox::editing(),
+            budget: Budget::default(),
+            prices: PriceTable::new(),
+            system: SYSTEM_PROMPT.to_owned(),
+            max_tokens: 4096,
+            subscribers: Vec::new(),
+            transcript: None,
+        }
+    }
+    /// Offers these tools instead.
+    pub fn tools(mut self, tools: Toolbox) -> Self {
+        self.tools = tools;
+        self
+    }
+    /// Stops at this budget.
+    pub fn budget(mut self, budget: Budget) -> Self {
+        self.budget = budget;
+        self
+    }
+    /// Prices calls with this table.
+    pub fn prices(mut self, prices: PriceTable) -> Self {
+        self.prices = prices;
+        self
+    }
+    /// Uses this system prompt.
+    pub fn system_prompt(mut self, prompt: impl Into<String>) -> Self {
+        self.system = prompt.into();
+        self
+    }
+    /// Tells `subscriber` every event.
+    pub fn subscribe(mut self, subscriber: Arc<dyn Subscriber>) -> Self {
+        self.subscribers.push(subscriber);
+        self
+    }
+    /// Appends every step to this JSONL file.
+    pub fn transcript(mut self, path: impl Into<PathBuf>) -> Self {
+        self.transcript = Some(path.into());
+        self
+    }
+
+    fn tell(&self, event: Event) {
+        for s in &self.subscribers {
+            s.event(&event);
+        }
+    }
+
+    fn record(&self, line: serde_json::Value) -> Result<(), String> {
+        let Some(path) = &self.transcript else {
+            return Ok(());
+        };
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .map_err(|e| format!("cannot write the transcript {}: {e}", path.display()))?;
+        writeln!(file, "{line}")
+            .map_err(|e| format!("cannot write the transcript {}: {e}", path.display()))
+    }
+
+    async fn diff(sandbox: &dyn Sandbox) -> Result<String, String> {
+        sandbox
+            .diff()
+            .await
+            .map(|d| d.patch)
+            .map_err(|e| format!("cannot read the sandbox's diff: {e}"))
+    }
+}
+
+#[async_trait]
+impl CodingAgent for Agent {
+    async fn run(&self, sandbox: &dyn Sandbox, task: &Task) -> RunReport {
+        let mut meter = Meter::new(self.prices.clone());
+        let outcome = self.drive(sandbox, task, &mut meter).await;
+        let outcome = outcome.unwrap_or_else(|error| Outcome::Failed { error });
+        let _ = self.record(json!({"finished": outcome}));
+        self.tell(Event::Finished {
+            outcome: outcome.clone(),
+        });
+        RunReport {
+            outcome,
+            steps: meter.steps,
+            usage: meter.usage,
+            cost_usd: meter.cost_usd,
+        }
+    }
+}
+
+impl Agent {
+    async fn drive(
+        &self,
+        sandbox: &dyn Sandbox,
+        task: &Task,
+        meter: &mut Meter,
+    ) -> Result<Outcome, String> {
+        let mut first = format!("Fix this issue.\n\n<issue>\n{}\n</issue>", task.issue);
+        if !task.context.is_empty() {
+            first.push_str(&format!(
+                "\n\n<repository>\n{}\n</repository>",
+                task.context
+            ));
+        }
+        let mut request = Request::new(&self.model);
+        request.system = self.system.clone();
+        request.tools = self.tools.specs();
+        request.max_tokens = self.max_tokens;
+        request.messages.push(Message::user(first));
+        self.record(json!({"task": task, "model": self.model, "tools": request.tools.iter().map(|t| &t.name).collect::<Vec<_>>()}))?;
+        let cx = ToolContext { sandbox };
+        loop {
+            if let Some(exceeded) = meter.check(&self.budget, &self.model) {
+                return Ok(Outcome::NeedsHuman {
+                    reason: exceeded.to_string(),
+                    question: None,
+                    diff: Self::diff(sandbox).await?,
+                });
+            }
+            let step = meter.steps + 1;
+            self.tell(Event::StepStarted { step });
+            let response = self
+                .provider
+                .complete(&request, None)
+                .await
+                .map_err(|e| e.to_string())?;
+            let cost = meter.record(&response.model, response.usage);
+            self.tell(Event::Tokens {
+                step,
+                usage: response.usage,
+                total: meter.usage,
+                cost_usd: meter.cost_usd,
+            });
+            request.messages.push(response.message.clone());
+            let mut results = Vec::new();
+            let mut control = None;
+            for part in &response.message.parts {
+                let Part::ToolCall {
+                    id,
+                    name,
+                    arguments,
+                    invalid_arguments,
+                } = part
+                else {
+                    continue;
+                };
+                self.tell(Event::ToolCall {
+                    step,
+                    name: name.clone(),
+                    arguments: arguments.clone(),
+                });
+                let out = match invalid_arguments {
+                    Some(raw) => crate::tools::ToolOutput::error(format!(
+                        "the arguments are not valid JSON ({}): call {name} again with a JSON object",
+                        raw.chars().take(200).collect::<String>()
+                    )),
+                    None => self.tools.call(&cx, name, arguments).await,
+                };
+                self.tell(Event::Observation {
+                    step,
+                    name: name.clone(),
+                    is_error: out.is_error,
+                    summary: out
+                        .content
+                        .lines()
+                        .next()
+                        .unwrap_or("")
+                        .chars()
+                        .take(200)
+                        .collect(),
+                });
+                if control.is_none() {
+                    control = out.control.clone();
+                }
+                results.push(Part::ToolResult {
+                    id: id.clone(),
+                    content: out.content,
+                    is_error: out.is_error,
+                });
+            }
+            self.record(
+                json!({"step": step, "response": response, "cost": cost, "tool_results": results}),
+            )?;
+            match control {
+                Some(Control::Submit { summary }) => {
+                    return Ok(Outcome::Submitted {
+                        summary,
+                        diff: Self::diff(sandbox).await?,
+                    })
+                }
+                Some(Control::GiveUp { reason, question }) => {
+                    return Ok(Outcome::NeedsHuman {
+                        reason,
+                        question: Some(question),
+                        diff: Self::diff(sandbox).await?,
+                    })
+                }
+                None => {}
+            }
+            if results.is_empty() {
+                // Text alone moves nothing: ask for a tool call.
+                request.messages.push(Message::user(
+                    "Continue with the tools: change the code, run the tests, then call submit (or give_up).",
+                ));
+            } else {
+                request.messages.push(Message {
+                    role: Role::User,
+                    parts: results,
+                });
+            }
+        }
+    }
+}
