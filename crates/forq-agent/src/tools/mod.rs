@@ -15,10 +15,12 @@ use crate::message::ToolSpec;
 mod edit;
 mod files;
 mod run;
+mod tests;
 
 pub use edit::{CreateFile, DeleteFile, Edit};
 pub use files::{FindFiles, Search, ViewFile};
 pub use run::{GiveUp, Run, Submit};
+pub use tests::RunTests;
 
 /// What a tool gets to work with.
 #[derive(Debug)]

@@ -64,6 +64,9 @@ impl Tool for Run {
             .map_or(self.default_timeout, Duration::from_secs)
             .min(self.max_timeout);
         let req = ExecRequest::shell(format!("exec 2>&1\n{command}"))
+            // An edit within the second of a run, keeping the file's size,
+            // would otherwise leave Python a stale `.pyc` that hides it.
+            .env("PYTHONDONTWRITEBYTECODE", "1")
             .timeout(timeout)
             .stdin(Vec::new())
             .output_cap(self.output_bytes);

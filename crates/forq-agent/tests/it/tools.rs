@@ -299,3 +299,33 @@ async fn submit_give_up_and_unknown_tools() {
         ]
     );
 }
+
+#[tokio::test]
+async fn run_tests_reads_the_runners_per_test_results() {
+    let (dir, _backend, sb) = sandbox().await;
+    let stack = forq_bootstrap::detect(dir.path()).remove(0);
+    assert_eq!(stack.command, "python3 -m unittest -v");
+    let tools = Toolbox::editing().with(forq_agent::tools::RunTests::new(stack));
+    let cx = ToolContext { sandbox: &*sb };
+    let red = tools.call(&cx, "run_tests", &json!({})).await;
+    assert!(red.content.starts_with("`python3 -m unittest -v`: 0 passed, 1 failed, 0 errors, 0 skipped\nfailing:\n  tests.test_calc.T.test_add"), "{}", red.content);
+    assert!(
+        red.content.contains("AssertionError: -1 != 5"),
+        "{}",
+        red.content
+    );
+    tools
+        .call(
+            &cx,
+            "edit",
+            &json!({"path": "calc.py", "old": "a - b", "new": "a + b"}),
+        )
+        .await;
+    let green = tools
+        .call(&cx, "run_tests", &json!({"selection": "tests.test_calc"}))
+        .await;
+    assert_eq!(
+        green.content,
+        "`python3 -m unittest -v tests.test_calc`: 1 passed, 0 failed, 0 errors, 0 skipped"
+    );
+}
