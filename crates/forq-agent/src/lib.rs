@@ -1,17 +1,30 @@
 //! forq-agent: what turns "fix this issue" into edits inside a sandbox.
 //!
-//! **Status: first slice — the providers.** [`provider`] speaks
-//! OpenAI-compatible Chat Completions and Anthropic Messages over HTTP
-//! (tools, tool choice, structured output, streaming with tool-call
-//! arguments merged as they arrive), retries 429/5xx/connection failures
-//! with backoff and jitter honouring `Retry-After`, reports 401/403/400 with
-//! the provider's message, and never shows a key ([`provider::ApiKey`]);
-//! [`provider::Replay`] plays recorded replies back. [`cost`] accounts
-//! tokens and dollars per call and per run against a caller's price table
-//! and checks budgets (steps, tokens, cost, wall clock). Still to come in
-//! the agent-protocol issue: the tools over the
-//! sandbox and the graph, the coding-agent loop with transcripts, triage,
-//! contract classification and the CLI.
+//! **Status: in progress (the agent-protocol issue).**
+//!
+//! - [`provider`] speaks OpenAI-compatible Chat Completions and Anthropic
+//!   Messages over HTTP (tools, tool choice, structured output, streaming
+//!   with tool-call arguments merged as they arrive), retries
+//!   429/5xx/connection failures with backoff and jitter honouring
+//!   `Retry-After`, reports 401/403/400 with the provider's message, and
+//!   never shows a key ([`provider::ApiKey`]); [`provider::Replay`] plays
+//!   recorded replies back.
+//! - [`cost`] accounts tokens and dollars per call and per run against the
+//!   caller's price table and checks budgets (steps, tokens, cost, wall
+//!   clock).
+//! - [`tools`] is the agent–computer interface over a sandbox, behind the
+//!   [`tools::Tool`] trait: `view_file`, `find_files`, `search`, `edit`
+//!   (unique match, whitespace-tolerant fallback, syntax check),
+//!   `create_file`, `delete_file`, `run`, `run_tests` (through
+//!   forq-bootstrap's parsers), `submit`, `give_up`.
+//! - [`agent`] is the loop: [`agent::CodingAgent`] and its default
+//!   [`agent::Agent`] (issue in, tool calls run in the sandbox,
+//!   observations back, until submit, give-up or a budget), with events to
+//!   subscribers and a JSONL transcript that [`provider::Replay`] plays
+//!   back; the outcome's patch is the sandbox's diff.
+//!
+//! Still to come: the graph tools, triage, contract classification and
+//! the CLI.
 //!
 //! What it never does: hand a credential to the sandbox, or treat text a
 //! model wrote as the patch (the patch is always the sandbox's diff).
