@@ -29,6 +29,16 @@ pub struct Task {
     pub context: String,
 }
 
+impl Task {
+    /// A task of this issue, without context.
+    pub fn new(issue: impl Into<String>) -> Task {
+        Task {
+            issue: issue.into(),
+            context: String::new(),
+        }
+    }
+}
+
 /// How a run ended.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "outcome", rename_all = "snake_case")]

@@ -50,6 +50,25 @@ pub enum Part {
     },
 }
 
+impl Part {
+    /// A tool call's arguments as JSON text: as the model sent them when
+    /// they were not valid JSON, else re-serialised. `None` for other parts.
+    pub fn arguments_text(&self) -> Option<String> {
+        match self {
+            Part::ToolCall {
+                arguments,
+                invalid_arguments,
+                ..
+            } => Some(
+                invalid_arguments
+                    .clone()
+                    .unwrap_or_else(|| arguments.to_string()),
+            ),
+            _ => None,
+        }
+    }
+}
+
 /// A message: a role and its parts.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Message {

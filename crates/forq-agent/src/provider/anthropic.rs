@@ -63,9 +63,7 @@ impl Anthropic {
 
     /// Caps each call's wall clock.
     pub fn timeout(mut self, timeout: Duration) -> Self {
-        let retry = self.http.retry.clone();
-        self.http = Http::new("anthropic", timeout);
-        self.http.retry = retry;
+        self.http.set_timeout(timeout);
         self
     }
 

@@ -113,6 +113,13 @@ impl Http {
         }
     }
 
+    /// Caps each call at `timeout`, keeping the retry policy.
+    pub(crate) fn set_timeout(&mut self, timeout: Duration) {
+        let retry = self.retry.clone();
+        *self = Http::new(self.provider, timeout);
+        self.retry = retry;
+    }
+
     /// POSTs `body` to `url` with `headers`, retrying what can be retried;
     /// a response with a success status, or the error.
     pub(crate) async fn post(

@@ -69,9 +69,7 @@ impl OpenAi {
 
     /// Caps each call's wall clock.
     pub fn timeout(mut self, timeout: Duration) -> Self {
-        let retry = self.http.retry.clone();
-        self.http = Http::new("openai", timeout);
-        self.http.retry = retry;
+        self.http.set_timeout(timeout);
         self
     }
 
@@ -139,16 +137,8 @@ fn wire_messages(m: &Message) -> Vec<Value> {
             let calls: Vec<Value> = m
                 .parts
                 .iter()
-                .filter_map(|p| match p {
-                    Part::ToolCall {
-                        id,
-                        name,
-                        arguments,
-                        invalid_arguments,
-                    } => {
-                        let args = invalid_arguments
-                            .clone()
-                            .unwrap_or_else(|| arguments.to_string());
+                .filter_map(|p| match (p, p.arguments_text()) {
+                    (Part::ToolCall { id, name, .. }, Some(args)) => {
                         Some(json!({"id": id, "type": "function",
                             "function": {"name": name, "arguments": args}}))
                     }

@@ -77,12 +77,7 @@ impl Provider for Replay {
             for part in &reply.message.parts {
                 match part {
                     Part::Text { text } => sink(&Delta::Text(text.clone())),
-                    Part::ToolCall {
-                        id,
-                        name,
-                        arguments,
-                        invalid_arguments,
-                    } => {
+                    Part::ToolCall { id, name, .. } => {
                         sink(&Delta::ToolCall {
                             index,
                             id: id.clone(),
@@ -90,9 +85,7 @@ impl Provider for Replay {
                         });
                         sink(&Delta::ToolArguments {
                             index,
-                            fragment: invalid_arguments
-                                .clone()
-                                .unwrap_or_else(|| arguments.to_string()),
+                            fragment: part.arguments_text().unwrap_or_default(),
                         });
                         index += 1;
                     }

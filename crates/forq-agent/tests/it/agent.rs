@@ -91,15 +91,7 @@ async fn a_scripted_run_reads_edits_tests_and_submits_the_sandboxs_diff() {
     let agent = Agent::new(Arc::new(Replay::new(script())), "scripted")
         .transcript(&transcript)
         .subscribe(events.clone());
-    let report = agent
-        .run(
-            &*sb,
-            &Task {
-                issue: "add(2, 3) returns -1".into(),
-                context: String::new(),
-            },
-        )
-        .await;
+    let report = agent.run(&*sb, &Task::new("add(2, 3) returns -1")).await;
     let Outcome::Submitted { summary, diff } = &report.outcome else {
         panic!("{report:#?}");
     };
@@ -142,13 +134,7 @@ async fn a_scripted_run_reads_edits_tests_and_submits_the_sandboxs_diff() {
         Arc::new(Replay::from_jsonl(&transcript).unwrap()),
         "scripted",
     )
-    .run(
-        &*again,
-        &Task {
-            issue: "add(2, 3) returns -1".into(),
-            context: String::new(),
-        },
-    )
+    .run(&*again, &Task::new("add(2, 3) returns -1"))
     .await;
     assert_eq!(replayed.outcome, report.outcome);
 }
@@ -159,15 +145,7 @@ async fn a_budget_ends_the_run_with_the_best_attempt() {
     let (_backend, sb) = sandbox(dir.path()).await;
     let agent = Agent::new(Arc::new(Replay::new(script())), "scripted")
         .budget(Budget::default().max_steps(2));
-    let report = agent
-        .run(
-            &*sb,
-            &Task {
-                issue: "fix add".into(),
-                context: String::new(),
-            },
-        )
-        .await;
+    let report = agent.run(&*sb, &Task::new("fix add")).await;
     let Outcome::NeedsHuman {
         reason,
         question,
@@ -207,13 +185,7 @@ async fn malformed_arguments_get_an_error_answer_and_give_up_needs_a_human() {
     let events = Arc::new(Events::default());
     let report = Agent::new(Arc::new(Replay::new(replies)), "scripted")
         .subscribe(events.clone())
-        .run(
-            &*sb,
-            &Task {
-                issue: "fix add".into(),
-                context: String::new(),
-            },
-        )
+        .run(&*sb, &Task::new("fix add"))
         .await;
     assert_eq!(
         report.outcome,
@@ -267,15 +239,7 @@ async fn a_run_over_http_writes_no_file_that_holds_the_key() {
     let (_backend, sb) = sandbox(dir.path()).await;
     let out = tempfile::tempdir().unwrap();
     let agent = Agent::new(Arc::new(provider), "gpt-test").transcript(out.path().join("run.jsonl"));
-    let report = agent
-        .run(
-            &*sb,
-            &Task {
-                issue: "fix add".into(),
-                context: String::new(),
-            },
-        )
-        .await;
+    let report = agent.run(&*sb, &Task::new("fix add")).await;
     assert!(
         matches!(report.outcome, Outcome::Submitted { .. }),
         "{report:#?}"
