@@ -16,15 +16,16 @@
 //!   [`tools::Tool`] trait: `view_file`, `find_files`, `search`, `edit`
 //!   (unique match, whitespace-tolerant fallback, syntax check),
 //!   `create_file`, `delete_file`, `run`, `run_tests` (through
-//!   forq-bootstrap's parsers), `submit`, `give_up`.
+//!   forq-bootstrap's parsers), `submit`, `give_up`, and the graph tools
+//!   over a forq-graph index (`callers`, `callees`, `statements_near`,
+//!   `uses_of`, `repo_map`).
 //! - [`agent`] is the loop: [`agent::CodingAgent`] and its default
 //!   [`agent::Agent`] (issue in, tool calls run in the sandbox,
 //!   observations back, until submit, give-up or a budget), with events to
 //!   subscribers and a JSONL transcript that [`provider::Replay`] plays
 //!   back; the outcome's patch is the sandbox's diff.
 //!
-//! Still to come: the graph tools, triage, contract classification and
-//! the CLI.
+//! Still to come: triage, contract classification and the CLI.
 //!
 //! What it never does: hand a credential to the sandbox, or treat text a
 //! model wrote as the patch (the patch is always the sandbox's diff).

@@ -14,11 +14,13 @@ use crate::message::ToolSpec;
 
 mod edit;
 mod files;
+mod graph;
 mod run;
 mod tests;
 
 pub use edit::{CreateFile, DeleteFile, Edit};
 pub use files::{FindFiles, Search, ViewFile};
+pub use graph::GraphTools;
 pub use run::{GiveUp, Run, Submit};
 pub use tests::RunTests;
 

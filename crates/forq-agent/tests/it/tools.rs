@@ -329,3 +329,60 @@ async fn run_tests_reads_the_runners_per_test_results() {
         "`python3 -m unittest -v tests.test_calc`: 1 passed, 0 failed, 0 errors, 0 skipped"
     );
 }
+
+#[tokio::test]
+async fn graph_tools_answer_from_the_repositorys_index() {
+    let (dir, _backend, sb) = sandbox().await;
+    let db = tempfile::tempdir().unwrap();
+    let mut index = forq_graph::Index::open(&db.path().join("graph.db"), dir.path()).unwrap();
+    index.update().unwrap();
+    let tools = forq_agent::tools::GraphTools::new(index).add_to(Toolbox::editing());
+    let cx = ToolContext { sandbox: &*sb };
+    let callers = tools
+        .call(&cx, "callers", &json!({"symbol": "calc.py:1"}))
+        .await;
+    assert!(!callers.is_error, "{callers:?}");
+    assert!(callers.content.contains("test_add"), "{}", callers.content);
+    let callees = tools
+        .call(&cx, "callees", &json!({"symbol": "test_add"}))
+        .await;
+    assert!(
+        callees.content.contains("calc.py#add"),
+        "{}",
+        callees.content
+    );
+    let near = tools
+        .call(
+            &cx,
+            "statements_near",
+            &json!({"file": "calc.py", "line": 2}),
+        )
+        .await;
+    assert!(near.content.contains("return a - b"), "{}", near.content);
+    let uses = tools
+        .call(&cx, "uses_of", &json!({"name": "a", "file": "calc.py"}))
+        .await;
+    assert!(uses.content.contains("calc.py"), "{}", uses.content);
+    let map = tools.call(&cx, "repo_map", &json!({})).await;
+    assert!(
+        map.content.contains("calc.py") && map.content.contains("add"),
+        "{}",
+        map.content
+    );
+    // A name the graph does not know: forq-graph's own error, as an answer.
+    let unknown = tools
+        .call(&cx, "callers", &json!({"symbol": "no_such_function"}))
+        .await;
+    assert!(unknown.is_error, "{unknown:?}");
+    let names: Vec<String> = tools.specs().into_iter().map(|s| s.name).collect();
+    assert!(
+        names.ends_with(&[
+            "callers".to_owned(),
+            "callees".to_owned(),
+            "statements_near".to_owned(),
+            "uses_of".to_owned(),
+            "repo_map".to_owned()
+        ]),
+        "{names:?}"
+    );
+}
