@@ -25,7 +25,11 @@
 //!   subscribers and a JSONL transcript that [`provider::Replay`] plays
 //!   back; the outcome's patch is the sandbox's diff.
 //!
-//! Still to come: triage, contract classification and the CLI.
+//! - [`triage`]: should forq act on an issue — one structured-output call
+//!   (a JSON schema), validated, an invalid answer sent back once, and a
+//!   threshold on the confidence deciding whether a fix is attempted.
+//!
+//! Still to come: contract classification and the CLI.
 //!
 //! What it never does: hand a credential to the sandbox, or treat text a
 //! model wrote as the patch (the patch is always the sandbox's diff).
@@ -59,3 +63,4 @@ pub mod cost;
 pub mod message;
 pub mod provider;
 pub mod tools;
+pub mod triage;

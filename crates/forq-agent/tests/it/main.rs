@@ -7,6 +7,7 @@ mod agent;
 mod cost;
 mod server;
 mod tools;
+mod triage;
 
 use std::sync::Mutex;
 use std::time::Duration;
