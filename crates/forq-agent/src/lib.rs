@@ -29,7 +29,11 @@
 //!   (a JSON schema), validated, an invalid answer sent back once, and a
 //!   threshold on the confidence deciding whether a fix is attempted.
 //!
-//! Still to come: contract classification and the CLI.
+//! - [`contract`]: does a changed definition keep its contract — A
+//!   (preserved), B (upward-compatible), C (incompatible); equal sources
+//!   are A without a model call, and doubt or bad answers are C.
+//!
+//! Still to come: the CLI (`forq triage`, `forq agent run`).
 //!
 //! What it never does: hand a credential to the sandbox, or treat text a
 //! model wrote as the patch (the patch is always the sandbox's diff).
@@ -59,6 +63,7 @@
 #![deny(missing_docs)]
 
 pub mod agent;
+pub mod contract;
 pub mod cost;
 pub mod message;
 pub mod provider;

@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used)] // tests fail loudly
 
 mod agent;
+mod contract;
 mod cost;
 mod server;
 mod tools;
