@@ -105,29 +105,23 @@ impl ContractCheck {
             text.push_str(&format!("\n<context>\n{context}\n</context>"));
         }
         request.messages.push(Message::user(text));
-        for attempt in 0..2 {
-            let reply = self.provider.complete(&request, None).await?;
-            let answer = reply.message.text();
-            if let Ok(c) = serde_json::from_str::<Classification>(&with_flag(&answer)) {
-                if !c.reason.trim().is_empty() {
-                    return Ok(Classification {
-                        model_called: true,
-                        ..c
-                    });
-                }
-            }
-            if attempt == 0 {
-                request.messages.push(reply.message.clone());
-                request.messages.push(Message::user(
-                    "That answer is invalid. Answer again with only a JSON object matching the schema.",
-                ));
-            }
-        }
-        Ok(Classification {
+        let asked = crate::structured::ask(&*self.provider, request, |answer| {
+            serde_json::from_str::<Classification>(&with_flag(answer))
+                .map_err(|e| format!("not the schema's shape: {e}"))
+                .and_then(|c| {
+                    if c.reason.trim().is_empty() {
+                        Err("the reason is empty".to_owned())
+                    } else {
+                        Ok(c)
+                    }
+                })
+        })
+        .await?;
+        Ok(asked.answer.unwrap_or_else(|_| Classification {
             class: Class::C,
             reason: "the model's answer was invalid twice; assumed incompatible".to_owned(),
             model_called: true,
-        })
+        }))
     }
 }
 

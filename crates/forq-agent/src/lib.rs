@@ -67,5 +67,6 @@ pub mod contract;
 pub mod cost;
 pub mod message;
 pub mod provider;
+mod structured;
 pub mod tools;
 pub mod triage;

@@ -155,42 +155,18 @@ impl Triage {
             first.push_str(&format!("\n\n<repository>\n{context}\n</repository>"));
         }
         request.messages.push(Message::user(first));
-        let mut usage = Usage::default();
-        let mut last_why = String::new();
-        for call in 1..=2 {
-            let reply = self.provider.complete(&request, None).await?;
-            usage += reply.usage;
-            let text = reply.message.text();
-            match validate(&text) {
-                Ok(verdict) => {
-                    let attempt_fix = verdict.act
-                        && verdict.suggested_action == Action::Fix
-                        && verdict.confidence >= self.threshold;
-                    return Ok(Decision {
-                        verdict,
-                        attempt_fix,
-                        calls: call,
-                        usage,
-                    });
-                }
-                Err(why) if call == 1 => {
-                    request.messages.push(reply.message.clone());
-                    request.messages.push(Message::user(format!(
-                        "That answer is invalid ({why}). Answer again with only a JSON object matching the schema."
-                    )));
-                    last_why = why;
-                }
-                Err(why) => {
-                    return Err(Error::InvalidOutput {
-                        why,
-                        answer: text.chars().take(300).collect(),
-                    })
-                }
-            }
-        }
-        Err(Error::InvalidOutput {
-            why: last_why,
-            answer: String::new(),
+        let asked = crate::structured::ask(&*self.provider, request, validate).await?;
+        let verdict = asked
+            .answer
+            .map_err(|(why, answer)| Error::InvalidOutput { why, answer })?;
+        let attempt_fix = verdict.act
+            && verdict.suggested_action == Action::Fix
+            && verdict.confidence >= self.threshold;
+        Ok(Decision {
+            verdict,
+            attempt_fix,
+            calls: asked.calls,
+            usage: asked.usage,
         })
     }
 }

@@ -154,6 +154,22 @@ impl Toolbox {
     }
 }
 
+/// A shell command as the agent's tools run it: stderr merged into stdout
+/// in order, stdin empty, no `.pyc` written (an edit within the second of
+/// a run that keeps a file's size would otherwise leave Python a stale
+/// one that hides it).
+pub(crate) fn command_request(
+    command: &str,
+    timeout: std::time::Duration,
+    output_cap: usize,
+) -> forq_sandbox::ExecRequest {
+    forq_sandbox::ExecRequest::shell(format!("exec 2>&1\n{command}"))
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .timeout(timeout)
+        .stdin(Vec::new())
+        .output_cap(output_cap)
+}
+
 /// A required string argument, or an error answer naming it.
 pub(crate) fn string_arg<'a>(args: &'a Value, name: &str) -> Result<&'a str, ToolOutput> {
     args.get(name)

@@ -4,7 +4,6 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use forq_sandbox::ExecRequest;
 use serde_json::Value;
 
 use super::{object_schema, string_arg, Control, Tool, ToolContext, ToolOutput};
@@ -63,13 +62,7 @@ impl Tool for Run {
             .and_then(Value::as_u64)
             .map_or(self.default_timeout, Duration::from_secs)
             .min(self.max_timeout);
-        let req = ExecRequest::shell(format!("exec 2>&1\n{command}"))
-            // An edit within the second of a run, keeping the file's size,
-            // would otherwise leave Python a stale `.pyc` that hides it.
-            .env("PYTHONDONTWRITEBYTECODE", "1")
-            .timeout(timeout)
-            .stdin(Vec::new())
-            .output_cap(self.output_bytes);
+        let req = super::command_request(command, timeout, self.output_bytes);
         let out = match cx.sandbox.exec(req).await {
             Ok(o) => o,
             Err(e) => return ToolOutput::error(format!("the sandbox could not run it: {e}")),

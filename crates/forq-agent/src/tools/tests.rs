@@ -6,7 +6,6 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use forq_bootstrap::{Outcome, Stack};
-use forq_sandbox::ExecRequest;
 use serde_json::Value;
 
 use super::{object_schema, Tool, ToolContext, ToolOutput};
@@ -67,13 +66,7 @@ impl Tool for RunTests {
         } else {
             format!("{} {selection}", self.stack.command)
         };
-        let req = ExecRequest::shell(format!("exec 2>&1\n{command}"))
-            // An edit within the second of a run, keeping the file's size,
-            // would otherwise leave Python a stale `.pyc` that hides it.
-            .env("PYTHONDONTWRITEBYTECODE", "1")
-            .timeout(self.timeout)
-            .stdin(Vec::new())
-            .output_cap(16 << 20);
+        let req = super::command_request(&command, self.timeout, 16 << 20);
         let out = match cx.sandbox.exec(req).await {
             Ok(o) => o,
             Err(e) => {
