@@ -90,6 +90,13 @@ pub enum Event {
         /// 1-based.
         step: u32,
     },
+    /// Reply text as it streams in (only with [`Agent::stream`]).
+    Text {
+        /// The step.
+        step: u32,
+        /// The new text.
+        delta: String,
+    },
     /// The model called a tool.
     ToolCall {
         /// The step.
@@ -157,6 +164,7 @@ pub struct Agent {
     prices: PriceTable,
     system: String,
     max_tokens: u32,
+    stream: bool,
     subscribers: Vec<Arc<dyn Subscriber>>,
     transcript: Option<PathBuf>,
 }
@@ -184,6 +192,7 @@ impl Agent {
             prices: PriceTable::new(),
             system: SYSTEM_PROMPT.to_owned(),
             max_tokens: 4096,
+            stream: false,
             subscribers: Vec::new(),
             transcript: None,
         }
@@ -206,6 +215,12 @@ impl Agent {
     /// Uses this system prompt.
     pub fn system_prompt(mut self, prompt: impl Into<String>) -> Self {
         self.system = prompt.into();
+        self
+    }
+    /// Streams replies: subscribers see their text as it arrives
+    /// ([`Event::Text`]). The steps and transcript are the same either way.
+    pub fn stream(mut self, stream: bool) -> Self {
+        self.stream = stream;
         self
     }
     /// Tells `subscriber` every event.
@@ -284,6 +299,7 @@ impl Agent {
         request.system = self.system.clone();
         request.tools = self.tools.specs();
         request.max_tokens = self.max_tokens;
+        request.stream = self.stream;
         request.messages.push(Message::user(first));
         self.record(json!({"task": task, "model": self.model, "tools": request.tools.iter().map(|t| &t.name).collect::<Vec<_>>()}))?;
         let cx = ToolContext { sandbox };
@@ -297,9 +313,20 @@ impl Agent {
             }
             let step = meter.steps + 1;
             self.tell(Event::StepStarted { step });
+            let sink = |delta: &crate::message::Delta| {
+                if let crate::message::Delta::Text(text) = delta {
+                    self.tell(Event::Text {
+                        step,
+                        delta: text.clone(),
+                    });
+                }
+            };
             let response = self
                 .provider
-                .complete(&request, None)
+                .complete(
+                    &request,
+                    self.stream.then_some(&sink as crate::provider::Sink<'_>),
+                )
                 .await
                 .map_err(|e| e.to_string())?;
             let cost = meter.record(&response.model, response.usage);

@@ -65,6 +65,7 @@
 pub mod agent;
 pub mod contract;
 pub mod cost;
+pub mod issue;
 pub mod message;
 pub mod provider;
 mod structured;

@@ -54,23 +54,37 @@ pub struct Stack {
     pub command: String,
 }
 
+/// Every kind, with its name.
+const KINDS: [(StackKind, &str); 12] = [
+    (StackKind::Pytest, "pytest"),
+    (StackKind::Unittest, "unittest"),
+    (StackKind::Node, "node"),
+    (StackKind::Rust, "rust"),
+    (StackKind::Go, "go"),
+    (StackKind::Maven, "maven"),
+    (StackKind::Gradle, "gradle"),
+    (StackKind::Cmake, "cmake"),
+    (StackKind::Meson, "meson"),
+    (StackKind::Autotools, "autotools"),
+    (StackKind::Make, "make"),
+    (StackKind::Custom, "custom"),
+];
+
+impl StackKind {
+    /// The kind named `name` (`pytest`, `node`, ...), as [`Stack::name`]
+    /// writes it.
+    pub fn from_name(name: &str) -> Option<StackKind> {
+        KINDS.iter().find(|(_, n)| *n == name).map(|(k, _)| *k)
+    }
+}
+
 impl Stack {
     /// The stack's name (`pytest`, `node`, ...).
     pub fn name(&self) -> &'static str {
-        match self.kind {
-            StackKind::Pytest => "pytest",
-            StackKind::Unittest => "unittest",
-            StackKind::Node => "node",
-            StackKind::Rust => "rust",
-            StackKind::Go => "go",
-            StackKind::Maven => "maven",
-            StackKind::Gradle => "gradle",
-            StackKind::Cmake => "cmake",
-            StackKind::Meson => "meson",
-            StackKind::Autotools => "autotools",
-            StackKind::Make => "make",
-            StackKind::Custom => "custom",
-        }
+        KINDS
+            .iter()
+            .find(|(k, _)| *k == self.kind)
+            .map_or("custom", |(_, n)| n)
     }
 
     /// A recipe of one's own: install steps and a test command, run and

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use forq_sandbox::{Backend, BackendKind, ExecOutcome, ExecRequest, Network, Sandbox, SandboxSpec};
+use forq_sandbox::{Backend, ExecOutcome, ExecRequest, Network, Sandbox};
 use serde::{Deserialize, Serialize};
 
 use crate::detect::{detect, Stack, StackKind};
@@ -15,7 +15,6 @@ use crate::journal::{Journal, JournalError};
 use crate::verdict::Verdict;
 
 /// Output of a test command captured for the parsers.
-const TEST_OUTPUT_CAP: usize = 64 << 20;
 
 /// Output kept in a record, from the end (where runners summarise).
 const TAIL_CHARS: usize = 4000;
@@ -259,6 +258,16 @@ pub enum Error {
         #[source]
         source: forq_sandbox::Error,
     },
+    /// An install step failed while provisioning a sandbox.
+    #[error("install step `{command}` of {stack} failed: {reason}")]
+    Install {
+        /// The stack.
+        stack: String,
+        /// The step.
+        command: String,
+        /// Why, with the output's telling line.
+        reason: String,
+    },
     /// The run record could not be written.
     #[error(transparent)]
     Journal(#[from] JournalError),
@@ -320,7 +329,7 @@ fn cause(output: &str) -> Option<String> {
 }
 
 /// `reason`, followed by the output's most telling line when there is one.
-fn with_cause(reason: String, output: &str) -> String {
+pub(crate) fn with_cause(reason: String, output: &str) -> String {
     match cause(output) {
         Some(line) => format!("{reason}: {line}"),
         None => reason,
@@ -511,17 +520,8 @@ async fn run_stack(
         stack: stack.name().to_owned(),
         source,
     };
-    // A docker container's network is fixed at creation: with install
-    // steps it gets the host's, for the test run too.
-    let docker = backend.kind() == BackendKind::Docker;
-    let mut spec = SandboxSpec::new(repo)
-        .env("CI", "true")
-        .env("NO_COLOR", "1");
-    if docker && !stack.install.is_empty() {
-        spec = spec.network(Network::Host);
-    } else if docker {
-        spec = spec.network(options.test_network);
-    }
+    let spec = crate::runner::spec(backend, repo, stack, options.test_network);
+    let docker = !crate::runner::per_command_network(backend.kind());
     let sandbox = backend.create(&spec).await.map_err(sandbox_error)?;
     let mut run = StackRun {
         name: stack.name().to_owned(),
@@ -536,17 +536,13 @@ async fn run_stack(
         duration_ms: 0,
         toolchains: BTreeMap::new(),
     };
-    // Stderr joins stdout in the order they were written, as in a
-    // terminal: runners put their headings on one and results on the other
-    // (cargo's `Running` lines), and the parsers read them interleaved.
     let exec = |script: &str, timeout: Duration, network: Network| {
-        let mut req = ExecRequest::shell(format!("exec 2>&1\n{script}"))
-            .timeout(timeout)
-            .stdin(Vec::new());
-        if !docker {
-            req = req.network(network);
+        let req = crate::runner::shell(script, timeout);
+        if docker {
+            req
+        } else {
+            req.network(network)
         }
-        req
     };
     let step = |phase: Phase, command: &str| -> Result<Instant, Error> {
         let label = match phase {
@@ -609,7 +605,7 @@ async fn run_stack(
         let out = sandbox
             .exec(
                 exec(&stack.command, options.test_timeout, options.test_network)
-                    .output_cap(TEST_OUTPUT_CAP),
+                    .output_cap(crate::runner::TEST_OUTPUT_CAP),
             )
             .await
             .map_err(sandbox_error)?;

@@ -60,6 +60,7 @@ mod detect;
 pub mod evidence;
 mod gate;
 mod journal;
+mod runner;
 mod verdict;
 
 pub use clone::{clone_shallow, is_git_url, CloneError, CloneOptions};
@@ -67,4 +68,5 @@ pub use detect::{detect, Stack, StackKind};
 pub use evidence::{Evidence, Outcome};
 pub use gate::{run, Error, Fallback, GateOptions, Observer, Phase, Progress, Record, StackRun};
 pub use journal::{run_record_path, JournalError};
+pub use runner::{provision, run_tests, same_test, selection_command, TestRun};
 pub use verdict::Verdict;

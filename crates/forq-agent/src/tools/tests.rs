@@ -45,14 +45,14 @@ impl Tool for RunTests {
         ToolSpec {
             name: "run_tests".to_owned(),
             description: format!(
-                "Run the repository's tests (`{}`), or only a selection (test ids or a filter, appended to the command), and get counts and the failing tests.",
+                "Run the repository's tests (`{}`), or only a selection of test ids, and get counts and the failing tests.",
                 self.stack.command
             ),
             parameters: object_schema(
                 &[(
                     "selection",
                     "string",
-                    "Test ids or a filter the runner understands (optional)",
+                    "Test ids, separated by spaces (optional; default: the whole suite)",
                 )],
                 &["selection"],
             ),
@@ -60,34 +60,32 @@ impl Tool for RunTests {
     }
 
     async fn call(&self, cx: &ToolContext<'_>, args: &Value) -> ToolOutput {
-        let selection = args.get("selection").and_then(Value::as_str).unwrap_or("");
-        let command = if selection.trim().is_empty() {
-            self.stack.command.clone()
-        } else {
-            format!("{} {selection}", self.stack.command)
-        };
-        let req = super::command_request(&command, self.timeout, 16 << 20);
-        let out = match cx.sandbox.exec(req).await {
-            Ok(o) => o,
+        let selection: Vec<String> = args
+            .get("selection")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect();
+        let run = match forq_bootstrap::run_tests(cx.sandbox, &self.stack, &selection, self.timeout)
+            .await
+        {
+            Ok(run) => run,
             Err(e) => {
                 return ToolOutput::error(format!("the sandbox could not run the tests: {e}"))
             }
         };
-        let text = out.stdout_text();
-        let tail: String = {
-            let lines: Vec<&str> = text.lines().collect();
-            lines[lines.len().saturating_sub(40)..].join("\n")
-        };
-        if out.timed_out {
+        let (command, tail) = (&run.command, &run.tail);
+        if run.timed_out {
             return ToolOutput::error(format!(
                 "`{command}` timed out after {} s\n{tail}",
                 self.timeout.as_secs()
             ));
         }
-        let Some(ev) = self.stack.parse(&text) else {
+        let Some(ev) = run.evidence else {
             return ToolOutput::error(format!(
                 "`{command}` exited {} and its output shows no test run:\n{tail}",
-                out.shell_code()
+                run.exit_code
             ));
         };
         let mut report = format!(

@@ -277,3 +277,47 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
     }
     out
 }
+
+#[tokio::test]
+async fn a_streamed_run_tells_subscribers_the_text_as_it_arrives() {
+    use super::{chunk, sse};
+    let streamed = sse(&[
+        chunk(json!({"role": "assistant", "content": "Nothing "}), None),
+        chunk(json!({"content": "to change."}), None),
+        chunk(
+            json!({"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
+                "function": {"name": "submit", "arguments": "{\"summary\": \"already right\"}"}}]}),
+            None,
+        ),
+        chunk(json!({}), Some("tool_calls")),
+    ]);
+    let server = Server::start(vec![Reply::Events(streamed)]).await;
+    let provider = OpenAi::new(&format!("{}/v1", server.url), None).unwrap();
+    let dir = repo();
+    let (_backend, sb) = sandbox(dir.path()).await;
+    let events = Arc::new(Events::default());
+    let report = Agent::new(Arc::new(provider), "gpt-test")
+        .stream(true)
+        .subscribe(events.clone())
+        .run(&*sb, &Task::new("is add right?"))
+        .await;
+    assert_eq!(
+        report.outcome,
+        Outcome::Submitted {
+            summary: "already right".into(),
+            diff: String::new()
+        }
+    );
+    assert_eq!(server.received()[0].body["stream"], json!(true));
+    let text: Vec<String> = events
+        .0
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|e| match e {
+            Event::Text { step: 1, delta } => Some(delta.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(text, ["Nothing ", "to change."]);
+}

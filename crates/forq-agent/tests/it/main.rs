@@ -6,6 +6,7 @@
 mod agent;
 mod contract;
 mod cost;
+mod issue;
 mod server;
 mod tools;
 mod triage;
@@ -71,13 +72,13 @@ impl Deltas {
     }
 }
 
-fn sse(data: &[serde_json::Value]) -> Vec<String> {
+pub(crate) fn sse(data: &[serde_json::Value]) -> Vec<String> {
     let mut out: Vec<String> = data.iter().map(|d| format!("data: {d}\n\n")).collect();
     out.push("data: [DONE]\n\n".to_owned());
     out
 }
 
-fn chunk(delta: serde_json::Value, finish: Option<&str>) -> serde_json::Value {
+pub(crate) fn chunk(delta: serde_json::Value, finish: Option<&str>) -> serde_json::Value {
     json!({"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "gpt-test",
            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
 }

@@ -1,0 +1,276 @@
+//! The gate's runner for callers that keep the sandbox: [`provision`] makes
+//! a warm sandbox (the stack's install steps done), [`run_tests`] runs the
+//! stack's test command in it — whole or a selection — and reads the output
+//! with the stack's parser into per-test results. The coding agent's
+//! `run_tests` tool and the fix search's oracle both run tests this way.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use forq_sandbox::{Backend, BackendKind, ExecRequest, Network, Sandbox, SandboxSpec};
+use serde::Serialize;
+
+use crate::detect::{Stack, StackKind};
+use crate::evidence::Evidence;
+use crate::gate::{Error, Record};
+
+/// Output kept of a test run: room for one line per test of a large suite
+/// (the head and tail of anything longer are kept).
+pub(crate) const TEST_OUTPUT_CAP: usize = 64 << 20;
+
+/// A shell request as the gate runs commands: stderr joined to stdout in
+/// the order written (runners put headings on one and results on the
+/// other), stdin empty, no bytecode written into the tree.
+pub(crate) fn shell(script: &str, timeout: Duration) -> ExecRequest {
+    ExecRequest::shell(format!("exec 2>&1\n{script}"))
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .timeout(timeout)
+        .stdin(Vec::new())
+}
+
+/// The sandbox a stack runs in: `CI=true`, `NO_COLOR=1`. A docker
+/// container's network is fixed when it is made, so one with install steps
+/// gets the host's for its whole life; other backends choose per command.
+pub(crate) fn spec(
+    backend: &dyn Backend,
+    repo: &Path,
+    stack: &Stack,
+    tests: Network,
+) -> SandboxSpec {
+    let spec = SandboxSpec::new(repo)
+        .env("CI", "true")
+        .env("NO_COLOR", "1");
+    match backend.kind() {
+        BackendKind::Docker if !stack.install.is_empty() => spec.network(Network::Host),
+        BackendKind::Docker => spec.network(tests),
+        _ => spec,
+    }
+}
+
+/// Whether per-command network choices apply on this backend.
+pub(crate) fn per_command_network(backend: BackendKind) -> bool {
+    backend != BackendKind::Docker
+}
+
+/// A sandbox over `repo` with `stack`'s install steps done (with the host
+/// network, each capped at `install_timeout`): the warm root that the
+/// agent works in and the search forks. The caller destroys it.
+pub async fn provision(
+    backend: &dyn Backend,
+    repo: &Path,
+    stack: &Stack,
+    install_timeout: Duration,
+) -> Result<Box<dyn Sandbox>, Error> {
+    let sandbox_error = |source| Error::Sandbox {
+        stack: stack.name().to_owned(),
+        source,
+    };
+    let sandbox = backend
+        .create(&spec(backend, repo, stack, Network::None))
+        .await
+        .map_err(sandbox_error)?;
+    for command in &stack.install {
+        let mut req = shell(command, install_timeout);
+        if per_command_network(backend.kind()) {
+            req = req.network(Network::Host);
+        }
+        let out = match sandbox.exec(req).await {
+            Ok(out) => out,
+            Err(e) => {
+                let _ = sandbox.destroy().await;
+                return Err(sandbox_error(e));
+            }
+        };
+        if out.timed_out || !out.success() {
+            let _ = sandbox.destroy().await;
+            let text = out.stdout_text();
+            return Err(Error::Install {
+                stack: stack.name().to_owned(),
+                command: command.clone(),
+                reason: if out.timed_out {
+                    format!("timed out after {} s", install_timeout.as_secs())
+                } else {
+                    crate::gate::with_cause(format!("exited {}", out.shell_code()), &text)
+                },
+            });
+        }
+    }
+    Ok(sandbox)
+}
+
+/// What a test run showed.
+#[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
+pub struct TestRun {
+    /// The command run.
+    pub command: String,
+    /// Its exit code (124 when it timed out).
+    pub exit_code: i32,
+    /// Whether it hit the timeout.
+    pub timed_out: bool,
+    /// What the stack's parser read, or `None` when the output shows no
+    /// test run.
+    pub evidence: Option<Evidence>,
+    /// The last 40 lines of the output.
+    pub tail: String,
+    /// How long it took.
+    pub duration_ms: u64,
+}
+
+impl TestRun {
+    /// Whether every test in `ids` ran and passed.
+    pub fn all_passed(&self, ids: &[String]) -> bool {
+        let Some(ev) = &self.evidence else {
+            return false;
+        };
+        ids.iter().all(|id| {
+            ev.tests
+                .iter()
+                .any(|(t, o)| same_test(t, id) && *o == crate::Outcome::Passed)
+        })
+    }
+}
+
+/// Whether a parser's test id names `wanted`: equal, or `wanted` is a
+/// suffix on a `::`, `.`, `/` or space boundary (`test_calc.py::test_add`
+/// names `tests/test_calc.py::test_add`; `test_add` names both).
+pub fn same_test(id: &str, wanted: &str) -> bool {
+    if id == wanted {
+        return true;
+    }
+    id.strip_suffix(wanted).is_some_and(|head| {
+        head.ends_with("::") || head.ends_with('.') || head.ends_with('/') || head.ends_with(' ')
+    })
+}
+
+/// The command that runs `selection` (test ids) with `stack`'s runner: the
+/// ids appended for runners that take them (pytest, unittest, node's file
+/// arguments), a filter for cargo and go; the whole suite otherwise.
+pub fn selection_command(stack: &Stack, selection: &[String]) -> String {
+    if selection.is_empty() {
+        return stack.command.clone();
+    }
+    let quoted: Vec<String> = selection.iter().map(|s| quote(s)).collect();
+    match stack.kind {
+        StackKind::Pytest | StackKind::Unittest | StackKind::Custom => {
+            format!("{} {}", stack.command, quoted.join(" "))
+        }
+        StackKind::Go => {
+            let names: Vec<&str> = selection
+                .iter()
+                .map(|s| s.rsplit("::").next().unwrap_or(s))
+                .collect();
+            format!(
+                "{} -run {}",
+                stack.command,
+                quote(&format!("^({})$", names.join("|")))
+            )
+        }
+        StackKind::Rust if selection.len() == 1 => {
+            let name = selection[0].rsplit("::").next().unwrap_or(&selection[0]);
+            format!("{} {}", stack.command, quote(name))
+        }
+        _ => stack.command.clone(),
+    }
+}
+
+/// `s` as one shell word.
+fn quote(s: &str) -> String {
+    if s.chars()
+        .all(|c| c.is_ascii_alphanumeric() || "-_./:=@%+,".contains(c))
+    {
+        return s.to_owned();
+    }
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+/// Runs `stack`'s tests (or `selection` of them, see [`selection_command`])
+/// in `sandbox` without the network where the backend allows, and parses
+/// the output.
+pub async fn run_tests(
+    sandbox: &dyn Sandbox,
+    stack: &Stack,
+    selection: &[String],
+    timeout: Duration,
+) -> Result<TestRun, forq_sandbox::Error> {
+    let command = selection_command(stack, selection);
+    let started = Instant::now();
+    let mut req = shell(&command, timeout).output_cap(TEST_OUTPUT_CAP);
+    if per_command_network(sandbox.backend()) {
+        req = req.network(Network::None);
+    }
+    let out = sandbox.exec(req).await?;
+    let text = out.stdout_text();
+    let lines: Vec<&str> = text.lines().collect();
+    let tail = lines[lines.len().saturating_sub(40)..].join("\n");
+    Ok(TestRun {
+        exit_code: if out.timed_out { 124 } else { out.shell_code() },
+        timed_out: out.timed_out,
+        evidence: stack.parse(&text),
+        tail,
+        command,
+        duration_ms: started.elapsed().as_millis() as u64,
+    })
+}
+
+impl Record {
+    /// The stack that made this record green, rebuilt from its run (also
+    /// from a cached record), for [`provision`] and [`run_tests`].
+    pub fn green_stack(&self) -> Option<Stack> {
+        let run = self
+            .stacks
+            .iter()
+            .find(|s| s.verdict == crate::Verdict::Bootstrapped)?;
+        Some(Stack {
+            kind: StackKind::from_name(&run.name).unwrap_or(StackKind::Custom),
+            marker: run.marker.clone(),
+            install: run.install.clone(),
+            command: run.command.clone(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn test_ids_match_on_boundaries_only() {
+        assert!(same_test("tests/test_calc.py::test_add", "test_add"));
+        assert!(same_test(
+            "tests/test_calc.py::test_add",
+            "test_calc.py::test_add"
+        ));
+        assert!(!same_test("tests/test_calc.py::test_add", "add"));
+        assert!(same_test("calc::tests::adds", "tests::adds"));
+    }
+
+    #[test]
+    fn selections_become_runner_arguments() {
+        let py = Stack::custom("x", Vec::new(), "python -m pytest -v");
+        let py = Stack {
+            kind: StackKind::Pytest,
+            ..py
+        };
+        assert_eq!(
+            selection_command(&py, &["tests/t.py::test_a b".to_owned()]),
+            "python -m pytest -v 'tests/t.py::test_a b'"
+        );
+        let go = Stack {
+            kind: StackKind::Go,
+            ..py.clone()
+        };
+        assert_eq!(
+            selection_command(&go, &["pkg::TestA".to_owned(), "TestB".to_owned()]),
+            "python -m pytest -v -run '^(TestA|TestB)$'"
+        );
+        let make = Stack {
+            kind: StackKind::Make,
+            ..py
+        };
+        assert_eq!(
+            selection_command(&make, &["t".to_owned()]),
+            "python -m pytest -v"
+        );
+    }
+}
