@@ -14,8 +14,6 @@ use crate::evidence::{Evidence, Outcome};
 use crate::journal::{Journal, JournalError};
 use crate::verdict::Verdict;
 
-/// Output of a test command captured for the parsers.
-
 /// Output kept in a record, from the end (where runners summarise).
 const TAIL_CHARS: usize = 4000;
 
@@ -109,6 +107,8 @@ pub struct GateOptions {
     pub observer: Option<Arc<dyn Observer>>,
     /// Asked for recipes when the detected stacks fail.
     pub fallback: Option<Arc<dyn Fallback>>,
+    /// The docker backend's image (default: forq's own).
+    pub image: Option<String>,
 }
 
 impl std::fmt::Debug for GateOptions {
@@ -137,6 +137,7 @@ impl Default for GateOptions {
             store: None,
             observer: None,
             fallback: None,
+            image: None,
         }
     }
 }
@@ -168,7 +169,13 @@ impl GateOptions {
         self.observer = Some(observer);
         self
     }
-    /// Asks `fallback` for recipes when the detected stacks fail.
+    /// Runs docker sandboxes in `image` instead of forq's own.
+    pub fn image(mut self, image: Option<String>) -> Self {
+        self.image = image;
+        self
+    }
+
+    /// Asks `fallback` for recipes when no detected stack is green.
     pub fn fallback(mut self, fallback: Arc<dyn Fallback>) -> Self {
         self.fallback = Some(fallback);
         self
@@ -520,7 +527,7 @@ async fn run_stack(
         stack: stack.name().to_owned(),
         source,
     };
-    let spec = crate::runner::spec(backend, repo, stack, options.test_network);
+    let spec = crate::runner::spec(backend, repo, stack, options);
     let docker = !crate::runner::per_command_network(backend.kind());
     let sandbox = backend.create(&spec).await.map_err(sandbox_error)?;
     let mut run = StackRun {

@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use crate::detect::{Stack, StackKind};
 use crate::evidence::Evidence;
-use crate::gate::{Error, Record};
+use crate::gate::{Error, GateOptions, Record};
 
 /// Output kept of a test run: room for one line per test of a large suite
 /// (the head and tail of anything longer are kept).
@@ -35,14 +35,17 @@ pub(crate) fn spec(
     backend: &dyn Backend,
     repo: &Path,
     stack: &Stack,
-    tests: Network,
+    options: &GateOptions,
 ) -> SandboxSpec {
-    let spec = SandboxSpec::new(repo)
+    let mut spec = SandboxSpec::new(repo)
         .env("CI", "true")
         .env("NO_COLOR", "1");
+    if let Some(image) = &options.image {
+        spec = spec.image(image.clone());
+    }
     match backend.kind() {
         BackendKind::Docker if !stack.install.is_empty() => spec.network(Network::Host),
-        BackendKind::Docker => spec.network(tests),
+        BackendKind::Docker => spec.network(options.test_network),
         _ => spec,
     }
 }
@@ -53,20 +56,22 @@ pub(crate) fn per_command_network(backend: BackendKind) -> bool {
 }
 
 /// A sandbox over `repo` with `stack`'s install steps done (with the host
-/// network, each capped at `install_timeout`): the warm root that the
-/// agent works in and the search forks. The caller destroys it.
+/// network, each capped at `options.install_timeout`, in `options.image` on
+/// docker): the warm root that the agent works in and the search forks.
+/// The caller destroys it.
 pub async fn provision(
     backend: &dyn Backend,
     repo: &Path,
     stack: &Stack,
-    install_timeout: Duration,
+    options: &GateOptions,
 ) -> Result<Box<dyn Sandbox>, Error> {
+    let install_timeout = options.install_timeout;
     let sandbox_error = |source| Error::Sandbox {
         stack: stack.name().to_owned(),
         source,
     };
     let sandbox = backend
-        .create(&spec(backend, repo, stack, Network::None))
+        .create(&spec(backend, repo, stack, options))
         .await
         .map_err(sandbox_error)?;
     for command in &stack.install {

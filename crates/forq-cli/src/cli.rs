@@ -29,6 +29,121 @@ pub(crate) enum Command {
     /// bootstrapped or skipped, 1 failed_deterministic, 2
     /// unsupported_ecosystem, 3 failed_agentic.
     Bootstrap(BootstrapArgs),
+    /// Decide whether forq should act on an issue (one structured call to a
+    /// model); exits 0 when a fix should be attempted, 1 when not.
+    Triage(TriageArgs),
+    /// Run the coding agent on an issue.
+    #[command(subcommand)]
+    Agent(AgentCommand),
+}
+
+/// The issue to work on.
+#[derive(Debug, Args)]
+pub(crate) struct IssueArg {
+    /// A GitHub issue or pull-request URL (read through the REST API;
+    /// GITHUB_TOKEN when set, GITHUB_API_URL for GitHub Enterprise), or a
+    /// Markdown file.
+    #[arg(
+        value_name = "ISSUE",
+        required_unless_present = "text",
+        conflicts_with = "text"
+    )]
+    pub(crate) issue: Option<String>,
+    /// The issue's text, instead of ISSUE.
+    #[arg(long, value_name = "TEXT")]
+    pub(crate) text: Option<String>,
+}
+
+/// Which model answers.
+#[derive(Debug, Args)]
+pub(crate) struct ModelArgs {
+    /// auto (ANTHROPIC_API_KEY, else OPENAI_API_KEY / OPENAI_BASE_URL),
+    /// openai, anthropic, or replay (a recording, with --replay).
+    #[arg(long, value_enum, default_value = "auto")]
+    pub(crate) provider: ProviderName,
+    /// The model (default: FORQ_MODEL, else the provider's current general
+    /// model).
+    #[arg(long)]
+    pub(crate) model: Option<String>,
+    /// The JSONL recording the replay provider plays (replies, or a
+    /// transcript forq wrote).
+    #[arg(long, value_name = "JSONL", required_if_eq("provider", "replay"))]
+    pub(crate) replay: Option<PathBuf>,
+    /// A price table, JSON: {"MODEL-PREFIX": {"input": USD per million
+    /// tokens, "output": …}}; needed for --max-cost.
+    #[arg(long, value_name = "JSON")]
+    pub(crate) prices: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum ProviderName {
+    Auto,
+    Openai,
+    Anthropic,
+    Replay,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct TriageArgs {
+    #[command(flatten)]
+    pub(crate) issue: IssueArg,
+    /// The repository, for context (a map of its code).
+    #[arg(long, default_value = ".")]
+    pub(crate) repo: PathBuf,
+    #[command(flatten)]
+    pub(crate) model: ModelArgs,
+    /// Confidence at or above which a fix is attempted.
+    #[arg(long, default_value_t = 0.7)]
+    pub(crate) threshold: f64,
+    /// Print the decision as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum AgentCommand {
+    /// One coding-agent pass on an issue in a sandbox over the repository:
+    /// the bootstrap gate (cached) provisions it, the code graph gives the
+    /// map and graph tools, the model edits and tests until it submits,
+    /// gives up or spends a budget. Exits 0 submitted, 1 needs a human.
+    Run(AgentRunArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct AgentRunArgs {
+    #[command(flatten)]
+    pub(crate) issue: IssueArg,
+    /// The repository (never written: the agent works in a sandbox; forq's
+    /// own files go under REPO/.forq).
+    #[arg(long, default_value = ".")]
+    pub(crate) repo: PathBuf,
+    #[command(flatten)]
+    pub(crate) model: ModelArgs,
+    /// Most model calls.
+    #[arg(long, default_value_t = 50)]
+    pub(crate) max_steps: u32,
+    /// Most dollars (needs --prices for the model).
+    #[arg(long, value_name = "USD")]
+    pub(crate) max_cost: Option<f64>,
+    /// Most tokens, prompt and reply together.
+    #[arg(long)]
+    pub(crate) max_tokens: Option<u64>,
+    /// Most wall-clock seconds for the agent.
+    #[arg(long, value_name = "S")]
+    pub(crate) max_time: Option<u64>,
+    #[command(flatten)]
+    pub(crate) backend: BackendArgs,
+    /// Do not run the bootstrap gate: the agent gets no run_tests tool and
+    /// nothing is installed.
+    #[arg(long)]
+    pub(crate) skip_bootstrap: bool,
+    /// Where the transcript, patch and report go (default:
+    /// REPO/.forq/agent/RUN_ID).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) out: Option<PathBuf>,
+    /// Print the report as JSON (progress stays on stderr).
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 #[derive(Debug, Args)]

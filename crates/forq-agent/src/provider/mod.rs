@@ -16,6 +16,51 @@ pub use http::RetryPolicy;
 pub use openai::OpenAi;
 pub use replay::Replay;
 
+/// Which provider to open with [`open`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Choice {
+    /// Anthropic when `ANTHROPIC_API_KEY` is set, else OpenAI-compatible
+    /// when `OPENAI_API_KEY` or `OPENAI_BASE_URL` is.
+    Auto,
+    /// OpenAI-compatible Chat Completions ([`OpenAi::from_env`]).
+    OpenAi,
+    /// Anthropic Messages ([`Anthropic::from_env`]).
+    Anthropic,
+    /// A recording ([`Replay::from_jsonl`]).
+    Replay(std::path::PathBuf),
+}
+
+/// Opens the provider `choice` names, configured from the environment.
+pub fn open(choice: &Choice) -> Result<std::sync::Arc<dyn Provider>, Error> {
+    let set = |var: &str| std::env::var(var).is_ok_and(|v| !v.trim().is_empty());
+    Ok(match choice {
+        Choice::Auto if set("ANTHROPIC_API_KEY") => std::sync::Arc::new(Anthropic::from_env()?),
+        Choice::Auto if set("OPENAI_API_KEY") || set("OPENAI_BASE_URL") => {
+            std::sync::Arc::new(OpenAi::from_env()?)
+        }
+        Choice::Auto => return Err(Error::NoProvider),
+        Choice::OpenAi => std::sync::Arc::new(OpenAi::from_env()?),
+        Choice::Anthropic => std::sync::Arc::new(Anthropic::from_env()?),
+        Choice::Replay(path) => std::sync::Arc::new(Replay::from_jsonl(path)?),
+    })
+}
+
+/// The model used when the caller names none: `FORQ_MODEL` when set, else
+/// a current general model of the provider (a replay answers any name).
+pub fn default_model(provider: &str) -> String {
+    if let Ok(model) = std::env::var("FORQ_MODEL") {
+        if !model.trim().is_empty() {
+            return model;
+        }
+    }
+    match provider {
+        "anthropic" => "claude-sonnet-4-5",
+        "openai" => "gpt-4.1",
+        _ => "recorded",
+    }
+    .to_owned()
+}
+
 /// Where streamed deltas go as they arrive.
 pub type Sink<'a> = &'a (dyn Fn(&Delta) + Send + Sync);
 
@@ -131,6 +176,13 @@ pub enum Error {
         /// What was wrong.
         message: String,
     },
+    /// No provider was named and the environment configures none.
+    #[error(
+        "no model provider is configured: set ANTHROPIC_API_KEY, or OPENAI_API_KEY \
+         (OPENAI_BASE_URL alone for a local OpenAI-compatible server such as Ollama or vLLM), \
+         or use the replay provider with a recording"
+    )]
+    NoProvider,
     /// A replay ran out of recorded replies, or the recording is unreadable.
     #[error("replay: {0}")]
     Replay(String),

@@ -13,7 +13,7 @@ use forq_bootstrap::{CloneOptions, GateOptions, Observer, Phase, Progress};
 use crate::cli::BootstrapArgs;
 
 /// Progress on stderr, one line per step, so stdout holds the result alone.
-struct Lines;
+pub(crate) struct Lines;
 
 impl Observer for Lines {
     fn progress(&self, event: &Progress<'_>) {
@@ -105,7 +105,8 @@ pub(crate) async fn run(args: BootstrapArgs) -> anyhow::Result<ExitCode> {
     let repo = workspace(&args).await?;
     let mut options = GateOptions::default()
         .skip(args.skip_bootstrap)
-        .no_cache(args.no_cache);
+        .no_cache(args.no_cache)
+        .image(args.backend.image.clone());
     if let Some(secs) = args.timeout {
         options = options.timeout(Duration::from_secs(secs));
     }

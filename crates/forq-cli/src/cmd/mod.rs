@@ -5,8 +5,12 @@
 //! found, 130 when interrupted. `forq graph path` exits 1 when there is no
 //! path. `forq bootstrap` exits with its verdict's code: 0 bootstrapped
 //! (or skipped), 1 failed_deterministic, 2 unsupported_ecosystem, 3
-//! failed_agentic. Every other command exits 0, or 125 on an error.
+//! failed_agentic. `forq triage` exits 0 when a fix should be attempted, 1
+//! when not; `forq agent run` exits 0 when the agent submitted, 1 when it
+//! needs a human (gave up with a question, or spent a budget). Every other
+//! command exits 0, and every command 125 on an error.
 
+mod agent;
 mod bench;
 mod bootstrap;
 mod graph;
@@ -14,7 +18,7 @@ mod sandbox;
 
 use std::process::ExitCode;
 
-use crate::cli::{Cli, Command, GraphCommand, SandboxCommand};
+use crate::cli::{AgentCommand, Cli, Command, GraphCommand, SandboxCommand};
 
 pub(crate) const EXIT_FORQ_ERROR: u8 = 125;
 
@@ -48,6 +52,8 @@ pub(crate) fn run(args: Cli) -> anyhow::Result<ExitCode> {
             Command::Graph(GraphCommand::Stats(a)) => graph::stats(a),
             Command::Graph(GraphCommand::Bench(a)) => graph::bench(a),
             Command::Bootstrap(a) => bootstrap::run(a).await,
+            Command::Triage(a) => agent::triage(a).await,
+            Command::Agent(AgentCommand::Run(a)) => agent::run(a).await,
         }
     })
 }

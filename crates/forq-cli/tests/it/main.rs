@@ -9,6 +9,11 @@
 use std::path::PathBuf;
 use std::process::Output;
 
+mod agent;
+#[allow(dead_code)] // shared with forq-agent's tests, which use all of it
+#[path = "../../../forq-agent/tests/it/server.rs"]
+mod server;
+
 fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
