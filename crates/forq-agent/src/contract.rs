@@ -125,6 +125,66 @@ impl ContractCheck {
     }
 }
 
+/// A change's class and the ripple it sends through the code graph.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Ripple {
+    /// The change's class.
+    pub classification: Classification,
+    /// For C, the callers (up to the depth asked) that must be looked at
+    /// again, nearest first; empty for A and B, whose callers still work.
+    pub callers: Vec<forq_graph::CallEdge>,
+    /// Whether callers were left out by the graph's caps.
+    pub truncated: bool,
+}
+
+impl ContractCheck {
+    /// Classifies the change of the definition `symbol` (a forq-graph id)
+    /// from `old` to `new`, with its direct callers' call sites as context,
+    /// and for C returns its callers to `depth` calls away: the ripple a
+    /// fix must follow.
+    pub async fn ripple(
+        &self,
+        index: &forq_graph::Index,
+        symbol: &str,
+        old: &str,
+        new: &str,
+        depth: u32,
+    ) -> Result<Ripple, RippleError> {
+        let callers = index.callers(symbol, depth.max(1))?;
+        let context = callers
+            .items
+            .iter()
+            .filter(|c| c.depth == 1)
+            .take(20)
+            .map(|c| format!("{} calls it at {}:{}", c.caller, c.file, c.line))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let classification = self.classify(old, new, &context).await?;
+        let (callers, truncated) = if classification.class == Class::C {
+            (callers.items, callers.truncated)
+        } else {
+            (Vec::new(), false)
+        };
+        Ok(Ripple {
+            classification,
+            callers,
+            truncated,
+        })
+    }
+}
+
+/// Why a ripple could not be computed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RippleError {
+    /// The code graph could not answer (an unknown symbol, a stale index).
+    #[error(transparent)]
+    Graph(#[from] forq_graph::Error),
+    /// The provider failed.
+    #[error(transparent)]
+    Provider(#[from] Error),
+}
+
 /// The model's `{class, reason}` with `model_called` added, so it reads as
 /// a [`Classification`].
 fn with_flag(answer: &str) -> String {

@@ -1,7 +1,5 @@
 //! forq-agent: what turns "fix this issue" into edits inside a sandbox.
 //!
-//! **Status: in progress (the agent-protocol issue).**
-//!
 //! - [`provider`] speaks OpenAI-compatible Chat Completions and Anthropic
 //!   Messages over HTTP (tools, tool choice, structured output, streaming
 //!   with tool-call arguments merged as they arrive), retries
@@ -33,7 +31,10 @@
 //!   (preserved), B (upward-compatible), C (incompatible); equal sources
 //!   are A without a model call, and doubt or bad answers are C.
 //!
-//! Still to come: the CLI (`forq triage`, `forq agent run`).
+//! - [`issue`]: the issue a run starts from — a GitHub issue or pull
+//!   request (REST API), a Markdown file, or text.
+//!
+//! The `forq` binary drives it as `forq triage` and `forq agent run`.
 //!
 //! What it never does: hand a credential to the sandbox, or treat text a
 //! model wrote as the patch (the patch is always the sandbox's diff).
