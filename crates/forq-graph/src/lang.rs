@@ -44,6 +44,35 @@ impl Lang {
         Lang::Cpp,
     ];
 
+    /// Where the first syntax error of `text` lies (1-based line, column),
+    /// if it has one: the first ERROR or MISSING node, depth first.
+    pub fn syntax_error(self, text: &str) -> Option<(usize, usize)> {
+        let mut parser = tree_sitter::Parser::new();
+        parser.set_language(&self.grammar()).ok()?;
+        let tree = parser.parse(text, None)?;
+        let root = tree.root_node();
+        if !root.has_error() {
+            return None;
+        }
+        let mut cursor = root.walk();
+        loop {
+            let node = cursor.node();
+            if node.is_error() || node.is_missing() {
+                let p = node.start_position();
+                return Some((p.row + 1, p.column + 1));
+            }
+            if node.has_error() && cursor.goto_first_child() {
+                continue;
+            }
+            while !cursor.goto_next_sibling() {
+                if !cursor.goto_parent() {
+                    let p = root.start_position();
+                    return Some((p.row + 1, p.column + 1));
+                }
+            }
+        }
+    }
+
     /// The language of a file name, by extension.
     pub fn of_path(path: &std::path::Path) -> Option<Lang> {
         match path.extension()?.to_str()? {

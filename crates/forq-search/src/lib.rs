@@ -1,17 +1,32 @@
-//! forq-search: speculative fork-tree search for a fix, with the repository's
-//! tests as judge.
+//! forq-search: speculative fork-tree search for a fix, with the
+//! repository's tests as judge.
 //!
-//! **Status: skeleton.** This crate is reserved; its contents land with the
-//! search issue. What it will own:
+//! - [`oracle`]: the target tests (failing before the fix) and the guard
+//!   (passing before it), run through forq-bootstrap's runner and parsers,
+//!   the target first and the whole suite only once it is green.
+//! - [`candidate`]: a hypothesis and its changes (whole files,
+//!   search/replace, unified diffs), made concrete against a node's files
+//!   and fingerprinted so no state is evaluated twice.
+//! - [`brancher`]: what proposes candidates — [`brancher::Mutate`]
+//!   (fault localisation over forq-graph, then tree-sitter mutation
+//!   operators; no model) and [`brancher::Patches`] (candidates from files).
+//! - [`search()`]: best-first (or breadth-first, or random) evaluation of
+//!   candidates, each in a copy-on-write fork of its parent's frozen
+//!   state, within budgets of nodes, depth, concurrent jobs and wall clock;
+//!   red children no worse than their parent are branched again; the
+//!   first green node wins, or the smallest within the budget.
+//! - [`tree`]: the tree as data, streamed to subscribers and saved as
+//!   `tree.json`.
 //!
-//! - fix strategies (`single` and `speculative`);
-//! - an oracle of target tests plus pass-to-pass guards;
-//! - branchers (deterministic mutation repair, scripted patches, and LLM
-//!   hypotheses behind a cargo feature);
-//! - best-first expansion over copy-on-write forks of a warm `forq-sandbox`
-//!   sandbox, pruning, and collapse onto the smallest green diff, with a
-//!   replayable tree of events.
-//!
-//! What it never does: copy a workspace to try a candidate (every candidate is
-//! a fork), or depend on provider code unless the `llm` feature asks for it.
+//! What it never does: copy a workspace to try a candidate (every candidate
+//! is a fork), run a test outside a sandbox, or take text as the patch
+//! (the patch is the sandbox's diff of the winning state).
 #![deny(missing_docs)]
+
+pub mod brancher;
+pub mod candidate;
+pub mod oracle;
+mod search;
+pub mod tree;
+
+pub use search::{search, Budget, Order, SearchError, SearchOptions, SearchOutcome, Winner};

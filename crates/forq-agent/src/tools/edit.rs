@@ -15,32 +15,7 @@ use crate::message::ToolSpec;
 /// Where the first syntax error of `text` lies (1-based line, column), if
 /// `path` is of a language forq parses and the text has one.
 pub(crate) fn syntax_error(path: &Path, text: &str) -> Option<(usize, usize)> {
-    let lang = Lang::of_path(path)?;
-    let mut parser = tree_sitter::Parser::new();
-    parser.set_language(&lang.grammar()).ok()?;
-    let tree = parser.parse(text, None)?;
-    let root = tree.root_node();
-    if !root.has_error() {
-        return None;
-    }
-    // Depth first, to the first ERROR or MISSING node.
-    let mut cursor = root.walk();
-    loop {
-        let node = cursor.node();
-        if node.is_error() || node.is_missing() {
-            let p = node.start_position();
-            return Some((p.row + 1, p.column + 1));
-        }
-        if node.has_error() && cursor.goto_first_child() {
-            continue;
-        }
-        while !cursor.goto_next_sibling() {
-            if !cursor.goto_parent() {
-                let p = root.start_position();
-                return Some((p.row + 1, p.column + 1));
-            }
-        }
-    }
+    Lang::of_path(path)?.syntax_error(text)
 }
 
 /// Refuses `new` for `path` when it brings a syntax error `old` did not have.

@@ -1,0 +1,698 @@
+//! `mutate`: deterministic program repair, no model. Fault localisation
+//! ranks the definitions on the failing tests' call paths (forq-graph),
+//! weighted spectrum-style by how many passing tests reach them too; then
+//! mutation operators rewrite the suspicious statements through
+//! tree-sitter: comparison, arithmetic, boolean and bitwise operator swaps,
+//! negated conditions, ±1 on integer constants and index expressions,
+//! swapped call arguments, a variable replaced by another of the function,
+//! statement deletion, negated return values, flipped boolean literals.
+//! Python, JavaScript/TypeScript, Rust, Go, Java and C/C++: the operators
+//! read node kinds the grammars share.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::Path;
+use std::sync::Mutex;
+
+use async_trait::async_trait;
+use forq_bootstrap::Stack;
+use forq_graph::{Index, Lang, SymbolFilter};
+
+use super::{BranchContext, BranchError, Brancher};
+use crate::candidate::{Candidate, Change};
+
+/// How far from a test the call paths are followed.
+const CALL_DEPTH: u32 = 3;
+/// Suspicious definitions mutated, most suspicious first.
+const MAX_SUSPECTS: usize = 12;
+/// Passing tests looked at for the spectrum.
+const MAX_GUARD_TESTS: usize = 200;
+
+/// A definition that may hold the fault.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Suspect {
+    /// Its file.
+    pub file: String,
+    /// Its name.
+    pub name: String,
+    /// First line (1-based).
+    pub line: u32,
+    /// Last line.
+    pub end_line: u32,
+    /// Suspiciousness, 0..1 (Ochiai over the tests that reach it).
+    pub score: f64,
+}
+
+/// The mutation brancher over a code graph of the original repository.
+pub struct Mutate {
+    index: Mutex<Index>,
+    stack: Stack,
+    suspects: Mutex<Option<Vec<Suspect>>>,
+}
+
+impl std::fmt::Debug for Mutate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Mutate")
+            .field("stack", &self.stack.name())
+            .finish()
+    }
+}
+
+impl Mutate {
+    /// Over `index` (of the unmodified repository, up to date), for a
+    /// repository tested by `stack` (which says what a test file is).
+    pub fn new(index: Index, stack: Stack) -> Mutate {
+        Mutate {
+            index: Mutex::new(index),
+            stack,
+            suspects: Mutex::new(None),
+        }
+    }
+
+    /// The ranked suspects for these failing and passing tests.
+    pub fn localize(&self, failing: &[String], passing: &[String]) -> Vec<Suspect> {
+        let index = self.index.lock().unwrap_or_else(|p| p.into_inner());
+        localize(&index, &self.stack, failing, passing)
+    }
+}
+
+/// The words of a test id, last first: `tests/test_calc.py::CalcTest::test_add`
+/// → `test_add`, `CalcTest`, `test_calc`, `tests`.
+fn id_words(id: &str) -> Vec<&str> {
+    id.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .filter(|w| !w.is_empty() && w != &"py")
+        .rev()
+        .collect()
+}
+
+/// The graph's test definitions a runner's test id names.
+fn test_symbols(index: &Index, id: &str) -> Vec<String> {
+    let words = id_words(id);
+    let Some(name) = words.first() else {
+        return Vec::new();
+    };
+    let found = index
+        .symbols(&SymbolFilter::default().name(*name))
+        .unwrap_or_default();
+    // Prefer definitions whose file or container the id also names.
+    let scored: Vec<(usize, String)> = found
+        .into_iter()
+        .map(|s| {
+            let hits = words[1..]
+                .iter()
+                .filter(|w| s.file.contains(*w) || s.qualname.contains(*w))
+                .count();
+            (hits + usize::from(s.test), s.id)
+        })
+        .collect();
+    let best = scored.iter().map(|(h, _)| *h).max().unwrap_or(0);
+    scored
+        .into_iter()
+        .filter(|(h, _)| *h == best)
+        .map(|(_, id)| id)
+        .collect()
+}
+
+/// Non-test definitions reachable from `tests`, with the nearest depth.
+fn reached(index: &Index, stack: &Stack, tests: &[String]) -> HashMap<String, u32> {
+    let mut out: HashMap<String, u32> = HashMap::new();
+    for t in tests {
+        let Ok(edges) = index.callees(t, CALL_DEPTH) else {
+            continue;
+        };
+        for e in edges.items {
+            let d = out.entry(e.callee).or_insert(e.depth);
+            *d = (*d).min(e.depth);
+        }
+    }
+    out.retain(|id, _| {
+        let file = id.split('#').next().unwrap_or(id);
+        !stack.is_test_file(file)
+    });
+    out
+}
+
+fn localize(index: &Index, stack: &Stack, failing: &[String], passing: &[String]) -> Vec<Suspect> {
+    // Ochiai: fail(f) / sqrt(total_fail * (fail(f) + pass(f))).
+    let mut fail: HashMap<String, (usize, u32)> = HashMap::new();
+    let mut failing_mapped = 0;
+    for id in failing {
+        let tests = test_symbols(index, id);
+        if tests.is_empty() {
+            continue;
+        }
+        failing_mapped += 1;
+        for (def, depth) in reached(index, stack, &tests) {
+            let e = fail.entry(def).or_insert((0, depth));
+            e.0 += 1;
+            e.1 = e.1.min(depth);
+        }
+    }
+    if fail.is_empty() {
+        // No failing test maps onto the graph: what any test calls.
+        let tests: Vec<String> = index
+            .symbols(&SymbolFilter::default())
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|s| s.test || stack.is_test_file(&s.file))
+            .map(|s| s.id)
+            .collect();
+        for (def, depth) in reached(index, stack, &tests) {
+            fail.insert(def, (1, depth));
+        }
+        failing_mapped = 1;
+    }
+    let mut pass: HashMap<String, usize> = HashMap::new();
+    for id in passing.iter().take(MAX_GUARD_TESTS) {
+        let tests = test_symbols(index, id);
+        for def in reached(index, stack, &tests).into_keys() {
+            *pass.entry(def).or_default() += 1;
+        }
+    }
+    let mut suspects: Vec<Suspect> = fail
+        .into_iter()
+        .filter_map(|(id, (f, depth))| {
+            let s = index.symbol(&id).ok()??;
+            let p = pass.get(&id).copied().unwrap_or(0);
+            let ochiai = f as f64 / ((failing_mapped.max(1) * (f + p)) as f64).sqrt();
+            // Nearer the test breaks ties: a little, never past Ochiai.
+            let score = ochiai * (1.0 - 0.05 * f64::from(depth.saturating_sub(1)));
+            Some(Suspect {
+                file: s.file,
+                name: s.name,
+                line: s.line,
+                end_line: s.end_line,
+                score,
+            })
+        })
+        .collect();
+    suspects.sort_by(|a, b| {
+        b.score
+            .total_cmp(&a.score)
+            .then(a.file.cmp(&b.file))
+            .then(a.line.cmp(&b.line))
+    });
+    // A method inside a class inside another suspect: keep both; but the
+    // same span twice (a re-export) once.
+    let mut spans = HashSet::new();
+    suspects.retain(|s| spans.insert((s.file.clone(), s.line, s.end_line)));
+    suspects.truncate(MAX_SUSPECTS);
+    suspects
+}
+
+/// One mutation: replace bytes `start..end` with `text`.
+#[derive(Debug, Clone, PartialEq)]
+struct Mutation {
+    start: usize,
+    end: usize,
+    text: String,
+    /// The operator, for the hypothesis and its weight.
+    operator: &'static str,
+    weight: f64,
+}
+
+/// Swaps of a binary operator token.
+fn operator_swaps(op: &str, lang: Lang) -> &'static [&'static str] {
+    let py = lang == Lang::Python;
+    match op {
+        "<" => &["<=", ">", ">=", "==", "!="],
+        "<=" => &["<", ">=", ">", "==", "!="],
+        ">" => &[">=", "<", "<=", "==", "!="],
+        ">=" => &[">", "<=", "<", "==", "!="],
+        "==" => &["!=", "<=", ">="],
+        "!=" => &["==", "<", ">"],
+        "===" => &["!=="],
+        "!==" => &["==="],
+        "+" => &["-", "*"],
+        "-" => &["+", "*"],
+        "*" if py => &["/", "//", "+"],
+        "*" => &["/", "+"],
+        "/" if py => &["//", "*"],
+        "/" => &["*"],
+        "//" => &["/", "*"],
+        "%" => &["/", "*"],
+        "&&" => &["||"],
+        "||" => &["&&"],
+        "and" => &["or"],
+        "or" => &["and"],
+        "&" => &["|", "^"],
+        "|" => &["&", "^"],
+        "^" => &["&", "|"],
+        "<<" => &[">>"],
+        ">>" => &["<<"],
+        _ => &[],
+    }
+}
+
+fn operator_weight(op: &str) -> f64 {
+    match op {
+        "<" | "<=" | ">" | ">=" | "==" | "!=" | "===" | "!==" => 1.0,
+        "+" | "-" | "*" | "/" | "//" | "%" => 0.9,
+        "&&" | "||" | "and" | "or" => 0.9,
+        _ => 0.6,
+    }
+}
+
+/// Node kinds whose operator token is swapped.
+fn is_binary(kind: &str) -> bool {
+    matches!(
+        kind,
+        "binary_expression" | "binary_operator" | "comparison_operator" | "boolean_operator"
+    )
+}
+
+fn is_integer(kind: &str) -> bool {
+    matches!(
+        kind,
+        "integer"
+            | "integer_literal"
+            | "number"
+            | "number_literal"
+            | "int_literal"
+            | "decimal_integer_literal"
+    )
+}
+
+fn is_index(kind: &str) -> bool {
+    matches!(
+        kind,
+        "subscript" | "subscript_expression" | "index_expression" | "array_access"
+    )
+}
+
+fn negate(lang: Lang, text: &str) -> String {
+    if lang == Lang::Python {
+        format!("not ({text})")
+    } else {
+        format!("!({text})")
+    }
+}
+
+/// Identifiers that name variables in `func` (parameters and locals are
+/// the ones assigned or declared; any name read is a candidate target).
+fn variables<'t>(func: tree_sitter::Node<'t>, source: &'t str) -> Vec<&'t str> {
+    let mut names: Vec<&str> = Vec::new();
+    let mut stack = vec![func];
+    while let Some(n) = stack.pop() {
+        if n.kind() == "identifier" && is_read(n) {
+            if let Ok(t) = n.utf8_text(source.as_bytes()) {
+                if !names.contains(&t) {
+                    names.push(t);
+                }
+            }
+        }
+        let mut c = n.walk();
+        stack.extend(n.children(&mut c));
+    }
+    names
+}
+
+/// An identifier read as a value: not a called function's name, an
+/// attribute/field name, or a definition's name.
+fn is_read(n: tree_sitter::Node<'_>) -> bool {
+    let Some(parent) = n.parent() else {
+        return false;
+    };
+    let field_of = |name: &str| {
+        parent
+            .child_by_field_name(name)
+            .is_some_and(|c| c.id() == n.id())
+    };
+    let pk = parent.kind();
+    if field_of("function")
+        || field_of("name")
+        || field_of("attribute")
+        || field_of("field")
+        || field_of("property")
+    {
+        return false;
+    }
+    !(pk.contains("definition")
+        || pk.contains("declaration")
+        || pk == "parameters"
+        || pk == "formal_parameters"
+        || pk == "parameter_list"
+        || pk.contains("import"))
+}
+
+/// Every mutation of the nodes inside `start..end` (bytes) of `source`.
+fn mutations(
+    lang: Lang,
+    source: &str,
+    tree: &tree_sitter::Tree,
+    start: usize,
+    end: usize,
+) -> Vec<Mutation> {
+    let bytes = source.as_bytes();
+    let text = |n: tree_sitter::Node<'_>| n.utf8_text(bytes).unwrap_or("").to_owned();
+    let mut out = Vec::new();
+    let root = tree.root_node();
+    let Some(func) = root.descendant_for_byte_range(start, end.max(start + 1).min(source.len()))
+    else {
+        return out;
+    };
+    // The smallest node covering the span is the definition (or its body).
+    let vars = variables(func, source);
+    let mut stack = vec![func];
+    while let Some(n) = stack.pop() {
+        let mut c = n.walk();
+        let children: Vec<tree_sitter::Node<'_>> = n.children(&mut c).collect();
+        stack.extend(children.iter().rev().copied());
+        if n.start_byte() < start || n.end_byte() > end {
+            continue;
+        }
+        let kind = n.kind();
+        if is_binary(kind) {
+            for op in children.iter().filter(|c| !c.is_named()) {
+                let o = text(*op);
+                for swap in operator_swaps(&o, lang) {
+                    out.push(Mutation {
+                        start: op.start_byte(),
+                        end: op.end_byte(),
+                        text: (*swap).to_owned(),
+                        operator: "operator",
+                        weight: operator_weight(&o),
+                    });
+                }
+            }
+        } else if is_integer(kind) && n.child_count() == 0 {
+            if let Ok(v) = text(n).parse::<i64>() {
+                for d in [1, -1] {
+                    out.push(Mutation {
+                        start: n.start_byte(),
+                        end: n.end_byte(),
+                        text: (v + d).to_string(),
+                        operator: "constant",
+                        weight: 0.85,
+                    });
+                }
+            }
+        } else if matches!(text(n).as_str(), "true" | "false" | "True" | "False")
+            && n.child_count() == 0
+        {
+            let flipped = match text(n).as_str() {
+                "true" => "false",
+                "false" => "true",
+                "True" => "False",
+                _ => "True",
+            };
+            out.push(Mutation {
+                start: n.start_byte(),
+                end: n.end_byte(),
+                text: flipped.to_owned(),
+                operator: "boolean",
+                weight: 0.7,
+            });
+        } else if is_index(kind) {
+            let idx = n
+                .child_by_field_name("index")
+                .or_else(|| n.child_by_field_name("subscript"))
+                .or_else(|| n.named_child(n.named_child_count().saturating_sub(1) as u32));
+            if let Some(idx) = idx.filter(|i| !i.kind().contains("slice") && i.id() != n.id()) {
+                for d in ["+ 1", "- 1"] {
+                    out.push(Mutation {
+                        start: idx.start_byte(),
+                        end: idx.end_byte(),
+                        text: format!("{} {d}", text(idx)),
+                        operator: "index",
+                        weight: 0.8,
+                    });
+                }
+            }
+        } else if matches!(kind, "not_operator")
+            || (kind == "unary_expression" && children.first().is_some_and(|c| text(*c) == "!"))
+        {
+            if let Some(arg) = n
+                .child_by_field_name("argument")
+                .or_else(|| n.named_child(0))
+            {
+                out.push(Mutation {
+                    start: n.start_byte(),
+                    end: n.end_byte(),
+                    text: text(arg),
+                    operator: "drop negation",
+                    weight: 0.6,
+                });
+            }
+        }
+        if let Some(cond) = n.child_by_field_name("condition") {
+            if kind.contains("if") || kind.contains("while") || kind == "elif_clause" {
+                let inner = text(cond);
+                let bare = inner.trim_start_matches('(').trim_end_matches(')');
+                let negated = negate(lang, bare);
+                let wrapped = if inner.starts_with('(') && lang != Lang::Python {
+                    format!("({negated})")
+                } else {
+                    negated
+                };
+                out.push(Mutation {
+                    start: cond.start_byte(),
+                    end: cond.end_byte(),
+                    text: wrapped,
+                    operator: "negate condition",
+                    weight: 0.7,
+                });
+            }
+        }
+        if matches!(kind, "argument_list" | "arguments") && n.named_child_count() == 2 {
+            if let (Some(a), Some(b)) = (n.named_child(0), n.named_child(1)) {
+                out.push(Mutation {
+                    start: a.start_byte(),
+                    end: b.end_byte(),
+                    text: format!(
+                        "{}{}{}",
+                        text(b),
+                        &source[a.end_byte()..b.start_byte()],
+                        text(a)
+                    ),
+                    operator: "swap arguments",
+                    weight: 0.5,
+                });
+            }
+        }
+        if kind == "return_statement" {
+            if let Some(value) = n.named_child(0) {
+                out.push(Mutation {
+                    start: value.start_byte(),
+                    end: value.end_byte(),
+                    text: negate(lang, &text(value)),
+                    operator: "negate return",
+                    weight: 0.4,
+                });
+            }
+        }
+        if kind == "expression_statement" {
+            // Delete the statement, keeping the line (Python needs a body).
+            let filler = if lang == Lang::Python { "pass" } else { ";" };
+            out.push(Mutation {
+                start: n.start_byte(),
+                end: n.end_byte(),
+                text: filler.to_owned(),
+                operator: "delete statement",
+                weight: 0.3,
+            });
+        }
+        if kind == "identifier" && is_read(n) {
+            let name = text(n);
+            for other in vars.iter().filter(|v| **v != name).take(4) {
+                out.push(Mutation {
+                    start: n.start_byte(),
+                    end: n.end_byte(),
+                    text: (*other).to_owned(),
+                    operator: "replace variable",
+                    weight: 0.3,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// Byte offsets of 1-based lines `first..=last` of `source`.
+fn line_span(source: &str, first: u32, last: u32) -> (usize, usize) {
+    let mut start = source.len();
+    let mut end = source.len();
+    let mut at = 0usize;
+    for (line, l) in (1u32..).zip(source.split_inclusive('\n')) {
+        if line == first {
+            start = at;
+        }
+        at += l.len();
+        if line == last {
+            end = at;
+            break;
+        }
+    }
+    (start.min(end), end)
+}
+
+#[async_trait]
+impl Brancher for Mutate {
+    fn name(&self) -> &str {
+        "mutate"
+    }
+
+    async fn branch(
+        &self,
+        cx: &BranchContext<'_>,
+        k: usize,
+    ) -> Result<Vec<Candidate>, BranchError> {
+        let suspects = {
+            let mut cached = self.suspects.lock().unwrap_or_else(|p| p.into_inner());
+            cached
+                .get_or_insert_with(|| self.localize(&cx.oracle.target, &cx.oracle.guard))
+                .clone()
+        };
+        let mut files: BTreeMap<String, String> = BTreeMap::new();
+        let mut all: Vec<(f64, String, usize, Candidate)> = Vec::new();
+        let mut seen = HashSet::new();
+        for s in &suspects {
+            let Some(lang) = Lang::of_path(Path::new(&s.file)) else {
+                continue;
+            };
+            if !files.contains_key(&s.file) {
+                let current = match cx.changed.get(&s.file) {
+                    Some(Some(text)) => Some(text.clone()),
+                    Some(None) => None,
+                    None => cx
+                        .sandbox
+                        .read_file(Path::new(&s.file))
+                        .await
+                        .ok()
+                        .and_then(|b| String::from_utf8(b).ok()),
+                };
+                let Some(current) = current else { continue };
+                files.insert(s.file.clone(), current);
+            }
+            let source = &files[&s.file];
+            let mut parser = tree_sitter::Parser::new();
+            if parser.set_language(&lang.grammar()).is_err() {
+                continue;
+            }
+            let Some(tree) = parser.parse(source, None) else {
+                continue;
+            };
+            let (start, end) = line_span(source, s.line, s.end_line);
+            for m in mutations(lang, source, &tree, start, end) {
+                let mut new = source.clone();
+                new.replace_range(m.start..m.end, &m.text);
+                if !seen.insert((s.file.clone(), new.clone())) {
+                    continue;
+                }
+                let line = source[..m.start].matches('\n').count() + 1;
+                let was = &source[m.start..m.end];
+                let hypothesis = format!(
+                    "{}:{line} in {}: {} `{}` -> `{}`",
+                    s.file,
+                    s.name,
+                    m.operator,
+                    was.lines().next().unwrap_or(""),
+                    m.text.lines().next().unwrap_or("")
+                );
+                let prior = s.score * m.weight;
+                all.push((
+                    prior,
+                    s.file.clone(),
+                    m.start,
+                    Candidate {
+                        hypothesis,
+                        changes: vec![Change::Write {
+                            path: s.file.clone(),
+                            content: new,
+                        }],
+                        prior,
+                    },
+                ));
+            }
+        }
+        // The k likeliest, then in source order: the order a search that
+        // ignores priors (breadth-first) sees.
+        all.sort_by(|a, b| b.0.total_cmp(&a.0));
+        all.truncate(k);
+        all.sort_by(|a, b| a.1.cmp(&b.1).then(a.2.cmp(&b.2)));
+        Ok(all.into_iter().map(|(_, _, _, c)| c).collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mutants(lang: Lang, src: &str) -> Vec<String> {
+        let mut p = tree_sitter::Parser::new();
+        p.set_language(&lang.grammar()).unwrap();
+        let tree = p.parse(src, None).unwrap();
+        mutations(lang, src, &tree, 0, src.len())
+            .into_iter()
+            .map(|m| {
+                let mut s = src.to_owned();
+                s.replace_range(m.start..m.end, &m.text);
+                s
+            })
+            .collect()
+    }
+
+    #[test]
+    fn python_operators_constants_conditions_and_indexes() {
+        let src = "def f(xs, n):\n    if n < 1:\n        return xs[n]\n    return n - 1\n";
+        let m = mutants(Lang::Python, src);
+        for expected in [
+            "    if n <= 1:\n",
+            "    if not (n < 1):\n",
+            "        return xs[n + 1]\n",
+            "    return n + 1\n",
+            "    return n - 2\n",
+        ] {
+            assert!(
+                m.iter().any(|s| s.contains(expected)),
+                "no mutant with {expected:?}"
+            );
+        }
+        assert!(m.iter().all(|s| Lang::Python.syntax_error(s).is_none()));
+    }
+
+    #[test]
+    fn c_like_languages_share_the_operators() {
+        for (lang, src, expected) in [
+            (
+                Lang::C,
+                "int f(int a, int b) { return a > b ? a : b; }\n",
+                "a >= b",
+            ),
+            (
+                Lang::JavaScript,
+                "function f(a, b) { if (a && b) { return 1; } return 0; }\n",
+                "a || b",
+            ),
+            (
+                Lang::Rust,
+                "fn f(a: i32) -> i32 { if a == 0 { 1 } else { a * 2 } }\n",
+                "a != 0",
+            ),
+            (
+                Lang::Go,
+                "package m\nfunc F(a int) int { return a + 3 }\n",
+                "a - 3",
+            ),
+            (
+                Lang::Java,
+                "class A { int f(int[] a, int i) { return a[i]; } }\n",
+                "a[i + 1]",
+            ),
+        ] {
+            let m = mutants(lang, src);
+            assert!(
+                m.iter().any(|s| s.contains(expected)),
+                "{lang:?}: no {expected:?} in {m:#?}"
+            );
+        }
+    }
+
+    #[test]
+    fn test_ids_split_into_words_last_first() {
+        assert_eq!(
+            id_words("tests/test_calc.py::CalcTest::test_add"),
+            ["test_add", "CalcTest", "test_calc", "tests"]
+        );
+        assert_eq!(id_words("tests.test_calc.CalcTest.test_add")[0], "test_add");
+    }
+}

@@ -1,0 +1,213 @@
+//! The oracle: the tests that capture the issue (the target, red before the
+//! fix) and the tests that pass before any change (the guard). A candidate
+//! is green when every target test passes and no guard test stops passing.
+//! Runs go through forq-bootstrap's runner and parsers: the target first,
+//! the whole suite only once the target is green.
+
+use std::time::Duration;
+
+use forq_bootstrap::{same_test, Outcome, Stack, TestRun};
+use forq_sandbox::Sandbox;
+use serde::{Deserialize, Serialize};
+
+/// Judges candidates by the repository's tests.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Oracle {
+    /// How the tests run (the bootstrap gate's green stack).
+    #[serde(skip)]
+    pub stack: Option<Stack>,
+    /// Test ids that must pass (fail-to-pass).
+    pub target: Vec<String>,
+    /// Test ids that passed before any change (pass-to-pass).
+    pub guard: Vec<String>,
+    /// Cap on each test run: a candidate that hangs is red when it is hit.
+    #[serde(skip)]
+    pub timeout: Duration,
+}
+
+/// Why an oracle could not be set up.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum OracleError {
+    /// The sandbox failed.
+    #[error("the sandbox failed while running the tests")]
+    Sandbox(#[from] forq_sandbox::Error),
+    /// The unmodified code's test run showed no test result.
+    #[error(
+        "the tests of the unmodified code show no result (`{command}` exited {exit_code}): {tail}"
+    )]
+    NoEvidence {
+        /// The command.
+        command: String,
+        /// Its exit code.
+        exit_code: i32,
+        /// The end of its output.
+        tail: String,
+    },
+    /// No target was given and every test passes.
+    #[error("every test passes on the unmodified code: name the failing test that captures the issue (--target TEST_ID)")]
+    NothingFails,
+    /// A given target id matches no test the runner reported.
+    #[error("the target test {0:?} is not among the tests the runner reported; pass an id as the runner prints it")]
+    UnknownTarget(String),
+    /// A given target already passes on the unmodified code.
+    #[error("the target test {0:?} already passes on the unmodified code: it does not capture the issue")]
+    TargetPasses(String),
+}
+
+/// What the oracle made of a candidate.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Judgement {
+    /// Target tests that passed.
+    pub target_passed: usize,
+    /// Target tests in all.
+    pub target_total: usize,
+    /// Guard tests that no longer pass (after a full run).
+    pub broken: Vec<String>,
+    /// Whether the whole suite ran (only once the target was green).
+    pub full_run: bool,
+    /// Whether a run hit the timeout.
+    pub timed_out: bool,
+    /// Whether the output showed any test result at all (a build or import
+    /// failure shows none).
+    pub ran: bool,
+    /// Target tests still failing, by id.
+    pub failing: Vec<String>,
+    /// The end of the last run's output.
+    pub tail: String,
+    /// Time spent running tests.
+    pub test_ms: u64,
+}
+
+impl Judgement {
+    /// Green: every target test passed, and the whole suite ran without
+    /// breaking a guard test.
+    pub fn green(&self) -> bool {
+        self.ran
+            && !self.timed_out
+            && self.full_run
+            && self.target_passed == self.target_total
+            && self.broken.is_empty()
+    }
+}
+
+fn passed(run: &TestRun, id: &str) -> bool {
+    run.evidence.as_ref().is_some_and(|ev| {
+        ev.tests
+            .iter()
+            .any(|(t, o)| same_test(t, id) && *o == Outcome::Passed)
+    })
+}
+
+impl Oracle {
+    /// Runs the whole suite on the unmodified code in `sandbox` (a fork of
+    /// the warm root, so the root stays clean): the passing tests are the
+    /// guard; the target is `target` when given (each must be reported
+    /// and failing), else every failing test. Returns the oracle and its
+    /// judgement of the unmodified code (the search's root).
+    pub async fn from_genesis(
+        sandbox: &dyn Sandbox,
+        stack: Stack,
+        target: &[String],
+        timeout: Duration,
+    ) -> Result<(Oracle, Judgement), OracleError> {
+        let run = forq_bootstrap::run_tests(sandbox, &stack, &[], timeout).await?;
+        let Some(ev) = &run.evidence else {
+            return Err(OracleError::NoEvidence {
+                command: run.command.clone(),
+                exit_code: run.exit_code,
+                tail: run.tail.clone(),
+            });
+        };
+        let failing: Vec<String> = ev
+            .tests
+            .iter()
+            .filter(|(_, o)| matches!(o, Outcome::Failed | Outcome::Error))
+            .map(|(id, _)| id.clone())
+            .collect();
+        let target: Vec<String> = if target.is_empty() {
+            if failing.is_empty() {
+                return Err(OracleError::NothingFails);
+            }
+            failing
+        } else {
+            for id in target {
+                if !ev.tests.keys().any(|t| same_test(t, id)) {
+                    return Err(OracleError::UnknownTarget(id.clone()));
+                }
+                if passed(&run, id) {
+                    return Err(OracleError::TargetPasses(id.clone()));
+                }
+            }
+            target.to_vec()
+        };
+        let guard = ev
+            .tests
+            .iter()
+            .filter(|(id, o)| **o == Outcome::Passed && !target.iter().any(|t| same_test(id, t)))
+            .map(|(id, _)| id.clone())
+            .collect();
+        let oracle = Oracle {
+            stack: Some(stack),
+            target,
+            guard,
+            timeout,
+        };
+        let judgement = oracle.read(&run, true);
+        Ok((oracle, judgement))
+    }
+
+    /// Judges the code in `sandbox`: the target tests first (alone, when
+    /// the runner can select them), then, if they all pass, the whole
+    /// suite against the guard.
+    pub async fn judge(&self, sandbox: &dyn Sandbox) -> Result<Judgement, forq_sandbox::Error> {
+        let Some(stack) = &self.stack else {
+            return Ok(Judgement::default());
+        };
+        let selected = forq_bootstrap::selection_command(stack, &self.target) != stack.command;
+        let first = forq_bootstrap::run_tests(
+            sandbox,
+            stack,
+            if selected { &self.target } else { &[] },
+            self.timeout,
+        )
+        .await?;
+        let mut j = self.read(&first, !selected);
+        j.test_ms = first.duration_ms;
+        if selected && j.ran && !j.timed_out && j.target_passed == j.target_total {
+            let full = forq_bootstrap::run_tests(sandbox, stack, &[], self.timeout).await?;
+            let test_ms = j.test_ms + full.duration_ms;
+            j = self.read(&full, true);
+            j.test_ms = test_ms;
+        }
+        Ok(j)
+    }
+
+    fn read(&self, run: &TestRun, full: bool) -> Judgement {
+        let failing: Vec<String> = self
+            .target
+            .iter()
+            .filter(|id| !passed(run, id))
+            .cloned()
+            .collect();
+        Judgement {
+            target_passed: self.target.len() - failing.len(),
+            target_total: self.target.len(),
+            broken: if full {
+                self.guard
+                    .iter()
+                    .filter(|id| !passed(run, id))
+                    .cloned()
+                    .collect()
+            } else {
+                Vec::new()
+            },
+            full_run: full,
+            timed_out: run.timed_out,
+            ran: run.evidence.as_ref().is_some_and(|e| e.executed() > 0),
+            failing,
+            tail: run.tail.clone(),
+            test_ms: run.duration_ms,
+        }
+    }
+}

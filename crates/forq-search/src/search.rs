@@ -1,0 +1,707 @@
+//! The search: candidates from a brancher, each evaluated in a fork of its
+//! parent's frozen state, in an order (best-first by default) within
+//! budgets; red children that are no worse than their parent are branched
+//! again, so the result is a tree. The first green node wins — or, when
+//! asked, the smallest green within the budget.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use forq_graph::Lang;
+use forq_sandbox::{Sandbox, Snapshot};
+use serde::{Deserialize, Serialize};
+use tokio::task::JoinSet;
+
+use crate::brancher::{BranchContext, BranchError, Brancher};
+use crate::candidate::{Candidate, Materialized};
+use crate::oracle::{Judgement, Oracle};
+use crate::tree::{Event, Node, Score, Status, Subscriber, Tree};
+
+/// In which order queued candidates are evaluated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Order {
+    /// The best parent's candidates first, by the brancher's prior.
+    BestFirst,
+    /// Shallowest first, in the order proposed.
+    BreadthFirst,
+    /// Uniformly at random (seeded).
+    Random(u64),
+}
+
+impl Order {
+    /// Its name in `tree.json` and reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Order::BestFirst => "best_first",
+            Order::BreadthFirst => "breadth_first",
+            Order::Random(_) => "random",
+        }
+    }
+}
+
+/// Limits of a search.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Budget {
+    /// Most candidates evaluated (default 200).
+    pub max_nodes: usize,
+    /// Most edits stacked on the original code (default 2).
+    pub max_depth: usize,
+    /// Evaluations at once (default: the machine's cores).
+    pub jobs: usize,
+    /// Candidates asked of the brancher per node (default 200 for a
+    /// deterministic brancher; a model's is its own, smaller, K).
+    pub branching: usize,
+    /// Wall clock for the whole search.
+    pub wall_clock: Option<Duration>,
+}
+
+impl Default for Budget {
+    fn default() -> Self {
+        Budget {
+            max_nodes: 200,
+            max_depth: 2,
+            jobs: std::thread::available_parallelism().map_or(2, |n| n.get()),
+            branching: 200,
+            wall_clock: None,
+        }
+    }
+}
+
+impl Budget {
+    /// At most `n` candidates evaluated.
+    pub fn max_nodes(mut self, n: usize) -> Self {
+        self.max_nodes = n;
+        self
+    }
+    /// At most `n` stacked edits.
+    pub fn max_depth(mut self, n: usize) -> Self {
+        self.max_depth = n.max(1);
+        self
+    }
+    /// `n` evaluations at once.
+    pub fn jobs(mut self, n: usize) -> Self {
+        self.jobs = n.max(1);
+        self
+    }
+    /// `k` candidates per node.
+    pub fn branching(mut self, k: usize) -> Self {
+        self.branching = k.max(1);
+        self
+    }
+    /// Stops after `d`.
+    pub fn wall_clock(mut self, d: Duration) -> Self {
+        self.wall_clock = Some(d);
+        self
+    }
+}
+
+/// How to search.
+#[derive(Clone, Default)]
+#[non_exhaustive]
+pub struct SearchOptions {
+    /// Limits.
+    pub budget: Budget,
+    /// Expansion order (default best-first).
+    pub order: Option<Order>,
+    /// After the first green node, keep searching (within the budget) for a
+    /// smaller green diff.
+    pub keep_searching: bool,
+    /// Told of every node.
+    pub subscribers: Vec<Arc<dyn Subscriber>>,
+}
+
+impl std::fmt::Debug for SearchOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SearchOptions")
+            .field("budget", &self.budget)
+            .field("order", &self.order)
+            .field("keep_searching", &self.keep_searching)
+            .finish()
+    }
+}
+
+impl SearchOptions {
+    /// With this budget.
+    pub fn budget(mut self, budget: Budget) -> Self {
+        self.budget = budget;
+        self
+    }
+    /// In this order.
+    pub fn order(mut self, order: Order) -> Self {
+        self.order = Some(order);
+        self
+    }
+    /// Keeps looking for a smaller green diff after the first.
+    pub fn keep_searching(mut self, yes: bool) -> Self {
+        self.keep_searching = yes;
+        self
+    }
+    /// Tells `s` of every node.
+    pub fn subscribe(mut self, s: Arc<dyn Subscriber>) -> Self {
+        self.subscribers.push(s);
+        self
+    }
+}
+
+/// Why a search stopped short of an answer.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SearchError {
+    /// The sandbox failed (not a candidate's code in it).
+    #[error("the sandbox failed during the search")]
+    Sandbox(#[from] forq_sandbox::Error),
+    /// The brancher failed.
+    #[error(transparent)]
+    Brancher(#[from] BranchError),
+}
+
+/// The winning node.
+#[derive(Debug)]
+pub struct Winner {
+    /// Its id.
+    pub node: usize,
+    /// The patch against the original code (git format).
+    pub patch: String,
+    /// Lines added plus lines removed.
+    pub diff_lines: usize,
+    /// Its sandbox, with the fix and its test run; the caller destroys it.
+    pub sandbox: Box<dyn Sandbox>,
+}
+
+/// What a search did.
+#[derive(Debug)]
+pub struct SearchOutcome {
+    /// The whole tree.
+    pub tree: Tree,
+    /// The green node chosen, if any.
+    pub winner: Option<Winner>,
+    /// Candidates evaluated.
+    pub evaluated: usize,
+    /// Wall time.
+    pub elapsed: Duration,
+}
+
+/// A candidate waiting for a fork.
+struct Queued {
+    node: usize,
+    snapshot: Snapshot,
+    /// Only the files this candidate writes.
+    delta: Materialized,
+    parent_score: Score,
+    prior: f64,
+    depth: usize,
+}
+
+type Evaluated = (
+    usize,
+    Result<(Box<dyn Sandbox>, Judgement), forq_sandbox::Error>,
+    u64,
+);
+
+struct Engine<'a> {
+    root: &'a dyn Sandbox,
+    oracle: Arc<Oracle>,
+    brancher: &'a dyn Brancher,
+    options: &'a SearchOptions,
+    tree: Tree,
+    started: Instant,
+    /// Fingerprints of every state queued or evaluated.
+    seen: HashSet<String>,
+    /// The original contents of every file a candidate touched.
+    originals: HashMap<String, Option<String>>,
+    /// Each node's changes against the root.
+    states: HashMap<usize, BTreeMap<String, Option<String>>>,
+    queue: Vec<Queued>,
+    rng: fastrand::Rng,
+    evaluated: usize,
+}
+
+impl Engine<'_> {
+    fn tell(&self, event: Event) {
+        for s in &self.options.subscribers {
+            s.event(&event);
+        }
+    }
+
+    fn elapsed_ms(&self) -> u64 {
+        self.started.elapsed().as_millis() as u64
+    }
+
+    fn out_of_time(&self) -> bool {
+        self.options
+            .budget
+            .wall_clock
+            .is_some_and(|d| self.started.elapsed() >= d)
+    }
+
+    fn add_node(&mut self, node: Node) -> usize {
+        let id = node.id;
+        self.tell(Event::Node(Box::new(node.clone())));
+        self.tree.nodes.push(node);
+        id
+    }
+
+    fn update(&mut self, id: usize, f: impl FnOnce(&mut Node)) {
+        f(&mut self.tree.nodes[id]);
+        let node = self.tree.nodes[id].clone();
+        self.tell(Event::Node(Box::new(node)));
+    }
+
+    async fn original(&mut self, path: &str) -> Option<String> {
+        if let Some(known) = self.originals.get(path) {
+            return known.clone();
+        }
+        let text = self
+            .root
+            .read_file(Path::new(path))
+            .await
+            .ok()
+            .and_then(|b| String::from_utf8(b).ok());
+        self.originals.insert(path.to_owned(), text.clone());
+        text
+    }
+
+    /// Lines changed against the original code: per file, what is left
+    /// between the common head and tail, on both sides.
+    async fn diff_lines(&mut self, state: &BTreeMap<String, Option<String>>) -> usize {
+        let mut total = 0;
+        for (path, new) in state {
+            let old = self.original(path).await.unwrap_or_default();
+            let new = new.clone().unwrap_or_default();
+            let a: Vec<&str> = old.lines().collect();
+            let b: Vec<&str> = new.lines().collect();
+            let head = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+            let tail = a[head..]
+                .iter()
+                .rev()
+                .zip(b[head..].iter().rev())
+                .take_while(|(x, y)| x == y)
+                .count();
+            total += (a.len() - head - tail) + (b.len() - head - tail);
+        }
+        total
+    }
+
+    /// Asks the brancher for `parent`'s candidates (its sandbox is live)
+    /// and queues those that apply, parse and are new.
+    async fn expand(
+        &mut self,
+        parent: usize,
+        sandbox: &dyn Sandbox,
+        judgement: &Judgement,
+    ) -> Result<(), SearchError> {
+        let node = self.tree.nodes[parent].clone();
+        if node.depth >= self.options.budget.max_depth {
+            return Ok(());
+        }
+        let state = self.states.get(&parent).cloned().unwrap_or_default();
+        let candidates = {
+            let cx = BranchContext {
+                sandbox,
+                node: &node,
+                judgement,
+                oracle: &self.oracle,
+                changed: &state,
+            };
+            self.brancher
+                .branch(&cx, self.options.budget.branching)
+                .await?
+        };
+        if candidates.is_empty() {
+            return Ok(());
+        }
+        let snapshot = sandbox.snapshot().await?;
+        for candidate in candidates {
+            self.queue_candidate(&node, &state, &snapshot, candidate, sandbox)
+                .await;
+        }
+        Ok(())
+    }
+
+    async fn queue_candidate(
+        &mut self,
+        parent: &Node,
+        parent_state: &BTreeMap<String, Option<String>>,
+        snapshot: &Snapshot,
+        candidate: Candidate,
+        sandbox: &dyn Sandbox,
+    ) {
+        let id = self.tree.nodes.len();
+        let mut node = Node {
+            id,
+            parent: Some(parent.id),
+            depth: parent.depth + 1,
+            hypothesis: candidate.hypothesis.clone(),
+            status: Status::Exploring,
+            score: Score::default(),
+            prior: candidate.prior,
+            reason: String::new(),
+            files: Vec::new(),
+            fingerprint: String::new(),
+            judgement: None,
+            eval_ms: 0,
+            at_ms: self.elapsed_ms(),
+        };
+        let delta = match candidate.materialize(sandbox).await {
+            Ok(m) => m,
+            Err(e) => {
+                // Does not apply: red at once, no fork spent.
+                node.status = Status::Red;
+                node.reason = format!("does not apply: {e}");
+                self.evaluated += 1;
+                self.add_node(node);
+                return;
+            }
+        };
+        let mut state = parent_state.clone();
+        for (path, content) in &delta.files {
+            state.insert(path.clone(), content.clone());
+        }
+        // A file back to its original contents is no change.
+        let mut unchanged = Vec::new();
+        for (path, content) in &state {
+            if self.original(path).await == *content {
+                unchanged.push(path.clone());
+            }
+        }
+        for path in unchanged {
+            state.remove(&path);
+        }
+        let fingerprint = Materialized {
+            files: state.clone(),
+        }
+        .fingerprint();
+        if state.is_empty() || !self.seen.insert(fingerprint.clone()) {
+            return; // a state already tried (or the original): never twice
+        }
+        node.fingerprint = fingerprint;
+        node.files = state.keys().cloned().collect();
+        node.score.applies = true;
+        node.score.diff_lines = self.diff_lines(&state).await;
+        // A change that breaks a file's syntax is red without a test run.
+        for (path, content) in &delta.files {
+            let (Some(lang), Some(text)) = (Lang::of_path(Path::new(path)), content) else {
+                continue;
+            };
+            if let Some((line, col)) = lang.syntax_error(text) {
+                let before = self.original(path).await.unwrap_or_default();
+                if lang.syntax_error(&before).is_none() {
+                    node.status = Status::Red;
+                    node.reason = format!("{path}:{line}:{col}: does not parse");
+                    self.evaluated += 1;
+                    self.add_node(node);
+                    return;
+                }
+            }
+        }
+        node.score.parses = true;
+        self.states.insert(id, state);
+        let depth = node.depth;
+        self.add_node(node);
+        self.queue.push(Queued {
+            node: id,
+            snapshot: snapshot.clone(),
+            delta,
+            parent_score: parent.score,
+            prior: candidate.prior,
+            depth,
+        });
+    }
+
+    /// The next queued candidate, by the order.
+    fn pick(&mut self) -> Option<Queued> {
+        if self.queue.is_empty() {
+            return None;
+        }
+        let order = self.options.order.unwrap_or(Order::BestFirst);
+        let index = match order {
+            Order::BestFirst => {
+                let mut best = 0;
+                for (i, q) in self.queue.iter().enumerate() {
+                    let b = &self.queue[best];
+                    let better = q
+                        .parent_score
+                        .cmp(&b.parent_score)
+                        .then(q.prior.total_cmp(&b.prior))
+                        .then(b.depth.cmp(&q.depth))
+                        .then(b.node.cmp(&q.node));
+                    if better.is_gt() {
+                        best = i;
+                    }
+                }
+                best
+            }
+            Order::BreadthFirst => self
+                .queue
+                .iter()
+                .enumerate()
+                .min_by_key(|(_, q)| (q.depth, q.node))
+                .map_or(0, |(i, _)| i),
+            Order::Random(_) => self.rng.usize(..self.queue.len()),
+        };
+        Some(self.queue.swap_remove(index))
+    }
+}
+
+/// Evaluates one candidate: a fork of its parent's frozen state, its files
+/// written, the oracle's judgement.
+async fn evaluate(queued: Queued, oracle: Arc<Oracle>) -> Evaluated {
+    let started = Instant::now();
+    let result = async {
+        let fork = queued.snapshot.fork().await?;
+        if let Err(e) = queued.delta.write(&*fork).await {
+            let _ = fork.destroy().await;
+            return Err(e);
+        }
+        match oracle.judge(&*fork).await {
+            Ok(j) => Ok((fork, j)),
+            Err(e) => {
+                let _ = fork.destroy().await;
+                Err(e)
+            }
+        }
+    }
+    .await;
+    (queued.node, result, started.elapsed().as_millis() as u64)
+}
+
+/// Searches from `root` (the warm, unmodified sandbox; read, never
+/// changed) for a candidate the oracle calls green. `genesis` is the
+/// oracle's judgement of the unmodified code.
+pub async fn search(
+    root: &dyn Sandbox,
+    oracle: &Oracle,
+    genesis: &Judgement,
+    brancher: &dyn Brancher,
+    options: &SearchOptions,
+) -> Result<SearchOutcome, SearchError> {
+    let order = options.order.unwrap_or(Order::BestFirst);
+    let mut engine = Engine {
+        root,
+        oracle: Arc::new(oracle.clone()),
+        brancher,
+        options,
+        tree: Tree {
+            brancher: brancher.name().to_owned(),
+            order: order.name().to_owned(),
+            ..Tree::default()
+        },
+        started: Instant::now(),
+        seen: HashSet::new(),
+        originals: HashMap::new(),
+        states: HashMap::new(),
+        queue: Vec::new(),
+        rng: fastrand::Rng::with_seed(match order {
+            Order::Random(seed) => seed,
+            _ => 0,
+        }),
+        evaluated: 0,
+    };
+    engine.seen.insert(Materialized::default().fingerprint());
+    engine.add_node(Node {
+        id: 0,
+        parent: None,
+        depth: 0,
+        hypothesis: "the original code".to_owned(),
+        status: Status::Red,
+        score: Score {
+            applies: true,
+            parses: true,
+            target_passed: genesis.target_passed,
+            broken: 0,
+            diff_lines: 0,
+        },
+        prior: 0.0,
+        reason: format!(
+            "{} of {} target tests failing",
+            genesis.target_total - genesis.target_passed,
+            genesis.target_total
+        ),
+        files: Vec::new(),
+        fingerprint: Materialized::default().fingerprint(),
+        judgement: Some(genesis.clone()),
+        eval_ms: 0,
+        at_ms: 0,
+    });
+    engine.expand(0, root, genesis).await?;
+
+    let budget = &options.budget;
+    let mut running: JoinSet<Evaluated> = JoinSet::new();
+    let mut winner: Option<(usize, Box<dyn Sandbox>, usize)> = None;
+    let mut stop = false;
+    loop {
+        while !stop
+            && running.len() < budget.jobs
+            && engine.evaluated + running.len() < budget.max_nodes
+            && !engine.out_of_time()
+        {
+            let Some(queued) = engine.pick() else { break };
+            running.spawn(evaluate(queued, engine.oracle.clone()));
+        }
+        let Some(done) = running.join_next().await else {
+            break;
+        };
+        let (id, result, eval_ms) = match done {
+            Ok(done) => done,
+            Err(e) => {
+                return Err(SearchError::Brancher(BranchError {
+                    brancher: "search".to_owned(),
+                    message: format!("an evaluation task stopped: {e}"),
+                }))
+            }
+        };
+        engine.evaluated += 1;
+        let (sandbox, judgement) = match result {
+            Ok(r) => r,
+            Err(e) => {
+                // Drain what is running, then report.
+                while let Some(Ok((_, Ok((sb, _)), _))) = running.join_next().await {
+                    let _ = sb.destroy().await;
+                }
+                return Err(e.into());
+            }
+        };
+        let green = judgement.green();
+        let at_ms = engine.elapsed_ms();
+        let parent_score = engine.tree.nodes[id]
+            .parent
+            .map(|p| engine.tree.nodes[p].score)
+            .unwrap_or_default();
+        engine.update(id, |n| {
+            n.status = if green { Status::Green } else { Status::Red };
+            n.score.target_passed = judgement.target_passed;
+            n.score.broken = judgement.broken.len();
+            n.reason = reason(&judgement);
+            n.judgement = Some(judgement.clone());
+            n.eval_ms = eval_ms;
+            n.at_ms = at_ms;
+        });
+        let score = engine.tree.nodes[id].score;
+        if green {
+            let better = winner
+                .as_ref()
+                .is_none_or(|(_, _, lines)| score.diff_lines < *lines);
+            if better {
+                if let Some((_, old, _)) = winner.take() {
+                    let _ = old.destroy().await;
+                }
+                winner = Some((id, sandbox, score.diff_lines));
+            } else {
+                let _ = sandbox.destroy().await;
+            }
+            if !options.keep_searching {
+                stop = true;
+            }
+            continue;
+        }
+        // A red child is branched again when it got closer (more target
+        // tests pass, no more guard tests broken) — or, for a brancher
+        // that learns from a failure, when it is no worse.
+        let closer = (score.target_passed, std::cmp::Reverse(score.broken));
+        let before = (
+            parent_score.target_passed,
+            std::cmp::Reverse(parent_score.broken),
+        );
+        let promising = !stop
+            && !judgement.timed_out
+            && judgement.ran
+            && (closer > before || (brancher.refines() && closer >= before));
+        if promising {
+            engine.expand(id, &*sandbox, &judgement).await?;
+        }
+        let _ = sandbox.destroy().await;
+    }
+    // What was never evaluated is pruned.
+    let left: Vec<usize> = engine.queue.drain(..).map(|q| q.node).collect();
+    for id in left {
+        engine.update(id, |n| {
+            n.status = Status::Pruned;
+            n.reason = "not evaluated: the search ended".to_owned();
+        });
+    }
+    let winner = match winner {
+        Some((id, sandbox, _)) => {
+            let state = engine.states.get(&id).cloned().unwrap_or_default();
+            let patch = clean_patch(root, &state).await?;
+            engine.tree.best = Some(id);
+            let diff_lines = patch
+                .lines()
+                .filter(|l| {
+                    (l.starts_with('+') && !l.starts_with("+++"))
+                        || (l.starts_with('-') && !l.starts_with("---"))
+                })
+                .count();
+            Some(Winner {
+                node: id,
+                patch,
+                diff_lines,
+                sandbox,
+            })
+        }
+        None => None,
+    };
+    engine.tell(Event::Finished {
+        solved: winner.is_some(),
+        best: engine.tree.best,
+        evaluated: engine.evaluated,
+    });
+    Ok(SearchOutcome {
+        tree: engine.tree,
+        winner,
+        evaluated: engine.evaluated,
+        elapsed: engine.started.elapsed(),
+    })
+}
+
+/// The patch of `state` alone: written into a fresh fork of the root, so
+/// what test runs left behind is not in it.
+async fn clean_patch(
+    root: &dyn Sandbox,
+    state: &BTreeMap<String, Option<String>>,
+) -> Result<String, forq_sandbox::Error> {
+    let fork = root.fork().await?;
+    let written = Materialized {
+        files: state.clone(),
+    }
+    .write(&*fork)
+    .await;
+    let diff = match written {
+        Ok(()) => fork.diff().await,
+        Err(e) => Err(e),
+    };
+    let _ = fork.destroy().await;
+    Ok(diff?.patch)
+}
+
+/// Why a judged node is red, in a line.
+fn reason(j: &Judgement) -> String {
+    if j.green() {
+        return String::new();
+    }
+    if j.timed_out {
+        return "the tests timed out".to_owned();
+    }
+    if !j.ran {
+        return "no test ran (a build or import failure)".to_owned();
+    }
+    if j.target_passed < j.target_total {
+        return format!(
+            "{} of {} target tests passing",
+            j.target_passed, j.target_total
+        );
+    }
+    format!(
+        "target green, but {} guard test(s) broke: {}",
+        j.broken.len(),
+        j.broken
+            .iter()
+            .take(3)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
+}

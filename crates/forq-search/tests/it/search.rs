@@ -1,0 +1,161 @@
+//! Whole searches on the seeded project.
+
+use std::time::Duration;
+
+use forq_bootstrap::Stack;
+use forq_search::brancher::{Mutate, Patches};
+use forq_search::candidate::{Candidate, Change};
+use forq_search::tree::{Status, Tree};
+use forq_search::{search, Budget, SearchOptions};
+
+use super::{backend, prepare, project, stack_of, STATS};
+
+#[tokio::test]
+async fn mutate_finds_the_seeded_comparison_bug() {
+    let repo = project();
+    let backend = backend().await;
+    let stack = stack_of(repo.path());
+    let (root, oracle, genesis) = prepare(
+        &*backend,
+        repo.path(),
+        stack.clone(),
+        Duration::from_secs(60),
+    )
+    .await;
+    assert_eq!(
+        oracle.target,
+        ["tests.test_stats.StatsTest.test_count_above"]
+    );
+    assert_eq!(oracle.guard.len(), 2);
+    let db = tempfile::tempdir().unwrap();
+    let mut index = forq_graph::Index::open(&db.path().join("g.db"), repo.path()).unwrap();
+    index.update().unwrap();
+    let mutate = Mutate::new(index, stack);
+    let suspects = mutate.localize(&oracle.target, &oracle.guard);
+    assert_eq!(suspects[0].name, "count_above", "{suspects:#?}");
+    let options = SearchOptions::default().budget(Budget::default().max_nodes(60).jobs(2));
+    let out = search(&*root, &oracle, &genesis, &mutate, &options)
+        .await
+        .unwrap();
+    let winner = out.winner.expect("a green candidate");
+    assert!(
+        winner
+            .patch
+            .contains("-        if x >= limit:\n+        if x > limit:\n"),
+        "{}",
+        winner.patch
+    );
+    assert_eq!(winner.diff_lines, 2);
+    assert_eq!(out.tree.nodes[winner.node].status, Status::Green);
+    assert_eq!(out.tree.best, Some(winner.node));
+    // Best-first went to the localised function first: few candidates.
+    assert!(out.evaluated <= 20, "{} evaluated", out.evaluated);
+    // The repository itself is untouched; the winner's sandbox holds the fix.
+    assert_eq!(
+        std::fs::read_to_string(repo.path().join("stats.py")).unwrap(),
+        STATS
+    );
+    let fixed = winner.sandbox.read_file("stats.py".as_ref()).await.unwrap();
+    assert!(String::from_utf8(fixed).unwrap().contains("if x > limit:"));
+    winner.sandbox.destroy().await.unwrap();
+    root.destroy().await.unwrap();
+}
+
+/// A search/replace candidate on stats.py.
+fn replace(name: &str, old: &str, new: &str) -> Candidate {
+    Candidate {
+        hypothesis: name.to_owned(),
+        changes: vec![Change::Replace {
+            path: "stats.py".to_owned(),
+            old: old.to_owned(),
+            new: new.to_owned(),
+        }],
+        prior: 0.0,
+    }
+}
+
+/// Processes whose environment holds `marker`.
+fn processes_with(marker: &str) -> usize {
+    let mut n = 0;
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        if let Ok(env) = std::fs::read(entry.path().join("environ")) {
+            if env.split(|b| *b == 0).any(|v| v == marker.as_bytes()) {
+                n += 1;
+            }
+        }
+    }
+    n
+}
+
+#[tokio::test]
+async fn of_five_scripted_candidates_only_the_green_one_wins() {
+    let repo = project();
+    let backend = backend().await;
+    // The runner's command carries a marker, to find any process left.
+    const MARKER: &str = "FORQ_SEARCH_LOOP_MARKER=1";
+    let stack = Stack::custom(
+        "test",
+        Vec::new(),
+        &format!("{MARKER} python3 -m unittest -v"),
+    );
+    let (root, oracle, genesis) =
+        prepare(&*backend, repo.path(), stack, Duration::from_secs(5)).await;
+    let candidates =
+        vec![
+        replace("1-wrong-fix", "x >= limit", "x >= limit + 2"),
+        replace("2-breaks-syntax", "if x >= limit:", "if x >= limit"),
+        replace(
+            "3-breaks-a-guard",
+            "def count_above(xs, limit):\n    n = 0",
+            "def count_above(xs, limit):\n    return sum(1 for x in xs if x > limit)\n    n = 0",
+        )
+        .with_extra(Change::Replace {
+            path: "stats.py".into(),
+            old: "max(xs) - min(xs)".into(),
+            new: "max(xs) - min(xs) + 1".into(),
+        }),
+        replace("4-loops-forever", "    n = 0\n", "    n = 0\n    while True:\n        pass\n"),
+        replace("5-right", "x >= limit", "x > limit"),
+    ];
+    let patches = Patches::new(candidates);
+    let options = SearchOptions::default().budget(Budget::default().jobs(2));
+    let out = search(&*root, &oracle, &genesis, &patches, &options)
+        .await
+        .unwrap();
+    let tree = &out.tree;
+    let by_name = |name: &str| tree.nodes.iter().find(|n| n.hypothesis == name).unwrap();
+    let winner = out.winner.expect("the right candidate is green");
+    assert_eq!(tree.nodes[winner.node].hypothesis, "5-right");
+    assert_eq!(tree.count(Status::Green), 1);
+    assert_eq!(by_name("1-wrong-fix").status, Status::Red);
+    let syntax = by_name("2-breaks-syntax");
+    assert!(syntax.reason.contains("does not parse"), "{syntax:?}");
+    let guard = by_name("3-breaks-a-guard");
+    assert_eq!(guard.status, Status::Red);
+    assert_eq!(
+        guard.judgement.as_ref().unwrap().broken,
+        ["tests.test_stats.StatsTest.test_span"],
+        "{guard:?}"
+    );
+    let looped = by_name("4-loops-forever");
+    assert_eq!(looped.status, Status::Red);
+    assert!(looped.judgement.as_ref().unwrap().timed_out, "{looped:?}");
+    assert_eq!(processes_with(MARKER), 0, "a test run was left running");
+    // tree.json reads back as the same tree.
+    let dir = tempfile::tempdir().unwrap();
+    tree.save(&dir.path().join("tree.json")).unwrap();
+    assert_eq!(&Tree::load(&dir.path().join("tree.json")).unwrap(), tree);
+    winner.sandbox.destroy().await.unwrap();
+    root.destroy().await.unwrap();
+}
+
+trait WithExtra {
+    fn with_extra(self, change: Change) -> Self;
+}
+
+impl WithExtra for Candidate {
+    fn with_extra(mut self, change: Change) -> Self {
+        self.changes.push(change);
+        self
+    }
+}
