@@ -69,6 +69,6 @@ pub mod cost;
 pub mod issue;
 pub mod message;
 pub mod provider;
-mod structured;
+pub mod structured;
 pub mod tools;
 pub mod triage;

@@ -1,24 +1,25 @@
 //! A structured answer: one call whose reply must pass `validate`; an
 //! invalid reply is sent back once with what was wrong. Shared by triage
-//! and the contract check.
+//! by triage, the contract check and the search's model brancher.
 
 use crate::message::{Message, Request, Usage};
 use crate::provider::{Error, Provider};
 
 /// What asking gave.
-pub(crate) struct Asked<T> {
+#[derive(Debug)]
+pub struct Asked<T> {
     /// The valid answer, or what was wrong with the second one and that
     /// answer (shortened).
-    pub(crate) answer: Result<T, (String, String)>,
+    pub answer: Result<T, (String, String)>,
     /// Model calls made (1 or 2).
-    pub(crate) calls: u32,
+    pub calls: u32,
     /// Tokens used over the calls.
-    pub(crate) usage: Usage,
+    pub usage: Usage,
 }
 
 /// Asks `request` of `provider` until `validate` accepts the reply's text,
 /// at most twice.
-pub(crate) async fn ask<T>(
+pub async fn ask<T>(
     provider: &dyn Provider,
     mut request: Request,
     validate: impl Fn(&str) -> Result<T, String>,

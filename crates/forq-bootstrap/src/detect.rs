@@ -449,7 +449,9 @@ pub fn detect(root: &Path) -> Vec<Stack> {
                     "cmake -S . -B .forq/build".to_owned(),
                     "cmake --build .forq/build -j2".to_owned(),
                 ],
-                "ctest --test-dir .forq/build --output-on-failure --no-tests=error",
+                // Rebuilt first: a changed source must be compiled before
+                // its tests run (a no-op right after the install steps).
+                "cmake --build .forq/build -j2 && ctest --test-dir .forq/build --output-on-failure --no-tests=error",
             ));
         }
     }

@@ -17,6 +17,13 @@
 //!   first green node wins, or the smallest within the budget.
 //! - [`tree`]: the tree as data, streamed to subscribers and saved as
 //!   `tree.json`.
+//! - [`fix`]: the main job in phases — [`prepare`] (gate, warm root,
+//!   oracle), a [`FixStrategy`] ([`Speculative`] over a brancher, or
+//!   [`Single`]: one candidate, such as a coding agent's pass), and
+//!   [`write_report`] (`fix.patch`, `tree.json`, `summary.json`).
+//! - With the `llm` feature, `brancher::Llm` (K hypotheses per node from a
+//!   model, failures fed back) and `brancher::Agentic` (a coding agent's
+//!   pass in a fork), through forq-agent.
 //!
 //! What it never does: copy a workspace to try a candidate (every candidate
 //! is a fork), run a test outside a sandbox, or take text as the patch
@@ -25,8 +32,12 @@
 
 pub mod brancher;
 pub mod candidate;
+pub mod fix;
 pub mod oracle;
 mod search;
 pub mod tree;
 
+pub use fix::{
+    prepare, write_report, FixError, FixReport, FixStrategy, Prepared, Single, Speculative,
+};
 pub use search::{search, Budget, Order, SearchError, SearchOptions, SearchOutcome, Winner};

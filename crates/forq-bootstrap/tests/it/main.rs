@@ -386,7 +386,7 @@ fn native_runners_and_makefiles() {
     assert!(detected(&[("go.mod", "module x\n\nrequire github.com/a/b v1.0.0\n")]).is_empty());
     assert_eq!(
         detected(&[("CMakeLists.txt", "project(x C)\nenable_testing()\nadd_test(NAME t COMMAND t)\n")]),
-        ["cmake: CMakeLists.txt with tests => ctest --test-dir .forq/build --output-on-failure --no-tests=error"]
+        ["cmake: CMakeLists.txt with tests => cmake --build .forq/build -j2 && ctest --test-dir .forq/build --output-on-failure --no-tests=error"]
     );
     // CMake without tests is not a test stack.
     assert!(detected(&[("CMakeLists.txt", "project(x C)\nadd_executable(x x.c)\n")]).is_empty());

@@ -12,9 +12,13 @@ use crate::candidate::Candidate;
 use crate::oracle::{Judgement, Oracle};
 use crate::tree::Node;
 
+#[cfg(feature = "llm")]
+pub mod llm;
 pub mod mutate;
 pub mod patches;
 
+#[cfg(feature = "llm")]
+pub use llm::{Agentic, Llm};
 pub use mutate::Mutate;
 pub use patches::Patches;
 

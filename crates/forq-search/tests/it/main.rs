@@ -5,6 +5,8 @@
 #![allow(clippy::unwrap_used)] // tests fail loudly
 
 mod invariants;
+#[cfg(feature = "llm")]
+mod llm;
 mod search;
 
 use std::path::Path;

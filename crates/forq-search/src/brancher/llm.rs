@@ -1,0 +1,270 @@
+//! Model branchers (the `llm` feature), through forq-agent:
+//! [`Llm`] asks one structured question for K distinct hypotheses, each
+//! with search/replace edits, and on a red node sends back what failed;
+//! [`Agentic`] runs a coding agent in a fork of the node and takes the
+//! fork's diff as the candidate (the `single` strategy's one pass).
+
+use std::path::Path;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use forq_agent::agent::{CodingAgent, Outcome, Task};
+use forq_agent::message::{Message, Request, ResponseSchema};
+use forq_agent::provider::Provider;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::{BranchContext, BranchError, Brancher};
+use crate::candidate::{Candidate, Change};
+
+/// Characters of a file shown to the model.
+const FILE_CHARS: usize = 12_000;
+
+const PROMPT: &str = "You repair code. Given an issue, the failing tests and the code, propose \
+distinct hypotheses for the fault, each with the smallest edit that would fix it. Each edit \
+replaces text that occurs exactly once in the file (copy it exactly, whitespace included). \
+Hypotheses must differ in where or how they change the code.";
+
+/// K hypotheses per node from one structured call.
+pub struct Llm {
+    provider: Arc<dyn Provider>,
+    model: String,
+    issue: String,
+    /// Files the model is shown (the suspects' files).
+    files: Vec<String>,
+}
+
+impl std::fmt::Debug for Llm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Llm")
+            .field("provider", &self.provider.name())
+            .field("model", &self.model)
+            .field("files", &self.files)
+            .finish()
+    }
+}
+
+impl Llm {
+    /// On `provider`'s `model`, for `issue`, showing `files` (the
+    /// localised suspects' files, say) as they stand at each node.
+    pub fn new(
+        provider: Arc<dyn Provider>,
+        model: impl Into<String>,
+        issue: impl Into<String>,
+        files: Vec<String>,
+    ) -> Llm {
+        Llm {
+            provider,
+            model: model.into(),
+            issue: issue.into(),
+            files,
+        }
+    }
+}
+
+/// The answer's schema.
+fn schema() -> Value {
+    json!({
+        "type": "object",
+        "additionalProperties": false,
+        "required": ["candidates"],
+        "properties": {"candidates": {"type": "array", "items": {
+            "type": "object", "additionalProperties": false,
+            "required": ["hypothesis", "edits"],
+            "properties": {
+                "hypothesis": {"type": "string"},
+                "edits": {"type": "array", "items": {
+                    "type": "object", "additionalProperties": false,
+                    "required": ["path", "old", "new"],
+                    "properties": {"path": {"type": "string"}, "old": {"type": "string"}, "new": {"type": "string"}}
+                }}
+            }
+        }}}
+    })
+}
+
+#[derive(Deserialize)]
+struct Answer {
+    candidates: Vec<Proposed>,
+}
+
+#[derive(Deserialize)]
+struct Proposed {
+    hypothesis: String,
+    edits: Vec<ProposedEdit>,
+}
+
+#[derive(Deserialize)]
+struct ProposedEdit {
+    path: String,
+    old: String,
+    new: String,
+}
+
+#[async_trait]
+impl Brancher for Llm {
+    fn name(&self) -> &str {
+        "llm"
+    }
+
+    fn refines(&self) -> bool {
+        true
+    }
+
+    async fn branch(
+        &self,
+        cx: &BranchContext<'_>,
+        k: usize,
+    ) -> Result<Vec<Candidate>, BranchError> {
+        let mut text = format!("<issue>\n{}\n</issue>\n", self.issue);
+        text.push_str(&format!(
+            "<failing_tests>\n{}\n</failing_tests>\n<test_output>\n{}\n</test_output>\n",
+            cx.judgement.failing.join("\n"),
+            cx.judgement.tail
+        ));
+        if cx.node.depth > 0 {
+            text.push_str(&format!(
+                "<previous_attempt>\nThis code already carries the edit `{}`, and the tests above still fail with it. Propose edits on top of it, or that undo part of it.\n</previous_attempt>\n",
+                cx.node.hypothesis
+            ));
+        }
+        for path in &self.files {
+            let Ok(bytes) = cx.sandbox.read_file(Path::new(path)).await else {
+                continue;
+            };
+            let body: String = String::from_utf8_lossy(&bytes)
+                .chars()
+                .take(FILE_CHARS)
+                .collect();
+            text.push_str(&format!("<file path=\"{path}\">\n{body}\n</file>\n"));
+        }
+        text.push_str(&format!("Propose up to {k} hypotheses."));
+        let mut request = Request::new(&self.model);
+        request.system = PROMPT.to_owned();
+        request.max_tokens = 4096;
+        request.response_schema = Some(ResponseSchema {
+            name: "candidates".to_owned(),
+            schema: schema(),
+        });
+        request.messages.push(Message::user(text));
+        let fail = |message: String| BranchError {
+            brancher: "llm".to_owned(),
+            message,
+        };
+        let asked = forq_agent::structured::ask(&*self.provider, request, |reply| {
+            serde_json::from_str::<Answer>(reply.trim())
+                .map_err(|e| format!("not the schema's shape: {e}"))
+        })
+        .await
+        .map_err(|e| fail(e.to_string()))?;
+        let answer = asked
+            .answer
+            .map_err(|(why, _)| fail(format!("the model's answer was invalid twice: {why}")))?;
+        let n = answer.candidates.len().max(1) as f64;
+        Ok(answer
+            .candidates
+            .into_iter()
+            .take(k)
+            .enumerate()
+            .map(|(i, p)| Candidate {
+                hypothesis: p.hypothesis,
+                changes: p
+                    .edits
+                    .into_iter()
+                    .map(|e| Change::Replace {
+                        path: e.path,
+                        old: e.old,
+                        new: e.new,
+                    })
+                    .collect(),
+                // The model's order is its preference.
+                prior: 1.0 - i as f64 / n,
+            })
+            .collect())
+    }
+}
+
+/// A coding agent's pass as a candidate: the agent works in a fork of the
+/// node, and the files it changed become the candidate.
+pub struct Agentic {
+    agent: Arc<dyn CodingAgent>,
+    task: Task,
+}
+
+impl std::fmt::Debug for Agentic {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Agentic").finish()
+    }
+}
+
+impl Agentic {
+    /// `agent` on `task`.
+    pub fn new(agent: Arc<dyn CodingAgent>, task: Task) -> Agentic {
+        Agentic { agent, task }
+    }
+}
+
+#[async_trait]
+impl Brancher for Agentic {
+    fn name(&self) -> &str {
+        "agent"
+    }
+
+    fn refines(&self) -> bool {
+        true
+    }
+
+    async fn branch(
+        &self,
+        cx: &BranchContext<'_>,
+        k: usize,
+    ) -> Result<Vec<Candidate>, BranchError> {
+        let fail = |message: String| BranchError {
+            brancher: "agent".to_owned(),
+            message,
+        };
+        let mut out = Vec::new();
+        for _ in 0..k.max(1) {
+            let fork = cx.sandbox.fork().await.map_err(|e| fail(e.to_string()))?;
+            let mut task = self.task.clone();
+            if cx.node.depth > 0 {
+                task.issue.push_str(&format!(
+                    "\n\nA previous attempt ({}) still fails these tests:\n{}\n{}",
+                    cx.node.hypothesis,
+                    cx.judgement.failing.join("\n"),
+                    cx.judgement.tail
+                ));
+            }
+            let report = self.agent.run(&*fork, &task).await;
+            let summary = match &report.outcome {
+                Outcome::Submitted { summary, .. } => summary.clone(),
+                Outcome::NeedsHuman { reason, .. } => format!("(unfinished: {reason})"),
+                Outcome::Failed { error } => {
+                    let _ = fork.destroy().await;
+                    return Err(fail(error.clone()));
+                }
+            };
+            let diff = fork.diff().await.map_err(|e| fail(e.to_string()))?;
+            let mut changes = Vec::new();
+            for file in &diff.files {
+                let path = file.path.clone();
+                match fork.read_file(Path::new(&path)).await {
+                    Ok(bytes) => changes.push(Change::Write {
+                        path,
+                        content: String::from_utf8_lossy(&bytes).into_owned(),
+                    }),
+                    Err(_) => changes.push(Change::Delete { path }),
+                }
+            }
+            let _ = fork.destroy().await;
+            if !changes.is_empty() {
+                out.push(Candidate {
+                    hypothesis: summary,
+                    changes,
+                    prior: 1.0,
+                });
+            }
+        }
+        Ok(out)
+    }
+}

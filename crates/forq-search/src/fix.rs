@@ -1,0 +1,302 @@
+//! The main job, in phases a caller composes: [`prepare`] (the bootstrap
+//! gate, cached; the warm root; the oracle from the unmodified code's
+//! tests), a [`FixStrategy`] (one agent pass, or the speculative search),
+//! and [`write_report`] (`fix.patch`, `tree.json`, `summary.json`).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use forq_bootstrap::{GateOptions, Record, Stack, Verdict};
+use forq_sandbox::{Backend, Sandbox};
+use serde::Serialize;
+
+use crate::brancher::Brancher;
+use crate::oracle::{Judgement, Oracle, OracleError};
+use crate::search::{search, SearchError, SearchOptions, SearchOutcome};
+use crate::tree::Status;
+
+/// How a fix is looked for.
+#[async_trait]
+pub trait FixStrategy: Send + Sync {
+    /// `single` or `speculative`.
+    fn name(&self) -> &str;
+    /// The brancher's name (`mutate`, `patches`, `llm`, `agent`).
+    fn brancher(&self) -> &str;
+    /// Looks for a fix from `root`, judged by `oracle`.
+    async fn run(
+        &self,
+        root: &dyn Sandbox,
+        oracle: &Oracle,
+        genesis: &Judgement,
+        options: &SearchOptions,
+    ) -> Result<SearchOutcome, SearchError>;
+}
+
+/// The tree search over a brancher's candidates.
+pub struct Speculative {
+    brancher: Box<dyn Brancher>,
+}
+
+impl std::fmt::Debug for Speculative {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Speculative")
+            .field("brancher", &self.brancher.name())
+            .finish()
+    }
+}
+
+impl Speculative {
+    /// Searches over `brancher`'s candidates.
+    pub fn new(brancher: Box<dyn Brancher>) -> Speculative {
+        Speculative { brancher }
+    }
+}
+
+#[async_trait]
+impl FixStrategy for Speculative {
+    fn name(&self) -> &str {
+        "speculative"
+    }
+    fn brancher(&self) -> &str {
+        self.brancher.name()
+    }
+    async fn run(
+        &self,
+        root: &dyn Sandbox,
+        oracle: &Oracle,
+        genesis: &Judgement,
+        options: &SearchOptions,
+    ) -> Result<SearchOutcome, SearchError> {
+        search(root, oracle, genesis, &*self.brancher, options).await
+    }
+}
+
+/// One pass of a brancher that proposes a single candidate (a coding
+/// agent's edits), then the oracle: the search with one node.
+pub struct Single {
+    brancher: Box<dyn Brancher>,
+}
+
+impl std::fmt::Debug for Single {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Single")
+            .field("brancher", &self.brancher.name())
+            .finish()
+    }
+}
+
+impl Single {
+    /// One candidate from `brancher` (for a coding agent,
+    /// `brancher::Agentic`), judged once.
+    pub fn new(brancher: Box<dyn Brancher>) -> Single {
+        Single { brancher }
+    }
+}
+
+#[async_trait]
+impl FixStrategy for Single {
+    fn name(&self) -> &str {
+        "single"
+    }
+    fn brancher(&self) -> &str {
+        self.brancher.name()
+    }
+    async fn run(
+        &self,
+        root: &dyn Sandbox,
+        oracle: &Oracle,
+        genesis: &Judgement,
+        options: &SearchOptions,
+    ) -> Result<SearchOutcome, SearchError> {
+        let mut one = options.clone();
+        one.budget.max_nodes = 1;
+        one.budget.max_depth = 1;
+        one.budget.branching = 1;
+        one.keep_searching = false;
+        search(root, oracle, genesis, &*self.brancher, &one).await
+    }
+}
+
+/// Why the job could not run (as opposed to running and finding no fix).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FixError {
+    /// The bootstrap gate failed to run.
+    #[error(transparent)]
+    Gate(#[from] forq_bootstrap::Error),
+    /// The gate ran, and the repository's tests do not run.
+    #[error("the bootstrap gate is not green ({verdict}): {reason}; forq needs the repository's own tests to run (see `forq bootstrap`)")]
+    NotBootstrapped {
+        /// The verdict.
+        verdict: String,
+        /// Why.
+        reason: String,
+    },
+    /// The oracle could not be set up.
+    #[error(transparent)]
+    Oracle(#[from] OracleError),
+    /// The sandbox failed.
+    #[error("the sandbox failed")]
+    Sandbox(#[from] forq_sandbox::Error),
+    /// The search failed.
+    #[error(transparent)]
+    Search(#[from] SearchError),
+    /// The report could not be written.
+    #[error("cannot write {path}: {source}")]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+}
+
+/// Everything a strategy starts from.
+#[derive(Debug)]
+pub struct Prepared {
+    /// The gate's record.
+    pub record: Record,
+    /// The green stack.
+    pub stack: Stack,
+    /// The warm root: installs done, unmodified. The caller destroys it.
+    pub root: Box<dyn Sandbox>,
+    /// The oracle.
+    pub oracle: Oracle,
+    /// Its judgement of the unmodified code.
+    pub genesis: Judgement,
+}
+
+/// The gate (cached), the warm root, and the oracle from the unmodified
+/// code's tests (`targets`, or every failing test when empty).
+pub async fn prepare(
+    backend: &dyn Backend,
+    repo: &Path,
+    gate: &GateOptions,
+    targets: &[String],
+    test_timeout: Duration,
+) -> Result<Prepared, FixError> {
+    let record = forq_bootstrap::run(backend, repo, gate).await?;
+    let Some(stack) = record.green_stack() else {
+        return Err(FixError::NotBootstrapped {
+            verdict: serde_json::to_value(record.verdict)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default(),
+            reason: if record.verdict == Verdict::Skipped {
+                "the gate was skipped, so no test command is known".to_owned()
+            } else {
+                record.reason.clone()
+            },
+        });
+    };
+    let root = forq_bootstrap::provision(backend, repo, &stack, gate).await?;
+    // The oracle's own run happens in a fork: the root stays as installed.
+    let probe = root.fork().await?;
+    let made = Oracle::from_genesis(&*probe, stack.clone(), targets, test_timeout).await;
+    let _ = probe.destroy().await;
+    let (oracle, genesis) = match made {
+        Ok(m) => m,
+        Err(e) => {
+            let _ = root.destroy().await;
+            return Err(e.into());
+        }
+    };
+    Ok(Prepared {
+        record,
+        stack,
+        root,
+        oracle,
+        genesis,
+    })
+}
+
+/// What a fix run produced (`summary.json`, and `forq fix --json`).
+#[derive(Debug, Clone, Serialize)]
+pub struct FixReport {
+    /// Whether a green patch was found.
+    pub solved: bool,
+    /// `single` or `speculative`.
+    pub strategy: String,
+    /// The brancher.
+    pub brancher: String,
+    /// Candidates evaluated.
+    pub nodes: usize,
+    /// Green nodes.
+    pub green: usize,
+    /// Red nodes.
+    pub red: usize,
+    /// Pruned nodes.
+    pub pruned: usize,
+    /// `fix.patch`, when solved.
+    pub patch: Option<PathBuf>,
+    /// Lines added plus removed in the patch.
+    pub diff_lines: usize,
+    /// Wall time of the whole job.
+    pub elapsed_s: f64,
+    /// `tree.json`.
+    pub tree: PathBuf,
+    /// The target tests.
+    pub target: Vec<String>,
+    /// How many guard tests kept passing was checked against.
+    pub guard: usize,
+    /// The winning hypothesis.
+    pub hypothesis: Option<String>,
+}
+
+/// Writes `fix.patch` (when solved), `tree.json` and `summary.json` into
+/// `out`, and returns the summary.
+pub fn write_report(
+    out: &Path,
+    strategy: &dyn FixStrategy,
+    oracle: &Oracle,
+    outcome: &SearchOutcome,
+    elapsed: Duration,
+) -> Result<FixReport, FixError> {
+    let write_err = |path: &Path| {
+        let path = path.to_owned();
+        move |source| FixError::Write { path, source }
+    };
+    std::fs::create_dir_all(out).map_err(write_err(out))?;
+    let tree_path = out.join("tree.json");
+    outcome
+        .tree
+        .save(&tree_path)
+        .map_err(write_err(&tree_path))?;
+    let patch = match &outcome.winner {
+        Some(w) => {
+            let path = out.join("fix.patch");
+            std::fs::write(&path, &w.patch).map_err(write_err(&path))?;
+            Some(path)
+        }
+        None => None,
+    };
+    let tree = &outcome.tree;
+    let report = FixReport {
+        solved: outcome.winner.is_some(),
+        strategy: strategy.name().to_owned(),
+        brancher: strategy.brancher().to_owned(),
+        nodes: outcome.evaluated,
+        green: tree.count(Status::Green),
+        red: tree
+            .nodes
+            .iter()
+            .filter(|n| n.id != 0 && n.status == Status::Red)
+            .count(),
+        pruned: tree.count(Status::Pruned),
+        patch,
+        diff_lines: outcome.winner.as_ref().map_or(0, |w| w.diff_lines),
+        elapsed_s: (elapsed.as_secs_f64() * 10.0).round() / 10.0,
+        tree: tree_path,
+        target: oracle.target.clone(),
+        guard: oracle.guard.len(),
+        hypothesis: outcome
+            .winner
+            .as_ref()
+            .map(|w| tree.nodes[w.node].hypothesis.clone()),
+    };
+    let summary = out.join("summary.json");
+    let json = serde_json::to_vec_pretty(&report).unwrap_or_default();
+    std::fs::write(&summary, json).map_err(write_err(&summary))?;
+    Ok(report)
+}
