@@ -35,6 +35,141 @@ pub(crate) enum Command {
     /// Run the coding agent on an issue.
     #[command(subcommand)]
     Agent(AgentCommand),
+    /// Fix an issue: the bootstrap gate (cached), the oracle (the tests
+    /// that fail, and those that must keep passing), then one agent pass or
+    /// a tree search over copy-on-write forks; writes the smallest green
+    /// patch. Exits 0 solved, 1 not solved.
+    Fix(FixArgs),
+    /// The fix search's own tools.
+    #[command(subcommand)]
+    Search(SearchCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum SearchCommand {
+    /// Compare expansion orders and fork-based against cold-copy evaluation
+    /// side by side, over the examples.
+    Bench(SearchBenchArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct SearchBenchArgs {
+    /// Example directories (default: every directory under examples/ with
+    /// an ISSUE.md).
+    #[arg(value_name = "DIR")]
+    pub(crate) examples: Vec<PathBuf>,
+    /// Most candidates evaluated per search.
+    #[arg(long, default_value_t = 60)]
+    pub(crate) max_nodes: usize,
+    /// Candidates evaluated each way for the throughput comparison.
+    #[arg(long, default_value_t = 6)]
+    pub(crate) throughput_candidates: usize,
+    /// The example with a non-trivial install for the throughput
+    /// comparison (default: examples/py-venv-median).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) heavy: Option<PathBuf>,
+    /// Skip the throughput comparison.
+    #[arg(long)]
+    pub(crate) no_throughput: bool,
+    /// Evaluations at once.
+    #[arg(long)]
+    pub(crate) jobs: Option<usize>,
+    #[command(flatten)]
+    pub(crate) backend: BackendArgs,
+    /// Print JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum StrategyName {
+    Single,
+    Speculative,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum BrancherName {
+    Mutate,
+    Patches,
+    Llm,
+    Agent,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum OrderName {
+    BestFirst,
+    BreadthFirst,
+    Random,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct FixArgs {
+    /// A repository or example directory (its ISSUE.md, if any, is the
+    /// issue), a GitHub issue URL, or a Markdown issue file (with --repo).
+    #[arg(value_name = "ISSUE_OR_DIR", conflicts_with = "text")]
+    pub(crate) issue: Option<String>,
+    /// The issue's text.
+    #[arg(long, value_name = "TEXT")]
+    pub(crate) text: Option<String>,
+    /// The repository (default: ISSUE_OR_DIR when it is a directory, else
+    /// the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) repo: Option<PathBuf>,
+    /// single (one agent pass, then the oracle) or speculative (the tree
+    /// search).
+    #[arg(long, value_enum, default_value = "speculative")]
+    pub(crate) strategy: StrategyName,
+    /// Who proposes candidates: mutate (no model), patches (--patches
+    /// files), llm (a model's hypotheses), agent (a coding agent's pass;
+    /// the default of --strategy single).
+    #[arg(long, value_enum)]
+    pub(crate) brancher: Option<BrancherName>,
+    /// Candidate files or directories for --brancher patches: unified
+    /// diffs (*.patch, *.diff) or search/replace blocks.
+    #[arg(long = "patches", value_name = "PATH")]
+    pub(crate) patches: Vec<PathBuf>,
+    /// A test that captures the issue (repeatable; default: every test
+    /// failing on the unmodified code).
+    #[arg(long = "target", value_name = "TEST_ID")]
+    pub(crate) targets: Vec<String>,
+    /// Most candidates evaluated.
+    #[arg(long, default_value_t = 200)]
+    pub(crate) max_nodes: usize,
+    /// Most edits stacked.
+    #[arg(long, default_value_t = 2)]
+    pub(crate) max_depth: usize,
+    /// Evaluations at once (default: the cores).
+    #[arg(long)]
+    pub(crate) jobs: Option<usize>,
+    /// Candidates asked per node (default: 200 for mutate, 3 for llm).
+    #[arg(long, value_name = "K")]
+    pub(crate) branching: Option<usize>,
+    /// Expansion order.
+    #[arg(long, value_enum, default_value = "best-first")]
+    pub(crate) order: OrderName,
+    /// After the first green patch, keep searching for a smaller one.
+    #[arg(long)]
+    pub(crate) keep_searching: bool,
+    /// Most wall-clock seconds for the search.
+    #[arg(long, value_name = "S")]
+    pub(crate) max_time: Option<u64>,
+    /// Cap on each test run, in seconds (a candidate that hangs is red).
+    #[arg(long, default_value_t = 300, value_name = "S")]
+    pub(crate) test_timeout: u64,
+    /// Most model calls of the agent (--brancher agent).
+    #[arg(long, default_value_t = 50)]
+    pub(crate) max_steps: u32,
+    #[command(flatten)]
+    pub(crate) model: ModelArgs,
+    #[command(flatten)]
+    pub(crate) backend: BackendArgs,
+    /// Where fix.patch, tree.json and summary.json go (default:
+    /// REPO/.forq/fix/RUN_ID).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) out: Option<PathBuf>,
+    /// Print the summary as JSON (progress stays on stderr).
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 /// The issue to work on.

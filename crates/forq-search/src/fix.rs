@@ -168,7 +168,9 @@ pub struct Prepared {
 }
 
 /// The gate (cached), the warm root, and the oracle from the unmodified
-/// code's tests (`targets`, or every failing test when empty).
+/// code's tests (`targets`, or every failing test when empty). Each
+/// candidate's test run is capped at ten times the original's (at least
+/// 20 s), and never above `test_timeout`.
 pub async fn prepare(
     backend: &dyn Backend,
     repo: &Path,
@@ -195,13 +197,16 @@ pub async fn prepare(
     let probe = root.fork().await?;
     let made = Oracle::from_genesis(&*probe, stack.clone(), targets, test_timeout).await;
     let _ = probe.destroy().await;
-    let (oracle, genesis) = match made {
+    let (mut oracle, genesis) = match made {
         Ok(m) => m,
         Err(e) => {
             let _ = root.destroy().await;
             return Err(e.into());
         }
     };
+    // A candidate's run should take about what the original's did: one
+    // that takes ten times as long (and 20 s) is hanging, within the cap.
+    oracle.timeout = test_timeout.min(Duration::from_millis((genesis.test_ms * 10).max(20_000)));
     Ok(Prepared {
         record,
         stack,

@@ -185,6 +185,9 @@ pub struct SearchOutcome {
     pub elapsed: Duration,
 }
 
+/// Best-first's discount per edit stacked beyond the first.
+const DEPTH_DISCOUNT: f64 = 0.3;
+
 /// A candidate waiting for a fork.
 struct Queued {
     node: usize,
@@ -420,13 +423,23 @@ impl Engine<'_> {
         let order = self.options.order.unwrap_or(Order::BestFirst);
         let index = match order {
             Order::BestFirst => {
+                let total = self.oracle.target.len().max(1) as f64;
+                let priority = |q: &Queued| {
+                    // How far the parent got (0..1), and a discount per
+                    // stacked edit: a first-order candidate of the same
+                    // prior goes first.
+                    let progress = q.parent_score.target_passed as f64
+                        / total
+                        / (1 + q.parent_score.broken) as f64;
+                    q.prior.max(1e-3)
+                        * (0.5 + 0.5 * progress)
+                        * DEPTH_DISCOUNT.powi(q.depth as i32 - 1)
+                };
                 let mut best = 0;
                 for (i, q) in self.queue.iter().enumerate() {
                     let b = &self.queue[best];
-                    let better = q
-                        .parent_score
-                        .cmp(&b.parent_score)
-                        .then(q.prior.total_cmp(&b.prior))
+                    let better = priority(q)
+                        .total_cmp(&priority(b))
                         .then(b.depth.cmp(&q.depth))
                         .then(b.node.cmp(&q.node));
                     if better.is_gt() {
@@ -531,6 +544,7 @@ pub async fn search(
 
     let budget = &options.budget;
     let mut running: JoinSet<Evaluated> = JoinSet::new();
+    let mut in_flight: HashSet<usize> = HashSet::new();
     let mut winner: Option<(usize, Box<dyn Sandbox>, usize)> = None;
     let mut stop = false;
     loop {
@@ -540,7 +554,20 @@ pub async fn search(
             && !engine.out_of_time()
         {
             let Some(queued) = engine.pick() else { break };
+            in_flight.insert(queued.node);
             running.spawn(evaluate(queued, engine.oracle.clone()));
+        }
+        if stop && !running.is_empty() {
+            // A green node ends the search: what still runs is cancelled
+            // (dropping a fork ends its processes).
+            running.shutdown().await;
+            for id in in_flight.drain() {
+                engine.update(id, |n| {
+                    n.status = Status::Pruned;
+                    n.reason = "cancelled: a green node was found".to_owned();
+                });
+            }
+            break;
         }
         let Some(done) = running.join_next().await else {
             break;
@@ -555,6 +582,7 @@ pub async fn search(
             }
         };
         engine.evaluated += 1;
+        in_flight.remove(&id);
         let (sandbox, judgement) = match result {
             Ok(r) => r,
             Err(e) => {
@@ -600,7 +628,7 @@ pub async fn search(
         }
         // A red child is branched again when it got closer (more target
         // tests pass, no more guard tests broken) — or, for a brancher
-        // that learns from a failure, when it is no worse.
+        // that learns from a failure, when it is no worse by that measure.
         let closer = (score.target_passed, std::cmp::Reverse(score.broken));
         let before = (
             parent_score.target_passed,
@@ -609,7 +637,12 @@ pub async fn search(
         let promising = !stop
             && !judgement.timed_out
             && judgement.ran
-            && (closer > before || (brancher.refines() && closer >= before));
+            && if brancher.refines() {
+                closer >= before
+            } else {
+                score.target_passed > parent_score.target_passed
+                    && score.broken <= parent_score.broken
+            };
         if promising {
             engine.expand(id, &*sandbox, &judgement).await?;
         }
@@ -674,7 +707,24 @@ async fn clean_patch(
         Err(e) => Err(e),
     };
     let _ = fork.destroy().await;
-    Ok(diff?.patch)
+    Ok(only_files(&diff?.patch, state))
+}
+
+/// The sections of a git-format patch about the files of `state` (what
+/// install steps left in the root is not the candidate's).
+fn only_files(patch: &str, state: &BTreeMap<String, Option<String>>) -> String {
+    let mut out = String::new();
+    let mut keep = false;
+    for line in patch.split_inclusive('\n') {
+        if let Some(rest) = line.strip_prefix("diff --git a/") {
+            let path = rest.split(" b/").next().unwrap_or("");
+            keep = state.contains_key(path);
+        }
+        if keep {
+            out.push_str(line);
+        }
+    }
+    out
 }
 
 /// Why a judged node is red, in a line.

@@ -25,7 +25,7 @@ use crate::cli::{AgentRunArgs, IssueArg, ModelArgs, ProviderName, TriageArgs};
 const MAP_TOKENS: usize = 1024;
 
 /// A line on stderr (a closed stderr is no reason to stop).
-fn note(line: &str) {
+pub(crate) fn note(line: &str) {
     let _ = writeln!(std::io::stderr().lock(), "{line}");
 }
 
@@ -38,7 +38,7 @@ async fn load_issue(arg: &IssueArg) -> anyhow::Result<Issue> {
 }
 
 /// The provider and model the arguments name.
-fn open_provider(args: &ModelArgs) -> anyhow::Result<(Arc<dyn Provider>, String)> {
+pub(crate) fn open_provider(args: &ModelArgs) -> anyhow::Result<(Arc<dyn Provider>, String)> {
     let choice = match args.provider {
         ProviderName::Auto => Choice::Auto,
         ProviderName::Openai => Choice::OpenAi,
@@ -251,7 +251,7 @@ async fn workspace(
 }
 
 /// A name for a run's directory: seconds since the epoch and the process.
-fn run_id() -> String {
+pub(crate) fn run_id() -> String {
     let secs = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());

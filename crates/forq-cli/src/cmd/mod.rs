@@ -7,18 +7,21 @@
 //! (or skipped), 1 failed_deterministic, 2 unsupported_ecosystem, 3
 //! failed_agentic. `forq triage` exits 0 when a fix should be attempted, 1
 //! when not; `forq agent run` exits 0 when the agent submitted, 1 when it
-//! needs a human (gave up with a question, or spent a budget). Every other
+//! needs a human (gave up with a question, or spent a budget); `forq fix`
+//! exits 0 when solved, 1 when not. Every other
 //! command exits 0, and every command 125 on an error.
 
 mod agent;
 mod bench;
 mod bootstrap;
+mod fix;
 mod graph;
 mod sandbox;
+mod search_bench;
 
 use std::process::ExitCode;
 
-use crate::cli::{AgentCommand, Cli, Command, GraphCommand, SandboxCommand};
+use crate::cli::{AgentCommand, Cli, Command, GraphCommand, SandboxCommand, SearchCommand};
 
 pub(crate) const EXIT_FORQ_ERROR: u8 = 125;
 
@@ -54,6 +57,8 @@ pub(crate) fn run(args: Cli) -> anyhow::Result<ExitCode> {
             Command::Bootstrap(a) => bootstrap::run(a).await,
             Command::Triage(a) => agent::triage(a).await,
             Command::Agent(AgentCommand::Run(a)) => agent::run(a).await,
+            Command::Fix(a) => fix::run(a).await,
+            Command::Search(SearchCommand::Bench(a)) => search_bench::run(a).await,
         }
     })
 }

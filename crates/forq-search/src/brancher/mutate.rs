@@ -131,6 +131,39 @@ fn reached(index: &Index, stack: &Stack, tests: &[String]) -> HashMap<String, u3
     out
 }
 
+/// Non-test definitions named in the source of the test `id` (calls the
+/// graph cannot see: inside macros such as Rust's `assert_eq!`).
+fn named_in(index: &Index, stack: &Stack, id: &str) -> HashMap<String, u32> {
+    let mut out = HashMap::new();
+    let Ok(Some(test)) = index.symbol(id) else {
+        return out;
+    };
+    let Ok(text) = std::fs::read_to_string(index.root().join(&test.file)) else {
+        return out;
+    };
+    let body: String = text
+        .lines()
+        .skip(test.line.saturating_sub(1) as usize)
+        .take((test.end_line + 1).saturating_sub(test.line) as usize)
+        .collect::<Vec<_>>()
+        .join("\n");
+    let words: HashSet<&str> = body
+        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .filter(|w| !w.is_empty())
+        .collect();
+    for word in words {
+        for s in index
+            .symbols(&SymbolFilter::default().name(word))
+            .unwrap_or_default()
+        {
+            if !s.test && !stack.is_test_file(&s.file) && s.id != test.id {
+                out.insert(s.id, 1);
+            }
+        }
+    }
+    out
+}
+
 fn localize(index: &Index, stack: &Stack, failing: &[String], passing: &[String]) -> Vec<Suspect> {
     // Ochiai: fail(f) / sqrt(total_fail * (fail(f) + pass(f))).
     let mut fail: HashMap<String, (usize, u32)> = HashMap::new();
@@ -141,23 +174,39 @@ fn localize(index: &Index, stack: &Stack, failing: &[String], passing: &[String]
             continue;
         }
         failing_mapped += 1;
-        for (def, depth) in reached(index, stack, &tests) {
+        let mut defs = reached(index, stack, &tests);
+        if defs.is_empty() {
+            for t in &tests {
+                defs.extend(named_in(index, stack, t));
+            }
+        }
+        for (def, depth) in defs {
             let e = fail.entry(def).or_insert((0, depth));
             e.0 += 1;
             e.1 = e.1.min(depth);
         }
     }
     if fail.is_empty() {
-        // No failing test maps onto the graph: what any test calls.
-        let tests: Vec<String> = index
-            .symbols(&SymbolFilter::default())
-            .unwrap_or_default()
-            .into_iter()
+        // No failing test maps onto the graph: what any test calls, or
+        // else every definition outside the tests.
+        let symbols = index.symbols(&SymbolFilter::default()).unwrap_or_default();
+        let tests: Vec<String> = symbols
+            .iter()
             .filter(|s| s.test || stack.is_test_file(&s.file))
-            .map(|s| s.id)
+            .map(|s| s.id.clone())
             .collect();
         for (def, depth) in reached(index, stack, &tests) {
             fail.insert(def, (1, depth));
+        }
+        if fail.is_empty() {
+            for s in symbols
+                .iter()
+                .filter(|s| !s.test && !stack.is_test_file(&s.file))
+            {
+                if matches!(s.kind.as_str(), "function" | "method") {
+                    fail.insert(s.id.clone(), (1, CALL_DEPTH));
+                }
+            }
         }
         failing_mapped = 1;
     }
@@ -226,8 +275,8 @@ fn operator_swaps(op: &str, lang: Lang) -> &'static [&'static str] {
         "-" => &["+", "*"],
         "*" if py => &["/", "//", "+"],
         "*" => &["/", "+"],
-        "/" if py => &["//", "*"],
-        "/" => &["*"],
+        "/" if py => &["//", "*", "%"],
+        "/" => &["*", "%"],
         "//" => &["/", "*"],
         "%" => &["/", "*"],
         "&&" => &["||"],
@@ -480,7 +529,8 @@ fn mutations(
                 });
             }
         }
-        if kind == "expression_statement" {
+        let docstring = n.named_child(0).is_some_and(|c| c.kind() == "string");
+        if kind == "expression_statement" && !docstring {
             // Delete the statement, keeping the line (Python needs a body).
             let filler = if lang == Lang::Python { "pass" } else { ";" };
             out.push(Mutation {

@@ -1,0 +1,291 @@
+//! `forq fix`: gate → oracle → strategy → the smallest green patch, with
+//! live progress on stderr and `fix.patch`, `tree.json`, `summary.json`.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use forq_agent::agent::{Agent, Task};
+use forq_agent::cost::Budget as AgentBudget;
+use forq_agent::issue::Issue;
+use forq_agent::tools::{GraphTools, RunTests, Toolbox};
+use forq_bootstrap::GateOptions;
+use forq_graph::{Index, IndexOptions};
+use forq_search::brancher::{Agentic, Brancher, Llm, Mutate, Patches};
+use forq_search::tree::{Event, Status, Subscriber};
+use forq_search::{Budget, FixStrategy, Order, Prepared, SearchOptions, Single, Speculative};
+
+use super::agent::{note, open_provider, run_id};
+use crate::cli::{BrancherName, FixArgs, OrderName, StrategyName};
+
+/// Counts nodes as they are judged and prints one line each on stderr.
+#[derive(Default)]
+struct Progress {
+    counts: Mutex<(usize, usize, usize, Option<usize>)>,
+}
+
+impl Subscriber for Progress {
+    fn event(&self, event: &Event) {
+        let Event::Node(node) = event else { return };
+        if node.id == 0 || !matches!(node.status, Status::Red | Status::Green) {
+            return;
+        }
+        let mut c = self.counts.lock().unwrap_or_else(|p| p.into_inner());
+        c.0 += 1;
+        if node.status == Status::Green {
+            c.2 += 1;
+            c.3 = Some(c.3.map_or(node.score.diff_lines, |b| b.min(node.score.diff_lines)));
+        } else {
+            c.1 += 1;
+        }
+        let best = c.3.map_or("-".to_owned(), |b| format!("{b} lines"));
+        let status = if node.status == Status::Green {
+            "green".to_owned()
+        } else {
+            format!("red ({})", node.reason)
+        };
+        note(&format!(
+            "[{} explored · {} red · {} green · best {best}] node {} {status}: {} ({:.1} s)",
+            c.0,
+            c.1,
+            c.2,
+            node.id,
+            node.hypothesis,
+            node.eval_ms as f64 / 1000.0
+        ));
+    }
+}
+
+/// The repository and the issue the arguments name.
+async fn target(args: &FixArgs) -> anyhow::Result<(PathBuf, Option<Issue>)> {
+    let given = args.issue.as_deref().map(Path::new);
+    if let Some(dir) = given.filter(|p| p.is_dir()) {
+        let repo = args.repo.clone().unwrap_or_else(|| dir.to_owned());
+        let issue_file = dir.join("ISSUE.md");
+        let issue = match issue_file.is_file() {
+            true => Some(Issue::from_file(&issue_file)?),
+            false => None,
+        };
+        return Ok((repo, issue));
+    }
+    let issue = match (&args.text, &args.issue) {
+        (Some(text), _) => Some(Issue::from_text(text)),
+        (None, Some(spec)) => Some(Issue::load(spec).await?),
+        (None, None) => None,
+    };
+    Ok((
+        args.repo.clone().unwrap_or_else(|| PathBuf::from(".")),
+        issue,
+    ))
+}
+
+fn open_index(repo: &Path) -> anyhow::Result<Index> {
+    let mut index = Index::open_with(
+        &repo.join(".forq").join("graph.db"),
+        repo,
+        IndexOptions::default(),
+    )
+    .with_context(|| format!("open the code graph of {}", repo.display()))?;
+    index.update()?;
+    Ok(index)
+}
+
+/// The strategy and brancher the arguments name, over the prepared root.
+async fn strategy(
+    args: &FixArgs,
+    repo: &Path,
+    issue: Option<&Issue>,
+    prepared: &Prepared,
+) -> anyhow::Result<Box<dyn FixStrategy>> {
+    let brancher_name = args.brancher.unwrap_or(match args.strategy {
+        StrategyName::Single => BrancherName::Agent,
+        StrategyName::Speculative => BrancherName::Mutate,
+    });
+    let issue_text = issue.map(Issue::prompt).unwrap_or_default();
+    let brancher: Box<dyn Brancher> = match brancher_name {
+        BrancherName::Mutate => {
+            let r = repo.to_owned();
+            let index = tokio::task::spawn_blocking(move || open_index(&r)).await??;
+            Box::new(Mutate::new(index, prepared.stack.clone()))
+        }
+        BrancherName::Patches => {
+            if args.patches.is_empty() {
+                anyhow::bail!("--brancher patches reads its candidates from --patches PATH (files or directories)");
+            }
+            Box::new(Patches::from_paths(&args.patches)?)
+        }
+        BrancherName::Llm => {
+            let (provider, model) = open_provider(&args.model)?;
+            let r = repo.to_owned();
+            let index = tokio::task::spawn_blocking(move || open_index(&r)).await??;
+            let localizer = Mutate::new(index, prepared.stack.clone());
+            let mut files: Vec<String> = Vec::new();
+            for s in localizer.localize(&prepared.oracle.target, &prepared.oracle.guard) {
+                if !files.contains(&s.file) && files.len() < 3 {
+                    files.push(s.file);
+                }
+            }
+            Box::new(Llm::new(provider, model, issue_text, files))
+        }
+        BrancherName::Agent => {
+            let (provider, model) = open_provider(&args.model)?;
+            let mut tools = Toolbox::editing().with(RunTests::new(prepared.stack.clone()));
+            let mut task = Task::new(if issue_text.is_empty() {
+                format!(
+                    "Make these failing tests pass: {}",
+                    prepared.oracle.target.join(", ")
+                )
+            } else {
+                issue_text
+            });
+            let r = repo.to_owned();
+            if let Ok(Ok(index)) = tokio::task::spawn_blocking(move || open_index(&r)).await {
+                if let Ok(map) = index.map(1024, &[]) {
+                    task.context = map.text;
+                }
+                tools = GraphTools::new(index).add_to(tools);
+            }
+            let agent = Agent::new(provider, model)
+                .tools(tools)
+                .budget(AgentBudget::default().max_steps(args.max_steps));
+            Box::new(Agentic::new(Arc::new(agent), task))
+        }
+    };
+    Ok(match args.strategy {
+        StrategyName::Single => Box::new(Single::new(brancher)),
+        StrategyName::Speculative => Box::new(Speculative::new(brancher)),
+    })
+}
+
+pub(crate) async fn run(args: FixArgs) -> anyhow::Result<ExitCode> {
+    let started = Instant::now();
+    let (repo, issue) = target(&args).await?;
+    let repo = repo.canonicalize().with_context(|| {
+        format!(
+            "the repository {} does not exist; pass --repo DIR",
+            repo.display()
+        )
+    })?;
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| repo.join(".forq").join("fix").join(run_id()));
+    let backend = super::sandbox::open(args.backend.backend).await?;
+    let mut gate = GateOptions::default().image(args.backend.image.clone());
+    if !args.json {
+        gate = gate.observer(Arc::new(super::bootstrap::Lines));
+    }
+    let prepared = forq_search::prepare(
+        &*backend,
+        &repo,
+        &gate,
+        &args.targets,
+        Duration::from_secs(args.test_timeout),
+    )
+    .await?;
+    if !args.json {
+        note(&format!(
+            "oracle: {} target test(s) failing ({}), {} guard test(s) passing",
+            prepared.oracle.target.len(),
+            prepared.oracle.target.join(", "),
+            prepared.oracle.guard.len()
+        ));
+    }
+    let result = search(&args, &repo, issue.as_ref(), &prepared, started, &out).await;
+    let _ = prepared.root.destroy().await;
+    result
+}
+
+async fn search(
+    args: &FixArgs,
+    repo: &Path,
+    issue: Option<&Issue>,
+    prepared: &Prepared,
+    started: Instant,
+    out: &Path,
+) -> anyhow::Result<ExitCode> {
+    let strategy = strategy(args, repo, issue, prepared).await?;
+    let mut budget = Budget::default()
+        .max_nodes(args.max_nodes)
+        .max_depth(args.max_depth);
+    if let Some(jobs) = args.jobs {
+        budget = budget.jobs(jobs);
+    }
+    budget = budget.branching(args.branching.unwrap_or(match strategy.brancher() {
+        "llm" => 3,
+        "agent" => 1,
+        _ => 200,
+    }));
+    if let Some(secs) = args.max_time {
+        budget = budget.wall_clock(Duration::from_secs(secs));
+    }
+    let order = match args.order {
+        OrderName::BestFirst => Order::BestFirst,
+        OrderName::BreadthFirst => Order::BreadthFirst,
+        OrderName::Random => Order::Random(0x5eed),
+    };
+    let mut options = SearchOptions::default()
+        .budget(budget)
+        .order(order)
+        .keep_searching(args.keep_searching);
+    if !args.json {
+        options = options.subscribe(Arc::new(Progress::default()));
+    }
+    let outcome = strategy
+        .run(
+            &*prepared.root,
+            &prepared.oracle,
+            &prepared.genesis,
+            &options,
+        )
+        .await?;
+    let report = forq_search::write_report(
+        out,
+        &*strategy,
+        &prepared.oracle,
+        &outcome,
+        started.elapsed(),
+    )?;
+    if let Some(w) = outcome.winner {
+        let _ = w.sandbox.destroy().await;
+        if !args.json {
+            let mut so = std::io::stdout().lock();
+            writeln!(
+                so,
+                "solved: {}",
+                report.hypothesis.clone().unwrap_or_default()
+            )?;
+            write!(so, "{}", w.patch)?;
+        }
+    }
+    if args.json {
+        super::print_json(&report)?;
+    } else {
+        let mut so = std::io::stdout().lock();
+        if !report.solved {
+            writeln!(so, "not solved: no green candidate within the budget")?;
+        }
+        if let Some(p) = &report.patch {
+            writeln!(so, "patch: {}", p.display())?;
+        }
+        writeln!(so, "tree: {}", report.tree.display())?;
+        let best = if report.solved {
+            format!(
+                "best {} line{}",
+                report.diff_lines,
+                if report.diff_lines == 1 { "" } else { "s" }
+            )
+        } else {
+            "no fix".to_owned()
+        };
+        writeln!(
+            so,
+            "1 issue · {} candidates · {} green · {best} · {:.1} s",
+            report.nodes, report.green, report.elapsed_s
+        )?;
+    }
+    Ok(ExitCode::from(if report.solved { 0 } else { 1 }))
+}

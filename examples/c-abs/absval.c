@@ -1,0 +1,5 @@
+#include "absval.h"
+
+int absval(int x) {
+    return x < 0 ? x : -x;
+}

@@ -1,0 +1,1 @@
+int absval(int x);

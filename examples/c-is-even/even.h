@@ -1,0 +1,1 @@
+int is_even(int n);

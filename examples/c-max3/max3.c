@@ -1,0 +1,8 @@
+#include "max3.h"
+
+int max3(int a, int b, int c) {
+    int m = a;
+    if (b > m) m = b;
+    if (c > m) m = a;
+    return m;
+}

@@ -1,0 +1,1 @@
+int max3(int a, int b, int c);

@@ -1,0 +1,12 @@
+'use strict';
+const test = require('node:test');
+const assert = require('node:assert');
+const { allPositive } = require('../positive.js');
+
+test('positive numbers', () => {
+  assert.strictEqual(allPositive([1, 2]), true);
+});
+
+test('zero is not positive', () => {
+  assert.strictEqual(allPositive([0, 1]), false);
+});

@@ -1,0 +1,12 @@
+'use strict';
+
+// The sum of 1 + 2 + ... + n.
+function sumTo(n) {
+  let total = 0;
+  for (let i = 1; i < n; i++) {
+    total += i;
+  }
+  return total;
+}
+
+module.exports = { sumTo };
