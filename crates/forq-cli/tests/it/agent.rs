@@ -26,7 +26,7 @@ fn calc() -> tempfile::TempDir {
     dir
 }
 
-async fn forq_env(args: &[&str], env: &[(&str, &str)]) -> Output {
+pub(crate) async fn forq_env(args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut cmd = forq_sandbox::host_command(env!("CARGO_BIN_EXE_forq"));
     cmd.args(args).current_dir(repo_root()).env("NO_COLOR", "1");
     for var in [

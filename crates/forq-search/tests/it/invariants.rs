@@ -92,9 +92,11 @@ proptest! {
                 .await
                 .unwrap();
             check(&out.tree, out.evaluated, max_nodes);
-            // The right edit, once evaluated, is the winner.
-            let right = out.tree.nodes.iter().any(|n| n.hypothesis == "x > limit" && n.status == Status::Green);
-            assert_eq!(out.winner.is_some(), right);
+            // A winner exists exactly when a node is green; only the right
+            // edits (`x > limit`, and `x >= limit + 1` for integers) are.
+            let green: Vec<&str> = out.tree.nodes.iter().filter(|n| n.status == Status::Green).map(|n| n.hypothesis.as_str()).collect();
+            assert_eq!(out.winner.is_some(), !green.is_empty());
+            assert!(green.iter().all(|h| matches!(*h, "x > limit" | "x >= limit + 1" | "x > limit + 0")), "{green:?}");
             let dir = tempfile::tempdir().unwrap();
             out.tree.save(&dir.path().join("tree.json")).unwrap();
             assert_eq!(Tree::load(&dir.path().join("tree.json")).unwrap(), out.tree);

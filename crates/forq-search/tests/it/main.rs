@@ -48,7 +48,7 @@ class StatsTest(unittest.TestCase):
         self.assertEqual(span([4, 1, 9]), 8)
 
     def test_count_above(self):
-        self.assertEqual(count_above([1, 2, 3, 4], 2), 2)
+        self.assertEqual(count_above([1, 2, 3, 4, 5], 2), 3)
 ";
 
 /// A unittest project whose `count_above` counts the limit itself.

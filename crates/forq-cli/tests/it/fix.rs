@@ -1,0 +1,192 @@
+//! `forq fix` end to end on the bundled examples: real gate, real
+//! sandboxes, real test runners (unittest, pytest in a virtualenv, node,
+//! cargo, cmake/ctest).
+
+use std::path::{Path, PathBuf};
+
+use super::{check_exit, repo_root};
+use crate::agent::forq_env;
+
+/// A copy of the example (forq writes .forq inside the repository).
+fn copy_example(name: &str, into: &Path) -> PathBuf {
+    let from = repo_root().join("examples").join(name);
+    let to = into.join(name);
+    copy_dir(&from, &to);
+    to
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap().flatten() {
+        let name = e.file_name();
+        if name == ".forq" || name == "target" {
+            continue;
+        }
+        if e.path().is_dir() {
+            copy_dir(&e.path(), &to.join(&name));
+        } else {
+            std::fs::copy(e.path(), to.join(&name)).unwrap();
+        }
+    }
+}
+
+fn examples() -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(repo_root().join("examples"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().join("ISSUE.md").is_file())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[tokio::test]
+async fn fix_solves_every_example_with_a_small_patch() {
+    let names = examples();
+    assert!(names.len() >= 20, "{names:?}");
+    for lang in ["py-", "js-", "rs-", "c-"] {
+        assert!(
+            names.iter().filter(|n| n.starts_with(lang)).count() >= 4,
+            "{lang}: {names:?}"
+        );
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    for name in &names {
+        let repo = copy_example(name, tmp.path());
+        let out_dir = tmp.path().join(format!("{name}.out"));
+        let out = forq_env(
+            &[
+                "fix",
+                repo.to_str().unwrap(),
+                "--json",
+                "--out",
+                out_dir.to_str().unwrap(),
+            ],
+            &[],
+        )
+        .await;
+        check_exit(&out, 0);
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(report["solved"], true, "{name}: {report}");
+        assert_eq!(report["strategy"], "speculative");
+        assert_eq!(report["brancher"], "mutate");
+        let lines = report["diff_lines"].as_u64().unwrap();
+        assert!((1..=4).contains(&lines), "{name}: {report}");
+        let patch = std::fs::read_to_string(out_dir.join("fix.patch")).unwrap();
+        assert!(patch.starts_with("diff --git a/"), "{name}: {patch}");
+        // Only the fix: what the install steps or test runs left is not in it.
+        let files = patch.matches("diff --git").count();
+        assert_eq!(files, 1, "{name}: {patch}");
+        let tree: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(out_dir.join("tree.json")).unwrap()).unwrap();
+        assert_eq!(tree["nodes"][0]["hypothesis"], "the original code");
+        assert!(report["nodes"].as_u64().unwrap() >= 1);
+        for key in ["green", "red", "patch", "elapsed_s", "tree"] {
+            assert!(!report[key].is_null(), "{name}: {key} missing: {report}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn fix_with_scripted_patches_picks_the_green_one_and_says_so() {
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = copy_example("calc", tmp.path());
+    let patches = tmp.path().join("candidates");
+    std::fs::create_dir(&patches).unwrap();
+    let sr = |old: &str, new: &str| {
+        format!("calc.py\n<<<<<<< SEARCH\n{old}\n=======\n{new}\n>>>>>>> REPLACE\n")
+    };
+    std::fs::write(
+        patches.join("a-mul.txt"),
+        sr("    return a - b", "    return a * b"),
+    )
+    .unwrap();
+    std::fs::write(
+        patches.join("b-right.txt"),
+        sr("    return a - b", "    return b + a"),
+    )
+    .unwrap();
+    std::fs::write(
+        patches.join("c-right.patch"),
+        "--- a/calc.py\n+++ b/calc.py\n@@ -5 +5 @@\n-    return a - b\n+    return a + b\n",
+    )
+    .unwrap();
+    std::fs::write(
+        patches.join("d-breaks-mul.txt"),
+        sr("    return a * b", "    return a + b"),
+    )
+    .unwrap();
+    std::fs::write(
+        patches.join("e-noop.txt"),
+        sr("    return a - b", "    return a - b"),
+    )
+    .unwrap();
+    let out = forq_env(
+        &[
+            "fix",
+            repo.to_str().unwrap(),
+            "--brancher",
+            "patches",
+            "--patches",
+            patches.to_str().unwrap(),
+            "--jobs",
+            "1",
+            "--order",
+            "breadth-first",
+            "--keep-searching",
+        ],
+        &[],
+    )
+    .await;
+    check_exit(&out, 0);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    // Both right candidates are green; the smaller diff wins.
+    assert!(stdout.starts_with("solved: "), "{stdout}");
+    let last = stdout.lines().last().unwrap();
+    assert!(
+        last.starts_with("1 issue · 4 candidates · 2 green · best 2 lines · "),
+        "{last}"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("d-breaks-mul.txt"), "{stderr}");
+    assert!(
+        stderr.contains("oracle: 1 target test(s) failing"),
+        "{stderr}"
+    );
+}
+
+#[tokio::test]
+async fn fix_out_of_budget_exits_1_and_bad_arguments_say_what_to_do() {
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = copy_example("c-max3", tmp.path());
+    let out = forq_env(
+        &["fix", repo.to_str().unwrap(), "--max-nodes", "2", "--json"],
+        &[],
+    )
+    .await;
+    check_exit(&out, 1);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["solved"], false, "{report}");
+    assert_eq!(report["nodes"], 2, "{report}");
+    assert!(report["patch"].is_null());
+
+    let out = forq_env(
+        &["fix", repo.to_str().unwrap(), "--brancher", "patches"],
+        &[],
+    )
+    .await;
+    check_exit(&out, 125);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--patches PATH"));
+    let out = forq_env(
+        &["fix", repo.to_str().unwrap(), "--target", "no_such_test"],
+        &[],
+    )
+    .await;
+    check_exit(&out, 125);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("\"no_such_test\" is not among the tests"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
