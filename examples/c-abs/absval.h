@@ -1,1 +1,2 @@
+int square(int x);
 int absval(int x);

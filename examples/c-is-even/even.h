@@ -1,1 +1,2 @@
+int is_multiple(int n, int k);
 int is_even(int n);

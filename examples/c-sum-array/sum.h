@@ -1,1 +1,2 @@
+int product(const int *xs, int n);
 int sum(const int *xs, int n);

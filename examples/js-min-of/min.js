@@ -1,5 +1,16 @@
 'use strict';
 
+// The largest number of a non-empty array.
+function maxOf(xs) {
+  let best = xs[0];
+  for (const x of xs) {
+    if (x > best) {
+      best = x;
+    }
+  }
+  return best;
+}
+
 // The smallest number of a non-empty array.
 function minOf(xs) {
   let best = xs[0];
@@ -11,4 +22,4 @@ function minOf(xs) {
   return best;
 }
 
-module.exports = { minOf };
+module.exports = { maxOf, minOf };

@@ -1,5 +1,14 @@
 'use strict';
 
+// s backwards.
+function reverse(s) {
+  let out = '';
+  for (let i = s.length - 1; i >= 0; i--) {
+    out += s[i];
+  }
+  return out;
+}
+
 // Whether s reads the same backwards.
 function isPalindrome(s) {
   for (let i = 0; i < s.length / 2; i++) {
@@ -10,4 +19,4 @@ function isPalindrome(s) {
   return true;
 }
 
-module.exports = { isPalindrome };
+module.exports = { isPalindrome, reverse };

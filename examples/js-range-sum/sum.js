@@ -1,5 +1,14 @@
 'use strict';
 
+// The sum of the squares of xs.
+function sumOfSquares(xs) {
+  let total = 0;
+  for (const x of xs) {
+    total += x * x;
+  }
+  return total;
+}
+
 // The sum of 1 + 2 + ... + n.
 function sumTo(n) {
   let total = 0;
@@ -9,4 +18,4 @@ function sumTo(n) {
   return total;
 }
 
-module.exports = { sumTo };
+module.exports = { sumOfSquares, sumTo };

@@ -1,3 +1,8 @@
+def mean(xs):
+    """The arithmetic mean of a non-empty list."""
+    return sum(xs) / len(xs)
+
+
 def median(xs):
     """The median of a non-empty list of numbers."""
     ys = sorted(xs)

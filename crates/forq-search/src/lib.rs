@@ -21,6 +21,8 @@
 //!   oracle), a [`FixStrategy`] ([`Speculative`] over a brancher, or
 //!   [`Single`]: one candidate, such as a coding agent's pass), and
 //!   [`write_report`] (`fix.patch`, `tree.json`, `summary.json`).
+//! - [`bench`]: expansion orders compared, and fork-based against
+//!   cold-copy evaluation, side by side in one run (`forq search bench`).
 //! - With the `llm` feature, `brancher::Llm` (K hypotheses per node from a
 //!   model, failures fed back) and `brancher::Agentic` (a coding agent's
 //!   pass in a fork), through forq-agent.
@@ -30,6 +32,7 @@
 //! (the patch is the sandbox's diff of the winning state).
 #![deny(missing_docs)]
 
+pub mod bench;
 pub mod brancher;
 pub mod candidate;
 pub mod fix;

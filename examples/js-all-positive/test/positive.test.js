@@ -1,7 +1,12 @@
 'use strict';
 const test = require('node:test');
 const assert = require('node:assert');
-const { allPositive } = require('../positive.js');
+const { allPositive, anyNegative } = require('../positive.js');
+
+test('negatives', () => {
+  assert.strictEqual(anyNegative([1, -2]), true);
+  assert.strictEqual(anyNegative([1, 2]), false);
+});
 
 test('positive numbers', () => {
   assert.strictEqual(allPositive([1, 2]), true);

@@ -1,7 +1,11 @@
 'use strict';
 const test = require('node:test');
 const assert = require('node:assert');
-const { discounted } = require('../discount.js');
+const { discounted, withTax } = require('../discount.js');
+
+test('tax', () => {
+  assert.strictEqual(withTax(100, 20), 120);
+});
 
 test('no discount', () => {
   assert.strictEqual(discounted(80, 0), 80);

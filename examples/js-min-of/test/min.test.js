@@ -1,7 +1,11 @@
 'use strict';
 const test = require('node:test');
 const assert = require('node:assert');
-const { minOf } = require('../min.js');
+const { maxOf, minOf } = require('../min.js');
+
+test('max', () => {
+  assert.strictEqual(maxOf([4, 2, 9]), 9);
+});
 
 test('one element', () => {
   assert.strictEqual(minOf([4]), 4);

@@ -1,7 +1,11 @@
 'use strict';
 const test = require('node:test');
 const assert = require('node:assert');
-const { sumTo } = require('../sum.js');
+const { sumOfSquares, sumTo } = require('../sum.js');
+
+test('squares', () => {
+  assert.strictEqual(sumOfSquares([1, 2, 3]), 14);
+});
 
 test('zero', () => {
   assert.strictEqual(sumTo(0), 0);

@@ -1,4 +1,8 @@
-from median import median
+from median import mean, median
+
+
+def test_mean():
+    assert mean([1, 2, 6]) == 3
 
 
 def test_even():

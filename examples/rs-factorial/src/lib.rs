@@ -1,3 +1,8 @@
+/// n squared.
+pub fn square(n: u64) -> u64 {
+    n * n
+}
+
 /// n! for small n.
 pub fn factorial(n: u64) -> u64 {
     let mut acc = 1;
@@ -11,7 +16,12 @@ pub fn factorial(n: u64) -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use super::factorial;
+    use super::{factorial, square};
+
+    #[test]
+    fn squares() {
+        assert_eq!(square(7), 49);
+    }
 
     #[test]
     fn zero_and_one() {

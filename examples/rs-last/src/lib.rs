@@ -1,3 +1,12 @@
+/// The first element, if any.
+pub fn first(xs: &[i32]) -> Option<i32> {
+    if xs.is_empty() {
+        None
+    } else {
+        Some(xs[0])
+    }
+}
+
 /// The last element, if any.
 pub fn last(xs: &[i32]) -> Option<i32> {
     if xs.is_empty() {
@@ -9,7 +18,12 @@ pub fn last(xs: &[i32]) -> Option<i32> {
 
 #[cfg(test)]
 mod tests {
-    use super::last;
+    use super::{first, last};
+
+    #[test]
+    fn firsts() {
+        assert_eq!(first(&[5, 6]), Some(5));
+    }
 
     #[test]
     fn empty() {

@@ -1,9 +1,138 @@
-//! `forq search bench`.
+//! `forq search bench`: expansion orders side by side over the examples,
+//! and fork-based against cold-copy evaluation on one with a non-trivial
+//! install. Copies of the examples are measured, so nothing is written
+//! into them.
 
+use std::io::Write;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
+use anyhow::Context;
+use forq_search::bench::{self, OrderRun};
+use forq_search::Budget;
+use serde_json::json;
+
+use super::agent::note;
 use crate::cli::SearchBenchArgs;
 
-pub(crate) async fn run(_args: SearchBenchArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("forq search bench: not built yet")
+/// The examples directory next to the binary's workspace, or under the
+/// current directory.
+fn examples_dir() -> PathBuf {
+    PathBuf::from("examples")
+}
+
+fn default_examples() -> anyhow::Result<Vec<PathBuf>> {
+    let dir = examples_dir();
+    let mut found: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .with_context(|| {
+            format!(
+                "no {} here: run from forq's checkout, or name example directories",
+                dir.display()
+            )
+        })?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.join("ISSUE.md").is_file())
+        .collect();
+    found.sort();
+    Ok(found)
+}
+
+pub(crate) async fn run(args: SearchBenchArgs) -> anyhow::Result<ExitCode> {
+    let examples = if args.examples.is_empty() {
+        default_examples()?
+    } else {
+        args.examples.clone()
+    };
+    let scratch = tempfile::Builder::new()
+        .prefix("forq-search-bench-")
+        .tempdir()?;
+    let mut copies = Vec::new();
+    for e in &examples {
+        let name = e
+            .file_name()
+            .with_context(|| format!("{} is not a directory name", e.display()))?;
+        let to = scratch.path().join(name);
+        forq_search::bench::copy_tree(e, &to)
+            .with_context(|| format!("cannot copy {}", e.display()))?;
+        copies.push(to);
+    }
+    let backend = super::sandbox::open(args.backend.backend).await?;
+    // One evaluation at a time unless asked: node counts then depend on
+    // the order alone.
+    let budget = Budget::default()
+        .max_nodes(args.max_nodes)
+        .jobs(args.jobs.unwrap_or(1));
+    let quiet = args.json;
+    let progress = move |r: &OrderRun| {
+        if !quiet {
+            note(&format!(
+                "{:<18} {:<14} {} in {} candidates, {:.1} s",
+                r.example,
+                r.order,
+                if r.solved { "solved" } else { "not solved" },
+                r.nodes,
+                r.wall_s
+            ));
+        }
+    };
+    let (runs, summary) = bench::compare_orders(&*backend, &copies, &budget, &progress).await?;
+    let throughput = if args.no_throughput {
+        None
+    } else {
+        let heavy = args
+            .heavy
+            .clone()
+            .unwrap_or_else(|| examples_dir().join("py-venv-median"));
+        let to = scratch.path().join("heavy");
+        forq_search::bench::copy_tree(&heavy, &to)
+            .with_context(|| format!("cannot copy {}", heavy.display()))?;
+        if !quiet {
+            note(&format!(
+                "throughput: {} candidates of {} each way",
+                args.throughput_candidates,
+                heavy.display()
+            ));
+        }
+        Some(bench::throughput(&*backend, &to, args.throughput_candidates).await?)
+    };
+    if args.json {
+        super::print_json(&json!({
+            "backend": backend.kind().to_string(),
+            "budget": {"max_nodes": args.max_nodes, "jobs": budget.jobs},
+            "runs": runs,
+            "orders": summary,
+            "throughput": throughput,
+        }))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "{:<14} {:>8} {:>22} {:>14}",
+        "order", "solved", "mean nodes (common)", "median wall"
+    )?;
+    for s in &summary {
+        writeln!(
+            out,
+            "{:<14} {:>5}/{:<2} {:>22.1} {:>12.2} s",
+            s.order, s.solved, s.examples, s.mean_nodes_common, s.median_wall_s
+        )?;
+    }
+    if let Some(t) = &throughput {
+        writeln!(
+            out,
+            "throughput on {} ({} candidates; root provisioned once in {:.1} s):",
+            t.example, t.fork.candidates, t.provision_s
+        )?;
+        for (name, e) in [("fork", &t.fork), ("cold copy", &t.cold)] {
+            writeln!(
+                out,
+                "  {name:<10} {:>8.1} candidates/min  (median {:.2} s each, {:.1} s in all)",
+                e.per_minute, e.median_s, e.total_s
+            )?;
+        }
+        writeln!(out, "  fork / cold: {:.1}x", t.ratio)?;
+    }
+    Ok(ExitCode::SUCCESS)
 }

@@ -292,6 +292,32 @@ fn operator_swaps(op: &str, lang: Lang) -> &'static [&'static str] {
     }
 }
 
+/// How likely a fault is of each class, roughly after the frequencies of
+/// one-statement fix patterns in studies of real bug fixes (a changed
+/// operand or identifier, a changed binary operator and a changed literal
+/// lead): a mutant's prior is its class's share split over the class's
+/// mutants in the function (by their weights), so a function with many
+/// sites of one kind does not crowd out the others.
+const CLASS_SHARE: [(&str, f64); 10] = [
+    ("operator", 0.24),
+    ("replace variable", 0.22),
+    ("constant", 0.14),
+    ("index", 0.08),
+    ("negate condition", 0.08),
+    ("drop negation", 0.05),
+    ("boolean", 0.05),
+    ("swap arguments", 0.05),
+    ("delete statement", 0.05),
+    ("negate return", 0.04),
+];
+
+fn class_share(class: &str) -> f64 {
+    CLASS_SHARE
+        .iter()
+        .find(|(c, _)| *c == class)
+        .map_or(0.02, |(_, s)| *s)
+}
+
 fn operator_weight(op: &str) -> f64 {
     match op {
         "<" | "<=" | ">" | ">=" | "==" | "!=" | "===" | "!==" => 1.0,
@@ -622,7 +648,12 @@ impl Brancher for Mutate {
                 continue;
             };
             let (start, end) = line_span(source, s.line, s.end_line);
-            for m in mutations(lang, source, &tree, start, end) {
+            let found = mutations(lang, source, &tree, start, end);
+            let mut class_weight: HashMap<&str, f64> = HashMap::new();
+            for m in &found {
+                *class_weight.entry(m.operator).or_default() += m.weight;
+            }
+            for m in found.iter().cloned() {
                 let mut new = source.clone();
                 new.replace_range(m.start..m.end, &m.text);
                 if !seen.insert((s.file.clone(), new.clone())) {
@@ -638,7 +669,12 @@ impl Brancher for Mutate {
                     was.lines().next().unwrap_or(""),
                     m.text.lines().next().unwrap_or("")
                 );
-                let prior = s.score * m.weight;
+                let prior = s.score * class_share(m.operator) * m.weight
+                    / class_weight
+                        .get(m.operator)
+                        .copied()
+                        .unwrap_or(1.0)
+                        .max(1e-9);
                 all.push((
                     prior,
                     s.file.clone(),

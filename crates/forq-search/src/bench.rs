@@ -1,0 +1,377 @@
+//! Measurements side by side in one run (never timed assertions):
+//! expansion orders over the same brancher and budget
+//! ([`compare_orders`]), and fork-based evaluation against a cold copy of
+//! the repository per candidate ([`throughput`]).
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use forq_bootstrap::GateOptions;
+use forq_graph::{Index, IndexOptions};
+use forq_sandbox::Backend;
+use serde::Serialize;
+
+use crate::brancher::{BranchContext, Brancher, Mutate};
+use crate::candidate::Candidate;
+use crate::fix::{prepare, FixError, Prepared};
+use crate::search::{search, Budget, Order, SearchOptions};
+use crate::tree::Status;
+
+/// One search of one example in one order.
+#[derive(Debug, Clone, Serialize)]
+pub struct OrderRun {
+    /// The example's directory name.
+    pub example: String,
+    /// `best_first`, `breadth_first` or `random`.
+    pub order: String,
+    /// Whether a green node was found.
+    pub solved: bool,
+    /// Candidates evaluated.
+    pub nodes: usize,
+    /// Wall time of the search, in seconds.
+    pub wall_s: f64,
+    /// The patch's size, when solved.
+    pub diff_lines: usize,
+}
+
+/// Per order, over all examples.
+#[derive(Debug, Clone, Serialize)]
+pub struct OrderSummary {
+    /// The order.
+    pub order: String,
+    /// Examples solved.
+    pub solved: usize,
+    /// Examples run.
+    pub examples: usize,
+    /// Mean candidates evaluated over the examples every order solved.
+    pub mean_nodes_common: f64,
+    /// Median wall time of a search, in seconds.
+    pub median_wall_s: f64,
+}
+
+/// The orders compared.
+pub const ORDERS: [Order; 3] = [Order::BestFirst, Order::BreadthFirst, Order::Random(0x5eed)];
+
+fn mutate_for(repo: &Path, prepared: &Prepared) -> Result<Mutate, forq_graph::Error> {
+    let mut index = Index::open_with(
+        &repo.join(".forq").join("graph.db"),
+        repo,
+        IndexOptions::default(),
+    )?;
+    index.update()?;
+    Ok(Mutate::new(index, prepared.stack.clone()))
+}
+
+/// Why a measurement could not be made.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BenchError {
+    /// Preparing an example failed.
+    #[error("{example}: {source}")]
+    Prepare {
+        /// The example.
+        example: String,
+        /// Why.
+        #[source]
+        source: FixError,
+    },
+    /// Anything else about one example.
+    #[error("{example}: {message}")]
+    Example {
+        /// The example.
+        example: String,
+        /// What failed.
+        message: String,
+    },
+}
+
+/// Searches each example with `mutate` in every order of [`ORDERS`], the
+/// same budget each time; `progress` hears of each run.
+pub async fn compare_orders(
+    backend: &dyn Backend,
+    examples: &[PathBuf],
+    budget: &Budget,
+    progress: &(dyn Fn(&OrderRun) + Sync),
+) -> Result<(Vec<OrderRun>, Vec<OrderSummary>), BenchError> {
+    let mut runs = Vec::new();
+    for dir in examples {
+        let example = dir
+            .file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+        let prepared = prepare(
+            backend,
+            dir,
+            &GateOptions::default(),
+            &[],
+            Duration::from_secs(300),
+        )
+        .await
+        .map_err(|source| BenchError::Prepare {
+            example: example.clone(),
+            source,
+        })?;
+        for order in ORDERS {
+            let fail = |message: String| BenchError::Example {
+                example: example.clone(),
+                message,
+            };
+            let mutate = mutate_for(dir, &prepared).map_err(|e| fail(e.to_string()))?;
+            let options = SearchOptions::default().budget(budget.clone()).order(order);
+            let out = search(
+                &*prepared.root,
+                &prepared.oracle,
+                &prepared.genesis,
+                &mutate,
+                &options,
+            )
+            .await
+            .map_err(|e| fail(e.to_string()))?;
+            let run = OrderRun {
+                example: example.clone(),
+                order: order.name().to_owned(),
+                solved: out.winner.is_some(),
+                nodes: out.evaluated,
+                wall_s: out.elapsed.as_secs_f64(),
+                diff_lines: out.winner.as_ref().map_or(0, |w| w.diff_lines),
+            };
+            if let Some(w) = out.winner {
+                let _ = w.sandbox.destroy().await;
+            }
+            progress(&run);
+            runs.push(run);
+        }
+        let _ = prepared.root.destroy().await;
+    }
+    let summaries = summarize(&runs);
+    Ok((runs, summaries))
+}
+
+fn median(mut xs: Vec<f64>) -> f64 {
+    if xs.is_empty() {
+        return 0.0;
+    }
+    xs.sort_by(f64::total_cmp);
+    let n = xs.len();
+    if n % 2 == 1 {
+        xs[n / 2]
+    } else {
+        (xs[n / 2 - 1] + xs[n / 2]) / 2.0
+    }
+}
+
+fn summarize(runs: &[OrderRun]) -> Vec<OrderSummary> {
+    let examples: Vec<&str> = {
+        let mut e: Vec<&str> = runs.iter().map(|r| r.example.as_str()).collect();
+        e.dedup();
+        e
+    };
+    let solved_by_all = |ex: &str| {
+        ORDERS.iter().all(|o| {
+            runs.iter()
+                .any(|r| r.example == ex && r.order == o.name() && r.solved)
+        })
+    };
+    let common: Vec<&str> = examples
+        .iter()
+        .copied()
+        .filter(|e| solved_by_all(e))
+        .collect();
+    ORDERS
+        .iter()
+        .map(|o| {
+            let mine: Vec<&OrderRun> = runs.iter().filter(|r| r.order == o.name()).collect();
+            let common_nodes: Vec<f64> = mine
+                .iter()
+                .filter(|r| common.contains(&r.example.as_str()))
+                .map(|r| r.nodes as f64)
+                .collect();
+            OrderSummary {
+                order: o.name().to_owned(),
+                solved: mine.iter().filter(|r| r.solved).count(),
+                examples: mine.len(),
+                mean_nodes_common: if common_nodes.is_empty() {
+                    0.0
+                } else {
+                    common_nodes.iter().sum::<f64>() / common_nodes.len() as f64
+                },
+                median_wall_s: median(mine.iter().map(|r| r.wall_s).collect()),
+            }
+        })
+        .collect()
+}
+
+/// One way of evaluating candidates.
+#[derive(Debug, Clone, Serialize)]
+pub struct Evaluations {
+    /// Candidates evaluated.
+    pub candidates: usize,
+    /// Seconds for all of them.
+    pub total_s: f64,
+    /// Median seconds per candidate.
+    pub median_s: f64,
+    /// Candidates per minute.
+    pub per_minute: f64,
+}
+
+impl Evaluations {
+    fn from(times: &[Duration]) -> Evaluations {
+        let total: f64 = times.iter().map(Duration::as_secs_f64).sum();
+        Evaluations {
+            candidates: times.len(),
+            total_s: total,
+            median_s: median(times.iter().map(Duration::as_secs_f64).collect()),
+            per_minute: if total > 0.0 {
+                times.len() as f64 * 60.0 / total
+            } else {
+                0.0
+            },
+        }
+    }
+}
+
+/// Fork-based against cold-copy evaluation of the same candidates.
+#[derive(Debug, Clone, Serialize)]
+pub struct Throughput {
+    /// The example.
+    pub example: String,
+    /// Seconds to provision the warm root once (installs, build).
+    pub provision_s: f64,
+    /// Each candidate in a fork of the warm root.
+    pub fork: Evaluations,
+    /// Each candidate in a fresh copy of the repository, installed anew.
+    pub cold: Evaluations,
+    /// `fork.per_minute / cold.per_minute`.
+    pub ratio: f64,
+}
+
+/// Evaluates the first `n` of `mutate`'s candidates for `repo` both ways,
+/// one at a time: in a fork of one warm root, and in a copy of the
+/// repository provisioned from scratch for each.
+pub async fn throughput(
+    backend: &dyn Backend,
+    repo: &Path,
+    n: usize,
+) -> Result<Throughput, BenchError> {
+    let example = repo
+        .file_name()
+        .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+    let fail = |message: String| BenchError::Example {
+        example: example.clone(),
+        message,
+    };
+    let gate = GateOptions::default();
+    let started = Instant::now();
+    let prepared = prepare(backend, repo, &gate, &[], Duration::from_secs(300))
+        .await
+        .map_err(|source| BenchError::Prepare {
+            example: example.clone(),
+            source,
+        })?;
+    let provision_s = started.elapsed().as_secs_f64();
+    let result = async {
+        let mutate = mutate_for(repo, &prepared).map_err(|e| fail(e.to_string()))?;
+        let root_node = crate::tree::Node {
+            id: 0,
+            parent: None,
+            depth: 0,
+            hypothesis: String::new(),
+            status: Status::Red,
+            score: Default::default(),
+            prior: 0.0,
+            reason: String::new(),
+            files: Vec::new(),
+            fingerprint: String::new(),
+            judgement: None,
+            eval_ms: 0,
+            at_ms: 0,
+        };
+        let changed = Default::default();
+        let cx = BranchContext {
+            sandbox: &*prepared.root,
+            node: &root_node,
+            judgement: &prepared.genesis,
+            oracle: &prepared.oracle,
+            changed: &changed,
+        };
+        let candidates: Vec<Candidate> = mutate
+            .branch(&cx, n)
+            .await
+            .map_err(|e| fail(e.to_string()))?;
+        let mut fork_times = Vec::new();
+        for c in &candidates {
+            let at = Instant::now();
+            let m = c
+                .materialize(&*prepared.root)
+                .await
+                .map_err(|e| fail(e.to_string()))?;
+            let fork = prepared
+                .root
+                .fork()
+                .await
+                .map_err(|e| fail(e.to_string()))?;
+            m.write(&*fork).await.map_err(|e| fail(e.to_string()))?;
+            let judged = prepared.oracle.judge(&*fork).await;
+            let _ = fork.destroy().await;
+            judged.map_err(|e| fail(e.to_string()))?;
+            fork_times.push(at.elapsed());
+        }
+        let mut cold_times = Vec::new();
+        for c in &candidates {
+            let at = Instant::now();
+            let copy = tempfile::Builder::new()
+                .prefix("forq-cold-")
+                .tempdir()
+                .map_err(|e| fail(e.to_string()))?;
+            copy_tree(repo, copy.path()).map_err(|e| fail(e.to_string()))?;
+            let sandbox = forq_bootstrap::provision(backend, copy.path(), &prepared.stack, &gate)
+                .await
+                .map_err(|e| fail(e.to_string()))?;
+            let m = c
+                .materialize(&*sandbox)
+                .await
+                .map_err(|e| fail(e.to_string()))?;
+            m.write(&*sandbox).await.map_err(|e| fail(e.to_string()))?;
+            let judged = prepared.oracle.judge(&*sandbox).await;
+            let _ = sandbox.destroy().await;
+            judged.map_err(|e| fail(e.to_string()))?;
+            cold_times.push(at.elapsed());
+        }
+        let fork = Evaluations::from(&fork_times);
+        let cold = Evaluations::from(&cold_times);
+        let ratio = if cold.per_minute > 0.0 {
+            fork.per_minute / cold.per_minute
+        } else {
+            0.0
+        };
+        Ok(Throughput {
+            example: example.clone(),
+            provision_s,
+            fork,
+            cold,
+            ratio,
+        })
+    }
+    .await;
+    let _ = prepared.root.destroy().await;
+    result
+}
+
+/// Copies a repository's files (not `.forq`, `target`, `node_modules`:
+/// what forq or a build made).
+pub fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for e in std::fs::read_dir(from)? {
+        let e = e?;
+        let name = e.file_name();
+        if matches!(name.to_str(), Some(".forq" | "target" | "node_modules")) {
+            continue;
+        }
+        let kind = e.file_type()?;
+        if kind.is_dir() {
+            copy_tree(&e.path(), &to.join(&name))?;
+        } else if kind.is_file() {
+            std::fs::copy(e.path(), to.join(&name))?;
+        }
+    }
+    Ok(())
+}
