@@ -190,3 +190,42 @@ async fn fix_out_of_budget_exits_1_and_bad_arguments_say_what_to_do() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[tokio::test]
+async fn search_bench_reports_orders_and_throughput_side_by_side() {
+    let out = forq_env(
+        &[
+            "search",
+            "bench",
+            "examples/calc",
+            "examples/js-min-of",
+            "--heavy",
+            "examples/calc",
+            "--throughput-candidates",
+            "2",
+            "--json",
+        ],
+        &[],
+    )
+    .await;
+    check_exit(&out, 0);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let runs = report["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 6, "{report}");
+    assert!(runs.iter().all(|r| r["solved"] == true), "{report}");
+    let orders: Vec<&str> = report["orders"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["order"].as_str().unwrap())
+        .collect();
+    assert_eq!(orders, ["best_first", "breadth_first", "random"]);
+    let t = &report["throughput"];
+    for way in ["fork", "cold"] {
+        assert_eq!(t[way]["candidates"], 2, "{report}");
+        assert!(t[way]["per_minute"].as_f64().unwrap() > 0.0, "{report}");
+    }
+    assert!(t["ratio"].as_f64().unwrap() > 0.0, "{report}");
+    // The examples themselves were not written: copies were measured.
+    assert!(!repo_root().join("examples/js-min-of/.forq/graph.db").exists());
+}
