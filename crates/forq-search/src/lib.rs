@@ -27,6 +27,43 @@
 //!   model, failures fed back) and `brancher::Agentic` (a coding agent's
 //!   pass in a fork), through forq-agent.
 //!
+//! Candidates are plain data:
+//!
+//! ```
+//! use forq_search::candidate::{parse_search_replace, Change};
+//!
+//! let blocks = "calc.py\n<<<<<<< SEARCH\n    return a - b\n=======\n    return a + b\n>>>>>>> REPLACE\n";
+//! let changes = parse_search_replace(blocks).unwrap();
+//! assert!(matches!(&changes[0], Change::Replace { path, .. } if path == "calc.py"));
+//! ```
+//!
+//! The whole job on a repository, with the `mutate` brancher:
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::path::Path;
+//! use std::time::Duration;
+//!
+//! use forq_search::brancher::Mutate;
+//! use forq_search::{prepare, search, SearchOptions};
+//!
+//! let repo = Path::new("examples/calc");
+//! let backend = forq_sandbox::open_backend(forq_sandbox::BackendChoice::Auto).await?.backend;
+//! let gate = forq_bootstrap::GateOptions::default();
+//! let prepared = prepare(&*backend, repo, &gate, &[], Duration::from_secs(300)).await?;
+//! let mut index = forq_graph::Index::open(&repo.join(".forq/graph.db"), repo)?;
+//! index.update()?;
+//! let mutate = Mutate::new(index, prepared.stack.clone());
+//! let out = search(&*prepared.root, &prepared.oracle, &prepared.genesis, &mutate, &SearchOptions::default()).await?;
+//! if let Some(winner) = out.winner {
+//!     print!("{}", winner.patch);
+//!     winner.sandbox.destroy().await?;
+//! }
+//! prepared.root.destroy().await?;
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! What it never does: copy a workspace to try a candidate (every candidate
 //! is a fork), run a test outside a sandbox, or take text as the patch
 //! (the patch is the sandbox's diff of the winning state).

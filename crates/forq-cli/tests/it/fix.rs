@@ -227,5 +227,7 @@ async fn search_bench_reports_orders_and_throughput_side_by_side() {
     }
     assert!(t["ratio"].as_f64().unwrap() > 0.0, "{report}");
     // The examples themselves were not written: copies were measured.
-    assert!(!repo_root().join("examples/js-min-of/.forq/graph.db").exists());
+    assert!(!repo_root()
+        .join("examples/js-min-of/.forq/graph.db")
+        .exists());
 }
