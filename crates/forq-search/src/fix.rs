@@ -3,6 +3,7 @@
 //! tests), a [`FixStrategy`] (one agent pass, or the speculative search),
 //! and [`write_report`] (`fix.patch`, `tree.json`, `summary.json`).
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -142,6 +143,9 @@ pub enum FixError {
     /// The search failed.
     #[error(transparent)]
     Search(#[from] SearchError),
+    /// No test failed and the reproduction test could not be written.
+    #[error("no test fails on the unmodified code, and the reproduction test was not usable: {0}")]
+    Reproduction(String),
     /// The report could not be written.
     #[error("cannot write {path}: {source}")]
     Write {
@@ -150,6 +154,15 @@ pub enum FixError {
         /// The I/O error.
         source: std::io::Error,
     },
+}
+
+/// Writes a test that captures an issue no test catches yet (a coding
+/// agent, say: `brancher::llm::AgentReproducer`).
+#[async_trait]
+pub trait Reproducer: Send + Sync {
+    /// Adds test files to `sandbox` that fail on its code, and says what
+    /// they show; the files must be test files, and something must fail.
+    async fn write_test(&self, sandbox: &dyn Sandbox) -> Result<String, String>;
 }
 
 /// Everything a strategy starts from.
@@ -165,6 +178,11 @@ pub struct Prepared {
     pub oracle: Oracle,
     /// Its judgement of the unmodified code.
     pub genesis: Judgement,
+    /// A reproduction test written first, when no test failed: the files
+    /// every candidate carries and the patch ships.
+    pub seed: BTreeMap<String, Option<String>>,
+    /// What the reproduction shows, when one was written.
+    pub reproduction: Option<String>,
 }
 
 /// The gate (cached), the warm root, and the oracle from the unmodified
@@ -177,6 +195,21 @@ pub async fn prepare(
     gate: &GateOptions,
     targets: &[String],
     test_timeout: Duration,
+) -> Result<Prepared, FixError> {
+    prepare_with(backend, repo, gate, targets, test_timeout, None).await
+}
+
+/// [`prepare`], and when no target is given and no test fails, a
+/// reproduction test first: `reproducer` writes it in a fork of the root;
+/// it must touch test files only and fail, and its failing tests become
+/// the target.
+pub async fn prepare_with(
+    backend: &dyn Backend,
+    repo: &Path,
+    gate: &GateOptions,
+    targets: &[String],
+    test_timeout: Duration,
+    reproducer: Option<&dyn Reproducer>,
 ) -> Result<Prepared, FixError> {
     let record = forq_bootstrap::run(backend, repo, gate).await?;
     let Some(stack) = record.green_stack() else {
@@ -195,13 +228,26 @@ pub async fn prepare(
     let root = forq_bootstrap::provision(backend, repo, &stack, gate).await?;
     // The oracle's own run happens in a fork: the root stays as installed.
     let probe = root.fork().await?;
-    let made = Oracle::from_genesis(&*probe, stack.clone(), targets, test_timeout).await;
+    let mut seed = BTreeMap::new();
+    let mut reproduction = None;
+    let mut made = Oracle::from_genesis(&*probe, stack.clone(), targets, test_timeout)
+        .await
+        .map_err(FixError::from);
+    if let (Err(FixError::Oracle(OracleError::NothingFails)), Some(r)) = (&made, reproducer) {
+        made = reproduce(&*probe, &stack, r, test_timeout)
+            .await
+            .map(|(files, summary, m)| {
+                seed = files;
+                reproduction = Some(summary);
+                m
+            });
+    }
     let _ = probe.destroy().await;
     let (mut oracle, genesis) = match made {
         Ok(m) => m,
         Err(e) => {
             let _ = root.destroy().await;
-            return Err(e.into());
+            return Err(e);
         }
     };
     // A candidate's run should take about what the original's did: one
@@ -213,7 +259,57 @@ pub async fn prepare(
         root,
         oracle,
         genesis,
+        seed,
+        reproduction,
     })
+}
+
+/// The reproduction in `probe` (a clean fork of the root): written,
+/// checked to touch test files only, and judged: the tests failing now
+/// are the target.
+async fn reproduce(
+    probe: &dyn Sandbox,
+    stack: &Stack,
+    reproducer: &dyn Reproducer,
+    test_timeout: Duration,
+) -> Result<
+    (
+        BTreeMap<String, Option<String>>,
+        String,
+        (Oracle, Judgement),
+    ),
+    FixError,
+> {
+    let summary = reproducer
+        .write_test(probe)
+        .await
+        .map_err(FixError::Reproduction)?;
+    let diff = probe.diff().await?;
+    let mut files = BTreeMap::new();
+    for change in &diff.files {
+        if !stack.is_test_file(&change.path) {
+            return Err(FixError::Reproduction(format!(
+                "it changed {}, which is not a test file; a reproduction adds tests only",
+                change.path
+            )));
+        }
+        let content = probe
+            .read_file(Path::new(&change.path))
+            .await
+            .ok()
+            .map(|b| String::from_utf8_lossy(&b).into_owned());
+        files.insert(change.path.clone(), content);
+    }
+    if files.is_empty() {
+        return Err(FixError::Reproduction("it wrote no test file".to_owned()));
+    }
+    match Oracle::from_genesis(probe, stack.clone(), &[], test_timeout).await {
+        Ok(made) => Ok((files, summary, made)),
+        Err(OracleError::NothingFails) => Err(FixError::Reproduction(
+            "its tests pass on the unmodified code, so they do not capture the issue".to_owned(),
+        )),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// What a fix run produced (`summary.json`, and `forq fix --json`).
@@ -247,6 +343,9 @@ pub struct FixReport {
     pub guard: usize,
     /// The winning hypothesis.
     pub hypothesis: Option<String>,
+    /// The reproduction test files written first (they ship in the patch).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub reproduction: Vec<String>,
 }
 
 /// Writes `fix.patch` (when solved), `tree.json` and `summary.json` into
@@ -254,10 +353,11 @@ pub struct FixReport {
 pub fn write_report(
     out: &Path,
     strategy: &dyn FixStrategy,
-    oracle: &Oracle,
+    prepared: &Prepared,
     outcome: &SearchOutcome,
     elapsed: Duration,
 ) -> Result<FixReport, FixError> {
+    let oracle = &prepared.oracle;
     let write_err = |path: &Path| {
         let path = path.to_owned();
         move |source| FixError::Write { path, source }
@@ -299,6 +399,7 @@ pub fn write_report(
             .winner
             .as_ref()
             .map(|w| tree.nodes[w.node].hypothesis.clone()),
+        reproduction: prepared.seed.keys().cloned().collect(),
     };
     let summary = out.join("summary.json");
     let json = serde_json::to_vec_pretty(&report).unwrap_or_default();

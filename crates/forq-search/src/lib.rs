@@ -78,6 +78,7 @@ mod search;
 pub mod tree;
 
 pub use fix::{
-    prepare, write_report, FixError, FixReport, FixStrategy, Prepared, Single, Speculative,
+    prepare, prepare_with, write_report, FixError, FixReport, FixStrategy, Prepared, Reproducer,
+    Single, Speculative,
 };
 pub use search::{search, Budget, Order, SearchError, SearchOptions, SearchOutcome, Winner};

@@ -45,7 +45,7 @@ pub enum OracleError {
         tail: String,
     },
     /// No target was given and every test passes.
-    #[error("every test passes on the unmodified code: name the failing test that captures the issue (--target TEST_ID)")]
+    #[error("every test passes on the unmodified code: name the failing test that captures the issue (--target TEST_ID), or configure a model so the agent writes a reproduction test first")]
     NothingFails,
     /// A given target id matches no test the runner reported.
     #[error("the target test {0:?} is not among the tests the runner reported; pass an id as the runner prints it")]

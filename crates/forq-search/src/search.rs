@@ -112,6 +112,9 @@ pub struct SearchOptions {
     pub keep_searching: bool,
     /// Told of every node.
     pub subscribers: Vec<Arc<dyn Subscriber>>,
+    /// Changes every candidate carries and the patch ships (a reproduction
+    /// test written before the search): new contents by path.
+    pub seed: BTreeMap<String, Option<String>>,
 }
 
 impl std::fmt::Debug for SearchOptions {
@@ -138,6 +141,11 @@ impl SearchOptions {
     /// Keeps looking for a smaller green diff after the first.
     pub fn keep_searching(mut self, yes: bool) -> Self {
         self.keep_searching = yes;
+        self
+    }
+    /// Every candidate carries `seed`, and so does the patch.
+    pub fn seed(mut self, seed: BTreeMap<String, Option<String>>) -> Self {
+        self.seed = seed;
         self
     }
     /// Tells `s` of every node.
@@ -404,6 +412,16 @@ impl Engine<'_> {
         node.score.parses = true;
         self.states.insert(id, state);
         let depth = node.depth;
+        // The root's sandbox lacks the seed: its children write it too.
+        let mut delta = delta;
+        if parent.id == 0 {
+            for (path, content) in &self.options.seed {
+                delta
+                    .files
+                    .entry(path.clone())
+                    .or_insert_with(|| content.clone());
+            }
+        }
         self.add_node(node);
         self.queue.push(Queued {
             node: id,
@@ -514,7 +532,11 @@ pub async fn search(
         }),
         evaluated: 0,
     };
-    engine.seen.insert(Materialized::default().fingerprint());
+    let seed = Materialized {
+        files: options.seed.clone(),
+    };
+    engine.seen.insert(seed.fingerprint());
+    engine.states.insert(0, options.seed.clone());
     engine.add_node(Node {
         id: 0,
         parent: None,
@@ -534,8 +556,8 @@ pub async fn search(
             genesis.target_total - genesis.target_passed,
             genesis.target_total
         ),
-        files: Vec::new(),
-        fingerprint: Materialized::default().fingerprint(),
+        files: options.seed.keys().cloned().collect(),
+        fingerprint: seed.fingerprint(),
         judgement: Some(genesis.clone()),
         eval_ms: 0,
         at_ms: 0,

@@ -14,7 +14,7 @@ use forq_agent::issue::Issue;
 use forq_agent::tools::{GraphTools, RunTests, Toolbox};
 use forq_bootstrap::GateOptions;
 use forq_graph::{Index, IndexOptions};
-use forq_search::brancher::{Agentic, Brancher, Llm, Mutate, Patches};
+use forq_search::brancher::{AgentReproducer, Agentic, Brancher, Llm, Mutate, Patches};
 use forq_search::tree::{Event, Status, Subscriber};
 use forq_search::{Budget, FixStrategy, Order, Prepared, SearchOptions, Single, Speculative};
 
@@ -178,14 +178,35 @@ pub(crate) async fn run(args: FixArgs) -> anyhow::Result<ExitCode> {
     if !args.json {
         gate = gate.observer(Arc::new(super::bootstrap::Lines));
     }
-    let prepared = forq_search::prepare(
+    // With a model configured, an issue that no test catches yet gets a
+    // reproduction test first (written by the agent, checked to fail).
+    let reproducer = match (&issue, open_provider(&args.model)) {
+        (Some(issue), Ok((provider, model))) if args.targets.is_empty() => {
+            // The stack is not known yet: `run` runs the tests.
+            let agent = Agent::new(provider, model)
+                .tools(Toolbox::editing())
+                .budget(AgentBudget::default().max_steps(args.max_steps));
+            Some(AgentReproducer::new(Arc::new(agent), issue.prompt()))
+        }
+        _ => None,
+    };
+    let prepared = forq_search::prepare_with(
         &*backend,
         &repo,
         &gate,
         &args.targets,
         Duration::from_secs(args.test_timeout),
+        reproducer
+            .as_ref()
+            .map(|r| r as &dyn forq_search::Reproducer),
     )
     .await?;
+    if let (Some(summary), false) = (&prepared.reproduction, args.json) {
+        note(&format!(
+            "reproduction: {} ({summary})",
+            prepared.seed.keys().cloned().collect::<Vec<_>>().join(", ")
+        ));
+    }
     if !args.json {
         note(&format!(
             "oracle: {} target test(s) failing ({}), {} guard test(s) passing",
@@ -230,7 +251,8 @@ async fn search(
     let mut options = SearchOptions::default()
         .budget(budget)
         .order(order)
-        .keep_searching(args.keep_searching);
+        .keep_searching(args.keep_searching)
+        .seed(prepared.seed.clone());
     if !args.json {
         options = options.subscribe(Arc::new(Progress::default()));
     }
@@ -242,13 +264,7 @@ async fn search(
             &options,
         )
         .await?;
-    let report = forq_search::write_report(
-        out,
-        &*strategy,
-        &prepared.oracle,
-        &outcome,
-        started.elapsed(),
-    )?;
+    let report = forq_search::write_report(out, &*strategy, prepared, &outcome, started.elapsed())?;
     if let Some(w) = outcome.winner {
         let _ = w.sandbox.destroy().await;
         if !args.json {

@@ -268,3 +268,45 @@ impl Brancher for Agentic {
         Ok(out)
     }
 }
+
+/// A coding agent as the [`Reproducer`](crate::Reproducer): it writes a
+/// test that fails on the current code, without changing the code.
+pub struct AgentReproducer {
+    agent: Arc<dyn CodingAgent>,
+    issue: String,
+}
+
+impl std::fmt::Debug for AgentReproducer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentReproducer").finish()
+    }
+}
+
+impl AgentReproducer {
+    /// `agent` reproducing `issue`.
+    pub fn new(agent: Arc<dyn CodingAgent>, issue: impl Into<String>) -> AgentReproducer {
+        AgentReproducer {
+            agent,
+            issue: issue.into(),
+        }
+    }
+}
+
+#[async_trait]
+impl crate::fix::Reproducer for AgentReproducer {
+    async fn write_test(&self, sandbox: &dyn forq_sandbox::Sandbox) -> Result<String, String> {
+        let task = Task::new(format!(
+            "Do not fix this issue yet. Write a test that reproduces it: a new test file, \
+             following the repository's test conventions, whose test fails on the current code \
+             because of the issue (and would pass once it is fixed). Change no other file. Run \
+             the tests to see it fail, then submit with a one-line summary of what it shows.\n\n{}",
+            self.issue
+        ));
+        let report = self.agent.run(sandbox, &task).await;
+        match report.outcome {
+            Outcome::Submitted { summary, .. } => Ok(summary),
+            Outcome::NeedsHuman { reason, .. } => Err(format!("the agent stopped: {reason}")),
+            Outcome::Failed { error } => Err(error),
+        }
+    }
+}

@@ -18,7 +18,7 @@ pub mod mutate;
 pub mod patches;
 
 #[cfg(feature = "llm")]
-pub use llm::{Agentic, Llm};
+pub use llm::{AgentReproducer, Agentic, Llm};
 pub use mutate::Mutate;
 pub use patches::Patches;
 

@@ -60,3 +60,109 @@ async fn a_red_hypothesis_is_diagnosed_again_and_the_next_level_is_green() {
     winner.sandbox.destroy().await.unwrap();
     root.destroy().await.unwrap();
 }
+
+fn tool_call(n: usize, name: &str, args: serde_json::Value) -> Response {
+    Response {
+        message: Message {
+            role: forq_agent::message::Role::Assistant,
+            parts: vec![forq_agent::message::Part::ToolCall {
+                id: format!("call_{n}"),
+                name: name.to_owned(),
+                arguments: args,
+                invalid_arguments: None,
+            }],
+        },
+        usage: Usage::default(),
+        stop: StopReason::ToolUse,
+        model: "recorded".to_owned(),
+    }
+}
+
+#[tokio::test]
+async fn an_issue_no_test_catches_gets_a_reproduction_test_that_ships_in_the_patch() {
+    use forq_agent::agent::Agent;
+    use forq_search::brancher::{AgentReproducer, Patches};
+    use forq_search::candidate::{Candidate, Change};
+
+    // The project without the test that shows the bug.
+    let repo = project();
+    let tests = super::TESTS
+        .split("\n    def test_count_above")
+        .next()
+        .unwrap();
+    std::fs::write(
+        repo.path().join("tests/test_stats.py"),
+        format!("{tests}\n"),
+    )
+    .unwrap();
+    let backend = backend().await;
+    let repro = "import unittest\n\nfrom stats import count_above\n\n\nclass ReproTest(unittest.TestCase):\n    def test_limit_not_counted(self):\n        self.assertEqual(count_above([1, 2, 3], 2), 1)\n";
+    let script = vec![
+        tool_call(
+            1,
+            "create_file",
+            json!({"path": "tests/test_repro.py", "content": repro}),
+        ),
+        tool_call(2, "run", json!({"command": "python3 -m unittest -v"})),
+        tool_call(
+            3,
+            "submit",
+            json!({"summary": "count_above([1, 2, 3], 2) is 2, not 1"}),
+        ),
+    ];
+    let agent = Agent::new(Arc::new(Replay::new(script)), "recorded");
+    let reproducer = AgentReproducer::new(Arc::new(agent), "count_above counts the limit");
+    let prepared = forq_search::prepare_with(
+        &*backend,
+        repo.path(),
+        &forq_bootstrap::GateOptions::default(),
+        &[],
+        Duration::from_secs(60),
+        Some(&reproducer),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        prepared.oracle.target,
+        ["tests.test_repro.ReproTest.test_limit_not_counted"]
+    );
+    assert_eq!(prepared.oracle.guard.len(), 2);
+    assert_eq!(
+        prepared.seed.keys().collect::<Vec<_>>(),
+        ["tests/test_repro.py"]
+    );
+    let fix = Candidate {
+        hypothesis: "the limit is not above itself".into(),
+        changes: vec![Change::Replace {
+            path: "stats.py".into(),
+            old: "x >= limit".into(),
+            new: "x > limit".into(),
+        }],
+        prior: 1.0,
+    };
+    let options = SearchOptions::default().seed(prepared.seed.clone());
+    let out = search(
+        &*prepared.root,
+        &prepared.oracle,
+        &prepared.genesis,
+        &Patches::new(vec![fix]),
+        &options,
+    )
+    .await
+    .unwrap();
+    let winner = out.winner.expect("the fix turns the reproduction green");
+    assert!(
+        winner.patch.contains("+++ b/tests/test_repro.py"),
+        "{}",
+        winner.patch
+    );
+    assert!(
+        winner.patch.contains("+        if x > limit:"),
+        "{}",
+        winner.patch
+    );
+    // The repository has neither.
+    assert!(!repo.path().join("tests/test_repro.py").exists());
+    winner.sandbox.destroy().await.unwrap();
+    prepared.root.destroy().await.unwrap();
+}
