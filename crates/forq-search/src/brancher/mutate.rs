@@ -511,10 +511,14 @@ fn mutations(
         }
         if let Some(cond) = n.child_by_field_name("condition") {
             if kind.contains("if") || kind.contains("while") || kind == "elif_clause" {
-                let inner = text(cond);
-                let bare = inner.trim_start_matches('(').trim_end_matches(')');
-                let negated = negate(lang, bare);
-                let wrapped = if inner.starts_with('(') && lang != Lang::Python {
+                // `(a && b)` in C-like syntax keeps its own parentheses.
+                let parenthesized = cond.kind() == "parenthesized_expression";
+                let bare = match cond.named_child(0).filter(|_| parenthesized) {
+                    Some(inside) => text(inside),
+                    None => text(cond),
+                };
+                let negated = negate(lang, &bare);
+                let wrapped = if parenthesized && lang != Lang::Python {
                     format!("({negated})")
                 } else {
                     negated
@@ -719,11 +723,12 @@ mod tests {
 
     #[test]
     fn python_operators_constants_conditions_and_indexes() {
-        let src = "def f(xs, n):\n    if n < 1:\n        return xs[n]\n    return n - 1\n";
+        let src = "def f(xs, n):\n    if n < 1:\n        return xs[n]\n    if n == 1 and isinstance(xs, list):\n        return 0\n    return n - 1\n";
         let m = mutants(Lang::Python, src);
         for expected in [
             "    if n <= 1:\n",
             "    if not (n < 1):\n",
+            "    if not (n == 1 and isinstance(xs, list)):\n",
             "        return xs[n + 1]\n",
             "    return n + 1\n",
             "    return n - 2\n",
