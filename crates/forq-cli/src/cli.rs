@@ -159,6 +159,10 @@ pub(crate) struct FixArgs {
     /// Most model calls of the agent (--brancher agent).
     #[arg(long, default_value_t = 50)]
     pub(crate) max_steps: u32,
+    /// Most dollars spent on the model (llm and agent branchers; needs
+    /// --prices for the model).
+    #[arg(long, value_name = "USD")]
+    pub(crate) max_cost: Option<f64>,
     #[command(flatten)]
     pub(crate) model: ModelArgs,
     #[command(flatten)]

@@ -66,7 +66,7 @@ pub(crate) fn open_provider(args: &ModelArgs) -> anyhow::Result<(Arc<dyn Provide
     Ok((provider, model))
 }
 
-fn prices(args: &ModelArgs) -> anyhow::Result<PriceTable> {
+pub(crate) fn prices(args: &ModelArgs) -> anyhow::Result<PriceTable> {
     let Some(path) = &args.prices else {
         return Ok(PriceTable::new());
     };

@@ -18,7 +18,7 @@ use forq_search::brancher::{AgentReproducer, Agentic, Brancher, Llm, Mutate, Pat
 use forq_search::tree::{Event, Status, Subscriber};
 use forq_search::{Budget, FixStrategy, Order, Prepared, SearchOptions, Single, Speculative};
 
-use super::agent::{note, open_provider, run_id};
+use super::agent::{note, open_provider, prices, run_id};
 use crate::cli::{BrancherName, FixArgs, OrderName, StrategyName};
 
 /// Counts nodes as they are judged and prints one line each on stderr.
@@ -128,7 +128,11 @@ async fn strategy(
                     files.push(s.file);
                 }
             }
-            Box::new(Llm::new(provider, model, issue_text, files))
+            let mut llm = Llm::new(provider, model, issue_text, files);
+            if let Some(usd) = args.max_cost {
+                llm = llm.max_cost(usd, prices(&args.model)?);
+            }
+            Box::new(llm)
         }
         BrancherName::Agent => {
             let (provider, model) = open_provider(&args.model)?;
@@ -148,9 +152,14 @@ async fn strategy(
                 }
                 tools = GraphTools::new(index).add_to(tools);
             }
+            let mut budget = AgentBudget::default().max_steps(args.max_steps);
+            if let Some(usd) = args.max_cost {
+                budget = budget.max_cost_usd(usd);
+            }
             let agent = Agent::new(provider, model)
                 .tools(tools)
-                .budget(AgentBudget::default().max_steps(args.max_steps));
+                .budget(budget)
+                .prices(prices(&args.model)?);
             Box::new(Agentic::new(Arc::new(agent), task))
         }
     };

@@ -8,7 +8,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use std::sync::Mutex;
+
 use forq_agent::agent::{CodingAgent, Outcome, Task};
+use forq_agent::cost::{Budget, Meter, PriceTable};
 use forq_agent::message::{Message, Request, ResponseSchema};
 use forq_agent::provider::Provider;
 use serde::Deserialize;
@@ -32,6 +35,9 @@ pub struct Llm {
     issue: String,
     /// Files the model is shown (the suspects' files).
     files: Vec<String>,
+    /// The search's spend on the model, and its limit.
+    meter: Mutex<Meter>,
+    budget: Budget,
 }
 
 impl std::fmt::Debug for Llm {
@@ -40,6 +46,7 @@ impl std::fmt::Debug for Llm {
             .field("provider", &self.provider.name())
             .field("model", &self.model)
             .field("files", &self.files)
+            .field("budget", &self.budget)
             .finish()
     }
 }
@@ -58,7 +65,23 @@ impl Llm {
             model: model.into(),
             issue: issue.into(),
             files,
+            meter: Mutex::new(Meter::new(PriceTable::new())),
+            budget: Budget::default(),
         }
+    }
+
+    /// Stops proposing (every node then has nothing more to try) once the
+    /// calls cost `usd`, priced by `prices`; a model the table cannot price
+    /// is refused before its first call.
+    pub fn max_cost(mut self, usd: f64, prices: PriceTable) -> Self {
+        self.meter = Mutex::new(Meter::new(prices));
+        self.budget = Budget::default().max_cost_usd(usd);
+        self
+    }
+
+    /// Dollars spent so far.
+    pub fn cost_usd(&self) -> f64 {
+        self.meter.lock().map_or(0.0, |m| m.cost_usd)
     }
 }
 
@@ -116,6 +139,22 @@ impl Brancher for Llm {
         cx: &BranchContext<'_>,
         k: usize,
     ) -> Result<Vec<Candidate>, BranchError> {
+        let spent = self
+            .meter
+            .lock()
+            .ok()
+            .and_then(|m| m.check(&self.budget, &self.model));
+        match spent {
+            // Spent: nothing more to try, anywhere in the tree.
+            Some(forq_agent::cost::Exceeded::Cost { .. }) => return Ok(Vec::new()),
+            Some(other) => {
+                return Err(BranchError {
+                    brancher: "llm".to_owned(),
+                    message: other.to_string(),
+                })
+            }
+            None => {}
+        }
         let mut text = format!("<issue>\n{}\n</issue>\n", self.issue);
         text.push_str(&format!(
             "<failing_tests>\n{}\n</failing_tests>\n<test_output>\n{}\n</test_output>\n",
@@ -157,6 +196,9 @@ impl Brancher for Llm {
         })
         .await
         .map_err(|e| fail(e.to_string()))?;
+        if let Ok(mut meter) = self.meter.lock() {
+            meter.record(&self.model, asked.usage);
+        }
         let answer = asked
             .answer
             .map_err(|(why, _)| fail(format!("the model's answer was invalid twice: {why}")))?;

@@ -166,3 +166,52 @@ async fn an_issue_no_test_catches_gets_a_reproduction_test_that_ships_in_the_pat
     winner.sandbox.destroy().await.unwrap();
     prepared.root.destroy().await.unwrap();
 }
+
+#[tokio::test]
+async fn the_cost_budget_stops_the_model_brancher() {
+    use forq_agent::cost::{Price, PriceTable};
+
+    let repo = project();
+    let backend = backend().await;
+    let stack = stack_of(repo.path());
+    let (root, oracle, genesis) =
+        prepare(&*backend, repo.path(), stack, Duration::from_secs(60)).await;
+    let mut costly = answer(json!([{"hypothesis": "the counter increments wrongly",
+        "edits": [{"path": "stats.py", "old": "n += 1", "new": "n = n + 1"}]}]));
+    costly.usage.input_tokens = 1000;
+    let second = answer(json!([{"hypothesis": "the limit itself is counted",
+        "edits": [{"path": "stats.py", "old": "x >= limit", "new": "x > limit"}]}]));
+    let replay = Arc::new(Replay::new(vec![costly, second]));
+    let prices = PriceTable::new().with(
+        "recorded",
+        Price {
+            input: 10.0,
+            output: 10.0,
+        },
+    );
+    let llm = Llm::new(
+        replay.clone(),
+        "recorded",
+        "count_above counts the limit",
+        vec!["stats.py".into()],
+    )
+    .max_cost(0.005, prices);
+    let options = SearchOptions::default().budget(Budget::default().jobs(1));
+    let out = search(&*root, &oracle, &genesis, &llm, &options)
+        .await
+        .unwrap();
+    assert!(
+        out.winner.is_none(),
+        "spent {} on {:#?}",
+        llm.cost_usd(),
+        out.tree
+            .nodes
+            .iter()
+            .map(|n| (&n.hypothesis, n.status))
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(out.evaluated, 1);
+    assert_eq!(replay.remaining(), 1, "no call past the budget");
+    assert!((llm.cost_usd() - 0.01).abs() < 1e-9);
+    root.destroy().await.unwrap();
+}
