@@ -138,9 +138,7 @@ impl Journal {
         let bytes = serde_json::to_vec_pretty(&marked).unwrap_or_default();
         write_whole(&self.file, &bytes).map_err(|e| JournalError::File(self.file.clone(), e))?;
         if let Some((conn, id)) = &self.db {
-            let verdict = serde_json::to_value(record.verdict)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned));
+            let verdict = Some(record.verdict.name());
             conn.execute(
                 "UPDATE bootstrap_runs SET state = ?1, phase = ?2, verdict = ?3, updated_at_ms = ?4, record = ?5
                  WHERE id = ?6",

@@ -22,6 +22,18 @@ pub enum Verdict {
 }
 
 impl Verdict {
+    /// Its name as written in JSON and the text output
+    /// (`failed_deterministic`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Verdict::Bootstrapped => "bootstrapped",
+            Verdict::FailedDeterministic => "failed_deterministic",
+            Verdict::UnsupportedEcosystem => "unsupported_ecosystem",
+            Verdict::FailedAgentic => "failed_agentic",
+            Verdict::Skipped => "skipped",
+        }
+    }
+
     /// The exit code `forq bootstrap` gives it: 0 bootstrapped (and
     /// skipped, which the caller asked for), 1 failed_deterministic,
     /// 2 unsupported_ecosystem, 3 failed_agentic.
@@ -31,6 +43,24 @@ impl Verdict {
             Verdict::FailedDeterministic => 1,
             Verdict::UnsupportedEcosystem => 2,
             Verdict::FailedAgentic => 3,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Verdict;
+
+    #[test]
+    fn names_are_the_json_names() {
+        for v in [
+            Verdict::Bootstrapped,
+            Verdict::FailedDeterministic,
+            Verdict::UnsupportedEcosystem,
+            Verdict::FailedAgentic,
+            Verdict::Skipped,
+        ] {
+            assert_eq!(serde_json::to_value(v).unwrap(), v.name());
         }
     }
 }

@@ -214,10 +214,7 @@ pub async fn prepare_with(
     let record = forq_bootstrap::run(backend, repo, gate).await?;
     let Some(stack) = record.green_stack() else {
         return Err(FixError::NotBootstrapped {
-            verdict: serde_json::to_value(record.verdict)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned))
-                .unwrap_or_default(),
+            verdict: record.verdict.name().to_owned(),
             reason: if record.verdict == Verdict::Skipped {
                 "the gate was skipped, so no test command is known".to_owned()
             } else {

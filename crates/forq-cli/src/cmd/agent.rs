@@ -237,9 +237,7 @@ async fn workspace(
     if record.verdict != Verdict::Skipped {
         note(&format!(
             "bootstrap: {} ({}); the agent gets no run_tests tool",
-            serde_json::to_value(record.verdict)?
-                .as_str()
-                .unwrap_or_default(),
+            record.verdict.name(),
             record.reason
         ));
     }

@@ -134,7 +134,7 @@ pub(crate) async fn run(args: BootstrapArgs) -> anyhow::Result<ExitCode> {
             writeln!(
                 out,
                 "           -> {}: {}",
-                verdict_name(s.verdict)?,
+                s.verdict.name(),
                 s.reason
             )?;
         }
@@ -149,18 +149,10 @@ pub(crate) async fn run(args: BootstrapArgs) -> anyhow::Result<ExitCode> {
         writeln!(
             out,
             "{}: {} ({} ms){cached}",
-            verdict_name(record.verdict)?,
+            record.verdict.name(),
             record.reason,
             record.duration_ms
         )?;
     }
     Ok(ExitCode::from(record.verdict.exit_code()))
-}
-
-/// A verdict as it is written in JSON (`failed_deterministic`).
-fn verdict_name(verdict: forq_bootstrap::Verdict) -> anyhow::Result<String> {
-    Ok(serde_json::to_value(verdict)?
-        .as_str()
-        .unwrap_or_default()
-        .to_owned())
 }
