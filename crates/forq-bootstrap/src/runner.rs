@@ -123,12 +123,9 @@ pub struct TestRun {
 }
 
 impl TestRun {
-    /// Whether every test in `ids` ran and passed.
-    pub fn all_passed(&self, ids: &[String]) -> bool {
-        let Some(ev) = &self.evidence else {
-            return false;
-        };
-        ids.iter().all(|id| {
+    /// Whether the test `id` (see [`same_test`]) ran and passed.
+    pub fn passed(&self, id: &str) -> bool {
+        self.evidence.as_ref().is_some_and(|ev| {
             ev.tests
                 .iter()
                 .any(|(t, o)| same_test(t, id) && *o == crate::Outcome::Passed)

@@ -91,14 +91,6 @@ impl Judgement {
     }
 }
 
-fn passed(run: &TestRun, id: &str) -> bool {
-    run.evidence.as_ref().is_some_and(|ev| {
-        ev.tests
-            .iter()
-            .any(|(t, o)| same_test(t, id) && *o == Outcome::Passed)
-    })
-}
-
 impl Oracle {
     /// Runs the whole suite on the unmodified code in `sandbox` (a fork of
     /// the warm root, so the root stays clean): the passing tests are the
@@ -135,7 +127,7 @@ impl Oracle {
                 if !ev.tests.keys().any(|t| same_test(t, id)) {
                     return Err(OracleError::UnknownTarget(id.clone()));
                 }
-                if passed(&run, id) {
+                if run.passed(id) {
                     return Err(OracleError::TargetPasses(id.clone()));
                 }
             }
@@ -187,7 +179,7 @@ impl Oracle {
         let failing: Vec<String> = self
             .target
             .iter()
-            .filter(|id| !passed(run, id))
+            .filter(|id| !run.passed(id))
             .cloned()
             .collect();
         Judgement {
@@ -196,7 +188,7 @@ impl Oracle {
             broken: if full {
                 self.guard
                     .iter()
-                    .filter(|id| !passed(run, id))
+                    .filter(|id| !run.passed(id))
                     .cloned()
                     .collect()
             } else {
