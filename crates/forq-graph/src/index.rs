@@ -270,6 +270,20 @@ fn process(
 }
 
 impl Index {
+    /// Where a repository's index lives unless told otherwise:
+    /// `ROOT/.forq/graph.db`.
+    pub fn default_db(root: &Path) -> PathBuf {
+        root.join(".forq").join("graph.db")
+    }
+
+    /// The index of `root` at its default place ([`Index::default_db`]),
+    /// brought up to date: what a caller that asks questions wants.
+    pub fn open_current(root: &Path) -> Result<Index> {
+        let mut index = Index::open(&Index::default_db(root), root)?;
+        index.update()?;
+        Ok(index)
+    }
+
     /// Opens (or creates) the index at `db` for the repository at `root`,
     /// with default options.
     pub fn open(db: &Path, root: &Path) -> Result<Index> {

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use forq_bootstrap::GateOptions;
-use forq_graph::{Index, IndexOptions};
+use forq_graph::Index;
 use forq_sandbox::Backend;
 use serde::Serialize;
 
@@ -53,13 +53,10 @@ pub struct OrderSummary {
 pub const ORDERS: [Order; 3] = [Order::BestFirst, Order::BreadthFirst, Order::Random(0x5eed)];
 
 fn mutate_for(repo: &Path, prepared: &Prepared) -> Result<Mutate, forq_graph::Error> {
-    let mut index = Index::open_with(
-        &repo.join(".forq").join("graph.db"),
-        repo,
-        IndexOptions::default(),
-    )?;
-    index.update()?;
-    Ok(Mutate::new(index, prepared.stack.clone()))
+    Ok(Mutate::new(
+        Index::open_current(repo)?,
+        prepared.stack.clone(),
+    ))
 }
 
 /// Why a measurement could not be made.

@@ -51,8 +51,7 @@
 //! let backend = forq_sandbox::open_backend(forq_sandbox::BackendChoice::Auto).await?.backend;
 //! let gate = forq_bootstrap::GateOptions::default();
 //! let prepared = prepare(&*backend, repo, &gate, &[], Duration::from_secs(300)).await?;
-//! let mut index = forq_graph::Index::open(&repo.join(".forq/graph.db"), repo)?;
-//! index.update()?;
+//! let index = forq_graph::Index::open_current(repo)?;
 //! let mutate = Mutate::new(index, prepared.stack.clone());
 //! let out = search(&*prepared.root, &prepared.oracle, &prepared.genesis, &mutate, &SearchOptions::default()).await?;
 //! if let Some(winner) = out.winner {

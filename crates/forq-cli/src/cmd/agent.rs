@@ -15,7 +15,7 @@ use forq_agent::provider::{self, Choice, Provider};
 use forq_agent::tools::{GraphTools, RunTests, Toolbox};
 use forq_agent::triage::Triage;
 use forq_bootstrap::{GateOptions, Verdict};
-use forq_graph::{Index, IndexOptions};
+use forq_graph::Index;
 use forq_sandbox::{Sandbox, SandboxSpec};
 use serde_json::json;
 
@@ -94,9 +94,7 @@ fn repo_dir(repo: &Path) -> anyhow::Result<PathBuf> {
 async fn graph(repo: &Path, quiet: bool) -> Option<(Index, String)> {
     let repo = repo.to_owned();
     let built = tokio::task::spawn_blocking(move || -> anyhow::Result<(Index, String)> {
-        let db = repo.join(".forq").join("graph.db");
-        let mut index = Index::open_with(&db, &repo, IndexOptions::default())?;
-        index.update()?;
+        let index = Index::open_current(&repo)?;
         let map = index.map(MAP_TOKENS, &[])?.text;
         Ok((index, map))
     })

@@ -131,12 +131,7 @@ pub(crate) async fn run(args: BootstrapArgs) -> anyhow::Result<ExitCode> {
             for step in &s.install {
                 writeln!(out, "           install: {step}")?;
             }
-            writeln!(
-                out,
-                "           -> {}: {}",
-                s.verdict.name(),
-                s.reason
-            )?;
+            writeln!(out, "           -> {}: {}", s.verdict.name(), s.reason)?;
         }
         for line in &record.evidence {
             writeln!(out, "evidence: {line}")?;

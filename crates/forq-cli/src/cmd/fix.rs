@@ -13,7 +13,7 @@ use forq_agent::cost::Budget as AgentBudget;
 use forq_agent::issue::Issue;
 use forq_agent::tools::{GraphTools, RunTests, Toolbox};
 use forq_bootstrap::GateOptions;
-use forq_graph::{Index, IndexOptions};
+use forq_graph::Index;
 use forq_search::brancher::{AgentReproducer, Agentic, Brancher, Llm, Mutate, Patches};
 use forq_search::tree::{Event, Status, Subscriber};
 use forq_search::{Budget, FixStrategy, Order, Prepared, SearchOptions, Single, Speculative};
@@ -83,14 +83,7 @@ async fn target(args: &FixArgs) -> anyhow::Result<(PathBuf, Option<Issue>)> {
 }
 
 fn open_index(repo: &Path) -> anyhow::Result<Index> {
-    let mut index = Index::open_with(
-        &repo.join(".forq").join("graph.db"),
-        repo,
-        IndexOptions::default(),
-    )
-    .with_context(|| format!("open the code graph of {}", repo.display()))?;
-    index.update()?;
-    Ok(index)
+    Index::open_current(repo).with_context(|| format!("open the code graph of {}", repo.display()))
 }
 
 /// The strategy and brancher the arguments name, over the prepared root.

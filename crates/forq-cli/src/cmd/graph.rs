@@ -15,9 +15,7 @@ use crate::cli::{
 };
 
 fn open(repo: &Path, db: Option<&PathBuf>, options: IndexOptions) -> anyhow::Result<Index> {
-    let db = db
-        .cloned()
-        .unwrap_or_else(|| repo.join(".forq").join("graph.db"));
+    let db = db.cloned().unwrap_or_else(|| Index::default_db(repo));
     Index::open_with(&db, repo, options)
         .with_context(|| format!("open the code graph of {}", repo.display()))
 }
