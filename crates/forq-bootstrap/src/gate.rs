@@ -587,18 +587,8 @@ async fn run_stack(
         done(Phase::Install, command, &out, at);
         run.exit_code = Some(out.shell_code());
         run.output_tail = tail(&out);
-        let text = format!("{}\n{}", out.stdout_text(), out.stderr_text());
-        if out.timed_out {
-            failed_install = Some(format!(
-                "install step `{command}` timed out after {} s",
-                secs(options.install_timeout)
-            ));
-        } else if !out.success() {
-            failed_install = Some(with_cause(
-                format!("install step `{command}` exited {}", out.shell_code()),
-                &text,
-            ));
-        }
+        failed_install = crate::runner::install_failure(&out, options.install_timeout)
+            .map(|why| format!("install step `{command}` {why}"));
         if failed_install.is_some() {
             break;
         }

@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use forq_sandbox::{Backend, BackendKind, ExecRequest, Network, Sandbox, SandboxSpec};
+use forq_sandbox::{Backend, BackendKind, ExecOutcome, ExecRequest, Network, Sandbox, SandboxSpec};
 use serde::Serialize;
 
 use crate::detect::{Stack, StackKind};
@@ -86,21 +86,32 @@ pub async fn provision(
                 return Err(sandbox_error(e));
             }
         };
-        if out.timed_out || !out.success() {
+        if let Some(reason) = install_failure(&out, install_timeout) {
             let _ = sandbox.destroy().await;
-            let text = out.stdout_text();
             return Err(Error::Install {
                 stack: stack.name().to_owned(),
                 command: command.clone(),
-                reason: if out.timed_out {
-                    format!("timed out after {} s", install_timeout.as_secs())
-                } else {
-                    crate::gate::with_cause(format!("exited {}", out.shell_code()), &text)
-                },
+                reason,
             });
         }
     }
     Ok(sandbox)
+}
+
+/// Why an install step failed (`timed out after N s`, `exited N: the
+/// output's telling line`), or `None` when it succeeded.
+pub(crate) fn install_failure(out: &ExecOutcome, timeout: Duration) -> Option<String> {
+    if out.timed_out {
+        return Some(format!("timed out after {} s", timeout.as_secs()));
+    }
+    if out.success() {
+        return None;
+    }
+    let text = format!("{}\n{}", out.stdout_text(), out.stderr_text());
+    Some(crate::gate::with_cause(
+        format!("exited {}", out.shell_code()),
+        &text,
+    ))
 }
 
 /// What a test run showed.
