@@ -165,6 +165,9 @@ pub enum SearchError {
     /// The brancher failed.
     #[error(transparent)]
     Brancher(#[from] BranchError),
+    /// An evaluation task panicked (a bug in forq, not in a candidate).
+    #[error("search: an evaluation task stopped: {0}")]
+    Task(String),
 }
 
 /// The winning node.
@@ -596,12 +599,7 @@ pub async fn search(
         };
         let (id, result, eval_ms) = match done {
             Ok(done) => done,
-            Err(e) => {
-                return Err(SearchError::Brancher(BranchError {
-                    brancher: "search".to_owned(),
-                    message: format!("an evaluation task stopped: {e}"),
-                }))
-            }
+            Err(e) => return Err(SearchError::Task(e.to_string())),
         };
         engine.evaluated += 1;
         in_flight.remove(&id);
@@ -681,15 +679,8 @@ pub async fn search(
     let winner = match winner {
         Some((id, sandbox, _)) => {
             let state = engine.states.get(&id).cloned().unwrap_or_default();
-            let patch = clean_patch(root, &state).await?;
+            let (patch, diff_lines) = clean_patch(root, &state).await?;
             engine.tree.best = Some(id);
-            let diff_lines = patch
-                .lines()
-                .filter(|l| {
-                    (l.starts_with('+') && !l.starts_with("+++"))
-                        || (l.starts_with('-') && !l.starts_with("---"))
-                })
-                .count();
             Some(Winner {
                 node: id,
                 patch,
@@ -712,12 +703,13 @@ pub async fn search(
     })
 }
 
-/// The patch of `state` alone: written into a fresh fork of the root, so
-/// what test runs left behind is not in it.
+/// The patch of `state` alone, and its lines added plus removed: written
+/// into a fresh fork of the root, so what test runs left behind is not in
+/// it.
 async fn clean_patch(
     root: &dyn Sandbox,
     state: &BTreeMap<String, Option<String>>,
-) -> Result<String, forq_sandbox::Error> {
+) -> Result<(String, usize), forq_sandbox::Error> {
     let fork = root.fork().await?;
     let written = Materialized {
         files: state.clone(),
@@ -729,7 +721,14 @@ async fn clean_patch(
         Err(e) => Err(e),
     };
     let _ = fork.destroy().await;
-    Ok(only_files(&diff?.patch, state))
+    let diff = diff?;
+    let lines = diff
+        .files
+        .iter()
+        .filter(|f| state.contains_key(&f.path))
+        .map(|f| f.added_lines + f.removed_lines)
+        .sum();
+    Ok((only_files(&diff.patch, state), lines))
 }
 
 /// The sections of a git-format patch about the files of `state` (what
