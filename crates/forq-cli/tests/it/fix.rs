@@ -11,23 +11,8 @@ use crate::agent::forq_env;
 fn copy_example(name: &str, into: &Path) -> PathBuf {
     let from = repo_root().join("examples").join(name);
     let to = into.join(name);
-    copy_dir(&from, &to);
+    forq_search::bench::copy_tree(&from, &to).unwrap();
     to
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap().flatten() {
-        let name = e.file_name();
-        if name == ".forq" || name == "target" {
-            continue;
-        }
-        if e.path().is_dir() {
-            copy_dir(&e.path(), &to.join(&name));
-        } else {
-            std::fs::copy(e.path(), to.join(&name)).unwrap();
-        }
-    }
 }
 
 fn examples() -> Vec<String> {
