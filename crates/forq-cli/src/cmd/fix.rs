@@ -11,6 +11,7 @@ use anyhow::Context;
 use forq_agent::agent::{Agent, Task};
 use forq_agent::cost::Budget as AgentBudget;
 use forq_agent::issue::Issue;
+use forq_agent::provider::Provider;
 use forq_agent::tools::{GraphTools, RunTests, Toolbox};
 use forq_bootstrap::GateOptions;
 use forq_graph::Index;
@@ -86,12 +87,17 @@ fn open_index(repo: &Path) -> anyhow::Result<Index> {
     Index::open_current(repo).with_context(|| format!("open the code graph of {}", repo.display()))
 }
 
+/// The model the arguments configure, opened once for the reproducer and
+/// the brancher (a replay plays on across both), or why there is none.
+type Model = Result<(Arc<dyn Provider>, String), String>;
+
 /// The strategy and brancher the arguments name, over the prepared root.
 async fn strategy(
     args: &FixArgs,
     repo: &Path,
     issue: Option<&Issue>,
     prepared: &Prepared,
+    model: &Model,
 ) -> anyhow::Result<Box<dyn FixStrategy>> {
     let brancher_name = args.brancher.unwrap_or(match args.strategy {
         StrategyName::Single => BrancherName::Agent,
@@ -111,7 +117,7 @@ async fn strategy(
             Box::new(Patches::from_paths(&args.patches)?)
         }
         BrancherName::Llm => {
-            let (provider, model) = open_provider(&args.model)?;
+            let (provider, model) = model.clone().map_err(anyhow::Error::msg)?;
             let r = repo.to_owned();
             let index = tokio::task::spawn_blocking(move || open_index(&r)).await??;
             let localizer = Mutate::new(index, prepared.stack.clone());
@@ -128,7 +134,7 @@ async fn strategy(
             Box::new(llm)
         }
         BrancherName::Agent => {
-            let (provider, model) = open_provider(&args.model)?;
+            let (provider, model) = model.clone().map_err(anyhow::Error::msg)?;
             let mut tools = Toolbox::editing().with(RunTests::new(prepared.stack.clone()));
             let mut task = Task::new(if issue_text.is_empty() {
                 format!(
@@ -182,10 +188,11 @@ pub(crate) async fn run(args: FixArgs) -> anyhow::Result<ExitCode> {
     }
     // With a model configured, an issue that no test catches yet gets a
     // reproduction test first (written by the agent, checked to fail).
-    let reproducer = match (&issue, open_provider(&args.model)) {
+    let model: Model = open_provider(&args.model).map_err(|e| format!("{e:#}"));
+    let reproducer = match (&issue, &model) {
         (Some(issue), Ok((provider, model))) if args.targets.is_empty() => {
             // The stack is not known yet: `run` runs the tests.
-            let agent = Agent::new(provider, model)
+            let agent = Agent::new(provider.clone(), model)
                 .tools(Toolbox::editing())
                 .budget(AgentBudget::default().max_steps(args.max_steps));
             Some(AgentReproducer::new(Arc::new(agent), issue.prompt()))
@@ -217,7 +224,16 @@ pub(crate) async fn run(args: FixArgs) -> anyhow::Result<ExitCode> {
             prepared.oracle.guard.len()
         ));
     }
-    let result = search(&args, &repo, issue.as_ref(), &prepared, started, &out).await;
+    let result = search(
+        &args,
+        &repo,
+        issue.as_ref(),
+        &prepared,
+        &model,
+        started,
+        &out,
+    )
+    .await;
     let _ = prepared.root.destroy().await;
     result
 }
@@ -227,10 +243,11 @@ async fn search(
     repo: &Path,
     issue: Option<&Issue>,
     prepared: &Prepared,
+    model: &Model,
     started: Instant,
     out: &Path,
 ) -> anyhow::Result<ExitCode> {
-    let strategy = strategy(args, repo, issue, prepared).await?;
+    let strategy = strategy(args, repo, issue, prepared, model).await?;
     let mut budget = Budget::default()
         .max_nodes(args.max_nodes)
         .max_depth(args.max_depth);
