@@ -622,7 +622,8 @@ impl Brancher for Mutate {
                 .get_or_insert_with(|| self.localize(&cx.oracle.target, &cx.oracle.guard))
                 .clone()
         };
-        let mut files: BTreeMap<String, String> = BTreeMap::new();
+        // Each file read and parsed once, however many suspects it holds.
+        let mut files: BTreeMap<String, (String, tree_sitter::Tree)> = BTreeMap::new();
         let mut all: Vec<(f64, String, usize, Candidate)> = Vec::new();
         let mut seen = HashSet::new();
         for s in &suspects {
@@ -641,18 +642,18 @@ impl Brancher for Mutate {
                         .and_then(|b| String::from_utf8(b).ok()),
                 };
                 let Some(current) = current else { continue };
-                files.insert(s.file.clone(), current);
+                let mut parser = tree_sitter::Parser::new();
+                if parser.set_language(&lang.grammar()).is_err() {
+                    continue;
+                }
+                let Some(tree) = parser.parse(&current, None) else {
+                    continue;
+                };
+                files.insert(s.file.clone(), (current, tree));
             }
-            let source = &files[&s.file];
-            let mut parser = tree_sitter::Parser::new();
-            if parser.set_language(&lang.grammar()).is_err() {
-                continue;
-            }
-            let Some(tree) = parser.parse(source, None) else {
-                continue;
-            };
+            let (source, tree) = &files[&s.file];
             let (start, end) = line_span(source, s.line, s.end_line);
-            let found = mutations(lang, source, &tree, start, end);
+            let found = mutations(lang, source, tree, start, end);
             let mut class_weight: HashMap<&str, f64> = HashMap::new();
             for m in &found {
                 *class_weight.entry(m.operator).or_default() += m.weight;
