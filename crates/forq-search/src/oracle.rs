@@ -11,17 +11,15 @@ use forq_sandbox::Sandbox;
 use serde::{Deserialize, Serialize};
 
 /// Judges candidates by the repository's tests.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone)]
 pub struct Oracle {
     /// How the tests run (the bootstrap gate's green stack).
-    #[serde(skip)]
-    pub stack: Option<Stack>,
+    pub stack: Stack,
     /// Test ids that must pass (fail-to-pass).
     pub target: Vec<String>,
     /// Test ids that passed before any change (pass-to-pass).
     pub guard: Vec<String>,
     /// Cap on each test run: a candidate that hangs is red when it is hit.
-    #[serde(skip)]
     pub timeout: Duration,
 }
 
@@ -140,7 +138,7 @@ impl Oracle {
             .map(|(id, _)| id.clone())
             .collect();
         let oracle = Oracle {
-            stack: Some(stack),
+            stack,
             target,
             guard,
             timeout,
@@ -153,9 +151,7 @@ impl Oracle {
     /// the runner can select them), then, if they all pass, the whole
     /// suite against the guard.
     pub async fn judge(&self, sandbox: &dyn Sandbox) -> Result<Judgement, forq_sandbox::Error> {
-        let Some(stack) = &self.stack else {
-            return Ok(Judgement::default());
-        };
+        let stack = &self.stack;
         let selected = forq_bootstrap::selection_command(stack, &self.target) != stack.command;
         let first = forq_bootstrap::run_tests(
             sandbox,
