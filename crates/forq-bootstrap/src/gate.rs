@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use forq_sandbox::{Backend, ExecOutcome, ExecRequest, Network, Sandbox};
+use forq_sandbox::{Backend, ExecOutcome, ExecRequest, Limits, Network, Sandbox};
 use serde::{Deserialize, Serialize};
 
 use crate::detect::{detect, Stack, StackKind};
@@ -109,6 +109,13 @@ pub struct GateOptions {
     pub fallback: Option<Arc<dyn Fallback>>,
     /// The docker backend's image (default: forq's own).
     pub image: Option<String>,
+    /// Recipes that replace detection (a project's `forq.yml` golden
+    /// commands): tried in order, judged like detected stacks.
+    pub recipes: Vec<Stack>,
+    /// Resource caps on every sandbox the gate and [`crate::provision`] make.
+    pub limits: Limits,
+    /// Extra environment of those sandboxes (a project's `forq.yml`).
+    pub env: Vec<(String, String)>,
 }
 
 impl std::fmt::Debug for GateOptions {
@@ -122,6 +129,9 @@ impl std::fmt::Debug for GateOptions {
             .field("store", &self.store)
             .field("observer", &self.observer.is_some())
             .field("fallback", &self.fallback.is_some())
+            .field("recipes", &self.recipes)
+            .field("limits", &self.limits)
+            .field("env", &self.env.iter().map(|(k, _)| k).collect::<Vec<_>>())
             .finish()
     }
 }
@@ -138,6 +148,9 @@ impl Default for GateOptions {
             observer: None,
             fallback: None,
             image: None,
+            recipes: Vec::new(),
+            limits: Limits::default(),
+            env: Vec::new(),
         }
     }
 }
@@ -178,6 +191,21 @@ impl GateOptions {
     /// Asks `fallback` for recipes when no detected stack is green.
     pub fn fallback(mut self, fallback: Arc<dyn Fallback>) -> Self {
         self.fallback = Some(fallback);
+        self
+    }
+    /// Runs `recipes` instead of detecting stacks.
+    pub fn recipes(mut self, recipes: Vec<Stack>) -> Self {
+        self.recipes = recipes;
+        self
+    }
+    /// Caps every sandbox's resources.
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+    /// Sets `key` in every sandbox's environment.
+    pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.env.push((key.into(), value.into()));
         self
     }
     fn tell(&self, event: &Progress<'_>) {
@@ -386,7 +414,11 @@ pub async fn run(
     record.verdict = Verdict::FailedDeterministic;
     record.reason = "interrupted".to_owned();
     let journal = Journal::start(repo, options.store.as_deref(), &record)?;
-    let stacks = detect(repo);
+    let stacks = if options.recipes.is_empty() {
+        detect(repo)
+    } else {
+        options.recipes.clone()
+    };
     options.tell(&Progress::Detected(&stacks));
     // Every stack is tried and reported (a monorepo's parts each get a
     // verdict); the cheapest green one decides.

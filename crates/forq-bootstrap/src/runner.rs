@@ -39,7 +39,11 @@ pub(crate) fn spec(
 ) -> SandboxSpec {
     let mut spec = SandboxSpec::new(repo)
         .env("CI", "true")
-        .env("NO_COLOR", "1");
+        .env("NO_COLOR", "1")
+        .limits(options.limits);
+    for (k, v) in &options.env {
+        spec = spec.env(k, v);
+    }
     if let Some(image) = &options.image {
         spec = spec.image(image.clone());
     }

@@ -1,0 +1,594 @@
+//! `forq.yml`: a project's settings, versioned in its repository. Every key
+//! has a default, so no file is needed; a file that names a key forq does
+//! not know, or gives a value of the wrong shape, is refused with the key's
+//! path and line.
+//!
+//! ```
+//! use forq_app::config::{Config, Strategy};
+//!
+//! let config = Config::parse("actions:\n  fix:\n    strategy: single\n", "forq.yml").unwrap();
+//! assert_eq!(config.actions.fix.strategy, Strategy::Single);
+//! assert!(config.triage.enabled);
+//!
+//! let err = Config::parse("triage:\n  treshold: 0.5\n", "forq.yml").unwrap_err();
+//! assert!(err.to_string().contains("forq.yml:2: triage.treshold"), "{err}");
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use forq_bootstrap::{GateOptions, Stack};
+use forq_sandbox::{BackendChoice, Limits};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// The names forq looks for, in order, at a repository's root.
+pub const FILE_NAMES: [&str; 2] = ["forq.yml", ".forq.yml"];
+
+/// A project's settings.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// Commands that replace stack detection: how to install, build and
+    /// test the project.
+    pub golden: Golden,
+    /// The oracle: which tests decide that an issue is fixed.
+    pub test: TestConfig,
+    /// Whether, and how, issues are triaged before any fixing.
+    pub triage: TriageConfig,
+    /// What forq does with an issue.
+    pub actions: Actions,
+    /// Who pays for the model.
+    pub funding: Funding,
+    /// Where the code runs.
+    pub sandbox: SandboxConfig,
+}
+
+/// The golden commands: when `test` (or `test.command`) is set, they
+/// replace stack detection.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct Golden {
+    /// Install steps, shell commands run in order (with the network).
+    pub install: Vec<String>,
+    /// Build steps, run after the install steps.
+    pub build: Vec<String>,
+    /// The test command, run by `sh -c` at the repository's root; its
+    /// output must be one forq reads (pytest -v, cargo test, ctest, TAP, …).
+    pub test: Option<String>,
+    /// Environment of every sandbox.
+    pub env: BTreeMap<String, String>,
+}
+
+/// The oracle.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct TestConfig {
+    /// The test command the oracle runs (default: `golden.test`, else the
+    /// detected stack's).
+    pub command: Option<String>,
+    /// Tests that capture the issue (default: every test failing on the
+    /// unmodified code, or an issue's own `targets`).
+    pub targets: Vec<String>,
+    /// Cap on one test run, in seconds.
+    pub timeout_s: u64,
+}
+
+impl Default for TestConfig {
+    fn default() -> Self {
+        TestConfig {
+            command: None,
+            targets: Vec::new(),
+            timeout_s: 600,
+        }
+    }
+}
+
+/// Triage: one structured model call per issue, before any fixing.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct TriageConfig {
+    /// Triage before fixing, when a model is configured (without one,
+    /// triage is skipped and says so).
+    pub enabled: bool,
+    /// The model (default: FORQ_MODEL, else the provider's).
+    pub model: Option<String>,
+    /// Confidence at or above which a fix is attempted.
+    #[schemars(range(min = 0.0, max = 1.0))]
+    pub threshold: f64,
+}
+
+impl Default for TriageConfig {
+    fn default() -> Self {
+        TriageConfig {
+            enabled: true,
+            model: None,
+            threshold: 0.6,
+        }
+    }
+}
+
+/// What forq does with an issue.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct Actions {
+    /// Fixing.
+    pub fix: FixConfig,
+}
+
+/// How forq fixes an issue.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct FixConfig {
+    /// `auto`: `forq queue` fixes every issue triage lets through;
+    /// `manual`: only when asked (`--action fix`). Either way a person
+    /// pushes (`forq push`).
+    pub mode: Mode,
+    /// `speculative` (the tree search) or `single` (one agent pass).
+    pub strategy: Strategy,
+    /// Who proposes candidates (default: `mutate` for speculative, `agent`
+    /// for single).
+    pub brancher: Option<BrancherName>,
+    /// The coding agent's limits.
+    pub agent: AgentConfig,
+    /// The search's limits.
+    pub budget: SearchBudget,
+    /// The branch a finished run commits to; `{action}`, `{run_id}` and
+    /// `{issue}` are filled in.
+    pub branch: String,
+}
+
+impl Default for FixConfig {
+    fn default() -> Self {
+        FixConfig {
+            mode: Mode::Manual,
+            strategy: Strategy::Speculative,
+            brancher: None,
+            agent: AgentConfig::default(),
+            budget: SearchBudget::default(),
+            branch: "forq/{action}/{run_id}".to_owned(),
+        }
+    }
+}
+
+/// Whether the queue fixes on its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// Fix every issue triage lets through.
+    Auto,
+    /// Fix only when asked.
+    Manual,
+}
+
+/// How a fix is looked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Strategy {
+    /// The tree search over copy-on-write forks.
+    Speculative,
+    /// One agent pass, then the oracle.
+    Single,
+}
+
+/// Who proposes candidates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum BrancherName {
+    /// Mechanical mutations at the suspects (no model).
+    Mutate,
+    /// A model's hypotheses.
+    Llm,
+    /// A coding agent's pass.
+    Agent,
+}
+
+/// The coding agent's limits.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct AgentConfig {
+    /// Most model calls.
+    pub max_steps: u32,
+    /// Most dollars per run (needs prices for the model).
+    pub max_cost_usd: Option<f64>,
+    /// The model (default: FORQ_MODEL, else the provider's).
+    pub model: Option<String>,
+}
+
+impl Default for AgentConfig {
+    fn default() -> Self {
+        AgentConfig {
+            max_steps: 30,
+            max_cost_usd: None,
+            model: None,
+        }
+    }
+}
+
+/// The search's limits.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct SearchBudget {
+    /// Most candidates evaluated.
+    pub max_nodes: usize,
+    /// Most edits stacked.
+    pub max_depth: usize,
+    /// Most wall-clock seconds of search.
+    pub max_time_s: Option<u64>,
+    /// Evaluations at once (default: the cores).
+    pub jobs: Option<usize>,
+}
+
+impl Default for SearchBudget {
+    fn default() -> Self {
+        SearchBudget {
+            max_nodes: 200,
+            max_depth: 2,
+            max_time_s: None,
+            jobs: None,
+        }
+    }
+}
+
+/// Who pays for the model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct Funding {
+    /// `owner`: the maintainer's key (from the environment);
+    /// `contributor`: a run on an issue needs its contributor's own key,
+    /// except for `trusted` authors.
+    pub mode: FundingMode,
+    /// Authors whose issues run on the owner's key in `contributor` mode.
+    pub trusted: Vec<String>,
+}
+
+impl Default for Funding {
+    fn default() -> Self {
+        Funding {
+            mode: FundingMode::Owner,
+            trusted: Vec::new(),
+        }
+    }
+}
+
+/// Whose key pays.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum FundingMode {
+    /// The maintainer's key.
+    Owner,
+    /// The contributor brings their own key.
+    Contributor,
+}
+
+/// Where the code runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct SandboxConfig {
+    /// `auto`, `native`, `docker` or `host` (`host` does not isolate).
+    pub backend: String,
+    /// The docker image (default: forq's own).
+    pub image: Option<String>,
+    /// Memory cap per sandbox, in MiB.
+    pub memory_mb: Option<u64>,
+    /// Cap on processes per sandbox.
+    pub pids: Option<u64>,
+    /// CPU cap per sandbox, in cores.
+    pub cpus: Option<f64>,
+    /// Whether install steps reach the network (tests never do).
+    pub network_for_installs: bool,
+    /// Cap on a seeded workspace, in MiB.
+    pub max_seed_mb: u64,
+    /// Cap on seeding (the clone), in seconds.
+    pub seed_timeout_s: u64,
+}
+
+impl Default for SandboxConfig {
+    fn default() -> Self {
+        SandboxConfig {
+            backend: "auto".to_owned(),
+            image: None,
+            memory_mb: None,
+            pids: None,
+            cpus: None,
+            network_for_installs: true,
+            max_seed_mb: 512,
+            seed_timeout_s: 300,
+        }
+    }
+}
+
+/// Why `forq.yml` was refused.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The file is not valid YAML, names an unknown key, or a value has the
+    /// wrong shape or range.
+    #[error("{file}:{line}: {key}: {message}")]
+    Invalid {
+        /// The file.
+        file: String,
+        /// The line (1-based; 0 when unknown).
+        line: usize,
+        /// The key's dotted path (`actions.fix.strategy`), or `(file)`.
+        key: String,
+        /// What is wrong and what to write instead.
+        message: String,
+    },
+}
+
+impl Config {
+    /// The settings of the repository at `root`: its `forq.yml` (or
+    /// `.forq.yml`), else the defaults. Returns the file read, if any.
+    pub fn load(root: &Path) -> Result<(Config, Option<PathBuf>), ConfigError> {
+        for name in FILE_NAMES {
+            let path = root.join(name);
+            if path.is_file() {
+                return Config::from_file(&path).map(|c| (c, Some(path)));
+            }
+        }
+        Ok((Config::default(), None))
+    }
+
+    /// The settings in the file at `path`.
+    pub fn from_file(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        Config::parse(&text, &path.display().to_string())
+    }
+
+    /// Parses and validates `text` (named `file` in errors).
+    pub fn parse(text: &str, file: &str) -> Result<Config, ConfigError> {
+        let invalid = |key: String, line: usize, message: String| ConfigError::Invalid {
+            file: file.to_owned(),
+            line,
+            key,
+            message,
+        };
+        if text.trim().is_empty() {
+            return Ok(Config::default());
+        }
+        let de = serde_yaml_ng::Deserializer::from_str(text);
+        let config: Config = serde_path_to_error::deserialize(de).map_err(|e| {
+            let key = e.path().to_string();
+            let inner = e.into_inner();
+            let line = inner.location().map_or_else(|| line_of(text, &key), |l| l.line());
+            let key = if key == "." { "(file)".to_owned() } else { key };
+            invalid(key, line, tidy(&inner.to_string()))
+        })?;
+        match config.problems().into_iter().next() {
+            Some((key, message)) => Err(invalid(key.to_owned(), line_of(text, key), message)),
+            None => Ok(config),
+        }
+    }
+
+    /// What the types cannot say: ranges and names.
+    fn problems(&self) -> Vec<(&'static str, String)> {
+        let mut out = Vec::new();
+        if !(0.0..=1.0).contains(&self.triage.threshold) {
+            out.push((
+                "triage.threshold",
+                format!(
+                    "{} is not a confidence; write a number from 0 to 1",
+                    self.triage.threshold
+                ),
+            ));
+        }
+        if self.sandbox.backend.parse::<BackendChoice>().is_err() {
+            out.push((
+                "sandbox.backend",
+                format!(
+                    "unknown backend `{}`; write auto, native, docker or host",
+                    self.sandbox.backend
+                ),
+            ));
+        }
+        if self.actions.fix.budget.max_nodes == 0 {
+            out.push((
+                "actions.fix.budget.max_nodes",
+                "0 evaluates nothing; write at least 1".to_owned(),
+            ));
+        }
+        if self.actions.fix.branch.trim().is_empty() || self.actions.fix.branch.contains(' ') {
+            out.push((
+                "actions.fix.branch",
+                "a branch name template without spaces, such as forq/{action}/{run_id}".to_owned(),
+            ));
+        }
+        out
+    }
+
+    /// The JSON Schema of `forq.yml`, for editors.
+    pub fn schema() -> serde_json::Value {
+        let schema = schemars::schema_for!(Config);
+        serde_json::to_value(schema).unwrap_or_default()
+    }
+
+    /// The gate's options this file asks for: the golden recipe (when a
+    /// test command is given), limits, environment and image.
+    pub fn gate_options(&self) -> GateOptions {
+        let mut gate = GateOptions::default().image(self.sandbox.image.clone());
+        if let Some(test) = self.test.command.as_ref().or(self.golden.test.as_ref()) {
+            let steps = self
+                .golden
+                .install
+                .iter()
+                .chain(&self.golden.build)
+                .cloned()
+                .collect();
+            gate = gate.recipes(vec![Stack::custom("forq.yml golden", steps, test)]);
+        }
+        let mut limits = Limits::default();
+        limits.memory_bytes = self.sandbox.memory_mb.map(|m| m * 1024 * 1024);
+        limits.pids = self.sandbox.pids;
+        limits.cpus = self.sandbox.cpus;
+        gate = gate.limits(limits);
+        for (k, v) in &self.golden.env {
+            gate = gate.env(k, v);
+        }
+        gate
+    }
+
+    /// The backend `sandbox.backend` names (checked when parsed).
+    pub fn backend(&self) -> BackendChoice {
+        self.sandbox.backend.parse().unwrap_or_default()
+    }
+}
+
+/// serde_yaml's message without its own position suffix (the error names
+/// the line itself).
+fn tidy(message: &str) -> String {
+    let m = match message.find(" at line ") {
+        Some(i) => &message[..i],
+        None => message,
+    };
+    m.to_owned()
+}
+
+/// The line of the key at dotted `path` in block-style YAML `text` (0 when
+/// it is not written there): each segment is looked for below the line of
+/// its parent, indented deeper.
+fn line_of(text: &str, path: &str) -> usize {
+    let mut from = 0usize;
+    let mut indent: Option<usize> = None;
+    let mut found = 0usize;
+    for segment in path.split('.').filter(|s| !s.is_empty()) {
+        let segment = segment.split('[').next().unwrap_or(segment);
+        let mut hit = None;
+        for (i, line) in text.lines().enumerate().skip(from) {
+            let trimmed = line.trim_start();
+            if trimmed.is_empty() || trimmed.starts_with('#') {
+                continue;
+            }
+            let depth = line.len() - trimmed.len();
+            if let Some(parent) = indent {
+                if depth <= parent && i > from {
+                    break;
+                }
+            }
+            let key = trimmed.trim_start_matches("- ");
+            if key.strip_prefix(segment).is_some_and(|r| r.starts_with(':')) {
+                hit = Some((i, depth));
+                break;
+            }
+        }
+        let Some((i, depth)) = hit else { return found };
+        found = i + 1;
+        from = i + 1;
+        indent = Some(depth);
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_file_means_every_default() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (config, path) = Config::load(dir.path()).expect("defaults");
+        assert_eq!(config, Config::default());
+        assert!(path.is_none());
+        assert_eq!(config.actions.fix.branch, "forq/{action}/{run_id}");
+        assert_eq!(config.funding.mode, FundingMode::Owner);
+    }
+
+    #[test]
+    fn a_full_file_round_trips_every_section() {
+        let text = "\
+golden:
+  install: [pip install -e .]
+  build: [make]
+  test: pytest -v
+  env:
+    PYTHONHASHSEED: \"0\"
+test:
+  targets: [tests/test_x.py::test_y]
+  timeout_s: 60
+triage:
+  enabled: false
+  threshold: 0.8
+actions:
+  fix:
+    mode: auto
+    strategy: single
+    brancher: agent
+    agent: {max_steps: 12, max_cost_usd: 0.5}
+    budget: {max_nodes: 40, max_depth: 1}
+    branch: bot/{issue}-{run_id}
+funding:
+  mode: contributor
+  trusted: [alice]
+sandbox:
+  backend: docker
+  memory_mb: 2048
+  network_for_installs: false
+";
+        let c = Config::parse(text, "forq.yml").expect("valid");
+        assert_eq!(c.golden.install, ["pip install -e ."]);
+        assert_eq!(c.golden.env["PYTHONHASHSEED"], "0");
+        assert_eq!(c.test.timeout_s, 60);
+        assert!(!c.triage.enabled);
+        assert_eq!(c.actions.fix.mode, Mode::Auto);
+        assert_eq!(c.actions.fix.brancher, Some(BrancherName::Agent));
+        assert_eq!(c.actions.fix.agent.max_steps, 12);
+        assert_eq!(c.actions.fix.budget.max_nodes, 40);
+        assert_eq!(c.funding.trusted, ["alice"]);
+        assert_eq!(c.sandbox.memory_mb, Some(2048));
+        let gate = c.gate_options();
+        assert_eq!(gate.recipes.len(), 1);
+        assert_eq!(gate.recipes[0].install, ["pip install -e .", "make"]);
+        assert_eq!(gate.recipes[0].command, "pytest -v");
+        assert_eq!(gate.limits.memory_bytes, Some(2048 * 1024 * 1024));
+        assert_eq!(gate.env, [("PYTHONHASHSEED".to_owned(), "0".to_owned())]);
+    }
+
+    #[test]
+    fn errors_name_the_key_and_its_line() {
+        let bad_type = Config::parse("sandbox:\n  backend: docker\n  pids: lots\n", "f.yml")
+            .expect_err("pids is a number");
+        let s = bad_type.to_string();
+        assert!(s.starts_with("f.yml:3: sandbox.pids:"), "{s}");
+
+        let unknown = Config::parse("actions:\n  fix:\n    stratgy: single\n", "f.yml")
+            .expect_err("unknown key");
+        let s = unknown.to_string();
+        assert!(s.starts_with("f.yml:3: actions.fix.stratgy:"), "{s}");
+        assert!(s.contains("strategy"), "names the expected keys: {s}");
+
+        let enum_value = Config::parse("actions:\n  fix:\n    strategy: greedy\n", "f.yml")
+            .expect_err("unknown variant");
+        assert!(enum_value.to_string().contains("actions.fix.strategy"), "{enum_value}");
+
+        let range = Config::parse("# c\ntriage:\n  enabled: true\n  threshold: 3\n", "f.yml")
+            .expect_err("out of range");
+        assert_eq!(
+            range.to_string(),
+            "f.yml:4: triage.threshold: 3 is not a confidence; write a number from 0 to 1"
+        );
+        let backend = Config::parse("sandbox:\n  backend: vm\n", "f.yml").expect_err("backend");
+        assert!(backend.to_string().starts_with("f.yml:2: sandbox.backend: unknown backend `vm`"));
+    }
+
+    #[test]
+    fn the_schema_describes_every_section() {
+        let schema = Config::schema();
+        let props = &schema["properties"];
+        for section in ["golden", "test", "triage", "actions", "funding", "sandbox"] {
+            assert!(props.get(section).is_some(), "{section} in {schema}");
+        }
+        let text = schema.to_string();
+        assert!(text.contains("speculative") && text.contains("contributor"), "{text}");
+    }
+}
