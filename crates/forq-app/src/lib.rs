@@ -3,5 +3,7 @@
 //! command line.
 //!
 //! - [`config`]: `forq.yml`, with defaults for every key and a JSON Schema.
+//! - [`store`]: runs, their events and checkpoints in SQLite.
 
 pub mod config;
+pub mod store;

@@ -1,0 +1,672 @@
+//! The run store: every run, its events (state changes, search nodes,
+//! agent steps, notes) and its checkpoints, in one SQLite database
+//! (`.forq/forq.db`, WAL, so `forq runs tail` reads while a run writes).
+//!
+//! ```
+//! use forq_app::store::{NewRun, State, Store};
+//!
+//! let dir = tempfile::tempdir().unwrap();
+//! let store = Store::open(&dir.path().join("forq.db")).unwrap();
+//! let run = store.create(&NewRun::fix("7", "add() subtracts", "/src/calc")).unwrap();
+//! assert_eq!(run.state, State::Queued);
+//! store.transition(&run.id, State::Triaging, "").unwrap();
+//! assert_eq!(store.get(&run.id).unwrap().state, State::Triaging);
+//! assert_eq!(store.events(&run.id, 0).unwrap().len(), 2); // created, then the state change
+//! ```
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use rusqlite::{params, Connection, OptionalExtension};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Where a run is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum State {
+    /// Created, not started.
+    Queued,
+    /// The model decides whether the issue is worth a fix.
+    Triaging,
+    /// Seeding the workspace, the bootstrap gate, the warm sandbox, the
+    /// oracle.
+    Provisioning,
+    /// The search or the agent looks for a patch.
+    Implementing,
+    /// The patch is committed and the whole suite runs on the commit.
+    Testing,
+    /// Terminal: a person pushed the branch and opened a pull request.
+    PrOpened,
+    /// Terminal: a green patch is committed on the run's branch.
+    PatchReady,
+    /// Terminal: a triage-only run decided (its decision is the outcome).
+    Triaged,
+    /// Terminal: forq stopped short and says why (triage declined, no
+    /// green candidate, a budget spent).
+    NeedsHuman,
+    /// Terminal: someone aborted it.
+    Aborted,
+    /// Terminal: something broke; the reason says what.
+    Failed,
+}
+
+const STATES: [(State, &str); 11] = [
+    (State::Queued, "queued"),
+    (State::Triaging, "triaging"),
+    (State::Provisioning, "provisioning"),
+    (State::Implementing, "implementing"),
+    (State::Testing, "testing"),
+    (State::PrOpened, "pr_opened"),
+    (State::PatchReady, "patch_ready"),
+    (State::Triaged, "triaged"),
+    (State::NeedsHuman, "needs_human"),
+    (State::Aborted, "aborted"),
+    (State::Failed, "failed"),
+];
+
+impl State {
+    /// The state's name, as stored and printed.
+    pub fn name(self) -> &'static str {
+        STATES
+            .iter()
+            .find(|(s, _)| *s == self)
+            .map_or("failed", |(_, n)| n)
+    }
+    /// The state named `name`.
+    pub fn from_name(name: &str) -> Option<State> {
+        STATES.iter().find(|(_, n)| *n == name).map(|(s, _)| *s)
+    }
+    /// Whether the run is over.
+    pub fn is_terminal(self) -> bool {
+        !matches!(
+            self,
+            State::Queued
+                | State::Triaging
+                | State::Provisioning
+                | State::Implementing
+                | State::Testing
+        )
+    }
+}
+
+impl std::fmt::Display for State {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What a run does with its issue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Action {
+    /// Triage only.
+    Triage,
+    /// Triage (when enabled), then fix.
+    Fix,
+}
+
+impl Action {
+    /// `triage` or `fix`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Action::Triage => "triage",
+            Action::Fix => "fix",
+        }
+    }
+}
+
+/// The issue a run works on, as the run keeps it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IssueRecord {
+    /// Its id in its source (a number on GitHub, the front matter's or the
+    /// file's name locally).
+    pub id: String,
+    /// The title.
+    pub title: String,
+    /// The body, Markdown.
+    pub body: String,
+    /// Where it was read.
+    pub source: String,
+    /// Labels.
+    #[serde(default)]
+    pub labels: Vec<String>,
+    /// Tests that capture it, when its source names them.
+    #[serde(default)]
+    pub targets: Vec<String>,
+    /// Who filed it, when known.
+    #[serde(default)]
+    pub author: Option<String>,
+    /// The pull request or issue URL on its forge, when it has one.
+    #[serde(default)]
+    pub url: Option<String>,
+}
+
+/// A run to create.
+#[derive(Debug, Clone)]
+pub struct NewRun {
+    /// The issue.
+    pub issue: IssueRecord,
+    /// The repository: a directory or a git URL.
+    pub repo: String,
+    /// What to do.
+    pub action: Action,
+}
+
+impl NewRun {
+    /// A fix run on issue `id` titled `title` of the repository `repo`.
+    pub fn fix(id: &str, title: &str, repo: &str) -> NewRun {
+        NewRun {
+            issue: IssueRecord {
+                id: id.to_owned(),
+                title: title.to_owned(),
+                ..IssueRecord::default()
+            },
+            repo: repo.to_owned(),
+            action: Action::Fix,
+        }
+    }
+}
+
+/// A run as stored.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Run {
+    /// Its id.
+    pub id: String,
+    /// The issue.
+    pub issue: IssueRecord,
+    /// The repository: a directory or a git URL.
+    pub repo: String,
+    /// What it does.
+    pub action: Action,
+    /// Where it is.
+    pub state: State,
+    /// Why it is there (a terminal state's reason).
+    pub reason: String,
+    /// Created, milliseconds since the epoch.
+    pub created_ms: u64,
+    /// Last changed, milliseconds since the epoch.
+    pub updated_ms: u64,
+    /// The process working on it, while one is.
+    pub pid: Option<u32>,
+    /// Dollars spent on models.
+    pub cost_usd: f64,
+    /// Lines added plus removed by its patch.
+    pub patch_lines: Option<usize>,
+    /// The branch its patch is committed on.
+    pub branch: Option<String>,
+    /// Whether someone asked it to stop.
+    pub abort_requested: bool,
+}
+
+impl Run {
+    /// Whether a process is working on it now: not over, and its recorded
+    /// process is alive.
+    pub fn is_live(&self) -> bool {
+        !self.state.is_terminal() && self.pid.is_some_and(process_alive)
+    }
+    /// Seconds from creation to the last change.
+    pub fn elapsed_s(&self) -> f64 {
+        self.updated_ms.saturating_sub(self.created_ms) as f64 / 1000.0
+    }
+}
+
+/// Whether process `pid` exists.
+pub fn process_alive(pid: u32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
+}
+
+/// One thing that happened to a run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Event {
+    /// Its place in the run's sequence, from 1.
+    pub seq: u64,
+    /// When, milliseconds since the epoch.
+    pub at_ms: u64,
+    /// `created`, `state`, `checkpoint`, `node`, `agent`, `note`, `cost`.
+    pub kind: String,
+    /// Details, JSON.
+    pub data: Value,
+}
+
+/// Why the store failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// SQLite failed.
+    #[error("the run store {path}: {source}")]
+    Sqlite {
+        /// The database.
+        path: PathBuf,
+        /// The error.
+        source: rusqlite::Error,
+    },
+    /// No run has this id.
+    #[error("no run {0}; `forq runs` lists them")]
+    NotFound(String),
+    /// More than one run starts with this prefix.
+    #[error("{0} names more than one run; give more of the id")]
+    Ambiguous(String),
+    /// The run is over and cannot change state.
+    #[error("run {id} is {state} already: it is over")]
+    Over {
+        /// The run.
+        id: String,
+        /// Its state.
+        state: State,
+    },
+}
+
+/// The run store. Methods are synchronous and quick; share it in an `Arc`.
+#[derive(Debug)]
+pub struct Store {
+    path: PathBuf,
+    conn: Mutex<Connection>,
+}
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS runs (
+    id TEXT PRIMARY KEY,
+    issue TEXT NOT NULL,
+    repo TEXT NOT NULL,
+    action TEXT NOT NULL,
+    state TEXT NOT NULL,
+    reason TEXT NOT NULL DEFAULT '',
+    created_ms INTEGER NOT NULL,
+    updated_ms INTEGER NOT NULL,
+    pid INTEGER,
+    cost_usd REAL NOT NULL DEFAULT 0,
+    patch_lines INTEGER,
+    branch TEXT,
+    abort_requested INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS events (
+    run_id TEXT NOT NULL REFERENCES runs(id),
+    seq INTEGER NOT NULL,
+    at_ms INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    data TEXT NOT NULL,
+    PRIMARY KEY (run_id, seq)
+);
+CREATE TABLE IF NOT EXISTS checkpoints (
+    run_id TEXT NOT NULL REFERENCES runs(id),
+    phase TEXT NOT NULL,
+    at_ms INTEGER NOT NULL,
+    data TEXT NOT NULL,
+    PRIMARY KEY (run_id, phase)
+);
+";
+
+/// Milliseconds since the epoch.
+pub fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+impl Store {
+    /// Opens (creating) the database at `path`.
+    pub fn open(path: &Path) -> Result<Store, StoreError> {
+        let err = |source| StoreError::Sqlite {
+            path: path.to_owned(),
+            source,
+        };
+        if let Some(dir) = path.parent() {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        let conn = Connection::open(path).map_err(err)?;
+        conn.busy_timeout(Duration::from_secs(10)).map_err(err)?;
+        conn.pragma_update(None, "journal_mode", "WAL").map_err(err)?;
+        conn.pragma_update(None, "synchronous", "NORMAL").map_err(err)?;
+        conn.execute_batch(SCHEMA).map_err(err)?;
+        Ok(Store {
+            path: path.to_owned(),
+            conn: Mutex::new(conn),
+        })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn with<T>(
+        &self,
+        f: impl FnOnce(&Connection) -> Result<T, rusqlite::Error>,
+    ) -> Result<T, StoreError> {
+        let conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        f(&conn).map_err(|source| StoreError::Sqlite {
+            path: self.path.clone(),
+            source,
+        })
+    }
+
+    /// Records a new run, `queued`.
+    pub fn create(&self, new: &NewRun) -> Result<Run, StoreError> {
+        let now = now_ms();
+        let id = new_id(now);
+        let issue = serde_json::to_string(&new.issue).unwrap_or_default();
+        self.with(|c| {
+            c.execute(
+                "INSERT INTO runs (id, issue, repo, action, state, created_ms, updated_ms)
+                 VALUES (?1, ?2, ?3, ?4, 'queued', ?5, ?5)",
+                params![id, issue, new.repo, new.action.name(), now as i64],
+            )
+        })?;
+        self.event(
+            &id,
+            "created",
+            serde_json::json!({"issue": new.issue.id, "action": new.action.name(), "repo": new.repo}),
+        )?;
+        self.get(&id)
+    }
+
+    /// The run `id`, or the one run whose id starts with it.
+    pub fn get(&self, id: &str) -> Result<Run, StoreError> {
+        let rows = self.with(|c| {
+            let mut q = c.prepare(
+                "SELECT id, issue, repo, action, state, reason, created_ms, updated_ms, pid,
+                        cost_usd, patch_lines, branch, abort_requested
+                 FROM runs WHERE id = ?1 OR id LIKE ?2 ORDER BY id = ?1 DESC LIMIT 2",
+            )?;
+            let rows = q
+                .query_map(params![id, format!("{id}%")], row)?
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(rows)
+        })?;
+        match rows.as_slice() {
+            [] => Err(StoreError::NotFound(id.to_owned())),
+            [one, ..] if one.id == id => Ok(one.clone()),
+            [one] => Ok(one.clone()),
+            _ => Err(StoreError::Ambiguous(id.to_owned())),
+        }
+    }
+
+    /// The newest runs first, at most `limit`.
+    pub fn list(&self, limit: usize) -> Result<Vec<Run>, StoreError> {
+        self.with(|c| {
+            let mut q = c.prepare(
+                "SELECT id, issue, repo, action, state, reason, created_ms, updated_ms, pid,
+                        cost_usd, patch_lines, branch, abort_requested
+                 FROM runs ORDER BY created_ms DESC, id DESC LIMIT ?1",
+            )?;
+            let rows = q
+                .query_map(params![limit as i64], row)?
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(rows)
+        })
+    }
+
+    /// Moves run `id` to `to` (with `reason` for terminal states), and
+    /// records the change as an event. A run that is over stays over,
+    /// except that `patch_ready` becomes `pr_opened`.
+    pub fn transition(&self, id: &str, to: State, reason: &str) -> Result<Run, StoreError> {
+        let run = self.get(id)?;
+        let allowed = !run.state.is_terminal()
+            || (run.state == State::PatchReady && to == State::PrOpened);
+        if !allowed {
+            return Err(StoreError::Over {
+                id: run.id,
+                state: run.state,
+            });
+        }
+        let now = now_ms() as i64;
+        self.with(|c| {
+            c.execute(
+                "UPDATE runs SET state = ?2, reason = ?3, updated_ms = ?4 WHERE id = ?1",
+                params![run.id, to.name(), reason, now],
+            )
+        })?;
+        self.event(
+            &run.id,
+            "state",
+            serde_json::json!({"from": run.state.name(), "to": to.name(), "reason": reason}),
+        )?;
+        self.get(&run.id)
+    }
+
+    /// Appends an event to run `id`'s log.
+    pub fn event(&self, id: &str, kind: &str, data: Value) -> Result<u64, StoreError> {
+        let now = now_ms() as i64;
+        let data = data.to_string();
+        self.with(|c| {
+            let seq: i64 = c.query_row(
+                "SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE run_id = ?1",
+                params![id],
+                |r| r.get(0),
+            )?;
+            c.execute(
+                "INSERT INTO events (run_id, seq, at_ms, kind, data) VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![id, seq, now, kind, data],
+            )?;
+            Ok(seq as u64)
+        })
+    }
+
+    /// Run `id`'s events after `after` (0 for all), in order.
+    pub fn events(&self, id: &str, after: u64) -> Result<Vec<Event>, StoreError> {
+        self.with(|c| {
+            let mut q = c.prepare(
+                "SELECT seq, at_ms, kind, data FROM events WHERE run_id = ?1 AND seq > ?2 ORDER BY seq",
+            )?;
+            let rows = q
+                .query_map(params![id, after as i64], |r| {
+                    let data: String = r.get(3)?;
+                    Ok(Event {
+                        seq: r.get::<_, i64>(0)? as u64,
+                        at_ms: r.get::<_, i64>(1)? as u64,
+                        kind: r.get(2)?,
+                        data: serde_json::from_str(&data).unwrap_or(Value::Null),
+                    })
+                })?
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(rows)
+        })
+    }
+
+    /// Records that run `id` finished `phase`, with what later phases need
+    /// (replacing an earlier record of the same phase).
+    pub fn checkpoint(&self, id: &str, phase: &str, data: &Value) -> Result<(), StoreError> {
+        let now = now_ms() as i64;
+        self.with(|c| {
+            c.execute(
+                "INSERT OR REPLACE INTO checkpoints (run_id, phase, at_ms, data) VALUES (?1, ?2, ?3, ?4)",
+                params![id, phase, now, data.to_string()],
+            )
+        })?;
+        self.event(id, "checkpoint", serde_json::json!({"phase": phase}))?;
+        Ok(())
+    }
+
+    /// What run `id` recorded when it finished `phase`, if it did.
+    pub fn checkpointed(&self, id: &str, phase: &str) -> Result<Option<Value>, StoreError> {
+        self.with(|c| {
+            c.query_row(
+                "SELECT data FROM checkpoints WHERE run_id = ?1 AND phase = ?2",
+                params![id, phase],
+                |r| r.get::<_, String>(0),
+            )
+            .optional()
+        })
+        .map(|d| d.map(|d| serde_json::from_str(&d).unwrap_or(Value::Null)))
+    }
+
+    /// Claims run `id` for process `pid`.
+    pub fn claim(&self, id: &str, pid: u32) -> Result<(), StoreError> {
+        self.with(|c| {
+            c.execute(
+                "UPDATE runs SET pid = ?2, updated_ms = ?3 WHERE id = ?1",
+                params![id, pid, now_ms() as i64],
+            )
+        })
+        .map(drop)
+    }
+
+    /// Asks run `id` to stop; a run that no process works on is aborted
+    /// here and now.
+    pub fn request_abort(&self, id: &str) -> Result<Run, StoreError> {
+        let run = self.get(id)?;
+        if run.state.is_terminal() {
+            return Err(StoreError::Over {
+                id: run.id,
+                state: run.state,
+            });
+        }
+        self.with(|c| {
+            c.execute(
+                "UPDATE runs SET abort_requested = 1 WHERE id = ?1",
+                params![run.id],
+            )
+        })?;
+        if run.is_live() && run.pid != Some(std::process::id()) {
+            return self.get(&run.id);
+        }
+        self.transition(&run.id, State::Aborted, "aborted by request")
+    }
+
+    /// Records an outcome's figures on run `id`.
+    pub fn record(
+        &self,
+        id: &str,
+        cost_usd: Option<f64>,
+        patch_lines: Option<usize>,
+        branch: Option<&str>,
+    ) -> Result<(), StoreError> {
+        self.with(|c| {
+            c.execute(
+                "UPDATE runs SET cost_usd = COALESCE(?2, cost_usd),
+                    patch_lines = COALESCE(?3, patch_lines), branch = COALESCE(?4, branch),
+                    updated_ms = ?5 WHERE id = ?1",
+                params![
+                    id,
+                    cost_usd,
+                    patch_lines.map(|l| l as i64),
+                    branch,
+                    now_ms() as i64
+                ],
+            )
+        })
+        .map(drop)
+    }
+}
+
+fn row(r: &rusqlite::Row<'_>) -> Result<Run, rusqlite::Error> {
+    let issue: String = r.get(1)?;
+    let action: String = r.get(3)?;
+    let state: String = r.get(4)?;
+    Ok(Run {
+        id: r.get(0)?,
+        issue: serde_json::from_str(&issue).unwrap_or_default(),
+        repo: r.get(2)?,
+        action: if action == "triage" {
+            Action::Triage
+        } else {
+            Action::Fix
+        },
+        state: State::from_name(&state).unwrap_or(State::Failed),
+        reason: r.get(5)?,
+        created_ms: r.get::<_, i64>(6)? as u64,
+        updated_ms: r.get::<_, i64>(7)? as u64,
+        pid: r.get::<_, Option<i64>>(8)?.map(|p| p as u32),
+        cost_usd: r.get(9)?,
+        patch_lines: r.get::<_, Option<i64>>(10)?.map(|l| l as usize),
+        branch: r.get(11)?,
+        abort_requested: r.get::<_, i64>(12)? != 0,
+    })
+}
+
+/// A run id: the creation time (sortable, readable) and four random hex
+/// digits, such as `20261201-174512-3fa9`.
+fn new_id(now_ms: u64) -> String {
+    let secs = now_ms / 1000;
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    let (y, m, d) = civil(days as i64);
+    format!(
+        "{y:04}{m:02}{d:02}-{:02}{:02}{:02}-{:04x}",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        fastrand::u16(..)
+    )
+}
+
+/// The calendar date `days` after 1970-01-01 (Howard Hinnant's algorithm).
+fn civil(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn store() -> (tempfile::TempDir, Store) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(&dir.path().join(".forq/forq.db")).expect("open");
+        (dir, store)
+    }
+
+    #[test]
+    fn ids_are_dated_and_distinct() {
+        assert!(new_id(1_764_610_000_000).starts_with("20251201-"));
+        assert!(new_id(0).starts_with("19700101-000000-"));
+        let (_d, s) = store();
+        let a = s.create(&NewRun::fix("1", "a", "/r")).expect("a");
+        let b = s.create(&NewRun::fix("2", "b", "/r")).expect("b");
+        assert_ne!(a.id, b.id);
+        assert_eq!(s.list(10).expect("list").len(), 2);
+    }
+
+    #[test]
+    fn a_run_that_is_over_stays_over() {
+        let (_d, s) = store();
+        let run = s.create(&NewRun::fix("1", "a", "/r")).expect("create");
+        s.transition(&run.id, State::PatchReady, "green").expect("ready");
+        let err = s.transition(&run.id, State::Failed, "x").expect_err("over");
+        assert!(err.to_string().contains("patch_ready already"), "{err}");
+        // The one way on: a person pushed and opened a pull request.
+        s.transition(&run.id, State::PrOpened, "").expect("pr");
+        assert!(s.request_abort(&run.id).is_err());
+    }
+
+    #[test]
+    fn checkpoints_replace_and_read_back() {
+        let (_d, s) = store();
+        let run = s.create(&NewRun::fix("1", "a", "/r")).expect("create");
+        assert_eq!(s.checkpointed(&run.id, "seeded").expect("read"), None);
+        s.checkpoint(&run.id, "seeded", &serde_json::json!({"head": "a"}))
+            .expect("write");
+        s.checkpoint(&run.id, "seeded", &serde_json::json!({"head": "b"}))
+            .expect("rewrite");
+        let got = s.checkpointed(&run.id, "seeded").expect("read");
+        assert_eq!(got, Some(serde_json::json!({"head": "b"})));
+    }
+
+    #[test]
+    fn prefixes_find_one_run_or_say_which_is_ambiguous() {
+        let (_d, s) = store();
+        let a = s.create(&NewRun::fix("1", "a", "/r")).expect("a");
+        let _b = s.create(&NewRun::fix("2", "b", "/r")).expect("b");
+        assert_eq!(s.get(&a.id).expect("exact").issue.id, "1");
+        assert!(matches!(s.get("2"), Err(StoreError::Ambiguous(_))));
+        assert!(matches!(s.get("nope"), Err(StoreError::NotFound(_))));
+    }
+
+    #[test]
+    fn aborting_a_run_nobody_works_on_aborts_it_now() {
+        let (_d, s) = store();
+        let run = s.create(&NewRun::fix("1", "a", "/r")).expect("create");
+        s.claim(&run.id, u32::MAX - 1).expect("claim by a process that is gone");
+        let aborted = s.request_abort(&run.id).expect("abort");
+        assert_eq!(aborted.state, State::Aborted);
+        assert!(aborted.abort_requested);
+    }
+}
