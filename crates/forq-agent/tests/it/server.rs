@@ -1,6 +1,8 @@
 //! A real HTTP/1.1 server on loopback that replies from a script: JSON
 //! bodies with any status and headers, or server-sent event streams written
-//! in several pieces. It records every request it gets.
+//! in several pieces. It records every request it gets. `{base}` in a
+//! reply's header values is replaced with the server's own URL (for
+//! pagination links).
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -11,6 +13,7 @@ use tokio::net::TcpListener;
 /// A request as the server received it.
 #[derive(Debug, Clone)]
 pub(crate) struct Received {
+    pub(crate) method: String,
     pub(crate) path: String,
     /// Header names lowercased.
     pub(crate) headers: Vec<(String, String)>,
@@ -66,10 +69,10 @@ impl Server {
         let url = format!("http://{}", listener.local_addr().unwrap());
         let received = Arc::new(Mutex::new(Vec::new()));
         let replies = Arc::new(Mutex::new(VecDeque::from(replies)));
-        let (rec, rep) = (received.clone(), replies.clone());
+        let (rec, rep, base) = (received.clone(), replies.clone(), url.clone());
         tokio::spawn(async move {
             while let Ok((mut conn, _)) = listener.accept().await {
-                let (rec, rep) = (rec.clone(), rep.clone());
+                let (rec, rep, base) = (rec.clone(), rep.clone(), base.clone());
                 tokio::spawn(async move {
                     let Some(req) = read_request(&mut conn).await else {
                         return;
@@ -80,7 +83,7 @@ impl Server {
                         500,
                         serde_json::json!({"error": {"message": "no scripted reply left"}}),
                     ));
-                    write_reply(&mut conn, reply).await;
+                    write_reply(&mut conn, reply, &base).await;
                 });
             }
         });
@@ -115,7 +118,9 @@ async fn read_request(conn: &mut tokio::net::TcpStream) -> Option<Received> {
     };
     let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
     let mut lines = head.lines();
-    let path = lines.next()?.split_whitespace().nth(1)?.to_owned();
+    let mut request_line = lines.next()?.split_whitespace();
+    let method = request_line.next()?.to_owned();
+    let path = request_line.next()?.to_owned();
     let headers: Vec<(String, String)> = lines
         .filter_map(|l| l.split_once(':'))
         .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
@@ -134,13 +139,14 @@ async fn read_request(conn: &mut tokio::net::TcpStream) -> Option<Received> {
     }
     let body = serde_json::from_slice(&buf[head_end..]).unwrap_or(serde_json::Value::Null);
     Some(Received {
+        method,
         path,
         headers,
         body,
     })
 }
 
-async fn write_reply(conn: &mut tokio::net::TcpStream, reply: Reply) {
+async fn write_reply(conn: &mut tokio::net::TcpStream, reply: Reply, base: &str) {
     match reply {
         Reply::Json {
             status,
@@ -152,7 +158,7 @@ async fn write_reply(conn: &mut tokio::net::TcpStream, reply: Reply) {
                 body.len()
             );
             for (n, v) in headers {
-                head.push_str(&format!("{n}: {v}\r\n"));
+                head.push_str(&format!("{n}: {}\r\n", v.replace("{base}", base)));
             }
             head.push_str("\r\n");
             let _ = conn.write_all(head.as_bytes()).await;

@@ -1,0 +1,499 @@
+//! GitHub over its REST API: list a repository's open issues and pull
+//! requests (every page), read one, comment, label, close, open a pull
+//! request. The token comes from the environment (`GITHUB_TOKEN`) and is
+//! sent only as the `Authorization` header; `GITHUB_API_URL` points at
+//! GitHub Enterprise (or a test server).
+//!
+//! Rate limits are waited out rather than failed on: a `Retry-After`
+//! header is obeyed; a spent primary limit (`x-ratelimit-remaining: 0`)
+//! waits until `x-ratelimit-reset`; a secondary limit without either
+//! header waits a minute, then longer, as GitHub's documentation asks.
+//! A wait longer than [`Github::max_wait`] is an error that says when to
+//! come back.
+
+use std::time::Duration;
+
+use reqwest::{Method, StatusCode};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::store::IssueRecord;
+
+/// A GitHub REST client for one API base.
+#[derive(Clone)]
+pub struct Github {
+    http: reqwest::Client,
+    api: String,
+    token: Option<String>,
+    max_wait: Duration,
+    attempts: u32,
+    secondary_wait: Duration,
+}
+
+impl std::fmt::Debug for Github {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Github")
+            .field("api", &self.api)
+            .field("token", &self.token.as_ref().map(|_| "(set)"))
+            .field("max_wait", &self.max_wait)
+            .finish()
+    }
+}
+
+/// An issue or pull request as GitHub lists it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GhIssue {
+    /// Its number.
+    pub number: u64,
+    /// The title.
+    pub title: String,
+    /// The body (GitHub sends null for an empty one).
+    #[serde(default)]
+    pub body: Option<String>,
+    /// Its page.
+    pub html_url: String,
+    /// `open` or `closed`.
+    pub state: String,
+    /// Labels.
+    #[serde(default)]
+    pub labels: Vec<GhLabel>,
+    /// Who opened it.
+    pub user: Option<GhUser>,
+    /// Present on pull requests.
+    #[serde(default)]
+    pub pull_request: Option<Value>,
+}
+
+/// A label.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GhLabel {
+    /// Its name.
+    pub name: String,
+}
+
+/// A user.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GhUser {
+    /// The login.
+    pub login: String,
+}
+
+impl GhIssue {
+    /// Whether it is a pull request.
+    pub fn is_pull(&self) -> bool {
+        self.pull_request.is_some()
+    }
+    /// The run store's record of it.
+    pub fn record(&self) -> IssueRecord {
+        IssueRecord {
+            id: self.number.to_string(),
+            title: self.title.clone(),
+            body: self.body.clone().unwrap_or_default(),
+            source: self.html_url.clone(),
+            labels: self.labels.iter().map(|l| l.name.clone()).collect(),
+            targets: Vec::new(),
+            author: self.user.as_ref().map(|u| u.login.clone()),
+            url: Some(self.html_url.clone()),
+        }
+    }
+}
+
+/// A pull request as opened.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GhPull {
+    /// Its number.
+    pub number: u64,
+    /// Its page.
+    pub html_url: String,
+}
+
+/// Why a GitHub call failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum GithubError {
+    /// The API could not be reached.
+    #[error("cannot reach {url}: {message}")]
+    Unreachable {
+        /// The request's URL.
+        url: String,
+        /// What failed.
+        message: String,
+    },
+    /// The API refused.
+    #[error("{method} {url}: {status}: {message}{hint}")]
+    Status {
+        /// The method.
+        method: String,
+        /// The request's URL.
+        url: String,
+        /// The HTTP status.
+        status: u16,
+        /// GitHub's message.
+        message: String,
+        /// What to do.
+        hint: &'static str,
+    },
+    /// Rate limited for longer than forq waits.
+    #[error("{url}: rate limited for {wait_s} s more (more than the {max_s} s forq waits); try again later, or with a GITHUB_TOKEN for a higher limit")]
+    RateLimited {
+        /// The request's URL.
+        url: String,
+        /// Seconds to wait.
+        wait_s: u64,
+        /// Seconds forq would have waited.
+        max_s: u64,
+    },
+    /// A reply that is not the documented shape.
+    #[error("{url}: unexpected reply: {message}")]
+    Shape {
+        /// The request's URL.
+        url: String,
+        /// What did not parse.
+        message: String,
+    },
+    /// Not `OWNER/REPO`.
+    #[error("{0} is not a GitHub repository; write OWNER/REPO or https://github.com/OWNER/REPO")]
+    NotARepo(String),
+}
+
+/// `OWNER/REPO` from `OWNER/REPO`, `https://github.com/OWNER/REPO[.git]`,
+/// or `git@github.com:OWNER/REPO.git`.
+pub fn repo_slug(spec: &str) -> Result<String, GithubError> {
+    let s = spec.trim().trim_end_matches('/').trim_end_matches(".git");
+    let s = s
+        .strip_prefix("https://github.com/")
+        .or_else(|| s.strip_prefix("http://github.com/"))
+        .or_else(|| s.strip_prefix("git@github.com:"))
+        .or_else(|| s.strip_prefix("ssh://git@github.com/"))
+        .unwrap_or(s);
+    let parts: Vec<&str> = s.split('/').collect();
+    match parts.as_slice() {
+        [owner, repo]
+            if !owner.is_empty()
+                && !repo.is_empty()
+                && !owner.contains(':')
+                && !repo.contains(':') =>
+        {
+            Ok(format!("{owner}/{repo}"))
+        }
+        _ => Err(GithubError::NotARepo(spec.to_owned())),
+    }
+}
+
+impl Github {
+    /// A client for `api` (such as `https://api.github.com`), with `token`.
+    pub fn new(api: &str, token: Option<String>) -> Github {
+        Github {
+            http: reqwest::Client::builder()
+                .user_agent(concat!("forq/", env!("CARGO_PKG_VERSION")))
+                .timeout(Duration::from_secs(60))
+                .build()
+                .unwrap_or_default(),
+            api: api.trim_end_matches('/').to_owned(),
+            token: token.filter(|t| !t.is_empty()),
+            max_wait: Duration::from_secs(900),
+            attempts: 6,
+            secondary_wait: Duration::from_secs(60),
+        }
+    }
+
+    /// A client from the environment: `GITHUB_API_URL` (default
+    /// `https://api.github.com`) and `GITHUB_TOKEN`.
+    pub fn from_env() -> Github {
+        let api = std::env::var("GITHUB_API_URL")
+            .ok()
+            .filter(|s| !s.is_empty())
+            .unwrap_or_else(|| "https://api.github.com".to_owned());
+        Github::new(&api, std::env::var("GITHUB_TOKEN").ok())
+    }
+
+    /// The longest single wait for a rate limit (default 15 minutes).
+    pub fn max_wait(mut self, wait: Duration) -> Self {
+        self.max_wait = wait;
+        self
+    }
+
+    /// The first wait on a secondary limit that names no time (default a
+    /// minute; doubled each time).
+    pub fn secondary_wait(mut self, wait: Duration) -> Self {
+        self.secondary_wait = wait;
+        self
+    }
+
+    /// Whether a token is set.
+    pub fn has_token(&self) -> bool {
+        self.token.is_some()
+    }
+
+    /// Sends one request, waiting out rate limits; returns the reply's
+    /// `Link` header and its JSON.
+    async fn send(
+        &self,
+        method: Method,
+        url: &str,
+        body: Option<&Value>,
+    ) -> Result<(Option<String>, Value), GithubError> {
+        let mut secondary = self.secondary_wait;
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let mut req = self
+                .http
+                .request(method.clone(), url)
+                .header("Accept", "application/vnd.github+json")
+                .header("X-GitHub-Api-Version", "2022-11-28");
+            if let Some(token) = &self.token {
+                req = req.bearer_auth(token);
+            }
+            if let Some(body) = body {
+                req = req.json(body);
+            }
+            let reply = req.send().await.map_err(|e| GithubError::Unreachable {
+                url: url.to_owned(),
+                message: e.to_string(),
+            })?;
+            let status = reply.status();
+            let headers = reply.headers().clone();
+            let header = |name: &str| {
+                headers
+                    .get(name)
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned)
+            };
+            let link = header("link");
+            let text = reply.text().await.unwrap_or_default();
+            if status.is_success() {
+                let json = if text.trim().is_empty() {
+                    Value::Null
+                } else {
+                    serde_json::from_str(&text).map_err(|e| GithubError::Shape {
+                        url: url.to_owned(),
+                        message: e.to_string(),
+                    })?
+                };
+                return Ok((link, json));
+            }
+            let message = serde_json::from_str::<Value>(&text)
+                .ok()
+                .and_then(|v| v["message"].as_str().map(str::to_owned))
+                .unwrap_or_else(|| text.chars().take(200).collect());
+            let limited = status == StatusCode::TOO_MANY_REQUESTS
+                || (status == StatusCode::FORBIDDEN
+                    && (header("retry-after").is_some()
+                        || header("x-ratelimit-remaining").as_deref() == Some("0")
+                        || message.to_ascii_lowercase().contains("rate limit")));
+            if limited && attempt < self.attempts {
+                let wait = if let Some(secs) = header("retry-after").and_then(|v| v.parse().ok()) {
+                    Duration::from_secs(secs)
+                } else if header("x-ratelimit-remaining").as_deref() == Some("0") {
+                    let reset: u64 = header("x-ratelimit-reset")
+                        .and_then(|v| v.parse().ok())
+                        .unwrap_or(0);
+                    let now = crate::store::now_ms() / 1000;
+                    Duration::from_secs(reset.saturating_sub(now) + 1)
+                } else {
+                    let w = secondary;
+                    secondary *= 2;
+                    w
+                };
+                if wait > self.max_wait {
+                    return Err(GithubError::RateLimited {
+                        url: url.to_owned(),
+                        wait_s: wait.as_secs(),
+                        max_s: self.max_wait.as_secs(),
+                    });
+                }
+                tracing::info!(url, wait_s = wait.as_secs_f64(), "GitHub rate limit: waiting");
+                tokio::time::sleep(wait).await;
+                continue;
+            }
+            let hint = match status.as_u16() {
+                401 => " (set GITHUB_TOKEN to a valid token)",
+                403 | 404 if self.token.is_none() => {
+                    " (set GITHUB_TOKEN: the repository may be private, or the call needs write access)"
+                }
+                403 => " (the token lacks the permission this call needs)",
+                404 => " (check OWNER/REPO and the number)",
+                422 => " (GitHub refused the values: see its message)",
+                _ => "",
+            };
+            return Err(GithubError::Status {
+                method: method.to_string(),
+                url: url.to_owned(),
+                status: status.as_u16(),
+                message,
+                hint,
+            });
+        }
+    }
+
+    /// Open issues of `repo` (`OWNER/REPO`), oldest first, every page;
+    /// with `label`, only those so labelled; pull requests only with
+    /// `pulls`; at most `limit`.
+    pub async fn list_issues(
+        &self,
+        repo: &str,
+        label: Option<&str>,
+        pulls: bool,
+        limit: Option<usize>,
+    ) -> Result<Vec<GhIssue>, GithubError> {
+        let mut url = format!(
+            "{}/repos/{repo}/issues?state=open&sort=created&direction=asc&per_page=100",
+            self.api
+        );
+        if let Some(label) = label {
+            url.push_str(&format!("&labels={}", encode(label)));
+        }
+        let mut out = Vec::new();
+        let mut next = Some(url);
+        while let Some(url) = next.take() {
+            let (link, json) = self.send(Method::GET, &url, None).await?;
+            let page: Vec<GhIssue> =
+                serde_json::from_value(json).map_err(|e| GithubError::Shape {
+                    url: url.clone(),
+                    message: e.to_string(),
+                })?;
+            out.extend(page.into_iter().filter(|i| pulls || !i.is_pull()));
+            if limit.is_some_and(|l| out.len() >= l) {
+                break;
+            }
+            next = link.as_deref().and_then(next_link);
+        }
+        if let Some(l) = limit {
+            out.truncate(l);
+        }
+        Ok(out)
+    }
+
+    /// Issue (or pull request) `number` of `repo`.
+    pub async fn issue(&self, repo: &str, number: u64) -> Result<GhIssue, GithubError> {
+        let url = format!("{}/repos/{repo}/issues/{number}", self.api);
+        let (_, json) = self.send(Method::GET, &url, None).await?;
+        serde_json::from_value(json).map_err(|e| GithubError::Shape {
+            url,
+            message: e.to_string(),
+        })
+    }
+
+    /// Comments `body` on issue `number`; returns the comment's URL.
+    pub async fn comment(&self, repo: &str, number: u64, body: &str) -> Result<String, GithubError> {
+        let url = format!("{}/repos/{repo}/issues/{number}/comments", self.api);
+        let (_, json) = self
+            .send(Method::POST, &url, Some(&serde_json::json!({"body": body})))
+            .await?;
+        Ok(json["html_url"].as_str().unwrap_or_default().to_owned())
+    }
+
+    /// Adds `labels` to issue `number`.
+    pub async fn add_labels(
+        &self,
+        repo: &str,
+        number: u64,
+        labels: &[&str],
+    ) -> Result<(), GithubError> {
+        let url = format!("{}/repos/{repo}/issues/{number}/labels", self.api);
+        self.send(Method::POST, &url, Some(&serde_json::json!({"labels": labels})))
+            .await
+            .map(drop)
+    }
+
+    /// Closes issue `number`.
+    pub async fn close(&self, repo: &str, number: u64) -> Result<(), GithubError> {
+        let url = format!("{}/repos/{repo}/issues/{number}", self.api);
+        self.send(
+            Method::PATCH,
+            &url,
+            Some(&serde_json::json!({"state": "closed"})),
+        )
+        .await
+        .map(drop)
+    }
+
+    /// Opens a pull request from branch `head` into `base`.
+    pub async fn open_pull(
+        &self,
+        repo: &str,
+        title: &str,
+        head: &str,
+        base: &str,
+        body: &str,
+    ) -> Result<GhPull, GithubError> {
+        let url = format!("{}/repos/{repo}/pulls", self.api);
+        let (_, json) = self
+            .send(
+                Method::POST,
+                &url,
+                Some(&serde_json::json!({"title": title, "head": head, "base": base, "body": body})),
+            )
+            .await?;
+        serde_json::from_value(json).map_err(|e| GithubError::Shape {
+            url,
+            message: e.to_string(),
+        })
+    }
+
+    /// The repository's default branch.
+    pub async fn default_branch(&self, repo: &str) -> Result<String, GithubError> {
+        let url = format!("{}/repos/{repo}", self.api);
+        let (_, json) = self.send(Method::GET, &url, None).await?;
+        json["default_branch"]
+            .as_str()
+            .map(str::to_owned)
+            .ok_or(GithubError::Shape {
+                url,
+                message: "no default_branch".to_owned(),
+            })
+    }
+}
+
+/// The `rel="next"` URL of a `Link` header.
+fn next_link(link: &str) -> Option<String> {
+    link.split(',').find_map(|part| {
+        let (url, rest) = part.split_once(';')?;
+        rest.contains("rel=\"next\"")
+            .then(|| url.trim().trim_start_matches('<').trim_end_matches('>').to_owned())
+    })
+}
+
+/// Percent-encodes a query value.
+fn encode(value: &str) -> String {
+    value
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slugs_from_every_way_people_write_a_repository() {
+        for spec in [
+            "forq-dev/forq",
+            "https://github.com/forq-dev/forq",
+            "https://github.com/forq-dev/forq.git",
+            "git@github.com:forq-dev/forq.git",
+        ] {
+            assert_eq!(repo_slug(spec).expect(spec), "forq-dev/forq");
+        }
+        assert!(repo_slug("forq").is_err());
+        assert!(repo_slug("https://gitlab.com/a/b").is_err());
+    }
+
+    #[test]
+    fn the_next_link_is_found_among_others() {
+        let link = r#"<https://api.github.com/repositories/1/issues?page=3>; rel="next", <https://api.github.com/repositories/1/issues?page=9>; rel="last""#;
+        assert_eq!(
+            next_link(link).as_deref(),
+            Some("https://api.github.com/repositories/1/issues?page=3")
+        );
+        assert_eq!(next_link(r#"<x>; rel="prev""#), None);
+        assert_eq!(encode("good first issue"), "good%20first%20issue");
+    }
+}
