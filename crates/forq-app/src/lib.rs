@@ -4,9 +4,13 @@
 //!
 //! - [`config`]: `forq.yml`, with defaults for every key and a JSON Schema.
 //! - [`source`]: Markdown issue directories; [`github`]: the GitHub REST API.
+//! - [`seed`]: a run's workspace (shallow clone or copy, caps, context
+//!   files); [`git`]: the commit on the run's branch, and the push.
 //! - [`store`]: runs, their events and checkpoints in SQLite.
 
 pub mod config;
+pub mod git;
 pub mod github;
+pub mod seed;
 pub mod source;
 pub mod store;
