@@ -63,7 +63,9 @@ struct Marked<'a> {
 /// The journal of one gate run.
 pub(crate) struct Journal {
     file: PathBuf,
-    db: Option<(Connection, i64)>,
+    /// Behind a mutex so the gate's future is `Send` (a connection is not
+    /// `Sync`).
+    db: Option<std::sync::Mutex<(Connection, i64)>>,
     started_at_ms: u64,
 }
 
@@ -108,7 +110,9 @@ impl Journal {
                     let id = conn.last_insert_rowid();
                     Ok((conn, id))
                 };
-                Some(open().map_err(|e| JournalError::Store(path.to_owned(), e))?)
+                Some(std::sync::Mutex::new(
+                    open().map_err(|e| JournalError::Store(path.to_owned(), e))?,
+                ))
             }
         };
         let journal = Journal {
@@ -137,7 +141,9 @@ impl Journal {
         };
         let bytes = serde_json::to_vec_pretty(&marked).unwrap_or_default();
         write_whole(&self.file, &bytes).map_err(|e| JournalError::File(self.file.clone(), e))?;
-        if let Some((conn, id)) = &self.db {
+        if let Some(db) = &self.db {
+            let guard = db.lock().unwrap_or_else(|p| p.into_inner());
+            let (conn, id) = &*guard;
             let verdict = Some(record.verdict.name());
             conn.execute(
                 "UPDATE bootstrap_runs SET state = ?1, phase = ?2, verdict = ?3, updated_at_ms = ?4, record = ?5

@@ -1,0 +1,784 @@
+//! One run, phase by phase: `triaging → provisioning → implementing →
+//! testing`, then a terminal state. Each phase records a checkpoint when
+//! it finishes (the triage decision, the seeded workspace, the oracle, the
+//! patch, the verdict on the commit), and [`Pipeline::execute`] skips
+//! every phase whose checkpoint exists: a run whose process was killed
+//! (even with SIGKILL) continues where it stopped, without asking the
+//! model again or searching again.
+//!
+//! The one thing that cannot outlive a process is a warm sandbox: a run
+//! resumed before its patch was found provisions one again from the
+//! bootstrap gate's cached verdict (the gate does not run again).
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use forq_agent::agent::{Agent, Task};
+use forq_agent::cost::{Budget as AgentBudget, PriceTable};
+use forq_agent::provider::Provider;
+use forq_agent::tools::{GraphTools, RunTests, Toolbox};
+use forq_bootstrap::Stack;
+use forq_graph::Index;
+use forq_sandbox::Backend;
+use forq_search::brancher::{Agentic, Brancher, Llm, Mutate};
+use forq_search::tree::{Event as TreeEvent, Status, Subscriber};
+use forq_search::oracle::{Oracle, OracleError};
+use forq_search::{Budget, FixStrategy, Prepared, SearchOptions, Single, Speculative};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use crate::config::{BrancherName, Config, FundingMode, Strategy};
+use crate::git;
+use crate::seed::{self, SeedOptions, Seeded};
+use crate::store::{Action, Run, State, Store, StoreError};
+
+/// A model to call: the provider, the model's name, its prices.
+#[derive(Clone)]
+pub struct Model {
+    /// The provider.
+    pub provider: Arc<dyn Provider>,
+    /// The model.
+    pub name: String,
+    /// Prices, for costs and dollar budgets.
+    pub prices: PriceTable,
+}
+
+impl std::fmt::Debug for Model {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Model")
+            .field("provider", &self.provider.name())
+            .field("name", &self.name)
+            .finish()
+    }
+}
+
+/// Told of a run's progress as it happens (the queue's progress lines).
+pub trait Observer: Send + Sync {
+    /// `run` moved to `state`, or `note` happened in it.
+    fn progress(&self, run: &str, state: State, note: &str);
+}
+
+/// Runs runs.
+#[derive(Clone)]
+pub struct Pipeline {
+    store: Arc<Store>,
+    state_dir: PathBuf,
+    backend: Arc<dyn Backend>,
+    model: Option<Model>,
+    contributor: Option<Model>,
+    config: Option<Config>,
+    observer: Option<Arc<dyn Observer>>,
+}
+
+impl std::fmt::Debug for Pipeline {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pipeline")
+            .field("state_dir", &self.state_dir)
+            .field("model", &self.model)
+            .finish()
+    }
+}
+
+/// Why a run could not go on. The run itself records `failed` with this
+/// as its reason.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RunError {
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The run's task panicked (a bug in forq: please report it).
+    #[error("run {0}: forq panicked while running it; `forq runs resume {0}` continues it")]
+    Panicked(String),
+    /// Another live process works on the run.
+    #[error("run {id} is being worked on by process {pid}; `forq runs abort {id}` stops it")]
+    Busy {
+        /// The run.
+        id: String,
+        /// The process.
+        pid: u32,
+    },
+}
+
+/// What the `provisioned` checkpoint keeps: the oracle, so the commit can
+/// be judged after a restart.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Provisioned {
+    stack: Stack,
+    target: Vec<String>,
+    guard: Vec<String>,
+    timeout_ms: u64,
+    gate_cached: bool,
+}
+
+/// What the `implemented` checkpoint keeps.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Implemented {
+    solved: bool,
+    nodes: usize,
+    diff_lines: usize,
+    hypothesis: Option<String>,
+    patch: Option<PathBuf>,
+    cost_usd: f64,
+}
+
+/// How a phase ended short of the next one.
+enum Stop {
+    /// The run is over, in this state, for this reason.
+    End(State, String),
+}
+
+type Phase<T> = Result<T, Stop>;
+
+fn fail(e: impl std::fmt::Display) -> Stop {
+    Stop::End(State::Failed, e.to_string())
+}
+
+impl Pipeline {
+    /// Runs in `state_dir` (`.forq`: the store, `runs/ID/`), on `backend`.
+    pub fn new(store: Arc<Store>, state_dir: &Path, backend: Arc<dyn Backend>) -> Pipeline {
+        Pipeline {
+            store,
+            state_dir: state_dir.to_owned(),
+            backend,
+            model: None,
+            contributor: None,
+            config: None,
+            observer: None,
+        }
+    }
+
+    /// The owner's model, for triage and the model branchers.
+    pub fn model(mut self, model: Option<Model>) -> Self {
+        self.model = model;
+        self
+    }
+
+    /// The contributor's model, for contributor-funded runs.
+    pub fn contributor(mut self, model: Option<Model>) -> Self {
+        self.contributor = model;
+        self
+    }
+
+    /// Settings for every run, instead of each repository's `forq.yml`.
+    pub fn config(mut self, config: Option<Config>) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// Tells `observer` of progress.
+    pub fn observer(mut self, observer: Arc<dyn Observer>) -> Self {
+        self.observer = Some(observer);
+        self
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Arc<Store> {
+        &self.store
+    }
+
+    /// Run `id`'s directory: `fix.patch`, `tree.json`, `summary.json`, and
+    /// `workspace/`.
+    pub fn run_dir(&self, id: &str) -> PathBuf {
+        self.state_dir.join("runs").join(id)
+    }
+
+    /// Run `id`'s workspace.
+    pub fn workspace(&self, id: &str) -> PathBuf {
+        self.run_dir(id).join("workspace")
+    }
+
+    fn tell(&self, run: &str, state: State, note: &str) {
+        if let Some(o) = &self.observer {
+            o.progress(run, state, note);
+        }
+    }
+
+    fn note(&self, run: &str, state: State, text: &str) {
+        let _ = self.store.event(run, "note", json!({"text": text}));
+        self.tell(run, state, text);
+    }
+
+    /// Moves on to `to`, unless the run is there or past it already (a
+    /// resumed run does not go back).
+    fn enter(&self, run: &mut Run, to: State) -> Phase<()> {
+        if run.abort_requested
+            || self
+                .store
+                .get(&run.id)
+                .map(|r| r.abort_requested)
+                .unwrap_or(false)
+        {
+            return Err(Stop::End(State::Aborted, "aborted by request".to_owned()));
+        }
+        if order(run.state) < order(to) {
+            *run = self.store.transition(&run.id, to, "").map_err(fail)?;
+            self.tell(&run.id, to, "");
+        }
+        Ok(())
+    }
+
+    /// Runs (or resumes) run `id` to a terminal state, and returns it.
+    pub async fn execute(&self, id: &str) -> Result<Run, RunError> {
+        let mut run = self.store.get(id)?;
+        if run.state.is_terminal() {
+            return Ok(run);
+        }
+        if let Some(pid) = run.pid.filter(|p| *p != std::process::id()) {
+            if run.is_live() {
+                return Err(RunError::Busy { id: run.id, pid });
+            }
+            let _ = self.store.event(
+                &run.id,
+                "resumed",
+                json!({"from": run.state.name(), "dead_pid": pid}),
+            );
+        }
+        self.store.claim(&run.id, std::process::id())?;
+        let id = run.id.clone();
+        let outcome = tokio::select! {
+            r = self.phases(&mut run) => r,
+            () = self.abort_requested(&id) => Err(Stop::End(State::Aborted, "aborted by request".to_owned())),
+        };
+        let Err(Stop::End(state, reason)) = outcome else {
+            return Ok(self.store.get(&id)?);
+        };
+        let current = self.store.get(&id)?;
+        if current.state.is_terminal() {
+            return Ok(current);
+        }
+        let done = self.store.transition(&id, state, &reason)?;
+        self.tell(&id, state, &reason);
+        Ok(done)
+    }
+
+    /// Resolves once someone asks run `id` to stop.
+    async fn abort_requested(&self, id: &str) {
+        loop {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            if self.store.get(id).map(|r| r.abort_requested).unwrap_or(false) {
+                return;
+            }
+        }
+    }
+
+    async fn phases(&self, run: &mut Run) -> Phase<()> {
+        let id = run.id.clone();
+        // Triage.
+        let triage = match self.store.checkpointed(&id, "triaged").map_err(fail)? {
+            Some(t) => t,
+            None => {
+                self.enter(run, State::Triaging)?;
+                let t = self.triage(run).await?;
+                self.store.checkpoint(&id, "triaged", &t).map_err(fail)?;
+                t
+            }
+        };
+        let reason = triage["reason"].as_str().unwrap_or_default().to_owned();
+        if run.action == Action::Triage {
+            return Err(Stop::End(State::Triaged, reason));
+        }
+        if triage["attempt_fix"] == json!(false) {
+            return Err(Stop::End(State::NeedsHuman, format!("triage: {reason}")));
+        }
+        // Provisioning: the workspace, then the gate, the warm root and the oracle.
+        self.enter(run, State::Provisioning)?;
+        let seeded = self.seeded(run).await?;
+        let config = self.config_of(&seeded.workspace)?;
+        let model = self.model_for(run, &config)?;
+        let implemented = match self.store.checkpointed(&id, "implemented").map_err(fail)? {
+            Some(i) => serde_json::from_value::<Implemented>(i).map_err(fail)?,
+            None => {
+                if run.state == State::Implementing {
+                    self.note(&id, State::Implementing, "resumed: provisioning the warm sandbox again (a sandbox does not outlive its process; the gate's verdict is cached)");
+                }
+                let prepared = self.prepare(run, &seeded, &config).await?;
+                self.enter(run, State::Implementing)?;
+                let result = self
+                    .implement(run, &seeded, &config, &prepared, model.as_ref())
+                    .await;
+                let _ = prepared.root.destroy().await;
+                let implemented = result?;
+                self.store
+                    .checkpoint(&id, "implemented", &json!(implemented))
+                    .map_err(fail)?;
+                implemented
+            }
+        };
+        let _ = self
+            .store
+            .record(&id, Some(implemented.cost_usd), None, None);
+        if !implemented.solved {
+            return Err(Stop::End(
+                State::NeedsHuman,
+                format!(
+                    "no green candidate in {} candidate{}",
+                    implemented.nodes,
+                    if implemented.nodes == 1 { "" } else { "s" }
+                ),
+            ));
+        }
+        // Testing: commit on the run's branch, then the whole oracle on a
+        // fresh sandbox over the commit.
+        self.enter(run, State::Testing)?;
+        let branch = git::branch_name(&config.actions.fix.branch, run.action.name(), &id, &run.issue.id);
+        let tested = match self.store.checkpointed(&id, "tested").map_err(fail)? {
+            Some(t) => t,
+            None => {
+                let t = self.test(run, &seeded, &config, &implemented, &branch).await?;
+                self.store.checkpoint(&id, "tested", &t).map_err(fail)?;
+                t
+            }
+        };
+        if tested["green"] != json!(true) {
+            return Err(Stop::End(
+                State::Failed,
+                format!(
+                    "the committed patch is not green on a fresh sandbox: {}",
+                    tested["why"].as_str().unwrap_or("")
+                ),
+            ));
+        }
+        self.store
+            .record(&id, None, Some(implemented.diff_lines), Some(&branch))
+            .map_err(fail)?;
+        *run = self
+            .store
+            .transition(&id, State::PatchReady, &format!("committed on {branch}"))
+            .map_err(fail)?;
+        self.tell(&id, State::PatchReady, &branch);
+        Ok(())
+    }
+
+    /// The triage phase's decision (as JSON): the model's, or a skip that
+    /// says why there was none.
+    async fn triage(&self, run: &Run) -> Phase<serde_json::Value> {
+        let repo_config = self.config.clone().unwrap_or_else(|| {
+            Config::load(Path::new(&run.repo))
+                .map(|(c, _)| c)
+                .unwrap_or_default()
+        });
+        let wanted = run.action == Action::Triage || repo_config.triage.enabled;
+        if !wanted {
+            return Ok(json!({"skipped": true, "attempt_fix": true, "reason": "triage is disabled in forq.yml"}));
+        }
+        let Some(model) = &self.model else {
+            if run.action == Action::Triage {
+                return Err(Stop::End(
+                    State::Failed,
+                    "triage needs a model: set ANTHROPIC_API_KEY or OPENAI_API_KEY (or --provider replay)".to_owned(),
+                ));
+            }
+            self.note(&run.id, State::Triaging, "triage skipped: no model configured");
+            return Ok(json!({"skipped": true, "attempt_fix": true, "reason": "no model configured for triage"}));
+        };
+        let name = repo_config.triage.model.clone().unwrap_or(model.name.clone());
+        let triage = forq_agent::triage::Triage::new(model.provider.clone(), name.clone())
+            .threshold(repo_config.triage.threshold);
+        let text = format!("# {}\n\n{}", run.issue.title, run.issue.body);
+        let decision = triage.run(&text, "").await.map_err(fail)?;
+        let cost = model.prices.cost(&name, decision.usage).unwrap_or(0.0);
+        let _ = self.store.event(&run.id, "cost", json!({"phase": "triage", "usd": cost}));
+        self.note(
+            &run.id,
+            State::Triaging,
+            &format!(
+                "triage: {} ({:.2}): {}",
+                if decision.attempt_fix { "fix" } else { "skip" },
+                decision.verdict.confidence,
+                decision.verdict.reason
+            ),
+        );
+        Ok(json!({
+            "skipped": false,
+            "attempt_fix": decision.attempt_fix,
+            "reason": decision.verdict.reason,
+            "confidence": decision.verdict.confidence,
+            "verdict": decision.verdict,
+            "cost_usd": cost,
+        }))
+    }
+
+    /// The run's workspace: seeded once, reused on resume.
+    async fn seeded(&self, run: &Run) -> Phase<Seeded> {
+        if let Some(s) = self.store.checkpointed(&run.id, "seeded").map_err(fail)? {
+            let seeded: Seeded = serde_json::from_value(s).map_err(fail)?;
+            if seeded.workspace.join(".git").exists() {
+                return Ok(seeded);
+            }
+            return Err(fail(format!(
+                "the run's workspace {} is gone; start a new run",
+                seeded.workspace.display()
+            )));
+        }
+        let workspace = self.workspace(&run.id);
+        if workspace.exists() {
+            // A seed interrupted before its checkpoint: nothing has run in it.
+            let _ = std::fs::remove_dir_all(&workspace);
+        }
+        let config = self.config.clone().unwrap_or_else(|| {
+            Config::load(Path::new(&run.repo))
+                .map(|(c, _)| c)
+                .unwrap_or_default()
+        });
+        let options = SeedOptions {
+            max_bytes: config.sandbox.max_seed_mb << 20,
+            timeout: Duration::from_secs(config.sandbox.seed_timeout_s),
+        };
+        let seeded = seed::seed(&run.repo, &workspace, &options)
+            .await
+            .map_err(fail)?;
+        self.store
+            .checkpoint(&run.id, "seeded", &json!(seeded))
+            .map_err(fail)?;
+        self.note(
+            &run.id,
+            State::Provisioning,
+            &format!("seeded by {} at {}", seeded.how, &seeded.head[..seeded.head.len().min(12)]),
+        );
+        Ok(seeded)
+    }
+
+    /// The settings: the pipeline's own, else the workspace's `forq.yml`.
+    fn config_of(&self, workspace: &Path) -> Phase<Config> {
+        match &self.config {
+            Some(c) => Ok(c.clone()),
+            None => Config::load(workspace).map(|(c, _)| c).map_err(fail),
+        }
+    }
+
+    /// Whose model pays for this run: a contributor-funded run of an
+    /// untrusted author needs the contributor's key, and does not start
+    /// without it.
+    fn model_for(&self, run: &Run, config: &Config) -> Phase<Option<Model>> {
+        if config.funding.mode != FundingMode::Contributor {
+            return Ok(self.model.clone());
+        }
+        let trusted = run
+            .issue
+            .author
+            .as_ref()
+            .is_some_and(|a| config.funding.trusted.contains(a));
+        if trusted {
+            return Ok(self.model.clone());
+        }
+        match &self.contributor {
+            Some(m) => Ok(Some(m.clone())),
+            None => Err(Stop::End(
+                State::NeedsHuman,
+                format!(
+                    "forq.yml makes runs contributor-funded and {} is not trusted: give the contributor's key (--contributor-key-env VAR)",
+                    run.issue.author.as_deref().unwrap_or("the issue's author")
+                ),
+            )),
+        }
+    }
+
+    async fn prepare(&self, run: &Run, seeded: &Seeded, config: &Config) -> Phase<Prepared> {
+        let gate = config.gate_options();
+        let mut targets = config.test.targets.clone();
+        targets.extend(run.issue.targets.iter().cloned());
+        let prepared = forq_search::prepare(
+            &*self.backend,
+            &seeded.workspace,
+            &gate,
+            &targets,
+            Duration::from_secs(config.test.timeout_s),
+        )
+        .await
+        .map_err(|e| match e {
+            forq_search::FixError::NotBootstrapped { .. } => Stop::End(State::NeedsHuman, e.to_string()),
+            forq_search::FixError::Oracle(OracleError::NothingFails) => Stop::End(
+                State::NeedsHuman,
+                format!("{e}; name the tests that capture the issue (targets: in its front matter, or test.targets in forq.yml)"),
+            ),
+            e => fail(e),
+        })?;
+        let provisioned = Provisioned {
+            stack: prepared.stack.clone(),
+            target: prepared.oracle.target.clone(),
+            guard: prepared.oracle.guard.clone(),
+            timeout_ms: prepared.oracle.timeout.as_millis() as u64,
+            gate_cached: prepared.record.cached,
+        };
+        self.store
+            .checkpoint(&run.id, "provisioned", &json!(provisioned))
+            .map_err(fail)?;
+        self.note(
+            &run.id,
+            State::Provisioning,
+            &format!(
+                "oracle: {} target, {} guard ({}{})",
+                provisioned.target.len(),
+                provisioned.guard.len(),
+                prepared.stack.name(),
+                if prepared.record.cached { ", gate cached" } else { "" }
+            ),
+        );
+        Ok(prepared)
+    }
+
+    async fn implement(
+        &self,
+        run: &Run,
+        seeded: &Seeded,
+        config: &Config,
+        prepared: &Prepared,
+        model: Option<&Model>,
+    ) -> Phase<Implemented> {
+        let fix = &config.actions.fix;
+        let brancher_name = fix.brancher.unwrap_or(match fix.strategy {
+            Strategy::Single => BrancherName::Agent,
+            Strategy::Speculative => BrancherName::Mutate,
+        });
+        let issue_text = format!("# {}\n\n{}", run.issue.title, run.issue.body);
+        let workspace = seeded.workspace.clone();
+        let index = tokio::task::spawn_blocking(move || Index::open_current(&workspace))
+            .await
+            .map_err(fail)?
+            .map_err(fail)?;
+        let brancher = make_brancher(brancher_name, config, prepared, model, index, issue_text, &seeded.workspace)?;
+        let strategy: Box<dyn FixStrategy> = match fix.strategy {
+            Strategy::Single => Box::new(Single::new(brancher)),
+            Strategy::Speculative => Box::new(Speculative::new(brancher)),
+        };
+        let mut budget = Budget::default()
+            .max_nodes(fix.budget.max_nodes)
+            .max_depth(fix.budget.max_depth)
+            .branching(match brancher_name {
+                BrancherName::Llm => 3,
+                BrancherName::Agent => 1,
+                BrancherName::Mutate => 200,
+            });
+        if let Some(jobs) = fix.budget.jobs {
+            budget = budget.jobs(jobs);
+        }
+        if let Some(secs) = fix.budget.max_time_s {
+            budget = budget.wall_clock(Duration::from_secs(secs));
+        }
+        let nodes = Arc::new(NodeLog {
+            pipeline: self.clone(),
+            run: run.id.clone(),
+            counts: Mutex::new((0, 0, None)),
+        });
+        let options = SearchOptions::default()
+            .budget(budget)
+            .seed(prepared.seed.clone())
+            .subscribe(nodes);
+        let started = Instant::now();
+        let outcome = strategy
+            .run(&*prepared.root, &prepared.oracle, &prepared.genesis, &options)
+            .await
+            .map_err(fail)?;
+        let report = forq_search::write_report(
+            &self.run_dir(&run.id),
+            &*strategy,
+            prepared,
+            &outcome,
+            started.elapsed(),
+        )
+        .map_err(fail)?;
+        if let Some(w) = outcome.winner {
+            let _ = w.sandbox.destroy().await;
+        }
+        Ok(Implemented {
+            solved: report.solved,
+            nodes: report.nodes,
+            diff_lines: report.diff_lines,
+            hypothesis: report.hypothesis,
+            patch: report.patch,
+            cost_usd: 0.0,
+        })
+    }
+
+    /// Commits the patch on `branch`, then judges the commit on a fresh
+    /// sandbox with the oracle the run was given.
+    async fn test(
+        &self,
+        run: &Run,
+        seeded: &Seeded,
+        config: &Config,
+        implemented: &Implemented,
+        branch: &str,
+    ) -> Phase<serde_json::Value> {
+        let patch = implemented
+            .patch
+            .clone()
+            .ok_or_else(|| fail("a solved run has no patch file"))?;
+        let message = format!(
+            "Fix #{}: {}\n\n{}\n\nforq run {} ({} line{} changed).",
+            run.issue.id,
+            run.issue.title,
+            implemented.hypothesis.clone().unwrap_or_default(),
+            run.id,
+            implemented.diff_lines,
+            if implemented.diff_lines == 1 { "" } else { "s" }
+        );
+        let commit = git::commit_patch(&seeded.workspace, &seeded.head, branch, &patch, &message)
+            .await
+            .map_err(fail)?;
+        self.note(
+            &run.id,
+            State::Testing,
+            &format!("committed {} on {branch}", &commit[..commit.len().min(12)]),
+        );
+        let provisioned: Provisioned = self
+            .store
+            .checkpointed(&run.id, "provisioned")
+            .map_err(fail)?
+            .ok_or_else(|| fail("no provisioned checkpoint"))
+            .and_then(|v| serde_json::from_value(v).map_err(fail))?;
+        let gate = config.gate_options();
+        let sandbox = forq_bootstrap::provision(
+            &*self.backend,
+            &seeded.workspace,
+            &provisioned.stack,
+            &gate,
+        )
+        .await
+        .map_err(fail)?;
+        let oracle = Oracle {
+            stack: provisioned.stack.clone(),
+            target: provisioned.target.clone(),
+            guard: provisioned.guard.clone(),
+            timeout: Duration::from_millis(provisioned.timeout_ms),
+        };
+        let judged = oracle.judge(&*sandbox).await;
+        let _ = sandbox.destroy().await;
+        let judgement = judged.map_err(fail)?;
+        let why = if judgement.green() {
+            String::new()
+        } else {
+            format!(
+                "{}/{} target tests pass; broken: {}",
+                judgement.target_passed,
+                judgement.target_total,
+                judgement.broken.join(", ")
+            )
+        };
+        Ok(json!({"green": judgement.green(), "commit": commit, "branch": branch, "why": why}))
+    }
+}
+
+/// The brancher `name` over the prepared root (a plain function: the code
+/// graph it takes is not `Sync` and must not live across an await).
+fn make_brancher(
+    brancher_name: BrancherName,
+    config: &Config,
+    prepared: &Prepared,
+    model: Option<&Model>,
+    index: Index,
+    issue_text: String,
+    workspace: &Path,
+) -> Phase<Box<dyn Brancher>> {
+    let fix = &config.actions.fix;
+        let need_model = || {
+            model.cloned().ok_or_else(|| {
+                Stop::End(
+                    State::NeedsHuman,
+                    format!(
+                        "the {} brancher needs a model: set ANTHROPIC_API_KEY or OPENAI_API_KEY, or use brancher: mutate",
+                        brancher_name_str(brancher_name)
+                    ),
+                )
+            })
+        };
+        let brancher: Box<dyn Brancher> = match brancher_name {
+            BrancherName::Mutate => Box::new(Mutate::new(index, prepared.stack.clone())),
+            BrancherName::Llm => {
+                let m = need_model()?;
+                let localizer = Mutate::new(index, prepared.stack.clone());
+                let mut files: Vec<String> = Vec::new();
+                for s in localizer.localize(&prepared.oracle.target, &prepared.oracle.guard) {
+                    if !files.contains(&s.file) && files.len() < 3 {
+                        files.push(s.file);
+                    }
+                }
+                let mut llm = Llm::new(m.provider, m.name, issue_text, files);
+                if let Some(usd) = fix.agent.max_cost_usd {
+                    llm = llm.max_cost(usd, m.prices);
+                }
+                Box::new(llm)
+            }
+            BrancherName::Agent => {
+                let m = need_model()?;
+                let mut task = Task::new(issue_text);
+                let map = index.map(1024, &[]).map(|m| m.text).unwrap_or_default();
+                task.context = format!("{}\n\n{map}", seed::summary(workspace, 20));
+                let tools = GraphTools::new(index)
+                    .add_to(Toolbox::editing().with(RunTests::new(prepared.stack.clone())));
+                let mut budget = AgentBudget::default().max_steps(fix.agent.max_steps);
+                if let Some(usd) = fix.agent.max_cost_usd {
+                    budget = budget.max_cost_usd(usd);
+                }
+                let agent = Agent::new(m.provider, fix.agent.model.clone().unwrap_or(m.name))
+                    .tools(tools)
+                    .budget(budget)
+                    .prices(m.prices);
+                Box::new(Agentic::new(Arc::new(agent), task))
+            }
+        };
+    Ok(brancher)
+}
+
+/// Where a live state is in the phase order.
+fn order(state: State) -> u8 {
+    match state {
+        State::Queued => 0,
+        State::Triaging => 1,
+        State::Provisioning => 2,
+        State::Implementing => 3,
+        State::Testing => 4,
+        _ => 5,
+    }
+}
+
+fn brancher_name_str(b: BrancherName) -> &'static str {
+    match b {
+        BrancherName::Mutate => "mutate",
+        BrancherName::Llm => "llm",
+        BrancherName::Agent => "agent",
+    }
+}
+
+/// Writes every judged search node into the run's events.
+struct NodeLog {
+    pipeline: Pipeline,
+    run: String,
+    counts: Mutex<(usize, usize, Option<usize>)>,
+}
+
+impl Subscriber for NodeLog {
+    fn event(&self, event: &TreeEvent) {
+        let TreeEvent::Node(node) = event else { return };
+        if node.id == 0 || !matches!(node.status, Status::Red | Status::Green) {
+            return;
+        }
+        let green = node.status == Status::Green;
+        let _ = self.pipeline.store.event(
+            &self.run,
+            "node",
+            json!({
+                "id": node.id,
+                "status": if green { "green" } else { "red" },
+                "hypothesis": node.hypothesis,
+                "reason": node.reason,
+                "diff_lines": node.score.diff_lines,
+                "eval_ms": node.eval_ms,
+            }),
+        );
+        let mut c = self.counts.lock().unwrap_or_else(|p| p.into_inner());
+        c.0 += 1;
+        if green {
+            c.1 += 1;
+            c.2 = Some(c.2.map_or(node.score.diff_lines, |b| b.min(node.score.diff_lines)));
+        }
+        let best = c.2.map_or("-".to_owned(), |b| format!("{b} lines"));
+        self.pipeline.tell(
+            &self.run,
+            State::Implementing,
+            &format!("{} candidates · {} green · best {best}", c.0, c.1),
+        );
+    }
+}

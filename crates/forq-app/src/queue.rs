@@ -1,0 +1,199 @@
+//! Whole-queue burn-down: select issues from a source, make a run of each,
+//! and run them in parallel, at most `jobs` at once and at most
+//! `per_repo` on one repository (they share its gate cache and its
+//! machine), each run starting only when both allow: nothing piles up.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use tokio::sync::Semaphore;
+
+use crate::github::{repo_slug, Github, GithubError};
+use crate::pipeline::{Pipeline, RunError};
+use crate::source::{self, SourceError};
+use crate::store::{Action, IssueRecord, NewRun, Run, Store, StoreError};
+
+/// Where the queue's issues come from.
+#[derive(Debug, Clone)]
+pub enum Source {
+    /// A directory of Markdown issues; `repo` is the repository of those
+    /// that name none.
+    Local {
+        /// The issue directory.
+        dir: PathBuf,
+        /// The default repository.
+        repo: Option<String>,
+    },
+    /// A GitHub repository's open issues (`OWNER/REPO`), fixed in a
+    /// shallow clone of `clone_url`.
+    Github {
+        /// `OWNER/REPO`.
+        slug: String,
+        /// What to clone.
+        clone_url: String,
+    },
+    /// One issue given as text, on `repo`.
+    Text {
+        /// The issue.
+        text: String,
+        /// The repository.
+        repo: String,
+    },
+}
+
+impl Source {
+    /// A GitHub repository's issues, from its URL or `OWNER/REPO`; the
+    /// clone URL is on `GITHUB_SERVER_URL` (default `https://github.com`).
+    pub fn github(spec: &str) -> Result<Source, GithubError> {
+        let slug = repo_slug(spec)?;
+        let server = std::env::var("GITHUB_SERVER_URL")
+            .ok()
+            .filter(|s| !s.is_empty())
+            .unwrap_or_else(|| "https://github.com".to_owned());
+        Ok(Source::Github {
+            clone_url: format!("{}/{slug}.git", server.trim_end_matches('/')),
+            slug,
+        })
+    }
+}
+
+/// Which issues, and what to do with them.
+#[derive(Debug, Clone)]
+pub struct Selection {
+    /// Only issues with this label.
+    pub label: Option<String>,
+    /// At most this many.
+    pub limit: Option<usize>,
+    /// Triage only, or fix.
+    pub action: Action,
+}
+
+/// Why issues could not be selected.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum QueueError {
+    /// The issue directory could not be read.
+    #[error(transparent)]
+    Source(#[from] SourceError),
+    /// GitHub failed.
+    #[error(transparent)]
+    Github(#[from] GithubError),
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A local issue names no repository.
+    #[error("issue {0} names no repository: add `repo:` to its front matter, or pass --repo DIR")]
+    NoRepo(String),
+}
+
+/// The issues `source` holds that `selection` picks, as runs to create.
+pub async fn select(
+    source: &Source,
+    selection: &Selection,
+    github: &Github,
+) -> Result<Vec<NewRun>, QueueError> {
+    let mut runs = Vec::new();
+    match source {
+        Source::Local { dir, repo } => {
+            for local in source::read_dir(dir)? {
+                if let Some(label) = &selection.label {
+                    if !local.issue.labels.contains(label) {
+                        continue;
+                    }
+                }
+                let repo = match (&local.repo, repo) {
+                    (Some(r), _) => absolute(r),
+                    (None, Some(r)) => r.clone(),
+                    (None, None) => return Err(QueueError::NoRepo(local.issue.source)),
+                };
+                runs.push(NewRun {
+                    issue: local.issue,
+                    repo,
+                    action: selection.action,
+                });
+            }
+        }
+        Source::Github { slug, clone_url } => {
+            let issues = github
+                .list_issues(slug, selection.label.as_deref(), false, selection.limit)
+                .await?;
+            for issue in issues {
+                runs.push(NewRun {
+                    issue: issue.record(),
+                    repo: clone_url.clone(),
+                    action: selection.action,
+                });
+            }
+        }
+        Source::Text { text, repo } => {
+            let parsed = forq_agent::issue::Issue::from_text(text);
+            runs.push(NewRun {
+                issue: IssueRecord {
+                    id: "text".to_owned(),
+                    title: parsed.title,
+                    body: parsed.body,
+                    source: "text".to_owned(),
+                    ..IssueRecord::default()
+                },
+                repo: repo.clone(),
+                action: selection.action,
+            });
+        }
+    }
+    if let Some(limit) = selection.limit {
+        runs.truncate(limit);
+    }
+    Ok(runs)
+}
+
+fn absolute(p: &Path) -> String {
+    p.canonicalize()
+        .unwrap_or_else(|_| p.to_owned())
+        .display()
+        .to_string()
+}
+
+/// Records each of `new` as a queued run.
+pub fn enqueue(store: &Store, new: &[NewRun]) -> Result<Vec<Run>, StoreError> {
+    new.iter().map(|n| store.create(n)).collect()
+}
+
+/// Runs (or resumes) `runs` to their ends: at most `jobs` at once, at most
+/// `per_repo` on one repository. Returns each run as it ended, in the
+/// order given; a run that could not be executed is reported with why.
+pub async fn run_all(
+    pipeline: &Pipeline,
+    runs: &[Run],
+    jobs: usize,
+    per_repo: usize,
+) -> Vec<Result<Run, RunError>> {
+    let global = Arc::new(Semaphore::new(jobs.max(1)));
+    let mut repos: HashMap<String, Arc<Semaphore>> = HashMap::new();
+    let mut tasks = Vec::new();
+    for run in runs {
+        let repo_cap = repos
+            .entry(run.repo.clone())
+            .or_insert_with(|| Arc::new(Semaphore::new(per_repo.max(1))))
+            .clone();
+        let (global, pipeline, id) = (global.clone(), pipeline.clone(), run.id.clone());
+        tasks.push(tokio::spawn(async move {
+            // The repository's slot first: a run waiting on its repository
+            // does not hold one of the global slots.
+            let _repo = repo_cap.acquire_owned().await;
+            let _slot = global.acquire_owned().await;
+            pipeline.execute(&id).await
+        }));
+    }
+    let mut out = Vec::new();
+    for (task, run) in tasks.into_iter().zip(runs) {
+        out.push(match task.await {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::error!(run = run.id, "run task failed: {e}");
+                Err(RunError::Panicked(run.id.clone()))
+            }
+        });
+    }
+    out
+}
