@@ -362,7 +362,9 @@ impl Config {
         let config: Config = serde_path_to_error::deserialize(de).map_err(|e| {
             let key = e.path().to_string();
             let inner = e.into_inner();
-            let line = inner.location().map_or_else(|| line_of(text, &key), |l| l.line());
+            let line = inner
+                .location()
+                .map_or_else(|| line_of(text, &key), |l| l.line());
             let key = if key == "." { "(file)".to_owned() } else { key };
             invalid(key, line, tidy(&inner.to_string()))
         })?;
@@ -477,7 +479,10 @@ fn line_of(text: &str, path: &str) -> usize {
                 }
             }
             let key = trimmed.trim_start_matches("- ");
-            if key.strip_prefix(segment).is_some_and(|r| r.starts_with(':')) {
+            if key
+                .strip_prefix(segment)
+                .is_some_and(|r| r.starts_with(':'))
+            {
                 hit = Some((i, depth));
                 break;
             }
@@ -569,7 +574,10 @@ sandbox:
 
         let enum_value = Config::parse("actions:\n  fix:\n    strategy: greedy\n", "f.yml")
             .expect_err("unknown variant");
-        assert!(enum_value.to_string().contains("actions.fix.strategy"), "{enum_value}");
+        assert!(
+            enum_value.to_string().contains("actions.fix.strategy"),
+            "{enum_value}"
+        );
 
         let range = Config::parse("# c\ntriage:\n  enabled: true\n  threshold: 3\n", "f.yml")
             .expect_err("out of range");
@@ -578,7 +586,9 @@ sandbox:
             "f.yml:4: triage.threshold: 3 is not a confidence; write a number from 0 to 1"
         );
         let backend = Config::parse("sandbox:\n  backend: vm\n", "f.yml").expect_err("backend");
-        assert!(backend.to_string().starts_with("f.yml:2: sandbox.backend: unknown backend `vm`"));
+        assert!(backend
+            .to_string()
+            .starts_with("f.yml:2: sandbox.backend: unknown backend `vm`"));
     }
 
     #[test]
@@ -589,6 +599,9 @@ sandbox:
             assert!(props.get(section).is_some(), "{section} in {schema}");
         }
         let text = schema.to_string();
-        assert!(text.contains("speculative") && text.contains("contributor"), "{text}");
+        assert!(
+            text.contains("speculative") && text.contains("contributor"),
+            "{text}"
+        );
     }
 }

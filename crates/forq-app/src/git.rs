@@ -54,11 +54,16 @@ pub async fn git(dir: &Path, args: &[&str]) -> Result<String, GitError> {
     if out.status.success() {
         return Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned());
     }
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    // `push --porcelain` says why a ref was refused on stdout.
+    let said = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
     Err(GitError::Failed {
         args: args.join(" "),
         dir: dir.display().to_string(),
-        message: stderr
+        message: said
             .lines()
             .map(str::trim)
             .filter(|l| !l.is_empty())
@@ -136,7 +141,10 @@ pub async fn commit_patch(
     message: &str,
 ) -> Result<String, GitError> {
     let existing = format!("refs/heads/{branch}");
-    if git(dir, &["rev-parse", "--verify", "-q", &existing]).await.is_ok() {
+    if git(dir, &["rev-parse", "--verify", "-q", &existing])
+        .await
+        .is_ok()
+    {
         let subject = git(dir, &["log", "-1", "--format=%B", &existing]).await?;
         let parent = git(dir, &["rev-parse", &format!("{existing}^")]).await;
         if subject.trim() == message.trim() && parent.as_deref().ok() == Some(base) {

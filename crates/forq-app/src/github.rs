@@ -303,7 +303,11 @@ impl Github {
                         max_s: self.max_wait.as_secs(),
                     });
                 }
-                tracing::info!(url, wait_s = wait.as_secs_f64(), "GitHub rate limit: waiting");
+                tracing::info!(
+                    url,
+                    wait_s = wait.as_secs_f64(),
+                    "GitHub rate limit: waiting"
+                );
                 tokio::time::sleep(wait).await;
                 continue;
             }
@@ -376,7 +380,12 @@ impl Github {
     }
 
     /// Comments `body` on issue `number`; returns the comment's URL.
-    pub async fn comment(&self, repo: &str, number: u64, body: &str) -> Result<String, GithubError> {
+    pub async fn comment(
+        &self,
+        repo: &str,
+        number: u64,
+        body: &str,
+    ) -> Result<String, GithubError> {
         let url = format!("{}/repos/{repo}/issues/{number}/comments", self.api);
         let (_, json) = self
             .send(Method::POST, &url, Some(&serde_json::json!({"body": body})))
@@ -392,9 +401,13 @@ impl Github {
         labels: &[&str],
     ) -> Result<(), GithubError> {
         let url = format!("{}/repos/{repo}/issues/{number}/labels", self.api);
-        self.send(Method::POST, &url, Some(&serde_json::json!({"labels": labels})))
-            .await
-            .map(drop)
+        self.send(
+            Method::POST,
+            &url,
+            Some(&serde_json::json!({"labels": labels})),
+        )
+        .await
+        .map(drop)
     }
 
     /// Closes issue `number`.
@@ -423,7 +436,9 @@ impl Github {
             .send(
                 Method::POST,
                 &url,
-                Some(&serde_json::json!({"title": title, "head": head, "base": base, "body": body})),
+                Some(
+                    &serde_json::json!({"title": title, "head": head, "base": base, "body": body}),
+                ),
             )
             .await?;
         serde_json::from_value(json).map_err(|e| GithubError::Shape {
@@ -450,8 +465,12 @@ impl Github {
 fn next_link(link: &str) -> Option<String> {
     link.split(',').find_map(|part| {
         let (url, rest) = part.split_once(';')?;
-        rest.contains("rel=\"next\"")
-            .then(|| url.trim().trim_start_matches('<').trim_end_matches('>').to_owned())
+        rest.contains("rel=\"next\"").then(|| {
+            url.trim()
+                .trim_start_matches('<')
+                .trim_end_matches('>')
+                .to_owned()
+        })
     })
 }
 

@@ -22,8 +22,8 @@ use forq_bootstrap::Stack;
 use forq_graph::Index;
 use forq_sandbox::Backend;
 use forq_search::brancher::{Agentic, Brancher, Llm, Mutate};
-use forq_search::tree::{Event as TreeEvent, Status, Subscriber};
 use forq_search::oracle::{Oracle, OracleError};
+use forq_search::tree::{Event as TreeEvent, Status, Subscriber};
 use forq_search::{Budget, FixStrategy, Prepared, SearchOptions, Single, Speculative};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -257,7 +257,12 @@ impl Pipeline {
     async fn abort_requested(&self, id: &str) {
         loop {
             tokio::time::sleep(Duration::from_millis(300)).await;
-            if self.store.get(id).map(|r| r.abort_requested).unwrap_or(false) {
+            if self
+                .store
+                .get(id)
+                .map(|r| r.abort_requested)
+                .unwrap_or(false)
+            {
                 return;
             }
         }
@@ -322,11 +327,18 @@ impl Pipeline {
         // Testing: commit on the run's branch, then the whole oracle on a
         // fresh sandbox over the commit.
         self.enter(run, State::Testing)?;
-        let branch = git::branch_name(&config.actions.fix.branch, run.action.name(), &id, &run.issue.id);
+        let branch = git::branch_name(
+            &config.actions.fix.branch,
+            run.action.name(),
+            &id,
+            &run.issue.id,
+        );
         let tested = match self.store.checkpointed(&id, "tested").map_err(fail)? {
             Some(t) => t,
             None => {
-                let t = self.test(run, &seeded, &config, &implemented, &branch).await?;
+                let t = self
+                    .test(run, &seeded, &config, &implemented, &branch)
+                    .await?;
                 self.store.checkpoint(&id, "tested", &t).map_err(fail)?;
                 t
             }
@@ -361,7 +373,9 @@ impl Pipeline {
         });
         let wanted = run.action == Action::Triage || repo_config.triage.enabled;
         if !wanted {
-            return Ok(json!({"skipped": true, "attempt_fix": true, "reason": "triage is disabled in forq.yml"}));
+            return Ok(
+                json!({"skipped": true, "attempt_fix": true, "reason": "triage is disabled in forq.yml"}),
+            );
         }
         let Some(model) = &self.model else {
             if run.action == Action::Triage {
@@ -370,16 +384,28 @@ impl Pipeline {
                     "triage needs a model: set ANTHROPIC_API_KEY or OPENAI_API_KEY (or --provider replay)".to_owned(),
                 ));
             }
-            self.note(&run.id, State::Triaging, "triage skipped: no model configured");
-            return Ok(json!({"skipped": true, "attempt_fix": true, "reason": "no model configured for triage"}));
+            self.note(
+                &run.id,
+                State::Triaging,
+                "triage skipped: no model configured",
+            );
+            return Ok(
+                json!({"skipped": true, "attempt_fix": true, "reason": "no model configured for triage"}),
+            );
         };
-        let name = repo_config.triage.model.clone().unwrap_or(model.name.clone());
+        let name = repo_config
+            .triage
+            .model
+            .clone()
+            .unwrap_or(model.name.clone());
         let triage = forq_agent::triage::Triage::new(model.provider.clone(), name.clone())
             .threshold(repo_config.triage.threshold);
         let text = format!("# {}\n\n{}", run.issue.title, run.issue.body);
         let decision = triage.run(&text, "").await.map_err(fail)?;
         let cost = model.prices.cost(&name, decision.usage).unwrap_or(0.0);
-        let _ = self.store.event(&run.id, "cost", json!({"phase": "triage", "usd": cost}));
+        let _ = self
+            .store
+            .event(&run.id, "cost", json!({"phase": "triage", "usd": cost}));
         self.note(
             &run.id,
             State::Triaging,
@@ -435,7 +461,11 @@ impl Pipeline {
         self.note(
             &run.id,
             State::Provisioning,
-            &format!("seeded by {} at {}", seeded.how, &seeded.head[..seeded.head.len().min(12)]),
+            &format!(
+                "seeded by {} at {}",
+                seeded.how,
+                &seeded.head[..seeded.head.len().min(12)]
+            ),
         );
         Ok(seeded)
     }
@@ -513,7 +543,11 @@ impl Pipeline {
                 provisioned.target.len(),
                 provisioned.guard.len(),
                 prepared.stack.name(),
-                if prepared.record.cached { ", gate cached" } else { "" }
+                if prepared.record.cached {
+                    ", gate cached"
+                } else {
+                    ""
+                }
             ),
         );
         Ok(prepared)
@@ -538,7 +572,15 @@ impl Pipeline {
             .await
             .map_err(fail)?
             .map_err(fail)?;
-        let brancher = make_brancher(brancher_name, config, prepared, model, index, issue_text, &seeded.workspace)?;
+        let brancher = make_brancher(
+            brancher_name,
+            config,
+            prepared,
+            model,
+            index,
+            issue_text,
+            &seeded.workspace,
+        )?;
         let strategy: Box<dyn FixStrategy> = match fix.strategy {
             Strategy::Single => Box::new(Single::new(brancher)),
             Strategy::Speculative => Box::new(Speculative::new(brancher)),
@@ -568,7 +610,12 @@ impl Pipeline {
             .subscribe(nodes);
         let started = Instant::now();
         let outcome = strategy
-            .run(&*prepared.root, &prepared.oracle, &prepared.genesis, &options)
+            .run(
+                &*prepared.root,
+                &prepared.oracle,
+                &prepared.genesis,
+                &options,
+            )
             .await
             .map_err(fail)?;
         let report = forq_search::write_report(
@@ -630,14 +677,10 @@ impl Pipeline {
             .ok_or_else(|| fail("no provisioned checkpoint"))
             .and_then(|v| serde_json::from_value(v).map_err(fail))?;
         let gate = config.gate_options();
-        let sandbox = forq_bootstrap::provision(
-            &*self.backend,
-            &seeded.workspace,
-            &provisioned.stack,
-            &gate,
-        )
-        .await
-        .map_err(fail)?;
+        let sandbox =
+            forq_bootstrap::provision(&*self.backend, &seeded.workspace, &provisioned.stack, &gate)
+                .await
+                .map_err(fail)?;
         let oracle = Oracle {
             stack: provisioned.stack.clone(),
             target: provisioned.target.clone(),
@@ -673,8 +716,8 @@ fn make_brancher(
     workspace: &Path,
 ) -> Phase<Box<dyn Brancher>> {
     let fix = &config.actions.fix;
-        let need_model = || {
-            model.cloned().ok_or_else(|| {
+    let need_model = || {
+        model.cloned().ok_or_else(|| {
                 Stop::End(
                     State::NeedsHuman,
                     format!(
@@ -683,42 +726,42 @@ fn make_brancher(
                     ),
                 )
             })
-        };
-        let brancher: Box<dyn Brancher> = match brancher_name {
-            BrancherName::Mutate => Box::new(Mutate::new(index, prepared.stack.clone())),
-            BrancherName::Llm => {
-                let m = need_model()?;
-                let localizer = Mutate::new(index, prepared.stack.clone());
-                let mut files: Vec<String> = Vec::new();
-                for s in localizer.localize(&prepared.oracle.target, &prepared.oracle.guard) {
-                    if !files.contains(&s.file) && files.len() < 3 {
-                        files.push(s.file);
-                    }
+    };
+    let brancher: Box<dyn Brancher> = match brancher_name {
+        BrancherName::Mutate => Box::new(Mutate::new(index, prepared.stack.clone())),
+        BrancherName::Llm => {
+            let m = need_model()?;
+            let localizer = Mutate::new(index, prepared.stack.clone());
+            let mut files: Vec<String> = Vec::new();
+            for s in localizer.localize(&prepared.oracle.target, &prepared.oracle.guard) {
+                if !files.contains(&s.file) && files.len() < 3 {
+                    files.push(s.file);
                 }
-                let mut llm = Llm::new(m.provider, m.name, issue_text, files);
-                if let Some(usd) = fix.agent.max_cost_usd {
-                    llm = llm.max_cost(usd, m.prices);
-                }
-                Box::new(llm)
             }
-            BrancherName::Agent => {
-                let m = need_model()?;
-                let mut task = Task::new(issue_text);
-                let map = index.map(1024, &[]).map(|m| m.text).unwrap_or_default();
-                task.context = format!("{}\n\n{map}", seed::summary(workspace, 20));
-                let tools = GraphTools::new(index)
-                    .add_to(Toolbox::editing().with(RunTests::new(prepared.stack.clone())));
-                let mut budget = AgentBudget::default().max_steps(fix.agent.max_steps);
-                if let Some(usd) = fix.agent.max_cost_usd {
-                    budget = budget.max_cost_usd(usd);
-                }
-                let agent = Agent::new(m.provider, fix.agent.model.clone().unwrap_or(m.name))
-                    .tools(tools)
-                    .budget(budget)
-                    .prices(m.prices);
-                Box::new(Agentic::new(Arc::new(agent), task))
+            let mut llm = Llm::new(m.provider, m.name, issue_text, files);
+            if let Some(usd) = fix.agent.max_cost_usd {
+                llm = llm.max_cost(usd, m.prices);
             }
-        };
+            Box::new(llm)
+        }
+        BrancherName::Agent => {
+            let m = need_model()?;
+            let mut task = Task::new(issue_text);
+            let map = index.map(1024, &[]).map(|m| m.text).unwrap_or_default();
+            task.context = format!("{}\n\n{map}", seed::summary(workspace, 20));
+            let tools = GraphTools::new(index)
+                .add_to(Toolbox::editing().with(RunTests::new(prepared.stack.clone())));
+            let mut budget = AgentBudget::default().max_steps(fix.agent.max_steps);
+            if let Some(usd) = fix.agent.max_cost_usd {
+                budget = budget.max_cost_usd(usd);
+            }
+            let agent = Agent::new(m.provider, fix.agent.model.clone().unwrap_or(m.name))
+                .tools(tools)
+                .budget(budget)
+                .prices(m.prices);
+            Box::new(Agentic::new(Arc::new(agent), task))
+        }
+    };
     Ok(brancher)
 }
 

@@ -83,7 +83,9 @@ pub enum SeedError {
         max_bytes: u64,
     },
     /// The copy ran past the wall-clock cap.
-    #[error("copying {0} took longer than the seed timeout; raise sandbox.seed_timeout_s in forq.yml")]
+    #[error(
+        "copying {0} took longer than the seed timeout; raise sandbox.seed_timeout_s in forq.yml"
+    )]
     Timeout(String),
     /// A file operation failed.
     #[error("cannot seed {path}: {source}")]
@@ -97,7 +99,9 @@ pub enum SeedError {
     #[error(transparent)]
     Git(#[from] git::GitError),
     /// A context file would land outside the workspace.
-    #[error("context file {0}: it must be a relative path inside the workspace (no `..`, not absolute)")]
+    #[error(
+        "context file {0}: it must be a relative path inside the workspace (no `..`, not absolute)"
+    )]
     Outside(String),
 }
 
@@ -274,7 +278,10 @@ pub fn summary(workspace: &Path, max: usize) -> String {
     )];
     for (name, count) in top.iter().take(max) {
         if name.ends_with('/') {
-            lines.push(format!("- {name} ({count} file{})", if *count == 1 { "" } else { "s" }));
+            lines.push(format!(
+                "- {name} ({count} file{})",
+                if *count == 1 { "" } else { "s" }
+            ));
         } else {
             lines.push(format!("- {name}"));
         }
@@ -297,11 +304,17 @@ mod tests {
         let written = add_context(&ws, "notes/spec.md", b"spec").expect("inside");
         assert_eq!(std::fs::read(written).expect("read"), b"spec");
         for bad in ["../x", "a/../../x", "/tmp/x", ""] {
-            assert!(matches!(add_context(&ws, bad, b"x"), Err(SeedError::Outside(_))), "{bad}");
+            assert!(
+                matches!(add_context(&ws, bad, b"x"), Err(SeedError::Outside(_))),
+                "{bad}"
+            );
         }
         // A link inside the workspace that points out of it is not a way out.
         std::os::unix::fs::symlink(dir.path(), ws.join("out")).expect("symlink");
-        assert!(matches!(add_context(&ws, "out/x", b"x"), Err(SeedError::Outside(_))));
+        assert!(matches!(
+            add_context(&ws, "out/x", b"x"),
+            Err(SeedError::Outside(_))
+        ));
         assert!(!dir.path().join("x").exists());
     }
 

@@ -77,12 +77,11 @@ pub fn parse_markdown(text: &str, source: &str) -> Result<LocalIssue, SourceErro
     let mut front = FrontMatter::default();
     if let Some(after) = text.strip_prefix("---\n") {
         if let Some(end) = after.find("\n---") {
-            front = serde_yaml_ng::from_str(&after[..end]).map_err(|e| {
-                SourceError::FrontMatter {
+            front =
+                serde_yaml_ng::from_str(&after[..end]).map_err(|e| SourceError::FrontMatter {
                     path: source.to_owned(),
                     message: e.to_string(),
-                }
-            })?;
+                })?;
         }
     }
     let parsed = Issue::from_markdown(text, source);
@@ -198,7 +197,10 @@ mod tests {
     #[test]
     fn a_bad_front_matter_names_the_file() {
         let err = parse_markdown("---\nlabels: 3: 4\n---\n# x\n", "issues/x.md").expect_err("bad");
-        assert!(err.to_string().starts_with("issues/x.md: the front matter"), "{err}");
+        assert!(
+            err.to_string().starts_with("issues/x.md: the front matter"),
+            "{err}"
+        );
         let empty = tempfile::tempdir().expect("tempdir");
         let err = read_dir(empty.path()).expect_err("empty");
         assert!(err.to_string().contains("holds no issue"), "{err}");
@@ -206,8 +208,11 @@ mod tests {
 
     #[test]
     fn a_title_in_front_matter_stands_in_for_a_missing_heading() {
-        let l = parse_markdown("---\ntitle: from front\nauthor: bob\n---\nno heading\n", "x.md")
-            .expect("parse");
+        let l = parse_markdown(
+            "---\ntitle: from front\nauthor: bob\n---\nno heading\n",
+            "x.md",
+        )
+        .expect("parse");
         assert_eq!(l.issue.title, "from front");
         assert_eq!(l.issue.author.as_deref(), Some("bob"));
         assert_eq!(l.issue.id, "x");

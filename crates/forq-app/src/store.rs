@@ -317,8 +317,10 @@ impl Store {
         }
         let conn = Connection::open(path).map_err(err)?;
         conn.busy_timeout(Duration::from_secs(10)).map_err(err)?;
-        conn.pragma_update(None, "journal_mode", "WAL").map_err(err)?;
-        conn.pragma_update(None, "synchronous", "NORMAL").map_err(err)?;
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(err)?;
+        conn.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(err)?;
         conn.execute_batch(SCHEMA).map_err(err)?;
         Ok(Store {
             path: path.to_owned(),
@@ -403,8 +405,8 @@ impl Store {
     /// except that `patch_ready` becomes `pr_opened`.
     pub fn transition(&self, id: &str, to: State, reason: &str) -> Result<Run, StoreError> {
         let run = self.get(id)?;
-        let allowed = !run.state.is_terminal()
-            || (run.state == State::PatchReady && to == State::PrOpened);
+        let allowed =
+            !run.state.is_terminal() || (run.state == State::PatchReady && to == State::PrOpened);
         if !allowed {
             return Err(StoreError::Over {
                 id: run.id,
@@ -629,7 +631,8 @@ mod tests {
     fn a_run_that_is_over_stays_over() {
         let (_d, s) = store();
         let run = s.create(&NewRun::fix("1", "a", "/r")).expect("create");
-        s.transition(&run.id, State::PatchReady, "green").expect("ready");
+        s.transition(&run.id, State::PatchReady, "green")
+            .expect("ready");
         let err = s.transition(&run.id, State::Failed, "x").expect_err("over");
         assert!(err.to_string().contains("patch_ready already"), "{err}");
         // The one way on: a person pushed and opened a pull request.
@@ -664,7 +667,8 @@ mod tests {
     fn aborting_a_run_nobody_works_on_aborts_it_now() {
         let (_d, s) = store();
         let run = s.create(&NewRun::fix("1", "a", "/r")).expect("create");
-        s.claim(&run.id, u32::MAX - 1).expect("claim by a process that is gone");
+        s.claim(&run.id, u32::MAX - 1)
+            .expect("claim by a process that is gone");
         let aborted = s.request_abort(&run.id).expect("abort");
         assert_eq!(aborted.state, State::Aborted);
         assert!(aborted.abort_requested);

@@ -43,6 +43,196 @@ pub(crate) enum Command {
     /// The fix search's own tools.
     #[command(subcommand)]
     Search(SearchCommand),
+    /// forq.yml: print its JSON Schema, or check a file.
+    #[command(subcommand)]
+    Config(ConfigCommand),
+    /// Burn down a backlog: select issues (a Markdown directory, a GitHub
+    /// repository, or --text), make a run of each, run them in parallel.
+    /// Exits 0 when every run reached its goal (patch_ready, triaged), 1
+    /// when some need a human or were aborted, 2 when some failed.
+    Queue(QueueArgs),
+    /// List runs, or show, follow, abort or resume one.
+    Runs(RunsArgs),
+    /// List a run's workspace files (one bare path per line with --plain,
+    /// or whenever stdout is not a terminal).
+    Files(FilesArgs),
+    /// Push a finished run's branch (run by a person: forq never pushes on
+    /// its own), and open a pull request with --pr. Exits 1 when the
+    /// remote's branch is not the run's (nothing is forced over it).
+    Push(PushArgs),
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum ConfigCommand {
+    /// Print forq.yml's JSON Schema (for editors: yaml-language-server).
+    Schema,
+    /// Check forq.yml (of --repo, or FILE) and print the settings in effect.
+    /// Exits 1 when it is invalid.
+    Check(ConfigCheckArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ConfigCheckArgs {
+    /// The file (default: REPO/forq.yml, else REPO/.forq.yml).
+    #[arg(value_name = "FILE")]
+    pub(crate) file: Option<PathBuf>,
+    /// The repository.
+    #[arg(long, default_value = ".")]
+    pub(crate) repo: PathBuf,
+    /// Print the settings as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// Where forq keeps its runs.
+#[derive(Debug, Args)]
+pub(crate) struct StateArgs {
+    /// forq's state directory: the run store (forq.db) and each run's
+    /// workspace and records.
+    #[arg(long, env = "FORQ_STATE", default_value = ".forq", global = true)]
+    pub(crate) state: PathBuf,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum ActionName {
+    Triage,
+    Fix,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct QueueArgs {
+    /// A directory of Markdown issues (*.md, or DIR/ISSUE.md; front matter
+    /// id, title, labels, targets, repo).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) issues: Option<PathBuf>,
+    /// The repository: a directory, or a GitHub URL (whose open issues are
+    /// the queue when --issues is not given).
+    #[arg(long, value_name = "DIR|URL")]
+    pub(crate) repo: Option<String>,
+    /// One issue's text instead (on --repo).
+    #[arg(long, conflicts_with = "issues")]
+    pub(crate) text: Option<String>,
+    /// Only issues with this label.
+    #[arg(long)]
+    pub(crate) label: Option<String>,
+    /// At most this many issues.
+    #[arg(long)]
+    pub(crate) limit: Option<usize>,
+    /// Runs at once.
+    #[arg(long, default_value_t = 2)]
+    pub(crate) jobs: usize,
+    /// Runs at once on one repository.
+    #[arg(long, default_value_t = 2)]
+    pub(crate) per_repo: usize,
+    /// triage (decide only) or fix (triage when enabled, then fix).
+    #[arg(long, value_enum, default_value = "fix")]
+    pub(crate) action: ActionName,
+    /// Settings for every run instead of each repository's forq.yml.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) config: Option<PathBuf>,
+    /// The environment variable holding the contributor's key, for
+    /// contributor-funded runs (never a value on the command line, where
+    /// other users see it).
+    #[arg(long, value_name = "VAR")]
+    pub(crate) contributor_key_env: Option<String>,
+    #[command(flatten)]
+    pub(crate) model: ModelArgs,
+    #[command(flatten)]
+    pub(crate) backend: BackendArgs,
+    #[command(flatten)]
+    pub(crate) state: StateArgs,
+    /// Print the runs as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct RunsArgs {
+    #[command(subcommand)]
+    pub(crate) command: Option<RunsCommand>,
+    /// At most this many runs, newest first.
+    #[arg(long, default_value_t = 50)]
+    pub(crate) limit: usize,
+    #[command(flatten)]
+    pub(crate) state: StateArgs,
+    /// Print JSON.
+    #[arg(long, global = true)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum RunsCommand {
+    /// One run: its issue, state, outcome and events.
+    Show(RunIdArgs),
+    /// Follow a run's events as they happen, until it ends.
+    Tail(RunIdArgs),
+    /// Stop a run (the process working on it stops at once).
+    Abort(RunIdArgs),
+    /// Continue an interrupted run from its last checkpoint.
+    Resume(ResumeArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct RunIdArgs {
+    /// The run's id (or a prefix of it).
+    pub(crate) id: String,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ResumeArgs {
+    /// The run's id (or a prefix of it).
+    pub(crate) id: String,
+    /// Settings instead of the repository's forq.yml.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) config: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) model: ModelArgs,
+    #[command(flatten)]
+    pub(crate) backend: BackendArgs,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct FilesArgs {
+    /// The run's id (or a prefix of it).
+    pub(crate) id: String,
+    /// Absolute paths.
+    #[arg(long)]
+    pub(crate) abs: bool,
+    /// One bare path per line, even on a terminal.
+    #[arg(long)]
+    pub(crate) plain: bool,
+    #[command(flatten)]
+    pub(crate) state: StateArgs,
+    /// Print JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct PushArgs {
+    /// The run's id (or a prefix of it).
+    pub(crate) id: String,
+    /// The remote: a name in the workspace (default origin, the repository
+    /// the run was seeded from) or a URL.
+    #[arg(long)]
+    pub(crate) remote: Option<String>,
+    /// Open a pull request on GitHub (GITHUB_TOKEN; GITHUB_API_URL for
+    /// GitHub Enterprise).
+    #[arg(long)]
+    pub(crate) pr: bool,
+    /// The GitHub repository for --pr, OWNER/REPO (default: from the
+    /// issue's or the remote's URL).
+    #[arg(long)]
+    pub(crate) github: Option<String>,
+    /// The branch the pull request goes into (default: the branch the run
+    /// was seeded from).
+    #[arg(long)]
+    pub(crate) base: Option<String>,
+    #[command(flatten)]
+    pub(crate) state: StateArgs,
+    /// Print JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 #[derive(Debug, Subcommand)]

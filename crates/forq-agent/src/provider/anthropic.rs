@@ -12,7 +12,7 @@ use crate::message::{
     parse_arguments, Delta, Message, Part, Request, Response, Role, StopReason, ToolChoice, Usage,
 };
 
-const ANTHROPIC_BASE: &str = "https://api.anthropic.com";
+pub(crate) const ANTHROPIC_BASE: &str = "https://api.anthropic.com";
 const API_VERSION: &str = "2023-06-01";
 
 /// The Anthropic provider.

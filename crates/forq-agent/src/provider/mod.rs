@@ -45,6 +45,28 @@ pub fn open(choice: &Choice) -> Result<std::sync::Arc<dyn Provider>, Error> {
     })
 }
 
+/// The provider `kind` (`openai` or `anthropic`) with `key` instead of the
+/// environment's (a contributor's own, for one run), at the environment's
+/// base URL.
+pub fn with_key(kind: &str, key: ApiKey) -> Result<std::sync::Arc<dyn Provider>, Error> {
+    let base = |var: &str, default: &str| {
+        std::env::var(var)
+            .ok()
+            .filter(|b| !b.trim().is_empty())
+            .unwrap_or_else(|| default.to_owned())
+    };
+    Ok(match kind {
+        "anthropic" => std::sync::Arc::new(Anthropic::new(
+            &base("ANTHROPIC_BASE_URL", anthropic::ANTHROPIC_BASE),
+            key,
+        )),
+        _ => std::sync::Arc::new(OpenAi::new(
+            &base("OPENAI_BASE_URL", openai::OPENAI_BASE),
+            Some(key),
+        )?),
+    })
+}
+
 /// The model used when the caller names none: `FORQ_MODEL` when set, else
 /// a current general model of the provider (a replay answers any name).
 pub fn default_model(provider: &str) -> String {

@@ -14,7 +14,7 @@ use crate::message::{
 };
 
 /// OpenAI's own endpoint.
-const OPENAI_BASE: &str = "https://api.openai.com/v1";
+pub(crate) const OPENAI_BASE: &str = "https://api.openai.com/v1";
 
 /// An OpenAI-compatible provider.
 pub struct OpenAi {

@@ -28,7 +28,10 @@ async fn a_github_issue_is_read_with_the_token_and_api_headers() {
     assert_eq!(issue.labels, ["bug"]);
     assert_eq!(issue.source, "https://github.com/o/r/issues/42");
     let got = &server.received()[0];
-    assert_eq!(got.path, "/repos/o/r/issues/42");
+    assert_eq!(
+        (got.method.as_str(), got.path.as_str()),
+        ("GET", "/repos/o/r/issues/42")
+    );
     assert_eq!(
         got.header("authorization"),
         Some("Bearer ghp_test_token_123")

@@ -104,7 +104,10 @@ async fn openai_plain_turn() {
         (StopReason::EndTurn, "gpt-test")
     );
     let got = &server.received()[0];
-    assert_eq!(got.path, "/v1/chat/completions");
+    assert_eq!(
+        (got.method.as_str(), got.path.as_str()),
+        ("POST", "/v1/chat/completions")
+    );
     assert_eq!(
         got.header("authorization"),
         Some(format!("Bearer {KEY}").as_str())

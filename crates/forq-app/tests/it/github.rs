@@ -72,15 +72,24 @@ async fn listing_follows_every_page_and_leaves_out_pull_requests() {
 #[tokio::test]
 async fn writes_use_the_documented_methods_and_bodies() {
     let server = Server::start(vec![
-        Reply::status(201, json!({"id": 1, "html_url": "https://github.com/o/r/issues/4#issuecomment-1"})),
+        Reply::status(
+            201,
+            json!({"id": 1, "html_url": "https://github.com/o/r/issues/4#issuecomment-1"}),
+        ),
         Reply::ok(json!([{"name": "forq"}])),
         Reply::ok(issue(4, false)),
-        Reply::status(201, json!({"number": 12, "html_url": "https://github.com/o/r/pull/12"})),
+        Reply::status(
+            201,
+            json!({"number": 12, "html_url": "https://github.com/o/r/pull/12"}),
+        ),
         Reply::ok(json!({"default_branch": "trunk"})),
     ])
     .await;
     let gh = Github::new(&server.url, Some("t".to_owned()));
-    let url = gh.comment("o/r", 4, "forq: patch ready").await.expect("comment");
+    let url = gh
+        .comment("o/r", 4, "forq: patch ready")
+        .await
+        .expect("comment");
     assert!(url.ends_with("issuecomment-1"));
     gh.add_labels("o/r", 4, &["forq"]).await.expect("label");
     gh.close("o/r", 4).await.expect("close");
@@ -129,7 +138,10 @@ async fn rate_limits_are_waited_out_then_retried() {
             403,
             vec![
                 ("x-ratelimit-remaining", "0".to_owned()),
-                ("x-ratelimit-reset", (forq_app::store::now_ms() / 1000).to_string()),
+                (
+                    "x-ratelimit-reset",
+                    (forq_app::store::now_ms() / 1000).to_string(),
+                ),
             ],
             "API rate limit exceeded",
         ),
@@ -140,7 +152,11 @@ async fn rate_limits_are_waited_out_then_retried() {
     let started = Instant::now();
     let got = gh.issue("o/r", 5).await.expect("retried until it answered");
     assert_eq!(got.number, 5);
-    assert_eq!(server.received().len(), 4, "three refusals, then the answer");
+    assert_eq!(
+        server.received().len(),
+        4,
+        "three refusals, then the answer"
+    );
     assert!(
         started.elapsed() >= Duration::from_millis(1000),
         "Retry-After: 1 was obeyed"
@@ -158,7 +174,10 @@ async fn a_wait_longer_than_the_cap_is_an_error_that_says_when() {
     .await;
     let gh = Github::new(&server.url, None).max_wait(Duration::from_secs(5));
     let err = gh.issue("o/r", 1).await.expect_err("too long");
-    assert!(matches!(err, GithubError::RateLimited { wait_s: 3600, .. }), "{err}");
+    assert!(
+        matches!(err, GithubError::RateLimited { wait_s: 3600, .. }),
+        "{err}"
+    );
     assert!(err.to_string().contains("try again later"), "{err}");
 }
 
@@ -168,5 +187,8 @@ async fn refusals_say_what_to_do() {
     let gh = Github::new(&server.url, None);
     let err = gh.comment("o/r", 1, "x").await.expect_err("404");
     let s = err.to_string();
-    assert!(s.contains("404: Not Found") && s.contains("GITHUB_TOKEN"), "{s}");
+    assert!(
+        s.contains("404: Not Found") && s.contains("GITHUB_TOKEN"),
+        "{s}"
+    );
 }

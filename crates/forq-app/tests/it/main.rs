@@ -1,6 +1,8 @@
 //! forq-app's integration tests: real SQLite, a real HTTP server on
 //! loopback speaking GitHub's documented REST shapes, real git.
 
+#![allow(clippy::unwrap_used)] // tests fail loudly
+
 #[path = "../../../forq-agent/tests/it/server.rs"]
 #[allow(dead_code)]
 mod server;

@@ -8,10 +8,15 @@
 //! failed_agentic. `forq triage` exits 0 when a fix should be attempted, 1
 //! when not; `forq agent run` exits 0 when the agent submitted, 1 when it
 //! needs a human (gave up with a question, or spent a budget); `forq fix`
-//! exits 0 when solved, 1 when not. Every other
+//! exits 0 when solved, 1 when not. `forq queue` and `forq runs resume`
+//! exit 0 when every run reached its goal (patch_ready, pr_opened,
+//! triaged), 1 when some need a human or were aborted, 2 when some failed;
+//! `forq config check` exits 1 on an invalid file; `forq push` exits 1
+//! when the remote's branch is not the run's. Every other
 //! command exits 0, and every command 125 on an error.
 
 mod agent;
+mod app;
 mod bench;
 mod bootstrap;
 mod fix;
@@ -59,6 +64,11 @@ pub(crate) fn run(args: Cli) -> anyhow::Result<ExitCode> {
             Command::Agent(AgentCommand::Run(a)) => agent::run(a).await,
             Command::Fix(a) => fix::run(a).await,
             Command::Search(SearchCommand::Bench(a)) => search_bench::run(a).await,
+            Command::Config(c) => app::config(c),
+            Command::Queue(a) => app::queue(a).await,
+            Command::Runs(a) => app::runs(a).await,
+            Command::Files(a) => app::files(a),
+            Command::Push(a) => app::push(a).await,
         }
     })
 }

@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use std::process::Output;
 
 mod agent;
+mod app;
 mod fix;
 #[allow(dead_code)] // shared with forq-agent's tests, which use all of it
 #[path = "../../../forq-agent/tests/it/server.rs"]

@@ -1,0 +1,677 @@
+//! The application commands: `forq config`, `forq queue`, `forq runs`,
+//! `forq files`, `forq push`. The work is forq-app's; this maps arguments
+//! in and results out.
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::Context;
+use forq_agent::provider::{self, ApiKey};
+use forq_app::config::Config;
+use forq_app::git;
+use forq_app::github::{repo_slug, Github};
+use forq_app::pipeline::{Model, Observer, Pipeline};
+use forq_app::queue::{self, Selection, Source};
+use forq_app::store::{Action, Run, State, Store};
+use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
+use serde_json::json;
+
+use super::agent::{note, open_provider, prices};
+use crate::cli::{
+    ActionName, ConfigCheckArgs, ConfigCommand, FilesArgs, ModelArgs, PushArgs, QueueArgs,
+    ResumeArgs, RunsArgs, RunsCommand,
+};
+
+/// Exit codes of `forq queue` and `forq runs resume`.
+const EXIT_NEEDS_HUMAN: u8 = 1;
+const EXIT_FAILED: u8 = 2;
+
+pub(crate) fn config(cmd: ConfigCommand) -> anyhow::Result<ExitCode> {
+    match cmd {
+        ConfigCommand::Schema => {
+            let mut out = std::io::stdout().lock();
+            writeln!(out, "{}", serde_json::to_string_pretty(&Config::schema())?)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        ConfigCommand::Check(a) => config_check(a),
+    }
+}
+
+fn config_check(args: ConfigCheckArgs) -> anyhow::Result<ExitCode> {
+    let loaded = match &args.file {
+        Some(f) => Config::from_file(f).map(|c| (c, Some(f.clone()))),
+        None => Config::load(&args.repo),
+    };
+    let mut out = std::io::stdout().lock();
+    match loaded {
+        Ok((config, file)) => {
+            if args.json {
+                writeln!(
+                    out,
+                    "{}",
+                    json!({"ok": true, "file": file, "config": config})
+                )?;
+            } else {
+                match &file {
+                    Some(f) => writeln!(out, "{}: ok", f.display())?,
+                    None => writeln!(
+                        out,
+                        "no forq.yml in {}: every setting has its default",
+                        args.repo.display()
+                    )?,
+                }
+                write!(out, "{}", serde_yaml_ng::to_string(&config)?)?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            if args.json {
+                writeln!(out, "{}", json!({"ok": false, "error": e.to_string()}))?;
+            } else {
+                note(&format!("forq: {e}"));
+            }
+            Ok(ExitCode::from(1))
+        }
+    }
+}
+
+fn open_store(state: &Path) -> anyhow::Result<Arc<Store>> {
+    Ok(Arc::new(Store::open(&state.join("forq.db"))?))
+}
+
+/// The owner's model, when one is configured (none is not an error: triage
+/// is skipped and the mutate brancher needs none).
+fn owner_model(args: &ModelArgs) -> anyhow::Result<Option<Model>> {
+    match open_provider(args) {
+        Ok((provider, name)) => Ok(Some(Model {
+            provider,
+            name,
+            prices: prices(args)?,
+        })),
+        Err(e) if args.provider == crate::cli::ProviderName::Auto => {
+            tracing::info!("no model: {e:#}");
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// The contributor's model: the owner's provider kind with the key in
+/// environment variable `var`.
+fn contributor_model(
+    var: Option<&str>,
+    owner: Option<&Model>,
+    args: &ModelArgs,
+) -> anyhow::Result<Option<Model>> {
+    let Some(var) = var else { return Ok(None) };
+    let key = std::env::var(var)
+        .ok()
+        .filter(|k| !k.trim().is_empty())
+        .with_context(|| format!("--contributor-key-env {var}: the variable is not set"))?;
+    let kind = owner.map_or("openai", |m| m.provider.name());
+    let provider = provider::with_key(kind, ApiKey::new(key))?;
+    let name = args
+        .model
+        .clone()
+        .unwrap_or_else(|| provider::default_model(provider.name()));
+    Ok(Some(Model {
+        provider,
+        name,
+        prices: prices(args)?,
+    }))
+}
+
+fn load_config(file: Option<&PathBuf>) -> anyhow::Result<Option<Config>> {
+    file.map(|f| Config::from_file(f).map_err(anyhow::Error::from))
+        .transpose()
+}
+
+/// One progress line per run on a terminal (indicatif); plain lines of
+/// state changes otherwise.
+struct Lines {
+    bars: Option<MultiProgress>,
+    by_run: Mutex<std::collections::HashMap<String, ProgressBar>>,
+    titles: std::collections::HashMap<String, String>,
+}
+
+impl Lines {
+    fn new(runs: &[Run], quiet: bool) -> Lines {
+        let tty = std::io::stderr().is_terminal() && !quiet;
+        let bars = tty.then(MultiProgress::new);
+        let mut by_run = std::collections::HashMap::new();
+        let mut titles = std::collections::HashMap::new();
+        for run in runs {
+            let title = format!("#{} {}", run.issue.id, short(&run.issue.title, 40));
+            if let Some(m) = &bars {
+                let bar = m.add(ProgressBar::new_spinner());
+                bar.set_style(
+                    ProgressStyle::with_template("{spinner} {prefix} {wide_msg} {elapsed}")
+                        .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+                );
+                bar.set_prefix(title.clone());
+                bar.set_message(run.state.name());
+                bar.enable_steady_tick(Duration::from_millis(200));
+                by_run.insert(run.id.clone(), bar);
+            }
+            titles.insert(run.id.clone(), title);
+        }
+        Lines {
+            bars,
+            by_run: Mutex::new(by_run),
+            titles,
+        }
+    }
+
+    fn finish(&self) {
+        let bars = self.by_run.lock().unwrap_or_else(|p| p.into_inner());
+        for bar in bars.values() {
+            bar.finish_and_clear();
+        }
+        if let Some(m) = &self.bars {
+            let _ = m.clear();
+        }
+    }
+}
+
+impl Observer for Lines {
+    fn progress(&self, run: &str, state: State, note_text: &str) {
+        let title = self.titles.get(run).cloned().unwrap_or_default();
+        let text = if note_text.is_empty() {
+            state.name().to_owned()
+        } else {
+            format!("{} · {}", state.name(), short(note_text, 90))
+        };
+        if self.bars.is_some() {
+            let bars = self.by_run.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(bar) = bars.get(run) {
+                bar.set_message(text);
+                if state.is_terminal() {
+                    bar.finish();
+                }
+            }
+        } else if note_text.is_empty() || state.is_terminal() || state != State::Implementing {
+            // Without a terminal, every change but the per-candidate counts.
+            note(&format!("{run} {title}: {text}"));
+        }
+    }
+}
+
+fn short(s: &str, n: usize) -> String {
+    let line = s.lines().next().unwrap_or("");
+    if line.chars().count() <= n {
+        line.to_owned()
+    } else {
+        format!("{}…", line.chars().take(n - 1).collect::<String>())
+    }
+}
+
+/// Whether to colour stdout.
+fn color() -> bool {
+    std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none()
+}
+
+fn paint(state: State, text: &str) -> String {
+    if !color() {
+        return text.to_owned();
+    }
+    let code = match state {
+        State::PatchReady | State::PrOpened | State::Triaged => "32",
+        State::NeedsHuman | State::Aborted => "33",
+        State::Failed => "31",
+        _ => "0",
+    };
+    format!("\x1b[{code}m{text}\x1b[0m")
+}
+
+/// The exit code for runs that ended so.
+fn exit_for(runs: &[Run]) -> ExitCode {
+    if runs.iter().any(|r| r.state == State::Failed) {
+        ExitCode::from(EXIT_FAILED)
+    } else if runs.iter().any(|r| {
+        !matches!(
+            r.state,
+            State::PatchReady | State::PrOpened | State::Triaged
+        )
+    }) {
+        ExitCode::from(EXIT_NEEDS_HUMAN)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// The final table: issue, outcome, patch size, cost, time.
+fn table(runs: &[Run]) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "{:<22} {:<8} {:<12} {:>6} {:>7} {:>7}  DETAIL",
+        "RUN", "ISSUE", "OUTCOME", "PATCH", "COST", "TIME"
+    )?;
+    for r in runs {
+        let patch = r.patch_lines.map_or("-".to_owned(), |l| format!("{l}L"));
+        let detail = match (&r.branch, r.state) {
+            (Some(b), State::PatchReady | State::PrOpened) => b.clone(),
+            _ => short(&r.reason, 70),
+        };
+        writeln!(
+            out,
+            "{:<22} {:<8} {} {:>6} {:>7} {:>6.1}s  {}",
+            r.id,
+            short(&format!("#{}", r.issue.id), 8),
+            paint(r.state, &format!("{:<12}", r.state.name())),
+            patch,
+            format!("${:.2}", r.cost_usd),
+            r.elapsed_s(),
+            detail
+        )?;
+    }
+    Ok(())
+}
+
+pub(crate) async fn queue(args: QueueArgs) -> anyhow::Result<ExitCode> {
+    let action = match args.action {
+        ActionName::Triage => Action::Triage,
+        ActionName::Fix => Action::Fix,
+    };
+    let source = match (&args.issues, &args.text, &args.repo) {
+        (Some(dir), _, repo) => Source::Local {
+            dir: dir.clone(),
+            repo: repo.clone(),
+        },
+        (None, Some(text), Some(repo)) => Source::Text {
+            text: text.clone(),
+            repo: repo.clone(),
+        },
+        (None, None, Some(repo)) if repo.contains("github.com") || !Path::new(repo).exists() => {
+            Source::github(repo)?
+        }
+        (None, None, Some(repo)) => Source::Local {
+            dir: Path::new(repo).join(".forq").join("issues"),
+            repo: Some(repo.clone()),
+        },
+        (None, _, None) => anyhow::bail!(
+            "name the issues: --issues DIR (Markdown), --repo https://github.com/OWNER/REPO, or --text TEXT --repo DIR"
+        ),
+    };
+    let selection = Selection {
+        label: args.label.clone(),
+        limit: args.limit,
+        action,
+    };
+    let new = queue::select(&source, &selection, &Github::from_env()).await?;
+    if new.is_empty() {
+        note("forq: no issue matched");
+        return Ok(ExitCode::SUCCESS);
+    }
+    std::fs::create_dir_all(&args.state.state)
+        .with_context(|| format!("cannot create {}", args.state.state.display()))?;
+    let state_dir = args.state.state.canonicalize()?;
+    let store = open_store(&state_dir)?;
+    let model = owner_model(&args.model)?;
+    let contributor = contributor_model(
+        args.contributor_key_env.as_deref(),
+        model.as_ref(),
+        &args.model,
+    )?;
+    let backend = super::sandbox::open(args.backend.backend).await?;
+    let config = load_config(args.config.as_ref())?;
+    let runs = queue::enqueue(&store, &new)?;
+    let lines = Arc::new(Lines::new(&runs, args.json));
+    let pipeline = Pipeline::new(store.clone(), &state_dir, backend)
+        .model(model)
+        .contributor(contributor)
+        .config(config)
+        .observer(lines.clone());
+    let ended = queue::run_all(&pipeline, &runs, args.jobs, args.per_repo).await;
+    lines.finish();
+    let mut finished = Vec::new();
+    for (result, run) in ended.into_iter().zip(&runs) {
+        match result {
+            Ok(r) => finished.push(r),
+            Err(e) => {
+                note(&format!("forq: {e}"));
+                finished.push(store.get(&run.id)?);
+            }
+        }
+    }
+    if args.json {
+        super::print_json(&finished)?;
+    } else {
+        table(&finished)?;
+    }
+    Ok(exit_for(&finished))
+}
+
+pub(crate) async fn runs(args: RunsArgs) -> anyhow::Result<ExitCode> {
+    let state_dir = &args.state.state;
+    let store = open_store(state_dir)?;
+    match args.command {
+        None => {
+            let runs = store.list(args.limit)?;
+            if args.json {
+                super::print_json(&runs)?;
+            } else if runs.is_empty() {
+                note(&format!("no runs in {}", state_dir.display()));
+            } else {
+                table(&runs)?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(RunsCommand::Show(a)) => {
+            let run = store.get(&a.id)?;
+            let events = store.events(&run.id, 0)?;
+            if args.json {
+                super::print_json(&json!({"run": run, "events": events}))?;
+                return Ok(ExitCode::SUCCESS);
+            }
+            let mut out = std::io::stdout().lock();
+            writeln!(out, "run      {}", run.id)?;
+            writeln!(out, "issue    #{} {}", run.issue.id, run.issue.title)?;
+            writeln!(out, "source   {}", run.issue.source)?;
+            writeln!(out, "repo     {}", run.repo)?;
+            writeln!(out, "action   {}", run.action.name())?;
+            let live = if run.is_live() { " (running)" } else { "" };
+            let stale = if !run.state.is_terminal() && !run.is_live() {
+                " (interrupted: `forq runs resume` continues it)"
+            } else {
+                ""
+            };
+            writeln!(
+                out,
+                "state    {}{live}{stale}",
+                paint(run.state, run.state.name())
+            )?;
+            if !run.reason.is_empty() {
+                writeln!(out, "reason   {}", run.reason)?;
+            }
+            if let Some(b) = &run.branch {
+                writeln!(out, "branch   {b}")?;
+            }
+            if let Some(l) = run.patch_lines {
+                writeln!(out, "patch    {l} lines")?;
+            }
+            writeln!(out, "cost     ${:.4}", run.cost_usd)?;
+            writeln!(out, "events")?;
+            for e in &events {
+                writeln!(out, "  {}", event_line(e))?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(RunsCommand::Tail(a)) => {
+            let id = store.get(&a.id)?.id;
+            let mut after = 0;
+            loop {
+                let events = store.events(&id, after)?;
+                {
+                    let mut out = std::io::stdout().lock();
+                    for e in &events {
+                        after = e.seq;
+                        if args.json {
+                            writeln!(out, "{}", serde_json::to_string(e)?)?;
+                        } else {
+                            writeln!(out, "{}", event_line(e))?;
+                        }
+                    }
+                    out.flush()?;
+                }
+                let run = store.get(&id)?;
+                if run.state.is_terminal() && store.events(&id, after)?.is_empty() {
+                    return Ok(ExitCode::SUCCESS);
+                }
+                if !run.is_live() && !run.state.is_terminal() {
+                    note(&format!(
+                        "run {id} is {} and no process works on it: `forq runs resume {id}` continues it",
+                        run.state
+                    ));
+                    return Ok(ExitCode::from(EXIT_NEEDS_HUMAN));
+                }
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
+        }
+        Some(RunsCommand::Abort(a)) => {
+            let run = store.request_abort(&a.id)?;
+            // A live run stops within a moment; wait for it to say so.
+            let mut current = run;
+            for _ in 0..40 {
+                if current.state.is_terminal() {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(250)).await;
+                current = store.get(&current.id)?;
+            }
+            if args.json {
+                super::print_json(&current)?;
+            } else {
+                writeln!(std::io::stdout().lock(), "{} {}", current.id, current.state)?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(RunsCommand::Resume(a)) => resume(a, state_dir, store, args.json).await,
+    }
+}
+
+async fn resume(
+    args: ResumeArgs,
+    state_dir: &Path,
+    store: Arc<Store>,
+    json_out: bool,
+) -> anyhow::Result<ExitCode> {
+    let run = store.get(&args.id)?;
+    if run.state.is_terminal() {
+        anyhow::bail!(
+            "run {} is {} already: there is nothing to resume",
+            run.id,
+            run.state
+        );
+    }
+    let state_dir = state_dir.canonicalize()?;
+    let model = owner_model(&args.model)?;
+    let backend = super::sandbox::open(args.backend.backend).await?;
+    let lines = Arc::new(Lines::new(std::slice::from_ref(&run), json_out));
+    let pipeline = Pipeline::new(store, &state_dir, backend)
+        .model(model)
+        .config(load_config(args.config.as_ref())?)
+        .observer(lines.clone());
+    let done = pipeline.execute(&run.id).await;
+    lines.finish();
+    let done = done?;
+    if json_out {
+        super::print_json(&done)?;
+    } else {
+        table(std::slice::from_ref(&done))?;
+    }
+    Ok(exit_for(std::slice::from_ref(&done)))
+}
+
+fn event_line(e: &forq_app::store::Event) -> String {
+    let secs = (e.at_ms / 1000) % 86_400;
+    let at = format!(
+        "{:02}:{:02}:{:02}",
+        secs / 3600,
+        secs % 3600 / 60,
+        secs % 60
+    );
+    let d = &e.data;
+    let what = match e.kind.as_str() {
+        "state" => format!(
+            "{} → {}{}",
+            d["from"].as_str().unwrap_or(""),
+            d["to"].as_str().unwrap_or(""),
+            d["reason"]
+                .as_str()
+                .filter(|r| !r.is_empty())
+                .map(|r| format!(" ({r})"))
+                .unwrap_or_default()
+        ),
+        "node" => format!(
+            "node {} {}: {} ({} lines, {} ms)",
+            d["id"],
+            d["status"].as_str().unwrap_or(""),
+            d["hypothesis"].as_str().unwrap_or(""),
+            d["diff_lines"],
+            d["eval_ms"]
+        ),
+        "checkpoint" => format!("checkpoint {}", d["phase"].as_str().unwrap_or("")),
+        "note" => d["text"].as_str().unwrap_or("").to_owned(),
+        _ => d.to_string(),
+    };
+    format!("{at} {:>4} {:<10} {what}", e.seq, e.kind)
+}
+
+/// The run's workspace, checked to exist.
+fn workspace_of(state_dir: &Path, run: &Run) -> anyhow::Result<PathBuf> {
+    let ws = state_dir.join("runs").join(&run.id).join("workspace");
+    if !ws.is_dir() {
+        anyhow::bail!(
+            "run {} has no workspace yet (it is {}): it is made when the run is provisioned",
+            run.id,
+            run.state
+        );
+    }
+    Ok(ws)
+}
+
+pub(crate) fn files(args: FilesArgs) -> anyhow::Result<ExitCode> {
+    let store = open_store(&args.state.state)?;
+    let run = store.get(&args.id)?;
+    let ws = workspace_of(&args.state.state, &run)?.canonicalize()?;
+    let mut paths: Vec<PathBuf> = walkdir::WalkDir::new(&ws)
+        .min_depth(1)
+        .into_iter()
+        .filter_entry(|e| e.file_name() != ".git" && e.file_name() != ".forq")
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_file())
+        .map(|e| {
+            if args.abs {
+                e.path().to_owned()
+            } else {
+                e.path().strip_prefix(&ws).unwrap_or(e.path()).to_owned()
+            }
+        })
+        .collect();
+    paths.sort();
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        writeln!(
+            out,
+            "{}",
+            json!({"run": run.id, "workspace": ws, "files": paths})
+        )?;
+    } else if args.plain || !std::io::stdout().is_terminal() {
+        for p in &paths {
+            writeln!(out, "{}", p.display())?;
+        }
+    } else {
+        writeln!(
+            out,
+            "{} files in {} (run {}):",
+            paths.len(),
+            ws.display(),
+            run.id
+        )?;
+        for p in &paths {
+            writeln!(out, "  {}", p.display())?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub(crate) async fn push(args: PushArgs) -> anyhow::Result<ExitCode> {
+    let store = open_store(&args.state.state)?;
+    let run = store.get(&args.id)?;
+    if !matches!(run.state, State::PatchReady | State::PrOpened) {
+        anyhow::bail!(
+            "run {} is {}: only a run with a committed patch (patch_ready) is pushed",
+            run.id,
+            run.state
+        );
+    }
+    let branch = run.branch.clone().context("the run records no branch")?;
+    let ws = workspace_of(&args.state.state, &run)?;
+    let remote = args.remote.clone().unwrap_or_else(|| "origin".to_owned());
+    if args.remote.is_none()
+        && git::git(&ws, &["remote", "get-url", "origin"])
+            .await
+            .is_err()
+    {
+        anyhow::bail!(
+            "the run's workspace was copied, not cloned, so it has no origin: name where to push with --remote URL"
+        );
+    }
+    let pushed = store.checkpointed(&run.id, "pushed")?;
+    let expected = pushed
+        .as_ref()
+        .filter(|p| p["remote"] == json!(remote))
+        .and_then(|p| p["commit"].as_str().map(str::to_owned));
+    let commit = git::git(&ws, &["rev-parse", &format!("refs/heads/{branch}")]).await?;
+    if let Err(e) = git::push(&ws, &remote, &branch, expected.as_deref()).await {
+        if matches!(e, git::GitError::Rejected { .. }) {
+            note(&format!("forq: {e}"));
+            return Ok(ExitCode::from(1));
+        }
+        return Err(e.into());
+    }
+    store.checkpoint(
+        &run.id,
+        "pushed",
+        &json!({"remote": remote, "branch": branch, "commit": commit}),
+    )?;
+    let mut result = json!({"run": run.id, "remote": remote, "branch": branch, "commit": commit});
+    if args.pr {
+        let slug = match &args.github {
+            Some(s) => repo_slug(s)?,
+            None => {
+                let from_issue = run.issue.url.as_deref().and_then(|u| {
+                    let parts: Vec<&str> = u.split('/').collect();
+                    (parts.len() >= 5).then(|| format!("{}/{}", parts[3], parts[4]))
+                });
+                match from_issue {
+                    Some(s) => s,
+                    None => repo_slug(&git::git(&ws, &["remote", "get-url", &remote]).await?)
+                        .context("--pr: name the GitHub repository with --github OWNER/REPO")?,
+                }
+            }
+        };
+        let seeded = store.checkpointed(&run.id, "seeded")?;
+        let base = args
+            .base
+            .clone()
+            .or_else(|| {
+                seeded
+                    .as_ref()
+                    .and_then(|s| s["base"].as_str().map(str::to_owned))
+            })
+            .unwrap_or_else(|| "main".to_owned());
+        let github = Github::from_env();
+        let title = format!("Fix #{}: {}", run.issue.id, run.issue.title);
+        let body = format!(
+            "Fixes #{}.\n\nThe patch was found by forq run `{}` and passed the repository's own tests on a fresh sandbox ({} line{} changed). A person pushed this branch.",
+            run.issue.id,
+            run.id,
+            run.patch_lines.unwrap_or(0),
+            if run.patch_lines == Some(1) { "" } else { "s" }
+        );
+        let pr = github
+            .open_pull(&slug, &title, &branch, &base, &body)
+            .await?;
+        store.transition(&run.id, State::PrOpened, &pr.html_url)?;
+        result["pull_request"] = json!(pr);
+    }
+    if args.json {
+        super::print_json(&result)?;
+    } else {
+        let mut out = std::io::stdout().lock();
+        writeln!(
+            out,
+            "pushed {branch} ({}) to {remote}",
+            &commit[..12.min(commit.len())]
+        )?;
+        if let Some(url) = result["pull_request"]["html_url"].as_str() {
+            writeln!(out, "pull request: {url}")?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

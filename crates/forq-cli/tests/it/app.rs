@@ -1,0 +1,598 @@
+//! The application end to end: `forq queue` over a directory of the
+//! bundled examples' issues ending in committed branches, `forq files`
+//! piped into `xargs`, `forq push` to a local bare repository (and a pull
+//! request on a loopback GitHub), resume after `kill -9`, abort while
+//! live, keys never written, contributor funding, `forq config`.
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use super::server::{Reply, Server};
+use super::{check_exit, native_or_skip, repo_root};
+use crate::agent::forq_env;
+
+/// Copies examples `names` into `dir` (each with its ISSUE.md): an issue
+/// directory whose issues are their own repositories.
+fn issue_dir(dir: &Path, names: &[&str]) -> PathBuf {
+    let issues = dir.join("issues");
+    for name in names {
+        forq_search::bench::copy_tree(&repo_root().join("examples").join(name), &issues.join(name))
+            .unwrap();
+    }
+    issues
+}
+
+fn json_of(out: &Output) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not JSON ({e}): {}\nstderr: {}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+async fn git(dir: &Path, args: &[&str]) -> String {
+    let out = forq_sandbox::host_command("git")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+async fn sh(script: &str) -> Output {
+    forq_sandbox::host_command("sh")
+        .args(["-c", script])
+        .current_dir(repo_root())
+        .env("NO_COLOR", "1")
+        .output()
+        .await
+        .unwrap()
+}
+
+fn forq_bin() -> &'static str {
+    env!("CARGO_BIN_EXE_forq")
+}
+
+#[tokio::test]
+async fn a_queue_of_example_issues_ends_in_committed_branches_that_push() {
+    if !native_or_skip("a_queue_of_example_issues_ends_in_committed_branches_that_push") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let issues = issue_dir(tmp.path(), &["py-clamp", "js-min-of", "c-abs"]);
+    let state = tmp.path().join("state");
+    let state_s = state.to_str().unwrap();
+    let out = forq_env(
+        &[
+            "queue",
+            "--issues",
+            issues.to_str().unwrap(),
+            "--jobs",
+            "2",
+            "--backend",
+            "native",
+            "--state",
+            state_s,
+            "--json",
+        ],
+        &[],
+    )
+    .await;
+    check_exit(&out, 0);
+    let runs = json_of(&out);
+    let runs = runs.as_array().unwrap();
+    assert_eq!(runs.len(), 3, "{runs:?}");
+    for run in runs {
+        let id = run["id"].as_str().unwrap();
+        let name = run["issue"]["id"].as_str().unwrap();
+        assert_eq!(run["state"], "patch_ready", "{run}");
+        let branch = run["branch"].as_str().unwrap();
+        assert_eq!(branch, format!("forq/fix/{id}"));
+        let lines = run["patch_lines"].as_u64().unwrap();
+        assert!((1..=4).contains(&lines), "{run}");
+        // The branch holds one commit over the seed, naming issue and run.
+        let ws = state.join("runs").join(id).join("workspace");
+        let message = git(&ws, &["log", "-1", "--format=%B", branch]).await;
+        assert!(message.starts_with(&format!("Fix #{name}: ")), "{message}");
+        assert!(message.contains(&format!("forq run {id}")), "{message}");
+        let count = git(&ws, &["rev-list", "--count", &format!("main..{branch}")]).await;
+        assert_eq!(count, "1");
+        // Nothing of forq's own is committed.
+        let files = git(&ws, &["show", "--name-only", "--format=", branch]).await;
+        assert!(!files.contains(".forq"), "{files}");
+        // The issue directory (the repository) was not written.
+        assert!(!issues.join(name).join(".git").exists());
+        // Every phase, in order.
+        let shown = forq_env(&["runs", "show", id, "--json", "--state", state_s], &[]).await;
+        check_exit(&shown, 0);
+        let states: Vec<String> = json_of(&shown)["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["kind"] == "state")
+            .map(|e| e["data"]["to"].as_str().unwrap().to_owned())
+            .collect();
+        assert_eq!(
+            states,
+            [
+                "triaging",
+                "provisioning",
+                "implementing",
+                "testing",
+                "patch_ready"
+            ],
+            "{name}"
+        );
+    }
+    let listed = forq_env(&["runs", "--state", state_s], &[]).await;
+    check_exit(&listed, 0);
+    let table = String::from_utf8_lossy(&listed.stdout);
+    assert!(table.starts_with("RUN "), "{table}");
+    assert_eq!(table.matches("patch_ready").count(), 3, "{table}");
+
+    // `forq files` composes with xargs and $(...): bare paths, one a line,
+    // because stdout is a pipe.
+    let py = runs
+        .iter()
+        .find(|r| r["issue"]["id"] == "py-clamp")
+        .unwrap();
+    let py_id = py["id"].as_str().unwrap();
+    let piped = sh(&format!(
+        "{} files {py_id} --state {state_s} | grep -c .",
+        forq_bin()
+    ))
+    .await;
+    check_exit(&piped, 0);
+    let composed = sh(&format!(
+        "{bin} files {py_id} --abs --state {state_s} | grep 'clamp.py$' | grep -v test | xargs cat && cat $({bin} files {py_id} --abs --plain --state {state_s} | grep ISSUE.md)",
+        bin = forq_bin()
+    ))
+    .await;
+    check_exit(&composed, 0);
+    let text = String::from_utf8_lossy(&composed.stdout);
+    assert!(text.contains("def clamp"), "{text}");
+    assert!(
+        text.contains("# "),
+        "the issue file came through $(...): {text}"
+    );
+
+    // `forq push` to a bare repository: the branch arrives; again, it is
+    // the run's own; once someone else moved it, nothing is forced.
+    let bare = tmp.path().join("remote.git");
+    git(
+        tmp.path(),
+        &["init", "-q", "--bare", bare.to_str().unwrap()],
+    )
+    .await;
+    let push = |extra: Vec<String>| {
+        let mut args = vec![
+            "push".to_owned(),
+            py_id.to_owned(),
+            "--remote".to_owned(),
+            bare.display().to_string(),
+            "--state".to_owned(),
+            state_s.to_owned(),
+        ];
+        args.extend(extra);
+        args
+    };
+    let args = push(Vec::new());
+    let out = forq_env(&args.iter().map(String::as_str).collect::<Vec<_>>(), &[]).await;
+    check_exit(&out, 0);
+    let branch = py["branch"].as_str().unwrap();
+    let ws = state.join("runs").join(py_id).join("workspace");
+    let local = git(&ws, &["rev-parse", branch]).await;
+    assert_eq!(git(&bare, &["rev-parse", branch]).await, local);
+    let out = forq_env(&args.iter().map(String::as_str).collect::<Vec<_>>(), &[]).await;
+    check_exit(&out, 0);
+    // Someone else pushes to the branch.
+    let other = tmp.path().join("other");
+    git(
+        tmp.path(),
+        &[
+            "clone",
+            "-q",
+            bare.to_str().unwrap(),
+            other.to_str().unwrap(),
+        ],
+    )
+    .await;
+    git(&other, &["checkout", "-q", branch]).await;
+    std::fs::write(other.join("theirs.txt"), "theirs\n").unwrap();
+    git(&other, &["add", "theirs.txt"]).await;
+    git(
+        &other,
+        &[
+            "-c",
+            "user.name=x",
+            "-c",
+            "user.email=x@x",
+            "commit",
+            "-qm",
+            "theirs",
+        ],
+    )
+    .await;
+    git(&other, &["push", "-q", "origin", branch]).await;
+    let theirs = git(&other, &["rev-parse", "HEAD"]).await;
+    let out = forq_env(&args.iter().map(String::as_str).collect::<Vec<_>>(), &[]).await;
+    check_exit(&out, 1);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("nothing was forced"));
+    assert_eq!(
+        git(&bare, &["rev-parse", branch]).await,
+        theirs,
+        "their work stands"
+    );
+
+    // A pull request, on a loopback GitHub, for another run.
+    let js = runs
+        .iter()
+        .find(|r| r["issue"]["id"] == "js-min-of")
+        .unwrap();
+    let js_id = js["id"].as_str().unwrap();
+    let server = Server::start(vec![Reply::status(
+        201,
+        json!({"number": 7, "html_url": "https://github.com/o/r/pull/7"}),
+    )])
+    .await;
+    let mut args = push(vec![
+        "--pr".into(),
+        "--github".into(),
+        "o/r".into(),
+        "--json".into(),
+    ]);
+    args[1] = js_id.to_owned();
+    let out = forq_env(
+        &args.iter().map(String::as_str).collect::<Vec<_>>(),
+        &[
+            ("GITHUB_API_URL", server.url.as_str()),
+            ("GITHUB_TOKEN", "ghp_test"),
+        ],
+    )
+    .await;
+    check_exit(&out, 0);
+    assert_eq!(json_of(&out)["pull_request"]["number"], 7);
+    let got = server.received();
+    assert_eq!(
+        (got[0].method.as_str(), got[0].path.as_str()),
+        ("POST", "/repos/o/r/pulls")
+    );
+    assert_eq!(got[0].body["head"], js["branch"]);
+    assert_eq!(got[0].body["base"], "main");
+    assert!(got[0].body["body"]
+        .as_str()
+        .unwrap()
+        .contains("Fixes #js-min-of"));
+    let shown = forq_env(&["runs", "show", js_id, "--json", "--state", state_s], &[]).await;
+    assert_eq!(json_of(&shown)["run"]["state"], "pr_opened");
+}
+
+/// A Python repository whose every test run takes a while, so a run can
+/// be caught in the middle of its search.
+fn slow_repo(dir: &Path) -> PathBuf {
+    let repo = dir.join("slow");
+    forq_search::bench::copy_tree(&repo_root().join("examples/py-clamp"), &repo).unwrap();
+    let test = repo.join("tests/test_clamp.py");
+    let text = std::fs::read_to_string(&test).unwrap();
+    std::fs::write(&test, format!("import time\ntime.sleep(1.5)\n{text}")).unwrap();
+    repo
+}
+
+/// Polls the store (through `forq runs --json`) until a run is in `state`.
+async fn wait_for_state(state_dir: &str, state: &str) -> String {
+    let started = Instant::now();
+    loop {
+        let out = forq_env(&["runs", "--json", "--state", state_dir], &[]).await;
+        if let Some(run) = serde_json::from_slice::<Value>(&out.stdout)
+            .ok()
+            .and_then(|v| v.as_array().and_then(|a| a.first().cloned()))
+        {
+            if run["state"] == state {
+                return run["id"].as_str().unwrap().to_owned();
+            }
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(240),
+            "never reached {state}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn events_of(shown: &Value, kind: &str) -> Vec<Value> {
+    shown["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == kind)
+        .map(|e| e["data"].clone())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_run_killed_with_sigkill_resumes_from_its_checkpoint() {
+    if !native_or_skip("a_run_killed_with_sigkill_resumes_from_its_checkpoint") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = slow_repo(tmp.path());
+    let state = tmp.path().join("state");
+    let state_s = state.to_str().unwrap();
+    let mut child = forq_sandbox::host_command(forq_bin())
+        .args([
+            "queue",
+            "--text",
+            "# clamp() is wrong at the upper bound",
+            "--repo",
+        ])
+        .arg(&repo)
+        .args(["--backend", "native", "--state", state_s])
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("ANTHROPIC_API_KEY")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let id = wait_for_state(state_s, "implementing").await;
+    child.start_kill().unwrap(); // SIGKILL: no cleanup, no last words
+    let status = child.wait().await.unwrap();
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&status),
+        Some(9)
+    );
+
+    let shown = json_of(&forq_env(&["runs", "show", &id, "--json", "--state", state_s], &[]).await);
+    assert_eq!(shown["run"]["state"], "implementing");
+    let listed = forq_env(&["runs", "show", &id, "--state", state_s], &[]).await;
+    assert!(String::from_utf8_lossy(&listed.stdout).contains("interrupted"));
+
+    let out = forq_env(
+        &[
+            "runs",
+            "resume",
+            &id,
+            "--backend",
+            "native",
+            "--json",
+            "--state",
+            state_s,
+        ],
+        &[],
+    )
+    .await;
+    check_exit(&out, 0);
+    assert_eq!(json_of(&out)["state"], "patch_ready");
+
+    let shown = json_of(&forq_env(&["runs", "show", &id, "--json", "--state", state_s], &[]).await);
+    let resumed = events_of(&shown, "resumed");
+    assert_eq!(resumed.len(), 1, "{shown}");
+    assert_eq!(resumed[0]["from"], "implementing");
+    // Finished phases were not done again: one triage, one seed, and the
+    // run never went back to an earlier state.
+    let checkpoints: Vec<String> = events_of(&shown, "checkpoint")
+        .iter()
+        .map(|c| c["phase"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        checkpoints.iter().filter(|c| *c == "triaged").count(),
+        1,
+        "{checkpoints:?}"
+    );
+    assert_eq!(
+        checkpoints.iter().filter(|c| *c == "seeded").count(),
+        1,
+        "{checkpoints:?}"
+    );
+    let states: Vec<String> = events_of(&shown, "state")
+        .iter()
+        .map(|s| s["to"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        states,
+        [
+            "triaging",
+            "provisioning",
+            "implementing",
+            "testing",
+            "patch_ready"
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_live_run_aborts_on_request_and_tail_follows_it_to_the_end() {
+    if !native_or_skip("a_live_run_aborts_on_request_and_tail_follows_it_to_the_end") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = slow_repo(tmp.path());
+    let state = tmp.path().join("state");
+    let state_s = state.to_str().unwrap();
+    let queue = forq_sandbox::host_command(forq_bin())
+        .args(["queue", "--text", "# clamp() is wrong", "--repo"])
+        .arg(&repo)
+        .args(["--backend", "native", "--state", state_s])
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("ANTHROPIC_API_KEY")
+        .output();
+    let queue = tokio::spawn(queue);
+    let id = wait_for_state(state_s, "implementing").await;
+    let tail = forq_sandbox::host_command(forq_bin())
+        .args(["runs", "tail", &id, "--state", state_s])
+        .env("NO_COLOR", "1")
+        .output();
+    let tail = tokio::spawn(tail);
+    let out = forq_env(&["runs", "abort", &id, "--state", state_s], &[]).await;
+    check_exit(&out, 0);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("aborted"));
+    let queued = queue.await.unwrap().unwrap();
+    assert_eq!(
+        queued.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&queued.stderr)
+    );
+    let tailed = tail.await.unwrap().unwrap();
+    check_exit(&tailed, 0);
+    let text = String::from_utf8_lossy(&tailed.stdout);
+    assert!(text.contains("implementing → aborted"), "{text}");
+    assert!(
+        text.contains("queued") || text.contains("created"),
+        "from the start: {text}"
+    );
+}
+
+#[tokio::test]
+async fn keys_reach_the_provider_and_are_written_nowhere() {
+    const KEY: &str = "sk-forq-test-key-7f3a9c";
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = tmp.path().join("calc");
+    forq_search::bench::copy_tree(&repo_root().join("examples/calc"), &repo).unwrap();
+    let verdict = json!({"act": false, "confidence": 0.9, "reason": "a question, not a bug",
+        "suggested_action": "comment"});
+    let server = Server::start(vec![Reply::ok(json!({
+        "id": "c1", "object": "chat.completion", "model": "m",
+        "choices": [{"index": 0, "finish_reason": "stop",
+            "message": {"role": "assistant", "content": verdict.to_string()}}],
+        "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}
+    }))])
+    .await;
+    let state = tmp.path().join("state");
+    let out = forq_env(
+        &[
+            "-v",
+            "queue",
+            "--action",
+            "triage",
+            "--text",
+            "# Is add() meant to take floats?",
+            "--repo",
+            repo.to_str().unwrap(),
+            "--state",
+            state.to_str().unwrap(),
+            "--backend",
+            "host",
+            "--json",
+        ],
+        &[
+            ("OPENAI_BASE_URL", &format!("{}/v1", server.url)),
+            ("OPENAI_API_KEY", KEY),
+            ("FORQ_MODEL", "m"),
+        ],
+    )
+    .await;
+    check_exit(&out, 0);
+    let runs = json_of(&out);
+    assert_eq!(runs[0]["state"], "triaged", "{runs}");
+    assert_eq!(runs[0]["reason"], "a question, not a bug");
+    assert_eq!(
+        server.received()[0].header("authorization"),
+        Some(format!("Bearer {KEY}").as_str()),
+        "the key was used"
+    );
+    let mut scanned = 0;
+    for root in [&state, &repo] {
+        for entry in walkdir::WalkDir::new(root).into_iter().flatten() {
+            if entry.file_type().is_file() {
+                scanned += 1;
+                let bytes = std::fs::read(entry.path()).unwrap();
+                assert!(
+                    !bytes.windows(KEY.len()).any(|w| w == KEY.as_bytes()),
+                    "{} holds the key",
+                    entry.path().display()
+                );
+            }
+        }
+    }
+    assert!(scanned >= 2, "the store was written: {scanned} files");
+    for stream in [&out.stdout, &out.stderr] {
+        assert!(!String::from_utf8_lossy(stream).contains(KEY));
+    }
+}
+
+#[tokio::test]
+async fn contributor_funded_runs_do_not_start_without_the_contributors_key() {
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = tmp.path().join("calc");
+    forq_search::bench::copy_tree(&repo_root().join("examples/calc"), &repo).unwrap();
+    std::fs::write(
+        repo.join("forq.yml"),
+        "funding:\n  mode: contributor\n  trusted: [maintainer]\n",
+    )
+    .unwrap();
+    let state = tmp.path().join("state");
+    let out = forq_env(
+        &[
+            "queue",
+            "--text",
+            "# add() subtracts",
+            "--repo",
+            repo.to_str().unwrap(),
+            "--state",
+            state.to_str().unwrap(),
+            "--backend",
+            "host",
+            "--json",
+        ],
+        &[],
+    )
+    .await;
+    check_exit(&out, 1);
+    let runs = json_of(&out);
+    assert_eq!(runs[0]["state"], "needs_human");
+    let reason = runs[0]["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("contributor-funded") && reason.contains("--contributor-key-env"),
+        "{reason}"
+    );
+    // Nothing ran: no gate record in the workspace.
+    let id = runs[0]["id"].as_str().unwrap();
+    assert!(!state
+        .join("runs")
+        .join(id)
+        .join("workspace/.forq/bootstrap")
+        .exists());
+}
+
+#[tokio::test]
+async fn config_schema_and_check() {
+    let out = forq_env(&["config", "schema"], &[]).await;
+    check_exit(&out, 0);
+    let schema = json_of(&out);
+    assert!(schema["properties"]["actions"].is_object(), "{schema}");
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("forq.yml");
+    std::fs::write(&file, "sandbox:\n  backend: docker\n  memory_mb: lots\n").unwrap();
+    let out = forq_env(&["config", "check", file.to_str().unwrap()], &[]).await;
+    check_exit(&out, 1);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("forq.yml:3: sandbox.memory_mb:"), "{err}");
+    std::fs::write(&file, "actions:\n  fix:\n    strategy: single\n").unwrap();
+    let out = forq_env(
+        &[
+            "config",
+            "check",
+            "--repo",
+            tmp.path().to_str().unwrap(),
+            "--json",
+        ],
+        &[],
+    )
+    .await;
+    check_exit(&out, 0);
+    assert_eq!(
+        json_of(&out)["config"]["actions"]["fix"]["strategy"],
+        "single"
+    );
+}
