@@ -281,6 +281,9 @@ impl Pipeline {
             }
         };
         let reason = triage["reason"].as_str().unwrap_or_default().to_owned();
+        if let Some(cost) = triage["cost_usd"].as_f64() {
+            let _ = self.store.record(&id, Some(cost), None, None);
+        }
         if run.action == Action::Triage {
             return Err(Stop::End(State::Triaged, reason));
         }
@@ -311,9 +314,10 @@ impl Pipeline {
                 implemented
             }
         };
+        let triage_cost = triage["cost_usd"].as_f64().unwrap_or(0.0);
         let _ = self
             .store
-            .record(&id, Some(implemented.cost_usd), None, None);
+            .record(&id, Some(triage_cost + implemented.cost_usd), None, None);
         if !implemented.solved {
             return Err(Stop::End(
                 State::NeedsHuman,
@@ -572,6 +576,12 @@ impl Pipeline {
             .await
             .map_err(fail)?
             .map_err(fail)?;
+        let agent_cost = Arc::new(Mutex::new(0.0));
+        let agent_log = Arc::new(AgentLog {
+            pipeline: self.clone(),
+            run: run.id.clone(),
+            cost_usd: agent_cost.clone(),
+        });
         let brancher = make_brancher(
             brancher_name,
             config,
@@ -580,6 +590,7 @@ impl Pipeline {
             index,
             issue_text,
             &seeded.workspace,
+            agent_log,
         )?;
         let strategy: Box<dyn FixStrategy> = match fix.strategy {
             Strategy::Single => Box::new(Single::new(brancher)),
@@ -629,13 +640,14 @@ impl Pipeline {
         if let Some(w) = outcome.winner {
             let _ = w.sandbox.destroy().await;
         }
+        let agent_spent = *agent_cost.lock().unwrap_or_else(|p| p.into_inner());
         Ok(Implemented {
             solved: report.solved,
             nodes: report.nodes,
             diff_lines: report.diff_lines,
             hypothesis: report.hypothesis,
             patch: report.patch,
-            cost_usd: 0.0,
+            cost_usd: agent_spent,
         })
     }
 
@@ -714,6 +726,7 @@ fn make_brancher(
     index: Index,
     issue_text: String,
     workspace: &Path,
+    agent_log: Arc<dyn forq_agent::agent::Subscriber>,
 ) -> Phase<Box<dyn Brancher>> {
     let fix = &config.actions.fix;
     let need_model = || {
@@ -758,7 +771,8 @@ fn make_brancher(
             let agent = Agent::new(m.provider, fix.agent.model.clone().unwrap_or(m.name))
                 .tools(tools)
                 .budget(budget)
-                .prices(m.prices);
+                .prices(m.prices)
+                .subscribe(agent_log);
             Box::new(Agentic::new(Arc::new(agent), task))
         }
     };
@@ -782,6 +796,37 @@ fn brancher_name_str(b: BrancherName) -> &'static str {
         BrancherName::Mutate => "mutate",
         BrancherName::Llm => "llm",
         BrancherName::Agent => "agent",
+    }
+}
+
+/// Writes the coding agent's steps (model calls, tool calls, what the
+/// tools answered, tokens and dollars) into the run's events.
+struct AgentLog {
+    pipeline: Pipeline,
+    run: String,
+    cost_usd: Arc<Mutex<f64>>,
+}
+
+impl forq_agent::agent::Subscriber for AgentLog {
+    fn event(&self, event: &forq_agent::agent::Event) {
+        use forq_agent::agent::Event as E;
+        let data = match event {
+            E::Text { .. } => return,
+            E::ToolCall { step, name, .. } => {
+                self.pipeline.tell(
+                    &self.run,
+                    State::Implementing,
+                    &format!("agent step {step}: {name}"),
+                );
+                json!({"step": step, "tool": name})
+            }
+            E::Tokens { cost_usd, .. } => {
+                *self.cost_usd.lock().unwrap_or_else(|p| p.into_inner()) = *cost_usd;
+                json!(event)
+            }
+            _ => json!(event),
+        };
+        let _ = self.pipeline.store.event(&self.run, "agent", data);
     }
 }
 
