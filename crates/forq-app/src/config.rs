@@ -120,9 +120,9 @@ pub struct Actions {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct FixConfig {
-    /// `auto`: `forq queue` fixes every issue triage lets through;
-    /// `manual`: only when asked (`--action fix`). Either way a person
-    /// pushes (`forq push`).
+    /// `auto` (the default): `forq queue` fixes every issue triage lets
+    /// through; `manual`: it stops at triage unless asked (`--action
+    /// fix`). Either way a person pushes (`forq push`).
     pub mode: Mode,
     /// `speculative` (the tree search) or `single` (one agent pass).
     pub strategy: Strategy,
@@ -141,7 +141,7 @@ pub struct FixConfig {
 impl Default for FixConfig {
     fn default() -> Self {
         FixConfig {
-            mode: Mode::Manual,
+            mode: Mode::Auto,
             strategy: Strategy::Speculative,
             brancher: None,
             agent: AgentConfig::default(),
@@ -435,6 +435,9 @@ impl Config {
         limits.pids = self.sandbox.pids;
         limits.cpus = self.sandbox.cpus;
         gate = gate.limits(limits);
+        if !self.sandbox.network_for_installs {
+            gate.install_network = forq_sandbox::Network::None;
+        }
         for (k, v) in &self.golden.env {
             gate = gate.env(k, v);
         }
@@ -557,6 +560,11 @@ sandbox:
         assert_eq!(gate.recipes[0].command, "pytest -v");
         assert_eq!(gate.limits.memory_bytes, Some(2048 * 1024 * 1024));
         assert_eq!(gate.env, [("PYTHONHASHSEED".to_owned(), "0".to_owned())]);
+        assert_eq!(gate.install_network, forq_sandbox::Network::None);
+        assert_eq!(
+            Config::default().gate_options().install_network,
+            forq_sandbox::Network::Host
+        );
     }
 
     #[test]

@@ -28,7 +28,7 @@ use forq_search::{Budget, FixStrategy, Prepared, SearchOptions, Single, Speculat
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use crate::config::{BrancherName, Config, FundingMode, Strategy};
+use crate::config::{BrancherName, Config, FundingMode, Mode, Strategy};
 use crate::git;
 use crate::seed::{self, SeedOptions, Seeded};
 use crate::store::{Action, Run, State, Store, StoreError};
@@ -294,6 +294,12 @@ impl Pipeline {
         self.enter(run, State::Provisioning)?;
         let seeded = self.seeded(run).await?;
         let config = self.config_of(&seeded.workspace)?;
+        if run.action == Action::Auto && config.actions.fix.mode == Mode::Manual {
+            return Err(Stop::End(
+                State::Triaged,
+                format!("{reason}; actions.fix.mode is manual in forq.yml: `forq queue --action fix` fixes it"),
+            ));
+        }
         let model = self.model_for(run, &config)?;
         let implemented = match self.store.checkpointed(&id, "implemented").map_err(fail)? {
             Some(i) => serde_json::from_value::<Implemented>(i).map_err(fail)?,
@@ -331,12 +337,7 @@ impl Pipeline {
         // Testing: commit on the run's branch, then the whole oracle on a
         // fresh sandbox over the commit.
         self.enter(run, State::Testing)?;
-        let branch = git::branch_name(
-            &config.actions.fix.branch,
-            run.action.name(),
-            &id,
-            &run.issue.id,
-        );
+        let branch = git::branch_name(&config.actions.fix.branch, "fix", &id, &run.issue.id);
         let tested = match self.store.checkpointed(&id, "tested").map_err(fail)? {
             Some(t) => t,
             None => {
@@ -442,6 +443,15 @@ impl Pipeline {
                 seeded.workspace.display()
             )));
         }
+        let trace = self
+            .store
+            .events(&run.id, 0)
+            .map_err(fail)?
+            .iter()
+            .any(|e| e.kind == "node" || e.kind == "agent");
+        if trace {
+            return Err(fail(seed::SeedError::Started(run.id.clone())));
+        }
         let workspace = self.workspace(&run.id);
         if workspace.exists() {
             // A seed interrupted before its checkpoint: nothing has run in it.
@@ -459,6 +469,11 @@ impl Pipeline {
         let seeded = seed::seed(&run.repo, &workspace, &options)
             .await
             .map_err(fail)?;
+        for file in &run.context {
+            let bytes = std::fs::read(&file.source)
+                .map_err(|e| fail(format!("context file {}: {e}", file.source)))?;
+            seed::add_context(&workspace, &file.dest, &bytes).map_err(fail)?;
+        }
         self.store
             .checkpoint(&run.id, "seeded", &json!(seeded))
             .map_err(fail)?;
@@ -566,11 +581,7 @@ impl Pipeline {
         model: Option<&Model>,
     ) -> Phase<Implemented> {
         let fix = &config.actions.fix;
-        let brancher_name = fix.brancher.unwrap_or(match fix.strategy {
-            Strategy::Single => BrancherName::Agent,
-            Strategy::Speculative => BrancherName::Mutate,
-        });
-        let issue_text = format!("# {}\n\n{}", run.issue.title, run.issue.body);
+        let brancher_name = brancher_of(config);
         let workspace = seeded.workspace.clone();
         let index = tokio::task::spawn_blocking(move || Index::open_current(&workspace))
             .await
@@ -582,16 +593,7 @@ impl Pipeline {
             run: run.id.clone(),
             cost_usd: agent_cost.clone(),
         });
-        let brancher = make_brancher(
-            brancher_name,
-            config,
-            prepared,
-            model,
-            index,
-            issue_text,
-            &seeded.workspace,
-            agent_log,
-        )?;
+        let brancher = make_brancher(run, seeded, config, prepared, model, index, agent_log)?;
         let strategy: Box<dyn FixStrategy> = match fix.strategy {
             Strategy::Single => Box::new(Single::new(brancher)),
             Strategy::Speculative => Box::new(Speculative::new(brancher)),
@@ -716,19 +718,31 @@ impl Pipeline {
     }
 }
 
+/// The brancher forq.yml names, else the strategy's own.
+fn brancher_of(config: &Config) -> BrancherName {
+    let fix = &config.actions.fix;
+    fix.brancher.unwrap_or(match fix.strategy {
+        Strategy::Single => BrancherName::Agent,
+        Strategy::Speculative => BrancherName::Mutate,
+    })
+}
+
 /// The brancher `name` over the prepared root (a plain function: the code
 /// graph it takes is not `Sync` and must not live across an await).
 fn make_brancher(
-    brancher_name: BrancherName,
+    run: &Run,
+    seeded: &Seeded,
     config: &Config,
     prepared: &Prepared,
     model: Option<&Model>,
     index: Index,
-    issue_text: String,
-    workspace: &Path,
     agent_log: Arc<dyn forq_agent::agent::Subscriber>,
 ) -> Phase<Box<dyn Brancher>> {
     let fix = &config.actions.fix;
+    let brancher_name = brancher_of(config);
+    let issue_text = format!("# {}\n\n{}", run.issue.title, run.issue.body);
+    let workspace = &seeded.workspace;
+    let context_files: Vec<String> = run.context.iter().map(|c| c.dest.clone()).collect();
     let need_model = || {
         model.cloned().ok_or_else(|| {
                 Stop::End(
@@ -762,6 +776,13 @@ fn make_brancher(
             let mut task = Task::new(issue_text);
             let map = index.map(1024, &[]).map(|m| m.text).unwrap_or_default();
             task.context = format!("{}\n\n{map}", seed::summary(workspace, 20));
+            if !context_files.is_empty() {
+                task.context = format!(
+                    "Context files provided with the issue: {}\n\n{}",
+                    context_files.join(", "),
+                    task.context
+                );
+            }
             let tools = GraphTools::new(index)
                 .add_to(Toolbox::editing().with(RunTests::new(prepared.stack.clone())));
             let mut budget = AgentBudget::default().max_steps(fix.agent.max_steps);

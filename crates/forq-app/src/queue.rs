@@ -12,7 +12,7 @@ use tokio::sync::Semaphore;
 use crate::github::{repo_slug, Github, GithubError};
 use crate::pipeline::{Pipeline, RunError};
 use crate::source::{self, SourceError};
-use crate::store::{Action, IssueRecord, NewRun, Run, Store, StoreError};
+use crate::store::{Action, ContextFile, IssueRecord, NewRun, Run, Store, StoreError};
 
 /// Where the queue's issues come from.
 #[derive(Debug, Clone)]
@@ -65,8 +65,10 @@ pub struct Selection {
     pub label: Option<String>,
     /// At most this many.
     pub limit: Option<usize>,
-    /// Triage only, or fix.
+    /// Triage only, fix, or as each repository's forq.yml says.
     pub action: Action,
+    /// Context files for every run's workspace.
+    pub context: Vec<ContextFile>,
 }
 
 /// Why issues could not be selected.
@@ -111,6 +113,7 @@ pub async fn select(
                     issue: local.issue,
                     repo,
                     action: selection.action,
+                    context: selection.context.clone(),
                 });
             }
         }
@@ -123,6 +126,7 @@ pub async fn select(
                     issue: issue.record(),
                     repo: clone_url.clone(),
                     action: selection.action,
+                    context: selection.context.clone(),
                 });
             }
         }
@@ -138,6 +142,7 @@ pub async fn select(
                 },
                 repo: repo.clone(),
                 action: selection.action,
+                context: selection.context.clone(),
             });
         }
     }

@@ -105,6 +105,9 @@ pub enum Action {
     Triage,
     /// Triage (when enabled), then fix.
     Fix,
+    /// Triage, then fix when the repository's `actions.fix.mode` is `auto`
+    /// (the default); with `manual`, stop at `triaged`.
+    Auto,
 }
 
 impl Action {
@@ -113,6 +116,7 @@ impl Action {
         match self {
             Action::Triage => "triage",
             Action::Fix => "fix",
+            Action::Auto => "auto",
         }
     }
 }
@@ -152,6 +156,8 @@ pub struct NewRun {
     pub repo: String,
     /// What to do.
     pub action: Action,
+    /// Context files for its workspace.
+    pub context: Vec<ContextFile>,
 }
 
 impl NewRun {
@@ -165,6 +171,7 @@ impl NewRun {
             },
             repo: repo.to_owned(),
             action: Action::Fix,
+            context: Vec::new(),
         }
     }
 }
@@ -198,6 +205,20 @@ pub struct Run {
     pub branch: Option<String>,
     /// Whether someone asked it to stop.
     pub abort_requested: bool,
+    /// When a process first took it up, milliseconds since the epoch.
+    pub started_ms: Option<u64>,
+    /// Context files put into its workspace when it is seeded.
+    pub context: Vec<ContextFile>,
+}
+
+/// A file given to a run as context: read from `source` on the host,
+/// written to `dest` inside the workspace.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ContextFile {
+    /// Where it is read.
+    pub source: String,
+    /// Where it goes, relative to the workspace.
+    pub dest: String,
 }
 
 impl Run {
@@ -206,9 +227,11 @@ impl Run {
     pub fn is_live(&self) -> bool {
         !self.state.is_terminal() && self.pid.is_some_and(process_alive)
     }
-    /// Seconds from creation to the last change.
+    /// Seconds from when a process took it up (else its creation) to the
+    /// last change: the run's own time, not its time in the queue.
     pub fn elapsed_s(&self) -> f64 {
-        self.updated_ms.saturating_sub(self.created_ms) as f64 / 1000.0
+        let from = self.started_ms.unwrap_or(self.created_ms);
+        self.updated_ms.saturating_sub(from) as f64 / 1000.0
     }
 }
 
@@ -279,7 +302,9 @@ CREATE TABLE IF NOT EXISTS runs (
     cost_usd REAL NOT NULL DEFAULT 0,
     patch_lines INTEGER,
     branch TEXT,
-    abort_requested INTEGER NOT NULL DEFAULT 0
+    abort_requested INTEGER NOT NULL DEFAULT 0,
+    started_ms INTEGER,
+    context TEXT NOT NULL DEFAULT '[]'
 );
 CREATE TABLE IF NOT EXISTS events (
     run_id TEXT NOT NULL REFERENCES runs(id),
@@ -349,11 +374,12 @@ impl Store {
         let now = now_ms();
         let id = new_id(now);
         let issue = serde_json::to_string(&new.issue).unwrap_or_default();
+        let context = serde_json::to_string(&new.context).unwrap_or_default();
         self.with(|c| {
             c.execute(
-                "INSERT INTO runs (id, issue, repo, action, state, created_ms, updated_ms)
-                 VALUES (?1, ?2, ?3, ?4, 'queued', ?5, ?5)",
-                params![id, issue, new.repo, new.action.name(), now as i64],
+                "INSERT INTO runs (id, issue, repo, action, state, created_ms, updated_ms, context)
+                 VALUES (?1, ?2, ?3, ?4, 'queued', ?5, ?5, ?6)",
+                params![id, issue, new.repo, new.action.name(), now as i64, context],
             )
         })?;
         self.event(
@@ -369,7 +395,7 @@ impl Store {
         let rows = self.with(|c| {
             let mut q = c.prepare(
                 "SELECT id, issue, repo, action, state, reason, created_ms, updated_ms, pid,
-                        cost_usd, patch_lines, branch, abort_requested
+                        cost_usd, patch_lines, branch, abort_requested, started_ms, context
                  FROM runs WHERE id = ?1 OR id LIKE ?2 ORDER BY id = ?1 DESC LIMIT 2",
             )?;
             let rows = q
@@ -390,7 +416,7 @@ impl Store {
         self.with(|c| {
             let mut q = c.prepare(
                 "SELECT id, issue, repo, action, state, reason, created_ms, updated_ms, pid,
-                        cost_usd, patch_lines, branch, abort_requested
+                        cost_usd, patch_lines, branch, abort_requested, started_ms, context
                  FROM runs ORDER BY created_ms DESC, id DESC LIMIT ?1",
             )?;
             let rows = q
@@ -498,7 +524,7 @@ impl Store {
     pub fn claim(&self, id: &str, pid: u32) -> Result<(), StoreError> {
         self.with(|c| {
             c.execute(
-                "UPDATE runs SET pid = ?2, updated_ms = ?3 WHERE id = ?1",
+                "UPDATE runs SET pid = ?2, updated_ms = ?3, started_ms = COALESCE(started_ms, ?3) WHERE id = ?1",
                 params![id, pid, now_ms() as i64],
             )
         })
@@ -561,10 +587,10 @@ fn row(r: &rusqlite::Row<'_>) -> Result<Run, rusqlite::Error> {
         id: r.get(0)?,
         issue: serde_json::from_str(&issue).unwrap_or_default(),
         repo: r.get(2)?,
-        action: if action == "triage" {
-            Action::Triage
-        } else {
-            Action::Fix
+        action: match action.as_str() {
+            "triage" => Action::Triage,
+            "auto" => Action::Auto,
+            _ => Action::Fix,
         },
         state: State::from_name(&state).unwrap_or(State::Failed),
         reason: r.get(5)?,
@@ -575,6 +601,8 @@ fn row(r: &rusqlite::Row<'_>) -> Result<Run, rusqlite::Error> {
         patch_lines: r.get::<_, Option<i64>>(10)?.map(|l| l as usize),
         branch: r.get(11)?,
         abort_requested: r.get::<_, i64>(12)? != 0,
+        started_ms: r.get::<_, Option<i64>>(13)?.map(|t| t as u64),
+        context: serde_json::from_str(&r.get::<_, String>(14)?).unwrap_or_default(),
     })
 }
 

@@ -96,6 +96,9 @@ pub struct GateOptions {
     /// Network for the test run (default none: the registries are reached
     /// by the install steps only).
     pub test_network: Network,
+    /// Network for the install steps (default the host's; `None` for
+    /// projects whose dependencies are vendored).
+    pub install_network: Network,
     /// Skip the gate: the verdict is `skipped` and nothing runs.
     pub skip: bool,
     /// Run even when the recipe cache has this commit's verdict.
@@ -124,6 +127,7 @@ impl std::fmt::Debug for GateOptions {
             .field("install_timeout", &self.install_timeout)
             .field("test_timeout", &self.test_timeout)
             .field("test_network", &self.test_network)
+            .field("install_network", &self.install_network)
             .field("skip", &self.skip)
             .field("no_cache", &self.no_cache)
             .field("store", &self.store)
@@ -142,6 +146,7 @@ impl Default for GateOptions {
             install_timeout: Duration::from_secs(600),
             test_timeout: Duration::from_secs(900),
             test_network: Network::None,
+            install_network: Network::Host,
             skip: false,
             no_cache: false,
             store: None,
@@ -613,7 +618,11 @@ async fn run_stack(
     for command in &stack.install {
         let at = step(Phase::Install, command)?;
         let out = sandbox
-            .exec(exec(command, options.install_timeout, Network::Host))
+            .exec(exec(
+                command,
+                options.install_timeout,
+                options.install_network,
+            ))
             .await
             .map_err(sandbox_error)?;
         done(Phase::Install, command, &out, at);

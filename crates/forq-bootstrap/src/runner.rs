@@ -48,7 +48,7 @@ pub(crate) fn spec(
         spec = spec.image(image.clone());
     }
     match backend.kind() {
-        BackendKind::Docker if !stack.install.is_empty() => spec.network(Network::Host),
+        BackendKind::Docker if !stack.install.is_empty() => spec.network(options.install_network),
         BackendKind::Docker => spec.network(options.test_network),
         _ => spec,
     }
@@ -81,7 +81,7 @@ pub async fn provision(
     for command in &stack.install {
         let mut req = shell(command, install_timeout);
         if per_command_network(backend.kind()) {
-            req = req.network(Network::Host);
+            req = req.network(options.install_network);
         }
         let out = match sandbox.exec(req).await {
             Ok(out) => out,

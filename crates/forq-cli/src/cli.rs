@@ -95,7 +95,12 @@ pub(crate) struct StateArgs {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub(crate) enum ActionName {
+    /// Triage, then fix unless the repository's forq.yml says
+    /// `actions.fix.mode: manual`.
+    Auto,
+    /// Triage only.
     Triage,
+    /// Triage (when enabled), then fix.
     Fix,
 }
 
@@ -124,9 +129,14 @@ pub(crate) struct QueueArgs {
     /// Runs at once on one repository.
     #[arg(long, default_value_t = 2)]
     pub(crate) per_repo: usize,
-    /// triage (decide only) or fix (triage when enabled, then fix).
-    #[arg(long, value_enum, default_value = "fix")]
+    /// auto (fix unless forq.yml's actions.fix.mode is manual), triage
+    /// (decide only) or fix (triage when enabled, then fix).
+    #[arg(long, value_enum, default_value = "auto")]
     pub(crate) action: ActionName,
+    /// A file given to every run as context, copied into its workspace:
+    /// SRC, or SRC:DEST with DEST relative to the workspace (repeatable).
+    #[arg(long, value_name = "SRC[:DEST]")]
+    pub(crate) context: Vec<String>,
     /// Settings for every run instead of each repository's forq.yml.
     #[arg(long, value_name = "FILE")]
     pub(crate) config: Option<PathBuf>,

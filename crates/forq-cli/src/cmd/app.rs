@@ -15,7 +15,7 @@ use forq_app::git;
 use forq_app::github::{repo_slug, Github};
 use forq_app::pipeline::{Model, Observer, Pipeline};
 use forq_app::queue::{self, Selection, Source};
-use forq_app::store::{Action, Run, State, Store};
+use forq_app::store::{Action, ContextFile, Run, State, Store};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use serde_json::json;
 
@@ -247,7 +247,7 @@ fn table(runs: &[Run]) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     writeln!(
         out,
-        "{:<22} {:<8} {:<12} {:>6} {:>7} {:>7}  DETAIL",
+        "{:<22} {:<18} {:<12} {:>6} {:>7} {:>7}  DETAIL",
         "RUN", "ISSUE", "OUTCOME", "PATCH", "COST", "TIME"
     )?;
     for r in runs {
@@ -258,9 +258,9 @@ fn table(runs: &[Run]) -> anyhow::Result<()> {
         };
         writeln!(
             out,
-            "{:<22} {:<8} {} {:>6} {:>7} {:>6.1}s  {}",
+            "{:<22} {:<18} {} {:>6} {:>7} {:>6.1}s  {}",
             r.id,
-            short(&format!("#{}", r.issue.id), 8),
+            short(&format!("#{}", r.issue.id), 18),
             paint(r.state, &format!("{:<12}", r.state.name())),
             patch,
             format!("${:.2}", r.cost_usd),
@@ -273,9 +273,31 @@ fn table(runs: &[Run]) -> anyhow::Result<()> {
 
 pub(crate) async fn queue(args: QueueArgs) -> anyhow::Result<ExitCode> {
     let action = match args.action {
+        ActionName::Auto => Action::Auto,
         ActionName::Triage => Action::Triage,
         ActionName::Fix => Action::Fix,
     };
+    let mut context = Vec::new();
+    for spec in &args.context {
+        let (src, dest) = match spec.split_once(':') {
+            Some((s, d)) => (s.to_owned(), d.to_owned()),
+            None => {
+                let name = Path::new(spec)
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                (spec.clone(), name)
+            }
+        };
+        forq_app::seed::context_path(Path::new("/"), &dest)?;
+        let source = Path::new(&src)
+            .canonicalize()
+            .with_context(|| format!("--context {spec}: {src} does not exist"))?;
+        context.push(ContextFile {
+            source: source.display().to_string(),
+            dest,
+        });
+    }
     let source = match (&args.issues, &args.text, &args.repo) {
         (Some(dir), _, repo) => Source::Local {
             dir: dir.clone(),
@@ -285,13 +307,10 @@ pub(crate) async fn queue(args: QueueArgs) -> anyhow::Result<ExitCode> {
             text: text.clone(),
             repo: repo.clone(),
         },
-        (None, None, Some(repo)) if repo.contains("github.com") || !Path::new(repo).exists() => {
-            Source::github(repo)?
-        }
-        (None, None, Some(repo)) => Source::Local {
-            dir: Path::new(repo).join(".forq").join("issues"),
-            repo: Some(repo.clone()),
-        },
+        (None, None, Some(repo)) if !Path::new(repo).exists() => Source::github(repo)?,
+        (None, None, Some(repo)) => anyhow::bail!(
+            "{repo} is a directory: name its issues with --issues DIR (Markdown files) or --text TEXT"
+        ),
         (None, _, None) => anyhow::bail!(
             "name the issues: --issues DIR (Markdown), --repo https://github.com/OWNER/REPO, or --text TEXT --repo DIR"
         ),
@@ -300,6 +319,7 @@ pub(crate) async fn queue(args: QueueArgs) -> anyhow::Result<ExitCode> {
         label: args.label.clone(),
         limit: args.limit,
         action,
+        context,
     };
     let new = queue::select(&source, &selection, &Github::from_env()).await?;
     if new.is_empty() {

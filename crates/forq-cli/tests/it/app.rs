@@ -596,3 +596,99 @@ async fn config_schema_and_check() {
         "single"
     );
 }
+
+#[tokio::test]
+async fn triage_gates_fixing_and_the_skipped_issue_keeps_its_reason() {
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = tmp.path().join("calc");
+    forq_search::bench::copy_tree(&repo_root().join("examples/calc"), &repo).unwrap();
+    let verdict = json!({"act": false, "confidence": 0.8, "reason": "a duplicate of #3",
+        "suggested_action": "close"});
+    let replay = tmp.path().join("triage.jsonl");
+    let answer = json!({"message": {"role": "assistant", "parts": [{"type": "text", "text": verdict.to_string()}]},
+        "usage": {"input_tokens": 300, "output_tokens": 30}, "stop": "end_turn", "model": "recorded"});
+    std::fs::write(&replay, format!("{answer}\n")).unwrap();
+    let state = tmp.path().join("state");
+    let out = forq_env(
+        &[
+            "queue",
+            "--text",
+            "# add() subtracts",
+            "--repo",
+            repo.to_str().unwrap(),
+            "--provider",
+            "replay",
+            "--replay",
+            replay.to_str().unwrap(),
+            "--backend",
+            "host",
+            "--state",
+            state.to_str().unwrap(),
+            "--json",
+        ],
+        &[],
+    )
+    .await;
+    check_exit(&out, 1);
+    let run = &json_of(&out)[0];
+    assert_eq!(run["state"], "needs_human");
+    assert_eq!(run["reason"], "triage: a duplicate of #3");
+    // Declined at triage: nothing was seeded.
+    let id = run["id"].as_str().unwrap();
+    assert!(!state.join("runs").join(id).join("workspace").exists());
+}
+
+#[tokio::test]
+async fn manual_mode_stops_at_triage_and_context_files_land_inside_the_workspace() {
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = tmp.path().join("calc");
+    forq_search::bench::copy_tree(&repo_root().join("examples/calc"), &repo).unwrap();
+    std::fs::write(
+        repo.join("forq.yml"),
+        "actions:\n  fix:\n    mode: manual\n",
+    )
+    .unwrap();
+    let spec = tmp.path().join("spec.md");
+    std::fs::write(&spec, "add() must add\n").unwrap();
+    let state = tmp.path().join("state");
+    let base = |context: String| {
+        vec![
+            "queue".to_owned(),
+            "--text".to_owned(),
+            "# add() subtracts".to_owned(),
+            "--repo".to_owned(),
+            repo.display().to_string(),
+            "--backend".to_owned(),
+            "host".to_owned(),
+            "--state".to_owned(),
+            state.display().to_string(),
+            "--context".to_owned(),
+            context,
+            "--json".to_owned(),
+        ]
+    };
+    let args = base(format!("{}:../outside.md", spec.display()));
+    let out = forq_env(&args.iter().map(String::as_str).collect::<Vec<_>>(), &[]).await;
+    check_exit(&out, 125);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("inside the workspace"));
+
+    let args = base(format!("{}:docs/spec.md", spec.display()));
+    let out = forq_env(&args.iter().map(String::as_str).collect::<Vec<_>>(), &[]).await;
+    check_exit(&out, 0);
+    let run = &json_of(&out)[0];
+    assert_eq!(run["state"], "triaged", "{run}");
+    assert!(run["reason"].as_str().unwrap().contains("manual"), "{run}");
+    let ws = state
+        .join("runs")
+        .join(run["id"].as_str().unwrap())
+        .join("workspace");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("docs/spec.md")).unwrap(),
+        "add() must add\n"
+    );
+    // The context is given, not committed.
+    assert_eq!(
+        git(&ws, &["status", "--porcelain", "--", "docs"]).await,
+        "?? docs/"
+    );
+}
