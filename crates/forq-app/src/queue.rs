@@ -33,6 +33,15 @@ pub enum Source {
         /// What to clone.
         clone_url: String,
     },
+    /// One GitHub issue, by number.
+    GithubIssue {
+        /// `OWNER/REPO`.
+        slug: String,
+        /// The issue's number.
+        number: u64,
+        /// What to clone.
+        clone_url: String,
+    },
     /// One issue given as text, on `repo`.
     Text {
         /// The issue.
@@ -43,9 +52,25 @@ pub enum Source {
 }
 
 impl Source {
-    /// A GitHub repository's issues, from its URL or `OWNER/REPO`; the
-    /// clone URL is on `GITHUB_SERVER_URL` (default `https://github.com`).
+    /// A GitHub repository's issues, from its URL or `OWNER/REPO`, or one
+    /// issue from its URL; the clone URL is on `GITHUB_SERVER_URL`
+    /// (default `https://github.com`).
     pub fn github(spec: &str) -> Result<Source, GithubError> {
+        // One issue's URL: https://github.com/OWNER/REPO/issues/N (or /pull/N).
+        let parts: Vec<&str> = spec.trim_end_matches('/').split('/').collect();
+        if let [.., "issues" | "pull", n] = parts.as_slice() {
+            if let Ok(number) = n.parse() {
+                let repo = parts[..parts.len() - 2].join("/");
+                let Source::Github { slug, clone_url } = Source::github(&repo)? else {
+                    return Err(GithubError::NotARepo(spec.to_owned()));
+                };
+                return Ok(Source::GithubIssue {
+                    slug,
+                    number,
+                    clone_url,
+                });
+            }
+        }
         let slug = repo_slug(spec)?;
         let server = std::env::var("GITHUB_SERVER_URL")
             .ok()
@@ -130,6 +155,19 @@ pub async fn select(
                 });
             }
         }
+        Source::GithubIssue {
+            slug,
+            number,
+            clone_url,
+        } => {
+            let issue = github.issue(slug, *number).await?;
+            runs.push(NewRun {
+                issue: issue.record(),
+                repo: clone_url.clone(),
+                action: selection.action,
+                context: selection.context.clone(),
+            });
+        }
         Source::Text { text, repo } => {
             let parsed = forq_agent::issue::Issue::from_text(text);
             runs.push(NewRun {
@@ -201,4 +239,29 @@ pub async fn run_all(
         });
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_repository_or_one_issue_from_github_urls() {
+        match Source::github("https://github.com/o/r/issues/12").expect("issue") {
+            Source::GithubIssue {
+                slug,
+                number,
+                clone_url,
+            } => {
+                assert_eq!((slug.as_str(), number), ("o/r", 12));
+                assert!(clone_url.ends_with("/o/r.git"), "{clone_url}");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            Source::github("o/r").expect("repo"),
+            Source::Github { .. }
+        ));
+        assert!(Source::github("not a repo").is_err());
+    }
 }

@@ -8,3 +8,4 @@
 mod server;
 
 mod github;
+mod seed;

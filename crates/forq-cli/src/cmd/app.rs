@@ -678,6 +678,22 @@ pub(crate) async fn push(args: PushArgs) -> anyhow::Result<ExitCode> {
             .open_pull(&slug, &title, &branch, &base, &body)
             .await?;
         store.transition(&run.id, State::PrOpened, &pr.html_url)?;
+        // The issue, when it is on the same GitHub, hears of it.
+        let issue_number = run
+            .issue
+            .url
+            .as_deref()
+            .filter(|u| u.contains(&format!("/{slug}/issues/")))
+            .and_then(|u| u.rsplit('/').next())
+            .and_then(|n| n.parse::<u64>().ok());
+        if let Some(number) = issue_number {
+            let text = format!("forq proposes a fix in {} (run `{}`).", pr.html_url, run.id);
+            if let Err(e) = github.comment(&slug, number, &text).await {
+                note(&format!(
+                    "forq: the pull request is open, but commenting on #{number} failed: {e}"
+                ));
+            }
+        }
         result["pull_request"] = json!(pr);
     }
     if args.json {

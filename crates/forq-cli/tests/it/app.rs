@@ -60,6 +60,41 @@ async fn sh(script: &str) -> Output {
         .unwrap()
 }
 
+/// `forq queue --text TEXT --repo REPO --backend BACKEND --state STATE
+/// --json` and `extra`, with `env`.
+async fn queue_text(
+    text: &str,
+    repo: &Path,
+    backend: &str,
+    state: &Path,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> Output {
+    let mut args = vec![
+        "queue",
+        "--text",
+        text,
+        "--repo",
+        repo.to_str().unwrap(),
+        "--backend",
+        backend,
+        "--state",
+        state.to_str().unwrap(),
+        "--json",
+    ];
+    args.extend_from_slice(extra);
+    forq_env(&args, env).await
+}
+
+/// A replay recording of `times` triage answers of `verdict`.
+fn triage_replay(dir: &Path, verdict: &Value, times: usize) -> PathBuf {
+    let answer = json!({"message": {"role": "assistant", "parts": [{"type": "text", "text": verdict.to_string()}]},
+        "usage": {"input_tokens": 300, "output_tokens": 30}, "stop": "end_turn", "model": "recorded"});
+    let path = dir.join("triage.jsonl");
+    std::fs::write(&path, format!("{answer}\n").repeat(times)).unwrap();
+    path
+}
+
 fn forq_bin() -> &'static str {
     env!("CARGO_BIN_EXE_forq")
 }
@@ -469,22 +504,12 @@ async fn keys_reach_the_provider_and_are_written_nowhere() {
     }))])
     .await;
     let state = tmp.path().join("state");
-    let out = forq_env(
-        &[
-            "-v",
-            "queue",
-            "--action",
-            "triage",
-            "--text",
-            "# Is add() meant to take floats?",
-            "--repo",
-            repo.to_str().unwrap(),
-            "--state",
-            state.to_str().unwrap(),
-            "--backend",
-            "host",
-            "--json",
-        ],
+    let out = queue_text(
+        "# Is add() meant to take floats?",
+        &repo,
+        "host",
+        &state,
+        &["--action", "triage", "-v"],
         &[
             ("OPENAI_BASE_URL", &format!("{}/v1", server.url)),
             ("OPENAI_API_KEY", KEY),
@@ -532,22 +557,7 @@ async fn contributor_funded_runs_do_not_start_without_the_contributors_key() {
     )
     .unwrap();
     let state = tmp.path().join("state");
-    let out = forq_env(
-        &[
-            "queue",
-            "--text",
-            "# add() subtracts",
-            "--repo",
-            repo.to_str().unwrap(),
-            "--state",
-            state.to_str().unwrap(),
-            "--backend",
-            "host",
-            "--json",
-        ],
-        &[],
-    )
-    .await;
+    let out = queue_text("# add() subtracts", &repo, "host", &state, &[], &[]).await;
     check_exit(&out, 1);
     let runs = json_of(&out);
     assert_eq!(runs[0]["state"], "needs_human");
@@ -604,31 +614,11 @@ async fn triage_gates_fixing_and_the_skipped_issue_keeps_its_reason() {
     forq_search::bench::copy_tree(&repo_root().join("examples/calc"), &repo).unwrap();
     let verdict = json!({"act": false, "confidence": 0.8, "reason": "a duplicate of #3",
         "suggested_action": "close"});
-    let replay = tmp.path().join("triage.jsonl");
-    let answer = json!({"message": {"role": "assistant", "parts": [{"type": "text", "text": verdict.to_string()}]},
-        "usage": {"input_tokens": 300, "output_tokens": 30}, "stop": "end_turn", "model": "recorded"});
-    std::fs::write(&replay, format!("{answer}\n")).unwrap();
+    let replay = triage_replay(tmp.path(), &verdict, 1);
     let state = tmp.path().join("state");
-    let out = forq_env(
-        &[
-            "queue",
-            "--text",
-            "# add() subtracts",
-            "--repo",
-            repo.to_str().unwrap(),
-            "--provider",
-            "replay",
-            "--replay",
-            replay.to_str().unwrap(),
-            "--backend",
-            "host",
-            "--state",
-            state.to_str().unwrap(),
-            "--json",
-        ],
-        &[],
-    )
-    .await;
+    let replay = replay.to_str().unwrap();
+    let extra = ["--provider", "replay", "--replay", replay];
+    let out = queue_text("# add() subtracts", &repo, "host", &state, &extra, &[]).await;
     check_exit(&out, 1);
     let run = &json_of(&out)[0];
     assert_eq!(run["state"], "needs_human");
@@ -691,4 +681,138 @@ async fn manual_mode_stops_at_triage_and_context_files_land_inside_the_workspace
         git(&ws, &["status", "--porcelain", "--", "docs"]).await,
         "?? docs/"
     );
+}
+
+#[tokio::test]
+async fn a_github_backlog_is_listed_page_by_page_and_triaged() {
+    let issue = |n: u64, pull: bool| {
+        let mut v = json!({"number": n, "title": format!("bug {n}"), "body": "it breaks",
+            "html_url": format!("https://github.com/o/r/issues/{n}"), "state": "open",
+            "labels": [{"name": "bug"}], "user": {"login": "alice"}});
+        if pull {
+            v["pull_request"] = json!({});
+        }
+        v
+    };
+    let server = Server::start(vec![
+        Reply::Json {
+            status: 200,
+            headers: vec![(
+                "link",
+                r#"<{base}/repositories/1/issues?page=2>; rel="next""#.to_owned(),
+            )],
+            body: json!([issue(1, false), issue(2, true)]).to_string(),
+        },
+        Reply::ok(json!([issue(3, false)])),
+    ])
+    .await;
+    let tmp = tempfile::tempdir().unwrap();
+    let verdict = json!({"act": true, "confidence": 0.9, "reason": "a clear bug",
+        "suggested_action": "fix"});
+    let replay = triage_replay(tmp.path(), &verdict, 2);
+    let state = tmp.path().join("state");
+    let out = forq_env(
+        &[
+            "queue",
+            "--repo",
+            "https://github.com/o/r",
+            "--label",
+            "bug",
+            "--action",
+            "triage",
+            "--provider",
+            "replay",
+            "--replay",
+            replay.to_str().unwrap(),
+            "--backend",
+            "host",
+            "--state",
+            state.to_str().unwrap(),
+            "--json",
+        ],
+        &[
+            ("GITHUB_API_URL", server.url.as_str()),
+            ("GITHUB_TOKEN", "ghp_x"),
+        ],
+    )
+    .await;
+    check_exit(&out, 0);
+    let runs = json_of(&out);
+    let ids: Vec<&str> = runs
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["issue"]["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["1", "3"], "the pull request is not an issue");
+    for run in runs.as_array().unwrap() {
+        assert_eq!(run["state"], "triaged");
+        assert_eq!(run["reason"], "a clear bug");
+        assert_eq!(run["repo"], "https://github.com/o/r.git");
+        assert_eq!(run["issue"]["author"], "alice");
+    }
+    let got = server.received();
+    assert!(got[0].path.contains("labels=bug"), "{}", got[0].path);
+    assert_eq!(got[1].path, "/repositories/1/issues?page=2");
+}
+
+#[tokio::test]
+async fn the_same_pipeline_runs_on_a_remote_engine_through_docker_host() {
+    // .ci/run starts dockerd on loopback TCP too: a remote engine.
+    let address = "127.0.0.1:2375";
+    if tokio::net::TcpStream::connect(address).await.is_err() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI starts dockerd on {address}"
+        );
+        eprintln!("SKIPPED the_same_pipeline_runs_on_a_remote_engine_through_docker_host: no engine on tcp://{address}");
+        return;
+    }
+    // The default image is a bare busybox, so the project's tests are a
+    // shell script printing TAP; the code is Python the search mutates.
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = tmp.path().join("shcalc");
+    std::fs::create_dir(&repo).unwrap();
+    std::fs::write(
+        repo.join("calc.py"),
+        "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n",
+    )
+    .unwrap();
+    // TAP as node's runner and tape write it: subtests, then the counts.
+    let script = r##"pass=0; fail=0
+check() {
+  echo "# Subtest: $1"
+  if grep -qF "$2" calc.py; then echo "ok $3 - $1"; pass=$((pass+1)); else echo "not ok $3 - $1"; fail=$((fail+1)); fi
+}
+check add 'return a + b' 1
+check mul 'return a * b' 2
+echo "1..2"; echo "# tests 2"; echo "# pass $pass"; echo "# fail $fail"
+[ "$fail" -eq 0 ]
+"##;
+    std::fs::write(repo.join("test.sh"), script).unwrap();
+    std::fs::write(
+        repo.join("forq.yml"),
+        "golden:\n  test: sh test.sh\ntriage:\n  enabled: false\n",
+    )
+    .unwrap();
+    let state = tmp.path().join("state");
+    let host = format!("tcp://{address}");
+    let out = queue_text(
+        "# add() subtracts",
+        &repo,
+        "docker",
+        &state,
+        &[],
+        &[("DOCKER_HOST", &host)],
+    )
+    .await;
+    check_exit(&out, 0);
+    let run = &json_of(&out)[0];
+    assert_eq!(run["state"], "patch_ready", "{run}");
+    let ws = state
+        .join("runs")
+        .join(run["id"].as_str().unwrap())
+        .join("workspace");
+    let diff = git(&ws, &["show", "--format=", run["branch"].as_str().unwrap()]).await;
+    assert!(diff.contains("+    return a + b"), "{diff}");
 }
