@@ -581,17 +581,14 @@ impl Pipeline {
         model: Option<&Model>,
     ) -> Phase<Implemented> {
         let fix = &config.actions.fix;
-        let brancher_name = brancher_of(config);
         let workspace = seeded.workspace.clone();
         let index = tokio::task::spawn_blocking(move || Index::open_current(&workspace))
             .await
             .map_err(fail)?
             .map_err(fail)?;
-        let agent_cost = Arc::new(Mutex::new(0.0));
         let agent_log = Arc::new(AgentLog {
             pipeline: self.clone(),
             run: run.id.clone(),
-            cost_usd: agent_cost.clone(),
         });
         let brancher = make_brancher(run, seeded, config, prepared, model, index, agent_log)?;
         let strategy: Box<dyn FixStrategy> = match fix.strategy {
@@ -601,11 +598,7 @@ impl Pipeline {
         let mut budget = Budget::default()
             .max_nodes(fix.budget.max_nodes)
             .max_depth(fix.budget.max_depth)
-            .branching(match brancher_name {
-                BrancherName::Llm => 3,
-                BrancherName::Agent => 1,
-                BrancherName::Mutate => 200,
-            });
+            .branching_for(strategy.brancher());
         if let Some(jobs) = fix.budget.jobs {
             budget = budget.jobs(jobs);
         }
@@ -642,14 +635,13 @@ impl Pipeline {
         if let Some(w) = outcome.winner {
             let _ = w.sandbox.destroy().await;
         }
-        let agent_spent = *agent_cost.lock().unwrap_or_else(|p| p.into_inner());
         Ok(Implemented {
             solved: report.solved,
             nodes: report.nodes,
             diff_lines: report.diff_lines,
             hypothesis: report.hypothesis,
             patch: report.patch,
-            cost_usd: agent_spent,
+            cost_usd: report.cost_usd,
         })
     }
 
@@ -758,14 +750,12 @@ fn make_brancher(
         BrancherName::Mutate => Box::new(Mutate::new(index, prepared.stack.clone())),
         BrancherName::Llm => {
             let m = need_model()?;
-            let localizer = Mutate::new(index, prepared.stack.clone());
-            let mut files: Vec<String> = Vec::new();
-            for s in localizer.localize(&prepared.oracle.target, &prepared.oracle.guard) {
-                if !files.contains(&s.file) && files.len() < 3 {
-                    files.push(s.file);
-                }
-            }
-            let mut llm = Llm::new(m.provider, m.name, issue_text, files);
+            let files = Mutate::new(index, prepared.stack.clone()).suspect_files(
+                &prepared.oracle.target,
+                &prepared.oracle.guard,
+                3,
+            );
+            let mut llm = Llm::new(m.provider, m.name, issue_text, files).prices(m.prices.clone());
             if let Some(usd) = fix.agent.max_cost_usd {
                 llm = llm.max_cost(usd, m.prices);
             }
@@ -825,7 +815,6 @@ fn brancher_name_str(b: BrancherName) -> &'static str {
 struct AgentLog {
     pipeline: Pipeline,
     run: String,
-    cost_usd: Arc<Mutex<f64>>,
 }
 
 impl forq_agent::agent::Subscriber for AgentLog {
@@ -840,10 +829,6 @@ impl forq_agent::agent::Subscriber for AgentLog {
                     &format!("agent step {step}: {name}"),
                 );
                 json!({"step": step, "tool": name})
-            }
-            E::Tokens { cost_usd, .. } => {
-                *self.cost_usd.lock().unwrap_or_else(|p| p.into_inner()) = *cost_usd;
-                json!(event)
             }
             _ => json!(event),
         };

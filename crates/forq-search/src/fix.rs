@@ -24,6 +24,8 @@ pub trait FixStrategy: Send + Sync {
     fn name(&self) -> &str;
     /// The brancher's name (`mutate`, `patches`, `llm`, `agent`).
     fn brancher(&self) -> &str;
+    /// Dollars the brancher's model calls have cost so far.
+    fn cost_usd(&self) -> f64;
     /// Looks for a fix from `root`, judged by `oracle`.
     async fn run(
         &self,
@@ -61,6 +63,9 @@ impl FixStrategy for Speculative {
     }
     fn brancher(&self) -> &str {
         self.brancher.name()
+    }
+    fn cost_usd(&self) -> f64 {
+        self.brancher.cost_usd()
     }
     async fn run(
         &self,
@@ -102,6 +107,9 @@ impl FixStrategy for Single {
     }
     fn brancher(&self) -> &str {
         self.brancher.name()
+    }
+    fn cost_usd(&self) -> f64 {
+        self.brancher.cost_usd()
     }
     async fn run(
         &self,
@@ -340,6 +348,9 @@ pub struct FixReport {
     pub guard: usize,
     /// The winning hypothesis.
     pub hypothesis: Option<String>,
+    /// Dollars the brancher's model calls cost (0 without a model or a
+    /// price for it).
+    pub cost_usd: f64,
     /// The reproduction test files written first (they ship in the patch).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub reproduction: Vec<String>,
@@ -396,6 +407,7 @@ pub fn write_report(
             .winner
             .as_ref()
             .map(|w| tree.nodes[w.node].hypothesis.clone()),
+        cost_usd: strategy.cost_usd(),
         reproduction: prepared.seed.keys().cloned().collect(),
     };
     let summary = out.join("summary.json");

@@ -92,6 +92,17 @@ impl Budget {
         self.branching = k.max(1);
         self
     }
+    /// The usual candidates per node for the brancher named `brancher` (its
+    /// [`FixStrategy::brancher`](crate::FixStrategy::brancher) name): an
+    /// LLM proposes 3, an agent makes 1 fix per pass, mutation enumerates
+    /// up to 200.
+    pub fn branching_for(self, brancher: &str) -> Self {
+        self.branching(match brancher {
+            "llm" => 3,
+            "agent" => 1,
+            _ => 200,
+        })
+    }
     /// Stops after `d`.
     pub fn wall_clock(mut self, d: Duration) -> Self {
         self.wall_clock = Some(d);

@@ -120,16 +120,15 @@ async fn strategy(
             let (provider, model) = model.clone().map_err(anyhow::Error::msg)?;
             let r = repo.to_owned();
             let index = tokio::task::spawn_blocking(move || open_index(&r)).await??;
-            let localizer = Mutate::new(index, prepared.stack.clone());
-            let mut files: Vec<String> = Vec::new();
-            for s in localizer.localize(&prepared.oracle.target, &prepared.oracle.guard) {
-                if !files.contains(&s.file) && files.len() < 3 {
-                    files.push(s.file);
-                }
-            }
-            let mut llm = Llm::new(provider, model, issue_text, files);
+            let files = Mutate::new(index, prepared.stack.clone()).suspect_files(
+                &prepared.oracle.target,
+                &prepared.oracle.guard,
+                3,
+            );
+            let prices = prices(&args.model)?;
+            let mut llm = Llm::new(provider, model, issue_text, files).prices(prices.clone());
             if let Some(usd) = args.max_cost {
-                llm = llm.max_cost(usd, prices(&args.model)?);
+                llm = llm.max_cost(usd, prices);
             }
             Box::new(llm)
         }
@@ -254,11 +253,10 @@ async fn search(
     if let Some(jobs) = args.jobs {
         budget = budget.jobs(jobs);
     }
-    budget = budget.branching(args.branching.unwrap_or(match strategy.brancher() {
-        "llm" => 3,
-        "agent" => 1,
-        _ => 200,
-    }));
+    budget = match args.branching {
+        Some(k) => budget.branching(k),
+        None => budget.branching_for(strategy.brancher()),
+    };
     if let Some(secs) = args.max_time {
         budget = budget.wall_clock(Duration::from_secs(secs));
     }

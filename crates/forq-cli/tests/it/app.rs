@@ -95,6 +95,17 @@ fn triage_replay(dir: &Path, verdict: &Value, times: usize) -> PathBuf {
     path
 }
 
+/// examples/calc copied to `dir/calc`, with `forq_yml` as its forq.yml
+/// when given.
+fn calc_repo(dir: &Path, forq_yml: Option<&str>) -> PathBuf {
+    let repo = dir.join("calc");
+    forq_search::bench::copy_tree(&repo_root().join("examples/calc"), &repo).unwrap();
+    if let Some(yml) = forq_yml {
+        std::fs::write(repo.join("forq.yml"), yml).unwrap();
+    }
+    repo
+}
+
 fn forq_bin() -> &'static str {
     env!("CARGO_BIN_EXE_forq")
 }
@@ -492,8 +503,7 @@ async fn a_live_run_aborts_on_request_and_tail_follows_it_to_the_end() {
 async fn keys_reach_the_provider_and_are_written_nowhere() {
     const KEY: &str = "sk-forq-test-key-7f3a9c";
     let tmp = tempfile::tempdir().unwrap();
-    let repo = tmp.path().join("calc");
-    forq_search::bench::copy_tree(&repo_root().join("examples/calc"), &repo).unwrap();
+    let repo = calc_repo(tmp.path(), None);
     let verdict = json!({"act": false, "confidence": 0.9, "reason": "a question, not a bug",
         "suggested_action": "comment"});
     let server = Server::start(vec![Reply::ok(json!({
@@ -549,13 +559,10 @@ async fn keys_reach_the_provider_and_are_written_nowhere() {
 #[tokio::test]
 async fn contributor_funded_runs_do_not_start_without_the_contributors_key() {
     let tmp = tempfile::tempdir().unwrap();
-    let repo = tmp.path().join("calc");
-    forq_search::bench::copy_tree(&repo_root().join("examples/calc"), &repo).unwrap();
-    std::fs::write(
-        repo.join("forq.yml"),
-        "funding:\n  mode: contributor\n  trusted: [maintainer]\n",
-    )
-    .unwrap();
+    let repo = calc_repo(
+        tmp.path(),
+        Some("funding:\n  mode: contributor\n  trusted: [maintainer]\n"),
+    );
     let state = tmp.path().join("state");
     let out = queue_text("# add() subtracts", &repo, "host", &state, &[], &[]).await;
     check_exit(&out, 1);
@@ -610,8 +617,7 @@ async fn config_schema_and_check() {
 #[tokio::test]
 async fn triage_gates_fixing_and_the_skipped_issue_keeps_its_reason() {
     let tmp = tempfile::tempdir().unwrap();
-    let repo = tmp.path().join("calc");
-    forq_search::bench::copy_tree(&repo_root().join("examples/calc"), &repo).unwrap();
+    let repo = calc_repo(tmp.path(), None);
     let verdict = json!({"act": false, "confidence": 0.8, "reason": "a duplicate of #3",
         "suggested_action": "close"});
     let replay = triage_replay(tmp.path(), &verdict, 1);
@@ -629,15 +635,46 @@ async fn triage_gates_fixing_and_the_skipped_issue_keeps_its_reason() {
 }
 
 #[tokio::test]
+async fn a_runs_cost_counts_triage_and_the_llm_branchers_calls() {
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = calc_repo(
+        tmp.path(),
+        Some("actions:\n  fix:\n    strategy: speculative\n    brancher: llm\n"),
+    );
+    let verdict = json!({"act": true, "confidence": 0.9, "reason": "add() subtracts",
+        "suggested_action": "fix"});
+    let replay = triage_replay(tmp.path(), &verdict, 1);
+    let candidates = json!({"candidates": [{"hypothesis": "add() adds",
+        "edits": [{"path": "calc.py", "old": "return a - b", "new": "return a + b"}]}]});
+    let answer = json!({"message": {"role": "assistant", "parts": [{"type": "text", "text": candidates.to_string()}]},
+        "usage": {"input_tokens": 1000, "output_tokens": 100}, "stop": "end_turn", "model": "recorded"});
+    let mut recording = std::fs::read_to_string(&replay).unwrap();
+    recording.push_str(&format!("{answer}\n"));
+    std::fs::write(&replay, recording).unwrap();
+    // $10 per million tokens either way: triage 330 tokens, the brancher 1100.
+    let prices = tmp.path().join("prices.json");
+    std::fs::write(&prices, r#"{"recorded": {"input": 10.0, "output": 10.0}}"#).unwrap();
+    let state = tmp.path().join("state");
+    let extra = [
+        "--provider",
+        "replay",
+        "--replay",
+        replay.to_str().unwrap(),
+        "--prices",
+        prices.to_str().unwrap(),
+    ];
+    let out = queue_text("# add() subtracts", &repo, "host", &state, &extra, &[]).await;
+    check_exit(&out, 0);
+    let run = &json_of(&out)[0];
+    assert_eq!(run["state"], "patch_ready", "{run}");
+    let cost = run["cost_usd"].as_f64().unwrap();
+    assert!((cost - 0.0143).abs() < 1e-9, "cost {cost} in {run}");
+}
+
+#[tokio::test]
 async fn manual_mode_stops_at_triage_and_context_files_land_inside_the_workspace() {
     let tmp = tempfile::tempdir().unwrap();
-    let repo = tmp.path().join("calc");
-    forq_search::bench::copy_tree(&repo_root().join("examples/calc"), &repo).unwrap();
-    std::fs::write(
-        repo.join("forq.yml"),
-        "actions:\n  fix:\n    mode: manual\n",
-    )
-    .unwrap();
+    let repo = calc_repo(tmp.path(), Some("actions:\n  fix:\n    mode: manual\n"));
     let spec = tmp.path().join("spec.md");
     std::fs::write(&spec, "add() must add\n").unwrap();
     let state = tmp.path().join("state");

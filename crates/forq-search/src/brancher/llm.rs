@@ -73,15 +73,17 @@ impl Llm {
     /// Stops proposing (every node then has nothing more to try) once the
     /// calls cost `usd`, priced by `prices`; a model the table cannot price
     /// is refused before its first call.
-    pub fn max_cost(mut self, usd: f64, prices: PriceTable) -> Self {
-        self.meter = Mutex::new(Meter::new(prices));
-        self.budget = Budget::default().max_cost_usd(usd);
-        self
+    pub fn max_cost(self, usd: f64, prices: PriceTable) -> Self {
+        let mut llm = self.prices(prices);
+        llm.budget = Budget::default().max_cost_usd(usd);
+        llm
     }
 
-    /// Dollars spent so far.
-    pub fn cost_usd(&self) -> f64 {
-        self.meter.lock().map_or(0.0, |m| m.cost_usd)
+    /// Prices its calls by `prices`, so [`Brancher::cost_usd`] counts
+    /// dollars (without a table it counts none).
+    pub fn prices(mut self, prices: PriceTable) -> Self {
+        self.meter = Mutex::new(Meter::new(prices));
+        self
     }
 }
 
@@ -132,6 +134,10 @@ impl Brancher for Llm {
 
     fn refines(&self) -> bool {
         true
+    }
+
+    fn cost_usd(&self) -> f64 {
+        self.meter.lock().map_or(0.0, |m| m.cost_usd)
     }
 
     async fn branch(
@@ -231,6 +237,8 @@ impl Brancher for Llm {
 pub struct Agentic {
     agent: Arc<dyn CodingAgent>,
     task: Task,
+    /// Dollars of every pass so far.
+    spent: Mutex<f64>,
 }
 
 impl std::fmt::Debug for Agentic {
@@ -242,7 +250,11 @@ impl std::fmt::Debug for Agentic {
 impl Agentic {
     /// `agent` on `task`.
     pub fn new(agent: Arc<dyn CodingAgent>, task: Task) -> Agentic {
-        Agentic { agent, task }
+        Agentic {
+            agent,
+            task,
+            spent: Mutex::new(0.0),
+        }
     }
 }
 
@@ -254,6 +266,10 @@ impl Brancher for Agentic {
 
     fn refines(&self) -> bool {
         true
+    }
+
+    fn cost_usd(&self) -> f64 {
+        *self.spent.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     async fn branch(
@@ -278,6 +294,7 @@ impl Brancher for Agentic {
                 ));
             }
             let report = self.agent.run(&*fork, &task).await;
+            *self.spent.lock().unwrap_or_else(|p| p.into_inner()) += report.cost_usd;
             let summary = match &report.outcome {
                 Outcome::Submitted { summary, .. } => summary.clone(),
                 Outcome::NeedsHuman { reason, .. } => format!("(unfinished: {reason})"),

@@ -66,4 +66,10 @@ pub trait Brancher: Send + Sync {
     /// the node has nothing to try.
     async fn branch(&self, cx: &BranchContext<'_>, k: usize)
         -> Result<Vec<Candidate>, BranchError>;
+
+    /// Dollars its model calls have cost so far (0 for a brancher that
+    /// calls no model, or whose model has no price).
+    fn cost_usd(&self) -> f64 {
+        0.0
+    }
 }

@@ -73,6 +73,21 @@ impl Mutate {
         let index = self.index.lock().unwrap_or_else(|p| p.into_inner());
         localize(&index, &self.stack, failing, passing)
     }
+
+    /// The files of the ranked suspects, at most `n`, best first: what an
+    /// [`Llm`](super::Llm) brancher is shown.
+    pub fn suspect_files(&self, failing: &[String], passing: &[String], n: usize) -> Vec<String> {
+        let mut files: Vec<String> = Vec::new();
+        for s in self.localize(failing, passing) {
+            if files.len() == n {
+                break;
+            }
+            if !files.contains(&s.file) {
+                files.push(s.file);
+            }
+        }
+        files
+    }
 }
 
 /// The words of a test id, last first: `tests/test_calc.py::CalcTest::test_add`

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use forq_agent::message::{Message, Response, StopReason, Usage};
 use forq_agent::provider::Replay;
-use forq_search::brancher::Llm;
+use forq_search::brancher::{Brancher, Llm};
 use forq_search::tree::Status;
 use forq_search::{search, Budget, SearchOptions};
 use serde_json::json;
