@@ -834,3 +834,27 @@ async fn bootstrap_clones_a_git_url_shallow_and_keeps_it_when_asked() {
         "{out:?}"
     );
 }
+
+#[tokio::test]
+async fn a_reader_that_stops_reading_is_not_an_error() {
+    // `forq … | head`: the pipe's reader is gone before forq writes.
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let out = forq_sandbox::host_command(env!("CARGO_BIN_EXE_forq"))
+        .args(["config", "schema"])
+        .stdout(writer)
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
