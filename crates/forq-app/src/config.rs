@@ -366,7 +366,8 @@ impl Config {
                 .location()
                 .map_or_else(|| line_of(text, &key), |l| l.line());
             let key = if key == "." { "(file)".to_owned() } else { key };
-            invalid(key, line, tidy(&inner.to_string()))
+            let message = tidy(&inner.to_string(), &key);
+            invalid(key, line, message)
         })?;
         match config.problems().into_iter().next() {
             Some((key, message)) => Err(invalid(key.to_owned(), line_of(text, key), message)),
@@ -452,12 +453,33 @@ impl Config {
 
 /// serde_yaml's message without its own position suffix (the error names
 /// the line itself).
-fn tidy(message: &str) -> String {
+/// The parser's message without what the error line says already: the
+/// position, and the key's path the parser may put first.
+fn tidy(message: &str, key: &str) -> String {
     let m = match message.find(" at line ") {
         Some(i) => &message[..i],
         None => message,
     };
-    m.to_owned()
+    let m = m
+        .strip_prefix(key)
+        .and_then(|m| m.strip_prefix(": "))
+        .unwrap_or(m);
+    // Say what to write in YAML's words, not Rust's.
+    match m.rfind(", expected ") {
+        Some(i) => {
+            let wanted = &m[i + ", expected ".len()..];
+            let plain = match wanted {
+                "usize" | "u64" | "u32" | "u16" | "u8" => "a whole number",
+                "f64" | "f32" => "a number",
+                "a boolean" | "bool" => "true or false",
+                w if w.starts_with("struct ") || w.starts_with("a map") => "a mapping of keys",
+                w if w.starts_with("a sequence") => "a list",
+                w => w,
+            };
+            format!("{}, expected {plain}", &m[..i])
+        }
+        None => m.to_owned(),
+    }
 }
 
 /// The line of the key at dotted `path` in block-style YAML `text` (0 when
@@ -573,6 +595,11 @@ sandbox:
             .expect_err("pids is a number");
         let s = bad_type.to_string();
         assert!(s.starts_with("f.yml:3: sandbox.pids:"), "{s}");
+        assert_eq!(s.matches("sandbox.pids").count(), 1, "the key once: {s}");
+        assert!(
+            s.ends_with("expected a whole number"),
+            "in YAML's words: {s}"
+        );
 
         let unknown = Config::parse("actions:\n  fix:\n    stratgy: single\n", "f.yml")
             .expect_err("unknown key");
