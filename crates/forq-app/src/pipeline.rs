@@ -225,17 +225,21 @@ impl Pipeline {
         if run.state.is_terminal() {
             return Ok(run);
         }
-        if let Some(pid) = run.pid.filter(|p| *p != std::process::id()) {
-            if run.is_live() {
-                return Err(RunError::Busy { id: run.id, pid });
-            }
+        let dead = run.pid.filter(|p| *p != std::process::id());
+        if let Some(pid) = dead.filter(|_| run.is_live()) {
+            return Err(RunError::Busy { id: run.id, pid });
+        }
+        if !self.store.claim(&run.id, run.pid, std::process::id())? {
+            let pid = self.store.get(&run.id)?.pid.unwrap_or_default();
+            return Err(RunError::Busy { id: run.id, pid });
+        }
+        if let Some(pid) = dead {
             let _ = self.store.event(
                 &run.id,
                 "resumed",
                 json!({"from": run.state.name(), "dead_pid": pid}),
             );
         }
-        self.store.claim(&run.id, std::process::id())?;
         let id = run.id.clone();
         let outcome = tokio::select! {
             r = self.phases(&mut run) => r,

@@ -520,15 +520,18 @@ impl Store {
         .map(|d| d.map(|d| serde_json::from_str(&d).unwrap_or(Value::Null)))
     }
 
-    /// Claims run `id` for process `pid`.
-    pub fn claim(&self, id: &str, pid: u32) -> Result<(), StoreError> {
+    /// Claims run `id` for process `pid`, if its owner is still `was` (the
+    /// owner read before deciding to take it up): false when another
+    /// process claimed it in between, so two resumes never both run it.
+    pub fn claim(&self, id: &str, was: Option<u32>, pid: u32) -> Result<bool, StoreError> {
         self.with(|c| {
             c.execute(
-                "UPDATE runs SET pid = ?2, updated_ms = ?3, started_ms = COALESCE(started_ms, ?3) WHERE id = ?1",
-                params![id, pid, now_ms() as i64],
+                "UPDATE runs SET pid = ?2, updated_ms = ?3, started_ms = COALESCE(started_ms, ?3)
+                    WHERE id = ?1 AND pid IS ?4",
+                params![id, pid, now_ms() as i64, was],
             )
         })
-        .map(drop)
+        .map(|changed| changed == 1)
     }
 
     /// Asks run `id` to stop; a run that no process works on is aborted
@@ -692,11 +695,23 @@ mod tests {
     }
 
     #[test]
+    fn of_two_processes_taking_up_the_same_run_one_gets_it() {
+        let (_d, s) = store();
+        let run = s.create(&NewRun::fix("1", "a", "/r")).expect("create");
+        assert!(s.claim(&run.id, None, 7).expect("first"));
+        // Both saw owner 7 dead; the first to write takes the run.
+        assert!(s.claim(&run.id, Some(7), 8).expect("second"));
+        assert!(!s.claim(&run.id, Some(7), 9).expect("third"));
+        assert_eq!(s.get(&run.id).expect("get").pid, Some(8));
+    }
+
+    #[test]
     fn aborting_a_run_nobody_works_on_aborts_it_now() {
         let (_d, s) = store();
         let run = s.create(&NewRun::fix("1", "a", "/r")).expect("create");
-        s.claim(&run.id, u32::MAX - 1)
-            .expect("claim by a process that is gone");
+        assert!(s
+            .claim(&run.id, None, u32::MAX - 1)
+            .expect("claim by a process that is gone"));
         let aborted = s.request_abort(&run.id).expect("abort");
         assert_eq!(aborted.state, State::Aborted);
         assert!(aborted.abort_requested);
