@@ -544,7 +544,11 @@ impl Pipeline {
             forq_search::FixError::NotBootstrapped { .. } => Stop::End(State::NeedsHuman, e.to_string()),
             forq_search::FixError::Oracle(OracleError::NothingFails) => Stop::End(
                 State::NeedsHuman,
-                format!("{e}; name the tests that capture the issue (targets: in its front matter, or test.targets in forq.yml)"),
+                format!("every test passes on the unmodified code: {NAME_TARGETS}"),
+            ),
+            forq_search::FixError::Oracle(OracleError::UnnamedFailures { failed }) => Stop::End(
+                State::NeedsHuman,
+                format!("the runner reports {failed} failing test(s) but names none forq can read: {NAME_TARGETS}"),
             ),
             e => fail(e),
         })?;
@@ -793,6 +797,10 @@ fn make_brancher(
     };
     Ok(brancher)
 }
+
+/// What to do when the unmodified code gives the search no failing test.
+const NAME_TARGETS: &str =
+    "name the tests that capture the issue (targets: in its front matter, or test.targets in forq.yml)";
 
 /// Where a live state is in the phase order.
 fn order(state: State) -> u8 {

@@ -45,6 +45,12 @@ pub enum OracleError {
     /// No target was given and every test passes.
     #[error("every test passes on the unmodified code: name the failing test that captures the issue (--target TEST_ID), or configure a model so the agent writes a reproduction test first")]
     NothingFails,
+    /// The runner counted failures but named none forq could read.
+    #[error("the runner reports {failed} failing test(s), but its output names none that forq can read: name the failing test that captures the issue (--target TEST_ID)")]
+    UnnamedFailures {
+        /// Failed plus errored, by the runner's own count.
+        failed: u32,
+    },
     /// A given target id matches no test the runner reported.
     #[error("the target test {0:?} is not among the tests the runner reported; pass an id as the runner prints it")]
     UnknownTarget(String),
@@ -116,6 +122,11 @@ impl Oracle {
             .map(|(id, _)| id.clone())
             .collect();
         let target: Vec<String> = if target.is_empty() {
+            if failing.is_empty() && ev.failed + ev.errors > 0 {
+                return Err(OracleError::UnnamedFailures {
+                    failed: ev.failed + ev.errors,
+                });
+            }
             if failing.is_empty() {
                 return Err(OracleError::NothingFails);
             }

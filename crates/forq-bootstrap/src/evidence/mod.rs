@@ -262,7 +262,7 @@ pub fn unittest(output: &str) -> Option<Evidence> {
     if !status.is_empty() {
         ev.lines.push(status.to_owned());
     }
-    for line in &lines {
+    for (i, line) in lines.iter().enumerate() {
         let Some((head, result)) = line.rsplit_once(" ... ") else {
             continue;
         };
@@ -273,20 +273,54 @@ pub fn unittest(output: &str) -> Option<Evidence> {
             r if r.starts_with("skipped") => Outcome::Skipped,
             _ => continue,
         };
-        // `test_add (tests.test_calc.CalcTest.test_add)` → the dotted id.
-        let id = head
-            .rsplit_once(" (")
-            .map_or(head, |(_, inner)| inner.trim_end_matches(')'))
-            .trim();
+        // A test with a docstring shows the docstring's first line here and
+        // its name on the line above: `test_x (pkg.mod.Class.test_x)` then
+        // `Test when … ... FAIL`.
+        let above = i
+            .checked_sub(1)
+            .map(|j| lines[j])
+            .filter(|l| !l.contains(" ... "));
+        let id = match head.strip_prefix("Doctest: ") {
+            Some(doctest) => doctest.trim().to_owned(),
+            None => match unittest_id(head).or_else(|| above.and_then(unittest_id)) {
+                Some(id) => id,
+                None => head.trim().to_owned(),
+            },
+        };
         if id.starts_with("unittest.loader._FailedTest") {
             // A module that failed to import, reported as an erroring test.
             ev.collection_errors += 1;
             continue;
         }
-        ev.tests.insert(id.to_owned(), outcome);
+        ev.tests.insert(id, outcome);
     }
     ev.errors = ev.errors.saturating_sub(ev.collection_errors);
     Some(ev)
+}
+
+/// The dotted id in unittest's `name (where)`: `where` itself on Python
+/// 3.11+ (`test_add (tests.test_calc.CalcTest.test_add)`), `where.name`
+/// before it, where `where` is only the class (`test_add
+/// (tests.test_calc.CalcTest)`). `None` for a line of another shape.
+fn unittest_id(text: &str) -> Option<String> {
+    let (name, inner) = text.trim().strip_suffix(')')?.rsplit_once(" (")?;
+    let name = name.trim();
+    // Names are identifiers, dotted for modules (`tests.test_x` of a
+    // module that failed to import).
+    let dotted = |s: &str| {
+        !s.is_empty()
+            && s.split('.').all(|part| {
+                !part.is_empty() && part.chars().all(|c| c.is_alphanumeric() || c == '_')
+            })
+    };
+    if !dotted(name) || !dotted(inner) {
+        return None;
+    }
+    Some(if inner == name || inner.ends_with(&format!(".{name}")) {
+        inner.to_owned()
+    } else {
+        format!("{inner}.{name}")
+    })
 }
 
 /// cargo test: every `test result:` line, summed over the unit, integration

@@ -62,6 +62,42 @@ fn pytest_with_no_tests_or_a_collection_error_executed_nothing() {
 }
 
 #[test]
+fn unittest_names_tests_with_docstrings_by_their_ids() {
+    // With a docstring, the result line shows its first line and the name
+    // stands on the line above; a doctest is named by what it tests.
+    let ev = evidence::unittest(capture!("unittest_docstrings")).unwrap();
+    assert_eq!((ev.passed, ev.failed), (3, 1));
+    assert_eq!(
+        outcomes(&ev),
+        [
+            (
+                "tests.test_chunks.ChunkTests.test_even".to_owned(),
+                Outcome::Passed
+            ),
+            (
+                "tests.test_chunks.ChunkTests.test_plain".to_owned(),
+                Outcome::Passed
+            ),
+            (
+                "tests.test_chunks.ChunkTests.test_strict".to_owned(),
+                Outcome::Failed
+            ),
+            ("tests.test_chunks.halve".to_owned(), Outcome::Passed),
+        ]
+    );
+    // Before Python 3.11 the parentheses hold only the class.
+    let old = "test_add (tests.test_calc.CalcTest) ... FAIL\n\nRan 1 test in 0.001s\n\nFAILED (failures=1)\n";
+    let ev = evidence::unittest(old).unwrap();
+    assert_eq!(
+        outcomes(&ev),
+        [(
+            "tests.test_calc.CalcTest.test_add".to_owned(),
+            Outcome::Failed
+        )]
+    );
+}
+
+#[test]
 fn unittest_counts_and_per_test_results() {
     let ev = evidence::unittest(capture!("unittest_mixed")).unwrap();
     assert_eq!((ev.passed, ev.failed, ev.skipped, ev.errors), (1, 1, 1, 1));

@@ -160,3 +160,40 @@ impl WithExtra for Candidate {
         self
     }
 }
+
+#[tokio::test]
+async fn an_oracle_without_a_failing_test_says_why() {
+    use forq_search::oracle::{Oracle, OracleError};
+    let repo = tempfile::tempdir().unwrap();
+    std::fs::write(repo.path().join("README"), "x\n").unwrap();
+    let backend = backend().await;
+    let genesis = |script: &str| {
+        let stack = Stack::custom("script", Vec::new(), script);
+        let backend = backend.clone();
+        let repo = repo.path().to_owned();
+        async move {
+            let root = forq_bootstrap::provision(
+                &*backend,
+                &repo,
+                &stack,
+                &forq_bootstrap::GateOptions::default(),
+            )
+            .await
+            .unwrap();
+            let got = Oracle::from_genesis(&*root, stack, &[], Duration::from_secs(30)).await;
+            root.destroy().await.unwrap();
+            got.expect_err("no oracle without a failing test")
+        }
+    };
+    // Every test passes.
+    let green = "printf 'test_a (t.T.test_a) ... ok\\n\\nRan 1 test in 0.1s\\n\\nOK\\n'";
+    assert!(matches!(genesis(green).await, OracleError::NothingFails));
+    // The runner counts a failure but names no test forq can read.
+    let unnamed = "printf 'Ran 2 tests in 0.1s\\n\\nFAILED (failures=1)\\n'; exit 1";
+    let err = genesis(unnamed).await;
+    assert!(
+        matches!(err, OracleError::UnnamedFailures { failed: 1 }),
+        "{err}"
+    );
+    assert!(err.to_string().contains("--target"), "{err}");
+}
