@@ -74,6 +74,10 @@ impl State {
             .find(|(s, _)| *s == self)
             .map_or("failed", |(_, n)| n)
     }
+    /// Every state's name, in lifecycle order.
+    pub fn names() -> impl Iterator<Item = &'static str> {
+        STATES.iter().map(|(_, n)| *n)
+    }
     /// The state named `name`.
     pub fn from_name(name: &str) -> Option<State> {
         STATES.iter().find(|(_, n)| *n == name).map(|(s, _)| *s)
@@ -426,6 +430,16 @@ impl Store {
         })
     }
 
+    /// The runs no process works on that have not ended (their process
+    /// died, or never took them up), oldest first: what `forq runs resume
+    /// --interrupted` continues.
+    pub fn interrupted(&self) -> Result<Vec<Run>, StoreError> {
+        let mut runs = self.list(usize::MAX >> 1)?;
+        runs.retain(|r| !r.state.is_terminal() && !r.is_live());
+        runs.reverse();
+        Ok(runs)
+    }
+
     /// Moves run `id` to `to` (with `reason` for terminal states), and
     /// records the change as an event. A run that is over stays over,
     /// except that `patch_ready` becomes `pr_opened`.
@@ -703,6 +717,33 @@ mod tests {
         assert!(s.claim(&run.id, Some(7), 8).expect("second"));
         assert!(!s.claim(&run.id, Some(7), 9).expect("third"));
         assert_eq!(s.get(&run.id).expect("get").pid, Some(8));
+    }
+
+    #[test]
+    fn interrupted_runs_are_the_unfinished_ones_nobody_works_on() {
+        let (_d, s) = store();
+        let dead = s.create(&NewRun::fix("1", "a", "/r")).expect("dead");
+        assert!(s.claim(&dead.id, None, u32::MAX - 1).expect("claim"));
+        s.transition(&dead.id, State::Triaging, "")
+            .expect("triaging");
+        let never = s
+            .create(&NewRun::fix("2", "b", "/r"))
+            .expect("never taken up");
+        let live = s.create(&NewRun::fix("3", "c", "/r")).expect("live");
+        assert!(s.claim(&live.id, None, std::process::id()).expect("claim"));
+        let over = s.create(&NewRun::fix("4", "d", "/r")).expect("over");
+        s.transition(&over.id, State::Failed, "boom")
+            .expect("failed");
+        let mut ids: Vec<String> = s
+            .interrupted()
+            .expect("interrupted")
+            .into_iter()
+            .map(|r| r.id)
+            .collect();
+        ids.sort();
+        let mut want = [dead.id, never.id];
+        want.sort();
+        assert_eq!(ids, want);
     }
 
     #[test]

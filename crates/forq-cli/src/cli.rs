@@ -163,6 +163,12 @@ pub(crate) struct RunsArgs {
     /// At most this many runs, newest first.
     #[arg(long, default_value_t = 50)]
     pub(crate) limit: usize,
+    /// Only runs in this state (queued, triaging, provisioning,
+    /// implementing, testing, triaged, patch_ready, pr_opened, needs_human,
+    /// aborted, failed), or `interrupted`: unfinished, with no process on
+    /// them.
+    #[arg(long, value_name = "STATE")]
+    pub(crate) outcome: Option<String>,
     #[command(flatten)]
     pub(crate) state: StateArgs,
     /// Print JSON.
@@ -178,7 +184,8 @@ pub(crate) enum RunsCommand {
     Tail(RunIdArgs),
     /// Stop a run (the process working on it stops at once).
     Abort(RunIdArgs),
-    /// Continue an interrupted run from its last checkpoint.
+    /// Continue an interrupted run from its last checkpoint (or, with
+    /// --interrupted, every one: after a crash or a reboot).
     Resume(ResumeArgs),
 }
 
@@ -191,7 +198,20 @@ pub(crate) struct RunIdArgs {
 #[derive(Debug, Args)]
 pub(crate) struct ResumeArgs {
     /// The run's id (or a prefix of it).
-    pub(crate) id: String,
+    #[arg(
+        required_unless_present = "interrupted",
+        conflicts_with = "interrupted"
+    )]
+    pub(crate) id: Option<String>,
+    /// Every unfinished run no process works on, oldest first.
+    #[arg(long)]
+    pub(crate) interrupted: bool,
+    /// With --interrupted: runs at once.
+    #[arg(long, default_value_t = 2)]
+    pub(crate) jobs: usize,
+    /// With --interrupted: runs at once on one repository.
+    #[arg(long, default_value_t = 2)]
+    pub(crate) per_repo: usize,
     /// Settings instead of the repository's forq.yml.
     #[arg(long, value_name = "FILE")]
     pub(crate) config: Option<PathBuf>,

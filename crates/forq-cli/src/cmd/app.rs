@@ -370,7 +370,27 @@ pub(crate) async fn runs(args: RunsArgs) -> anyhow::Result<ExitCode> {
     let store = open_store(state_dir)?;
     match args.command {
         None => {
-            let runs = store.list(args.limit)?;
+            let runs = match args.outcome.as_deref() {
+                None => store.list(args.limit)?,
+                Some("interrupted") => {
+                    let mut runs = store.interrupted()?;
+                    runs.reverse();
+                    runs.truncate(args.limit);
+                    runs
+                }
+                Some(name) => {
+                    let Some(state) = State::from_name(name) else {
+                        anyhow::bail!(
+                            "--outcome {name}: not a state; write one of {}, or interrupted",
+                            State::names().collect::<Vec<_>>().join(", ")
+                        );
+                    };
+                    let mut runs = store.list(usize::MAX >> 1)?;
+                    runs.retain(|r| r.state == state);
+                    runs.truncate(args.limit);
+                    runs
+                }
+            };
             if args.json {
                 super::print_json(&runs)?;
             } else if runs.is_empty() {
@@ -479,31 +499,62 @@ async fn resume(
     store: Arc<Store>,
     json_out: bool,
 ) -> anyhow::Result<ExitCode> {
-    let run = store.get(&args.id)?;
-    if run.state.is_terminal() {
-        anyhow::bail!(
-            "run {} is {} already: there is nothing to resume",
-            run.id,
-            run.state
-        );
+    let runs = match &args.id {
+        Some(id) => {
+            let run = store.get(id)?;
+            if run.state.is_terminal() {
+                anyhow::bail!(
+                    "run {} is {} already: there is nothing to resume",
+                    run.id,
+                    run.state
+                );
+            }
+            vec![run]
+        }
+        None => store.interrupted()?,
+    };
+    if runs.is_empty() {
+        note("forq: no interrupted run");
+        if json_out {
+            super::print_json(&runs)?;
+        }
+        return Ok(ExitCode::SUCCESS);
     }
     let state_dir = state_dir.canonicalize()?;
     let model = owner_model(&args.model)?;
     let backend = super::sandbox::open(args.backend.backend).await?;
-    let lines = Arc::new(Lines::new(std::slice::from_ref(&run), json_out));
-    let pipeline = Pipeline::new(store, &state_dir, backend)
+    let lines = Arc::new(Lines::new(&runs, json_out));
+    let pipeline = Pipeline::new(store.clone(), &state_dir, backend)
         .model(model)
         .config(load_config(args.config.as_ref())?)
         .observer(lines.clone());
-    let done = pipeline.execute(&run.id).await;
-    lines.finish();
-    let done = done?;
-    if json_out {
-        super::print_json(&done)?;
+    let ended = if args.id.is_some() {
+        vec![pipeline.execute(&runs[0].id).await]
     } else {
-        table(std::slice::from_ref(&done))?;
+        queue::run_all(&pipeline, &runs, args.jobs, args.per_repo).await
+    };
+    lines.finish();
+    let single = args.id.is_some();
+    let mut finished = Vec::new();
+    for (result, run) in ended.into_iter().zip(&runs) {
+        match result {
+            Ok(r) => finished.push(r),
+            // One run asked for by name: its error is the command's.
+            Err(e) if single => return Err(e.into()),
+            Err(e) => {
+                note(&format!("forq: {e}"));
+                finished.push(store.get(&run.id)?);
+            }
+        }
     }
-    Ok(exit_for(std::slice::from_ref(&done)))
+    if json_out && single {
+        super::print_json(&finished[0])?;
+    } else if json_out {
+        super::print_json(&finished)?;
+    } else {
+        table(&finished)?;
+    }
+    Ok(exit_for(&finished))
 }
 
 fn event_line(e: &forq_app::store::Event) -> String {

@@ -457,6 +457,124 @@ async fn a_run_killed_with_sigkill_resumes_from_its_checkpoint() {
 }
 
 #[tokio::test]
+async fn after_a_crash_every_interrupted_run_is_listed_and_resumed_at_once() {
+    if !native_or_skip("after_a_crash_every_interrupted_run_is_listed_and_resumed_at_once") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    slow_repo(tmp.path());
+    let issues = tmp.path().join("issues");
+    std::fs::create_dir(&issues).unwrap();
+    for n in [1, 2] {
+        std::fs::write(
+            issues.join(format!("{n}.md")),
+            format!(
+                "---\nid: {n}\nrepo: ../slow\n---\n# clamp() is wrong at the upper bound ({n})\n"
+            ),
+        )
+        .unwrap();
+    }
+    let state = tmp.path().join("state");
+    let state_s = state.to_str().unwrap();
+    // One run at a time: when the first is killed mid-search, the second
+    // was never taken up.
+    let mut child = forq_sandbox::host_command(forq_bin())
+        .arg("queue")
+        .arg("--issues")
+        .arg(&issues)
+        .args(["--jobs", "1", "--backend", "native", "--state", state_s])
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("ANTHROPIC_API_KEY")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    loop {
+        let out = forq_env(
+            &[
+                "runs",
+                "--outcome",
+                "implementing",
+                "--json",
+                "--state",
+                state_s,
+            ],
+            &[],
+        )
+        .await;
+        if json_of(&out).as_array().is_some_and(|a| !a.is_empty()) {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(240),
+            "never implementing"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    child.start_kill().unwrap();
+    child.wait().await.unwrap();
+
+    let listed = |outcome: &'static str| {
+        let state_s = state_s.to_owned();
+        async move {
+            let out = forq_env(
+                &["runs", "--outcome", outcome, "--json", "--state", &state_s],
+                &[],
+            )
+            .await;
+            check_exit(&out, 0);
+            let mut states: Vec<String> = json_of(&out)
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| r["state"].as_str().unwrap().to_owned())
+                .collect();
+            states.sort();
+            states
+        }
+    };
+    assert_eq!(listed("interrupted").await, ["implementing", "queued"]);
+    assert!(listed("patch_ready").await.is_empty());
+    let bad = forq_env(&["runs", "--outcome", "done", "--state", state_s], &[]).await;
+    check_exit(&bad, 125);
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("patch_ready"));
+
+    let out = forq_env(
+        &[
+            "runs",
+            "resume",
+            "--interrupted",
+            "--backend",
+            "native",
+            "--json",
+            "--state",
+            state_s,
+        ],
+        &[],
+    )
+    .await;
+    check_exit(&out, 0);
+    let states: Vec<Value> = json_of(&out)
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["state"].clone())
+        .collect();
+    assert_eq!(states, ["patch_ready", "patch_ready"]);
+    assert!(listed("interrupted").await.is_empty());
+    assert_eq!(listed("patch_ready").await.len(), 2);
+    // Nothing left: says so, succeeds.
+    let again = forq_env(
+        &["runs", "resume", "--interrupted", "--state", state_s],
+        &[],
+    )
+    .await;
+    check_exit(&again, 0);
+    assert!(String::from_utf8_lossy(&again.stderr).contains("no interrupted run"));
+}
+
+#[tokio::test]
 async fn a_live_run_aborts_on_request_and_tail_follows_it_to_the_end() {
     if !native_or_skip("a_live_run_aborts_on_request_and_tail_follows_it_to_the_end") {
         return;
