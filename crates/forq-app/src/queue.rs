@@ -12,7 +12,7 @@ use tokio::sync::Semaphore;
 use crate::github::{repo_slug, Github, GithubError};
 use crate::pipeline::{Pipeline, RunError};
 use crate::source::{self, SourceError};
-use crate::store::{Action, ContextFile, IssueRecord, NewRun, Run, Store, StoreError};
+use crate::store::{Action, ContextFile, IssueRecord, NewRun, Run, State, Store, StoreError};
 
 /// Where the queue's issues come from.
 #[derive(Debug, Clone)]
@@ -195,6 +195,35 @@ fn absolute(p: &Path) -> String {
         .unwrap_or_else(|_| p.to_owned())
         .display()
         .to_string()
+}
+
+/// Splits `new` into the issues to run and the runs that already stand
+/// for the others on the same repository: one not over yet (resume it
+/// instead: `forq runs resume --interrupted`) or one that ended with a
+/// patch (`patch_ready`, `pr_opened`). A run that was triaged, declined,
+/// aborted or failed does not stand: its issue runs again. Issues given as
+/// text are never the same issue.
+pub fn split_standing(
+    store: &Store,
+    new: Vec<NewRun>,
+) -> Result<(Vec<NewRun>, Vec<Run>), StoreError> {
+    let existing = store.list(usize::MAX >> 1)?;
+    let mut fresh = Vec::new();
+    let mut standing = Vec::new();
+    for n in new {
+        let found = existing.iter().find(|r| {
+            n.issue.source != "text"
+                && r.issue.id == n.issue.id
+                && r.repo == n.repo
+                && (!r.state.is_terminal()
+                    || matches!(r.state, State::PatchReady | State::PrOpened))
+        });
+        match found {
+            Some(r) => standing.push(r.clone()),
+            None => fresh.push(n),
+        }
+    }
+    Ok((fresh, standing))
 }
 
 /// Records each of `new` as a queued run.

@@ -140,6 +140,11 @@ pub(crate) struct QueueArgs {
     /// Settings for every run instead of each repository's forq.yml.
     #[arg(long, value_name = "FILE")]
     pub(crate) config: Option<PathBuf>,
+    /// Run issues again that already have a run standing for them (one
+    /// not over, or one that ended with a patch); without it they are
+    /// skipped, so a queue can be run again and again over a backlog.
+    #[arg(long)]
+    pub(crate) again: bool,
     /// The environment variable holding the contributor's key, for
     /// contributor-funded runs (never a value on the command line, where
     /// other users see it).

@@ -330,6 +330,37 @@ pub(crate) async fn queue(args: QueueArgs) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("cannot create {}", args.state.state.display()))?;
     let state_dir = args.state.state.canonicalize()?;
     let store = open_store(&state_dir)?;
+    let new = if args.again {
+        new
+    } else {
+        let (fresh, standing) = queue::split_standing(&store, new)?;
+        for r in &standing {
+            let why = if r.state.is_terminal() {
+                format!(
+                    "{} on {}",
+                    r.state,
+                    r.branch.as_deref().unwrap_or("its branch")
+                )
+            } else {
+                format!(
+                    "{}, unfinished: `forq runs resume {}` continues it",
+                    r.state, r.id
+                )
+            };
+            note(&format!(
+                "forq: #{} skipped: run {} is {why} (--again runs it anew)",
+                r.issue.id, r.id
+            ));
+        }
+        fresh
+    };
+    if new.is_empty() {
+        note("forq: every issue selected has a run standing for it");
+        if args.json {
+            super::print_json(&Vec::<Run>::new())?;
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     let model = owner_model(&args.model)?;
     let contributor = contributor_model(
         args.contributor_key_env.as_deref(),

@@ -753,6 +753,44 @@ async fn triage_gates_fixing_and_the_skipped_issue_keeps_its_reason() {
 }
 
 #[tokio::test]
+async fn a_queue_run_again_skips_issues_that_have_a_patch_unless_asked() {
+    let tmp = tempfile::tempdir().unwrap();
+    let issues = issue_dir(tmp.path(), &["py-clamp"]);
+    let state = tmp.path().join("state");
+    let state_s = state.to_str().unwrap();
+    let queue = |extra: &'static [&'static str]| {
+        let issues = issues.clone();
+        let state_s = state_s.to_owned();
+        async move {
+            let mut args = vec!["queue", "--issues", issues.to_str().unwrap()];
+            args.extend_from_slice(&["--backend", "host", "--json", "--state", &state_s]);
+            args.extend_from_slice(extra);
+            forq_env(&args, &[]).await
+        }
+    };
+    let first = queue(&[]).await;
+    check_exit(&first, 0);
+    assert_eq!(json_of(&first)[0]["state"], "patch_ready");
+
+    let again = queue(&[]).await;
+    check_exit(&again, 0);
+    assert_eq!(json_of(&again), json!([]));
+    let said = String::from_utf8_lossy(&again.stderr);
+    assert!(
+        said.contains("#py-clamp skipped") && said.contains("patch_ready"),
+        "{said}"
+    );
+    let all = forq_env(&["runs", "--json", "--state", state_s], &[]).await;
+    assert_eq!(json_of(&all).as_array().unwrap().len(), 1);
+
+    let forced = queue(&["--again"]).await;
+    check_exit(&forced, 0);
+    assert_eq!(json_of(&forced)[0]["state"], "patch_ready");
+    let all = forq_env(&["runs", "--json", "--state", state_s], &[]).await;
+    assert_eq!(json_of(&all).as_array().unwrap().len(), 2);
+}
+
+#[tokio::test]
 async fn a_runs_cost_counts_triage_and_the_llm_branchers_calls() {
     let tmp = tempfile::tempdir().unwrap();
     let repo = calc_repo(
