@@ -136,6 +136,15 @@ fn fail(e: impl std::fmt::Display) -> Stop {
 }
 
 impl Pipeline {
+    /// The same pipeline on another backend (another engine host: the
+    /// run's workspace is on this machine, its sandboxes are there).
+    pub fn on(&self, backend: Arc<dyn Backend>) -> Pipeline {
+        Pipeline {
+            backend,
+            ..self.clone()
+        }
+    }
+
     /// Runs in `state_dir` (`.forq`: the store, `runs/ID/`), on `backend`.
     pub fn new(store: Arc<Store>, state_dir: &Path, backend: Arc<dyn Backend>) -> Pipeline {
         Pipeline {

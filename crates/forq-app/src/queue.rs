@@ -5,8 +5,9 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
+use forq_sandbox::Backend;
 use tokio::sync::Semaphore;
 
 use crate::github::{repo_slug, Github, GithubError};
@@ -240,7 +241,40 @@ pub async fn run_all(
     jobs: usize,
     per_repo: usize,
 ) -> Vec<Result<Run, RunError>> {
-    let global = Arc::new(Semaphore::new(jobs.max(1)));
+    run_spread(pipeline, &[], runs, jobs, per_repo).await
+}
+
+/// A sandbox backend a queue is spread over, named for the run's events
+/// (`tcp://10.0.0.7:2375`).
+#[derive(Clone)]
+pub struct Engine {
+    /// How it is named.
+    pub name: String,
+    /// The backend on it.
+    pub backend: Arc<dyn Backend>,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine").field("name", &self.name).finish()
+    }
+}
+
+/// [`run_all`] spread over `engines` (none: the pipeline's own backend):
+/// each engine runs at most `jobs` at once, and a run starts on the engine
+/// with the fewest runs on it. Runs stay on this machine (the store, the
+/// workspaces, the git loop); only their sandboxes go to the engines.
+pub async fn run_spread(
+    pipeline: &Pipeline,
+    engines: &[Engine],
+    runs: &[Run],
+    jobs: usize,
+    per_repo: usize,
+) -> Vec<Result<Run, RunError>> {
+    let jobs = jobs.max(1);
+    let global = Arc::new(Semaphore::new(jobs * engines.len().max(1)));
+    let engines: Arc<[Engine]> = engines.into();
+    let loads = Arc::new(Mutex::new(vec![0usize; engines.len()]));
     let mut repos: HashMap<String, Arc<Semaphore>> = HashMap::new();
     let mut tasks = Vec::new();
     for run in runs {
@@ -249,12 +283,23 @@ pub async fn run_all(
             .or_insert_with(|| Arc::new(Semaphore::new(per_repo.max(1))))
             .clone();
         let (global, pipeline, id) = (global.clone(), pipeline.clone(), run.id.clone());
+        let (engines, loads) = (engines.clone(), loads.clone());
         tasks.push(tokio::spawn(async move {
             // The repository's slot first: a run waiting on its repository
             // does not hold one of the global slots.
             let _repo = repo_cap.acquire_owned().await;
             let _slot = global.acquire_owned().await;
-            pipeline.execute(&id).await
+            if engines.is_empty() {
+                return pipeline.execute(&id).await;
+            }
+            // With jobs × engines slots, the least loaded engine has room.
+            let taken = Taken::least_loaded(loads);
+            let engine = &engines[taken.index];
+            let _ =
+                pipeline
+                    .store()
+                    .event(&id, "engine", serde_json::json!({"engine": engine.name}));
+            pipeline.on(engine.backend.clone()).execute(&id).await
         }));
     }
     let mut out = Vec::new();
@@ -268,6 +313,31 @@ pub async fn run_all(
         });
     }
     out
+}
+
+/// A run's place on an engine, given back when the run ends (or panics).
+struct Taken {
+    loads: Arc<Mutex<Vec<usize>>>,
+    index: usize,
+}
+
+impl Taken {
+    fn least_loaded(loads: Arc<Mutex<Vec<usize>>>) -> Taken {
+        let index = {
+            let mut l = loads.lock().unwrap_or_else(|p| p.into_inner());
+            let index = (0..l.len()).min_by_key(|&i| l[i]).unwrap_or(0);
+            l[index] += 1;
+            index
+        };
+        Taken { loads, index }
+    }
+}
+
+impl Drop for Taken {
+    fn drop(&mut self) {
+        let mut l = self.loads.lock().unwrap_or_else(|p| p.into_inner());
+        l[self.index] = l[self.index].saturating_sub(1);
+    }
 }
 
 #[cfg(test)]

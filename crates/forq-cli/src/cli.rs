@@ -155,6 +155,8 @@ pub(crate) struct QueueArgs {
     #[command(flatten)]
     pub(crate) backend: BackendArgs,
     #[command(flatten)]
+    pub(crate) engines: EngineArgs,
+    #[command(flatten)]
     pub(crate) state: StateArgs,
     /// Print the runs as JSON.
     #[arg(long)]
@@ -224,6 +226,8 @@ pub(crate) struct ResumeArgs {
     pub(crate) model: ModelArgs,
     #[command(flatten)]
     pub(crate) backend: BackendArgs,
+    #[command(flatten)]
+    pub(crate) engines: EngineArgs,
 }
 
 #[derive(Debug, Args)]
@@ -736,6 +740,17 @@ pub(crate) struct BackendArgs {
     /// default and missing).
     #[arg(long)]
     pub(crate) image: Option<String>,
+}
+
+/// Docker engines a queue is spread over.
+#[derive(Debug, Args)]
+pub(crate) struct EngineArgs {
+    /// A Docker engine to run sandboxes on (repeatable: runs are spread
+    /// over the engines, at most --jobs on each; tcp://HOST:2375,
+    /// ssh://USER@HOST, unix:///PATH). Runs, workspaces and the store stay
+    /// on this machine.
+    #[arg(long, value_name = "URL")]
+    pub(crate) docker_host: Vec<String>,
 }
 
 #[derive(Debug, Args)]

@@ -124,6 +124,50 @@ fn contributor_model(
     }))
 }
 
+/// The engines named by --docker-host, each connected (and so checked).
+#[cfg(feature = "docker")]
+async fn engines(hosts: &[String]) -> anyhow::Result<Vec<queue::Engine>> {
+    use forq_sandbox::{DockerBackend, DockerOptions};
+    let mut out = Vec::new();
+    for host in hosts {
+        let mut options = DockerOptions::default();
+        options.host = Some(host.clone());
+        let backend = DockerBackend::connect(options)
+            .await
+            .with_context(|| format!("--docker-host {host}"))?;
+        out.push(queue::Engine {
+            name: host.clone(),
+            backend: Arc::new(backend),
+        });
+    }
+    Ok(out)
+}
+
+#[cfg(not(feature = "docker"))]
+async fn engines(hosts: &[String]) -> anyhow::Result<Vec<queue::Engine>> {
+    match hosts.first() {
+        Some(host) => {
+            anyhow::bail!("--docker-host {host}: this forq was built without its docker feature")
+        }
+        None => Ok(Vec::new()),
+    }
+}
+
+/// The pipeline's backend and the engines to spread runs over: the
+/// --docker-host engines when given (the first is the default), else the
+/// --backend choice alone.
+async fn backends(
+    choice: forq_sandbox::BackendChoice,
+    hosts: &[String],
+) -> anyhow::Result<(Arc<dyn forq_sandbox::Backend>, Vec<queue::Engine>)> {
+    let engines = engines(hosts).await?;
+    let backend = match engines.first() {
+        Some(e) => e.backend.clone(),
+        None => super::sandbox::open(choice).await?,
+    };
+    Ok((backend, engines))
+}
+
 fn load_config(file: Option<&PathBuf>) -> anyhow::Result<Option<Config>> {
     file.map(|f| Config::from_file(f).map_err(anyhow::Error::from))
         .transpose()
@@ -367,7 +411,7 @@ pub(crate) async fn queue(args: QueueArgs) -> anyhow::Result<ExitCode> {
         model.as_ref(),
         &args.model,
     )?;
-    let backend = super::sandbox::open(args.backend.backend).await?;
+    let (backend, engines) = backends(args.backend.backend, &args.engines.docker_host).await?;
     let config = load_config(args.config.as_ref())?;
     let runs = queue::enqueue(&store, &new)?;
     let lines = Arc::new(Lines::new(&runs, args.json));
@@ -376,7 +420,7 @@ pub(crate) async fn queue(args: QueueArgs) -> anyhow::Result<ExitCode> {
         .contributor(contributor)
         .config(config)
         .observer(lines.clone());
-    let ended = queue::run_all(&pipeline, &runs, args.jobs, args.per_repo).await;
+    let ended = queue::run_spread(&pipeline, &engines, &runs, args.jobs, args.per_repo).await;
     lines.finish();
     let mut finished = Vec::new();
     for (result, run) in ended.into_iter().zip(&runs) {
@@ -553,7 +597,7 @@ async fn resume(
     }
     let state_dir = state_dir.canonicalize()?;
     let model = owner_model(&args.model)?;
-    let backend = super::sandbox::open(args.backend.backend).await?;
+    let (backend, engines) = backends(args.backend.backend, &args.engines.docker_host).await?;
     let lines = Arc::new(Lines::new(&runs, json_out));
     let pipeline = Pipeline::new(store.clone(), &state_dir, backend)
         .model(model)
@@ -562,7 +606,7 @@ async fn resume(
     let ended = if args.id.is_some() {
         vec![pipeline.execute(&runs[0].id).await]
     } else {
-        queue::run_all(&pipeline, &runs, args.jobs, args.per_repo).await
+        queue::run_spread(&pipeline, &engines, &runs, args.jobs, args.per_repo).await
     };
     lines.finish();
     let single = args.id.is_some();

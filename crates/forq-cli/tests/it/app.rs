@@ -949,22 +949,11 @@ async fn a_github_backlog_is_listed_page_by_page_and_triaged() {
     assert_eq!(got[1].path, "/repositories/1/issues?page=2");
 }
 
-#[tokio::test]
-async fn the_same_pipeline_runs_on_a_remote_engine_through_docker_host() {
-    // .ci/run starts dockerd on loopback TCP too: a remote engine.
-    let address = "127.0.0.1:2375";
-    if tokio::net::TcpStream::connect(address).await.is_err() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI starts dockerd on {address}"
-        );
-        eprintln!("SKIPPED the_same_pipeline_runs_on_a_remote_engine_through_docker_host: no engine on tcp://{address}");
-        return;
-    }
-    // The default image is a bare busybox, so the project's tests are a
-    // shell script printing TAP; the code is Python the search mutates.
-    let tmp = tempfile::tempdir().unwrap();
-    let repo = tmp.path().join("shcalc");
+/// A repository for the docker backend's bare busybox image: its tests are
+/// a shell script printing TAP; the code is Python the search mutates
+/// (`add` subtracts).
+fn shcalc_repo(dir: &Path) -> PathBuf {
+    let repo = dir.join("shcalc");
     std::fs::create_dir(&repo).unwrap();
     std::fs::write(
         repo.join("calc.py"),
@@ -988,6 +977,23 @@ echo "1..2"; echo "# tests 2"; echo "# pass $pass"; echo "# fail $fail"
         "golden:\n  test: sh test.sh\ntriage:\n  enabled: false\n",
     )
     .unwrap();
+    repo
+}
+
+#[tokio::test]
+async fn the_same_pipeline_runs_on_a_remote_engine_through_docker_host() {
+    // .ci/run starts dockerd on loopback TCP too: a remote engine.
+    let address = "127.0.0.1:2375";
+    if tokio::net::TcpStream::connect(address).await.is_err() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI starts dockerd on {address}"
+        );
+        eprintln!("SKIPPED the_same_pipeline_runs_on_a_remote_engine_through_docker_host: no engine on tcp://{address}");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = shcalc_repo(tmp.path());
     let state = tmp.path().join("state");
     let host = format!("tcp://{address}");
     let out = queue_text(
@@ -1008,4 +1014,85 @@ echo "1..2"; echo "# tests 2"; echo "# pass $pass"; echo "# fail $fail"
         .join("workspace");
     let diff = git(&ws, &["show", "--format=", run["branch"].as_str().unwrap()]).await;
     assert!(diff.contains("+    return a + b"), "{diff}");
+}
+
+#[tokio::test]
+async fn a_queue_spreads_its_runs_over_several_engines() {
+    // Two addresses of CI's engine (its socket, and loopback TCP) stand for
+    // two hosts: what is tested is the spreading, one run on each.
+    let address = "127.0.0.1:2375";
+    let socket = "/var/run/docker.sock";
+    if tokio::net::TcpStream::connect(address).await.is_err() || !Path::new(socket).exists() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI starts dockerd on {socket} and {address}"
+        );
+        eprintln!("SKIPPED a_queue_spreads_its_runs_over_several_engines: no engine on both");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    shcalc_repo(tmp.path());
+    let issues = tmp.path().join("issues");
+    std::fs::create_dir(&issues).unwrap();
+    for n in [1, 2] {
+        std::fs::write(
+            issues.join(format!("{n}.md")),
+            format!("---\nid: {n}\nrepo: ../shcalc\n---\n# add() subtracts ({n})\n"),
+        )
+        .unwrap();
+    }
+    let state = tmp.path().join("state");
+    let state_s = state.to_str().unwrap();
+    let unix = format!("unix://{socket}");
+    let tcp = format!("tcp://{address}");
+    let out = forq_env(
+        &[
+            "queue",
+            "--issues",
+            issues.to_str().unwrap(),
+            "--docker-host",
+            &unix,
+            "--docker-host",
+            &tcp,
+            "--jobs",
+            "1",
+            "--json",
+            "--state",
+            state_s,
+        ],
+        &[],
+    )
+    .await;
+    check_exit(&out, 0);
+    let mut used = Vec::new();
+    for run in json_of(&out).as_array().unwrap() {
+        assert_eq!(run["state"], "patch_ready", "{run}");
+        let id = run["id"].as_str().unwrap();
+        let shown =
+            json_of(&forq_env(&["runs", "show", id, "--json", "--state", state_s], &[]).await);
+        let engines = events_of(&shown, "engine");
+        assert_eq!(engines.len(), 1, "{shown}");
+        used.push(engines[0]["engine"].as_str().unwrap().to_owned());
+    }
+    used.sort();
+    let mut want = vec![tcp, unix];
+    want.sort();
+    assert_eq!(used, want, "one run on each engine");
+    // An engine that does not answer is named.
+    let bad = forq_env(
+        &[
+            "queue",
+            "--issues",
+            issues.to_str().unwrap(),
+            "--docker-host",
+            "tcp://127.0.0.1:9",
+            "--again",
+            "--state",
+            state_s,
+        ],
+        &[],
+    )
+    .await;
+    check_exit(&bad, 125);
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("--docker-host tcp://127.0.0.1:9"));
 }
