@@ -10,6 +10,7 @@
 //! resumed before its patch was found provisions one again from the
 //! bootstrap gate's cached verdict (the gate does not run again).
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -20,7 +21,7 @@ use forq_agent::provider::Provider;
 use forq_agent::tools::{GraphTools, RunTests, Toolbox};
 use forq_bootstrap::Stack;
 use forq_graph::Index;
-use forq_sandbox::Backend;
+use forq_sandbox::{Backend, BackendChoice, BackendKind};
 use forq_search::brancher::{Agentic, Brancher, Llm, Mutate};
 use forq_search::oracle::{Oracle, OracleError};
 use forq_search::tree::{Event as TreeEvent, Status, Subscriber};
@@ -65,6 +66,11 @@ pub struct Pipeline {
     store: Arc<Store>,
     state_dir: PathBuf,
     backend: Arc<dyn Backend>,
+    /// Whether a repository's `sandbox.backend` may choose another
+    /// backend (the command line left the choice to it), and the ones
+    /// opened for that, by kind.
+    backend_from_config: bool,
+    opened: Arc<tokio::sync::Mutex<HashMap<BackendKind, Arc<dyn Backend>>>>,
     model: Option<Model>,
     contributor: Option<Model>,
     config: Option<Config>,
@@ -141,8 +147,42 @@ impl Pipeline {
     pub fn on(&self, backend: Arc<dyn Backend>) -> Pipeline {
         Pipeline {
             backend,
+            backend_from_config: false,
             ..self.clone()
         }
+    }
+
+    /// Lets each repository's `forq.yml` (`sandbox.backend`) choose its
+    /// runs' backend, the pipeline's own serving `auto`: for a backend
+    /// that was not chosen on the command line.
+    pub fn backend_from_config(mut self, yes: bool) -> Self {
+        self.backend_from_config = yes;
+        self
+    }
+
+    /// The backend for a run under `config`.
+    async fn backend_for(&self, config: &Config) -> Phase<Arc<dyn Backend>> {
+        let kind = match config.backend() {
+            BackendChoice::Kind(kind) if self.backend_from_config => kind,
+            _ => return Ok(self.backend.clone()),
+        };
+        if self.backend.kind() == kind {
+            return Ok(self.backend.clone());
+        }
+        let mut opened = self.opened.lock().await;
+        if let Some(b) = opened.get(&kind) {
+            return Ok(b.clone());
+        }
+        let selected = forq_sandbox::open_backend(BackendChoice::Kind(kind))
+            .await
+            .map_err(|e| {
+                Stop::End(
+                    State::Failed,
+                    format!("forq.yml asks for sandbox.backend {kind}: {e}"),
+                )
+            })?;
+        opened.insert(kind, selected.backend.clone());
+        Ok(selected.backend)
     }
 
     /// Runs in `state_dir` (`.forq`: the store, `runs/ID/`), on `backend`.
@@ -151,6 +191,8 @@ impl Pipeline {
             store,
             state_dir: state_dir.to_owned(),
             backend,
+            backend_from_config: false,
+            opened: Arc::default(),
             model: None,
             contributor: None,
             config: None,
@@ -541,8 +583,9 @@ impl Pipeline {
         let gate = config.gate_options();
         let mut targets = config.test.targets.clone();
         targets.extend(run.issue.targets.iter().cloned());
+        let backend = self.backend_for(config).await?;
         let prepared = forq_search::prepare(
-            &*self.backend,
+            &*backend,
             &seeded.workspace,
             &gate,
             &targets,
@@ -575,10 +618,11 @@ impl Pipeline {
             &run.id,
             State::Provisioning,
             &format!(
-                "oracle: {} target, {} guard ({}{})",
+                "oracle: {} target, {} guard ({} on {}{})",
                 provisioned.target.len(),
                 provisioned.guard.len(),
                 prepared.stack.name(),
+                backend.kind(),
                 if prepared.record.cached {
                     ", gate cached"
                 } else {
@@ -700,8 +744,9 @@ impl Pipeline {
             .ok_or_else(|| fail("no provisioned checkpoint"))
             .and_then(|v| serde_json::from_value(v).map_err(fail))?;
         let gate = config.gate_options();
+        let backend = self.backend_for(config).await?;
         let sandbox =
-            forq_bootstrap::provision(&*self.backend, &seeded.workspace, &provisioned.stack, &gate)
+            forq_bootstrap::provision(&*backend, &seeded.workspace, &provisioned.stack, &gate)
                 .await
                 .map_err(fail)?;
         let oracle = Oracle {

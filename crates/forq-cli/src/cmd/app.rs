@@ -415,7 +415,12 @@ pub(crate) async fn queue(args: QueueArgs) -> anyhow::Result<ExitCode> {
     let config = load_config(args.config.as_ref())?;
     let runs = queue::enqueue(&store, &new)?;
     let lines = Arc::new(Lines::new(&runs, args.json));
+    // A backend chosen on the command line holds for every run; `auto`
+    // lets each repository's forq.yml choose.
+    let from_config = matches!(args.backend.backend, forq_sandbox::BackendChoice::Auto)
+        && args.engines.docker_host.is_empty();
     let pipeline = Pipeline::new(store.clone(), &state_dir, backend)
+        .backend_from_config(from_config)
         .model(model)
         .contributor(contributor)
         .config(config)
@@ -599,7 +604,12 @@ async fn resume(
     let model = owner_model(&args.model)?;
     let (backend, engines) = backends(args.backend.backend, &args.engines.docker_host).await?;
     let lines = Arc::new(Lines::new(&runs, json_out));
+    // A backend chosen on the command line holds for every run; `auto`
+    // lets each repository's forq.yml choose.
+    let from_config = matches!(args.backend.backend, forq_sandbox::BackendChoice::Auto)
+        && args.engines.docker_host.is_empty();
     let pipeline = Pipeline::new(store.clone(), &state_dir, backend)
+        .backend_from_config(from_config)
         .model(model)
         .config(load_config(args.config.as_ref())?)
         .observer(lines.clone());

@@ -791,6 +791,34 @@ async fn a_queue_run_again_skips_issues_that_have_a_patch_unless_asked() {
 }
 
 #[tokio::test]
+async fn forq_yml_chooses_the_backend_unless_the_command_line_did() {
+    if !native_or_skip("forq_yml_chooses_the_backend_unless_the_command_line_did") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = calc_repo(tmp.path(), Some("sandbox:\n  backend: host\n"));
+    let state = tmp.path().join("state");
+    let state_s = state.to_str().unwrap();
+    for (cli, used) in [("auto", "host"), ("native", "native")] {
+        let out = queue_text("# add() subtracts", &repo, cli, &state, &[], &[]).await;
+        check_exit(&out, 0);
+        let id = json_of(&out)[0]["id"].as_str().unwrap().to_owned();
+        let shown =
+            json_of(&forq_env(&["runs", "show", &id, "--json", "--state", state_s], &[]).await);
+        let notes: Vec<String> = events_of(&shown, "note")
+            .iter()
+            .filter_map(|n| n["text"].as_str().map(str::to_owned))
+            .collect();
+        assert!(
+            notes
+                .iter()
+                .any(|n| n.starts_with("oracle:") && n.contains(&format!(" on {used}"))),
+            "--backend {cli} with forq.yml's host: {notes:?}"
+        );
+    }
+}
+
+#[tokio::test]
 async fn a_runs_cost_counts_triage_and_the_llm_branchers_calls() {
     let tmp = tempfile::tempdir().unwrap();
     let repo = calc_repo(
