@@ -437,7 +437,10 @@ impl Pipeline {
                 json!({"skipped": true, "attempt_fix": true, "reason": "triage is disabled in forq.yml"}),
             );
         }
-        let Some(model) = &self.model else {
+        // Whoever pays for the run pays for its triage: a contributor-funded
+        // run without the contributor's key stops here, before any call.
+        let model = self.model_for(run, &repo_config)?;
+        let Some(model) = &model else {
             if run.action == Action::Triage {
                 return Err(Stop::End(
                     State::Failed,

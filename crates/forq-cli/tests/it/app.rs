@@ -682,7 +682,24 @@ async fn contributor_funded_runs_do_not_start_without_the_contributors_key() {
         Some("funding:\n  mode: contributor\n  trusted: [maintainer]\n"),
     );
     let state = tmp.path().join("state");
-    let out = queue_text("# add() subtracts", &repo, "host", &state, &[], &[]).await;
+    // The owner has a model: it must not pay for the contributor's run,
+    // not even its triage.
+    let verdict = json!({"act": false, "confidence": 0.9, "reason": "needs a design first",
+        "suggested_action": "comment"});
+    let server = Server::start(vec![Reply::ok(json!({
+        "id": "c1", "object": "chat.completion", "model": "m",
+        "choices": [{"index": 0, "finish_reason": "stop",
+            "message": {"role": "assistant", "content": verdict.to_string()}}],
+        "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}
+    }))])
+    .await;
+    let base = format!("{}/v1", server.url);
+    let owner = [
+        ("OPENAI_BASE_URL", base.as_str()),
+        ("OPENAI_API_KEY", "sk-owner"),
+        ("FORQ_MODEL", "m"),
+    ];
+    let out = queue_text("# add() subtracts", &repo, "host", &state, &[], &owner).await;
     check_exit(&out, 1);
     let runs = json_of(&out);
     assert_eq!(runs[0]["state"], "needs_human");
@@ -690,6 +707,21 @@ async fn contributor_funded_runs_do_not_start_without_the_contributors_key() {
     assert!(
         reason.contains("contributor-funded") && reason.contains("--contributor-key-env"),
         "{reason}"
+    );
+    assert!(
+        server.received().is_empty(),
+        "the owner's key paid for nothing"
+    );
+    // With the contributor's key, the contributor pays, from triage on.
+    let mut env = owner.to_vec();
+    env.push(("CONTRIBUTOR_KEY", "sk-contributor"));
+    let extra = ["--contributor-key-env", "CONTRIBUTOR_KEY"];
+    let paid = queue_text("# add() subtracts", &repo, "host", &state, &extra, &env).await;
+    check_exit(&paid, 1);
+    assert_eq!(json_of(&paid)[0]["reason"], "triage: needs a design first");
+    assert_eq!(
+        server.received()[0].header("authorization"),
+        Some("Bearer sk-contributor")
     );
     // Nothing ran: no gate record in the workspace.
     let id = runs[0]["id"].as_str().unwrap();
