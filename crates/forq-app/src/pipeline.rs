@@ -237,7 +237,7 @@ impl Pipeline {
 
     /// Run `id`'s workspace.
     pub fn workspace(&self, id: &str) -> PathBuf {
-        self.run_dir(id).join("workspace")
+        crate::clean::workspace_path(&self.state_dir, id)
     }
 
     fn tell(&self, run: &str, state: State, note: &str) {

@@ -251,7 +251,8 @@ pub struct Event {
     pub seq: u64,
     /// When, milliseconds since the epoch.
     pub at_ms: u64,
-    /// `created`, `state`, `checkpoint`, `node`, `agent`, `note`, `cost`.
+    /// `created`, `state`, `checkpoint`, `node`, `agent`, `note`, `cost`,
+    /// `resumed`, `engine`, `cleaned`.
     pub kind: String,
     /// Details, JSON.
     pub data: Value,

@@ -194,12 +194,23 @@ pub(crate) enum RunsCommand {
     /// Continue an interrupted run from its last checkpoint (or, with
     /// --interrupted, every one: after a crash or a reboot).
     Resume(ResumeArgs),
+    /// Remove the workspaces of runs that are over (their records stay);
+    /// those with an unpushed patch only with --patched.
+    Clean(CleanArgs),
 }
 
 #[derive(Debug, Args)]
 pub(crate) struct RunIdArgs {
     /// The run's id (or a prefix of it).
     pub(crate) id: String,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct CleanArgs {
+    /// Also the workspaces of patch_ready runs, whose branches live only
+    /// there until pushed.
+    #[arg(long)]
+    pub(crate) patched: bool,
 }
 
 #[derive(Debug, Args)]

@@ -570,6 +570,29 @@ pub(crate) async fn runs(args: RunsArgs) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Some(RunsCommand::Resume(a)) => resume(a, state_dir, store, args.json).await,
+        Some(RunsCommand::Clean(a)) => {
+            let cleaned = forq_app::clean::clean(&store, state_dir, a.patched)?;
+            if args.json {
+                super::print_json(&cleaned)?;
+            } else {
+                let mut out = std::io::stdout().lock();
+                writeln!(
+                    out,
+                    "removed {} workspace{}, {:.1} MiB",
+                    cleaned.runs.len(),
+                    if cleaned.runs.len() == 1 { "" } else { "s" },
+                    cleaned.bytes as f64 / (1024.0 * 1024.0)
+                )?;
+                if !cleaned.kept.is_empty() {
+                    writeln!(
+                        out,
+                        "kept {} with a patch not pushed yet (`forq push ID`, or --patched removes them)",
+                        cleaned.kept.len()
+                    )?;
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
     }
 }
 
@@ -679,15 +702,22 @@ fn event_line(e: &forq_app::store::Event) -> String {
 
 /// The run's workspace, checked to exist.
 fn workspace_of(state_dir: &Path, run: &Run) -> anyhow::Result<PathBuf> {
-    let ws = state_dir.join("runs").join(&run.id).join("workspace");
-    if !ws.is_dir() {
+    let ws = forq_app::clean::workspace_path(state_dir, &run.id);
+    if ws.is_dir() {
+        return Ok(ws);
+    }
+    if run.state.is_terminal() {
         anyhow::bail!(
-            "run {} has no workspace yet (it is {}): it is made when the run is provisioned",
+            "run {} ({}) has no workspace: `forq runs clean` removed it, or the run ended before it was seeded",
             run.id,
             run.state
         );
     }
-    Ok(ws)
+    anyhow::bail!(
+        "run {} has no workspace yet (it is {}): it is made when the run is provisioned",
+        run.id,
+        run.state
+    )
 }
 
 pub(crate) fn files(args: FilesArgs) -> anyhow::Result<ExitCode> {

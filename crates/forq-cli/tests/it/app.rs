@@ -851,6 +851,59 @@ async fn forq_yml_chooses_the_backend_unless_the_command_line_did() {
 }
 
 #[tokio::test]
+async fn clean_removes_workspaces_of_runs_that_are_over_and_keeps_unpushed_patches() {
+    let tmp = tempfile::tempdir().unwrap();
+    let state = tmp.path().join("state");
+    let state_s = state.to_str().unwrap();
+    // One run ends with a patch; one, on code whose tests all pass, with
+    // nothing to fix (after seeding: it has a workspace).
+    let patched = queue_text(
+        "# clamp",
+        &issue_dir(tmp.path(), &["py-clamp"]).join("py-clamp"),
+        "host",
+        &state,
+        &[],
+        &[],
+    )
+    .await;
+    check_exit(&patched, 0);
+    let patched = json_of(&patched)[0]["id"].as_str().unwrap().to_owned();
+    let repo = calc_repo(tmp.path(), None);
+    let code = std::fs::read_to_string(repo.join("calc.py")).unwrap();
+    std::fs::write(repo.join("calc.py"), code.replace("a - b", "a + b")).unwrap();
+    let nothing = queue_text("# add() is fine", &repo, "host", &state, &[], &[]).await;
+    check_exit(&nothing, 1);
+    let nothing = json_of(&nothing)[0]["id"].as_str().unwrap().to_owned();
+
+    let out = forq_env(&["runs", "clean", "--json", "--state", state_s], &[]).await;
+    check_exit(&out, 0);
+    let cleaned = json_of(&out);
+    assert_eq!(cleaned["runs"], json!([nothing]));
+    assert_eq!(cleaned["kept"], json!([patched]));
+    assert!(cleaned["bytes"].as_u64().unwrap() > 0);
+    let files = forq_env(&["files", &nothing, "--state", state_s], &[]).await;
+    check_exit(&files, 125);
+    assert!(String::from_utf8_lossy(&files.stderr).contains("forq runs clean"));
+    // The record stays.
+    let shown = json_of(
+        &forq_env(
+            &["runs", "show", &nothing, "--json", "--state", state_s],
+            &[],
+        )
+        .await,
+    );
+    assert_eq!(shown["run"]["state"], "needs_human");
+    assert_eq!(events_of(&shown, "cleaned").len(), 1);
+
+    let out = forq_env(
+        &["runs", "clean", "--patched", "--json", "--state", state_s],
+        &[],
+    )
+    .await;
+    assert_eq!(json_of(&out)["runs"], json!([patched]));
+}
+
+#[tokio::test]
 async fn a_runs_cost_counts_triage_and_the_llm_branchers_calls() {
     let tmp = tempfile::tempdir().unwrap();
     let repo = calc_repo(

@@ -1,0 +1,119 @@
+//! Disk back from runs that are over: their workspaces (a clone each) go,
+//! their records stay (the store's rows and events, `fix.patch`,
+//! `tree.json`, `summary.json`), so `forq runs show` still tells the
+//! whole story.
+//!
+//! A `patch_ready` run keeps its workspace unless asked: its branch lives
+//! only there until a person pushes it. Runs not over are never touched.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use serde_json::json;
+
+use crate::store::{State, Store, StoreError};
+
+/// Run `id`'s workspace under the state directory.
+pub fn workspace_path(state_dir: &Path, id: &str) -> PathBuf {
+    state_dir.join("runs").join(id).join("workspace")
+}
+
+/// What [`clean`] did.
+#[derive(Debug, Default, Clone, Serialize)]
+pub struct Cleaned {
+    /// The runs whose workspaces were removed.
+    pub runs: Vec<String>,
+    /// Bytes the removed files held.
+    pub bytes: u64,
+    /// `patch_ready` runs whose workspaces were kept (their branches are
+    /// not pushed yet).
+    pub kept: Vec<String>,
+}
+
+/// Why cleaning stopped.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CleanError {
+    /// The store could not be read or written.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A workspace could not be removed.
+    #[error("cannot remove {path}: {source}; remove it by hand, then run `forq runs clean` again")]
+    Remove {
+        /// The directory.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+}
+
+/// Removes the workspaces of the runs in `store` that are over, but those
+/// of `patch_ready` runs only with `patched`. Each removal is an event of
+/// its run (`cleaned`, with the bytes freed).
+pub fn clean(store: &Store, state_dir: &Path, patched: bool) -> Result<Cleaned, CleanError> {
+    let mut out = Cleaned::default();
+    for run in store.list(usize::MAX >> 1)? {
+        let ws = workspace_path(state_dir, &run.id);
+        if !run.state.is_terminal() || !ws.is_dir() {
+            continue;
+        }
+        if run.state == State::PatchReady && !patched {
+            out.kept.push(run.id);
+            continue;
+        }
+        let bytes: u64 = walkdir::WalkDir::new(&ws)
+            .into_iter()
+            .flatten()
+            .filter_map(|e| e.metadata().ok())
+            .filter(|m| m.is_file())
+            .map(|m| m.len())
+            .sum();
+        std::fs::remove_dir_all(&ws).map_err(|source| CleanError::Remove {
+            path: ws.clone(),
+            source,
+        })?;
+        store.event(&run.id, "cleaned", json!({"bytes": bytes}))?;
+        out.bytes += bytes;
+        out.runs.push(run.id);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::NewRun;
+
+    #[test]
+    fn only_runs_that_are_over_lose_their_workspaces_and_patches_only_when_asked() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(&dir.path().join("forq.db")).expect("store");
+        let make = |id: &str, state: State| {
+            let run = store.create(&NewRun::fix(id, id, "/r")).expect("create");
+            if state != State::Queued {
+                store.transition(&run.id, state, "").expect("transition");
+            }
+            let ws = workspace_path(dir.path(), &run.id);
+            std::fs::create_dir_all(&ws).expect("workspace");
+            std::fs::write(ws.join("f"), "12345").expect("file");
+            run.id
+        };
+        let failed = make("1", State::Failed);
+        let patched = make("2", State::PatchReady);
+        let working = make("3", State::Triaging);
+        let first = clean(&store, dir.path(), false).expect("clean");
+        assert_eq!(first.runs, std::slice::from_ref(&failed));
+        assert_eq!(first.bytes, 5);
+        assert_eq!(first.kept, std::slice::from_ref(&patched));
+        assert!(!workspace_path(dir.path(), &failed).exists());
+        assert!(workspace_path(dir.path(), &working).exists());
+        let events = store.events(&failed, 0).expect("events");
+        assert!(events.iter().any(|e| e.kind == "cleaned"), "{events:?}");
+        let second = clean(&store, dir.path(), true).expect("clean");
+        assert_eq!(second.runs, [patched]);
+        assert!(
+            workspace_path(dir.path(), &working).exists(),
+            "a live run is never touched"
+        );
+    }
+}
