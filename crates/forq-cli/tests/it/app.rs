@@ -320,8 +320,7 @@ async fn a_queue_of_example_issues_ends_in_committed_branches_that_push() {
         .as_str()
         .unwrap()
         .contains("Fixes #js-min-of"));
-    let shown = forq_env(&["runs", "show", js_id, "--json", "--state", state_s], &[]).await;
-    assert_eq!(json_of(&shown)["run"]["state"], "pr_opened");
+    assert_eq!(show_run(js_id, state_s).await["run"]["state"], "pr_opened");
 }
 
 /// A Python repository whose every test run takes a while, so a run can
@@ -335,18 +334,21 @@ fn slow_repo(dir: &Path) -> PathBuf {
     repo
 }
 
-/// Polls the store (through `forq runs --json`) until a run is in `state`.
+/// Polls the store (through `forq runs --outcome STATE --json`) until a
+/// run is in `state`, and returns its id.
 async fn wait_for_state(state_dir: &str, state: &str) -> String {
     let started = Instant::now();
     loop {
-        let out = forq_env(&["runs", "--json", "--state", state_dir], &[]).await;
+        let out = forq_env(
+            &["runs", "--outcome", state, "--json", "--state", state_dir],
+            &[],
+        )
+        .await;
         if let Some(run) = serde_json::from_slice::<Value>(&out.stdout)
             .ok()
             .and_then(|v| v.as_array().and_then(|a| a.first().cloned()))
         {
-            if run["state"] == state {
-                return run["id"].as_str().unwrap().to_owned();
-            }
+            return run["id"].as_str().unwrap().to_owned();
         }
         assert!(
             started.elapsed() < Duration::from_secs(240),
@@ -354,6 +356,54 @@ async fn wait_for_state(state_dir: &str, state: &str) -> String {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// Starts `forq queue ARGS --backend native --state STATE` without a
+/// model, kills it with SIGKILL (no cleanup, no last words) once a run is
+/// implementing, and returns that run's id.
+async fn queue_killed_mid_search(args: &[&std::ffi::OsStr], state_s: &str) -> String {
+    let mut child = forq_sandbox::host_command(forq_bin())
+        .arg("queue")
+        .args(args)
+        .args(["--backend", "native", "--state", state_s])
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("ANTHROPIC_API_KEY")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let id = wait_for_state(state_s, "implementing").await;
+    child.start_kill().unwrap();
+    let status = child.wait().await.unwrap();
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&status),
+        Some(9)
+    );
+    id
+}
+
+/// `forq runs resume WHAT --backend native --json` (WHAT: an id, or
+/// `--interrupted`).
+async fn resume_native(what: &str, state_s: &str) -> Output {
+    forq_env(
+        &[
+            "runs",
+            "resume",
+            what,
+            "--backend",
+            "native",
+            "--json",
+            "--state",
+            state_s,
+        ],
+        &[],
+    )
+    .await
+}
+
+/// `forq runs show ID --json`, parsed.
+async fn show_run(id: &str, state_s: &str) -> Value {
+    json_of(&forq_env(&["runs", "show", id, "--json", "--state", state_s], &[]).await)
 }
 
 fn events_of(shown: &Value, kind: &str) -> Vec<Value> {
@@ -375,52 +425,27 @@ async fn a_run_killed_with_sigkill_resumes_from_its_checkpoint() {
     let repo = slow_repo(tmp.path());
     let state = tmp.path().join("state");
     let state_s = state.to_str().unwrap();
-    let mut child = forq_sandbox::host_command(forq_bin())
-        .args([
-            "queue",
-            "--text",
-            "# clamp() is wrong at the upper bound",
-            "--repo",
-        ])
-        .arg(&repo)
-        .args(["--backend", "native", "--state", state_s])
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("ANTHROPIC_API_KEY")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let id = wait_for_state(state_s, "implementing").await;
-    child.start_kill().unwrap(); // SIGKILL: no cleanup, no last words
-    let status = child.wait().await.unwrap();
-    assert_eq!(
-        std::os::unix::process::ExitStatusExt::signal(&status),
-        Some(9)
-    );
+    let id = queue_killed_mid_search(
+        &[
+            "--text".as_ref(),
+            "# clamp() is wrong at the upper bound".as_ref(),
+            "--repo".as_ref(),
+            repo.as_os_str(),
+        ],
+        state_s,
+    )
+    .await;
 
-    let shown = json_of(&forq_env(&["runs", "show", &id, "--json", "--state", state_s], &[]).await);
+    let shown = show_run(&id, state_s).await;
     assert_eq!(shown["run"]["state"], "implementing");
     let listed = forq_env(&["runs", "show", &id, "--state", state_s], &[]).await;
     assert!(String::from_utf8_lossy(&listed.stdout).contains("interrupted"));
 
-    let out = forq_env(
-        &[
-            "runs",
-            "resume",
-            &id,
-            "--backend",
-            "native",
-            "--json",
-            "--state",
-            state_s,
-        ],
-        &[],
-    )
-    .await;
+    let out = resume_native(&id, state_s).await;
     check_exit(&out, 0);
     assert_eq!(json_of(&out)["state"], "patch_ready");
 
-    let shown = json_of(&forq_env(&["runs", "show", &id, "--json", "--state", state_s], &[]).await);
+    let shown = show_run(&id, state_s).await;
     let resumed = events_of(&shown, "resumed");
     assert_eq!(resumed.len(), 1, "{shown}");
     assert_eq!(resumed[0]["from"], "implementing");
@@ -478,42 +503,16 @@ async fn after_a_crash_every_interrupted_run_is_listed_and_resumed_at_once() {
     let state_s = state.to_str().unwrap();
     // One run at a time: when the first is killed mid-search, the second
     // was never taken up.
-    let mut child = forq_sandbox::host_command(forq_bin())
-        .arg("queue")
-        .arg("--issues")
-        .arg(&issues)
-        .args(["--jobs", "1", "--backend", "native", "--state", state_s])
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("ANTHROPIC_API_KEY")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let started = Instant::now();
-    loop {
-        let out = forq_env(
-            &[
-                "runs",
-                "--outcome",
-                "implementing",
-                "--json",
-                "--state",
-                state_s,
-            ],
-            &[],
-        )
-        .await;
-        if json_of(&out).as_array().is_some_and(|a| !a.is_empty()) {
-            break;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(240),
-            "never implementing"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    child.start_kill().unwrap();
-    child.wait().await.unwrap();
+    queue_killed_mid_search(
+        &[
+            "--issues".as_ref(),
+            issues.as_os_str(),
+            "--jobs".as_ref(),
+            "1".as_ref(),
+        ],
+        state_s,
+    )
+    .await;
 
     let listed = |outcome: &'static str| {
         let state_s = state_s.to_owned();
@@ -540,20 +539,7 @@ async fn after_a_crash_every_interrupted_run_is_listed_and_resumed_at_once() {
     check_exit(&bad, 125);
     assert!(String::from_utf8_lossy(&bad.stderr).contains("patch_ready"));
 
-    let out = forq_env(
-        &[
-            "runs",
-            "resume",
-            "--interrupted",
-            "--backend",
-            "native",
-            "--json",
-            "--state",
-            state_s,
-        ],
-        &[],
-    )
-    .await;
+    let out = resume_native("--interrupted", state_s).await;
     check_exit(&out, 0);
     let states: Vec<Value> = json_of(&out)
         .as_array()
@@ -835,8 +821,7 @@ async fn forq_yml_chooses_the_backend_unless_the_command_line_did() {
         let out = queue_text("# add() subtracts", &repo, cli, &state, &[], &[]).await;
         check_exit(&out, 0);
         let id = json_of(&out)[0]["id"].as_str().unwrap().to_owned();
-        let shown =
-            json_of(&forq_env(&["runs", "show", &id, "--json", "--state", state_s], &[]).await);
+        let shown = show_run(&id, state_s).await;
         let notes: Vec<String> = events_of(&shown, "note")
             .iter()
             .filter_map(|n| n["text"].as_str().map(str::to_owned))
@@ -885,13 +870,7 @@ async fn clean_removes_workspaces_of_runs_that_are_over_and_keeps_unpushed_patch
     check_exit(&files, 125);
     assert!(String::from_utf8_lossy(&files.stderr).contains("forq runs clean"));
     // The record stays.
-    let shown = json_of(
-        &forq_env(
-            &["runs", "show", &nothing, "--json", "--state", state_s],
-            &[],
-        )
-        .await,
-    );
+    let shown = show_run(&nothing, state_s).await;
     assert_eq!(shown["run"]["state"], "needs_human");
     assert_eq!(events_of(&shown, "cleaned").len(), 1);
 
@@ -1181,8 +1160,7 @@ async fn a_queue_spreads_its_runs_over_several_engines() {
     for run in json_of(&out).as_array().unwrap() {
         assert_eq!(run["state"], "patch_ready", "{run}");
         let id = run["id"].as_str().unwrap();
-        let shown =
-            json_of(&forq_env(&["runs", "show", id, "--json", "--state", state_s], &[]).await);
+        let shown = show_run(id, state_s).await;
         let engines = events_of(&shown, "engine");
         assert_eq!(engines.len(), 1, "{shown}");
         used.push(engines[0]["engine"].as_str().unwrap().to_owned());
