@@ -342,6 +342,24 @@ fn operator_weight(op: &str) -> f64 {
     }
 }
 
+/// Whether `n` is one comparison (`a < b`, not `a < b < c`), whose
+/// negation an operator swap already makes (`<` → `>=`, `==` → `!=`).
+fn is_single_comparison(n: tree_sitter::Node<'_>, source: &str) -> bool {
+    if !is_binary(n.kind()) || n.named_child_count() != 2 {
+        return false;
+    }
+    let mut cursor = n.walk();
+    let ops: Vec<&str> = n
+        .children(&mut cursor)
+        .filter(|c| !c.is_named())
+        .filter_map(|c| c.utf8_text(source.as_bytes()).ok())
+        .collect();
+    matches!(
+        ops.as_slice(),
+        ["<" | "<=" | ">" | ">=" | "==" | "!=" | "===" | "!=="]
+    )
+}
+
 /// Node kinds whose operator token is swapped.
 fn is_binary(kind: &str) -> bool {
     matches!(
@@ -525,13 +543,19 @@ fn mutations(
             }
         }
         if let Some(cond) = n.child_by_field_name("condition") {
-            if kind.contains("if") || kind.contains("while") || kind == "elif_clause" {
-                // `(a && b)` in C-like syntax keeps its own parentheses.
-                let parenthesized = cond.kind() == "parenthesized_expression";
-                let bare = match cond.named_child(0).filter(|_| parenthesized) {
-                    Some(inside) => text(inside),
-                    None => text(cond),
-                };
+            // `(a && b)` in C-like syntax keeps its own parentheses.
+            let parenthesized = cond.kind() == "parenthesized_expression";
+            let inner = cond
+                .named_child(0)
+                .filter(|_| parenthesized)
+                .unwrap_or(cond);
+            // `not (a > b)` is the operator swap `a <= b`, which reads as a
+            // person would write it: a single comparison is left to those.
+            let swaps_cover_it = is_single_comparison(inner, source);
+            if (kind.contains("if") || kind.contains("while") || kind == "elif_clause")
+                && !swaps_cover_it
+            {
+                let bare = text(inner);
                 let negated = negate(lang, &bare);
                 let wrapped = if parenthesized && lang != Lang::Python {
                     format!("({negated})")
@@ -743,7 +767,7 @@ mod tests {
         let m = mutants(Lang::Python, src);
         for expected in [
             "    if n <= 1:\n",
-            "    if not (n < 1):\n",
+            "    if n >= 1:\n",
             "    if not (n == 1 and isinstance(xs, list)):\n",
             "        return xs[n + 1]\n",
             "    return n + 1\n",
@@ -755,6 +779,8 @@ mod tests {
             );
         }
         assert!(m.iter().all(|s| Lang::Python.syntax_error(s).is_none()));
+        // A single comparison is negated by swapping its operator only.
+        assert!(!m.iter().any(|s| s.contains("not (n < 1)")), "{m:#?}");
     }
 
     #[test]
