@@ -369,6 +369,37 @@ impl Github {
         Ok(out)
     }
 
+    /// The text of `path` on `repo`'s default branch; `None` when there is
+    /// no such file.
+    pub async fn file(&self, repo: &str, path: &str) -> Result<Option<String>, GithubError> {
+        use base64::Engine as _;
+        let url = format!("{}/repos/{repo}/contents/{path}", self.api);
+        let json = match self.send(Method::GET, &url, None).await {
+            Ok((_, json)) => json,
+            Err(GithubError::Status { status: 404, .. }) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let shape = |message: &str| GithubError::Shape {
+            url: url.clone(),
+            message: message.to_owned(),
+        };
+        if json["encoding"] != "base64" {
+            return Err(shape("not a file with base64 content"));
+        }
+        // The API wraps the base64 text in lines.
+        let packed: String = json["content"]
+            .as_str()
+            .unwrap_or_default()
+            .split_whitespace()
+            .collect();
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(packed)
+            .map_err(|e| shape(&format!("its content is not base64: {e}")))?;
+        String::from_utf8(bytes)
+            .map(Some)
+            .map_err(|_| shape("its content is not UTF-8 text"))
+    }
+
     /// Issue (or pull request) `number` of `repo`.
     pub async fn issue(&self, repo: &str, number: u64) -> Result<GhIssue, GithubError> {
         let url = format!("{}/repos/{repo}/issues/{number}", self.api);

@@ -74,6 +74,9 @@ pub struct Pipeline {
     model: Option<Model>,
     contributor: Option<Model>,
     config: Option<Config>,
+    /// Settings known before a repository is cloned (a GitHub
+    /// repository's forq.yml read through the API), by repository.
+    known: HashMap<String, Config>,
     observer: Option<Arc<dyn Observer>>,
 }
 
@@ -152,6 +155,14 @@ impl Pipeline {
         }
     }
 
+    /// The settings of repository `repo` (as runs name it: a clone URL),
+    /// known before it is cloned: what triage follows there. Once seeded,
+    /// the workspace's own forq.yml is read as for any repository.
+    pub fn repo_config(mut self, repo: &str, config: Config) -> Self {
+        self.known.insert(repo.to_owned(), config);
+        self
+    }
+
     /// Lets each repository's `forq.yml` (`sandbox.backend`) choose its
     /// runs' backend, the pipeline's own serving `auto`: for a backend
     /// that was not chosen on the command line.
@@ -196,6 +207,7 @@ impl Pipeline {
             model: None,
             contributor: None,
             config: None,
+            known: HashMap::new(),
             observer: None,
         }
     }
@@ -426,11 +438,7 @@ impl Pipeline {
     /// The triage phase's decision (as JSON): the model's, or a skip that
     /// says why there was none.
     async fn triage(&self, run: &Run) -> Phase<serde_json::Value> {
-        let repo_config = self.config.clone().unwrap_or_else(|| {
-            Config::load(Path::new(&run.repo))
-                .map(|(c, _)| c)
-                .unwrap_or_default()
-        });
+        let repo_config = self.config_before_seed(run);
         let wanted = run.action == Action::Triage || repo_config.triage.enabled;
         if !wanted {
             return Ok(
@@ -515,11 +523,7 @@ impl Pipeline {
             // A seed interrupted before its checkpoint: nothing has run in it.
             let _ = std::fs::remove_dir_all(&workspace);
         }
-        let config = self.config.clone().unwrap_or_else(|| {
-            Config::load(Path::new(&run.repo))
-                .map(|(c, _)| c)
-                .unwrap_or_default()
-        });
+        let config = self.config_before_seed(run);
         let options = SeedOptions {
             max_bytes: config.sandbox.max_seed_mb << 20,
             timeout: Duration::from_secs(config.sandbox.seed_timeout_s),
@@ -545,6 +549,18 @@ impl Pipeline {
             ),
         );
         Ok(seeded)
+    }
+
+    /// The settings before the workspace exists: the pipeline's own, else
+    /// those known for the repository, else its forq.yml when it is a
+    /// directory, else the defaults.
+    fn config_before_seed(&self, run: &Run) -> Config {
+        match (&self.config, self.known.get(&run.repo)) {
+            (Some(c), _) | (None, Some(c)) => c.clone(),
+            (None, None) => Config::load(Path::new(&run.repo))
+                .map(|(c, _)| c)
+                .unwrap_or_default(),
+        }
     }
 
     /// The settings: the pipeline's own, else the workspace's `forq.yml`.

@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex};
 use forq_sandbox::Backend;
 use tokio::sync::Semaphore;
 
+use crate::config::{Config, ConfigError};
 use crate::github::{repo_slug, Github, GithubError};
 use crate::pipeline::{Pipeline, RunError};
 use crate::source::{self, SourceError};
@@ -113,6 +114,41 @@ pub enum QueueError {
     /// A local issue names no repository.
     #[error("issue {0} names no repository: add `repo:` to its front matter, or pass --repo DIR")]
     NoRepo(String),
+    /// A GitHub repository's forq.yml is invalid.
+    #[error("{slug}'s {error}; fix it there, or pass --config FILE")]
+    RemoteConfig {
+        /// `OWNER/REPO`.
+        slug: String,
+        /// What is wrong, and where.
+        error: ConfigError,
+    },
+}
+
+/// The settings of a GitHub source's repository, read through the API
+/// before anything is cloned (its `forq.yml`, else `.forq.yml`): what the
+/// runs' first phase, triage, follows (funding, triage settings). `None`
+/// for a local source (read from disk) or a repository without the file.
+pub async fn remote_config(
+    source: &Source,
+    github: &Github,
+) -> Result<Option<(String, Config)>, QueueError> {
+    let (Source::Github { slug, clone_url }
+    | Source::GithubIssue {
+        slug, clone_url, ..
+    }) = source
+    else {
+        return Ok(None);
+    };
+    for name in crate::config::FILE_NAMES {
+        if let Some(text) = github.file(slug, name).await? {
+            let config = Config::parse(&text, name).map_err(|error| QueueError::RemoteConfig {
+                slug: slug.clone(),
+                error,
+            })?;
+            return Ok(Some((clone_url.clone(), config)));
+        }
+    }
+    Ok(None)
 }
 
 /// The issues `source` holds that `selection` picks, as runs to create.

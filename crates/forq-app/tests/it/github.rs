@@ -192,3 +192,22 @@ async fn refusals_say_what_to_do() {
         "{s}"
     );
 }
+
+#[tokio::test]
+async fn a_file_is_read_from_its_wrapped_base64_and_a_missing_one_is_none() {
+    // "golden:\n  test: make check\n", wrapped as the API wraps it.
+    let server = Server::start(vec![
+        Reply::ok(json!({"type": "file", "encoding": "base64",
+            "content": "Z29sZGVuOgog\nIHRlc3Q6IG1ha2UgY2hlY2sK\n"})),
+        Reply::status(404, json!({"message": "Not Found"})),
+        Reply::ok(json!({"type": "file", "encoding": "base64", "content": "not base64!"})),
+    ])
+    .await;
+    let gh = Github::new(&server.url, None);
+    let text = gh.file("o/r", "forq.yml").await.expect("read");
+    assert_eq!(text.as_deref(), Some("golden:\n  test: make check\n"));
+    assert_eq!(server.received()[0].path, "/repos/o/r/contents/forq.yml");
+    assert_eq!(gh.file("o/r", ".forq.yml").await.expect("404"), None);
+    let err = gh.file("o/r", "forq.yml").await.expect_err("bad content");
+    assert!(matches!(err, GithubError::Shape { .. }), "{err}");
+}

@@ -365,7 +365,8 @@ pub(crate) async fn queue(args: QueueArgs) -> anyhow::Result<ExitCode> {
         action,
         context,
     };
-    let new = queue::select(&source, &selection, &Github::from_env()).await?;
+    let github = Github::from_env();
+    let new = queue::select(&source, &selection, &github).await?;
     if new.is_empty() {
         note("forq: no issue matched");
         return Ok(ExitCode::SUCCESS);
@@ -413,6 +414,12 @@ pub(crate) async fn queue(args: QueueArgs) -> anyhow::Result<ExitCode> {
     )?;
     let (backend, engines) = backends(args.backend.backend, &args.engines.docker_host).await?;
     let config = load_config(args.config.as_ref())?;
+    // A GitHub repository's forq.yml, read before it is cloned: triage,
+    // the first phase, follows it (who pays, whether to triage).
+    let known = match &config {
+        Some(_) => None,
+        None => queue::remote_config(&source, &github).await?,
+    };
     let runs = queue::enqueue(&store, &new)?;
     let lines = Arc::new(Lines::new(&runs, args.json));
     // A backend chosen on the command line holds for every run; `auto`
@@ -425,6 +432,10 @@ pub(crate) async fn queue(args: QueueArgs) -> anyhow::Result<ExitCode> {
         .contributor(contributor)
         .config(config)
         .observer(lines.clone());
+    let pipeline = match known {
+        Some((repo, c)) => pipeline.repo_config(&repo, c),
+        None => pipeline,
+    };
     let ended = queue::run_spread(&pipeline, &engines, &runs, args.jobs, args.per_repo).await;
     lines.finish();
     let mut finished = Vec::new();

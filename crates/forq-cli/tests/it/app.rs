@@ -989,6 +989,9 @@ async fn a_github_backlog_is_listed_page_by_page_and_triaged() {
             body: json!([issue(1, false), issue(2, true)]).to_string(),
         },
         Reply::ok(json!([issue(3, false)])),
+        // No forq.yml, no .forq.yml: the defaults.
+        Reply::status(404, json!({"message": "Not Found"})),
+        Reply::status(404, json!({"message": "Not Found"})),
     ])
     .await;
     let tmp = tempfile::tempdir().unwrap();
@@ -1039,6 +1042,54 @@ async fn a_github_backlog_is_listed_page_by_page_and_triaged() {
     let got = server.received();
     assert!(got[0].path.contains("labels=bug"), "{}", got[0].path);
     assert_eq!(got[1].path, "/repositories/1/issues?page=2");
+    assert_eq!(got[2].path, "/repos/o/r/contents/forq.yml");
+    assert_eq!(got[3].path, "/repos/o/r/contents/.forq.yml");
+}
+
+#[tokio::test]
+async fn a_github_repositorys_forq_yml_is_read_before_triage() {
+    // The repository makes runs contributor-funded: read through the API
+    // before anything is cloned, it stops the owner's model from paying
+    // for triage.
+    let server = Server::start(vec![
+        Reply::ok(json!([{"number": 5, "title": "bug 5", "body": "it breaks",
+            "html_url": "https://github.com/o/r/issues/5", "state": "open",
+            "labels": [], "user": {"login": "mallory"}}])),
+        Reply::ok(json!({"type": "file", "encoding": "base64",
+            "content": "ZnVuZGluZzoKICBtb2Rl\nOiBjb250cmlidXRvcgogIHRydXN0ZWQ6IFttYWludGFpbmVyXQo="})),
+    ])
+    .await;
+    let tmp = tempfile::tempdir().unwrap();
+    let verdict = json!({"act": true, "confidence": 0.9, "reason": "a clear bug",
+        "suggested_action": "fix"});
+    let replay = triage_replay(tmp.path(), &verdict, 1);
+    let out = forq_env(
+        &[
+            "queue",
+            "--repo",
+            "https://github.com/o/r",
+            "--provider",
+            "replay",
+            "--replay",
+            replay.to_str().unwrap(),
+            "--backend",
+            "host",
+            "--state",
+            tmp.path().join("state").to_str().unwrap(),
+            "--json",
+        ],
+        &[("GITHUB_API_URL", server.url.as_str())],
+    )
+    .await;
+    check_exit(&out, 1);
+    let run = &json_of(&out)[0];
+    assert_eq!(run["state"], "needs_human", "{run}");
+    let reason = run["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("contributor-funded") && reason.contains("mallory"),
+        "{reason}"
+    );
+    assert_eq!(server.received()[1].path, "/repos/o/r/contents/forq.yml");
 }
 
 /// A repository for the docker backend's bare busybox image: its tests are
