@@ -52,7 +52,7 @@ pub enum CleanError {
 /// its run (`cleaned`, with the bytes freed).
 pub fn clean(store: &Store, state_dir: &Path, patched: bool) -> Result<Cleaned, CleanError> {
     let mut out = Cleaned::default();
-    for run in store.list(usize::MAX >> 1)? {
+    for run in store.all()? {
         let ws = workspace_path(state_dir, &run.id);
         if !run.state.is_terminal() || !ws.is_dir() {
             continue;

@@ -244,7 +244,7 @@ pub fn split_standing(
     store: &Store,
     new: Vec<NewRun>,
 ) -> Result<(Vec<NewRun>, Vec<Run>), StoreError> {
-    let existing = store.list(usize::MAX >> 1)?;
+    let existing = store.all()?;
     let mut fresh = Vec::new();
     let mut standing = Vec::new();
     for n in new {

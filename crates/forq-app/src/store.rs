@@ -431,11 +431,16 @@ impl Store {
         })
     }
 
+    /// Every run, newest first.
+    pub fn all(&self) -> Result<Vec<Run>, StoreError> {
+        self.list(usize::MAX >> 1)
+    }
+
     /// The runs no process works on that have not ended (their process
     /// died, or never took them up), oldest first: what `forq runs resume
     /// --interrupted` continues.
     pub fn interrupted(&self) -> Result<Vec<Run>, StoreError> {
-        let mut runs = self.list(usize::MAX >> 1)?;
+        let mut runs = self.all()?;
         runs.retain(|r| !r.state.is_terminal() && !r.is_live());
         runs.reverse();
         Ok(runs)

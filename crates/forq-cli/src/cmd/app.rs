@@ -476,7 +476,7 @@ pub(crate) async fn runs(args: RunsArgs) -> anyhow::Result<ExitCode> {
                             State::names().collect::<Vec<_>>().join(", ")
                         );
                     };
-                    let mut runs = store.list(usize::MAX >> 1)?;
+                    let mut runs = store.all()?;
                     runs.retain(|r| r.state == state);
                     runs.truncate(args.limit);
                     runs
