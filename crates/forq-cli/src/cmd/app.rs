@@ -13,7 +13,7 @@ use forq_agent::provider::{self, ApiKey};
 use forq_app::config::Config;
 use forq_app::git;
 use forq_app::github::{repo_slug, Github};
-use forq_app::pipeline::{Model, Observer, Pipeline};
+use forq_app::pipeline::{Model, Observer, Pipeline, RunError};
 use forq_app::queue::{self, Selection, Source};
 use forq_app::store::{Action, ContextFile, Run, State, Store};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
@@ -21,8 +21,8 @@ use serde_json::json;
 
 use super::agent::{note, open_provider, prices};
 use crate::cli::{
-    ActionName, ConfigCheckArgs, ConfigCommand, FilesArgs, ModelArgs, PushArgs, QueueArgs,
-    ResumeArgs, RunsArgs, RunsCommand,
+    ActionName, BackendArgs, ConfigCheckArgs, ConfigCommand, EngineArgs, FilesArgs, ModelArgs,
+    PushArgs, QueueArgs, ResumeArgs, RunsArgs, RunsCommand,
 };
 
 /// Exit codes of `forq queue` and `forq runs resume`.
@@ -126,7 +126,7 @@ fn contributor_model(
 
 /// The engines named by --docker-host, each connected (and so checked).
 #[cfg(feature = "docker")]
-async fn engines(hosts: &[String]) -> anyhow::Result<Vec<queue::Engine>> {
+async fn connect_engines(hosts: &[String]) -> anyhow::Result<Vec<queue::Engine>> {
     use forq_sandbox::{DockerBackend, DockerOptions};
     let mut out = Vec::new();
     for host in hosts {
@@ -144,7 +144,7 @@ async fn engines(hosts: &[String]) -> anyhow::Result<Vec<queue::Engine>> {
 }
 
 #[cfg(not(feature = "docker"))]
-async fn engines(hosts: &[String]) -> anyhow::Result<Vec<queue::Engine>> {
+async fn connect_engines(hosts: &[String]) -> anyhow::Result<Vec<queue::Engine>> {
     match hosts.first() {
         Some(host) => {
             anyhow::bail!("--docker-host {host}: this forq was built without its docker feature")
@@ -153,19 +153,56 @@ async fn engines(hosts: &[String]) -> anyhow::Result<Vec<queue::Engine>> {
     }
 }
 
-/// The pipeline's backend and the engines to spread runs over: the
-/// --docker-host engines when given (the first is the default), else the
-/// --backend choice alone.
-async fn backends(
-    choice: forq_sandbox::BackendChoice,
-    hosts: &[String],
-) -> anyhow::Result<(Arc<dyn forq_sandbox::Backend>, Vec<queue::Engine>)> {
-    let engines = engines(hosts).await?;
-    let backend = match engines.first() {
+/// A pipeline on the command line's backend, and the engines to spread
+/// runs over: the --docker-host engines when given (the first is the
+/// pipeline's), else the --backend choice alone. A backend chosen on the
+/// command line holds for every run; `auto` lets each repository's
+/// forq.yml choose.
+async fn pipeline_on(
+    store: Arc<Store>,
+    state_dir: &Path,
+    backend: &BackendArgs,
+    hosts: &EngineArgs,
+) -> anyhow::Result<(Pipeline, Vec<queue::Engine>)> {
+    let engines = connect_engines(&hosts.docker_host).await?;
+    let from_config =
+        matches!(backend.backend, forq_sandbox::BackendChoice::Auto) && engines.is_empty();
+    let default = match engines.first() {
         Some(e) => e.backend.clone(),
-        None => super::sandbox::open(choice).await?,
+        None => super::sandbox::open(backend.backend).await?,
     };
-    Ok((backend, engines))
+    let pipeline = Pipeline::new(store, state_dir, default).backend_from_config(from_config);
+    Ok((pipeline, engines))
+}
+
+/// Each run as it ended: one that could not be executed is said on
+/// stderr and shown as the store has it.
+fn as_ended(
+    store: &Store,
+    ended: Vec<Result<Run, RunError>>,
+    runs: &[Run],
+) -> anyhow::Result<Vec<Run>> {
+    let mut finished = Vec::new();
+    for (result, run) in ended.into_iter().zip(runs) {
+        match result {
+            Ok(r) => finished.push(r),
+            Err(e) => {
+                note(&format!("forq: {e}"));
+                finished.push(store.get(&run.id)?);
+            }
+        }
+    }
+    Ok(finished)
+}
+
+/// The runs as JSON or as the table, and the exit code they make.
+fn report(runs: &[Run], json_out: bool) -> anyhow::Result<ExitCode> {
+    if json_out {
+        super::print_json(&runs)?;
+    } else {
+        table(runs)?;
+    }
+    Ok(exit_for(runs))
 }
 
 fn load_config(file: Option<&PathBuf>) -> anyhow::Result<Option<Config>> {
@@ -412,7 +449,8 @@ pub(crate) async fn queue(args: QueueArgs) -> anyhow::Result<ExitCode> {
         model.as_ref(),
         &args.model,
     )?;
-    let (backend, engines) = backends(args.backend.backend, &args.engines.docker_host).await?;
+    let (pipeline, engines) =
+        pipeline_on(store.clone(), &state_dir, &args.backend, &args.engines).await?;
     let config = load_config(args.config.as_ref())?;
     // A GitHub repository's forq.yml, read before it is cloned: triage,
     // the first phase, follows it (who pays, whether to triage).
@@ -422,12 +460,7 @@ pub(crate) async fn queue(args: QueueArgs) -> anyhow::Result<ExitCode> {
     };
     let runs = queue::enqueue(&store, &new)?;
     let lines = Arc::new(Lines::new(&runs, args.json));
-    // A backend chosen on the command line holds for every run; `auto`
-    // lets each repository's forq.yml choose.
-    let from_config = matches!(args.backend.backend, forq_sandbox::BackendChoice::Auto)
-        && args.engines.docker_host.is_empty();
-    let pipeline = Pipeline::new(store.clone(), &state_dir, backend)
-        .backend_from_config(from_config)
+    let pipeline = pipeline
         .model(model)
         .contributor(contributor)
         .config(config)
@@ -438,22 +471,7 @@ pub(crate) async fn queue(args: QueueArgs) -> anyhow::Result<ExitCode> {
     };
     let ended = queue::run_spread(&pipeline, &engines, &runs, args.jobs, args.per_repo).await;
     lines.finish();
-    let mut finished = Vec::new();
-    for (result, run) in ended.into_iter().zip(&runs) {
-        match result {
-            Ok(r) => finished.push(r),
-            Err(e) => {
-                note(&format!("forq: {e}"));
-                finished.push(store.get(&run.id)?);
-            }
-        }
-    }
-    if args.json {
-        super::print_json(&finished)?;
-    } else {
-        table(&finished)?;
-    }
-    Ok(exit_for(&finished))
+    report(&as_ended(&store, ended, &runs)?, args.json)
 }
 
 pub(crate) async fn runs(args: RunsArgs) -> anyhow::Result<ExitCode> {
@@ -636,44 +654,28 @@ async fn resume(
     }
     let state_dir = state_dir.canonicalize()?;
     let model = owner_model(&args.model)?;
-    let (backend, engines) = backends(args.backend.backend, &args.engines.docker_host).await?;
+    let (pipeline, engines) =
+        pipeline_on(store.clone(), &state_dir, &args.backend, &args.engines).await?;
     let lines = Arc::new(Lines::new(&runs, json_out));
-    // A backend chosen on the command line holds for every run; `auto`
-    // lets each repository's forq.yml choose.
-    let from_config = matches!(args.backend.backend, forq_sandbox::BackendChoice::Auto)
-        && args.engines.docker_host.is_empty();
-    let pipeline = Pipeline::new(store.clone(), &state_dir, backend)
-        .backend_from_config(from_config)
+    let pipeline = pipeline
         .model(model)
         .config(load_config(args.config.as_ref())?)
         .observer(lines.clone());
-    let ended = if args.id.is_some() {
-        vec![pipeline.execute(&runs[0].id).await]
-    } else {
-        queue::run_spread(&pipeline, &engines, &runs, args.jobs, args.per_repo).await
-    };
-    lines.finish();
-    let single = args.id.is_some();
-    let mut finished = Vec::new();
-    for (result, run) in ended.into_iter().zip(&runs) {
-        match result {
-            Ok(r) => finished.push(r),
-            // One run asked for by name: its error is the command's.
-            Err(e) if single => return Err(e.into()),
-            Err(e) => {
-                note(&format!("forq: {e}"));
-                finished.push(store.get(&run.id)?);
-            }
+    if args.id.is_some() {
+        // One run asked for by name: its error is the command's, and its
+        // JSON the run itself.
+        let done = pipeline.execute(&runs[0].id).await;
+        lines.finish();
+        let done = done?;
+        if json_out {
+            super::print_json(&done)?;
+            return Ok(exit_for(std::slice::from_ref(&done)));
         }
+        return report(std::slice::from_ref(&done), false);
     }
-    if json_out && single {
-        super::print_json(&finished[0])?;
-    } else if json_out {
-        super::print_json(&finished)?;
-    } else {
-        table(&finished)?;
-    }
-    Ok(exit_for(&finished))
+    let ended = queue::run_spread(&pipeline, &engines, &runs, args.jobs, args.per_repo).await;
+    lines.finish();
+    report(&as_ended(&store, ended, &runs)?, json_out)
 }
 
 fn event_line(e: &forq_app::store::Event) -> String {
