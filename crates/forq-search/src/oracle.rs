@@ -122,13 +122,12 @@ impl Oracle {
             .map(|(id, _)| id.clone())
             .collect();
         let target: Vec<String> = if target.is_empty() {
-            if failing.is_empty() && ev.failed + ev.errors > 0 {
-                return Err(OracleError::UnnamedFailures {
-                    failed: ev.failed + ev.errors,
-                });
-            }
             if failing.is_empty() {
-                return Err(OracleError::NothingFails);
+                let failed = ev.failed + ev.errors;
+                return Err(match failed {
+                    0 => OracleError::NothingFails,
+                    _ => OracleError::UnnamedFailures { failed },
+                });
             }
             failing
         } else {

@@ -333,9 +333,14 @@ fn class_share(class: &str) -> f64 {
         .map_or(0.02, |(_, s)| *s)
 }
 
+/// Whether `op` compares (each has its negation among its swaps).
+fn is_comparison(op: &str) -> bool {
+    matches!(op, "<" | "<=" | ">" | ">=" | "==" | "!=" | "===" | "!==")
+}
+
 fn operator_weight(op: &str) -> f64 {
     match op {
-        "<" | "<=" | ">" | ">=" | "==" | "!=" | "===" | "!==" => 1.0,
+        op if is_comparison(op) => 1.0,
         "+" | "-" | "*" | "/" | "//" | "%" => 0.9,
         "&&" | "||" | "and" | "or" => 0.9,
         _ => 0.6,
@@ -354,10 +359,7 @@ fn is_single_comparison(n: tree_sitter::Node<'_>, source: &str) -> bool {
         .filter(|c| !c.is_named())
         .filter_map(|c| c.utf8_text(source.as_bytes()).ok())
         .collect();
-    matches!(
-        ops.as_slice(),
-        ["<" | "<=" | ">" | ">=" | "==" | "!=" | "===" | "!=="]
-    )
+    matches!(ops.as_slice(), [op] if is_comparison(op))
 }
 
 /// Node kinds whose operator token is swapped.
