@@ -25,6 +25,15 @@ pub enum Error {
         /// Why, and what to do about it.
         reason: String,
     },
+    /// A state directory that another user could have prepared or can
+    /// redirect: sandboxes' layers are never kept there.
+    #[error("refusing the state directory {path:?}: {reason}")]
+    UnsafeStateDir {
+        /// The directory.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// The sandbox spec is not usable.
     #[error("invalid sandbox spec: {0}")]
     InvalidSpec(String),

@@ -138,6 +138,7 @@ impl HostSandbox {
     /// Absolute links count as inside when they point into the copy.
     fn files(&self) -> paths::WorkspaceDir {
         paths::WorkspaceDir {
+            owner: None,
             root: self.ws.clone(),
             inside: self.ws.clone(),
         }

@@ -78,12 +78,14 @@ pub use diff::{ChangeKind, Diff, FileChange};
 pub use docker::{import_rootfs, DockerBackend, DockerOptions, DockerSandbox, DEFAULT_IMAGE};
 pub use error::{Error, Result};
 pub use host::{HostBackend, HostOptions, HostSandbox};
-pub use native::{NativeBackend, NativeOptions, NativeSandbox, Toolchain, MAX_LAYERS};
+pub use native::{
+    NativeBackend, NativeOptions, NativeSandbox, Toolchain, DEFAULT_ID_BASE, MAX_LAYERS,
+};
 pub use spec::{
     ExecOutcome, ExecRequest, Limits, Network, OutputChunk, RootFs, SandboxSpec, StreamKind,
     DEFAULT_OUTPUT_CAP, WORKSPACE_DIR,
 };
-pub use state::{default_state_dir, gc, mounts_under, GcReport};
+pub use state::{default_state_dir, ensure_private_dir, gc, mounts_under, GcReport};
 
 /// A process on the host, for the few tools that must run outside any
 /// sandbox (git, the Docker CLI). It is the one way forq starts a host

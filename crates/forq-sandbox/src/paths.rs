@@ -102,6 +102,9 @@ pub(crate) struct WorkspaceDir {
     pub(crate) root: PathBuf,
     /// Where it appears to the sandbox's processes (see [`confine`]).
     pub(crate) inside: PathBuf,
+    /// The host id that what forq creates here must belong to, when the
+    /// sandbox's root is not forq's own uid (native, as root).
+    pub(crate) owner: Option<u32>,
 }
 
 impl WorkspaceDir {
@@ -112,6 +115,13 @@ impl WorkspaceDir {
     /// Writes a file, creating parent directories.
     pub(crate) async fn write(&self, path: &Path, contents: &[u8]) -> Result<()> {
         let full = self.confine(path)?;
+        // What this write creates, outermost first, to hand to the sandbox.
+        let mut created: Vec<PathBuf> = full
+            .ancestors()
+            .take_while(|p| *p != self.root && p.symlink_metadata().is_err())
+            .map(Path::to_path_buf)
+            .collect();
+        created.reverse();
         if let Some(parent) = full.parent() {
             tokio::fs::create_dir_all(parent)
                 .await
@@ -119,7 +129,11 @@ impl WorkspaceDir {
         }
         tokio::fs::write(&full, contents)
             .await
-            .map_err(|e| Error::io("write", path, e))
+            .map_err(|e| Error::io("write", path, e))?;
+        match self.owner {
+            Some(owner) => crate::native::give_to_sandbox(&created, owner),
+            None => Ok(()),
+        }
     }
 
     /// Lists a directory, sorted by name.

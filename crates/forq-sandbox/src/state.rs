@@ -37,6 +37,50 @@ fn owner_of(name: &str) -> Option<i32> {
     name.split('-').next()?.parse().ok()
 }
 
+/// Makes `dir` the caller's private state directory: created 0700 when
+/// missing; refused when it is a symbolic link, not a directory, or owned by
+/// another user (who could have planted layers or links in it); tightened to
+/// 0700 when it is the caller's and looser.
+pub fn ensure_private_dir(dir: &Path) -> Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+    let refuse = |reason: String| Error::UnsafeStateDir {
+        path: dir.to_path_buf(),
+        reason,
+    };
+    if let Some(parent) = dir.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| Error::io("create", parent, e))?;
+    }
+    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(Error::io("create", dir, e)),
+    }
+    let meta = dir
+        .symlink_metadata()
+        .map_err(|e| Error::io("inspect", dir, e))?;
+    if meta.file_type().is_symlink() {
+        return Err(refuse(
+            "it is a symbolic link; name the directory it points to, or remove the link".to_owned(),
+        ));
+    }
+    if !meta.is_dir() {
+        return Err(refuse("it is not a directory".to_owned()));
+    }
+    let me = crate::native::sys::euid();
+    if meta.uid() != me {
+        return Err(refuse(format!(
+            "it belongs to uid {}, not to uid {me} that runs forq; remove it or choose another \
+             directory",
+            meta.uid()
+        )));
+    }
+    if meta.mode() & 0o077 != 0 {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+            .map_err(|e| Error::io("make private", dir, e))?;
+    }
+    Ok(())
+}
+
 pub(crate) fn ensure_dir(dir: &Path) -> Result<()> {
     std::fs::create_dir_all(dir).map_err(|e| Error::io("create", dir, e))
 }
@@ -83,6 +127,16 @@ pub fn gc(state_dir: &Path) -> Result<GcReport> {
     report
         .removed
         .extend(crate::native::Cgroups::detect().gc(dead));
+    // Idmapped views: the mount points alone, never a tree (a view still
+    // mounted is the state directory itself, seen again).
+    if let Ok(entries) = std::fs::read_dir(state_dir.join("i")) {
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if dead(&name) && std::fs::remove_dir(entry.path()).is_ok() {
+                report.removed.push(entry.path());
+            }
+        }
+    }
     for sub in ["s", "l", "h"] {
         let Ok(entries) = std::fs::read_dir(state_dir.join(sub)) else {
             continue;

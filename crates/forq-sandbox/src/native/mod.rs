@@ -17,6 +17,8 @@
 
 mod cgroup;
 mod holder;
+mod ids;
+pub(crate) mod seccomp;
 pub(crate) mod sys;
 
 use std::collections::BTreeSet;
@@ -36,6 +38,8 @@ use crate::spec::{ExecOutcome, ExecRequest, Network, RootFs, SandboxSpec, WORKSP
 use crate::state;
 
 pub(crate) use self::cgroup::Cgroups;
+pub(crate) use self::ids::give_to_sandbox;
+pub use self::ids::DEFAULT_ID_BASE;
 use self::sys::{cstr, Step};
 
 /// Frozen layers a sandbox may stack before a snapshot squashes them into one.
@@ -73,8 +77,13 @@ pub struct NativeOptions {
     pub toolchains: Option<Vec<Toolchain>>,
     /// Mount the overlays inside a user namespace of the backend's own
     /// instead of on the host. Default: when not root. Root may ask for it
-    /// too (nothing then is ever mounted in the host's namespace).
+    /// too (nothing then is ever mounted in the host's namespace), but then
+    /// the sandbox's root is the caller's uid, root: only a test of the
+    /// rootless path, never isolation.
     pub user_namespace: Option<bool>,
+    /// As root: the first of the 65 536 host ids the sandbox's ids map onto
+    /// (its root is this id on the host); default [`DEFAULT_ID_BASE`].
+    pub id_base: Option<u32>,
 }
 
 /// Linux namespaces + overlayfs: as root with the overlays mounted on the
@@ -91,6 +100,16 @@ struct Shared {
     overlay_extra: &'static str,
     /// The user-namespace holder, in that mode.
     holder: Option<holder::Holder>,
+    /// As root (not in holder mode): the unprivileged ids the sandbox runs
+    /// as, and the idmapped views that go with them.
+    ids: Option<ids::Ids>,
+    /// Writable toolchains as overlays name them (through the id map as
+    /// root), in the order of `toolchains`' writable ones.
+    toolchain_lowers: Vec<PathBuf>,
+    /// Non-world-readable entries of the writable toolchains (credentials):
+    /// masked in every sandbox, since the id map makes the rest of those
+    /// trees the sandbox's own.
+    toolchain_secrets: Vec<PathBuf>,
     home: PathBuf,
     home_skel: PathBuf,
     empty: PathBuf,
@@ -124,7 +143,8 @@ impl NativeBackend {
             ));
         }
         let state = options.state_dir.unwrap_or_else(state::default_state_dir);
-        for sub in ["s", "l", "empty"] {
+        state::ensure_private_dir(&state)?;
+        for sub in ["s", "l", "i", "empty"] {
             state::ensure_dir(&state.join(sub))?;
         }
         let home = std::env::var_os("HOME").map_or_else(|| PathBuf::from("/root"), PathBuf::from);
@@ -154,7 +174,32 @@ impl NativeBackend {
         } else {
             None
         };
-        let overlay_extra = probe_overlay(&state, holder.as_ref()).map_err(|e| {
+        let mut ids = if holder.is_none() {
+            let base = options.id_base.unwrap_or(DEFAULT_ID_BASE);
+            Some(ids::Ids::new(&state, base).map_err(|e| {
+                unavailable(format!(
+                    "as root it maps the sandbox's root onto host ids {base}.. through a user \
+                     namespace and idmapped mounts (Linux 5.19 or later), and that failed: {e}"
+                ))
+            })?)
+        } else {
+            None
+        };
+        let mut toolchain_lowers = Vec::new();
+        let mut toolchain_secrets = Vec::new();
+        for t in toolchains.iter().filter(|t| t.writable) {
+            toolchain_secrets.extend(private_entries(&t.path));
+            toolchain_lowers.push(match &mut ids {
+                Some(ids) => ids.view(&t.path).map_err(|e| {
+                    unavailable(format!(
+                        "cannot mount an idmapped view of {}: {e}",
+                        t.path.display()
+                    ))
+                })?,
+                None => t.path.clone(),
+            });
+        }
+        let overlay_extra = probe_overlay(&state, holder.as_ref(), ids.as_ref()).map_err(|e| {
             let hint = if holder.is_some() {
                 " (overlayfs inside a user namespace needs Linux 5.11 or later)"
             } else {
@@ -174,11 +219,33 @@ impl NativeBackend {
                 cgroups,
                 overlay_extra,
                 holder,
+                ids,
+                toolchain_lowers,
+                toolchain_secrets,
                 home,
                 home_skel,
                 toolchains,
             }),
         })
+    }
+
+    /// The host uid the sandbox's root runs as: the id range's first id as
+    /// root, the caller's own uid in user-namespace mode.
+    pub fn sandbox_host_uid(&self) -> u32 {
+        match &self.shared.ids {
+            Some(ids) => ids.base,
+            None => sys::euid(),
+        }
+    }
+
+    /// Whether payloads run under the seccomp filter here.
+    pub fn seccomp_in_force(&self) -> bool {
+        seccomp::available()
+    }
+
+    /// The system calls the seccomp filter refuses.
+    pub fn seccomp_refuses() -> Vec<&'static str> {
+        seccomp::refused_names()
     }
 
     /// How resource caps are enforced here (`cgroup v2`, `cgroup v1`,
@@ -197,17 +264,31 @@ impl NativeBackend {
         self.shared.holder.is_some()
     }
 
-    /// Mount points under the state directory, read from the mount table
-    /// of the namespace the overlays live in.
+    /// Mount points of sandboxes under the state directory, read from the
+    /// mount table of the namespace the overlays live in (the idmapped
+    /// views the backend itself keeps while it is open are not counted).
     pub fn mounts(&self) -> Vec<PathBuf> {
-        match &self.shared.holder {
+        let all = match &self.shared.holder {
             Some(h) => state::mounts_in(&h.mountinfo(), &self.shared.state),
             None => state::mounts_under(&self.shared.state),
-        }
+        };
+        let own = self.shared.ids.as_ref().map(|ids| ids.own_views());
+        all.into_iter()
+            .filter(|p| own.as_ref().is_none_or(|own| !own.contains(p)))
+            .collect()
     }
 }
 
 impl Shared {
+    /// A path under the state directory as overlays name it: through the
+    /// idmapped view as root, else itself.
+    fn layer(&self, path: &Path) -> PathBuf {
+        match &self.ids {
+            Some(ids) => ids.in_state_view(&self.state, path),
+            None => path.to_path_buf(),
+        }
+    }
+
     /// `path` as this process reaches it.
     fn reach(&self, path: &Path) -> PathBuf {
         match &self.holder {
@@ -267,12 +348,19 @@ fn unmount(holder: Option<&holder::Holder>, target: &Path, detach: bool) -> std:
 /// Mounts a throw-away overlay to learn whether overlayfs works on the state
 /// directory's filesystem and whether it takes `volatile` (no syncs: the
 /// layers are scratch space and a sync on every unmount costs milliseconds).
-fn probe_overlay(state: &Path, holder: Option<&holder::Holder>) -> std::io::Result<&'static str> {
+fn probe_overlay(
+    state: &Path,
+    holder: Option<&holder::Holder>,
+    ids: Option<&ids::Ids>,
+) -> std::io::Result<&'static str> {
     let dir = state.join("s").join(format!("probe-{}", state::new_id()));
     for sub in ["l", "u", "w", "m"] {
         std::fs::create_dir_all(dir.join(sub))?;
     }
-    let p = |s: &str| dir.join(s).display().to_string();
+    let p = |s: &str| match ids {
+        Some(ids) => ids.in_state_view(state, &dir.join(s)).display().to_string(),
+        None => dir.join(s).display().to_string(),
+    };
     let target = dir.join("m");
     let mut result = Err(std::io::Error::other("no overlay option set worked"));
     let choices: &[&'static str] = if holder.is_some() {
@@ -345,31 +433,77 @@ struct Template {
     untracked: std::sync::OnceLock<diff::Untracked>,
     volumes: Vec<Volume>,
     read_only: Vec<PathBuf>,
+    /// The idmapped view of the base this lineage mounted (as root).
+    base_view: Option<PathBuf>,
 }
+
+impl Drop for Template {
+    fn drop(&mut self) {
+        if let Some(view) = self.base_view.take() {
+            ids::unmount_view(&view);
+        }
+    }
+}
+
+/// `/proc` entries masked as container runtimes mask them: files by
+/// `/dev/null`, directories by an empty read-only tmpfs.
+const PROC_MASKED: &[&str] = &[
+    "kcore",
+    "keys",
+    "key-users",
+    "latency_stats",
+    "timer_list",
+    "timer_stats",
+    "sched_debug",
+    "kallsyms",
+    "kpagecount",
+    "kpageflags",
+    "kpagecgroup",
+    "sysrq-trigger",
+    "config.gz",
+    "acpi",
+    "asound",
+    "scsi",
+    "driver",
+];
+
+/// `/proc` entries left readable but made read-only.
+const PROC_READ_ONLY: &[&str] = &["bus", "fs", "irq", "sys"];
 
 impl Template {
     fn new(shared: Arc<Shared>, spec: SandboxSpec) -> Result<Self> {
+        let base_view = match &shared.ids {
+            Some(ids) => Some(
+                ids.mount_view(&spec.base)
+                    .map_err(|e| Error::io("mount an idmapped view of the base", &spec.base, e))?,
+            ),
+            None => None,
+        };
         let mut volumes = vec![
             Volume {
                 inside: PathBuf::from(WORKSPACE_DIR),
-                lower: spec.base.clone(),
+                lower: base_view.clone().unwrap_or_else(|| spec.base.clone()),
             },
             Volume {
                 inside: PathBuf::from("/tmp"),
-                lower: shared.empty.clone(),
+                lower: shared.layer(&shared.empty),
             },
         ];
         let mut read_only = Vec::new();
         if spec.rootfs == RootFs::Host {
             volumes.push(Volume {
                 inside: shared.home.clone(),
-                lower: shared.home_skel.clone(),
+                lower: shared.layer(&shared.home_skel),
             });
+            let mut lowers = shared.toolchain_lowers.iter();
             for t in &shared.toolchains {
                 if t.writable {
                     volumes.push(Volume {
                         inside: t.path.clone(),
-                        lower: t.path.clone(),
+                        lower: lowers
+                            .next()
+                            .expect("one lower per writable toolchain")
+                            .clone(),
                     });
                 } else {
                     read_only.push(t.path.clone());
@@ -382,11 +516,14 @@ impl Template {
             untracked: std::sync::OnceLock::new(),
             volumes,
             read_only,
+            base_view,
         })
     }
 
-    /// The steps that build a sandbox's root, given its directory.
-    fn root_steps(&self, dir: &Path) -> Result<Vec<Step>> {
+    /// The steps that build a sandbox's root, given its directory: those the
+    /// shim runs with the backend's privilege on host paths, and those init
+    /// runs in the new pid namespace on paths relative to the root.
+    fn root_steps(&self, dir: &Path) -> Result<(Vec<Step>, Vec<Step>)> {
         let root = dir.join("r");
         let r = |p: &Path| {
             root.join(p.strip_prefix("/").unwrap_or(p))
@@ -406,6 +543,98 @@ impl Template {
                 steps.push(Step::Mkdir(cstr(&r(&acc))));
             }
         };
+        self.system_steps(&mut steps, &r)?;
+        steps.push(Step::Mkdir(cstr(&r(Path::new("/dev")))));
+        steps.push(Step::fs(
+            "tmpfs",
+            &r(Path::new("/dev")),
+            libc::MS_NOSUID | libc::MS_NOEXEC,
+            "mode=0755,size=64k",
+        ));
+        // No tty: the caller's terminal never reaches a sandbox.
+        for dev in ["null", "zero", "full", "random", "urandom"] {
+            let inside = Path::new("/dev").join(dev);
+            steps.push(Step::Touch(cstr(&r(&inside))));
+            steps.extend(Step::bind_device(
+                &inside.display().to_string(),
+                &r(&inside),
+            ));
+        }
+        for (link, target) in [
+            ("fd", "/proc/self/fd"),
+            ("stdin", "/proc/self/fd/0"),
+            ("stdout", "/proc/self/fd/1"),
+            ("stderr", "/proc/self/fd/2"),
+        ] {
+            steps.push(Step::Symlink {
+                target: cstr(target),
+                link: cstr(&r(&Path::new("/dev").join(link))),
+            });
+        }
+        // A pseudo-terminal instance of its own, for tools that need one.
+        steps.push(Step::Mkdir(cstr(&r(Path::new("/dev/pts")))));
+        steps.push(Step::fs(
+            "devpts",
+            &r(Path::new("/dev/pts")),
+            libc::MS_NOSUID | libc::MS_NOEXEC,
+            "newinstance,ptmxmode=0666,mode=0620",
+        ));
+        steps.push(Step::Symlink {
+            target: cstr("pts/ptmx"),
+            link: cstr(&r(Path::new("/dev/ptmx"))),
+        });
+        steps.push(Step::Mkdir(cstr(&r(Path::new("/dev/shm")))));
+        steps.push(Step::fs(
+            "tmpfs",
+            &r(Path::new("/dev/shm")),
+            libc::MS_NOSUID | libc::MS_NODEV,
+            "mode=1777",
+        ));
+        steps.push(Step::Mkdir(cstr(&r(Path::new("/proc")))));
+        if self.shared.ids.is_some() {
+            // Init, in the sandbox's user namespace, may mount a proc only
+            // where one is already fully visible: this one (of the host's
+            // pid namespace) is that, and init's own covers it for good.
+            steps.push(Step::fs(
+                "proc",
+                &r(Path::new("/proc")),
+                libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                "",
+            ));
+        }
+        for (k, vol) in self.volumes.iter().enumerate() {
+            mkdir_all(&mut steps, &vol.inside);
+            let merged = dir.join("m").join(format!("v{k}"));
+            steps.extend(Step::bind(
+                &merged.display().to_string(),
+                &r(&vol.inside),
+                false,
+            ));
+        }
+        for secret in &self.shared.toolchain_secrets {
+            steps.extend(mask(secret, &r(secret)));
+        }
+        for ro in &self.read_only {
+            mkdir_all(&mut steps, ro);
+            steps.extend(Step::bind(&ro.display().to_string(), &r(ro), true));
+        }
+        steps.push(Step::Mkdir(cstr(&r(Path::new("/var")))));
+        steps.push(Step::Symlink {
+            target: cstr("/tmp"),
+            link: cstr(&r(Path::new("/var/tmp"))),
+        });
+        // The root's own tmpfs is read-only from here on.
+        steps.push(Step::Seal {
+            target: cstr(&r(Path::new("/"))),
+            attrs: sys::MOUNT_ATTR_RDONLY | sys::MOUNT_ATTR_NOSUID | sys::MOUNT_ATTR_NODEV,
+            recursive: false,
+        });
+        Ok((steps, proc_steps()))
+    }
+
+    /// Binds the system directories (the host's, or the given root
+    /// filesystem's) read-only, and hides the host's password hashes.
+    fn system_steps(&self, steps: &mut Vec<Step>, r: &dyn Fn(&Path) -> String) -> Result<()> {
         let (system_root, names): (PathBuf, Vec<String>) = match &self.spec.rootfs {
             RootFs::Host => (
                 PathBuf::from("/"),
@@ -458,92 +687,73 @@ impl Template {
                 "/etc/gshadow-",
             ] {
                 if Path::new(secret).is_file() {
-                    steps.extend(Step::bind("/dev/null", &r(Path::new(secret)), false));
+                    steps.extend(Step::bind_device("/dev/null", &r(Path::new(secret))));
                 }
             }
         }
-        steps.push(Step::Mkdir(cstr(&r(Path::new("/dev")))));
-        steps.push(Step::fs(
-            "tmpfs",
-            &r(Path::new("/dev")),
-            libc::MS_NOSUID | libc::MS_NOEXEC,
-            "mode=0755,size=64k",
-        ));
-        for dev in ["null", "zero", "full", "random", "urandom", "tty"] {
-            let inside = Path::new("/dev").join(dev);
-            steps.push(Step::Touch(cstr(&r(&inside))));
-            steps.extend(Step::bind(
-                &inside.display().to_string(),
-                &r(&inside),
-                false,
-            ));
-        }
-        for (link, target) in [
-            ("fd", "/proc/self/fd"),
-            ("stdin", "/proc/self/fd/0"),
-            ("stdout", "/proc/self/fd/1"),
-            ("stderr", "/proc/self/fd/2"),
-        ] {
-            steps.push(Step::Symlink {
-                target: cstr(target),
-                link: cstr(&r(&Path::new("/dev").join(link))),
-            });
-        }
-        // A pseudo-terminal instance of its own, for tools that need one.
-        steps.push(Step::Mkdir(cstr(&r(Path::new("/dev/pts")))));
-        steps.push(Step::fs(
-            "devpts",
-            &r(Path::new("/dev/pts")),
-            libc::MS_NOSUID | libc::MS_NOEXEC,
-            "newinstance,ptmxmode=0666,mode=0620",
-        ));
-        steps.push(Step::Symlink {
-            target: cstr("pts/ptmx"),
-            link: cstr(&r(Path::new("/dev/ptmx"))),
-        });
-        steps.push(Step::Mkdir(cstr(&r(Path::new("/dev/shm")))));
-        steps.push(Step::fs(
-            "tmpfs",
-            &r(Path::new("/dev/shm")),
-            libc::MS_NOSUID | libc::MS_NODEV,
-            "mode=1777",
-        ));
-        steps.push(Step::Mkdir(cstr(&r(Path::new("/proc")))));
-        steps.push(Step::fs(
-            "proc",
-            &r(Path::new("/proc")),
-            libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
-            "",
-        ));
-        let proc_sys = r(Path::new("/proc/sys"));
-        steps.extend(Step::bind(&proc_sys, &proc_sys, true));
-        if Path::new("/proc/sysrq-trigger").exists() {
-            steps.extend(Step::bind(
-                "/dev/null",
-                &r(Path::new("/proc/sysrq-trigger")),
-                false,
-            ));
-        }
-        for (k, vol) in self.volumes.iter().enumerate() {
-            mkdir_all(&mut steps, &vol.inside);
-            let merged = dir.join("m").join(format!("v{k}"));
-            steps.extend(Step::bind(
-                &merged.display().to_string(),
-                &r(&vol.inside),
-                false,
-            ));
-        }
-        for ro in &self.read_only {
-            mkdir_all(&mut steps, ro);
-            steps.extend(Step::bind(&ro.display().to_string(), &r(ro), true));
-        }
-        steps.push(Step::Mkdir(cstr(&r(Path::new("/var")))));
-        steps.push(Step::Symlink {
-            target: cstr("/tmp"),
-            link: cstr(&r(Path::new("/var/tmp"))),
-        });
-        Ok(steps)
+        Ok(())
     }
+}
+
+/// Hides `host` (a file or a directory) at `target`.
+fn mask(host: &Path, target: &str) -> Vec<Step> {
+    if host.is_dir() {
+        vec![Step::fs(
+            "tmpfs",
+            target,
+            libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+            "size=0,mode=0000",
+        )]
+    } else {
+        Step::bind_device("/dev/null", target)
+    }
+}
+
+/// Init's steps, relative to the new root: a `/proc` of the new pid
+/// namespace, masked and partly read-only as container runtimes leave it.
+fn proc_steps() -> Vec<Step> {
+    let mut steps = vec![Step::fs(
+        "proc",
+        "proc",
+        libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+        "",
+    )];
+    for name in PROC_MASKED {
+        let host = Path::new("/proc").join(name);
+        if host.exists() {
+            steps.extend(mask(&host, &format!("proc/{name}")));
+        }
+    }
+    for name in PROC_READ_ONLY {
+        if Path::new("/proc").join(name).exists() {
+            steps.extend(Step::bind(
+                &format!("proc/{name}"),
+                &format!("proc/{name}"),
+                true,
+            ));
+        }
+    }
+    steps
+}
+
+/// Entries of a writable toolchain directory that others may not read
+/// (cargo's `credentials.toml`, a token file): the top two levels, where
+/// package managers keep them. Deeper ones are not looked for (the trees
+/// hold a hundred thousand files); SECURITY.md says so.
+fn private_entries(dir: &Path) -> Vec<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    walkdir::WalkDir::new(dir)
+        .min_depth(1)
+        .max_depth(2)
+        .into_iter()
+        .filter_entry(|e| !e.path_is_symlink())
+        .flatten()
+        .filter(|e| {
+            e.metadata()
+                .is_ok_and(|m| m.permissions().mode() & 0o004 == 0)
+        })
+        .map(|e| e.into_path())
+        .collect()
 }
 
 /// A frozen layer directory, removed when the last sandbox or snapshot
@@ -575,7 +785,9 @@ pub struct NativeSandbox {
     id: String,
     dir: PathBuf,
     template: Arc<Template>,
+    /// The shim's steps and init's (see [`Template::root_steps`]).
     steps: Arc<Vec<Step>>,
+    inner_steps: Arc<Vec<Step>>,
     inner: RwLock<Inner>,
     execs: AtomicU64,
 }
@@ -598,12 +810,14 @@ impl NativeSandbox {
                 state::ensure_dir(&dir.join(sub).join(format!("v{k}")))?;
             }
         }
-        let steps = Arc::new(template.root_steps(&dir)?);
+        let (steps, inner_steps) = template.root_steps(&dir)?;
+        let (steps, inner_steps) = (Arc::new(steps), Arc::new(inner_steps));
         let sb = NativeSandbox {
             id,
             dir,
             template,
             steps,
+            inner_steps,
             inner: RwLock::new(Inner {
                 frozen,
                 mounted: false,
@@ -632,6 +846,7 @@ impl NativeSandbox {
 
     fn files(&self) -> paths::WorkspaceDir {
         paths::WorkspaceDir {
+            owner: self.template.shared.ids.as_ref().map(|ids| ids.base),
             root: self.merged_workspace(),
             inside: PathBuf::from(WORKSPACE_DIR),
         }
@@ -639,18 +854,24 @@ impl NativeSandbox {
 
     fn mount_all(&self, inner: &mut Inner) -> Result<()> {
         for (k, vol) in self.template.volumes.iter().enumerate() {
+            let shared = &self.template.shared;
             let mut lowers: Vec<String> = inner
                 .frozen
                 .iter()
-                .map(|l| l.dir.join(format!("v{k}")).display().to_string())
+                .map(|l| {
+                    shared
+                        .layer(&l.dir.join(format!("v{k}")))
+                        .display()
+                        .to_string()
+                })
                 .collect();
             lowers.push(vol.lower.display().to_string());
             let opts = format!(
                 "lowerdir={},upperdir={},workdir={}{}",
                 lowers.join(":"),
-                self.vol_path("u", k).display(),
-                self.vol_path("w", k).display(),
-                self.template.shared.overlay_extra
+                shared.layer(&self.vol_path("u", k)).display(),
+                shared.layer(&self.vol_path("w", k)).display(),
+                shared.overlay_extra
             );
             let target = self.vol_path("m", k);
             self.template
@@ -911,6 +1132,7 @@ impl Sandbox for NativeSandbox {
         let plan = sys::Plan {
             new_root: cstr(&self.dir.join("r").display().to_string()),
             steps: self.steps.clone(),
+            inner_steps: self.inner_steps.clone(),
             new_net: req.network.unwrap_or(spec.network) == Network::None,
             hostname: cstr("forq-sandbox"),
             cgroup_procs: group
@@ -930,6 +1152,11 @@ impl Sandbox for NativeSandbox {
                 let (user, mnt) = h.namespaces();
                 (user.as_raw_fd(), mnt.as_raw_fd())
             }),
+            enter_user: shared.ids.as_ref().map(|ids| {
+                use std::os::fd::AsRawFd;
+                ids.payload_ns.as_raw_fd()
+            }),
+            seccomp: seccomp::programs(),
         };
         let mut env = spec.env.clone();
         env.entry("HOME".to_owned())
@@ -1003,9 +1230,15 @@ impl Sandbox for NativeSandbox {
                 }
             }
             Some(sys::Report::SetupFailed { step, errno }) => {
+                // The shim's steps, its entering the namespaces, then init's.
                 let what = usize::try_from(step)
                     .ok()
-                    .and_then(|i| self.steps.get(i))
+                    .and_then(|i| {
+                        self.steps.get(i).or_else(|| {
+                            i.checked_sub(self.steps.len() + 1)
+                                .and_then(|j| self.inner_steps.get(j))
+                        })
+                    })
                     .map_or_else(|| format!("step {step}"), sys::Step::describe);
                 return Err(Error::Io {
                     op: "prepare the sandbox root",

@@ -39,6 +39,54 @@ pub(crate) enum Step {
         flags: libc::c_ulong,
         data: Option<CString>,
     },
+    /// Sets mount attributes (`MOUNT_ATTR_*`) on a mount and, with
+    /// `recursive`, on every mount below it: a read-only bind of `/usr` is
+    /// then read-only in its submounts too, which `MS_REMOUNT` never was.
+    Seal {
+        target: CString,
+        attrs: u64,
+        recursive: bool,
+    },
+}
+
+/// `MOUNT_ATTR_*` of mount_setattr(2), spelt out because libc keeps them in
+/// a module of its own that not every version exports.
+pub(crate) const MOUNT_ATTR_RDONLY: u64 = 0x1;
+pub(crate) const MOUNT_ATTR_NOSUID: u64 = 0x2;
+pub(crate) const MOUNT_ATTR_NODEV: u64 = 0x4;
+pub(crate) const MOUNT_ATTR_NOEXEC: u64 = 0x8;
+const MOUNT_ATTR_IDMAP: u64 = 0x0010_0000;
+const AT_RECURSIVE: libc::c_int = 0x8000;
+const OPEN_TREE_CLONE: libc::c_uint = 1;
+const MOVE_MOUNT_F_EMPTY_PATH: libc::c_uint = 4;
+
+/// `struct mount_attr` (version 0, 32 bytes).
+#[repr(C)]
+struct MountAttr {
+    attr_set: u64,
+    attr_clr: u64,
+    propagation: u64,
+    userns_fd: u64,
+}
+
+fn mount_setattr(
+    dirfd: libc::c_int,
+    path: &std::ffi::CStr,
+    flags: libc::c_int,
+    attr: &MountAttr,
+) -> libc::c_long {
+    // SAFETY: mount_setattr(2) with a valid path and a struct of the size
+    // passed.
+    unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            dirfd,
+            path.as_ptr(),
+            flags,
+            attr as *const MountAttr,
+            std::mem::size_of::<MountAttr>(),
+        )
+    }
 }
 
 impl Step {
@@ -50,16 +98,35 @@ impl Step {
             flags: libc::MS_BIND | libc::MS_REC,
             data: None,
         }];
-        if read_only {
-            steps.push(Step::Mount {
-                source: None,
+        let attrs = if read_only {
+            MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV
+        } else {
+            MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV
+        };
+        steps.push(Step::Seal {
+            target: cstr(target),
+            attrs,
+            recursive: true,
+        });
+        steps
+    }
+
+    /// Binds a device node (no `nodev` on this one).
+    pub(crate) fn bind_device(source: &str, target: &str) -> Vec<Step> {
+        vec![
+            Step::Mount {
+                source: Some(cstr(source)),
                 target: cstr(target),
                 fstype: None,
-                flags: libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY | libc::MS_NOSUID,
+                flags: libc::MS_BIND,
                 data: None,
-            });
-        }
-        steps
+            },
+            Step::Seal {
+                target: cstr(target),
+                attrs: MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC,
+                recursive: false,
+            },
+        ]
     }
 
     /// Says what the step does, for an error message.
@@ -69,6 +136,7 @@ impl Step {
             Step::Mkdir(p) => format!("mkdir {}", s(p)),
             Step::Symlink { target, link } => format!("symlink {} -> {}", s(link), s(target)),
             Step::Touch(p) => format!("create {}", s(p)),
+            Step::Seal { target, .. } => format!("seal the mount on {}", s(target)),
             Step::Mount {
                 source,
                 target,
@@ -101,9 +169,15 @@ pub(crate) fn cstr(s: &str) -> CString {
 /// Everything the child side needs, prepared before `fork`.
 #[derive(Debug)]
 pub(crate) struct Plan {
-    /// Host directory on which the new root's tmpfs is mounted.
+    /// Host directory on which the new root's tmpfs is mounted; the shim
+    /// builds it there and moves into it.
     pub(crate) new_root: CString,
+    /// Steps the shim runs with the backend's privilege (host root, or root
+    /// of the holder's namespace), on host paths.
     pub(crate) steps: std::sync::Arc<Vec<Step>>,
+    /// Steps init runs inside the new pid namespace (`/proc` and its masks),
+    /// on paths relative to the new root.
+    pub(crate) inner_steps: std::sync::Arc<Vec<Step>>,
     pub(crate) new_net: bool,
     pub(crate) hostname: CString,
     /// `cgroup.procs` files the shim joins (by writing "0").
@@ -117,6 +191,11 @@ pub(crate) struct Plan {
     /// User and mount namespaces to join first (rootless mode): open
     /// descriptors of the holder's `/proc/<pid>/ns/{user,mnt}`.
     pub(crate) join: Option<(RawFd, RawFd)>,
+    /// As root: the user namespace (sandbox root = an unprivileged host uid)
+    /// the shim enters once the root is built, before init is forked.
+    pub(crate) enter_user: Option<RawFd>,
+    /// Seccomp programs the payload installs last, in order.
+    pub(crate) seccomp: &'static [Vec<seccompiler::sock_filter>],
 }
 
 /// What init reports through the status pipe: 12 bytes, native endian.
@@ -234,13 +313,48 @@ fn shim(plan: &Plan) -> io::Result<()> {
                 return Err(io::Error::last_os_error());
             }
         }
+        // The root is built in a mount namespace of the shim's own, with
+        // the backend's privilege: it reaches the state directory (0700) and
+        // the host paths it binds.
+        if libc::unshare(libc::CLONE_NEWNS) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if !make_mounts_private() {
+            fail_setup(plan, -1);
+        }
+        run_steps(plan, &plan.steps, 0);
+        // Init finds its root as its working directory: as the sandbox's
+        // uid it could not walk the state directory to it.
+        let step = plan.steps.len() as i32;
+        if libc::chdir(plan.new_root.as_ptr()) != 0 {
+            fail_setup(plan, step);
+        }
+        // Entering a less privileged user namespace locks every mount but
+        // the root, and pivot_root refuses a locked one: the shim pivots
+        // first, with the backend's privilege.
+        if plan.enter_user.is_some() && !pivot_here() {
+            fail_setup(plan, step);
+        }
         let mut flags =
-            libc::CLONE_NEWNS | libc::CLONE_NEWPID | libc::CLONE_NEWIPC | libc::CLONE_NEWUTS;
+            libc::CLONE_NEWPID | libc::CLONE_NEWIPC | libc::CLONE_NEWUTS | libc::CLONE_NEWCGROUP;
+        if let Some(user) = plan.enter_user {
+            // Root of the sandbox is an unprivileged host uid from here on.
+            // A new mount namespace owned by that user namespace locks every
+            // mount made above: none can be taken off to look beneath.
+            if libc::setns(user, libc::CLONE_NEWUSER) != 0
+                || libc::setgroups(0, std::ptr::null()) != 0
+                || libc::setresgid(0, 0, 0) != 0
+                || libc::setresuid(0, 0, 0) != 0
+            {
+                fail_setup(plan, plan.steps.len() as i32);
+            }
+            flags |= libc::CLONE_NEWNS;
+        }
         if plan.new_net {
             flags |= libc::CLONE_NEWNET;
         }
         if libc::unshare(flags) != 0 {
-            return Err(io::Error::last_os_error());
+            fail_setup(plan, plan.steps.len() as i32);
         }
         // A pipe only the shim keeps open: init sees it hang up if the shim
         // died before init's parent-death signal was armed.
@@ -279,49 +393,14 @@ fn shim(plan: &Plan) -> io::Result<()> {
     }
 }
 
-fn report(fd: RawFd, words: [i32; 3]) {
-    let mut buf = [0u8; 12];
-    for (i, w) in words.iter().enumerate() {
-        buf[i * 4..i * 4 + 4].copy_from_slice(&w.to_ne_bytes());
-    }
-    // SAFETY: writing a stack buffer to a descriptor we own.
-    unsafe {
-        libc::write(fd, buf.as_ptr().cast(), buf.len());
-    }
-}
-
-fn fail_setup(plan: &Plan, step: i32) -> ! {
-    report(plan.status_fd, [REPORT_SETUP_FAILED, step, last_errno()]);
-    // SAFETY: _exit is async-signal-safe and ends this process only.
-    unsafe { libc::_exit(127) }
-}
-
-/// Stops mount events propagating between this mount namespace and the one
-/// it was copied from.
-fn make_mounts_private() -> bool {
+/// Runs `steps` in order; a failing one is reported as step `offset + i`
+/// and ends this process.
+fn run_steps(plan: &Plan, steps: &[Step], offset: usize) {
     let null = std::ptr::null::<libc::c_char>();
-    // SAFETY: mount(2) with valid strings and null pointers where allowed.
-    unsafe {
-        libc::mount(
-            null,
-            c"/".as_ptr(),
-            null,
-            libc::MS_REC | libc::MS_PRIVATE,
-            std::ptr::null(),
-        ) == 0
-    }
-}
-
-/// Pid 1 of the new namespace: builds the root, forks the payload, reaps.
-fn init(plan: &Plan) -> io::Result<()> {
-    // SAFETY (whole function): see `shim`.
-    unsafe {
-        let null = std::ptr::null::<libc::c_char>();
-        if !make_mounts_private() {
-            fail_setup(plan, -1);
-        }
-        for (i, step) in plan.steps.iter().enumerate() {
-            let rc = match step {
+    for (i, step) in steps.iter().enumerate() {
+        // SAFETY: system calls on the steps' prepared strings.
+        let rc = unsafe {
+            match step {
                 Step::Mkdir(path) => {
                     let rc = libc::mkdir(path.as_ptr(), 0o755);
                     if rc != 0 && last_errno() == libc::EEXIST {
@@ -358,28 +437,82 @@ fn init(plan: &Plan) -> io::Result<()> {
                     data.as_ref()
                         .map_or(std::ptr::null(), |s| s.as_ptr().cast()),
                 ),
-            };
-            if rc != 0 {
-                fail_setup(plan, i as i32);
+                Step::Seal {
+                    target,
+                    attrs,
+                    recursive,
+                } => {
+                    let attr = MountAttr {
+                        attr_set: *attrs,
+                        attr_clr: 0,
+                        propagation: 0,
+                        userns_fd: 0,
+                    };
+                    let flags = if *recursive { AT_RECURSIVE } else { 0 };
+                    mount_setattr(libc::AT_FDCWD, target, flags, &attr) as libc::c_int
+                }
             }
+        };
+        if rc != 0 {
+            fail_setup(plan, (offset + i) as i32);
         }
-        let step = plan.steps.len() as i32;
-        if libc::chdir(plan.new_root.as_ptr()) != 0
-            || libc::syscall(libc::SYS_pivot_root, c".".as_ptr(), c".".as_ptr()) != 0
-            || libc::umount2(c".".as_ptr(), libc::MNT_DETACH) != 0
-            || libc::chdir(c"/".as_ptr()) != 0
-        {
-            fail_setup(plan, step);
-        }
-        if libc::mount(
+    }
+}
+
+fn report(fd: RawFd, words: [i32; 3]) {
+    let mut buf = [0u8; 12];
+    for (i, w) in words.iter().enumerate() {
+        buf[i * 4..i * 4 + 4].copy_from_slice(&w.to_ne_bytes());
+    }
+    // SAFETY: writing a stack buffer to a descriptor we own.
+    unsafe {
+        libc::write(fd, buf.as_ptr().cast(), buf.len());
+    }
+}
+
+fn fail_setup(plan: &Plan, step: i32) -> ! {
+    report(plan.status_fd, [REPORT_SETUP_FAILED, step, last_errno()]);
+    // SAFETY: _exit is async-signal-safe and ends this process only.
+    unsafe { libc::_exit(127) }
+}
+
+/// Makes the working directory (a mount point) this namespace's root, and
+/// drops the old root from it.
+fn pivot_here() -> bool {
+    // SAFETY: pivot_root, umount2 and chdir on static strings.
+    unsafe {
+        libc::syscall(libc::SYS_pivot_root, c".".as_ptr(), c".".as_ptr()) == 0
+            && libc::umount2(c".".as_ptr(), libc::MNT_DETACH) == 0
+            && libc::chdir(c"/".as_ptr()) == 0
+    }
+}
+
+/// Stops mount events propagating between this mount namespace and the one
+/// it was copied from.
+fn make_mounts_private() -> bool {
+    let null = std::ptr::null::<libc::c_char>();
+    // SAFETY: mount(2) with valid strings and null pointers where allowed.
+    unsafe {
+        libc::mount(
             null,
             c"/".as_ptr(),
             null,
-            libc::MS_REMOUNT | libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV,
+            libc::MS_REC | libc::MS_PRIVATE,
             std::ptr::null(),
-        ) != 0
-        {
-            fail_setup(plan, step + 1);
+        ) == 0
+    }
+}
+
+/// Pid 1 of the new namespace: mounts `/proc`, pivots into the root the
+/// shim built, forks the payload, reaps.
+fn init(plan: &Plan) -> io::Result<()> {
+    // SAFETY (whole function): see `shim`.
+    unsafe {
+        let first = plan.steps.len() + 1;
+        run_steps(plan, &plan.inner_steps, first);
+        let step = (first + plan.inner_steps.len()) as i32;
+        if plan.enter_user.is_none() && !pivot_here() {
+            fail_setup(plan, step);
         }
         let host = plan.hostname.as_bytes();
         libc::sethostname(host.as_ptr().cast(), host.len());
@@ -433,6 +566,11 @@ fn enter_payload(plan: &Plan) -> io::Result<()> {
     // prepared strings.
     unsafe {
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+        // A session of its own: no controlling terminal, none to acquire
+        // (the sandbox's /dev has no tty either).
+        if libc::setsid() < 0 {
+            return Err(io::Error::last_os_error());
+        }
         if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
             return Err(io::Error::last_os_error());
         }
@@ -466,6 +604,22 @@ fn enter_payload(plan: &Plan) -> io::Result<()> {
         }
         if libc::chdir(plan.cwd.as_ptr()) != 0 {
             return Err(io::Error::last_os_error());
+        }
+        // Last, since it refuses some of the calls above.
+        for program in plan.seccomp {
+            let prog = libc::sock_fprog {
+                len: program.len() as libc::c_ushort,
+                filter: program.as_ptr().cast_mut().cast(),
+            };
+            if libc::syscall(
+                libc::SYS_seccomp,
+                libc::SECCOMP_SET_MODE_FILTER,
+                0,
+                &prog as *const libc::sock_fprog,
+            ) != 0
+            {
+                return Err(io::Error::last_os_error());
+            }
         }
     }
     Ok(())
@@ -710,4 +864,77 @@ pub(crate) fn file_from_fd(fd: RawFd) -> std::fs::File {
     use std::os::fd::FromRawFd;
     // SAFETY: `fd` was just created by `pipe` and nothing else owns it.
     unsafe { std::fs::File::from_raw_fd(fd) }
+}
+
+/// Installs on `cmd` a process that enters a new user namespace, says so on
+/// `ready` and sleeps until killed: its parent writes the maps, opens the
+/// namespace and ends it. It never execs.
+pub(crate) fn install_userns_helper(cmd: &mut std::process::Command, ready: RawFd) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: as for `install`: only system calls on one descriptor and a
+    // static byte.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::unshare(libc::CLONE_NEWUSER) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            libc::write(ready, b"u".as_ptr().cast(), 1);
+            // Hold nothing else open: the caller's spawn returns once the
+            // close-on-exec pipe it waits on is closed here.
+            libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, 0u32);
+            loop {
+                libc::pause();
+            }
+        });
+    }
+}
+
+/// Attaches at `target` a copy of the mount at `source` whose ids are mapped
+/// through the user namespace `userns` (an idmapped mount), private, so that
+/// nothing mounted below either side propagates to the other.
+pub(crate) fn mount_idmapped(source: &CString, target: &CString, userns: RawFd) -> io::Result<()> {
+    // SAFETY: open_tree, mount_setattr and move_mount on valid strings, a
+    // struct of the size passed, and a descriptor closed before returning.
+    unsafe {
+        let fd = libc::syscall(
+            libc::SYS_open_tree,
+            libc::AT_FDCWD,
+            source.as_ptr(),
+            OPEN_TREE_CLONE | libc::O_CLOEXEC as libc::c_uint,
+        ) as libc::c_int;
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let attr = MountAttr {
+            attr_set: MOUNT_ATTR_IDMAP | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+            attr_clr: 0,
+            propagation: libc::MS_PRIVATE,
+            userns_fd: userns as u64,
+        };
+        let result = if mount_setattr(fd, c"", libc::AT_EMPTY_PATH, &attr) != 0
+            || libc::syscall(
+                libc::SYS_move_mount,
+                fd,
+                c"".as_ptr(),
+                libc::AT_FDCWD,
+                target.as_ptr(),
+                MOVE_MOUNT_F_EMPTY_PATH,
+            ) != 0
+        {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(())
+        };
+        libc::close(fd);
+        result
+    }
+}
+
+/// Changes the owner of `path` (not following a link).
+pub(crate) fn lchown(path: &CString, uid: u32, gid: u32) -> io::Result<()> {
+    // SAFETY: lchown(2) with a valid string.
+    if unsafe { libc::lchown(path.as_ptr(), uid, gid) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
 }

@@ -13,6 +13,7 @@ mod common;
 mod model;
 mod native_only;
 mod suite;
+mod trust;
 
 /// Declares one test per suite function for a backend.
 macro_rules! backend_suite {
