@@ -411,6 +411,71 @@ impl Config {
         out
     }
 
+    /// What a repository's own `forq.yml` asks for that would loosen
+    /// isolation, which only the operator may choose (on the command line,
+    /// or in a config file of their own): the key, and what runs do instead.
+    pub fn loosening(&self) -> Vec<(&'static str, String)> {
+        let mut out = Vec::new();
+        if self.backend() == BackendChoice::Kind(forq_sandbox::BackendKind::Host) {
+            out.push((
+                "sandbox.backend",
+                "host runs the repository's code without isolation; only the operator chooses \
+                 it (--backend host), so runs keep the operator's backend"
+                    .to_owned(),
+            ));
+        }
+        let standard = Limits::standard();
+        let above = |asked: Option<u64>, cap: Option<u64>| match (asked, cap) {
+            (Some(a), Some(c)) => a > c,
+            _ => false,
+        };
+        if above(
+            self.sandbox.memory_mb.map(|m| m << 20),
+            standard.memory_bytes,
+        ) {
+            out.push((
+                "sandbox.memory_mb",
+                format!(
+                    "above the operator's cap of {} MiB, which runs keep",
+                    standard.memory_bytes.unwrap_or_default() >> 20
+                ),
+            ));
+        }
+        if above(self.sandbox.pids, standard.pids) {
+            out.push((
+                "sandbox.pids",
+                format!(
+                    "above the operator's cap of {} processes, which runs keep",
+                    standard.pids.unwrap_or_default()
+                ),
+            ));
+        }
+        if let (Some(asked), Some(cap)) = (self.sandbox.cpus, standard.cpus) {
+            if asked > cap {
+                out.push((
+                    "sandbox.cpus",
+                    format!("above the operator's cap of {cap} cores, which runs keep"),
+                ));
+            }
+        }
+        out
+    }
+
+    /// These settings as a repository may have them: what [`Config::loosening`]
+    /// lists is put back to the operator's.
+    pub fn confined(mut self) -> Config {
+        for (key, _) in self.loosening() {
+            match key {
+                "sandbox.backend" => self.sandbox.backend = SandboxConfig::default().backend,
+                "sandbox.memory_mb" => self.sandbox.memory_mb = None,
+                "sandbox.pids" => self.sandbox.pids = None,
+                "sandbox.cpus" => self.sandbox.cpus = None,
+                _ => {}
+            }
+        }
+        self
+    }
+
     /// The JSON Schema of `forq.yml`, for editors.
     pub fn schema() -> serde_json::Value {
         let schema = schemars::schema_for!(Config);
@@ -431,10 +496,18 @@ impl Config {
                 .collect();
             gate = gate.recipes(vec![Stack::custom("forq.yml golden", steps, test)]);
         }
-        let mut limits = Limits::default();
-        limits.memory_bytes = self.sandbox.memory_mb.map(|m| m * 1024 * 1024);
-        limits.pids = self.sandbox.pids;
-        limits.cpus = self.sandbox.cpus;
+        // The operator's default caps, lowered (never raised, see
+        // `confined`) where forq.yml asks.
+        let mut limits = Limits::standard();
+        if let Some(m) = self.sandbox.memory_mb {
+            limits.memory_bytes = Some(m * 1024 * 1024);
+        }
+        if let Some(p) = self.sandbox.pids {
+            limits.pids = Some(p);
+        }
+        if let Some(c) = self.sandbox.cpus {
+            limits.cpus = Some(c);
+        }
         gate = gate.limits(limits);
         if !self.sandbox.network_for_installs {
             gate.install_network = forq_sandbox::Network::None;

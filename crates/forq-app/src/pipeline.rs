@@ -360,7 +360,7 @@ impl Pipeline {
         // Provisioning: the workspace, then the gate, the warm root and the oracle.
         self.enter(run, State::Provisioning)?;
         let seeded = self.seeded(run).await?;
-        let config = self.config_of(&seeded.workspace)?;
+        let config = self.config_of(run, &seeded.workspace)?;
         if run.action == Action::Auto && config.actions.fix.mode == Mode::Manual {
             return Err(Stop::End(
                 State::Triaged,
@@ -556,19 +556,40 @@ impl Pipeline {
     /// directory, else the defaults.
     fn config_before_seed(&self, run: &Run) -> Config {
         match (&self.config, self.known.get(&run.repo)) {
-            (Some(c), _) | (None, Some(c)) => c.clone(),
-            (None, None) => Config::load(Path::new(&run.repo))
-                .map(|(c, _)| c)
-                .unwrap_or_default(),
+            (Some(c), _) => c.clone(),
+            (None, Some(c)) => self.repository_config(&run.id, c.clone()),
+            (None, None) => self.repository_config(
+                &run.id,
+                Config::load(Path::new(&run.repo))
+                    .map(|(c, _)| c)
+                    .unwrap_or_default(),
+            ),
         }
     }
 
     /// The settings: the pipeline's own, else the workspace's `forq.yml`.
-    fn config_of(&self, workspace: &Path) -> Phase<Config> {
+    fn config_of(&self, run: &Run, workspace: &Path) -> Phase<Config> {
         match &self.config {
             Some(c) => Ok(c.clone()),
-            None => Config::load(workspace).map(|(c, _)| c).map_err(fail),
+            None => Config::load(workspace)
+                .map(|(c, _)| self.repository_config(&run.id, c))
+                .map_err(fail),
         }
+    }
+
+    /// A repository's own settings, without what would loosen isolation:
+    /// that is the operator's to choose. Each setting left out is a warning
+    /// in the run's events.
+    fn repository_config(&self, run: &str, config: Config) -> Config {
+        for (key, what) in config.loosening() {
+            tracing::warn!(run, key, "ignored in the repository's forq.yml: {what}");
+            let _ = self.store.event(
+                run,
+                "warning",
+                json!({"key": key, "text": format!("{key} in the repository's forq.yml is ignored: {what}")}),
+            );
+        }
+        config.confined()
     }
 
     /// Whose model pays for this run: a contributor-funded run of an

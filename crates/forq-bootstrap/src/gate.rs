@@ -115,7 +115,8 @@ pub struct GateOptions {
     /// Recipes that replace detection (a project's `forq.yml` golden
     /// commands): tried in order, judged like detected stacks.
     pub recipes: Vec<Stack>,
-    /// Resource caps on every sandbox the gate and [`crate::provision`] make.
+    /// Resource caps on every sandbox the gate and [`crate::provision`] make;
+    /// default [`Limits::standard`].
     pub limits: Limits,
     /// Extra environment of those sandboxes (a project's `forq.yml`).
     pub env: Vec<(String, String)>,
@@ -154,7 +155,7 @@ impl Default for GateOptions {
             fallback: None,
             image: None,
             recipes: Vec::new(),
-            limits: Limits::default(),
+            limits: Limits::standard(),
             env: Vec::new(),
         }
     }

@@ -60,14 +60,25 @@ pub(crate) enum Command {
     /// its own), and open a pull request with --pr. Exits 1 when the
     /// remote's branch is not the run's (nothing is forced over it).
     Push(PushArgs),
+    /// Say which protections isolate sandboxes on this machine, backend by
+    /// backend, and which do not and why.
+    Doctor(DoctorArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct DoctorArgs {
+    /// One JSON object per line: backend, name, in_force, detail.
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum ConfigCommand {
     /// Print forq.yml's JSON Schema (for editors: yaml-language-server).
     Schema,
-    /// Check forq.yml (of --repo, or FILE) and print the settings in effect.
-    /// Exits 1 when it is invalid.
+    /// Check forq.yml (of --repo, or FILE) and print the settings in effect,
+    /// with the sandbox caps runs get. Exits 1 when it is invalid.
+    #[command(visible_alias = "show")]
     Check(ConfigCheckArgs),
 }
 

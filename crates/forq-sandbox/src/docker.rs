@@ -98,6 +98,17 @@ impl DockerBackend {
         })
     }
 
+    /// The engine's security options (`name=seccomp,profile=default`,
+    /// `name=userns`, ...), as `docker info` lists them.
+    pub async fn security_options(&self) -> Result<Vec<String>> {
+        let info = self
+            .docker
+            .info()
+            .await
+            .map_err(docker_err("read the engine's info"))?;
+        Ok(info.security_options.unwrap_or_default())
+    }
+
     /// The engine client, for callers that manage images themselves.
     pub fn client(&self) -> &Docker {
         &self.docker

@@ -67,6 +67,7 @@ mod host;
 mod native;
 mod output;
 mod paths;
+mod protections;
 mod spec;
 mod state;
 
@@ -81,6 +82,7 @@ pub use host::{HostBackend, HostOptions, HostSandbox};
 pub use native::{
     NativeBackend, NativeOptions, NativeSandbox, Toolchain, DEFAULT_ID_BASE, MAX_LAYERS,
 };
+pub use protections::{protections, Protection};
 pub use spec::{
     ExecOutcome, ExecRequest, Limits, Network, OutputChunk, RootFs, SandboxSpec, StreamKind,
     DEFAULT_OUTPUT_CAP, WORKSPACE_DIR,

@@ -109,6 +109,27 @@ pub struct Limits {
 }
 
 impl Limits {
+    /// The caps forq puts on every sandbox it makes for a run unless the
+    /// operator says otherwise: a quarter of this machine's memory (at
+    /// least 1 GiB), 4096 processes, and all cores but one (at least one),
+    /// so that a runaway test leaves the host and forq itself room.
+    pub fn standard() -> Self {
+        let total = std::fs::read_to_string("/proc/meminfo")
+            .ok()
+            .and_then(|m| {
+                m.lines()
+                    .find_map(|l| l.strip_prefix("MemTotal:"))
+                    .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            })
+            .map_or(4 << 30, |kib| kib * 1024);
+        let cores = std::thread::available_parallelism().map_or(1, usize::from);
+        Limits {
+            memory_bytes: Some((total / 4).max(1 << 30)),
+            pids: Some(4096),
+            cpus: Some(cores.saturating_sub(1).max(1) as f64),
+        }
+    }
+
     /// Sets the memory cap.
     pub fn memory_bytes(mut self, bytes: u64) -> Self {
         self.memory_bytes = Some(bytes);

@@ -239,7 +239,7 @@ async fn workspace(
             record.reason
         ));
     }
-    let mut spec = SandboxSpec::new(repo);
+    let mut spec = SandboxSpec::new(repo).limits(forq_sandbox::Limits::standard());
     if let Some(image) = &args.backend.image {
         spec = spec.image(image.clone());
     }

@@ -48,13 +48,23 @@ fn config_check(args: ConfigCheckArgs) -> anyhow::Result<ExitCode> {
     let mut out = std::io::stdout().lock();
     match loaded {
         Ok((config, file)) => {
+            let ignored: Vec<serde_json::Value> = config
+                .loosening()
+                .into_iter()
+                .map(|(key, why)| json!({"key": key, "why": why}))
+                .collect();
             if args.json {
                 writeln!(
                     out,
                     "{}",
-                    json!({"ok": true, "file": file, "config": config})
+                    json!({"ok": true, "file": file, "config": config, "caps": config.gate_options().limits, "ignored_in_a_repository": ignored})
                 )?;
             } else {
+                for (key, why) in config.loosening() {
+                    note(&format!(
+                        "warning: {key}: ignored when this is a repository's forq.yml: {why}"
+                    ));
+                }
                 match &file {
                     Some(f) => writeln!(out, "{}: ok", f.display())?,
                     None => writeln!(
@@ -64,6 +74,16 @@ fn config_check(args: ConfigCheckArgs) -> anyhow::Result<ExitCode> {
                     )?,
                 }
                 write!(out, "{}", serde_yaml_ng::to_string(&config)?)?;
+                let caps = config.gate_options().limits;
+                writeln!(
+                    out,
+                    "# sandbox caps in effect: memory {} MiB, pids {}, cpus {}",
+                    caps.memory_bytes.unwrap_or_default() >> 20,
+                    caps.pids
+                        .map_or_else(|| "no cap".to_owned(), |p| p.to_string()),
+                    caps.cpus
+                        .map_or_else(|| "no cap".to_owned(), |c| c.to_string()),
+                )?;
             }
             Ok(ExitCode::SUCCESS)
         }

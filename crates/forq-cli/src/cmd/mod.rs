@@ -19,6 +19,7 @@ mod agent;
 mod app;
 mod bench;
 mod bootstrap;
+mod doctor;
 mod fix;
 mod graph;
 mod sandbox;
@@ -69,6 +70,7 @@ pub(crate) fn run(args: Cli) -> anyhow::Result<ExitCode> {
             Command::Runs(a) => app::runs(a).await,
             Command::Files(a) => app::files(a),
             Command::Push(a) => app::push(a).await,
+            Command::Doctor(a) => doctor::run(a).await,
         }
     })
 }

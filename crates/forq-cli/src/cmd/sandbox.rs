@@ -18,6 +18,12 @@ pub(crate) async fn open(choice: BackendChoice) -> anyhow::Result<Arc<dyn Backen
         tracing::info!("passed over: {reason}");
     }
     tracing::info!(backend = %selected.backend.kind(), "using backend");
+    if selected.backend.kind() == forq_sandbox::BackendKind::Host {
+        tracing::warn!(
+            "the host backend isolates nothing: the repository's code and the model's commands \
+             run as you, with your files, your network and no caps"
+        );
+    }
     Ok(selected.backend)
 }
 

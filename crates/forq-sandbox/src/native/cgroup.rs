@@ -119,6 +119,15 @@ impl Cgroups {
         removed
     }
 
+    /// Which of memory, pids and cpu a cgroup caps here.
+    pub(crate) fn enforces(&self) -> (bool, bool, bool) {
+        match self {
+            Cgroups::V2 { .. } => (true, true, true),
+            Cgroups::V1 { memory, pids, cpu } => (memory.is_some(), pids.is_some(), cpu.is_some()),
+            Cgroups::None => (false, false, false),
+        }
+    }
+
     /// Whether memory can be capped (and an OOM kill seen) through cgroups.
     pub(crate) fn caps_memory(&self) -> bool {
         matches!(
@@ -141,7 +150,17 @@ impl Cgroups {
             return Ok(group);
         }
         match self {
-            Cgroups::None => {}
+            Cgroups::None => {
+                if limits.pids.is_some() || limits.cpus.is_some() {
+                    static SAID: std::sync::Once = std::sync::Once::new();
+                    SAID.call_once(|| {
+                        tracing::warn!(
+                            "the pids and CPU caps are not enforced: no cgroup can be made here \
+                             (it needs root, or a delegated cgroup); memory is capped by rlimit only"
+                        );
+                    });
+                }
+            }
             Cgroups::V2 { root } => {
                 let parent = root.join(PARENT);
                 if !parent.exists() {

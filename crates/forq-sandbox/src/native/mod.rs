@@ -238,6 +238,11 @@ impl NativeBackend {
         }
     }
 
+    /// Which caps cgroups enforce here: memory, pids, cpu.
+    pub fn caps_enforced(&self) -> (bool, bool, bool) {
+        self.shared.cgroups.enforces()
+    }
+
     /// Whether payloads run under the seccomp filter here.
     pub fn seccomp_in_force(&self) -> bool {
         seccomp::available()
