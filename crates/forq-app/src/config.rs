@@ -658,7 +658,7 @@ sandbox:
         assert_eq!(gate.install_network, forq_sandbox::Network::None);
         assert_eq!(
             Config::default().gate_options().install_network,
-            forq_sandbox::Network::Host
+            forq_sandbox::Network::Proxy
         );
     }
 

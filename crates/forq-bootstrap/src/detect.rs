@@ -71,6 +71,20 @@ const KINDS: [(StackKind, &str); 12] = [
 ];
 
 impl StackKind {
+    /// The package ecosystems whose registries this kind's installs reach
+    /// (names of [`forq_sandbox::registries`]); a custom recipe may use any.
+    pub fn ecosystems(self) -> &'static [&'static str] {
+        match self {
+            StackKind::Pytest | StackKind::Unittest => &["python"],
+            StackKind::Node => &["node"],
+            StackKind::Rust => &["rust"],
+            StackKind::Go => &["go"],
+            StackKind::Maven | StackKind::Gradle => &["java"],
+            StackKind::Custom => &["python", "node", "rust", "go", "java"],
+            _ => &[],
+        }
+    }
+
     /// The kind named `name` (`pytest`, `node`, ...), as [`Stack::name`]
     /// writes it.
     pub fn from_name(name: &str) -> Option<StackKind> {

@@ -96,9 +96,15 @@ pub struct GateOptions {
     /// Network for the test run (default none: the registries are reached
     /// by the install steps only).
     pub test_network: Network,
-    /// Network for the install steps (default the host's; `None` for
-    /// projects whose dependencies are vendored).
+    /// Network for the install steps: by default forq's egress proxy, which
+    /// reaches the stack's package registries and [`GateOptions::egress_allow`]
+    /// only; `None` for projects whose dependencies are vendored; `Host`
+    /// only by the operator's choice.
     pub install_network: Network,
+    /// Hosts install steps may reach besides the stack's registries
+    /// (`FORQ_EGRESS_ALLOW`, comma-separated, by default): a mirror, a
+    /// private index.
+    pub egress_allow: Vec<String>,
     /// Skip the gate: the verdict is `skipped` and nothing runs.
     pub skip: bool,
     /// Run even when the recipe cache has this commit's verdict.
@@ -129,6 +135,7 @@ impl std::fmt::Debug for GateOptions {
             .field("test_timeout", &self.test_timeout)
             .field("test_network", &self.test_network)
             .field("install_network", &self.install_network)
+            .field("egress_allow", &self.egress_allow)
             .field("skip", &self.skip)
             .field("no_cache", &self.no_cache)
             .field("store", &self.store)
@@ -147,7 +154,15 @@ impl Default for GateOptions {
             install_timeout: Duration::from_secs(600),
             test_timeout: Duration::from_secs(900),
             test_network: Network::None,
-            install_network: Network::Host,
+            install_network: Network::Proxy,
+            egress_allow: std::env::var("FORQ_EGRESS_ALLOW")
+                .map(|v| {
+                    v.split(',')
+                        .map(|h| h.trim().to_owned())
+                        .filter(|h| !h.is_empty())
+                        .collect()
+                })
+                .unwrap_or_default(),
             skip: false,
             no_cache: false,
             store: None,

@@ -47,6 +47,15 @@ pub(crate) fn spec(
     if let Some(image) = &options.image {
         spec = spec.image(image.clone());
     }
+    let mut egress = forq_sandbox::EgressAllow::new(
+        stack
+            .kind
+            .ecosystems()
+            .iter()
+            .flat_map(|e| forq_sandbox::registries(e).iter().copied()),
+    );
+    egress.extend(options.egress_allow.iter().cloned());
+    let spec = spec.egress(egress);
     match backend.kind() {
         BackendKind::Docker if !stack.install.is_empty() => spec.network(options.install_network),
         BackendKind::Docker => spec.network(options.test_network),
@@ -59,8 +68,8 @@ pub(crate) fn per_command_network(backend: BackendKind) -> bool {
     backend != BackendKind::Docker
 }
 
-/// A sandbox over `repo` with `stack`'s install steps done (with the host
-/// network, each capped at `options.install_timeout`, in `options.image` on
+/// A sandbox over `repo` with `stack`'s install steps done (through the
+/// egress proxy by default, each capped at `options.install_timeout`, in `options.image` on
 /// docker): the warm root that the agent works in and the search forks.
 /// The caller destroys it.
 pub async fn provision(

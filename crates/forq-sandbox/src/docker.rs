@@ -152,7 +152,9 @@ impl DockerBackend {
             pids_limit: limits.pids.map(|p| p as i64),
             nano_cpus: limits.cpus.map(|c| (c * 1e9) as i64),
             network_mode: Some(match spec.network {
-                Network::Host => "host".to_owned(),
+                // No proxy here yet: an install container has the host's
+                // network, which `forq doctor` says.
+                Network::Host | Network::Proxy => "host".to_owned(),
                 _ => "none".to_owned(),
             }),
             cap_drop: Some(vec!["ALL".to_owned()]),

@@ -62,6 +62,7 @@ mod backend;
 mod diff;
 #[cfg(feature = "docker")]
 mod docker;
+mod egress;
 mod error;
 mod host;
 mod native;
@@ -77,6 +78,7 @@ pub use backend::{
 pub use diff::{ChangeKind, Diff, FileChange};
 #[cfg(feature = "docker")]
 pub use docker::{import_rootfs, DockerBackend, DockerOptions, DockerSandbox, DEFAULT_IMAGE};
+pub use egress::{registries, EgressAllow, PROXY_PORT};
 pub use error::{Error, Result};
 pub use host::{HostBackend, HostOptions, HostSandbox};
 pub use native::{

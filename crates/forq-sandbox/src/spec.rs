@@ -27,6 +27,8 @@ pub struct SandboxSpec {
     pub env: BTreeMap<String, String>,
     /// The image for the docker backend (ignored by the others).
     pub image: Option<String>,
+    /// What [`Network::Proxy`] lets through.
+    pub egress: crate::egress::EgressAllow,
 }
 
 impl SandboxSpec {
@@ -47,7 +49,14 @@ impl SandboxSpec {
             network: Network::None,
             env,
             image: None,
+            egress: crate::egress::EgressAllow::default(),
         }
+    }
+
+    /// Sets the hosts [`Network::Proxy`] lets through.
+    pub fn egress(mut self, allow: crate::egress::EgressAllow) -> Self {
+        self.egress = allow;
+        self
     }
 
     /// Sets the limits.
@@ -156,8 +165,15 @@ pub enum Network {
     /// loopback services are not reachable either.
     #[default]
     None,
-    /// The host's network (installs that need the package registries).
+    /// The host's network: everything the host reaches, its loopback
+    /// services included. Only the operator should choose it.
     Host,
+    /// A network of the sandbox's own whose only way out is forq's egress
+    /// proxy (`HTTP_PROXY`/`HTTPS_PROXY` point at it), which reaches only
+    /// the hosts of [`SandboxSpec::egress`]: what install steps get. Where
+    /// a backend cannot give it (the native backend without root, docker)
+    /// it is the host's network, and `forq doctor` says so.
+    Proxy,
 }
 
 impl std::str::FromStr for Network {
@@ -166,8 +182,9 @@ impl std::str::FromStr for Network {
         match s {
             "none" => Ok(Network::None),
             "host" => Ok(Network::Host),
+            "proxy" => Ok(Network::Proxy),
             other => Err(format!(
-                "unknown network policy {other:?}: expected none or host"
+                "unknown network policy {other:?}: expected none, proxy or host"
             )),
         }
     }

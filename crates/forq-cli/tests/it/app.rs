@@ -809,15 +809,18 @@ async fn a_queue_run_again_skips_issues_that_have_a_patch_unless_asked() {
 }
 
 #[tokio::test]
-async fn forq_yml_chooses_the_backend_unless_the_command_line_did() {
-    if !native_or_skip("forq_yml_chooses_the_backend_unless_the_command_line_did") {
+async fn a_repositorys_forq_yml_cannot_choose_the_host_backend() {
+    if !native_or_skip("a_repositorys_forq_yml_cannot_choose_the_host_backend") {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
     let repo = calc_repo(tmp.path(), Some("sandbox:\n  backend: host\n"));
     let state = tmp.path().join("state");
     let state_s = state.to_str().unwrap();
-    for (cli, used) in [("auto", "host"), ("native", "native")] {
+    // The repository's wish for no isolation is ignored, with a warning in
+    // the run's events: under auto runs are native; the operator's
+    // --backend host holds, with a warning of its own.
+    for (cli, used) in [("auto", "native"), ("host", "host")] {
         let out = queue_text("# add() subtracts", &repo, cli, &state, &[], &[]).await;
         check_exit(&out, 0);
         let id = json_of(&out)[0]["id"].as_str().unwrap().to_owned();
@@ -832,6 +835,15 @@ async fn forq_yml_chooses_the_backend_unless_the_command_line_did() {
                 .any(|n| n.starts_with("oracle:") && n.contains(&format!(" on {used}"))),
             "--backend {cli} with forq.yml's host: {notes:?}"
         );
+        let warnings = events_of(&shown, "warning");
+        assert!(
+            warnings.iter().any(|w| w["key"] == "sandbox.backend"),
+            "--backend {cli}: {warnings:?}"
+        );
+        if cli == "host" {
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(stderr.contains("isolates nothing"), "{stderr}");
+        }
     }
 }
 

@@ -761,6 +761,35 @@ fn private_entries(dir: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
+/// The egress proxy of one exec: a network namespace whose loopback has
+/// forq's proxy listening on it, served until the exec ends.
+struct Proxy {
+    netns: std::fs::File,
+    server: tokio::task::JoinHandle<()>,
+}
+
+impl Proxy {
+    fn start(allow: &crate::egress::EgressAllow) -> Result<Proxy> {
+        let (netns, listener) = sys::net_namespace_with_listener(crate::egress::PROXY_PORT)
+            .map_err(|e| Error::io("make the egress proxy's network", "netns", e))?;
+        listener
+            .set_nonblocking(true)
+            .map_err(|e| Error::io("make the egress proxy's network", "listener", e))?;
+        let listener = tokio::net::TcpListener::from_std(listener)
+            .map_err(|e| Error::io("make the egress proxy's network", "listener", e))?;
+        Ok(Proxy {
+            netns,
+            server: crate::egress::serve(listener, Arc::new(allow.clone())),
+        })
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
+}
+
 /// A frozen layer directory, removed when the last sandbox or snapshot
 /// holding it lets go.
 #[derive(Debug)]
@@ -1132,13 +1161,32 @@ impl Sandbox for NativeSandbox {
             &format!("{}-{}", self.id, self.execs.fetch_add(1, Ordering::Relaxed)),
             &spec.limits,
         )?;
+        let network = req.network.unwrap_or(spec.network);
+        let proxy = match network {
+            Network::Proxy if shared.ids.is_some() => Some(Proxy::start(&spec.egress)?),
+            Network::Proxy => {
+                static SAID: std::sync::Once = std::sync::Once::new();
+                SAID.call_once(|| {
+                    tracing::warn!(
+                        "install steps get the host's network: without root the native backend \
+                         cannot put them behind the egress proxy"
+                    );
+                });
+                None
+            }
+            _ => None,
+        };
         let (status_rd, status_wr) =
             sys::pipe().map_err(|e| Error::io("create a pipe", "status", e))?;
         let plan = sys::Plan {
             new_root: cstr(&self.dir.join("r").display().to_string()),
             steps: self.steps.clone(),
             inner_steps: self.inner_steps.clone(),
-            new_net: req.network.unwrap_or(spec.network) == Network::None,
+            new_net: network == Network::None,
+            join_net: proxy.as_ref().map(|p| {
+                use std::os::fd::AsRawFd;
+                p.netns.as_raw_fd()
+            }),
             hostname: cstr("forq-sandbox"),
             cgroup_procs: group
                 .procs_files()
@@ -1166,6 +1214,13 @@ impl Sandbox for NativeSandbox {
         let mut env = spec.env.clone();
         env.entry("HOME".to_owned())
             .or_insert_with(|| shared.home.display().to_string());
+        if proxy.is_some() {
+            let url = format!("http://127.0.0.1:{}", crate::egress::PROXY_PORT);
+            for key in ["HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"] {
+                env.insert(key.to_owned(), url.clone());
+            }
+            env.insert("NO_PROXY".to_owned(), String::new());
+        }
         env.extend(req.env.clone());
         // This is the sandbox's command builder: the one place a native
         // sandbox process is started.

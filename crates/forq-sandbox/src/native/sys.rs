@@ -194,6 +194,9 @@ pub(crate) struct Plan {
     /// As root: the user namespace (sandbox root = an unprivileged host uid)
     /// the shim enters once the root is built, before init is forked.
     pub(crate) enter_user: Option<RawFd>,
+    /// A network namespace to join instead of making an empty one: the
+    /// egress proxy's (as root).
+    pub(crate) join_net: Option<RawFd>,
     /// Seccomp programs the payload installs last, in order.
     pub(crate) seccomp: &'static [Vec<seccompiler::sock_filter>],
 }
@@ -334,6 +337,11 @@ fn shim(plan: &Plan) -> io::Result<()> {
         // first, with the backend's privilege.
         if plan.enter_user.is_some() && !pivot_here() {
             fail_setup(plan, step);
+        }
+        if let Some(net) = plan.join_net {
+            if libc::setns(net, libc::CLONE_NEWNET) != 0 {
+                fail_setup(plan, step);
+            }
         }
         let mut flags =
             libc::CLONE_NEWPID | libc::CLONE_NEWIPC | libc::CLONE_NEWUTS | libc::CLONE_NEWCGROUP;
@@ -937,4 +945,27 @@ pub(crate) fn lchown(path: &CString, uid: u32, gid: u32) -> io::Result<()> {
         return Err(io::Error::last_os_error());
     }
     Ok(())
+}
+
+/// A new network namespace with its loopback up and a TCP listener on
+/// `127.0.0.1:port` inside it, made on a thread of its own (a namespace is
+/// per thread) that ends at once: the namespace lives on in the returned
+/// descriptor and the socket.
+pub(crate) fn net_namespace_with_listener(
+    port: u16,
+) -> io::Result<(std::fs::File, std::net::TcpListener)> {
+    std::thread::spawn(move || {
+        // SAFETY: unshare on this thread alone, which ends right after.
+        if unsafe { libc::unshare(libc::CLONE_NEWNET) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if !loopback_up() {
+            return Err(io::Error::other("cannot bring up the loopback interface"));
+        }
+        let listener = std::net::TcpListener::bind(("127.0.0.1", port))?;
+        let ns = std::fs::File::open("/proc/thread-self/ns/net")?;
+        Ok((ns, listener))
+    })
+    .join()
+    .unwrap_or_else(|_| Err(io::Error::other("the namespace thread panicked")))
 }

@@ -364,3 +364,90 @@ async fn the_workspace_stays_the_sandboxs_own_and_forqs_writes_too() {
     assert_eq!(std::fs::metadata(&upper).unwrap().uid(), 0);
     sb.destroy().await.unwrap();
 }
+
+/// A loopback HTTP server on the host that answers every request with
+/// `body`, for as long as the test runs.
+async fn http_server(body: &'static str) -> u16 {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        while let Ok((mut conn, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut buf = [0u8; 4096];
+                let _ = conn.read(&mut buf).await;
+                let reply = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = conn.write_all(reply.as_bytes()).await;
+            });
+        }
+    });
+    port
+}
+
+/// Python inside the sandbox: GET each URL (through the proxy settings
+/// the sandbox got), then connect straight to each port; one line each.
+fn probe_script(urls: &[String], direct: &[u16]) -> String {
+    format!(
+        r#"python3 - <<'PY'
+import socket, urllib.request, urllib.error
+for url in {urls:?}:
+    try:
+        print("get", urllib.request.urlopen(url, timeout=10).read().decode())
+    except urllib.error.HTTPError as e:
+        print("get", e.code)
+    except Exception as e:
+        print("get", type(e).__name__)
+for port in {direct:?}:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=5).close()
+        print("direct connected")
+    except Exception as e:
+        print("direct", type(e).__name__)
+PY"#
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn installs_reach_only_allowed_hosts_and_only_through_the_proxy() {
+    use forq_sandbox::{EgressAllow, ExecRequest, Network};
+    let Some(h) = as_root().await else { return };
+    let registry = http_server("registry-ok").await;
+    let host_service = http_server("host-secret").await;
+    let spec = h
+        .spec()
+        .egress(EgressAllow::new([format!("127.0.0.1:{registry}")]));
+    let sb = h.create_with(spec).await;
+    let urls = [
+        format!("http://127.0.0.1:{registry}/simple/"),
+        format!("http://127.0.0.1:{host_service}/"),
+        "http://localhost:1/".to_owned(),
+    ];
+    let install = sb
+        .exec(
+            ExecRequest::shell(probe_script(&urls, &[registry, host_service]))
+                .network(Network::Proxy)
+                .timeout(std::time::Duration::from_secs(60)),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        install.stdout_text(),
+        "get registry-ok\nget 403\nget 403\ndirect ConnectionRefusedError\ndirect ConnectionRefusedError\n",
+        "{install:?}"
+    );
+    // A test run (no network) cannot reach the proxy, nor the host.
+    let test_run = sh(
+        &*sb,
+        &probe_script(&[], &[forq_sandbox::PROXY_PORT, registry]),
+    )
+    .await;
+    assert_eq!(
+        test_run.stdout_text(),
+        "direct ConnectionRefusedError\ndirect ConnectionRefusedError\n",
+        "{test_run:?}"
+    );
+    sb.destroy().await.unwrap();
+}
