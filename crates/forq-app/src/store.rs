@@ -247,6 +247,10 @@ pub fn process_alive(pid: u32) -> bool {
 /// One thing that happened to a run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Event {
+    /// Its id in the whole store, increasing in the order events were
+    /// written, across runs and processes (what a stream of every run's
+    /// events resumes from).
+    pub id: u64,
     /// Its place in the run's sequence, from 1.
     pub seq: u64,
     /// When, milliseconds since the epoch.
@@ -276,6 +280,19 @@ pub enum StoreError {
     /// More than one run starts with this prefix.
     #[error("{0} names more than one run; give more of the id")]
     Ambiguous(String),
+    /// The database was written by a newer forq.
+    #[error(
+        "the run store {path} has schema version {found}, newer than the {supported} this forq \
+         reads; upgrade forq (the store is left as it is)"
+    )]
+    TooNew {
+        /// The database.
+        path: PathBuf,
+        /// Its schema version.
+        found: i64,
+        /// The newest this build reads.
+        supported: i64,
+    },
     /// The run is over and cannot change state.
     #[error("run {id} is {state} already: it is over")]
     Over {
@@ -293,7 +310,12 @@ pub struct Store {
     conn: Mutex<Connection>,
 }
 
-const SCHEMA: &str = "
+/// The schema this build writes; `PRAGMA user_version` holds a store's.
+pub const SCHEMA_VERSION: i64 = 2;
+
+/// The runs table of schema 1, and the columns a store made before schema
+/// versions existed may lack (added by the first migration).
+const RUNS_V1: &str = "
 CREATE TABLE IF NOT EXISTS runs (
     id TEXT PRIMARY KEY,
     issue TEXT NOT NULL,
@@ -328,6 +350,74 @@ CREATE TABLE IF NOT EXISTS checkpoints (
 );
 ";
 
+const RUNS_LATE_COLUMNS: &[(&str, &str)] = &[
+    ("cost_usd", "REAL NOT NULL DEFAULT 0"),
+    ("patch_lines", "INTEGER"),
+    ("branch", "TEXT"),
+    ("abort_requested", "INTEGER NOT NULL DEFAULT 0"),
+    ("started_ms", "INTEGER"),
+    ("context", "TEXT NOT NULL DEFAULT '[]'"),
+];
+
+/// Schema 2: every event gets an id in the whole store (a table rebuild,
+/// since SQLite cannot change a primary key in place).
+const EVENTS_V2: &str = "
+CREATE TABLE events_v2 (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id TEXT NOT NULL REFERENCES runs(id),
+    seq INTEGER NOT NULL,
+    at_ms INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    data TEXT NOT NULL,
+    UNIQUE (run_id, seq)
+);
+INSERT INTO events_v2 (run_id, seq, at_ms, kind, data)
+    SELECT run_id, seq, at_ms, kind, data FROM events ORDER BY at_ms, run_id, seq;
+DROP TABLE events;
+ALTER TABLE events_v2 RENAME TO events;
+";
+
+/// Brings the store from schema `from` to `from + 1`.
+fn migrate(c: &Connection, from: i64) -> Result<(), rusqlite::Error> {
+    match from {
+        0 => {
+            c.execute_batch(RUNS_V1)?;
+            let have: Vec<String> = c
+                .prepare("SELECT name FROM pragma_table_info('runs')")?
+                .query_map([], |r| r.get(0))?
+                .collect::<Result<_, _>>()?;
+            for (column, decl) in RUNS_LATE_COLUMNS {
+                if !have.iter().any(|h| h == column) {
+                    c.execute_batch(&format!("ALTER TABLE runs ADD COLUMN {column} {decl}"))?;
+                }
+            }
+            Ok(())
+        }
+        1 => c.execute_batch(EVENTS_V2),
+        _ => Ok(()),
+    }
+}
+
+/// Appends one event inside the caller's transaction; returns its `seq`.
+fn append_event(
+    c: &Connection,
+    id: &str,
+    now: i64,
+    kind: &str,
+    data: &str,
+) -> Result<u64, rusqlite::Error> {
+    let seq: i64 = c.query_row(
+        "SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE run_id = ?1",
+        params![id],
+        |r| r.get(0),
+    )?;
+    c.execute(
+        "INSERT INTO events (run_id, seq, at_ms, kind, data) VALUES (?1, ?2, ?3, ?4, ?5)",
+        params![id, seq, now, kind, data],
+    )?;
+    Ok(seq as u64)
+}
+
 /// Milliseconds since the epoch.
 pub fn now_ms() -> u64 {
     SystemTime::now()
@@ -351,7 +441,34 @@ impl Store {
             .map_err(err)?;
         conn.pragma_update(None, "synchronous", "NORMAL")
             .map_err(err)?;
-        conn.execute_batch(SCHEMA).map_err(err)?;
+        let found: i64 = conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .map_err(err)?;
+        if found > SCHEMA_VERSION {
+            return Err(StoreError::TooNew {
+                path: path.to_owned(),
+                found,
+                supported: SCHEMA_VERSION,
+            });
+        }
+        for from in found..SCHEMA_VERSION {
+            // Each step and its version number in one transaction: a store
+            // is at one version or the next, never between.
+            let tx = rusqlite::Transaction::new_unchecked(
+                &conn,
+                rusqlite::TransactionBehavior::Immediate,
+            )
+            .map_err(err)?;
+            let now: i64 = tx
+                .pragma_query_value(None, "user_version", |r| r.get(0))
+                .map_err(err)?;
+            if now == from {
+                migrate(&tx, from).map_err(err)?;
+                tx.pragma_update(None, "user_version", from + 1)
+                    .map_err(err)?;
+            }
+            tx.commit().map_err(err)?;
+        }
         Ok(Store {
             path: path.to_owned(),
             conn: Mutex::new(conn),
@@ -451,60 +568,78 @@ impl Store {
     /// except that `patch_ready` becomes `pr_opened`.
     pub fn transition(&self, id: &str, to: State, reason: &str) -> Result<Run, StoreError> {
         let run = self.get(id)?;
-        let allowed =
-            !run.state.is_terminal() || (run.state == State::PatchReady && to == State::PrOpened);
-        if !allowed {
-            return Err(StoreError::Over {
-                id: run.id,
-                state: run.state,
-            });
-        }
         let now = now_ms() as i64;
-        self.with(|c| {
+        let moved = self.write(|c| {
+            // Read inside the transaction: another process may have moved
+            // the run since `get`.
+            let from: String = c.query_row(
+                "SELECT state FROM runs WHERE id = ?1",
+                params![run.id],
+                |r| r.get(0),
+            )?;
+            let from = State::from_name(&from).unwrap_or(run.state);
+            let allowed =
+                !from.is_terminal() || (from == State::PatchReady && to == State::PrOpened);
+            if !allowed {
+                return Ok(Err(from));
+            }
             c.execute(
                 "UPDATE runs SET state = ?2, reason = ?3, updated_ms = ?4 WHERE id = ?1",
                 params![run.id, to.name(), reason, now],
-            )
+            )?;
+            append_event(
+                c,
+                &run.id,
+                now,
+                "state",
+                &serde_json::json!({"from": from.name(), "to": to.name(), "reason": reason})
+                    .to_string(),
+            )?;
+            Ok(Ok(()))
         })?;
-        self.event(
-            &run.id,
-            "state",
-            serde_json::json!({"from": run.state.name(), "to": to.name(), "reason": reason}),
-        )?;
+        if let Err(state) = moved {
+            return Err(StoreError::Over { id: run.id, state });
+        }
         self.get(&run.id)
+    }
+
+    /// Runs `f` in one `IMMEDIATE` transaction: the write lock is taken at
+    /// its start, so what it reads stays true until it commits, across
+    /// processes (they wait for each other, up to the busy timeout).
+    fn write<T>(
+        &self,
+        f: impl FnOnce(&Connection) -> Result<T, rusqlite::Error>,
+    ) -> Result<T, StoreError> {
+        self.with(|c| {
+            let tx =
+                rusqlite::Transaction::new_unchecked(c, rusqlite::TransactionBehavior::Immediate)?;
+            let out = f(&tx)?;
+            tx.commit()?;
+            Ok(out)
+        })
     }
 
     /// Appends an event to run `id`'s log.
     pub fn event(&self, id: &str, kind: &str, data: Value) -> Result<u64, StoreError> {
         let now = now_ms() as i64;
         let data = data.to_string();
-        self.with(|c| {
-            let seq: i64 = c.query_row(
-                "SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE run_id = ?1",
-                params![id],
-                |r| r.get(0),
-            )?;
-            c.execute(
-                "INSERT INTO events (run_id, seq, at_ms, kind, data) VALUES (?1, ?2, ?3, ?4, ?5)",
-                params![id, seq, now, kind, data],
-            )?;
-            Ok(seq as u64)
-        })
+        self.write(|c| append_event(c, id, now, kind, &data))
     }
 
     /// Run `id`'s events after `after` (0 for all), in order.
     pub fn events(&self, id: &str, after: u64) -> Result<Vec<Event>, StoreError> {
         self.with(|c| {
             let mut q = c.prepare(
-                "SELECT seq, at_ms, kind, data FROM events WHERE run_id = ?1 AND seq > ?2 ORDER BY seq",
+                "SELECT id, seq, at_ms, kind, data FROM events WHERE run_id = ?1 AND seq > ?2 ORDER BY seq",
             )?;
             let rows = q
                 .query_map(params![id, after as i64], |r| {
-                    let data: String = r.get(3)?;
+                    let data: String = r.get(4)?;
                     Ok(Event {
-                        seq: r.get::<_, i64>(0)? as u64,
-                        at_ms: r.get::<_, i64>(1)? as u64,
-                        kind: r.get(2)?,
+                        id: r.get::<_, i64>(0)? as u64,
+                        seq: r.get::<_, i64>(1)? as u64,
+                        at_ms: r.get::<_, i64>(2)? as u64,
+                        kind: r.get(3)?,
                         data: serde_json::from_str(&data).unwrap_or(Value::Null),
                     })
                 })?

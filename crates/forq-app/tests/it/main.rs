@@ -9,3 +9,4 @@ mod server;
 
 mod github;
 mod seed;
+mod store;
