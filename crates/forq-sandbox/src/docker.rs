@@ -157,6 +157,15 @@ impl DockerBackend {
                 Network::Host | Network::Proxy => "host".to_owned(),
                 _ => "none".to_owned(),
             }),
+            // The disk cap holds per file here (the engine's storage quota
+            // needs xfs project quotas): the fsize ulimit.
+            ulimits: limits.disk_bytes.map(|b| {
+                vec![bollard::models::ResourcesUlimits {
+                    name: Some("fsize".to_owned()),
+                    soft: Some(b as i64),
+                    hard: Some(b as i64),
+                }]
+            }),
             cap_drop: Some(vec!["ALL".to_owned()]),
             security_opt: Some(vec!["no-new-privileges".to_owned()]),
             init: Some(true),
@@ -778,7 +787,10 @@ impl DockerSandbox {
             } else {
                 0
             };
-            if oom_kills > self.oom_seen.load(Ordering::Relaxed) {
+            if code == 128 + libc::SIGXFSZ && self.spec.limits.disk_bytes.is_some() {
+                outcome.killed_for_disk = true;
+                outcome.signal = Some(libc::SIGXFSZ);
+            } else if oom_kills > self.oom_seen.load(Ordering::Relaxed) {
                 self.oom_seen.store(oom_kills, Ordering::Relaxed);
                 outcome.killed_for_memory = true;
                 outcome.signal = Some(libc::SIGKILL);

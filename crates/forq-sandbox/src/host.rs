@@ -320,6 +320,7 @@ pub(crate) fn output_to_outcome(driven: output::Driven) -> ExecOutcome {
         timed_out: driven.timed_out,
         idle_timed_out: driven.idle_timed_out,
         killed_for_memory: false,
+        killed_for_disk: false,
         duration_ms: driven.duration.as_millis() as u64,
         stdout: driven.stdout.0,
         stdout_dropped: driven.stdout.1,

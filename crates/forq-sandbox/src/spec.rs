@@ -115,13 +115,20 @@ pub struct Limits {
     pub pids: Option<u64>,
     /// CPU cap in cores (e.g. `1.5`).
     pub cpus: Option<f64>,
+    /// Cap on the bytes a sandbox has written to its layers (native: its
+    /// upper and frozen layers; no single file may pass it either), and on
+    /// any one file it writes (docker, through the `fsize` ulimit). A
+    /// command over it is killed and reported as `killed_for_disk`.
+    #[serde(default)]
+    pub disk_bytes: Option<u64>,
 }
 
 impl Limits {
     /// The caps forq puts on every sandbox it makes for a run unless the
     /// operator says otherwise: a quarter of this machine's memory (at
-    /// least 1 GiB), 4096 processes, and all cores but one (at least one),
-    /// so that a runaway test leaves the host and forq itself room.
+    /// least 1 GiB), 4096 processes, all cores but one (at least one) and
+    /// 8 GiB written to its layers, so that a runaway test leaves the host
+    /// and forq itself room.
     pub fn standard() -> Self {
         let total = std::fs::read_to_string("/proc/meminfo")
             .ok()
@@ -136,7 +143,14 @@ impl Limits {
             memory_bytes: Some((total / 4).max(1 << 30)),
             pids: Some(4096),
             cpus: Some(cores.saturating_sub(1).max(1) as f64),
+            disk_bytes: Some(8 << 30),
         }
+    }
+
+    /// Sets the disk cap.
+    pub fn disk_bytes(mut self, bytes: u64) -> Self {
+        self.disk_bytes = Some(bytes);
+        self
     }
 
     /// Sets the memory cap.
@@ -329,6 +343,9 @@ pub struct ExecOutcome {
     pub idle_timed_out: bool,
     /// The memory cap was hit and the kernel killed it.
     pub killed_for_memory: bool,
+    /// The disk cap was hit and forq killed it.
+    #[serde(default)]
+    pub killed_for_disk: bool,
     /// Wall-clock duration in milliseconds.
     pub duration_ms: u64,
     /// Captured standard output (head and tail when capped).

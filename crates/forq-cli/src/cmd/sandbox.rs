@@ -89,6 +89,9 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             if outcome.killed_for_memory {
                 tracing::warn!("the command was killed for exceeding its memory cap");
             }
+            if outcome.killed_for_disk {
+                tracing::warn!("the command was stopped for filling its disk cap");
+            }
             if args.diff {
                 let diff = sandbox.diff().await?;
                 let _ = std::io::stderr().lock().write_all(diff.patch.as_bytes());

@@ -761,6 +761,84 @@ fn private_entries(dir: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
+/// The disk cap of one exec: what the sandbox's layers hold is measured
+/// every 100 ms, and the exec is killed when it passes the cap. (A single
+/// file never passes it: the payload's `RLIMIT_FSIZE` is the cap too.)
+struct DiskWatch {
+    cap: u64,
+    upper: PathBuf,
+    base: Arc<AtomicU64>,
+    over: Arc<std::sync::atomic::AtomicBool>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl DiskWatch {
+    fn start(
+        cap: u64,
+        upper: PathBuf,
+        frozen: Vec<PathBuf>,
+        shim: Option<i32>,
+        group: Arc<cgroup::Group>,
+    ) -> DiskWatch {
+        let over = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = over.clone();
+        let frozen_bytes = Arc::new(AtomicU64::new(0));
+        let known = frozen_bytes.clone();
+        let watched = upper.clone();
+        let task = tokio::spawn(async move {
+            let upper = watched;
+            let base = tokio::task::spawn_blocking(move || {
+                frozen.iter().map(|d| bytes_in(d)).sum::<u64>()
+            })
+            .await
+            .unwrap_or(0);
+            known.store(base, Ordering::SeqCst);
+            loop {
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                let dir = upper.clone();
+                let used = tokio::task::spawn_blocking(move || bytes_in(&dir))
+                    .await
+                    .unwrap_or(0);
+                if base + used >= cap {
+                    flag.store(true, Ordering::SeqCst);
+                    if let Some(pid) = shim {
+                        sys::kill(pid);
+                    }
+                    let group = group.clone();
+                    let _ = tokio::task::spawn_blocking(move || group.kill_all()).await;
+                    return;
+                }
+            }
+        });
+        DiskWatch {
+            cap,
+            upper,
+            base: frozen_bytes,
+            over,
+            task,
+        }
+    }
+
+    /// Stops watching; whether the cap was reached (by the watch, or by a
+    /// file the payload's rlimit stopped at the cap just before it ended).
+    fn stop(self) -> bool {
+        self.task.abort();
+        self.over.load(Ordering::SeqCst)
+            || self.base.load(Ordering::SeqCst) + bytes_in(&self.upper) >= self.cap
+    }
+}
+
+/// Bytes allocated to the files under `dir`.
+fn bytes_in(dir: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    walkdir::WalkDir::new(dir)
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.metadata().ok())
+        .map(|m| m.blocks() * 512)
+        .sum()
+}
+
 /// The egress proxy of one exec: a network namespace whose loopback has
 /// forq's proxy listening on it, served until the exec ends.
 struct Proxy {
@@ -1198,6 +1276,7 @@ impl Sandbox for NativeSandbox {
             } else {
                 spec.limits.memory_bytes
             },
+            rlimit_fsize: spec.limits.disk_bytes,
             cwd: cstr(&cwd.display().to_string()),
             status_fd: status_wr,
             join: shared.holder.as_ref().map(|h| {
@@ -1253,6 +1332,15 @@ impl Sandbox for NativeSandbox {
         let shim = child.id().map(|p| p as i32);
         let group = Arc::new(group);
         let killer = group.clone();
+        let disk = spec.limits.disk_bytes.map(|cap| {
+            DiskWatch::start(
+                cap,
+                self.dir.join("u"),
+                inner.frozen.iter().map(|l| l.dir.clone()).collect(),
+                shim,
+                group.clone(),
+            )
+        });
         let driven = output::drive(child, &req, &mut move || {
             if let Some(pid) = shim {
                 sys::kill(pid);
@@ -1260,6 +1348,7 @@ impl Sandbox for NativeSandbox {
             killer.kill_all();
         })
         .await;
+        let killed_for_disk = disk.is_some_and(|d| d.stop());
         let report = tokio::task::spawn_blocking(move || sys::decode(&sys::read_all(status_rd)))
             .await
             .ok()
@@ -1274,6 +1363,7 @@ impl Sandbox for NativeSandbox {
             timed_out: driven.timed_out,
             idle_timed_out: driven.idle_timed_out,
             killed_for_memory,
+            killed_for_disk,
             duration_ms: driven.duration.as_millis() as u64,
             stdout: driven.stdout.0,
             stdout_dropped: driven.stdout.1,

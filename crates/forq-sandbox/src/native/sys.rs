@@ -184,6 +184,8 @@ pub(crate) struct Plan {
     pub(crate) cgroup_procs: Vec<CString>,
     /// rlimits applied when no cgroup controller can cap memory.
     pub(crate) rlimit_as: Option<u64>,
+    /// The largest file the payload may write (the disk cap).
+    pub(crate) rlimit_fsize: Option<u64>,
     /// Working directory inside the new root.
     pub(crate) cwd: CString,
     /// Write end of the status pipe.
@@ -302,12 +304,17 @@ fn shim(plan: &Plan) -> io::Result<()> {
                 return Err(io::Error::last_os_error());
             }
         }
-        if let Some(bytes) = plan.rlimit_as {
-            let lim = libc::rlimit {
-                rlim_cur: bytes,
-                rlim_max: bytes,
-            };
-            libc::setrlimit(libc::RLIMIT_AS, &lim);
+        for (resource, limit) in [
+            (libc::RLIMIT_AS, plan.rlimit_as),
+            (libc::RLIMIT_FSIZE, plan.rlimit_fsize),
+        ] {
+            if let Some(bytes) = limit {
+                let lim = libc::rlimit {
+                    rlim_cur: bytes,
+                    rlim_max: bytes,
+                };
+                libc::setrlimit(resource, &lim);
+            }
         }
         if let Some((user, mnt)) = plan.join {
             if libc::setns(user, libc::CLONE_NEWUSER) != 0

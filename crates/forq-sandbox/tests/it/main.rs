@@ -60,6 +60,7 @@ macro_rules! isolating_backend {
             masked_host_paths_are_invisible,
             fork_bomb_is_stopped_by_pids_limit,
             memory_hog_is_killed_and_reported,
+            disk_filler_is_stopped_and_reported,
             $($extra),*
         ]);
     };

@@ -598,3 +598,58 @@ pub(crate) async fn destroy_releases_everything(h: &Harness) {
         }
     }
 }
+
+pub(crate) async fn disk_filler_is_stopped_and_reported(h: &Harness) {
+    let cap = 32 << 20;
+    let sb = h
+        .create_with(h.spec().limits(Limits::default().disk_bytes(cap)))
+        .await;
+    // One file that would be ten times the cap: stopped at the cap.
+    let out = sb
+        .exec(ExecRequest::new([
+            "dd",
+            "if=/dev/zero",
+            "of=/workspace/big",
+            "bs=1M",
+            "count=320",
+        ]))
+        .await
+        .unwrap();
+    assert!(out.killed_for_disk, "{out:?}");
+    assert!(!out.success(), "{out:?}");
+    let size = sh(&*sb, "wc -c < /workspace/big").await.stdout_text();
+    assert!(
+        size.trim().parse::<u64>().unwrap() <= cap,
+        "the file passed the cap: {size}"
+    );
+    sb.destroy().await.unwrap();
+    if h.kind == BackendKind::Native {
+        // Many files under the per-file limit: the layers' total is
+        // watched, and the command stopped well before it wrote them all.
+        let sb = h
+            .create_with(h.spec().limits(Limits::default().disk_bytes(cap)))
+            .await;
+        let out = sb
+            .exec(
+                ExecRequest::shell(
+                    "i=0; while [ $i -lt 400 ]; do head -c 1048576 /dev/zero > f$i; i=$((i+1)); sleep 0.01; done; echo all-written",
+                )
+                .timeout(std::time::Duration::from_secs(120)),
+            )
+            .await
+            .unwrap();
+        assert!(out.killed_for_disk, "{out:?}");
+        assert!(!out.stdout_text().contains("all-written"), "{out:?}");
+        sb.destroy().await.unwrap();
+    }
+    // Under the cap nothing is reported.
+    let sb = h
+        .create_with(h.spec().limits(Limits::default().disk_bytes(cap)))
+        .await;
+    let out = sh(&*sb, "head -c 1048576 /dev/zero > small; echo ok").await;
+    assert_eq!(
+        (out.stdout_text().as_str(), out.killed_for_disk),
+        ("ok\n", false)
+    );
+    sb.destroy().await.unwrap();
+}
