@@ -34,6 +34,7 @@ pub(crate) fn write_whole(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 /// keeps git (and forq's diffs) from seeing them.
 pub(crate) fn ignore_forq_dir(repo: &Path) -> std::io::Result<()> {
     let dir = repo.join(".forq");
+    forq_sandbox::refuse_link(&dir)?;
     std::fs::create_dir_all(&dir)?;
     let ignore = dir.join(".gitignore");
     if !ignore.exists() {

@@ -279,6 +279,21 @@ impl Index {
     /// The index of `root` at its default place ([`Index::default_db`]),
     /// brought up to date: what a caller that asks questions wants.
     pub fn open_current(root: &Path) -> Result<Index> {
+        // A repository is a stranger's: its `.forq` may not point elsewhere.
+        let dir = root.join(".forq");
+        if dir
+            .symlink_metadata()
+            .is_ok_and(|m| m.file_type().is_symlink())
+        {
+            return Err(Error::Io {
+                op: "keep the index in",
+                path: dir,
+                source: std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    "it is a symbolic link, and the index is never written through one; remove it",
+                ),
+            });
+        }
         let mut index = Index::open(&Index::default_db(root), root)?;
         index.update()?;
         Ok(index)

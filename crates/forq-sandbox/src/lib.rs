@@ -89,7 +89,7 @@ pub use spec::{
     ExecOutcome, ExecRequest, Limits, Network, OutputChunk, RootFs, SandboxSpec, StreamKind,
     DEFAULT_OUTPUT_CAP, WORKSPACE_DIR,
 };
-pub use state::{default_state_dir, ensure_private_dir, gc, mounts_under, GcReport};
+pub use state::{default_state_dir, ensure_private_dir, gc, mounts_under, refuse_link, GcReport};
 
 /// A process on the host, for the few tools that must run outside any
 /// sandbox (git, the Docker CLI). It is the one way forq starts a host

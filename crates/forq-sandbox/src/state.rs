@@ -81,6 +81,23 @@ pub fn ensure_private_dir(dir: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Refuses `dir` when it is a symbolic link: forq writes its own files
+/// under a repository's `.forq`, and a repository (a stranger's) could point
+/// that name anywhere. A missing `dir` is fine.
+pub fn refuse_link(dir: &Path) -> std::io::Result<()> {
+    match dir.symlink_metadata() {
+        Ok(m) if m.file_type().is_symlink() => Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!(
+                "{} is a symbolic link: forq keeps its own files there and never writes through \
+                 a link; remove the link",
+                dir.display()
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
+
 pub(crate) fn ensure_dir(dir: &Path) -> Result<()> {
     std::fs::create_dir_all(dir).map_err(|e| Error::io("create", dir, e))
 }

@@ -264,6 +264,7 @@ pub(crate) async fn run(args: AgentRunArgs) -> anyhow::Result<ExitCode> {
         .out
         .clone()
         .unwrap_or_else(|| repo.join(".forq").join("agent").join(run_id()));
+    forq_sandbox::refuse_link(&repo.join(".forq"))?;
     std::fs::create_dir_all(&out)
         .with_context(|| format!("cannot make the run directory {}", out.display()))?;
     let transcript = out.join("transcript.jsonl");

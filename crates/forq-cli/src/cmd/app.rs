@@ -99,6 +99,7 @@ fn config_check(args: ConfigCheckArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn open_store(state: &Path) -> anyhow::Result<Arc<Store>> {
+    forq_sandbox::refuse_link(state)?;
     Ok(Arc::new(Store::open(&state.join("forq.db"))?))
 }
 

@@ -180,6 +180,7 @@ pub(crate) async fn run(args: FixArgs) -> anyhow::Result<ExitCode> {
         .out
         .clone()
         .unwrap_or_else(|| repo.join(".forq").join("fix").join(run_id()));
+    forq_sandbox::refuse_link(&repo.join(".forq"))?;
     let backend = super::sandbox::open(args.backend.backend).await?;
     let mut gate = GateOptions::default().image(args.backend.image.clone());
     if !args.json {

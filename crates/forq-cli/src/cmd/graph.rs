@@ -15,7 +15,13 @@ use crate::cli::{
 };
 
 fn open(repo: &Path, db: Option<&PathBuf>, options: IndexOptions) -> anyhow::Result<Index> {
-    let db = db.cloned().unwrap_or_else(|| Index::default_db(repo));
+    let db = match db {
+        Some(db) => db.clone(),
+        None => {
+            forq_sandbox::refuse_link(&repo.join(".forq"))?;
+            Index::default_db(repo)
+        }
+    };
     Index::open_with(&db, repo, options)
         .with_context(|| format!("open the code graph of {}", repo.display()))
 }

@@ -864,3 +864,62 @@ async fn a_reader_that_stops_reading_is_not_an_error() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[tokio::test]
+async fn a_repositorys_forq_dir_that_is_a_link_is_never_written_through() {
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = tmp.path().join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    std::fs::write(repo.join("calc.py"), "def add(a, b):\n    return a + b\n").unwrap();
+    let elsewhere = tmp.path().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, repo.join(".forq")).unwrap();
+    let repo_s = repo.to_str().unwrap();
+    for args in [
+        vec!["graph", "index", repo_s],
+        vec!["bootstrap", repo_s, "--backend", "host"],
+    ] {
+        let out = forq(&args).await;
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_ne!(out.status.code(), Some(0), "{args:?}: {stderr}");
+        assert!(stderr.contains("symbolic link"), "{args:?}: {stderr}");
+    }
+    assert_eq!(
+        std::fs::read_dir(&elsewhere).unwrap().count(),
+        0,
+        "something was written through the link"
+    );
+}
+
+#[tokio::test]
+async fn under_a_terminal_the_sandbox_gets_none() {
+    if !native_or_skip("under_a_terminal_the_sandbox_gets_none") {
+        return;
+    }
+    // `script` runs forq with a pseudo-terminal as its controlling
+    // terminal; the host backend shows what the sandbox would have had.
+    let probe = "read -r _ _ _ _ _ _ tty _ < /proc/self/stat; echo tty=$tty; \
+                 (: > /dev/tty) 2>/dev/null && echo tty-opened || echo tty-refused";
+    let run = |backend: &'static str| {
+        let command = format!(
+            "{} sandbox run --backend {backend} --repo examples/calc -- sh -c '{probe}'",
+            env!("CARGO_BIN_EXE_forq")
+        );
+        async move {
+            forq_sandbox::host_command("script")
+                .args(["-qec", &command, "/dev/null"])
+                .current_dir(repo_root())
+                .env("NO_COLOR", "1")
+                .output()
+                .await
+                .expect("run script (util-linux)")
+        }
+    };
+    let host = run("host").await;
+    let host_text = String::from_utf8_lossy(&host.stdout);
+    assert!(host_text.contains("tty-opened"), "the control: {host_text}");
+    let native = run("native").await;
+    let text = String::from_utf8_lossy(&native.stdout);
+    assert!(text.contains("tty=0"), "{text}");
+    assert!(text.contains("tty-refused"), "{text}");
+}
