@@ -14,8 +14,12 @@
 //! - [`NativeBackend`]: Linux namespaces (mount, pid, net, ipc, uts) and
 //!   overlayfs layers; a fork is a new empty upper layer over shared frozen
 //!   ones, so it costs a few mounts and no copying. Caps through cgroups.
-//!   Without root the overlays live in a user namespace of the backend's
-//!   own.
+//!   As root the sandbox's root is an unprivileged host uid (a user
+//!   namespace over idmapped mounts); without root the overlays live in a
+//!   user namespace of the backend's own. Every payload runs with no
+//!   capability, under a seccomp filter, in a session with no terminal;
+//!   [`protections`] says what holds on this machine, and SECURITY.md in the
+//!   repository what each layer stops.
 //! - `DockerBackend` (feature `docker`, on by default): a container per
 //!   sandbox through the Docker Engine API; snapshot is a commit, fork a new
 //!   container from it. `DOCKER_HOST` is honoured.

@@ -77,12 +77,13 @@ fn config_check(args: ConfigCheckArgs) -> anyhow::Result<ExitCode> {
                 let caps = config.gate_options().limits;
                 writeln!(
                     out,
-                    "# sandbox caps in effect: memory {} MiB, pids {}, cpus {}",
+                    "# sandbox caps in effect: memory {} MiB, pids {}, cpus {}, disk {} MiB",
                     caps.memory_bytes.unwrap_or_default() >> 20,
                     caps.pids
                         .map_or_else(|| "no cap".to_owned(), |p| p.to_string()),
                     caps.cpus
                         .map_or_else(|| "no cap".to_owned(), |c| c.to_string()),
+                    caps.disk_bytes.unwrap_or_default() >> 20,
                 )?;
             }
             Ok(ExitCode::SUCCESS)
