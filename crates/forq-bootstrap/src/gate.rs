@@ -581,7 +581,7 @@ async fn run_stack(
         source,
     };
     let spec = crate::runner::spec(backend, repo, stack, options);
-    let docker = !crate::runner::per_command_network(backend.kind());
+    let fixed_network = !backend.per_exec_network();
     let sandbox = backend.create(&spec).await.map_err(sandbox_error)?;
     let mut run = StackRun {
         name: stack.name().to_owned(),
@@ -598,7 +598,7 @@ async fn run_stack(
     };
     let exec = |script: &str, timeout: Duration, network: Network| {
         let req = crate::runner::shell(script, timeout);
-        if docker {
+        if fixed_network {
             req
         } else {
             req.network(network)

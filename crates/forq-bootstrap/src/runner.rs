@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use forq_sandbox::{Backend, BackendKind, ExecOutcome, ExecRequest, Network, Sandbox, SandboxSpec};
+use forq_sandbox::{Backend, ExecOutcome, ExecRequest, Network, Sandbox, SandboxSpec};
 use serde::Serialize;
 
 use crate::detect::{Stack, StackKind};
@@ -28,9 +28,10 @@ pub(crate) fn shell(script: &str, timeout: Duration) -> ExecRequest {
         .stdin(Vec::new())
 }
 
-/// The sandbox a stack runs in: `CI=true`, `NO_COLOR=1`. A docker
-/// container's network is fixed when it is made, so one with install steps
-/// gets the host's for its whole life; other backends choose per command.
+/// The sandbox a stack runs in: `CI=true`, `NO_COLOR=1`. Where the backend
+/// lets each exec choose its network, installs get the egress proxy and
+/// tests none; elsewhere (a remote docker engine) a container with install
+/// steps has the install network for its whole life.
 pub(crate) fn spec(
     backend: &dyn Backend,
     repo: &Path,
@@ -56,16 +57,13 @@ pub(crate) fn spec(
     );
     egress.extend(options.egress_allow.iter().cloned());
     let spec = spec.egress(egress);
-    match backend.kind() {
-        BackendKind::Docker if !stack.install.is_empty() => spec.network(options.install_network),
-        BackendKind::Docker => spec.network(options.test_network),
-        _ => spec,
+    if backend.per_exec_network() {
+        spec
+    } else if !stack.install.is_empty() {
+        spec.network(options.install_network)
+    } else {
+        spec.network(options.test_network)
     }
-}
-
-/// Whether per-command network choices apply on this backend.
-pub(crate) fn per_command_network(backend: BackendKind) -> bool {
-    backend != BackendKind::Docker
 }
 
 /// A sandbox over `repo` with `stack`'s install steps done (through the
@@ -89,7 +87,7 @@ pub async fn provision(
         .map_err(sandbox_error)?;
     for command in &stack.install {
         let mut req = shell(command, install_timeout);
-        if per_command_network(backend.kind()) {
+        if backend.per_exec_network() {
             req = req.network(options.install_network);
         }
         let out = match sandbox.exec(req).await {
@@ -222,9 +220,9 @@ pub async fn run_tests(
     let command = selection_command(stack, selection);
     let started = Instant::now();
     let mut req = shell(&command, timeout).output_cap(TEST_OUTPUT_CAP);
-    if per_command_network(sandbox.backend()) {
-        req = req.network(Network::None);
-    }
+    // A docker container that has the host's network keeps it (the engine
+    // is remote, or forq is not root): `forq doctor` says so.
+    req = req.network(Network::None);
     let out = sandbox.exec(req).await?;
     let text = out.stdout_text();
     let lines: Vec<&str> = text.lines().collect();

@@ -90,6 +90,14 @@ pub trait Backend: Send + Sync + fmt::Debug {
 
     /// A fresh sandbox over `spec.base`.
     async fn create(&self, spec: &SandboxSpec) -> Result<Box<dyn Sandbox>>;
+
+    /// Whether each exec may choose its network ([`crate::ExecRequest::network`]:
+    /// the proxy for an install, none for the test run after it). Where not,
+    /// a sandbox's network is fixed when it is made, and a caller that needs
+    /// installs makes it with [`crate::Network::Proxy`].
+    fn per_exec_network(&self) -> bool {
+        true
+    }
 }
 
 /// An isolated, forkable view of a repository in which commands run.

@@ -56,6 +56,10 @@ pub struct DockerOptions {
 pub struct DockerBackend {
     docker: Docker,
     owner: String,
+    /// The engine is on this machine (its unix socket) and forq is root, so
+    /// forq can reach a container's network namespace and serve the egress
+    /// proxy inside it.
+    proxy_here: bool,
 }
 
 fn docker_err(op: &'static str) -> impl FnOnce(bollard::errors::Error) -> Error {
@@ -92,10 +96,34 @@ impl DockerBackend {
             .ping()
             .await
             .map_err(|e| unavailable(format!("the Docker engine does not answer a ping: {e}")))?;
+        let address = options
+            .host
+            .clone()
+            .or_else(|| std::env::var("DOCKER_HOST").ok())
+            .unwrap_or_default();
+        let local = address.is_empty() || address.starts_with("unix://");
         Ok(DockerBackend {
             docker,
             owner: owner_label(),
+            proxy_here: local && crate::native::sys::euid() == 0,
         })
+    }
+
+    /// The network a container made for `wanted` gets: the egress proxy is
+    /// served inside a container with no network where forq can reach its
+    /// namespace; elsewhere an install container has the host's network.
+    fn container_network(&self, wanted: Network) -> Network {
+        match wanted {
+            Network::Proxy if self.proxy_here => Network::None,
+            Network::Proxy => Network::Host,
+            other => other,
+        }
+    }
+
+    /// Whether install steps here get the egress proxy (else the host's
+    /// network, for the container's whole life).
+    pub fn serves_proxy(&self) -> bool {
+        self.proxy_here
     }
 
     /// The engine's security options (`name=seccomp,profile=default`,
@@ -151,10 +179,8 @@ impl DockerBackend {
             memory_swap: limits.memory_bytes.map(|m| m as i64),
             pids_limit: limits.pids.map(|p| p as i64),
             nano_cpus: limits.cpus.map(|c| (c * 1e9) as i64),
-            network_mode: Some(match spec.network {
-                // No proxy here yet: an install container has the host's
-                // network, which `forq doctor` says.
-                Network::Host | Network::Proxy => "host".to_owned(),
+            network_mode: Some(match self.container_network(spec.network) {
+                Network::Host => "host".to_owned(),
                 _ => "none".to_owned(),
             }),
             // The disk cap holds per file here (the engine's storage quota
@@ -392,6 +418,10 @@ fn workspace_tar(base: &Path) -> Result<Vec<u8>> {
 impl Backend for DockerBackend {
     fn kind(&self) -> BackendKind {
         BackendKind::Docker
+    }
+
+    fn per_exec_network(&self) -> bool {
+        self.proxy_here
     }
 
     #[tracing::instrument(skip_all, fields(base = %spec.base.display()))]
@@ -765,6 +795,29 @@ impl DockerSandbox {
         })
     }
 
+    /// The egress proxy on the container's loopback, for one exec.
+    async fn serve_proxy(&self) -> Result<crate::egress::Served> {
+        let info = self
+            .backend
+            .docker
+            .inspect_container(&self.container, None)
+            .await
+            .map_err(docker_err("inspect the container"))?;
+        let pid = info
+            .state
+            .and_then(|s| s.pid)
+            .filter(|p| *p > 0)
+            .ok_or_else(|| {
+                Error::InvalidSpec("the container has no process to find its network by".to_owned())
+            })?;
+        let ns_path = PathBuf::from(format!("/proc/{pid}/ns/net"));
+        let made = std::fs::File::open(&ns_path).and_then(|netns| {
+            let listener = crate::native::sys::listener_in(&netns, crate::egress::PROXY_PORT)?;
+            crate::egress::Served::start(netns, listener, &self.spec.egress)
+        });
+        made.map_err(|e| Error::io("serve the egress proxy in", ns_path, e))
+    }
+
     async fn run(&self, req: ExecRequest) -> Result<ExecOutcome> {
         let RawExec {
             program,
@@ -887,7 +940,21 @@ impl Sandbox for DockerSandbox {
     #[tracing::instrument(skip_all, fields(id = %self.id))]
     async fn exec(&self, req: ExecRequest) -> Result<ExecOutcome> {
         let _live = self.live().await?;
-        if req.network.is_some_and(|n| n != self.spec.network) {
+        let container = self.backend.container_network(self.spec.network);
+        let wanted = req.network.unwrap_or(self.spec.network);
+        if wanted == Network::Proxy && container == Network::None {
+            let served = self.serve_proxy().await?;
+            let mut req = req;
+            req.env.extend(crate::egress::Served::env());
+            let outcome = self.run(req).await;
+            drop(served);
+            return outcome;
+        }
+        // Less network than the container has (none, in a container that
+        // has the host's) cannot be taken away, and is not asked for by
+        // callers that know `per_exec_network`; more is refused.
+        let more = wanted != Network::None && self.backend.container_network(wanted) != container;
+        if more {
             return Err(Error::InvalidSpec(format!(
                 "a docker sandbox's network is fixed when its container is created ({:?}); \
                  create the sandbox with the network this exec needs",

@@ -123,8 +123,51 @@ fn non_public(ip: IpAddr) -> bool {
     }
 }
 
+/// The proxy of one exec: a listener inside the exec's network namespace,
+/// served by forq's runtime until this is dropped.
+pub(crate) struct Served {
+    /// The namespace the exec joins (native) or already is in (docker).
+    pub(crate) netns: std::fs::File,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Served {
+    /// Serves `allow` on `listener` (made inside `netns`).
+    pub(crate) fn start(
+        netns: std::fs::File,
+        listener: std::net::TcpListener,
+        allow: &EgressAllow,
+    ) -> std::io::Result<Served> {
+        listener.set_nonblocking(true)?;
+        let listener = TcpListener::from_std(listener)?;
+        Ok(Served {
+            netns,
+            task: serve(listener, Arc::new(allow.clone())),
+        })
+    }
+
+    /// The variables that point package clients at the proxy.
+    pub(crate) fn env() -> Vec<(String, String)> {
+        let url = format!("http://127.0.0.1:{PROXY_PORT}");
+        let mut env: Vec<(String, String)> =
+            ["HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"]
+                .into_iter()
+                .map(|k| (k.to_owned(), url.clone()))
+                .collect();
+        env.push(("NO_PROXY".to_owned(), String::new()));
+        env.push(("no_proxy".to_owned(), String::new()));
+        env
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
 /// Serves proxy connections accepted on `listener` until dropped.
-pub(crate) fn serve(listener: TcpListener, allow: Arc<EgressAllow>) -> tokio::task::JoinHandle<()> {
+fn serve(listener: TcpListener, allow: Arc<EgressAllow>) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         loop {
             let Ok((conn, _)) = listener.accept().await else {

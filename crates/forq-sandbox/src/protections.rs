@@ -251,11 +251,24 @@ async fn docker_protections() -> Vec<Protection> {
             true,
             "enforced by the engine's cgroups".to_owned(),
         ),
-        line(
-            d,
-            "network for installs",
-            false,
-            "a container with install steps uses the host's network for its whole life".to_owned(),
-        ),
+        if backend.serves_proxy() {
+            line(
+                d,
+                "network for installs",
+                true,
+                "containers have no network; install steps get forq's egress proxy on the \
+                 container's loopback (the stack's registries and FORQ_EGRESS_ALLOW)"
+                    .to_owned(),
+            )
+        } else {
+            line(
+                d,
+                "network for installs",
+                false,
+                "the engine is not this machine's socket (or forq is not root): a container \
+                 with install steps has the host's network for its whole life"
+                    .to_owned(),
+            )
+        },
     ]
 }

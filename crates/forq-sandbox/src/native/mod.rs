@@ -839,33 +839,12 @@ fn bytes_in(dir: &Path) -> u64 {
         .sum()
 }
 
-/// The egress proxy of one exec: a network namespace whose loopback has
-/// forq's proxy listening on it, served until the exec ends.
-struct Proxy {
-    netns: std::fs::File,
-    server: tokio::task::JoinHandle<()>,
-}
-
-impl Proxy {
-    fn start(allow: &crate::egress::EgressAllow) -> Result<Proxy> {
-        let (netns, listener) = sys::net_namespace_with_listener(crate::egress::PROXY_PORT)
-            .map_err(|e| Error::io("make the egress proxy's network", "netns", e))?;
-        listener
-            .set_nonblocking(true)
-            .map_err(|e| Error::io("make the egress proxy's network", "listener", e))?;
-        let listener = tokio::net::TcpListener::from_std(listener)
-            .map_err(|e| Error::io("make the egress proxy's network", "listener", e))?;
-        Ok(Proxy {
-            netns,
-            server: crate::egress::serve(listener, Arc::new(allow.clone())),
-        })
-    }
-}
-
-impl Drop for Proxy {
-    fn drop(&mut self) {
-        self.server.abort();
-    }
+/// The egress proxy of one exec: a new network namespace with the proxy
+/// listening on its loopback.
+fn start_proxy(allow: &crate::egress::EgressAllow) -> Result<crate::egress::Served> {
+    let made = sys::net_namespace_with_listener(crate::egress::PROXY_PORT)
+        .and_then(|(netns, listener)| crate::egress::Served::start(netns, listener, allow));
+    made.map_err(|e| Error::io("make the egress proxy's network", "netns", e))
 }
 
 /// A frozen layer directory, removed when the last sandbox or snapshot
@@ -1241,7 +1220,7 @@ impl Sandbox for NativeSandbox {
         )?;
         let network = req.network.unwrap_or(spec.network);
         let proxy = match network {
-            Network::Proxy if shared.ids.is_some() => Some(Proxy::start(&spec.egress)?),
+            Network::Proxy if shared.ids.is_some() => Some(start_proxy(&spec.egress)?),
             Network::Proxy => {
                 static SAID: std::sync::Once = std::sync::Once::new();
                 SAID.call_once(|| {
@@ -1294,11 +1273,7 @@ impl Sandbox for NativeSandbox {
         env.entry("HOME".to_owned())
             .or_insert_with(|| shared.home.display().to_string());
         if proxy.is_some() {
-            let url = format!("http://127.0.0.1:{}", crate::egress::PROXY_PORT);
-            for key in ["HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"] {
-                env.insert(key.to_owned(), url.clone());
-            }
-            env.insert("NO_PROXY".to_owned(), String::new());
+            env.extend(crate::egress::Served::env());
         }
         env.extend(req.env.clone());
         // This is the sandbox's command builder: the one place a native

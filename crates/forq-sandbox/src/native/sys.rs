@@ -954,6 +954,26 @@ pub(crate) fn lchown(path: &CString, uid: u32, gid: u32) -> io::Result<()> {
     Ok(())
 }
 
+/// A TCP listener on `127.0.0.1:port` inside the network namespace `ns`
+/// (a container's), made on a thread of its own that joins it and ends.
+#[cfg_attr(not(feature = "docker"), allow(dead_code))] // the docker backend's
+pub(crate) fn listener_in(ns: &std::fs::File, port: u16) -> io::Result<std::net::TcpListener> {
+    use std::os::fd::AsRawFd;
+    let fd = ns.as_raw_fd();
+    std::thread::scope(|scope| {
+        scope
+            .spawn(move || {
+                // SAFETY: setns on this thread alone, which ends right after.
+                if unsafe { libc::setns(fd, libc::CLONE_NEWNET) } != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                std::net::TcpListener::bind(("127.0.0.1", port))
+            })
+            .join()
+            .unwrap_or_else(|_| Err(io::Error::other("the namespace thread panicked")))
+    })
+}
+
 /// A new network namespace with its loopback up and a TCP listener on
 /// `127.0.0.1:port` inside it, made on a thread of its own (a namespace is
 /// per thread) that ends at once: the namespace lives on in the returned

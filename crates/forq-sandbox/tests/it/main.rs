@@ -71,7 +71,8 @@ isolating_backend!(
     crate::common::Harness::native,
     [
         host_network_reaches_host_loopback,
-        one_exec_can_have_the_host_network
+        one_exec_can_have_the_host_network,
+        installs_reach_only_allowed_hosts_through_the_proxy
     ]
 );
 isolating_backend!(
@@ -85,6 +86,9 @@ isolating_backend!(
 isolating_backend!(
     docker,
     crate::common::Harness::docker,
-    [a_network_override_is_refused_not_ignored]
+    [
+        a_network_override_is_refused_not_ignored,
+        installs_reach_only_allowed_hosts_through_the_proxy
+    ]
 );
 every_backend!(host, crate::common::Harness::host, []);

@@ -653,3 +653,92 @@ pub(crate) async fn disk_filler_is_stopped_and_reported(h: &Harness) {
     );
     sb.destroy().await.unwrap();
 }
+
+/// A loopback HTTP server on the host that answers every request with
+/// `body`, for as long as the test runs.
+async fn http_server(body: &'static str) -> u16 {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        while let Ok((mut conn, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut buf = [0u8; 4096];
+                let _ = conn.read(&mut buf).await;
+                let reply = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = conn.write_all(reply.as_bytes()).await;
+            });
+        }
+    });
+    port
+}
+
+/// busybox wget inside the sandbox: each URL through the proxy settings
+/// the exec got, then each port straight (`-Y off`); one line each.
+fn wget_script(urls: &[String], direct: &[u16]) -> String {
+    let mut script = String::new();
+    for url in urls {
+        script.push_str(&format!(
+            "echo \"get $(busybox wget -q -O - '{url}' 2>&1 | tr '\\n' ' ')\"; "
+        ));
+    }
+    for port in direct {
+        script.push_str(&format!(
+            "echo \"direct $(busybox wget -Y off -q -O - 'http://127.0.0.1:{port}/' 2>&1 | tr '\\n' ' ')\"; "
+        ));
+    }
+    script
+}
+
+pub(crate) async fn installs_reach_only_allowed_hosts_through_the_proxy(h: &Harness) {
+    let registry = http_server("registry-ok").await;
+    let host_service = http_server("host-secret").await;
+    let spec = h
+        .spec()
+        .network(Network::None)
+        .egress(forq_sandbox::EgressAllow::new([format!(
+            "127.0.0.1:{registry}"
+        )]));
+    let sb = h.create_with(spec).await;
+    let urls = [
+        format!("http://127.0.0.1:{registry}/simple/"),
+        format!("http://127.0.0.1:{host_service}/"),
+        "http://localhost:1/".to_owned(),
+    ];
+    let install = sb
+        .exec(
+            ExecRequest::shell(wget_script(&urls, &[registry, host_service]))
+                .network(Network::Proxy)
+                .timeout(Duration::from_secs(60)),
+        )
+        .await
+        .unwrap();
+    let text = install.stdout_text();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 5, "{install:?}");
+    assert!(lines[0].contains("registry-ok"), "allowed: {text}");
+    assert!(lines[1].contains("403"), "not on the allowlist: {text}");
+    assert!(lines[2].contains("403"), "loopback by name: {text}");
+    for direct in &lines[3..] {
+        assert!(
+            direct.contains("refused") && !direct.contains("secret"),
+            "straight to host loopback: {text}"
+        );
+    }
+    // A test run (no network) cannot reach the proxy, nor the host.
+    let test_run = sh(
+        &*sb,
+        &wget_script(&[], &[forq_sandbox::PROXY_PORT, registry]),
+    )
+    .await;
+    let text = test_run.stdout_text();
+    assert_eq!(text.lines().count(), 2, "{test_run:?}");
+    assert!(
+        text.lines().all(|l| l.contains("refused")),
+        "a test run reached the proxy or the host: {text}"
+    );
+    sb.destroy().await.unwrap();
+}
