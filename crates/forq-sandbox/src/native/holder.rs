@@ -36,12 +36,7 @@ impl Holder {
             requests: req_r,
             replies: rep_w,
         });
-        // The holder never execs; the program is only a placeholder.
-        #[allow(clippy::disallowed_methods)] // the sandbox's own process builder
-        let mut cmd = std::process::Command::new("/proc/self/exe");
-        cmd.stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null());
+        let mut cmd = sys::helper_command();
         sys::install_holder(&mut cmd, plan);
         let spawned = cmd.spawn();
         sys::close(req_r);

@@ -133,12 +133,7 @@ impl Drop for Ids {
 /// descriptor (the process that made it is gone by then).
 fn user_namespace(map: &str) -> std::io::Result<File> {
     let (ready_r, ready_w) = sys::pipe()?;
-    // The helper never execs; the program is only a placeholder.
-    #[allow(clippy::disallowed_methods)] // the sandbox's own process builder
-    let mut cmd = std::process::Command::new("/proc/self/exe");
-    cmd.stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null());
+    let mut cmd = sys::helper_command();
     sys::install_userns_helper(&mut cmd, ready_w);
     let spawned = cmd.spawn();
     sys::close(ready_w);

@@ -55,7 +55,6 @@ const REFUSED: &[(&str, libc::c_long)] = &[
     ("open_by_handle_at", libc::SYS_open_by_handle_at),
     ("name_to_handle_at", libc::SYS_name_to_handle_at),
     ("lookup_dcookie", libc::SYS_lookup_dcookie),
-    ("personality", libc::SYS_personality),
     #[cfg(target_arch = "x86_64")]
     ("iopl", libc::SYS_iopl),
     #[cfg(target_arch = "x86_64")]
@@ -75,6 +74,7 @@ const REFUSED: &[(&str, libc::c_long)] = &[
 pub(crate) fn refused_names() -> Vec<&'static str> {
     let mut names: Vec<&str> = REFUSED.iter().map(|(n, _)| *n).collect();
     names.push("clone (with CLONE_NEWUSER)");
+    names.push("personality (but the default, 32-bit Linux and the query)");
     names.push("clone3 (ENOSYS, so C libraries fall back to clone)");
     names
 }
@@ -113,6 +113,18 @@ fn build() -> Result<Vec<BpfProgram>, seccompiler::BackendError> {
             SeccompCmpOp::MaskedEq(new_user),
             new_user,
         )?])?],
+    );
+    // personality: only the values Docker's profile allows (the default,
+    // a 32-bit Linux, and the query), not ADDR_NO_RANDOMIZE and the like.
+    let allowed_personalities = [0u64, 0x0008, 0x20000, 0x20008, 0xffff_ffff];
+    refused.insert(
+        libc::SYS_personality,
+        vec![SeccompRule::new(
+            allowed_personalities
+                .into_iter()
+                .map(|v| SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Ne, v))
+                .collect::<Result<_, _>>()?,
+        )?],
     );
     let eperm = SeccompFilter::new(
         refused,

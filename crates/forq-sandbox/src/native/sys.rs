@@ -881,6 +881,18 @@ pub(crate) fn file_from_fd(fd: RawFd) -> std::fs::File {
     unsafe { std::fs::File::from_raw_fd(fd) }
 }
 
+/// The process builder of the backend's helpers (the holder, the maker of a
+/// user namespace): they never exec, so the program is only a placeholder,
+/// and they see no standard streams.
+pub(crate) fn helper_command() -> std::process::Command {
+    #[allow(clippy::disallowed_methods)] // the sandbox's own process builder
+    let mut cmd = std::process::Command::new("/proc/self/exe");
+    cmd.stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    cmd
+}
+
 /// Installs on `cmd` a process that enters a new user namespace, says so on
 /// `ready` and sleeps until killed: its parent writes the maps, opens the
 /// namespace and ends it. It never execs.

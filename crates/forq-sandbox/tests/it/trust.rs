@@ -208,9 +208,15 @@ async fn payload_has_a_session_of_its_own_and_no_terminal() {
 /// Calls system call `nr` with zero arguments from Python inside the
 /// sandbox and prints `errno`.
 fn errno_of(nr: libc::c_long) -> String {
+    errno_with(nr, 0)
+}
+
+/// The same with `arg0` as the first argument.
+fn errno_with(nr: libc::c_long, arg0: u64) -> String {
     format!(
         "python3 -c \"import ctypes; l = ctypes.CDLL(None, use_errno=True); \
-         r = l.syscall({nr}, 0, 0, 0, 0, 0); print(ctypes.get_errno() if r < 0 else 'ok')\""
+         r = l.syscall({nr}, ctypes.c_ulong({arg0}), 0, 0, 0, 0); \
+         print(ctypes.get_errno() if r < 0 else 'ok')\""
     )
 }
 
@@ -234,6 +240,12 @@ async fn the_filter_refuses_namespaces_keyrings_and_bpf_politely() {
         let out = sh(&*sb, &errno_of(nr)).await;
         assert_eq!(out.stdout_text().trim(), eperm, "syscall {nr}: {out:?}");
     }
+    // personality: the query is fine, turning off address randomisation
+    // is not.
+    let query = sh(&*sb, &errno_with(libc::SYS_personality, 0xffff_ffff)).await;
+    assert_eq!(query.stdout_text().trim(), "ok", "{query:?}");
+    let no_aslr = sh(&*sb, &errno_with(libc::SYS_personality, 0x0040000)).await;
+    assert_eq!(no_aslr.stdout_text().trim(), eperm, "{no_aslr:?}");
     // clone3 says "not here", so threads fall back to clone and still work.
     let out = sh(&*sb, &errno_of(libc::SYS_clone3)).await;
     assert_eq!(out.stdout_text().trim(), libc::ENOSYS.to_string());
