@@ -177,25 +177,20 @@ fn native_protections(options: NativeOptions) -> Vec<Protection> {
         true,
         "none: a loopback interface of the sandbox's own".to_owned(),
     ));
-    out.push(if uid != 0 && !backend.in_user_namespace() {
-        line(
-            n,
-            "network for installs",
-            true,
-            "forq's egress proxy: the stack's package registries and FORQ_EGRESS_ALLOW, \
-             nothing else"
-                .to_owned(),
-        )
-    } else {
-        line(
-            n,
-            "network for installs",
-            false,
-            "without root install steps get the host's network (the proxy needs a network \
-             namespace forq can only make as root)"
-                .to_owned(),
-        )
-    });
+    out.push(line(
+        n,
+        "network for installs",
+        true,
+        format!(
+            "a network namespace whose only way out is forq's egress proxy: the stack's \
+             package registries and FORQ_EGRESS_ALLOW, nothing else{}",
+            if backend.in_user_namespace() {
+                " (made inside forq's user namespace)"
+            } else {
+                ""
+            }
+        ),
+    ));
     out
 }
 

@@ -185,8 +185,9 @@ pub enum Network {
     /// A network of the sandbox's own whose only way out is forq's egress
     /// proxy (`HTTP_PROXY`/`HTTPS_PROXY` point at it), which reaches only
     /// the hosts of [`SandboxSpec::egress`]: what install steps get. Where
-    /// a backend cannot give it (the native backend without root, docker)
-    /// it is the host's network, and `forq doctor` says so.
+    /// a backend cannot give it (a docker engine that is not this machine's
+    /// socket, or forq not root) a sandbox made with it has the host's
+    /// network, and `forq doctor` says so.
     Proxy,
 }
 

@@ -97,6 +97,34 @@ impl Holder {
         PathBuf::from(format!("/proc/{}/mountinfo", self.pid))
     }
 
+    /// A network namespace owned by the holder's user namespace, with a
+    /// listener on `127.0.0.1:port` inside it (the egress proxy's, without
+    /// root).
+    pub(crate) fn net_namespace_with_listener(
+        &self,
+        port: u16,
+    ) -> std::io::Result<(File, std::net::TcpListener)> {
+        use std::os::fd::AsRawFd;
+        let (ready_r, ready_w) = sys::pipe()?;
+        let mut cmd = sys::helper_command();
+        sys::install_net_helper(&mut cmd, self.ns_user.as_raw_fd(), ready_w, port);
+        let spawned = cmd.spawn();
+        sys::close(ready_w);
+        let mut ready = sys::file_from_fd(ready_r);
+        let mut child = spawned?;
+        let result = (|| {
+            let mut number = [0u8; 4];
+            ready.read_exact(&mut number)?;
+            let pid = child.id();
+            let socket = sys::take_fd(pid, i32::from_ne_bytes(number))?;
+            let netns = File::open(format!("/proc/{pid}/ns/net"))?;
+            Ok((netns, std::net::TcpListener::from(socket)))
+        })();
+        let _ = child.kill();
+        let _ = child.wait();
+        result
+    }
+
     /// Descriptors of the namespaces an exec joins.
     pub(crate) fn namespaces(&self) -> (&File, &File) {
         (&self.ns_user, &self.ns_mnt)

@@ -841,9 +841,16 @@ fn bytes_in(dir: &Path) -> u64 {
 
 /// The egress proxy of one exec: a new network namespace with the proxy
 /// listening on its loopback.
-fn start_proxy(allow: &crate::egress::EgressAllow) -> Result<crate::egress::Served> {
-    let made = sys::net_namespace_with_listener(crate::egress::PROXY_PORT)
-        .and_then(|(netns, listener)| crate::egress::Served::start(netns, listener, allow));
+fn start_proxy(
+    holder: Option<&holder::Holder>,
+    allow: &crate::egress::EgressAllow,
+) -> Result<crate::egress::Served> {
+    let port = crate::egress::PROXY_PORT;
+    let made = match holder {
+        Some(h) => h.net_namespace_with_listener(port),
+        None => sys::net_namespace_with_listener(port),
+    }
+    .and_then(|(netns, listener)| crate::egress::Served::start(netns, listener, allow));
     made.map_err(|e| Error::io("make the egress proxy's network", "netns", e))
 }
 
@@ -1220,17 +1227,7 @@ impl Sandbox for NativeSandbox {
         )?;
         let network = req.network.unwrap_or(spec.network);
         let proxy = match network {
-            Network::Proxy if shared.ids.is_some() => Some(start_proxy(&spec.egress)?),
-            Network::Proxy => {
-                static SAID: std::sync::Once = std::sync::Once::new();
-                SAID.call_once(|| {
-                    tracing::warn!(
-                        "install steps get the host's network: without root the native backend \
-                         cannot put them behind the egress proxy"
-                    );
-                });
-                None
-            }
+            Network::Proxy => Some(start_proxy(shared.holder.as_ref(), &spec.egress)?),
             _ => None,
         };
         let (status_rd, status_wr) =

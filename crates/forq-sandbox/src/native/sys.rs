@@ -1008,3 +1008,83 @@ pub(crate) fn net_namespace_with_listener(
     .join()
     .unwrap_or_else(|_| Err(io::Error::other("the namespace thread panicked")))
 }
+
+/// Installs on `cmd` a process that enters the user namespace `user` (the
+/// holder's), makes a network namespace there with its loopback up and a
+/// TCP listener on `127.0.0.1:port`, writes the listener's descriptor
+/// number on `ready` and sleeps until killed: its parent takes the
+/// listener with `pidfd_getfd` and the namespace from `/proc`. It never
+/// execs. (Without root, only a process inside the holder's user namespace
+/// may make a network namespace the sandbox can join.)
+pub(crate) fn install_net_helper(
+    cmd: &mut std::process::Command,
+    user: RawFd,
+    ready: RawFd,
+    port: u16,
+) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: as for `install`: system calls on descriptors, a stack
+    // sockaddr and a stack buffer.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::setns(user, libc::CLONE_NEWUSER) != 0
+                || libc::unshare(libc::CLONE_NEWNET) != 0
+                || !loopback_up()
+            {
+                return Err(io::Error::last_os_error());
+            }
+            let sock = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+            if sock < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            let addr = libc::sockaddr_in {
+                sin_family: libc::AF_INET as libc::sa_family_t,
+                sin_port: port.to_be(),
+                sin_addr: libc::in_addr {
+                    s_addr: u32::from_ne_bytes([127, 0, 0, 1]),
+                },
+                sin_zero: [0; 8],
+            };
+            if libc::bind(
+                sock,
+                (&addr as *const libc::sockaddr_in).cast(),
+                std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+            ) != 0
+                || libc::listen(sock, 128) != 0
+            {
+                return Err(io::Error::last_os_error());
+            }
+            let number = sock.to_ne_bytes();
+            libc::write(ready, number.as_ptr().cast(), number.len());
+            // Keep the socket; let go of everything else (the caller's
+            // spawn returns once its close-on-exec pipe is closed here).
+            let keep = sock;
+            libc::syscall(libc::SYS_close_range, 0u32, (keep - 1) as u32, 0u32);
+            libc::syscall(libc::SYS_close_range, (keep + 1) as u32, u32::MAX, 0u32);
+            loop {
+                libc::pause();
+            }
+        });
+    }
+}
+
+/// A duplicate, in this process, of descriptor `fd` of process `pid`.
+pub(crate) fn take_fd(pid: u32, fd: RawFd) -> io::Result<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: pidfd_open and pidfd_getfd return new descriptors this
+    // function owns (the pidfd is closed before returning).
+    unsafe {
+        let pidfd = libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) as libc::c_int;
+        if pidfd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let got = libc::syscall(libc::SYS_pidfd_getfd, pidfd, fd, 0) as libc::c_int;
+        let result = if got < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(std::os::fd::OwnedFd::from_raw_fd(got))
+        };
+        libc::close(pidfd);
+        result
+    }
+}

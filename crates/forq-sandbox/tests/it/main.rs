@@ -80,7 +80,8 @@ isolating_backend!(
     crate::common::Harness::native_userns,
     [
         host_network_reaches_host_loopback,
-        one_exec_can_have_the_host_network
+        one_exec_can_have_the_host_network,
+        installs_reach_only_allowed_hosts_through_the_proxy
     ]
 );
 isolating_backend!(
