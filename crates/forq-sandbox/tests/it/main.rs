@@ -61,6 +61,7 @@ macro_rules! isolating_backend {
             fork_bomb_is_stopped_by_pids_limit,
             memory_hog_is_killed_and_reported,
             disk_filler_is_stopped_and_reported,
+            payload_has_no_capabilities_no_new_privileges_and_a_filter,
             $($extra),*
         ]);
     };

@@ -742,3 +742,25 @@ pub(crate) async fn installs_reach_only_allowed_hosts_through_the_proxy(h: &Harn
     );
     sb.destroy().await.unwrap();
 }
+
+pub(crate) fn status_field(status: &str, key: &str) -> String {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(key))
+        .unwrap_or_else(|| panic!("{key} missing from {status}"))
+        .trim()
+        .to_owned()
+}
+
+pub(crate) async fn payload_has_no_capabilities_no_new_privileges_and_a_filter(h: &Harness) {
+    let sb = h.create().await;
+    let status = sh(&*sb, "cat /proc/self/status").await.stdout_text();
+    assert_eq!(status_field(&status, "CapEff:"), "0000000000000000");
+    assert_eq!(status_field(&status, "NoNewPrivs:"), "1");
+    assert_eq!(status_field(&status, "Seccomp:"), "2");
+    if h.kind == BackendKind::Native {
+        // The bounding set too (docker keeps its own default there).
+        assert_eq!(status_field(&status, "CapBnd:"), "0000000000000000");
+    }
+    sb.destroy().await.unwrap();
+}

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use forq_sandbox::{NativeBackend, NativeOptions};
 
 use crate::common::{eventually, host_processes_with, sh, Harness};
+use crate::suite::status_field;
 
 /// A host-side path that removes itself.
 struct Planted(PathBuf);
@@ -53,27 +54,6 @@ async fn as_root() -> Option<Harness> {
         return None;
     }
     Harness::native().await
-}
-
-fn status_field(status: &str, key: &str) -> String {
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix(key))
-        .unwrap_or_else(|| panic!("{key} missing from {status}"))
-        .trim()
-        .to_owned()
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn payload_has_no_capabilities_no_new_privileges_and_a_filter() {
-    let Some(h) = as_root().await else { return };
-    let sb = h.create().await;
-    let status = sh(&*sb, "cat /proc/self/status").await.stdout_text();
-    assert_eq!(status_field(&status, "CapEff:"), "0000000000000000");
-    assert_eq!(status_field(&status, "CapBnd:"), "0000000000000000");
-    assert_eq!(status_field(&status, "NoNewPrivs:"), "1");
-    assert_eq!(status_field(&status, "Seccomp:"), "2");
-    sb.destroy().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
