@@ -797,9 +797,15 @@ pub(crate) struct RunArgs {
     /// CPU cap in cores.
     #[arg(long)]
     pub(crate) cpus: Option<f64>,
-    /// none (loopback only) or host.
+    /// none (loopback only), proxy (forq's egress proxy, reaching only
+    /// FORQ_EGRESS_ALLOW's hosts) or host.
     #[arg(long, default_value = "none")]
     pub(crate) network: Network,
+    /// Give the command a pseudo-terminal of its own (an interactive shell,
+    /// an editor), relayed to this one; standard input must be a terminal.
+    /// Your own terminal never reaches the sandbox.
+    #[arg(short = 't', long)]
+    pub(crate) tty: bool,
     /// A root filesystem directory for the native backend, instead of a
     /// read-only view of the host's.
     #[arg(long)]

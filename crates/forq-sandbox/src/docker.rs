@@ -940,6 +940,11 @@ impl Sandbox for DockerSandbox {
     #[tracing::instrument(skip_all, fields(id = %self.id))]
     async fn exec(&self, req: ExecRequest) -> Result<ExecOutcome> {
         let _live = self.live().await?;
+        if req.terminal.is_some() {
+            return Err(Error::InvalidSpec(
+                "a terminal of its own is for native sandboxes; run this one without it".to_owned(),
+            ));
+        }
         let container = self.backend.container_network(self.spec.network);
         let wanted = req.network.unwrap_or(self.spec.network);
         if wanted == Network::Proxy && container == Network::None {

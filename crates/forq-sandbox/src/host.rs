@@ -225,15 +225,9 @@ impl Sandbox for HostSandbox {
             .current_dir(&cwd)
             .env_clear()
             .envs(&env)
-            .stdin(if req.stdin.is_some() {
-                std::process::Stdio::piped()
-            } else {
-                std::process::Stdio::null()
-            })
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
             .process_group(0)
             .kill_on_drop(true);
+        output::set_stdio(&mut cmd, &req)?;
         let child = cmd
             .spawn()
             .map_err(|source| Error::Spawn { program, source })?;

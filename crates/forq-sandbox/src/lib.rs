@@ -73,6 +73,7 @@ mod native;
 mod output;
 mod paths;
 mod protections;
+mod pty;
 mod spec;
 mod state;
 
@@ -89,6 +90,7 @@ pub use native::{
     NativeBackend, NativeOptions, NativeSandbox, Toolchain, DEFAULT_ID_BASE, MAX_LAYERS,
 };
 pub use protections::{protections, Protection};
+pub use pty::{Pty, RawMode};
 pub use spec::{
     ExecOutcome, ExecRequest, Limits, Network, OutputChunk, RootFs, SandboxSpec, StreamKind,
     DEFAULT_OUTPUT_CAP, WORKSPACE_DIR,

@@ -254,6 +254,40 @@ impl ExecRequest {
     }
 }
 
+/// Standard streams of a local child: piped (stdin only when there are
+/// bytes to feed), or all three the request's terminal.
+pub(crate) fn set_stdio(
+    cmd: &mut tokio::process::Command,
+    req: &ExecRequest,
+) -> crate::error::Result<()> {
+    match &req.terminal {
+        Some(slave) => {
+            let io = |what| {
+                slave
+                    .try_clone()
+                    .map(std::process::Stdio::from)
+                    .map_err(|e| crate::error::Error::io("give the command its terminal", what, e))
+            };
+            cmd.stdin(io("stdin")?)
+                .stdout(io("stdout")?)
+                .stderr(io("stderr")?);
+            if std::env::var_os("TERM").is_some() {
+                cmd.env("TERM", std::env::var_os("TERM").unwrap_or_default());
+            }
+        }
+        None => {
+            cmd.stdin(if req.stdin.is_some() {
+                std::process::Stdio::piped()
+            } else {
+                std::process::Stdio::null()
+            })
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::Capture;

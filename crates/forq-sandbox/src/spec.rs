@@ -232,6 +232,11 @@ pub struct ExecRequest {
     /// is fixed when it is created, so there an override that differs is
     /// refused; the host backend has no isolation to change.
     pub network: Option<Network>,
+    /// A terminal of its own: the slave side of a pseudo-terminal
+    /// ([`crate::Pty`]) that becomes the command's standard streams and, on
+    /// the native backend, its controlling terminal. Output then goes to the
+    /// pty's master, not to `stdout`/`stderr`. The docker backend refuses it.
+    pub terminal: Option<std::sync::Arc<std::os::fd::OwnedFd>>,
 }
 
 /// The default cap on captured output per stream (1 MiB).
@@ -254,7 +259,15 @@ impl ExecRequest {
             output_cap: DEFAULT_OUTPUT_CAP,
             stream: None,
             network: None,
+            terminal: None,
         }
+    }
+
+    /// Gives the command `pty`'s slave as its terminal (see
+    /// [`ExecRequest::terminal`]).
+    pub fn terminal(mut self, pty: &crate::Pty) -> Self {
+        self.terminal = Some(pty.slave.clone());
+        self
     }
 
     /// Gives this exec its own network access (see [`ExecRequest::network`]).

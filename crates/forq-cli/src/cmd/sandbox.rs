@@ -46,10 +46,23 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     if let Some(image) = &args.backend.image {
         spec = spec.image(image.clone());
     }
+    if args.network == forq_sandbox::Network::Proxy {
+        spec = spec.egress(forq_sandbox::EgressAllow::new(
+            forq_bootstrap::GateOptions::default().egress_allow,
+        ));
+    }
+    let terminal = if args.tty {
+        Some(Terminal::open()?)
+    } else {
+        None
+    };
     let sandbox = backend.create(&spec).await?;
 
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let mut req = ExecRequest::new(args.command.clone()).stream(tx);
+    if let Some(t) = &terminal {
+        req = req.terminal(t.pty());
+    }
     req.timeout = args.timeout.map(Duration::from_secs_f64);
     req.idle_timeout = args.idle_timeout.map(Duration::from_secs_f64);
     let printer = tokio::spawn(async move {
@@ -73,6 +86,9 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         }
     };
     let _ = printer.await;
+    if let Some(t) = terminal {
+        t.finish();
+    }
     let code = match outcome {
         Ok(outcome) => {
             if outcome.timed_out || outcome.idle_timed_out {
@@ -149,4 +165,73 @@ pub(crate) async fn gc(args: GcArgs) -> anyhow::Result<ExitCode> {
         )?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--tty`: a pseudo-terminal of the command's own, relayed to this
+/// process's terminal (put in raw mode meanwhile); the window size follows.
+struct Terminal {
+    pty: Option<forq_sandbox::Pty>,
+    raw: Option<forq_sandbox::RawMode>,
+    /// Told when the command's output has all been copied out.
+    output_done: std::sync::mpsc::Receiver<()>,
+    resize: tokio::task::JoinHandle<()>,
+}
+
+impl Terminal {
+    fn open() -> anyhow::Result<Terminal> {
+        use std::io::IsTerminal;
+        let stdin = std::io::stdin();
+        if !stdin.is_terminal() {
+            anyhow::bail!("--tty needs a terminal on standard input; run without it");
+        }
+        let pty = forq_sandbox::Pty::open(Some(&stdin))?;
+        let raw = forq_sandbox::RawMode::enter(&stdin)?;
+        let mut to_pty = pty.master.try_clone()?;
+        let mut from_pty = pty.master.try_clone()?;
+        // Plain threads: the input one blocks on this terminal until the
+        // process ends, which must not hold the runtime up.
+        std::thread::spawn(move || {
+            let _ = std::io::copy(&mut std::io::stdin().lock(), &mut to_pty);
+        });
+        let (done, output_done) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            // Ends with EIO once no one holds the command's side.
+            // Not holding the lock: the printer of captured output flushes too.
+            let _ = std::io::copy(&mut from_pty, &mut std::io::stdout());
+            let _ = std::io::stdout().flush();
+            let _ = done.send(());
+        });
+        let resize = {
+            let master = pty.master.try_clone()?;
+            tokio::spawn(async move {
+                let Ok(mut winch) =
+                    tokio::signal::unix::signal(tokio::signal::unix::SignalKind::window_change())
+                else {
+                    return;
+                };
+                while winch.recv().await.is_some() {
+                    forq_sandbox::Pty::resize_like(&master, &std::io::stdin());
+                }
+            })
+        };
+        Ok(Terminal {
+            pty: Some(pty),
+            raw: Some(raw),
+            output_done,
+            resize,
+        })
+    }
+
+    fn pty(&self) -> &forq_sandbox::Pty {
+        self.pty.as_ref().expect("held until finish")
+    }
+
+    /// After the command: lets go of its side, copies out what it left,
+    /// and gives this terminal its settings back.
+    fn finish(mut self) {
+        self.resize.abort();
+        self.pty = None;
+        let _ = self.output_done.recv_timeout(Duration::from_secs(2));
+        self.raw = None;
+    }
 }

@@ -922,4 +922,46 @@ async fn under_a_terminal_the_sandbox_gets_none() {
     let text = String::from_utf8_lossy(&native.stdout);
     assert!(text.contains("tty=0"), "{text}");
     assert!(text.contains("tty-refused"), "{text}");
+
+    // --tty: a pseudo-terminal of its own (not forq's), relayed both ways.
+    let command = format!(
+        "{} sandbox run --tty --backend native --repo examples/calc -- sh -c \
+         'read -r _ _ _ _ _ _ tty _ < /proc/self/stat; echo tty=$tty; \
+          test -t 0 && echo stdin-is-a-terminal; read line; echo got=$line; exit 3'",
+        env!("CARGO_BIN_EXE_forq")
+    );
+    let mut child = forq_sandbox::host_command("script")
+        .args(["-qec", &command, "/dev/null"])
+        .current_dir(repo_root())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use tokio::io::AsyncWriteExt;
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"typed here\n").await.unwrap();
+    let out = tokio::time::timeout(std::time::Duration::from_secs(60), child.wait_with_output())
+        .await
+        .expect("forq --tty ends with its command")
+        .unwrap();
+    drop(stdin);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let forqs_tty = host_text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("tty="))
+        .unwrap()
+        .to_owned();
+    let its_tty = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("tty="))
+        .unwrap_or_else(|| panic!("{text}"))
+        .to_owned();
+    assert_ne!(its_tty, "0", "{text}");
+    assert_ne!(
+        its_tty, forqs_tty,
+        "the caller's terminal reached the sandbox: {text}"
+    );
+    assert!(text.contains("stdin-is-a-terminal"), "{text}");
+    assert!(text.contains("got=typed here"), "{text}");
+    assert_eq!(out.status.code(), Some(3), "{text}");
 }

@@ -1264,6 +1264,7 @@ impl Sandbox for NativeSandbox {
                 use std::os::fd::AsRawFd;
                 ids.payload_ns.as_raw_fd()
             }),
+            ctty: req.terminal.is_some(),
             seccomp: seccomp::programs(),
         };
         let mut env = spec.env.clone();
@@ -1280,14 +1281,8 @@ impl Sandbox for NativeSandbox {
         cmd.args(&req.argv[1..])
             .env_clear()
             .envs(&env)
-            .stdin(if req.stdin.is_some() {
-                std::process::Stdio::piped()
-            } else {
-                std::process::Stdio::null()
-            })
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
             .kill_on_drop(true);
+        output::set_stdio(&mut cmd, &req)?;
         sys::install(&mut cmd, Arc::new(plan));
         let spawned = cmd.spawn();
         sys::close(status_wr);

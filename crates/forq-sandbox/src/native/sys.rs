@@ -199,6 +199,8 @@ pub(crate) struct Plan {
     /// A network namespace to join instead of making an empty one: the
     /// egress proxy's (as root).
     pub(crate) join_net: Option<RawFd>,
+    /// Make standard input (a pty's slave) the controlling terminal.
+    pub(crate) ctty: bool,
     /// Seccomp programs the payload installs last, in order.
     pub(crate) seccomp: &'static [Vec<seccompiler::sock_filter>],
 }
@@ -584,6 +586,10 @@ fn enter_payload(plan: &Plan) -> io::Result<()> {
         // A session of its own: no controlling terminal, none to acquire
         // (the sandbox's /dev has no tty either).
         if libc::setsid() < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // Only a pseudo-terminal of its own, when the caller gave one.
+        if plan.ctty && libc::ioctl(0, libc::TIOCSCTTY, 0) != 0 {
             return Err(io::Error::last_os_error());
         }
         if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
@@ -1086,5 +1092,72 @@ pub(crate) fn take_fd(pid: u32, fd: RawFd) -> io::Result<std::os::fd::OwnedFd> {
         };
         libc::close(pidfd);
         result
+    }
+}
+
+/// A new pseudo-terminal pair: the master, and the slave (not this
+/// process's controlling terminal).
+pub(crate) fn openpty() -> io::Result<(std::fs::File, std::os::fd::OwnedFd)> {
+    use std::os::fd::FromRawFd;
+    let (mut master, mut slave) = (-1, -1);
+    // SAFETY: openpty fills two ints; null name, termios and winsize are
+    // allowed.
+    let rc = unsafe {
+        libc::openpty(
+            &mut master,
+            &mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            std::ptr::null(),
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: both descriptors were just opened and are owned here alone.
+    unsafe {
+        libc::fcntl(master, libc::F_SETFD, libc::FD_CLOEXEC);
+        libc::fcntl(slave, libc::F_SETFD, libc::FD_CLOEXEC);
+        Ok((
+            std::fs::File::from_raw_fd(master),
+            std::os::fd::OwnedFd::from_raw_fd(slave),
+        ))
+    }
+}
+
+/// Copies the window size of terminal `from` to terminal `to` (nothing
+/// when `from` is not a terminal).
+pub(crate) fn copy_window_size(from: RawFd, to: RawFd) {
+    // SAFETY: TIOCGWINSZ/TIOCSWINSZ on a stack winsize.
+    unsafe {
+        let mut size: libc::winsize = std::mem::zeroed();
+        if libc::ioctl(from, libc::TIOCGWINSZ, &mut size) == 0 {
+            libc::ioctl(to, libc::TIOCSWINSZ, &size);
+        }
+    }
+}
+
+/// Puts terminal `fd` into raw mode; returns the settings to restore.
+pub(crate) fn make_raw(fd: RawFd) -> io::Result<libc::termios> {
+    // SAFETY: tcgetattr/cfmakeraw/tcsetattr on stack termios structs.
+    unsafe {
+        let mut saved: libc::termios = std::mem::zeroed();
+        if libc::tcgetattr(fd, &mut saved) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let mut raw = saved;
+        libc::cfmakeraw(&mut raw);
+        if libc::tcsetattr(fd, libc::TCSANOW, &raw) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(saved)
+    }
+}
+
+/// Restores terminal `fd`'s settings.
+pub(crate) fn restore_terminal(fd: RawFd, saved: &libc::termios) {
+    // SAFETY: tcsetattr with settings tcgetattr returned.
+    unsafe {
+        libc::tcsetattr(fd, libc::TCSANOW, saved);
     }
 }
