@@ -105,24 +105,17 @@ impl Holder {
         port: u16,
     ) -> std::io::Result<(File, std::net::TcpListener)> {
         use std::os::fd::AsRawFd;
-        let (ready_r, ready_w) = sys::pipe()?;
-        let mut cmd = sys::helper_command();
-        sys::install_net_helper(&mut cmd, self.ns_user.as_raw_fd(), ready_w, port);
-        let spawned = cmd.spawn();
-        sys::close(ready_w);
-        let mut ready = sys::file_from_fd(ready_r);
-        let mut child = spawned?;
-        let result = (|| {
-            let mut number = [0u8; 4];
-            ready.read_exact(&mut number)?;
-            let pid = child.id();
-            let socket = sys::take_fd(pid, i32::from_ne_bytes(number))?;
-            let netns = File::open(format!("/proc/{pid}/ns/net"))?;
-            Ok((netns, std::net::TcpListener::from(socket)))
-        })();
-        let _ = child.kill();
-        let _ = child.wait();
-        result
+        let user = self.ns_user.as_raw_fd();
+        sys::run_helper(
+            |cmd, ready| sys::install_net_helper(cmd, user, ready, port),
+            |ready, pid| {
+                let mut number = [0u8; 4];
+                ready.read_exact(&mut number)?;
+                let socket = sys::take_fd(pid, i32::from_ne_bytes(number))?;
+                let netns = File::open(format!("/proc/{pid}/ns/net"))?;
+                Ok((netns, std::net::TcpListener::from(socket)))
+            },
+        )
     }
 
     /// Descriptors of the namespaces an exec joins.

@@ -132,24 +132,13 @@ impl Drop for Ids {
 /// A user namespace with `map` as its uid and gid map, held by the returned
 /// descriptor (the process that made it is gone by then).
 fn user_namespace(map: &str) -> std::io::Result<File> {
-    let (ready_r, ready_w) = sys::pipe()?;
-    let mut cmd = sys::helper_command();
-    sys::install_userns_helper(&mut cmd, ready_w);
-    let spawned = cmd.spawn();
-    sys::close(ready_w);
-    let mut ready = sys::file_from_fd(ready_r);
-    let mut child = spawned?;
-    let result = (|| {
+    sys::run_helper(sys::install_userns_helper, |ready, pid| {
         let mut byte = [0u8; 1];
         ready.read_exact(&mut byte)?;
-        let pid = child.id();
         std::fs::write(format!("/proc/{pid}/uid_map"), map)?;
         std::fs::write(format!("/proc/{pid}/gid_map"), map)?;
         File::open(format!("/proc/{pid}/ns/user"))
-    })();
-    let _ = child.kill();
-    let _ = child.wait();
-    result
+    })
 }
 
 /// Makes the entries of `created` (host paths just made by forq through a

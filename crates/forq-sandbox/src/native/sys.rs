@@ -899,6 +899,26 @@ pub(crate) fn helper_command() -> std::process::Command {
     cmd
 }
 
+/// Starts a helper (`install` puts its steps on the command, given the
+/// write end of a pipe to report on), runs `then` with the read end and the
+/// helper's pid, and ends the helper.
+pub(crate) fn run_helper<T>(
+    install: impl FnOnce(&mut std::process::Command, RawFd),
+    then: impl FnOnce(&mut std::fs::File, u32) -> io::Result<T>,
+) -> io::Result<T> {
+    let (ready_r, ready_w) = pipe()?;
+    let mut cmd = helper_command();
+    install(&mut cmd, ready_w);
+    let spawned = cmd.spawn();
+    close(ready_w);
+    let mut ready = file_from_fd(ready_r);
+    let mut child = spawned?;
+    let result = then(&mut ready, child.id());
+    let _ = child.kill();
+    let _ = child.wait();
+    result
+}
+
 /// Installs on `cmd` a process that enters a new user namespace, says so on
 /// `ready` and sleeps until killed: its parent writes the maps, opens the
 /// namespace and ends it. It never execs.
