@@ -73,6 +73,22 @@ async fn gc_cleans_what_a_dead_process_left() {
     assert!(status.success());
     let layer = state.join("l").join(format!("{dead_pid}-1"));
     std::fs::create_dir_all(&layer).unwrap();
+    // An idmapped view it left (a mount point under i/), and a view
+    // directory that is not empty: the first is taken off and removed, the
+    // second is never removed as a tree (a view is the state seen again).
+    let view = state.join("i").join(format!("{dead_pid}-2"));
+    std::fs::create_dir_all(&view).unwrap();
+    let mounted = forq_sandbox::host_command("mount")
+        .args(["-t", "tmpfs", "tmpfs"])
+        .arg(&view)
+        .status()
+        .await
+        .unwrap();
+    assert!(mounted.success());
+    std::fs::write(view.join("inside-the-view"), "x").unwrap();
+    let not_a_mount = state.join("i").join(format!("{dead_pid}-3"));
+    std::fs::create_dir_all(&not_a_mount).unwrap();
+    std::fs::write(not_a_mount.join("keep"), "kept").unwrap();
     // A live sandbox of this process is left alone.
     let live = h.create().await;
     sh(&*live, "echo keep > keep.txt").await;
@@ -91,7 +107,19 @@ async fn gc_cleans_what_a_dead_process_left() {
             "{report:?}"
         );
     }
-    assert_eq!(report.unmounted, vec![mount_point]);
+    let mut unmounted = report.unmounted.clone();
+    unmounted.sort();
+    let mut want = vec![mount_point, view.clone()];
+    want.sort();
+    assert_eq!(unmounted, want);
+    assert!(
+        report.removed.contains(&view) && !view.exists(),
+        "{report:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(not_a_mount.join("keep")).unwrap(),
+        "kept"
+    );
     assert!(
         report.removed.contains(&leftover) && report.removed.contains(&layer),
         "{report:?}"
