@@ -37,7 +37,11 @@ use crate::spec::{
 use crate::state;
 
 /// The image used when a spec names none: busybox, built locally.
-pub const DEFAULT_IMAGE: &str = "forq-sandbox-busybox:1";
+pub const DEFAULT_IMAGE: &str = "forq-sandbox-busybox:2";
+
+/// The unprivileged user containers of [`DEFAULT_IMAGE`] run as (an image
+/// of the caller's runs as its own `USER`).
+const SANDBOX_USER: (u32, &str) = (1000, "/home/sandbox");
 
 const LABEL_SANDBOX: &str = "forq.sandbox";
 const LABEL_OWNER: &str = "forq.owner";
@@ -197,12 +201,19 @@ impl DockerBackend {
             init: Some(true),
             ..Default::default()
         };
+        let mut env: Vec<String> = spec.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        if image == DEFAULT_IMAGE && !spec.env.contains_key("HOME") {
+            env.push(format!("HOME={}", SANDBOX_USER.1));
+        }
         let config = ContainerCreateBody {
             image: Some(image.to_owned()),
             entrypoint: Some(vec!["sleep".to_owned()]),
             cmd: Some(vec!["2147483647".to_owned()]),
             working_dir: Some(WORKSPACE_DIR.to_owned()),
-            env: Some(spec.env.iter().map(|(k, v)| format!("{k}={v}")).collect()),
+            env: Some(env),
+            // forq's own image has an unprivileged user; the workspace is
+            // uploaded as its (the tar's owners, which the engine keeps).
+            user: (image == DEFAULT_IMAGE).then(|| format!("{0}:{0}", SANDBOX_USER.0)),
             labels: Some(HashMap::from([
                 (LABEL_SANDBOX.to_owned(), id.clone()),
                 (LABEL_OWNER.to_owned(), self.owner.clone()),
@@ -337,22 +348,27 @@ impl DockerBackend {
 /// A rootfs tarball holding a static busybox and its applet links.
 fn busybox_rootfs(busybox: &Path) -> Result<Vec<u8>> {
     let mut b = tar::Builder::new(Vec::new());
-    let add_dir = |b: &mut tar::Builder<Vec<u8>>, name: &str, mode: u32| -> std::io::Result<()> {
-        let mut h = tar::Header::new_gnu();
-        h.set_entry_type(tar::EntryType::Directory);
-        h.set_mode(mode);
-        h.set_size(0);
-        b.append_data(&mut h, name, std::io::empty())
-    };
+    let add_dir =
+        |b: &mut tar::Builder<Vec<u8>>, name: &str, mode: u32, owner: u32| -> std::io::Result<()> {
+            let mut h = tar::Header::new_gnu();
+            h.set_entry_type(tar::EntryType::Directory);
+            h.set_mode(mode);
+            h.set_uid(owner.into());
+            h.set_gid(owner.into());
+            h.set_size(0);
+            b.append_data(&mut h, name, std::io::empty())
+        };
     let build = |b: &mut tar::Builder<Vec<u8>>| -> std::io::Result<()> {
-        for (d, mode) in [
-            ("bin", 0o755),
-            ("tmp", 0o1777),
-            ("workspace", 0o755),
-            ("etc", 0o755),
-            ("root", 0o700),
+        for (d, mode, owner) in [
+            ("bin", 0o755, 0),
+            ("tmp", 0o1777, 0),
+            ("workspace", 0o755, SANDBOX_USER.0),
+            ("etc", 0o755, 0),
+            ("root", 0o700, 0),
+            ("home", 0o755, 0),
+            ("home/sandbox", 0o755, SANDBOX_USER.0),
         ] {
-            add_dir(b, d, mode)?;
+            add_dir(b, d, mode, owner)?;
         }
         let bytes = std::fs::read(busybox)?;
         let mut h = tar::Header::new_gnu();
@@ -371,11 +387,16 @@ fn busybox_rootfs(busybox: &Path) -> Result<Vec<u8>> {
             h.set_size(0);
             b.append_link(&mut h, format!("bin/{applet}"), "busybox")?;
         }
-        let passwd = b"root:x:0:0:root:/root:/bin/sh\n";
-        let mut h = tar::Header::new_gnu();
-        h.set_mode(0o644);
-        h.set_size(passwd.len() as u64);
-        b.append_data(&mut h, "etc/passwd", &passwd[..])?;
+        let (uid, home) = SANDBOX_USER;
+        let passwd =
+            format!("root:x:0:0:root:/root:/bin/sh\nsandbox:x:{uid}:{uid}::{home}:/bin/sh\n");
+        let group = format!("root:x:0:\nsandbox:x:{uid}:\n");
+        for (name, text) in [("etc/passwd", passwd), ("etc/group", group)] {
+            let mut h = tar::Header::new_gnu();
+            h.set_mode(0o644);
+            h.set_size(text.len() as u64);
+            b.append_data(&mut h, name, text.as_bytes())?;
+        }
         Ok(())
     };
     build(&mut b).map_err(|e| Error::io("build the busybox rootfs", busybox, e))?;
@@ -404,14 +425,35 @@ pub async fn import_rootfs(docker: &Docker, tarball: Vec<u8>, tag: &str) -> Resu
     Ok(())
 }
 
-/// A tar of `base` with every entry under `workspace/`.
-fn workspace_tar(base: &Path) -> Result<Vec<u8>> {
+/// A tar of `base` with every entry under `workspace/`, owned by `owner`
+/// when given (the container's user), else as on the host.
+fn workspace_tar(base: &Path, owner: Option<u32>) -> Result<Vec<u8>> {
+    let fail = |e: std::io::Error| Error::io("pack the workspace", base, e);
     let mut b = tar::Builder::new(Vec::new());
-    b.follow_symlinks(false);
-    b.append_dir_all("workspace", base)
-        .map_err(|e| Error::io("pack the workspace", base, e))?;
-    b.into_inner()
-        .map_err(|e| Error::io("pack the workspace", base, e))
+    for entry in walkdir::WalkDir::new(base).follow_links(false) {
+        let entry = entry.map_err(|e| fail(e.into()))?;
+        let rel = entry.path().strip_prefix(base).expect("under its root");
+        let name = Path::new("workspace").join(rel);
+        let meta = entry.path().symlink_metadata().map_err(fail)?;
+        let mut h = tar::Header::new_gnu();
+        h.set_metadata(&meta);
+        if let Some(owner) = owner {
+            h.set_uid(owner.into());
+            h.set_gid(owner.into());
+        }
+        if meta.file_type().is_symlink() {
+            let target = std::fs::read_link(entry.path()).map_err(fail)?;
+            b.append_link(&mut h, &name, target).map_err(fail)?;
+        } else if meta.is_dir() {
+            h.set_size(0);
+            b.append_data(&mut h, &name, std::io::empty())
+                .map_err(fail)?;
+        } else if meta.is_file() {
+            let file = std::fs::File::open(entry.path()).map_err(fail)?;
+            b.append_data(&mut h, &name, file).map_err(fail)?;
+        }
+    }
+    b.into_inner().map_err(fail)
 }
 
 #[async_trait]
@@ -440,7 +482,8 @@ impl Backend for DockerBackend {
         let spec = Arc::new(spec.clone());
         let container = self.new_container(&spec, &image).await?;
         let base = spec.base.clone();
-        let tar = tokio::task::spawn_blocking(move || workspace_tar(&base))
+        let owner = (image == DEFAULT_IMAGE).then_some(SANDBOX_USER.0);
+        let tar = tokio::task::spawn_blocking(move || workspace_tar(&base, owner))
             .await
             .map_err(|e| Error::io("pack the workspace", &spec.base, std::io::Error::other(e)))??;
         let upload = self
@@ -464,7 +507,10 @@ impl Backend for DockerBackend {
         Ok(Box::new(DockerSandbox::new(
             self.clone(),
             spec,
-            Arc::new(Lineage::default()),
+            Arc::new(Lineage {
+                owner,
+                ..Lineage::default()
+            }),
             None,
             container,
         )))
@@ -539,6 +585,9 @@ struct DockerSnapshot {
 /// from the base on first use.
 #[derive(Debug, Default)]
 struct Lineage {
+    /// The uid of the containers' user when forq chose it (its own image),
+    /// which what forq uploads must belong to.
+    owner: Option<u32>,
     untracked: OnceLock<diff::Untracked>,
     /// Content hash and executable bit of every file of the base, and its
     /// symbolic links.
@@ -1001,9 +1050,33 @@ impl Sandbox for DockerSandbox {
             .unwrap_or(&resolved)
             .to_owned();
         let mut b = tar::Builder::new(Vec::new());
+        // New parent directories are entries of their own, so that they too
+        // belong to the container's user rather than to the engine.
+        let parents: Vec<&Path> = Path::new(&rel)
+            .ancestors()
+            .skip(1)
+            .filter(|p| !p.as_os_str().is_empty())
+            .collect();
+        let owner = self.lineage.owner;
+        let own = |h: &mut tar::Header| {
+            if let Some(owner) = owner {
+                h.set_uid(owner.into());
+                h.set_gid(owner.into());
+            }
+        };
+        for dir in parents.into_iter().rev() {
+            let mut h = tar::Header::new_gnu();
+            h.set_entry_type(tar::EntryType::Directory);
+            h.set_mode(0o755);
+            h.set_size(0);
+            own(&mut h);
+            b.append_data(&mut h, dir, std::io::empty())
+                .map_err(|e| Error::io("write", path, e))?;
+        }
         let mut h = tar::Header::new_gnu();
         h.set_mode(0o644);
         h.set_size(contents.len() as u64);
+        own(&mut h);
         b.append_data(&mut h, &rel, contents)
             .map_err(|e| Error::io("write", path, e))?;
         let tar = b.into_inner().map_err(|e| Error::io("write", path, e))?;

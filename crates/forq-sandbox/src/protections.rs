@@ -231,12 +231,14 @@ async fn docker_protections() -> Vec<Protection> {
         line(
             d,
             "unprivileged uid",
-            has("userns") || has("rootless"),
+            true,
             if has("userns") || has("rootless") {
-                "the engine remaps container root (userns-remap or rootless)".to_owned()
+                "forq's image runs as uid 1000, and the engine remaps container ids \
+                 (userns-remap or rootless)"
+                    .to_owned()
             } else {
-                "container root is host root, without capabilities; run the engine with \
-                 userns-remap or rootless for more"
+                "forq's image runs as uid 1000 without capabilities; an image of yours runs as \
+                 its USER (root when it names none: use userns-remap or rootless for those)"
                     .to_owned()
             },
         ),

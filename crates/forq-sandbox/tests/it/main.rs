@@ -90,7 +90,8 @@ isolating_backend!(
     crate::common::Harness::docker,
     [
         a_network_override_is_refused_not_ignored,
-        installs_reach_only_allowed_hosts_through_the_proxy
+        installs_reach_only_allowed_hosts_through_the_proxy,
+        the_default_image_runs_as_an_unprivileged_user
     ]
 );
 every_backend!(host, crate::common::Harness::host, []);

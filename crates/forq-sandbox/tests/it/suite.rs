@@ -764,3 +764,23 @@ pub(crate) async fn payload_has_no_capabilities_no_new_privileges_and_a_filter(h
     }
     sb.destroy().await.unwrap();
 }
+
+pub(crate) async fn the_default_image_runs_as_an_unprivileged_user(h: &Harness) {
+    let sb = h.create().await;
+    // forq writes a file in new directories; the command, not root, then
+    // changes it and adds beside it.
+    sb.write_file(Path::new("new/dir/a.txt"), b"from forq\n")
+        .await
+        .unwrap();
+    let out = sh(
+        &*sb,
+        "id -u; echo more >> new/dir/a.txt && echo b > new/dir/b.txt && echo x >> src/lib.py && echo ok",
+    )
+    .await;
+    assert_eq!(out.stdout_text(), "1000\nok\n", "{out:?}");
+    assert_eq!(
+        sb.read_file(Path::new("new/dir/a.txt")).await.unwrap(),
+        b"from forq\nmore\n"
+    );
+    sb.destroy().await.unwrap();
+}
