@@ -350,10 +350,25 @@ async fn wait_for_state(state_dir: &str, state: &str) -> String {
         {
             return run["id"].as_str().unwrap().to_owned();
         }
-        assert!(
-            started.elapsed() < Duration::from_secs(240),
-            "never reached {state}"
-        );
+        if started.elapsed() > Duration::from_secs(240) {
+            // Say where the runs are instead, and what they last noted.
+            let all = forq_env(&["runs", "--json", "--state", state_dir], &[]).await;
+            let mut seen = Vec::new();
+            for run in serde_json::from_slice::<Value>(&all.stdout)
+                .ok()
+                .and_then(|v| v.as_array().cloned())
+                .unwrap_or_default()
+            {
+                let id = run["id"].as_str().unwrap_or_default().to_owned();
+                let shown = show_run(&id, state_dir).await;
+                let last: Vec<Value> = shown["events"]
+                    .as_array()
+                    .map(|e| e.iter().rev().take(3).cloned().collect())
+                    .unwrap_or_default();
+                seen.push(format!("{id} {}: {last:?}", run["state"]));
+            }
+            panic!("never reached {state}; runs: {seen:?}");
+        }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
