@@ -762,7 +762,8 @@ fn private_entries(dir: &Path) -> Vec<PathBuf> {
 }
 
 /// The disk cap of one exec: what the sandbox's layers hold is measured
-/// every 100 ms, and the exec is killed when it passes the cap. (A single
+/// every 100 ms (less often when a walk is slow), and the exec is killed
+/// when it passes the cap. (A single
 /// file never passes it: the payload's `RLIMIT_FSIZE` is the cap too.)
 struct DiskWatch {
     cap: u64,
@@ -793,12 +794,18 @@ impl DiskWatch {
             .await
             .unwrap_or(0);
             known.store(base, Ordering::SeqCst);
+            // Every 100 ms, or ten times as long as a walk took, so that a
+            // layer of many files (node_modules) costs at most a tenth of a
+            // core to watch.
+            let mut pause = std::time::Duration::from_millis(100);
             loop {
-                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                tokio::time::sleep(pause).await;
                 let dir = upper.clone();
+                let walked = std::time::Instant::now();
                 let used = tokio::task::spawn_blocking(move || bytes_in(&dir))
                     .await
                     .unwrap_or(0);
+                pause = (walked.elapsed() * 10).max(std::time::Duration::from_millis(100));
                 if base + used >= cap {
                     flag.store(true, Ordering::SeqCst);
                     if let Some(pid) = shim {
