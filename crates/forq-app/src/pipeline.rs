@@ -553,17 +553,17 @@ impl Pipeline {
 
     /// The settings before the workspace exists: the pipeline's own, else
     /// those known for the repository, else its forq.yml when it is a
-    /// directory, else the defaults.
+    /// directory, else the defaults. Only triage and seeding read them, and
+    /// nothing that loosens isolation is kept (`config_of` warns of it, once
+    /// per run, when the run's sandboxes are made).
     fn config_before_seed(&self, run: &Run) -> Config {
         match (&self.config, self.known.get(&run.repo)) {
             (Some(c), _) => c.clone(),
-            (None, Some(c)) => self.repository_config(&run.id, c.clone()),
-            (None, None) => self.repository_config(
-                &run.id,
-                Config::load(Path::new(&run.repo))
-                    .map(|(c, _)| c)
-                    .unwrap_or_default(),
-            ),
+            (None, Some(c)) => c.clone().confined(),
+            (None, None) => Config::load(Path::new(&run.repo))
+                .map(|(c, _)| c)
+                .unwrap_or_default()
+                .confined(),
         }
     }
 

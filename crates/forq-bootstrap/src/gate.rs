@@ -155,14 +155,7 @@ impl Default for GateOptions {
             test_timeout: Duration::from_secs(900),
             test_network: Network::None,
             install_network: Network::Proxy,
-            egress_allow: std::env::var("FORQ_EGRESS_ALLOW")
-                .map(|v| {
-                    v.split(',')
-                        .map(|h| h.trim().to_owned())
-                        .filter(|h| !h.is_empty())
-                        .collect()
-                })
-                .unwrap_or_default(),
+            egress_allow: forq_sandbox::EgressAllow::from_env().entries().to_vec(),
             skip: false,
             no_cache: false,
             store: None,

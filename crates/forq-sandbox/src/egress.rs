@@ -42,6 +42,16 @@ impl EgressAllow {
         }
     }
 
+    /// The hosts the operator adds for install steps:
+    /// `FORQ_EGRESS_ALLOW`, comma-separated (a mirror, a private index).
+    pub fn from_env() -> Self {
+        Self::new(
+            std::env::var("FORQ_EGRESS_ALLOW")
+                .unwrap_or_default()
+                .split(','),
+        )
+    }
+
     /// The entries.
     pub fn entries(&self) -> &[String] {
         &self.entries

@@ -47,9 +47,7 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         spec = spec.image(image.clone());
     }
     if args.network == forq_sandbox::Network::Proxy {
-        spec = spec.egress(forq_sandbox::EgressAllow::new(
-            forq_bootstrap::GateOptions::default().egress_allow,
-        ));
+        spec = spec.egress(forq_sandbox::EgressAllow::from_env());
     }
     let terminal = if args.tty {
         Some(Terminal::open()?)

@@ -169,3 +169,14 @@ pub(crate) async fn eventually(mut cond: impl FnMut() -> bool) -> bool {
 pub(crate) fn rel(p: &str) -> PathBuf {
     PathBuf::from(p)
 }
+
+/// Mounts a tmpfs at `dir` on the host (test setup), with `options`.
+pub(crate) async fn mount_tmpfs(dir: &Path, options: &str) {
+    let mut cmd = forq_sandbox::host_command("mount");
+    cmd.args(["-t", "tmpfs"]);
+    if !options.is_empty() {
+        cmd.args(["-o", options]);
+    }
+    let status = cmd.arg("tmpfs").arg(dir).status().await.unwrap();
+    assert!(status.success(), "mount a tmpfs at {}", dir.display());
+}

@@ -62,6 +62,7 @@ macro_rules! isolating_backend {
             memory_hog_is_killed_and_reported,
             disk_filler_is_stopped_and_reported,
             payload_has_no_capabilities_no_new_privileges_and_a_filter,
+            forq_and_the_command_share_the_workspace,
             $($extra),*
         ]);
     };
@@ -90,8 +91,7 @@ isolating_backend!(
     crate::common::Harness::docker,
     [
         a_network_override_is_refused_not_ignored,
-        installs_reach_only_allowed_hosts_through_the_proxy,
-        the_default_image_runs_as_an_unprivileged_user
+        installs_reach_only_allowed_hosts_through_the_proxy
     ]
 );
 every_backend!(host, crate::common::Harness::host, []);

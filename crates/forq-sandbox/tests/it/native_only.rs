@@ -3,7 +3,7 @@
 
 use forq_sandbox::ChangeKind;
 
-use crate::common::{rel, sh, Harness};
+use crate::common::{mount_tmpfs, rel, sh, Harness};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fork_chain_deeper_than_the_layer_cap_stays_correct() {
@@ -64,13 +64,7 @@ async fn gc_cleans_what_a_dead_process_left() {
     let leftover = state.join("s").join(format!("{dead_pid}-0"));
     let mount_point = leftover.join("m/v0");
     std::fs::create_dir_all(&mount_point).unwrap();
-    let status = forq_sandbox::host_command("mount")
-        .args(["-t", "tmpfs", "tmpfs"])
-        .arg(&mount_point)
-        .status()
-        .await
-        .unwrap();
-    assert!(status.success());
+    mount_tmpfs(&mount_point, "").await;
     let layer = state.join("l").join(format!("{dead_pid}-1"));
     std::fs::create_dir_all(&layer).unwrap();
     // An idmapped view it left (a mount point under i/), and a view
@@ -78,13 +72,7 @@ async fn gc_cleans_what_a_dead_process_left() {
     // second is never removed as a tree (a view is the state seen again).
     let view = state.join("i").join(format!("{dead_pid}-2"));
     std::fs::create_dir_all(&view).unwrap();
-    let mounted = forq_sandbox::host_command("mount")
-        .args(["-t", "tmpfs", "tmpfs"])
-        .arg(&view)
-        .status()
-        .await
-        .unwrap();
-    assert!(mounted.success());
+    mount_tmpfs(&view, "").await;
     std::fs::write(view.join("inside-the-view"), "x").unwrap();
     let not_a_mount = state.join("i").join(format!("{dead_pid}-3"));
     std::fs::create_dir_all(&not_a_mount).unwrap();

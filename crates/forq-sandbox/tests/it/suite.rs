@@ -765,22 +765,41 @@ pub(crate) async fn payload_has_no_capabilities_no_new_privileges_and_a_filter(h
     sb.destroy().await.unwrap();
 }
 
-pub(crate) async fn the_default_image_runs_as_an_unprivileged_user(h: &Harness) {
+pub(crate) async fn forq_and_the_command_share_the_workspace(h: &Harness) {
     let sb = h.create().await;
-    // forq writes a file in new directories; the command, not root, then
-    // changes it and adds beside it.
+    // forq writes a file in new directories; the command then edits it in
+    // place, adds beside it, and changes and deletes files of the base.
     sb.write_file(Path::new("new/dir/a.txt"), b"from forq\n")
         .await
         .unwrap();
     let out = sh(
         &*sb,
-        "id -u; echo more >> new/dir/a.txt && echo b > new/dir/b.txt && echo x >> src/lib.py && echo ok",
+        "id -u; echo more >> new/dir/a.txt && echo b > new/dir/b.txt && echo x >> src/lib.py && rm src/gone.txt && echo ok",
     )
     .await;
-    assert_eq!(out.stdout_text(), "1000\nok\n", "{out:?}");
+    // Root of its own user namespace on native (an unprivileged host uid);
+    // forq's image's unprivileged user on docker.
+    let uid = if h.kind == BackendKind::Docker {
+        "1000"
+    } else {
+        "0"
+    };
+    assert_eq!(out.stdout_text(), format!("{uid}\nok\n"), "{out:?}");
     assert_eq!(
         sb.read_file(Path::new("new/dir/a.txt")).await.unwrap(),
         b"from forq\nmore\n"
+    );
+    let diff = sb.diff().await.unwrap();
+    let paths: Vec<&str> = diff.files.iter().map(|f| f.path.as_str()).collect();
+    assert_eq!(
+        paths,
+        [
+            "new/dir/a.txt",
+            "new/dir/b.txt",
+            "src/gone.txt",
+            "src/lib.py"
+        ],
+        "{diff:?}"
     );
     sb.destroy().await.unwrap();
 }
