@@ -63,6 +63,11 @@ pub(crate) enum Command {
     /// Say which protections isolate sandboxes on this machine, backend by
     /// backend, and which do not and why.
     Doctor(DoctorArgs),
+    /// forq's egress proxy as a program of its own: what the docker backend
+    /// runs in a sidecar container on an engine forq cannot enter. Listens
+    /// on 0.0.0.0:3128 and lets through what FORQ_EGRESS_ALLOW names.
+    #[command(hide = true)]
+    EgressProxy,
 }
 
 #[derive(Debug, Args)]

@@ -18,6 +18,75 @@ pub const PROXY_PORT: u16 = 3128;
 /// The largest request head the proxy reads.
 const MAX_HEAD: usize = 16 * 1024;
 
+/// A program that serves the egress proxy on its own ([`serve_egress`]):
+/// what the docker backend runs in a sidecar container when it cannot serve
+/// the proxy inside the sandbox's network namespace. The program is copied
+/// into an image with the shared libraries it loads, so it must be built
+/// for the engine's architecture.
+///
+/// ```
+/// use forq_sandbox::{default_egress_program, set_default_egress_program, EgressProgram};
+///
+/// // A binary that serves the proxy when run as `my-tool egress-proxy`.
+/// let me = EgressProgram::new("/usr/local/bin/my-tool", ["egress-proxy"]);
+/// assert!(set_default_egress_program(me.clone()));
+/// assert_eq!(default_egress_program(), Some(me));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EgressProgram {
+    /// The executable on this machine.
+    pub path: std::path::PathBuf,
+    /// Arguments that make it serve the proxy (a subcommand, if any).
+    pub args: Vec<String>,
+}
+
+impl EgressProgram {
+    /// `path args...`.
+    pub fn new<I, S>(path: impl Into<std::path::PathBuf>, args: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        EgressProgram {
+            path: path.into(),
+            args: args.into_iter().map(Into::into).collect(),
+        }
+    }
+}
+
+static DEFAULT_PROGRAM: std::sync::OnceLock<EgressProgram> = std::sync::OnceLock::new();
+
+/// Sets, once per process, the egress program that backends opened with
+/// default options use (the `forq` binary registers itself). Returns
+/// `false` if one was already set.
+pub fn set_default_egress_program(program: EgressProgram) -> bool {
+    DEFAULT_PROGRAM.set(program).is_ok()
+}
+
+/// The program [`set_default_egress_program`] registered.
+pub fn default_egress_program() -> Option<EgressProgram> {
+    DEFAULT_PROGRAM.get().cloned()
+}
+
+/// The line [`serve_egress`] prints once it listens.
+pub const EGRESS_READY: &str = "forq egress proxy listening on";
+
+/// Serves the egress proxy for `allow` on `addr` until the process ends,
+/// after printing one line that starts with [`EGRESS_READY`] to standard
+/// output. The entry point of an [`EgressProgram`].
+pub async fn serve_egress(addr: SocketAddr, allow: EgressAllow) -> std::io::Result<()> {
+    let listener = TcpListener::bind(addr).await?;
+    {
+        use std::io::Write;
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "{EGRESS_READY} {}", listener.local_addr()?)?;
+        out.flush()?;
+    }
+    serve(listener, Arc::new(allow))
+        .await
+        .map_err(std::io::Error::other)
+}
+
 /// Host names an install step may reach.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct EgressAllow {
@@ -156,9 +225,17 @@ impl Served {
         })
     }
 
-    /// The variables that point package clients at the proxy.
+    /// The variables that point package clients at the proxy on the
+    /// sandbox's own loopback.
     pub(crate) fn env() -> Vec<(String, String)> {
-        let url = format!("http://127.0.0.1:{PROXY_PORT}");
+        proxy_env("127.0.0.1")
+    }
+}
+
+/// The variables that point package clients at the proxy on `host`.
+pub(crate) fn proxy_env(host: &str) -> Vec<(String, String)> {
+    {
+        let url = format!("http://{host}:{PROXY_PORT}");
         let mut env: Vec<(String, String)> =
             ["HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"]
                 .into_iter()

@@ -83,7 +83,10 @@ pub use backend::{
 pub use diff::{ChangeKind, Diff, FileChange};
 #[cfg(feature = "docker")]
 pub use docker::{import_rootfs, DockerBackend, DockerOptions, DockerSandbox, DEFAULT_IMAGE};
-pub use egress::{registries, EgressAllow, PROXY_PORT};
+pub use egress::{
+    default_egress_program, registries, serve_egress, set_default_egress_program, EgressAllow,
+    EgressProgram, EGRESS_READY, PROXY_PORT,
+};
 pub use error::{Error, Result};
 pub use host::{HostBackend, HostOptions, HostSandbox};
 pub use native::{

@@ -248,24 +248,22 @@ async fn docker_protections() -> Vec<Protection> {
             true,
             "enforced by the engine's cgroups".to_owned(),
         ),
-        if backend.serves_proxy() {
-            line(
+        match backend.egress_route() {
+            Ok(route) => line(
                 d,
                 "network for installs",
                 true,
-                "containers have no network; install steps get forq's egress proxy on the \
-                 container's loopback (the stack's registries and FORQ_EGRESS_ALLOW)"
-                    .to_owned(),
-            )
-        } else {
-            line(
+                format!(
+                    "containers have no network; install steps get forq's egress proxy (the stack's \
+                     registries and FORQ_EGRESS_ALLOW): {route}"
+                ),
+            ),
+            Err(why) => line(
                 d,
                 "network for installs",
                 false,
-                "the engine is not this machine's socket (or forq is not root): a container \
-                 with install steps has the host's network for its whole life"
-                    .to_owned(),
-            )
+                format!("install steps are refused on this engine: {why}"),
+            ),
         },
     ]
 }

@@ -40,6 +40,14 @@ fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
 }
 
 pub(crate) fn run(args: Cli) -> anyhow::Result<ExitCode> {
+    // Docker engines forq cannot enter run this binary as their installs'
+    // egress proxy (`forq egress-proxy`).
+    if let Ok(me) = std::env::current_exe() {
+        forq_sandbox::set_default_egress_program(forq_sandbox::EgressProgram::new(
+            me,
+            ["egress-proxy"],
+        ));
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -71,6 +79,11 @@ pub(crate) fn run(args: Cli) -> anyhow::Result<ExitCode> {
             Command::Files(a) => app::files(a),
             Command::Push(a) => app::push(a).await,
             Command::Doctor(a) => doctor::run(a).await,
+            Command::EgressProxy => {
+                let addr = std::net::SocketAddr::from(([0, 0, 0, 0], forq_sandbox::PROXY_PORT));
+                forq_sandbox::serve_egress(addr, forq_sandbox::EgressAllow::from_env()).await?;
+                Ok(ExitCode::SUCCESS)
+            }
         }
     })
 }

@@ -428,6 +428,82 @@ async fn docker_host_points_at_a_remote_engine() {
 }
 
 #[tokio::test]
+async fn an_install_on_a_remote_engine_goes_through_forqs_own_egress_proxy() {
+    // forq cannot enter a remote engine's containers, so the forq binary
+    // itself (`forq egress-proxy`) serves the proxy in a sidecar container:
+    // what FORQ_EGRESS_ALLOW names is reached, nothing else.
+    let address = "127.0.0.1:2375";
+    if tokio::net::TcpStream::connect(address).await.is_err() {
+        if std::env::var_os("CI").is_some() {
+            panic!("CI starts dockerd listening on {address}");
+        }
+        eprintln!("SKIPPED: no engine on tcp://{address}");
+        return;
+    }
+    let gateway = forq_sandbox::host_command("docker")
+        .args([
+            "network",
+            "inspect",
+            "bridge",
+            "-f",
+            "{{range .IPAM.Config}}{{.Gateway}}{{end}}",
+        ])
+        .output()
+        .await
+        .unwrap();
+    let gateway = String::from_utf8_lossy(&gateway.stdout).trim().to_owned();
+    let serve = |body: &'static str| {
+        let gateway = gateway.clone();
+        async move {
+            use tokio::io::{AsyncReadExt, AsyncWriteExt};
+            let listener = tokio::net::TcpListener::bind(format!("{gateway}:0"))
+                .await
+                .unwrap();
+            let port = listener.local_addr().unwrap().port();
+            tokio::spawn(async move {
+                while let Ok((mut conn, _)) = listener.accept().await {
+                    let mut buf = [0u8; 4096];
+                    let _ = conn.read(&mut buf).await;
+                    let reply = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                        body.len()
+                    );
+                    let _ = conn.write_all(reply.as_bytes()).await;
+                }
+            });
+            port
+        }
+    };
+    let (registry, other) = (serve("registry-ok").await, serve("not-allowed").await);
+    let script = format!(
+        "busybox wget -q -O - http://{gateway}:{registry}/ 2>&1; echo; \
+         busybox wget -q -O - http://{gateway}:{other}/ 2>&1; echo"
+    );
+    let out = forq_sandbox::host_command(env!("CARGO_BIN_EXE_forq"))
+        .args([
+            "sandbox",
+            "run",
+            "--backend",
+            "docker",
+            "--network",
+            "proxy",
+        ])
+        .args(["--repo", "examples/calc", "--", "sh", "-c", &script])
+        .current_dir(repo_root())
+        .env("DOCKER_HOST", format!("tcp://{address}"))
+        .env("FORQ_EGRESS_ALLOW", format!("{gateway}:{registry}"))
+        .env("NO_COLOR", "1")
+        .output()
+        .await
+        .unwrap();
+    check_exit(&out, 0);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.first(), Some(&"registry-ok"), "{out:?}");
+    assert!(lines.get(1).is_some_and(|l| l.contains("403")), "{out:?}");
+}
+
+#[tokio::test]
 async fn graph_index_then_symbols_as_json() {
     let db = tempfile::tempdir().unwrap();
     let db_path = db.path().join("graph.db").display().to_string();

@@ -18,6 +18,10 @@ pub(crate) struct Harness {
     pub(crate) state: Option<tempfile::TempDir>,
     /// A generated repository every sandbox starts from.
     pub(crate) repo: tempfile::TempDir,
+    /// This machine's address as the egress proxy sees it: loopback where
+    /// forq serves the proxy, the engine's bridge gateway where a sidecar
+    /// container does.
+    pub(crate) host_addr: String,
 }
 
 fn skip_or_fail(kind: &str, why: &dyn std::fmt::Display) -> Option<Harness> {
@@ -80,6 +84,7 @@ impl Harness {
                 native: Some(b),
                 state: Some(state),
                 repo: make_repo(),
+                host_addr: "127.0.0.1".to_owned(),
             }),
             Err(e) => skip_or_fail("native", &e),
         }
@@ -93,8 +98,40 @@ impl Harness {
                 native: None,
                 state: None,
                 repo: make_repo(),
+                host_addr: "127.0.0.1".to_owned(),
             }),
             Err(e) => skip_or_fail("docker", &e),
+        }
+    }
+
+    /// The same engine over TCP (`FORQ_TEST_DOCKER_TCP`, default
+    /// `tcp://127.0.0.1:2375`), as forq sees an engine on another machine:
+    /// it cannot enter the containers' network namespaces, so the egress
+    /// proxy runs in a sidecar container (the `forq-egress` program).
+    pub(crate) async fn docker_remote() -> Option<Harness> {
+        let mut opts = DockerOptions::default();
+        opts.host = Some(remote_engine());
+        opts.egress_program = Some(forq_sandbox::EgressProgram::new(
+            env!("CARGO_BIN_EXE_forq-egress"),
+            Vec::<String>::new(),
+        ));
+        match DockerBackend::connect(opts).await {
+            Ok(b) => {
+                assert!(
+                    b.egress_route().is_ok_and(|r| r.contains("sidecar")),
+                    "{:?}",
+                    b.egress_route()
+                );
+                Some(Harness {
+                    backend: Arc::new(b),
+                    kind: BackendKind::Docker,
+                    native: None,
+                    state: None,
+                    repo: make_repo(),
+                    host_addr: bridge_gateway().await,
+                })
+            }
+            Err(e) => skip_or_fail("docker over tcp", &e),
         }
     }
 
@@ -109,6 +146,7 @@ impl Harness {
             native: None,
             state: Some(state),
             repo: make_repo(),
+            host_addr: "127.0.0.1".to_owned(),
         })
     }
 
@@ -179,4 +217,28 @@ pub(crate) async fn mount_tmpfs(dir: &Path, options: &str) {
     }
     let status = cmd.arg("tmpfs").arg(dir).status().await.unwrap();
     assert!(status.success(), "mount a tmpfs at {}", dir.display());
+}
+
+/// The address tests reach the local engine at over TCP.
+pub(crate) fn remote_engine() -> String {
+    std::env::var("FORQ_TEST_DOCKER_TCP").unwrap_or_else(|_| "tcp://127.0.0.1:2375".to_owned())
+}
+
+/// The gateway of the engine's default bridge: this machine, as a
+/// container on that bridge reaches it.
+async fn bridge_gateway() -> String {
+    let out = forq_sandbox::host_command("docker")
+        .args([
+            "network",
+            "inspect",
+            "bridge",
+            "-f",
+            "{{range .IPAM.Config}}{{.Gateway}}{{end}}",
+        ])
+        .output()
+        .await
+        .expect("run the docker CLI");
+    let gateway = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    assert!(!gateway.is_empty(), "no bridge gateway: {out:?}");
+    gateway
 }

@@ -94,4 +94,23 @@ isolating_backend!(
         installs_reach_only_allowed_hosts_through_the_proxy
     ]
 );
+// The same engine over TCP: forq cannot enter its containers, so installs
+// get a sidecar egress proxy and containers are parked and unparked.
+backend_suite!(
+    docker_remote,
+    crate::common::Harness::docker_remote,
+    [
+        exec_reports_exit_code_signal_and_output,
+        fork_sees_parent_and_is_isolated,
+        no_network_and_no_host_loopback,
+        a_network_override_is_refused_not_ignored,
+        installs_reach_only_allowed_hosts_through_the_proxy,
+        the_egress_sidecar_goes_with_its_sandboxes,
+    ]
+);
 every_backend!(host, crate::common::Harness::host, []);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_engine_forq_cannot_enter_refuses_installs_without_a_proxy() {
+    crate::suite::an_engine_forq_cannot_enter_refuses_installs_without_a_proxy().await;
+}

@@ -4,7 +4,9 @@
 use std::path::Path;
 use std::time::Duration;
 
-use forq_sandbox::{BackendKind, ChangeKind, Error, ExecRequest, Limits, Network};
+use forq_sandbox::{
+    Backend, BackendKind, ChangeKind, Error, ExecRequest, Limits, Network, SandboxSpec,
+};
 use tokio::net::TcpListener;
 
 use crate::common::{eventually, host_processes_with, rel, sh, Harness};
@@ -654,11 +656,11 @@ pub(crate) async fn disk_filler_is_stopped_and_reported(h: &Harness) {
     sb.destroy().await.unwrap();
 }
 
-/// A loopback HTTP server on the host that answers every request with
-/// `body`, for as long as the test runs.
-async fn http_server(body: &'static str) -> u16 {
+/// An HTTP server on the host at `addr` (loopback, or the bridge gateway)
+/// that answers every request with `body`, for as long as the test runs.
+async fn http_server(addr: &str, body: &'static str) -> u16 {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let listener = TcpListener::bind(format!("{addr}:0")).await.unwrap();
     let port = listener.local_addr().unwrap().port();
     tokio::spawn(async move {
         while let Ok((mut conn, _)) = listener.accept().await {
@@ -677,69 +679,165 @@ async fn http_server(body: &'static str) -> u16 {
 }
 
 /// busybox wget inside the sandbox: each URL through the proxy settings
-/// the exec got, then each port straight (`-Y off`); one line each.
-fn wget_script(urls: &[String], direct: &[u16]) -> String {
+/// the exec got, then each of `direct` straight (`-Y off`); one line each.
+fn wget_script(urls: &[String], direct: &[String]) -> String {
     let mut script = String::new();
     for url in urls {
         script.push_str(&format!(
             "echo \"get $(busybox wget -q -O - '{url}' 2>&1 | tr '\\n' ' ')\"; "
         ));
     }
-    for port in direct {
+    for url in direct {
         script.push_str(&format!(
-            "echo \"direct $(busybox wget -Y off -q -O - 'http://127.0.0.1:{port}/' 2>&1 | tr '\\n' ' ')\"; "
+            "echo \"direct $(busybox wget -Y off -q -O - '{url}' 2>&1 | tr '\\n' ' ')\"; "
         ));
     }
     script
 }
 
+/// Whether wget said it could not connect (refused where there is a stack
+/// but no listener; no route where the network leads nowhere).
+fn unreached(line: &str) -> bool {
+    line.contains("refused") || line.contains("unreachable") || line.contains("No route to host")
+}
+
 pub(crate) async fn installs_reach_only_allowed_hosts_through_the_proxy(h: &Harness) {
-    let registry = http_server("registry-ok").await;
-    let host_service = http_server("host-secret").await;
+    let host = &h.host_addr;
+    let registry = http_server(host, "registry-ok").await;
+    let host_service = http_server(host, "host-secret").await;
+    let loopback_service = http_server("127.0.0.1", "loopback-secret").await;
     let spec = h
         .spec()
         .network(Network::None)
         .egress(forq_sandbox::EgressAllow::new([format!(
-            "127.0.0.1:{registry}"
+            "{host}:{registry}"
         )]));
     let sb = h.create_with(spec).await;
     let urls = [
-        format!("http://127.0.0.1:{registry}/simple/"),
-        format!("http://127.0.0.1:{host_service}/"),
+        format!("http://{host}:{registry}/simple/"),
+        format!("http://{host}:{host_service}/"),
         "http://localhost:1/".to_owned(),
+    ];
+    let direct = [
+        format!("http://{host}:{registry}/"),
+        format!("http://{host}:{host_service}/"),
+        format!("http://127.0.0.1:{loopback_service}/"),
     ];
     let install = sb
         .exec(
-            ExecRequest::shell(wget_script(&urls, &[registry, host_service]))
-                .network(Network::Proxy)
-                .timeout(Duration::from_secs(60)),
+            ExecRequest::shell(format!(
+                "echo \"proxy $HTTP_PROXY\"; {}",
+                wget_script(&urls, &direct)
+            ))
+            .network(Network::Proxy)
+            .timeout(Duration::from_secs(60)),
         )
         .await
         .unwrap();
     let text = install.stdout_text();
     let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines.len(), 5, "{install:?}");
-    assert!(lines[0].contains("registry-ok"), "allowed: {text}");
-    assert!(lines[1].contains("403"), "not on the allowlist: {text}");
-    assert!(lines[2].contains("403"), "loopback by name: {text}");
-    for direct in &lines[3..] {
+    assert_eq!(lines.len(), 7, "{install:?}");
+    let proxy = lines[0]
+        .strip_prefix("proxy ")
+        .unwrap_or_default()
+        .to_owned();
+    assert!(proxy.starts_with("http://"), "no proxy given: {text}");
+    assert!(lines[1].contains("registry-ok"), "allowed: {text}");
+    assert!(lines[2].contains("403"), "not on the allowlist: {text}");
+    assert!(lines[3].contains("403"), "loopback by name: {text}");
+    for direct in &lines[4..] {
         assert!(
-            direct.contains("refused") && !direct.contains("secret"),
-            "straight to host loopback: {text}"
+            unreached(direct) && !direct.contains("secret") && !direct.contains("registry-ok"),
+            "straight to the host: {text}"
         );
     }
     // A test run (no network) cannot reach the proxy, nor the host.
     let test_run = sh(
         &*sb,
-        &wget_script(&[], &[forq_sandbox::PROXY_PORT, registry]),
+        &wget_script(
+            &[],
+            &[format!("{proxy}/"), format!("http://{host}:{registry}/")],
+        ),
     )
     .await;
     let text = test_run.stdout_text();
     assert_eq!(text.lines().count(), 2, "{test_run:?}");
     assert!(
-        text.lines().all(|l| l.contains("refused")),
+        text.lines().all(unreached),
         "a test run reached the proxy or the host: {text}"
     );
+    sb.destroy().await.unwrap();
+}
+
+/// Whether the engine has a network of this name.
+async fn docker_network_exists(name: &str) -> bool {
+    forq_sandbox::host_command("docker")
+        .args(["network", "inspect", name])
+        .output()
+        .await
+        .is_ok_and(|o| o.status.success())
+}
+
+pub(crate) async fn the_egress_sidecar_goes_with_its_sandboxes(h: &Harness) {
+    // A fork shares its parent's sidecar; the sidecar and its network are
+    // removed when the last sandbox of the lineage is gone.
+    let sb = h.create().await;
+    let network = format!("forq-egress-{}", sb.id());
+    let install = || ExecRequest::shell("echo $HTTP_PROXY").network(Network::Proxy);
+    let first = sb.exec(install()).await.unwrap().stdout_text();
+    assert!(docker_network_exists(&network).await, "{network} missing");
+    let fork = sb.snapshot().await.unwrap().fork().await.unwrap();
+    let again = fork.exec(install()).await.unwrap().stdout_text();
+    assert_eq!(first, again, "a fork got a sidecar of its own");
+    sb.destroy().await.unwrap();
+    assert!(
+        docker_network_exists(&network).await,
+        "removed while a fork still uses it"
+    );
+    fork.destroy().await.unwrap();
+    let mut gone = false;
+    for _ in 0..100 {
+        if !docker_network_exists(&network).await {
+            gone = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(gone, "{network} outlived its sandboxes");
+}
+
+pub(crate) async fn an_engine_forq_cannot_enter_refuses_installs_without_a_proxy() {
+    // Over TCP and with no egress program, an install would have had to
+    // get the host's network; it is refused instead, and says why.
+    let mut opts = forq_sandbox::DockerOptions::default();
+    opts.host = Some(crate::common::remote_engine());
+    let backend = match forq_sandbox::DockerBackend::connect(opts).await {
+        Ok(b) => b,
+        Err(e) if std::env::var_os("CI").is_none() => {
+            eprintln!("SKIPPED: no docker engine over tcp: {e}");
+            return;
+        }
+        Err(e) => panic!("the docker engine must answer over tcp under CI: {e}"),
+    };
+    assert!(!backend.per_exec_network());
+    let why = backend.egress_route().unwrap_err();
+    assert!(why.contains("egress program"), "{why}");
+    let repo = tempfile::tempdir().unwrap();
+    let err = backend
+        .create(&SandboxSpec::new(repo.path()).network(Network::Proxy))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::InvalidSpec(_)), "{err}");
+    assert!(err.to_string().contains("egress proxy"), "{err}");
+    let sb = backend
+        .create(&SandboxSpec::new(repo.path()))
+        .await
+        .unwrap();
+    let err = sb
+        .exec(ExecRequest::shell("true").network(Network::Proxy))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("egress"), "{err}");
     sb.destroy().await.unwrap();
 }
 

@@ -4,7 +4,9 @@
 //!
 //! Containers run with every capability dropped, `no-new-privileges`, no
 //! network unless the spec asks for the host's, and the spec's memory, pids
-//! and CPU caps. No image is pulled: the caller names a local image, or the
+//! and CPU caps. An install exec reaches the egress proxy only: served by
+//! forq inside the container's network namespace when the engine is this
+//! machine's and forq is root, else by a sidecar container ([`sidecar`]). No image is pulled: the caller names a local image, or the
 //! default one is built from the host's static busybox ([`import_rootfs`]).
 
 use std::collections::{BTreeSet, HashMap};
@@ -36,6 +38,8 @@ use crate::spec::{
 };
 use crate::state;
 
+mod sidecar;
+
 /// The image used when a spec names none: busybox, built locally.
 pub const DEFAULT_IMAGE: &str = "forq-sandbox-busybox:2";
 
@@ -53,6 +57,25 @@ const SNAPSHOT_REPO: &str = "forq-snapshot";
 pub struct DockerOptions {
     /// Engine address; default `DOCKER_HOST`, else the local socket.
     pub host: Option<String>,
+    /// The program that serves the egress proxy in a sidecar container where
+    /// forq cannot serve it inside a container's network namespace (an
+    /// engine elsewhere, or forq not root). Default: the process's
+    /// [`crate::default_egress_program`]. Without one, such an engine refuses
+    /// sandboxes and execs that ask for [`Network::Proxy`].
+    pub egress_program: Option<crate::EgressProgram>,
+}
+
+/// How install execs reach the egress proxy on an engine.
+#[derive(Debug, Clone)]
+enum Egress {
+    /// forq serves it inside the container's network namespace: the engine
+    /// is this machine's (its unix socket) and forq is root.
+    InNamespace,
+    /// A sidecar container serves it on an internal network the container
+    /// joins for the exec.
+    Sidecar(Arc<sidecar::SidecarImage>),
+    /// Neither; why.
+    Unavailable(&'static str),
 }
 
 /// Sandboxes as Docker containers.
@@ -60,10 +83,7 @@ pub struct DockerOptions {
 pub struct DockerBackend {
     docker: Docker,
     owner: String,
-    /// The engine is on this machine (its unix socket) and forq is root, so
-    /// forq can reach a container's network namespace and serve the egress
-    /// proxy inside it.
-    proxy_here: bool,
+    egress: Egress,
 }
 
 fn docker_err(op: &'static str) -> impl FnOnce(bollard::errors::Error) -> Error {
@@ -106,28 +126,36 @@ impl DockerBackend {
             .or_else(|| std::env::var("DOCKER_HOST").ok())
             .unwrap_or_default();
         let local = address.is_empty() || address.starts_with("unix://");
+        let egress = if local && crate::native::sys::euid() == 0 {
+            Egress::InNamespace
+        } else {
+            match options
+                .egress_program
+                .or_else(crate::egress::default_egress_program)
+            {
+                Some(program) => Egress::Sidecar(Arc::new(sidecar::SidecarImage::new(program))),
+                None => Egress::Unavailable(
+                    "forq cannot enter this engine's containers (it is not this machine's socket,                      or forq is not root) and no egress program was given (DockerOptions::egress_program)",
+                ),
+            }
+        };
         Ok(DockerBackend {
             docker,
             owner: owner_label(),
-            proxy_here: local && crate::native::sys::euid() == 0,
+            egress,
         })
     }
 
-    /// The network a container made for `wanted` gets: the egress proxy is
-    /// served inside a container with no network where forq can reach its
-    /// namespace; elsewhere an install container has the host's network.
-    fn container_network(&self, wanted: Network) -> Network {
-        match wanted {
-            Network::Proxy if self.proxy_here => Network::None,
-            Network::Proxy => Network::Host,
-            other => other,
+    /// How install steps reach the egress proxy here, in words; `Err` when
+    /// they cannot (such installs are refused).
+    pub fn egress_route(&self) -> std::result::Result<&'static str, &'static str> {
+        match &self.egress {
+            Egress::InNamespace => Ok("forq serves it inside the container's own network namespace"),
+            Egress::Sidecar(_) => Ok(
+                "a sidecar container serves it; the container joins the sidecar's internal network for the install only",
+            ),
+            Egress::Unavailable(why) => Err(why),
         }
-    }
-
-    /// Whether install steps here get the egress proxy (else the host's
-    /// network, for the container's whole life).
-    pub fn serves_proxy(&self) -> bool {
-        self.proxy_here
     }
 
     /// The engine's security options (`name=seccomp,profile=default`,
@@ -178,15 +206,30 @@ impl DockerBackend {
     async fn new_container(&self, spec: &Arc<SandboxSpec>, image: &str) -> Result<String> {
         let id = state::new_id();
         let limits = &spec.limits;
+        let network_mode = match (spec.network, &self.egress) {
+            (Network::Host, _) => "host",
+            (Network::Proxy, Egress::Unavailable(why)) => {
+                return Err(Error::InvalidSpec(format!(
+                "install steps need forq's egress proxy, and this engine cannot have it: {why}; \
+                     give the backend an egress program, run forq as root beside the engine, or \
+                     choose the host network for installs yourself"
+            )))
+            }
+            // Made on the parking network and taken off it before it starts,
+            // so that installs can join a sidecar's network.
+            (_, Egress::Sidecar(_)) => {
+                sidecar::ensure_parking(&self.docker).await?;
+                sidecar::PARKING_NETWORK
+            }
+            _ => "none",
+        };
+        let parked = network_mode == sidecar::PARKING_NETWORK;
         let host_config = HostConfig {
             memory: limits.memory_bytes.map(|m| m as i64),
             memory_swap: limits.memory_bytes.map(|m| m as i64),
             pids_limit: limits.pids.map(|p| p as i64),
             nano_cpus: limits.cpus.map(|c| (c * 1e9) as i64),
-            network_mode: Some(match self.container_network(spec.network) {
-                Network::Host => "host".to_owned(),
-                _ => "none".to_owned(),
-            }),
+            network_mode: Some(network_mode.to_owned()),
             // The disk cap holds per file here (the engine's storage quota
             // needs xfs project quotas): the fsize ulimit.
             ulimits: limits.disk_bytes.map(|b| {
@@ -233,6 +276,12 @@ impl DockerBackend {
             )
             .await
             .map_err(docker_err("create container"))?;
+        if parked {
+            if let Err(e) = sidecar::unpark(&self.docker, &created.id).await {
+                let _ = self.remove_container(&created.id).await;
+                return Err(e);
+            }
+        }
         if let Err(e) = self.docker.start_container(&created.id, None).await {
             let _ = self.remove_container(&created.id).await;
             return Err(Error::Docker {
@@ -269,17 +318,7 @@ impl DockerBackend {
     }
 
     async fn remove_container(&self, id: &str) -> Result<()> {
-        self.docker
-            .remove_container(
-                id,
-                Some(RemoveContainerOptions {
-                    force: true,
-                    v: true,
-                    ..Default::default()
-                }),
-            )
-            .await
-            .map_err(docker_err("remove container"))
+        remove_container_of(&self.docker, id).await
     }
 
     /// Removes the containers and snapshot images whose owning process on
@@ -341,8 +380,30 @@ impl DockerBackend {
                 removed.push(image.id);
             }
         }
+        // Egress networks last: their sidecars and members are gone now.
+        for network in sidecar::dead_networks(&backend.docker, dead).await? {
+            if backend.docker.remove_network(&network).await.is_ok() {
+                removed.push(network);
+            }
+        }
+        removed.extend(sidecar::remove_unused_images(&backend.docker).await?);
         Ok(removed)
     }
+}
+
+/// Removes a container, running or not, and its anonymous volumes.
+async fn remove_container_of(docker: &Docker, id: &str) -> Result<()> {
+    docker
+        .remove_container(
+            id,
+            Some(RemoveContainerOptions {
+                force: true,
+                v: true,
+                ..Default::default()
+            }),
+        )
+        .await
+        .map_err(docker_err("remove container"))
 }
 
 /// A rootfs tarball holding a static busybox and its applet links.
@@ -463,7 +524,7 @@ impl Backend for DockerBackend {
     }
 
     fn per_exec_network(&self) -> bool {
-        self.proxy_here
+        !matches!(self.egress, Egress::Unavailable(_))
     }
 
     #[tracing::instrument(skip_all, fields(base = %spec.base.display()))]
@@ -543,6 +604,9 @@ pub struct DockerSandbox {
     #[allow(dead_code)] // held, never read
     image: Option<Arc<CommittedImage>>,
     destroyed: RwLock<bool>,
+    /// Held exclusively by an exec that has the egress proxy, shared by the
+    /// others: nothing else runs while the container can reach the proxy.
+    net: RwLock<()>,
     /// OOM kills already reported (the cgroup's counter only grows).
     oom_seen: AtomicU64,
 }
@@ -592,6 +656,9 @@ struct Lineage {
     /// Content hash and executable bit of every file of the base, and its
     /// symbolic links.
     base_files: OnceLock<Listing>,
+    /// The egress sidecar the lineage's installs share, started on the
+    /// first one (sidecar mode only).
+    sidecar: tokio::sync::OnceCell<Arc<sidecar::Sidecar>>,
 }
 
 /// What the diff compares a file by.
@@ -644,6 +711,7 @@ impl DockerSandbox {
             spec,
             container,
             destroyed: RwLock::new(false),
+            net: RwLock::new(()),
             oom_seen: AtomicU64::new(0),
         }
     }
@@ -867,6 +935,43 @@ impl DockerSandbox {
         made.map_err(|e| Error::io("serve the egress proxy in", ns_path, e))
     }
 
+    /// Runs `req` with the container on the lineage's sidecar network (the
+    /// sidecar started on first use), and takes it off again.
+    async fn run_beside_sidecar(
+        &self,
+        req: ExecRequest,
+        image: &sidecar::SidecarImage,
+    ) -> Result<ExecOutcome> {
+        let docker = self.docker();
+        let sidecar = self
+            .lineage
+            .sidecar
+            .get_or_try_init(|| async {
+                sidecar::start(
+                    docker,
+                    image,
+                    &self.spec.egress,
+                    &self.backend.owner,
+                    &self.id,
+                )
+                .await
+                .map(Arc::new)
+            })
+            .await?
+            .clone();
+        sidecar::join(docker, &sidecar, &self.container).await?;
+        let mut req = req;
+        req.env.extend(crate::egress::proxy_env(&sidecar.address));
+        let outcome = self.run(req).await;
+        if let Err(e) = sidecar::leave(docker, &sidecar, &self.container).await {
+            // A container that cannot be taken off the proxy's network must
+            // not run anything more.
+            let _ = self.backend.remove_container(&self.container).await;
+            return Err(outcome.err().unwrap_or(e));
+        }
+        outcome
+    }
+
     async fn run(&self, req: ExecRequest) -> Result<ExecOutcome> {
         let RawExec {
             program,
@@ -994,28 +1099,40 @@ impl Sandbox for DockerSandbox {
                 "a terminal of its own is for native sandboxes; run this one without it".to_owned(),
             ));
         }
-        let container = self.backend.container_network(self.spec.network);
         let wanted = req.network.unwrap_or(self.spec.network);
-        if wanted == Network::Proxy && container == Network::None {
-            let served = self.serve_proxy().await?;
-            let mut req = req;
-            req.env.extend(crate::egress::Served::env());
-            let outcome = self.run(req).await;
-            drop(served);
-            return outcome;
-        }
-        // Less network than the container has (none, in a container that
-        // has the host's) cannot be taken away, and is not asked for by
-        // callers that know `per_exec_network`; more is refused.
-        let more = wanted != Network::None && self.backend.container_network(wanted) != container;
-        if more {
-            return Err(Error::InvalidSpec(format!(
+        match (wanted, &self.backend.egress) {
+            (Network::Proxy, Egress::InNamespace) => {
+                let _net = self.net.write().await;
+                let served = self.serve_proxy().await?;
+                let mut req = req;
+                req.env.extend(crate::egress::Served::env());
+                let outcome = self.run(req).await;
+                drop(served);
+                outcome
+            }
+            (Network::Proxy, Egress::Sidecar(image)) => {
+                let _net = self.net.write().await;
+                self.run_beside_sidecar(req, image).await
+            }
+            (Network::Proxy, Egress::Unavailable(why)) if self.spec.network != Network::Host => {
+                Err(Error::InvalidSpec(format!(
+                    "this exec asks for forq's egress proxy, and this engine cannot have it: {why}"
+                )))
+            }
+            // The container has the host's network for its whole life;
+            // less cannot be taken away, and is not asked for by callers
+            // that know `per_exec_network`.
+            (_, _) if self.spec.network == Network::Host => self.run(req).await,
+            (Network::None, _) => {
+                let _net = self.net.read().await;
+                self.run(req).await
+            }
+            (_, _) => Err(Error::InvalidSpec(format!(
                 "a docker sandbox's network is fixed when its container is created ({:?}); \
                  create the sandbox with the network this exec needs",
                 self.spec.network
-            )));
+            ))),
         }
-        self.run(req).await
     }
 
     async fn read_file(&self, path: &Path) -> Result<Vec<u8>> {
