@@ -98,6 +98,31 @@ pub trait Backend: Send + Sync + fmt::Debug {
     fn per_exec_network(&self) -> bool {
         true
     }
+
+    /// Opens a state [`Sandbox::save_state`] saved under `dir`, as a
+    /// snapshot over `spec.base` (see [`crate::Goldens`]). `hold` is kept
+    /// until the snapshot and all its forks are gone. Backends that cannot
+    /// keep a state refuse.
+    async fn open_state(
+        &self,
+        dir: &Path,
+        saved: &crate::SavedState,
+        spec: &SandboxSpec,
+        hold: Arc<std::fs::File>,
+    ) -> Result<Snapshot> {
+        let _ = (dir, saved, spec, hold);
+        Err(Error::Unsupported {
+            backend: self.kind().name(),
+            what: "golden environments",
+        })
+    }
+
+    /// Releases what a saved state keeps outside `dir` (the image on
+    /// docker); `false` when it is still in use and was kept.
+    async fn remove_state(&self, dir: &Path, saved: &crate::SavedState) -> Result<bool> {
+        let _ = (dir, saved);
+        Ok(true)
+    }
 }
 
 /// An isolated, forkable view of a repository in which commands run.
@@ -139,6 +164,18 @@ pub trait Sandbox: Send + Sync + fmt::Debug {
 
     /// Every change against the base: what becomes a patch.
     async fn diff(&self) -> Result<Diff>;
+
+    /// Saves the current state beyond this process under `dir` (an empty
+    /// directory), for a golden environment; `label` names what the backend
+    /// keeps elsewhere (the image tag on docker). The sandbox stays usable.
+    /// Use [`crate::Goldens::save`] rather than this.
+    async fn save_state(&self, dir: &Path, label: &str) -> Result<crate::SavedState> {
+        let _ = (dir, label);
+        Err(Error::Unsupported {
+            backend: self.backend().name(),
+            what: "golden environments",
+        })
+    }
 
     /// Releases processes, mounts and disk. Dropping a sandbox does the same
     /// on a best-effort basis; this reports failures.

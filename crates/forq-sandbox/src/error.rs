@@ -67,6 +67,14 @@ pub enum Error {
         #[source]
         source: bollard::errors::Error,
     },
+    /// The backend does not offer this.
+    #[error("the {backend} backend does not support {what}")]
+    Unsupported {
+        /// Backend name.
+        backend: &'static str,
+        /// What it lacks.
+        what: &'static str,
+    },
     /// The sandbox was already destroyed or is otherwise unusable.
     #[error("sandbox {id} is {state}")]
     Gone {

@@ -50,6 +50,9 @@ const SANDBOX_USER: (u32, &str) = (1000, "/home/sandbox");
 const LABEL_SANDBOX: &str = "forq.sandbox";
 const LABEL_OWNER: &str = "forq.owner";
 const SNAPSHOT_REPO: &str = "forq-snapshot";
+/// Goldens' images: `forq-golden:<name>-g<N>`, kept by `gc`.
+const GOLDEN_REPO: &str = "forq-golden";
+const LABEL_GOLDEN: &str = "forq.golden";
 
 /// How the docker backend is set up.
 #[derive(Debug, Clone, Default)]
@@ -314,6 +317,7 @@ impl DockerBackend {
         Ok(Arc::new(CommittedImage {
             docker: self.docker.clone(),
             id: committed.id,
+            hold: None,
         }))
     }
 
@@ -527,6 +531,71 @@ impl Backend for DockerBackend {
         !matches!(self.egress, Egress::Unavailable(_))
     }
 
+    async fn open_state(
+        &self,
+        dir: &Path,
+        saved: &crate::SavedState,
+        spec: &SandboxSpec,
+        hold: Arc<std::fs::File>,
+    ) -> Result<Snapshot> {
+        let image = match (&saved.image, saved.backend) {
+            (Some(image), BackendKind::Docker) => image.clone(),
+            _ => {
+                return Err(Error::InvalidSpec(format!(
+                    "the golden in {} is not a docker image",
+                    dir.display()
+                )))
+            }
+        };
+        if !self.image_exists(&image).await {
+            return Err(Error::InvalidSpec(format!(
+                "the golden image {image} is not in this Docker engine (built on another, or removed); build the golden again"
+            )));
+        }
+        if !spec.base.is_dir() {
+            return Err(Error::InvalidSpec(format!(
+                "base {} is not a directory",
+                spec.base.display()
+            )));
+        }
+        Ok(Snapshot {
+            inner: Arc::new(DockerSnapshot {
+                backend: self.clone(),
+                spec: Arc::new(spec.clone()),
+                lineage: Arc::new(Lineage {
+                    owner: saved.owner,
+                    ..Lineage::default()
+                }),
+                image: Arc::new(CommittedImage {
+                    docker: self.docker.clone(),
+                    id: image,
+                    hold: Some(hold),
+                }),
+            }),
+        })
+    }
+
+    async fn remove_state(&self, _dir: &Path, saved: &crate::SavedState) -> Result<bool> {
+        let Some(image) = &saved.image else {
+            return Ok(true);
+        };
+        match self
+            .docker
+            .remove_image(image, None::<RemoveImageOptions>, None)
+            .await
+        {
+            Ok(_) => Ok(true),
+            Err(bollard::errors::Error::DockerResponseServerError {
+                status_code: 404, ..
+            }) => Ok(true),
+            // In use by a container (a run forked from it): kept.
+            Err(bollard::errors::Error::DockerResponseServerError {
+                status_code: 409, ..
+            }) => Ok(false),
+            Err(e) => Err(docker_err("remove the golden image")(e)),
+        }
+    }
+
     #[tracing::instrument(skip_all, fields(base = %spec.base.display()))]
     async fn create(&self, spec: &SandboxSpec) -> Result<Box<dyn Sandbox>> {
         if !spec.base.is_dir() {
@@ -611,15 +680,20 @@ pub struct DockerSandbox {
     oom_seen: AtomicU64,
 }
 
-/// A committed image, removed when the last holder lets go.
+/// A committed image, removed when the last holder lets go, unless it is a
+/// golden's (which `hold` keeps in use).
 #[derive(Debug)]
 struct CommittedImage {
     docker: Docker,
     id: String,
+    hold: Option<Arc<std::fs::File>>,
 }
 
 impl Drop for CommittedImage {
     fn drop(&mut self) {
+        if self.hold.is_some() {
+            return;
+        }
         let (docker, id) = (self.docker.clone(), self.id.clone());
         if let Ok(handle) = tokio::runtime::Handle::try_current() {
             handle.spawn(async move {
@@ -1261,6 +1335,40 @@ done"#;
     }
 
     #[tracing::instrument(skip_all, fields(id = %self.id))]
+    async fn save_state(&self, _dir: &Path, label: &str) -> Result<crate::SavedState> {
+        let _live = self.live().await?;
+        let committed = self
+            .docker()
+            .commit_container(
+                CommitContainerOptions {
+                    container: Some(self.container.clone()),
+                    repo: Some(GOLDEN_REPO.to_owned()),
+                    tag: Some(label.to_owned()),
+                    pause: false,
+                    // The container's owner label would have `gc` take
+                    // the golden with its process: blanked.
+                    changes: Some(format!("LABEL {LABEL_GOLDEN}={label} {LABEL_OWNER}=\"\"")),
+                    ..Default::default()
+                },
+                bollard::models::ContainerConfig::default(),
+            )
+            .await
+            .map_err(docker_err("commit the golden"))?;
+        let bytes = self
+            .docker()
+            .inspect_image(&committed.id)
+            .await
+            .ok()
+            .and_then(|i| i.size)
+            .unwrap_or(0)
+            .max(0) as u64;
+        Ok(crate::SavedState::docker(
+            format!("{GOLDEN_REPO}:{label}"),
+            self.lineage.owner,
+            bytes,
+        ))
+    }
+
     async fn snapshot(&self) -> Result<Snapshot> {
         let _live = self.live().await?;
         let image = self.backend.commit(&self.container).await?;

@@ -284,6 +284,25 @@ impl NativeBackend {
     }
 }
 
+impl NativeBackend {
+    /// The lineage of sandboxes over `spec.base`.
+    fn template_for(&self, spec: &SandboxSpec) -> Result<Arc<Template>> {
+        let base = spec
+            .base
+            .canonicalize()
+            .map_err(|e| Error::io("open the sandbox base", &spec.base, e))?;
+        if !base.is_dir() {
+            return Err(Error::InvalidSpec(format!(
+                "base {} is not a directory",
+                base.display()
+            )));
+        }
+        let mut spec = spec.clone();
+        spec.base = base;
+        Ok(Arc::new(Template::new(self.shared.clone(), spec)?))
+    }
+}
+
 impl Shared {
     /// A path under the state directory as overlays name it: through the
     /// idmapped view as root, else itself.
@@ -402,21 +421,49 @@ impl Backend for NativeBackend {
 
     #[tracing::instrument(skip_all, fields(base = %spec.base.display()))]
     async fn create(&self, spec: &SandboxSpec) -> Result<Box<dyn Sandbox>> {
-        let base = spec
-            .base
-            .canonicalize()
-            .map_err(|e| Error::io("open the sandbox base", &spec.base, e))?;
-        if !base.is_dir() {
-            return Err(Error::InvalidSpec(format!(
-                "base {} is not a directory",
-                base.display()
-            )));
-        }
-        let mut spec = spec.clone();
-        spec.base = base;
-        let template = Arc::new(Template::new(self.shared.clone(), spec)?);
+        let template = self.template_for(spec)?;
         let sb = NativeSandbox::mount_new(template, Vec::new()).await?;
         Ok(Box::new(sb))
+    }
+
+    async fn open_state(
+        &self,
+        dir: &Path,
+        saved: &crate::SavedState,
+        spec: &SandboxSpec,
+        hold: Arc<std::fs::File>,
+    ) -> Result<Snapshot> {
+        let template = self.template_for(spec)?;
+        let volumes: Vec<&Path> = template
+            .volumes
+            .iter()
+            .map(|v| v.inside.as_path())
+            .collect();
+        let saved_volumes: Vec<&Path> = saved.volumes.iter().map(PathBuf::as_path).collect();
+        if saved.backend != BackendKind::Native || volumes != saved_volumes {
+            return Err(Error::InvalidSpec(format!(
+                "the golden in {} was saved with the volumes {saved_volumes:?}, and sandboxes here have {volumes:?} \
+                 (other toolchains or root filesystem); build it again",
+                dir.display()
+            )));
+        }
+        let layer = dir.join("layer");
+        if !layer.is_dir() || !dir.starts_with(&self.shared.state) {
+            return Err(Error::InvalidSpec(format!(
+                "no native golden layer in {} under the state directory {}",
+                dir.display(),
+                self.shared.state.display()
+            )));
+        }
+        Ok(Snapshot {
+            inner: Arc::new(NativeSnapshot {
+                template,
+                frozen: vec![Arc::new(Layer {
+                    dir: layer,
+                    hold: Some(hold),
+                })],
+            }),
+        })
     }
 }
 
@@ -862,14 +909,24 @@ fn start_proxy(
 }
 
 /// A frozen layer directory, removed when the last sandbox or snapshot
-/// holding it lets go.
+/// holding it lets go, unless it is a golden's (which `hold` keeps in use).
 #[derive(Debug)]
 struct Layer {
     dir: PathBuf,
+    hold: Option<Arc<std::fs::File>>,
+}
+
+impl Layer {
+    fn new(dir: PathBuf) -> Self {
+        Layer { dir, hold: None }
+    }
 }
 
 impl Drop for Layer {
     fn drop(&mut self) {
+        if self.hold.is_some() {
+            return;
+        }
         if let Err(e) = state::remove_tree(&self.dir) {
             tracing::warn!(dir = %self.dir.display(), error = %e, "cannot remove a frozen layer");
         }
@@ -1049,7 +1106,7 @@ impl NativeSandbox {
         let layer_dir = self.template.shared.state.join("l").join(state::new_id());
         let upper = self.dir.join("u");
         std::fs::rename(&upper, &layer_dir).map_err(|e| Error::io("freeze a layer", &upper, e))?;
-        inner.frozen.insert(0, Arc::new(Layer { dir: layer_dir }));
+        inner.frozen.insert(0, Arc::new(Layer::new(layer_dir)));
         let work = self.dir.join("w");
         state::remove_tree(&work).map_err(|e| Error::io("reset work directory", &work, e))?;
         for k in 0..self.template.volumes.len() {
@@ -1133,12 +1190,16 @@ impl NativeSandbox {
 /// Merges `frozen` (newest first) into one new layer by hard links: frozen
 /// layers are never written again, so sharing their inodes is safe.
 fn squash(shared: &Shared, frozen: &[Arc<Layer>], volumes: usize) -> Result<Layer> {
-    let state_dir = &shared.state;
-    let out = Layer {
-        dir: state_dir.join("l").join(state::new_id()),
-    };
+    let out = Layer::new(shared.state.join("l").join(state::new_id()));
+    squash_into(shared, frozen, volumes, &out.dir)?;
+    Ok(out)
+}
+
+/// Merges `frozen` (newest first) into one layer at `dest`: files are hard
+/// links, directories are made again with their mode, owner and opacity.
+fn squash_into(shared: &Shared, frozen: &[Arc<Layer>], volumes: usize, dest: &Path) -> Result<()> {
     for k in 0..volumes {
-        let target = out.dir.join(format!("v{k}"));
+        let target = dest.join(format!("v{k}"));
         state::ensure_dir(&target)?;
         for layer in frozen.iter().rev() {
             let src = layer.dir.join(format!("v{k}"));
@@ -1160,11 +1221,16 @@ fn squash(shared: &Shared, frozen: &[Arc<Layer>], volumes: usize) -> Result<Laye
                     }
                     .map_err(|e| Error::io("squash layers", &dest, e))?;
                     std::fs::create_dir(&dest).map_err(|e| Error::io("squash layers", &dest, e))?;
-                    let perms = entry
+                    let meta = entry
                         .metadata()
-                        .map_err(|e| Error::io("squash layers", entry.path(), e.into()))?
-                        .permissions();
-                    let _ = std::fs::set_permissions(&dest, perms);
+                        .map_err(|e| Error::io("squash layers", entry.path(), e.into()))?;
+                    let _ = std::fs::set_permissions(&dest, meta.permissions());
+                    {
+                        use std::os::unix::fs::MetadataExt;
+                        // Keep whose it is (the sandbox's ids on disk).
+                        let _ =
+                            std::os::unix::fs::lchown(&dest, Some(meta.uid()), Some(meta.gid()));
+                    }
                     if opaque {
                         sys::set_opaque(&cstr(&dest.display().to_string()), shared.opaque_xattr())
                             .map_err(|e| Error::io("squash layers", &dest, e))?;
@@ -1182,7 +1248,7 @@ fn squash(shared: &Shared, frozen: &[Arc<Layer>], volumes: usize) -> Result<Laye
             }
         }
     }
-    Ok(out)
+    Ok(())
 }
 
 struct NativeSnapshot {
@@ -1433,6 +1499,41 @@ impl Sandbox for NativeSandbox {
     async fn destroy(self: Box<Self>) -> Result<()> {
         let mut inner = self.inner.write().await;
         self.release(&mut inner)
+    }
+
+    async fn save_state(&self, dir: &Path, _label: &str) -> Result<crate::SavedState> {
+        let shared = &self.template.shared;
+        if !dir.starts_with(&shared.state) {
+            return Err(Error::InvalidSpec(format!(
+                "a native golden is kept under the backend's state directory {} (its layers are hard links of the \
+                 sandbox's), not {}; use Goldens::in_state_dir",
+                shared.state.display(),
+                dir.display()
+            )));
+        }
+        let mut inner = self.inner.write().await;
+        self.live(&inner)?;
+        if !self.upper_is_clean() {
+            self.freeze(&mut inner)?;
+        }
+        let layer = dir.join("layer");
+        let volumes = self.template.volumes.len();
+        squash_into(shared, &inner.frozen, volumes, &layer)?;
+        let bytes = walkdir::WalkDir::new(&layer)
+            .into_iter()
+            .flatten()
+            .filter(|e| e.file_type().is_file())
+            .filter_map(|e| e.metadata().ok())
+            .map(|m| m.len())
+            .sum();
+        Ok(crate::SavedState::native(
+            self.template
+                .volumes
+                .iter()
+                .map(|v| v.inside.clone())
+                .collect(),
+            bytes,
+        ))
     }
 }
 

@@ -162,6 +162,25 @@ impl Harness {
         self.backend.create(&spec).await.expect("create a sandbox")
     }
 
+    /// Another backend of the same kind over the same state, as a later
+    /// forq process opens it.
+    pub(crate) async fn reopened(&self) -> Arc<dyn Backend> {
+        match self.kind {
+            BackendKind::Native => {
+                let mut opts = NativeOptions::default();
+                opts.state_dir = self.state_path().map(Path::to_path_buf);
+                opts.user_namespace = self.native.as_ref().map(|n| n.in_user_namespace());
+                Arc::new(NativeBackend::open(opts).expect("reopen the native backend"))
+            }
+            BackendKind::Docker => Arc::new(
+                DockerBackend::connect(DockerOptions::default())
+                    .await
+                    .expect("reconnect"),
+            ),
+            BackendKind::Host => panic!("the host backend keeps no goldens"),
+        }
+    }
+
     pub(crate) fn state_path(&self) -> Option<&Path> {
         self.state.as_ref().map(|s| s.path())
     }

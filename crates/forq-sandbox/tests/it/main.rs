@@ -63,6 +63,7 @@ macro_rules! isolating_backend {
             disk_filler_is_stopped_and_reported,
             payload_has_no_capabilities_no_new_privileges_and_a_filter,
             forq_and_the_command_share_the_workspace,
+            a_golden_outlives_its_process_and_gc,
             $($extra),*
         ]);
     };

@@ -901,3 +901,98 @@ pub(crate) async fn forq_and_the_command_share_the_workspace(h: &Harness) {
     );
     sb.destroy().await.unwrap();
 }
+
+pub(crate) async fn a_golden_outlives_its_process_and_gc(h: &Harness) {
+    // Saved by one backend, opened by another over the same state (a later
+    // process), after gc: the installed state is there, forks of it are
+    // independent, and a generation in use is kept until nothing uses it.
+    let keep = tempfile::tempdir().unwrap();
+    let goldens = match h.state_path() {
+        Some(state) => forq_sandbox::Goldens::in_state_dir(state).unwrap(),
+        None => forq_sandbox::Goldens::new(keep.path().join("golden")).unwrap(),
+    };
+    let name = format!("it-{}-{}", h.kind, std::process::id());
+    let warm = h.create().await;
+    let out = sh(
+        &*warm,
+        "mkdir -p .venv && echo installed > .venv/marker && echo primed > /tmp/cache && echo ok",
+    )
+    .await;
+    assert_eq!(out.stdout_text(), "ok\n", "{out:?}");
+    let info = goldens
+        .save(&name, "key-1", serde_json::json!({"commit": "abc"}), &*warm)
+        .await
+        .unwrap();
+    assert_eq!((info.generation, info.key.as_str()), (1, "key-1"));
+    // The sandbox it was saved from goes on, and its later writes are not
+    // the golden's.
+    sh(&*warm, "echo later > .venv/later").await;
+    warm.destroy().await.unwrap();
+    match h.state_path() {
+        Some(state) => {
+            forq_sandbox::gc(state).unwrap();
+        }
+        None => {
+            forq_sandbox::DockerBackend::gc().await.unwrap();
+            let image = info.saved.image.clone().unwrap();
+            let owner = forq_sandbox::host_command("docker")
+                .args([
+                    "image",
+                    "inspect",
+                    "-f",
+                    "{{index .Config.Labels \"forq.owner\"}}",
+                    &image,
+                ])
+                .output()
+                .await
+                .unwrap();
+            assert_eq!(
+                String::from_utf8_lossy(&owner.stdout).trim(),
+                "",
+                "{owner:?}"
+            );
+        }
+    }
+    let backend = h.reopened().await;
+    let listed = goldens.list().unwrap();
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(listed[0].meta["commit"], "abc");
+    let opened = goldens.open(&*backend, &name, &h.spec()).await.unwrap();
+    let a = opened.snapshot.fork().await.unwrap();
+    let b = opened.snapshot.fork().await.unwrap();
+    let out = sh(
+        &*a,
+        "cat .venv/marker /tmp/cache; ls .venv; echo mine > .venv/marker",
+    )
+    .await;
+    assert_eq!(out.stdout_text(), "installed\nprimed\nmarker\n", "{out:?}");
+    let out = sh(&*b, "cat .venv/marker").await;
+    assert_eq!(
+        out.stdout_text(),
+        "installed\n",
+        "a fork saw another's write"
+    );
+    // The diff is against the run's base, the install's files included.
+    let diff = a.diff().await.unwrap();
+    assert!(
+        diff.files.iter().any(|f| f.path == ".venv/marker"),
+        "{:?}",
+        diff.files
+    );
+    // A second generation; the first stays while forks of it live.
+    let newer = goldens
+        .save(&name, "key-2", serde_json::json!({}), &*b)
+        .await
+        .unwrap();
+    assert_eq!(newer.generation, 2);
+    assert_eq!(goldens.prune(&*backend, &name).await.unwrap(), 0);
+    a.destroy().await.unwrap();
+    b.destroy().await.unwrap();
+    drop(opened);
+    assert_eq!(goldens.prune(&*backend, &name).await.unwrap(), 1);
+    let again = goldens.open(&*backend, &name, &h.spec()).await.unwrap();
+    assert_eq!(again.info.key, "key-2");
+    drop(again);
+    assert!(goldens.remove(&*backend, &name).await.unwrap());
+    assert!(goldens.list().unwrap().is_empty());
+}
