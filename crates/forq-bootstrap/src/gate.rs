@@ -63,6 +63,27 @@ pub enum Progress<'a> {
     /// The detected stacks failed; the fallback proposed these recipes,
     /// which run next.
     Fallback(&'a [Stack]),
+    /// A warm sandbox was forked from the repository's golden.
+    GoldenForked(&'a crate::GoldenUse),
+    /// No golden applies, and why.
+    GoldenSkipped(&'a str),
+    /// The golden is being built: from scratch, or synced from a previous
+    /// generation.
+    GoldenBuilding {
+        /// The golden's name.
+        name: &'a str,
+        /// The generation it starts from, when syncing.
+        from_generation: Option<u32>,
+    },
+    /// A golden was saved.
+    GoldenSaved {
+        /// Which.
+        golden: &'a crate::GoldenUse,
+        /// Disk it takes.
+        bytes: u64,
+        /// How long building it took.
+        duration_ms: u64,
+    },
 }
 
 /// Follows a gate run.
@@ -126,6 +147,9 @@ pub struct GateOptions {
     pub limits: Limits,
     /// Extra environment of those sandboxes (a project's `forq.yml`).
     pub env: Vec<(String, String)>,
+    /// The repository's golden environments: [`crate::provision`] forks
+    /// the matching one (and builds it first when asked). Default none.
+    pub golden: Option<crate::GoldenOptions>,
 }
 
 impl std::fmt::Debug for GateOptions {
@@ -144,6 +168,7 @@ impl std::fmt::Debug for GateOptions {
             .field("recipes", &self.recipes)
             .field("limits", &self.limits)
             .field("env", &self.env.iter().map(|(k, _)| k).collect::<Vec<_>>())
+            .field("golden", &self.golden)
             .finish()
     }
 }
@@ -165,6 +190,7 @@ impl Default for GateOptions {
             recipes: Vec::new(),
             limits: Limits::standard(),
             env: Vec::new(),
+            golden: None,
         }
     }
 }
@@ -222,7 +248,7 @@ impl GateOptions {
         self.env.push((key.into(), value.into()));
         self
     }
-    fn tell(&self, event: &Progress<'_>) {
+    pub(crate) fn tell(&self, event: &Progress<'_>) {
         if let Some(o) = &self.observer {
             o.progress(event);
         }
@@ -316,6 +342,32 @@ pub enum Error {
         command: String,
         /// Why, with the output's telling line.
         reason: String,
+    },
+    /// The repository's golden is broken: its tests stopped running after a
+    /// sync. Runs refuse it rather than install again unasked.
+    #[error("the golden environment {name} is broken ({reason}); build it again from scratch or remove it")]
+    GoldenBroken {
+        /// The golden.
+        name: String,
+        /// Why, as the check said it.
+        reason: String,
+    },
+    /// A golden was not saved: its tests did not run.
+    #[error("the golden environment {name} was not saved: its tests do not run ({reason})")]
+    GoldenUnproven {
+        /// The golden.
+        name: String,
+        /// Why.
+        reason: String,
+    },
+    /// Keeping or opening a golden failed.
+    #[error("the golden environment {name} could not be used")]
+    Golden {
+        /// The golden.
+        name: String,
+        /// forq-sandbox's error.
+        #[source]
+        source: forq_sandbox::Error,
     },
     /// The run record could not be written.
     #[error(transparent)]
@@ -574,8 +626,40 @@ async fn run_stack(
         source,
     };
     let spec = crate::runner::spec(backend, repo, stack, options);
-    let fixed_network = !backend.per_exec_network();
     let sandbox = backend.create(&spec).await.map_err(sandbox_error)?;
+    let run = run_stack_in(
+        &*sandbox,
+        !backend.per_exec_network(),
+        stack,
+        options,
+        true,
+        Some((journal, record)),
+    )
+    .await;
+    sandbox.destroy().await.map_err(sandbox_error)?;
+    let mut run = run?;
+    run.duration_ms = started.elapsed().as_millis() as u64;
+    options.tell(&Progress::StackDone(&run));
+    Ok(run)
+}
+
+/// Runs `stack` in `sandbox` (its install steps when `install`, then its
+/// test command) and reads the evidence; the sandbox is left as the steps
+/// left it. `fixed_network`: the sandbox's network was chosen when it was
+/// made (execs do not choose theirs).
+pub(crate) async fn run_stack_in(
+    sandbox: &dyn Sandbox,
+    fixed_network: bool,
+    stack: &Stack,
+    options: &GateOptions,
+    install: bool,
+    journal: Option<(&Journal, &Record)>,
+) -> Result<StackRun, Error> {
+    let started = Instant::now();
+    let sandbox_error = |source| Error::Sandbox {
+        stack: stack.name().to_owned(),
+        source,
+    };
     let mut run = StackRun {
         name: stack.name().to_owned(),
         marker: stack.marker.clone(),
@@ -602,11 +686,13 @@ async fn run_stack(
             Phase::Install => "install",
             Phase::Test => "test",
         };
-        journal.mark(
-            "running",
-            &format!("{label} {}: {command}", stack.name()),
-            record,
-        )?;
+        if let Some((journal, record)) = journal {
+            journal.mark(
+                "running",
+                &format!("{label} {}: {command}", stack.name()),
+                record,
+            )?;
+        }
         options.tell(&Progress::Step {
             stack: stack.name(),
             phase,
@@ -624,7 +710,8 @@ async fn run_stack(
         });
     };
     let mut failed_install = None;
-    for command in &stack.install {
+    let steps: &[String] = if install { &stack.install } else { &[] };
+    for command in steps {
         let at = step(Phase::Install, command)?;
         let out = sandbox
             .exec(exec(
@@ -665,7 +752,7 @@ async fn run_stack(
         // Build tools that name no passing test on the console: their XML
         // reports are the per-test evidence.
         if let Some(pattern) = stack.reports() {
-            let reports = read_reports(&*sandbox, pattern).await;
+            let reports = read_reports(sandbox, pattern).await;
             if let Some(mut xml) = crate::evidence::junit_reports(&reports) {
                 if let Some(console) = &run.evidence {
                     xml.collection_errors = console.collection_errors;
@@ -731,8 +818,6 @@ async fn run_stack(
             }
         }
     }
-    sandbox.destroy().await.map_err(sandbox_error)?;
     run.duration_ms = started.elapsed().as_millis() as u64;
-    options.tell(&Progress::StackDone(&run));
     Ok(run)
 }

@@ -59,6 +59,7 @@ mod clone;
 mod detect;
 pub mod evidence;
 mod gate;
+mod golden;
 mod journal;
 mod runner;
 mod verdict;
@@ -67,6 +68,9 @@ pub use clone::{clone_shallow, is_git_url, CloneError, CloneOptions};
 pub use detect::{detect, Stack, StackKind};
 pub use evidence::{Evidence, Outcome};
 pub use gate::{run, Error, Fallback, GateOptions, Observer, Phase, Progress, Record, StackRun};
+pub use golden::{golden_key, GoldenKey, GoldenOptions, GoldenUse};
 pub use journal::{run_record_path, JournalError};
-pub use runner::{provision, run_tests, same_test, selection_command, TestRun};
+pub use runner::{
+    provision, provision_warm, run_tests, same_test, selection_command, TestRun, Warm,
+};
 pub use verdict::Verdict;

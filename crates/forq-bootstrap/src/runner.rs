@@ -76,6 +76,39 @@ pub async fn provision(
     stack: &Stack,
     options: &GateOptions,
 ) -> Result<Box<dyn Sandbox>, Error> {
+    Ok(provision_warm(backend, repo, stack, options).await?.sandbox)
+}
+
+/// A warm sandbox and where it came from.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct Warm {
+    /// The sandbox, install steps done.
+    pub sandbox: Box<dyn Sandbox>,
+    /// The golden it was forked from (or built as), when
+    /// [`GateOptions::golden`] applied.
+    pub golden: Option<crate::GoldenUse>,
+}
+
+/// [`provision`], saying which golden the sandbox came from: with
+/// [`GateOptions::golden`], the repository's matching golden is forked
+/// (built first when asked) instead of running the install steps.
+pub async fn provision_warm(
+    backend: &dyn Backend,
+    repo: &Path,
+    stack: &Stack,
+    options: &GateOptions,
+) -> Result<Warm, Error> {
+    if let Some(golden) = &options.golden {
+        if let Some((sandbox, used)) =
+            crate::golden::warm_from_golden(backend, repo, stack, options, golden).await?
+        {
+            return Ok(Warm {
+                sandbox,
+                golden: Some(used),
+            });
+        }
+    }
     let install_timeout = options.install_timeout;
     let sandbox_error = |source| Error::Sandbox {
         stack: stack.name().to_owned(),
@@ -106,7 +139,10 @@ pub async fn provision(
             });
         }
     }
-    Ok(sandbox)
+    Ok(Warm {
+        sandbox,
+        golden: None,
+    })
 }
 
 /// Why an install step failed (`timed out after N s`, `exited N: the

@@ -1,0 +1,424 @@
+//! Golden environments of the gate's stacks: a repository's warm sandbox
+//! (install steps done, tests run once, so caches and builds are primed)
+//! kept by [`forq_sandbox::Goldens`], so that [`crate::provision_warm`]
+//! forks it instead of installing again.
+//!
+//! A golden's **name** is one per repository identity, backend and stack;
+//! its **key** adds the tree (HEAD and any uncommitted changes, read by git
+//! inside a sandbox), a hash of what decides the install (the stack's
+//! steps, the manifests and lockfiles it reads, the image and environment)
+//! and forq's version. A run forks the golden whose key is its own. When
+//! the tree moved on (the tracked branch has a new commit), a build
+//! **syncs**: it forks the previous generation over the new tree, runs the
+//! install steps again only when the install hash changed (or the stack's
+//! test command does not rebuild what changed), proves the tests still run
+//! and saves the next generation. A golden whose tests stop running is
+//! marked broken, and runs say so.
+
+use std::path::Path;
+use std::time::Instant;
+
+use forq_sandbox::{Backend, GoldenStatus, Goldens, Sandbox};
+use serde::{Deserialize, Serialize};
+use sha1::Digest;
+
+use crate::detect::{Stack, StackKind};
+use crate::gate::{Error, GateOptions, Progress};
+use crate::verdict::Verdict;
+
+/// How the gate's sandboxes use goldens.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct GoldenOptions {
+    /// Where goldens are kept (for native, under the backend's state
+    /// directory: [`Goldens::in_state_dir`]).
+    pub goldens: Goldens,
+    /// The repository's identity: its URL or source path, the same for
+    /// every run on it (not a run's own workspace).
+    pub identity: String,
+    /// Build (or sync) the golden when none matches; else only a matching
+    /// one is used.
+    pub build: bool,
+    /// Build from scratch even when a golden matches or is broken (what
+    /// mends a broken one).
+    pub rebuild: bool,
+}
+
+impl GoldenOptions {
+    /// Goldens in `goldens` for the repository `identity`; used when one
+    /// matches, built when `build`.
+    pub fn new(goldens: Goldens, identity: impl Into<String>, build: bool) -> Self {
+        GoldenOptions {
+            goldens,
+            identity: identity.into(),
+            build,
+            rebuild: false,
+        }
+    }
+
+    /// Builds from scratch, whatever is kept.
+    pub fn rebuild(mut self, rebuild: bool) -> Self {
+        self.rebuild = rebuild;
+        if rebuild {
+            self.build = true;
+        }
+        self
+    }
+}
+
+/// Which golden a warm sandbox came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct GoldenUse {
+    /// The golden's name.
+    pub name: String,
+    /// Its generation.
+    pub generation: u32,
+    /// How: `forked` (it matched), `built` (made now from scratch), or
+    /// `synced` (made now from the previous generation).
+    pub how: String,
+}
+
+/// A repository's golden name and key for one stack.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct GoldenKey {
+    /// The golden's name.
+    pub name: String,
+    /// What a golden must have been saved with to be forked.
+    pub key: String,
+    /// The commit (HEAD) the tree is at.
+    pub head: String,
+    /// The hash of what decides the install.
+    pub install_hash: String,
+}
+
+fn hex(digest: impl AsRef<[u8]>) -> String {
+    digest.as_ref().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The files whose contents decide a stack's install, relative to the
+/// repository root (those present count).
+fn install_files(kind: StackKind) -> &'static [&'static str] {
+    match kind {
+        StackKind::Pytest | StackKind::Unittest => &[
+            "pyproject.toml",
+            "setup.py",
+            "setup.cfg",
+            "requirements.txt",
+            "requirements-dev.txt",
+            "requirements-test.txt",
+            "dev-requirements.txt",
+            "test-requirements.txt",
+            "poetry.lock",
+            "uv.lock",
+            "Pipfile.lock",
+        ],
+        StackKind::Node => &[
+            "package.json",
+            "package-lock.json",
+            "npm-shrinkwrap.json",
+            "yarn.lock",
+            "pnpm-lock.yaml",
+        ],
+        StackKind::Rust => &["Cargo.toml", "Cargo.lock", "rust-toolchain.toml"],
+        StackKind::Go => &["go.mod", "go.sum"],
+        StackKind::Maven => &["pom.xml"],
+        StackKind::Gradle => &["build.gradle", "build.gradle.kts", "settings.gradle"],
+        StackKind::Cmake => &["CMakeLists.txt"],
+        StackKind::Meson => &["meson.build", "meson_options.txt"],
+        StackKind::Autotools => &["configure.ac", "Makefile.am"],
+        StackKind::Make | StackKind::Custom => &["Makefile"],
+    }
+}
+
+/// Whether the stack's test command builds what changed itself (so a sync
+/// with the same install hash need not run the install steps again).
+fn test_rebuilds(kind: StackKind) -> bool {
+    matches!(
+        kind,
+        StackKind::Rust
+            | StackKind::Go
+            | StackKind::Cmake
+            | StackKind::Meson
+            | StackKind::Maven
+            | StackKind::Gradle
+            | StackKind::Autotools
+            | StackKind::Make
+            | StackKind::Node
+    )
+}
+
+/// The golden name and key of `repo` for `stack` on `backend`; `None` when
+/// the repository is not a git checkout (its tree has no identity).
+pub async fn golden_key(
+    backend: &dyn Backend,
+    repo: &Path,
+    stack: &Stack,
+    options: &GateOptions,
+    identity: &str,
+) -> Option<GoldenKey> {
+    let (tree, head) = crate::cache::key(backend, repo).await?;
+    let mut install = sha1::Sha1::new();
+    install.update(stack.name().as_bytes());
+    for step in &stack.install {
+        install.update(b"\0step\0");
+        install.update(step.as_bytes());
+    }
+    install.update(b"\0test\0");
+    install.update(stack.command.as_bytes());
+    for file in install_files(stack.kind) {
+        // Read, never followed out of the repository by a link.
+        let path = repo.join(file);
+        let is_file = path.symlink_metadata().is_ok_and(|m| m.is_file());
+        if is_file {
+            if let Ok(bytes) = std::fs::read(&path) {
+                install.update(b"\0file\0");
+                install.update(file.as_bytes());
+                install.update(&bytes);
+            }
+        }
+    }
+    install.update(b"\0image\0");
+    install.update(options.image.as_deref().unwrap_or_default().as_bytes());
+    let mut env = options.env.clone();
+    env.sort();
+    for (k, v) in env {
+        install.update(format!("\0env\0{k}={v}").as_bytes());
+    }
+    let install_hash = hex(install.finalize());
+    let mut name = sha1::Sha1::new();
+    name.update(identity.as_bytes());
+    name.update(backend.kind().name().as_bytes());
+    name.update(stack.name().as_bytes());
+    let slug: String = identity
+        .trim_end_matches('/')
+        .trim_end_matches(".git")
+        .rsplit(['/', ':'])
+        .next()
+        .unwrap_or("repo")
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_'))
+        .take(40)
+        .collect();
+    let slug = if slug.is_empty() {
+        "repo".to_owned()
+    } else {
+        slug
+    };
+    let name = format!(
+        "{slug}-{}-{}-{}",
+        stack.name(),
+        backend.kind().name(),
+        &hex(name.finalize())[..10]
+    );
+    let mut key = sha1::Sha1::new();
+    key.update(identity.as_bytes());
+    key.update(b"\0");
+    key.update(tree.as_bytes());
+    key.update(b"\0");
+    key.update(install_hash.as_bytes());
+    key.update(b"\0");
+    key.update(backend.kind().name().as_bytes());
+    Some(GoldenKey {
+        name,
+        key: hex(key.finalize()),
+        head,
+        install_hash,
+    })
+}
+
+/// A warm sandbox from the golden that matches `key`, if there is one
+/// (an error when that golden is broken).
+async fn fork_matching(
+    backend: &dyn Backend,
+    repo: &Path,
+    stack: &Stack,
+    options: &GateOptions,
+    golden: &GoldenOptions,
+    key: &GoldenKey,
+) -> Result<Option<(Box<dyn Sandbox>, GoldenUse)>, Error> {
+    let err = |source| Error::Golden {
+        name: key.name.clone(),
+        source,
+    };
+    let Some(info) = golden.goldens.get(&key.name).map_err(err)? else {
+        return Ok(None);
+    };
+    if golden.rebuild {
+        return Ok(None);
+    }
+    // A broken golden stops every run on the repository until it is
+    // rebuilt or removed: never a silent install instead.
+    if let GoldenStatus::Broken { reason } = &info.status {
+        return Err(Error::GoldenBroken {
+            name: key.name.clone(),
+            reason: reason.clone(),
+        });
+    }
+    if info.key != key.key || info.saved.backend != backend.kind() {
+        return Ok(None);
+    }
+    let spec = crate::runner::spec(backend, repo, stack, options);
+    let opened = golden
+        .goldens
+        .open(backend, &key.name, &spec)
+        .await
+        .map_err(err)?;
+    let sandbox = opened.snapshot.fork().await.map_err(err)?;
+    let used = GoldenUse {
+        name: key.name.clone(),
+        generation: opened.info.generation,
+        how: "forked".to_owned(),
+    };
+    options.tell(&Progress::GoldenForked(&used));
+    Ok(Some((sandbox, used)))
+}
+
+/// A warm sandbox for `stack` from the repository's golden: the matching
+/// one forked; else, when `golden.build`, one built (or synced from the
+/// previous generation) and saved first, under the golden's lock so that
+/// two runs at once build it once. `None`: no golden applies (not a git
+/// checkout, or none matches and building was not asked for).
+pub(crate) async fn warm_from_golden(
+    backend: &dyn Backend,
+    repo: &Path,
+    stack: &Stack,
+    options: &GateOptions,
+    golden: &GoldenOptions,
+) -> Result<Option<(Box<dyn Sandbox>, GoldenUse)>, Error> {
+    let Some(key) = golden_key(backend, repo, stack, options, &golden.identity).await else {
+        options.tell(&Progress::GoldenSkipped(
+            "the repository is not a git checkout, so its tree has no identity",
+        ));
+        return Ok(None);
+    };
+    if let Some(found) = fork_matching(backend, repo, stack, options, golden, &key).await? {
+        return Ok(Some(found));
+    }
+    if !golden.build {
+        return Ok(None);
+    }
+    let err = |source| Error::Golden {
+        name: key.name.clone(),
+        source,
+    };
+    let _lock = golden.goldens.lock(&key.name).await.map_err(err)?;
+    // Another run may have built it while this one waited.
+    if let Some(found) = fork_matching(backend, repo, stack, options, golden, &key).await? {
+        return Ok(Some(found));
+    }
+    let started = Instant::now();
+    let previous = golden.goldens.get(&key.name).map_err(err)?.filter(|p| {
+        !golden.rebuild && p.status == GoldenStatus::Ready && p.saved.backend == backend.kind()
+    });
+    let spec = crate::runner::spec(backend, repo, stack, options);
+    let (sandbox, install, how) = match &previous {
+        Some(previous) => {
+            let same_install = previous.meta["install_hash"] == key.install_hash.as_str();
+            options.tell(&Progress::GoldenBuilding {
+                name: &key.name,
+                from_generation: Some(previous.generation),
+            });
+            let opened = golden
+                .goldens
+                .open(backend, &key.name, &spec)
+                .await
+                .map_err(err)?;
+            let sandbox = opened.snapshot.fork().await.map_err(err)?;
+            (
+                sandbox,
+                !(same_install && test_rebuilds(stack.kind)),
+                "synced",
+            )
+        }
+        None => {
+            options.tell(&Progress::GoldenBuilding {
+                name: &key.name,
+                from_generation: None,
+            });
+            let sandbox = backend
+                .create(&spec)
+                .await
+                .map_err(|source| Error::Sandbox {
+                    stack: stack.name().to_owned(),
+                    source,
+                })?;
+            (sandbox, true, "built")
+        }
+    };
+    let run = crate::gate::run_stack_in(
+        &*sandbox,
+        !backend.per_exec_network(),
+        stack,
+        options,
+        install,
+        None,
+    )
+    .await;
+    let run = match run {
+        Ok(run) => run,
+        Err(e) => {
+            let _ = sandbox.destroy().await;
+            return Err(e);
+        }
+    };
+    if run.verdict != Verdict::Bootstrapped {
+        let _ = sandbox.destroy().await;
+        let reason = format!("{}: {}", stack.name(), run.reason);
+        if previous.is_some() {
+            // The tests stopped running on the new tree: runs must hear it.
+            golden
+                .goldens
+                .set_status(
+                    &key.name,
+                    GoldenStatus::Broken {
+                        reason: reason.clone(),
+                    },
+                )
+                .map_err(err)?;
+            return Err(Error::GoldenBroken {
+                name: key.name.clone(),
+                reason,
+            });
+        }
+        return Err(Error::GoldenUnproven {
+            name: key.name.clone(),
+            reason,
+        });
+    }
+    let meta = serde_json::json!({
+        "head": key.head,
+        "install_hash": key.install_hash,
+        "stack": stack.name(),
+        "install": stack.install,
+        "command": stack.command,
+        "tests_executed": run.evidence.as_ref().map_or(0, |e| e.executed()),
+        "build_ms": started.elapsed().as_millis() as u64,
+        "how": how,
+        "identity": golden.identity,
+    });
+    let saved = golden
+        .goldens
+        .save(&key.name, &key.key, meta, &*sandbox)
+        .await;
+    let saved = match saved {
+        Ok(saved) => saved,
+        Err(e) => {
+            let _ = sandbox.destroy().await;
+            return Err(err(e));
+        }
+    };
+    let _ = golden.goldens.prune(backend, &key.name).await;
+    let used = GoldenUse {
+        name: key.name.clone(),
+        generation: saved.generation,
+        how: how.to_owned(),
+    };
+    options.tell(&Progress::GoldenSaved {
+        golden: &used,
+        bytes: saved.saved.bytes,
+        duration_ms: started.elapsed().as_millis() as u64,
+    });
+    Ok(Some((sandbox, used)))
+}
