@@ -78,6 +78,55 @@ pub struct Pipeline {
     /// repository's forq.yml read through the API), by repository.
     known: HashMap<String, Config>,
     observer: Option<Arc<dyn Observer>>,
+    golden: GoldenPolicy,
+}
+
+/// How runs use their repository's golden environment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum GoldenPolicy {
+    /// Fork the golden that matches the run's tree; else install.
+    #[default]
+    Use,
+    /// Build (or sync) it first when none matches: runs on the same
+    /// repository then share one install.
+    Build,
+    /// Install from scratch in every run.
+    Off,
+}
+
+/// Notes a run's golden events (forked, built, synced) in its events.
+struct GoldenNotes {
+    store: Arc<Store>,
+    run: String,
+}
+
+impl forq_bootstrap::Observer for GoldenNotes {
+    fn progress(&self, event: &forq_bootstrap::Progress<'_>) {
+        use forq_bootstrap::Progress;
+        let (kind, data) = match event {
+            Progress::GoldenForked(used) => ("golden", json!({"golden": used})),
+            Progress::GoldenSaved {
+                golden,
+                bytes,
+                duration_ms,
+            } => (
+                "golden",
+                json!({"golden": golden, "bytes": bytes, "duration_ms": duration_ms}),
+            ),
+            Progress::GoldenBuilding {
+                name,
+                from_generation,
+            } => (
+                "golden_building",
+                json!({"name": name, "from_generation": from_generation}),
+            ),
+            Progress::GoldenSkipped(why) => ("golden_skipped", json!({"reason": why})),
+            _ => return,
+        };
+        let _ = self.store.event(&self.run, kind, data);
+    }
 }
 
 impl std::fmt::Debug for Pipeline {
@@ -171,6 +220,40 @@ impl Pipeline {
         self
     }
 
+    /// How runs use their repository's golden environment (default: use
+    /// one that matches).
+    pub fn golden(mut self, policy: GoldenPolicy) -> Self {
+        self.golden = policy;
+        self
+    }
+
+    /// The gate's options for `run` under `config` on `backend`: its
+    /// golden environment per the policy (never built when `build` is
+    /// false), its golden events noted in the run.
+    fn gate_for(
+        &self,
+        run: &Run,
+        config: &Config,
+        backend: &dyn Backend,
+        build: bool,
+    ) -> forq_bootstrap::GateOptions {
+        let mut gate = config.gate_options();
+        if self.golden != GoldenPolicy::Off {
+            if let Ok(goldens) = backend.goldens() {
+                gate.golden = Some(forq_bootstrap::GoldenOptions::new(
+                    goldens,
+                    run.repo.clone(),
+                    build && self.golden == GoldenPolicy::Build,
+                ));
+                gate = gate.observer(Arc::new(GoldenNotes {
+                    store: self.store.clone(),
+                    run: run.id.clone(),
+                }));
+            }
+        }
+        gate
+    }
+
     /// The backend for a run under `config`.
     async fn backend_for(&self, config: &Config) -> Phase<Arc<dyn Backend>> {
         let kind = match config.backend() {
@@ -209,6 +292,7 @@ impl Pipeline {
             config: None,
             known: HashMap::new(),
             observer: None,
+            golden: GoldenPolicy::default(),
         }
     }
 
@@ -620,10 +704,10 @@ impl Pipeline {
     }
 
     async fn prepare(&self, run: &Run, seeded: &Seeded, config: &Config) -> Phase<Prepared> {
-        let gate = config.gate_options();
         let mut targets = config.test.targets.clone();
         targets.extend(run.issue.targets.iter().cloned());
         let backend = self.backend_for(config).await?;
+        let gate = self.gate_for(run, config, &*backend, true);
         let prepared = forq_search::prepare(
             &*backend,
             &seeded.workspace,
@@ -783,8 +867,10 @@ impl Pipeline {
             .map_err(fail)?
             .ok_or_else(|| fail("no provisioned checkpoint"))
             .and_then(|v| serde_json::from_value(v).map_err(fail))?;
-        let gate = config.gate_options();
         let backend = self.backend_for(config).await?;
+        // The run's own commit is on this tree: a golden is used only if
+        // one matches, never built for it.
+        let gate = self.gate_for(run, config, &*backend, false);
         let sandbox =
             forq_bootstrap::provision(&*backend, &seeded.workspace, &provisioned.stack, &gate)
                 .await

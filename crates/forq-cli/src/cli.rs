@@ -63,11 +63,128 @@ pub(crate) enum Command {
     /// Say which protections isolate sandboxes on this machine, backend by
     /// backend, and which do not and why.
     Doctor(DoctorArgs),
+    /// Golden environments: a repository's warm sandbox (installed, built,
+    /// tests run once) kept so that runs fork it instead of installing.
+    #[command(subcommand)]
+    Golden(GoldenCommand),
     /// forq's egress proxy as a program of its own: what the docker backend
     /// runs in a sidecar container on an engine forq cannot enter. Listens
     /// on 0.0.0.0:3128 and lets through what FORQ_EGRESS_ALLOW names.
     #[command(hide = true)]
     EgressProxy,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum GoldenCommand {
+    /// Build the repository's golden (or sync it from its previous
+    /// generation when the tree moved on); a no-op when it is current.
+    /// Exits 0 built or current, 1 when its tests do not run.
+    Build(GoldenBuildArgs),
+    /// Bring an existing golden to the repository's current commit
+    /// (incremental: install steps run again only when what decides them
+    /// changed). Exits 1 when there is none yet, or its tests stop running.
+    Sync(GoldenBuildArgs),
+    /// Whether the repository's golden matches its current tree.
+    Status(GoldenBuildArgs),
+    /// Every golden of the backend, with its size and last use.
+    List(GoldenListArgs),
+    /// Remove a golden (exits 1 when a run still uses it).
+    Rm(GoldenRmArgs),
+    /// Remove the least recently used goldens until the rest fit the cap.
+    Gc(GoldenGcArgs),
+    /// Time from a run's start to its first test result, with a warm
+    /// golden and without, side by side, on each project given.
+    Bench(GoldenBenchArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct GoldenBenchArgs {
+    /// Project directories (each copied into a git repository of its own;
+    /// default: benches/golden/*).
+    #[arg(value_name = "DIR")]
+    pub(crate) projects: Vec<PathBuf>,
+    #[command(flatten)]
+    pub(crate) backend: BackendArgs,
+    /// Cold and warm runs per project (alternating).
+    #[arg(long, default_value_t = 3)]
+    pub(crate) iterations: usize,
+    /// One JSON array on stdout.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct GoldenBuildArgs {
+    /// The repository: a directory (default: the current one), or a git URL
+    /// to clone shallow first (its URL is then its identity).
+    #[arg(default_value = ".", value_name = "PATH | GIT_URL")]
+    pub(crate) source: String,
+    #[command(flatten)]
+    pub(crate) backend: BackendArgs,
+    /// Build from scratch, whatever is kept (mends a broken golden).
+    #[arg(long)]
+    pub(crate) rebuild: bool,
+    /// Cap on each install step and on the test run, in seconds.
+    #[arg(long)]
+    pub(crate) timeout: Option<u64>,
+    /// One JSON object on stdout.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct GoldenListArgs {
+    #[command(flatten)]
+    pub(crate) backend: BackendArgs,
+    /// One JSON array on stdout.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct GoldenRmArgs {
+    /// The golden's name (as `forq golden list` shows it).
+    pub(crate) name: String,
+    #[command(flatten)]
+    pub(crate) backend: BackendArgs,
+    /// One JSON object on stdout.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct GoldenGcArgs {
+    /// Keep at most this many GiB of goldens (default: forq.yml's
+    /// `sandbox.golden_max_gb`, else 20).
+    #[arg(long, value_name = "GIB")]
+    pub(crate) max_gb: Option<f64>,
+    #[command(flatten)]
+    pub(crate) backend: BackendArgs,
+    /// One JSON object on stdout.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// The `--golden` flag of the commands that make warm sandboxes.
+#[derive(Debug, Clone, Copy, Args)]
+pub(crate) struct GoldenArg {
+    /// The repository's golden environment: use (fork it when one matches
+    /// the tree, else install), build (build or sync it first when none
+    /// matches, then fork it), off (install every time).
+    #[arg(long, value_enum, default_value_t = GoldenMode::Use, value_name = "MODE")]
+    pub(crate) golden: GoldenMode,
+}
+
+/// How a run uses the repository's golden environment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub(crate) enum GoldenMode {
+    /// Fork it when one matches the tree; else install as usual.
+    #[default]
+    Use,
+    /// Build it (or sync it) first when none matches, then fork it.
+    Build,
+    /// Install from scratch every time.
+    Off,
 }
 
 #[derive(Debug, Args)]
@@ -122,6 +239,8 @@ pub(crate) enum ActionName {
 
 #[derive(Debug, Args)]
 pub(crate) struct QueueArgs {
+    #[command(flatten)]
+    pub(crate) golden: GoldenArg,
     /// A directory of Markdown issues (*.md, or DIR/ISSUE.md; front matter
     /// id, title, labels, targets, repo).
     #[arg(long, value_name = "DIR")]
@@ -360,6 +479,8 @@ pub(crate) enum OrderName {
 
 #[derive(Debug, Args)]
 pub(crate) struct FixArgs {
+    #[command(flatten)]
+    pub(crate) golden: GoldenArg,
     /// A repository or example directory (its ISSUE.md, if any, is the
     /// issue), a GitHub issue URL, or a Markdown issue file (with --repo).
     #[arg(value_name = "ISSUE_OR_DIR", conflicts_with = "text")]
@@ -506,6 +627,8 @@ pub(crate) enum AgentCommand {
 
 #[derive(Debug, Args)]
 pub(crate) struct AgentRunArgs {
+    #[command(flatten)]
+    pub(crate) golden: GoldenArg,
     #[command(flatten)]
     pub(crate) issue: IssueArg,
     /// The repository (never written: the agent works in a sandbox; forq's

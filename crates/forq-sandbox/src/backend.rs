@@ -99,6 +99,16 @@ pub trait Backend: Send + Sync + fmt::Debug {
         true
     }
 
+    /// Where this backend keeps its goldens: under its state directory on
+    /// native, in one directory per engine on docker. Backends that keep
+    /// no state refuse.
+    fn goldens(&self) -> Result<crate::Goldens> {
+        Err(Error::Unsupported {
+            backend: self.kind().name(),
+            what: "golden environments",
+        })
+    }
+
     /// Opens a state [`Sandbox::save_state`] saved under `dir`, as a
     /// snapshot over `spec.base` (see [`crate::Goldens`]). `hold` is kept
     /// until the snapshot and all its forks are gone. Backends that cannot

@@ -208,9 +208,11 @@ async fn workspace(
     repo: &Path,
     backend: &dyn forq_sandbox::Backend,
 ) -> anyhow::Result<(Box<dyn Sandbox>, Option<RunTests>)> {
-    let options = GateOptions::default()
+    let mut options = GateOptions::default()
         .skip(args.skip_bootstrap)
         .image(args.backend.image.clone());
+    options.golden =
+        super::golden::options(args.golden.golden, backend, &repo.display().to_string())?;
     let options = if args.json {
         options
     } else {

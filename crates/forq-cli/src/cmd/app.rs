@@ -473,6 +473,11 @@ pub(crate) async fn queue(args: QueueArgs) -> anyhow::Result<ExitCode> {
     )?;
     let (pipeline, engines) =
         pipeline_on(store.clone(), &state_dir, &args.backend, &args.engines).await?;
+    let pipeline = pipeline.golden(match args.golden.golden {
+        crate::cli::GoldenMode::Use => forq_app::pipeline::GoldenPolicy::Use,
+        crate::cli::GoldenMode::Build => forq_app::pipeline::GoldenPolicy::Build,
+        crate::cli::GoldenMode::Off => forq_app::pipeline::GoldenPolicy::Off,
+    });
     let config = load_config(args.config.as_ref())?;
     // A GitHub repository's forq.yml, read before it is cloned: triage,
     // the first phase, follows it (who pays, whether to triage).

@@ -45,6 +45,27 @@ impl Observer for Lines {
                 *duration_ms as f64 / 1000.0
             ),
             Progress::Fallback(stacks) => format!("fallback: {} recipe(s) proposed", stacks.len()),
+            Progress::GoldenForked(used) => format!(
+                "golden: forked {} (generation {}), nothing installed",
+                used.name, used.generation
+            ),
+            Progress::GoldenSkipped(why) => format!("golden: none used ({why})"),
+            Progress::GoldenBuilding {
+                name,
+                from_generation: Some(g),
+            } => format!("golden: syncing {name} from generation {g}"),
+            Progress::GoldenBuilding { name, .. } => format!("golden: building {name}"),
+            Progress::GoldenSaved {
+                golden,
+                bytes,
+                duration_ms,
+            } => format!(
+                "golden: saved {} generation {} ({}, {:.1} s)",
+                golden.name,
+                golden.generation,
+                super::golden::size(*bytes),
+                *duration_ms as f64 / 1000.0
+            ),
             _ => return,
         };
         note(&line);
@@ -64,21 +85,40 @@ fn phase_name(phase: Phase) -> &'static str {
 }
 
 /// A temporary clone, removed when dropped.
-struct Workspace {
-    path: PathBuf,
+pub(crate) struct Workspace {
+    pub(crate) path: PathBuf,
     _temp: Option<tempfile::TempDir>,
 }
 
 /// The repository the gate runs on: the directory given, or a fresh clone.
 async fn workspace(args: &BootstrapArgs) -> anyhow::Result<Workspace> {
-    if !forq_bootstrap::is_git_url(&args.source) {
-        let path = PathBuf::from(&args.source)
+    source_workspace(
+        &args.source,
+        args.into.as_deref(),
+        args.clone_timeout,
+        args.clone_max_mb,
+        args.json,
+    )
+    .await
+}
+
+/// `source` as a directory: itself, or a shallow clone of a git URL (into
+/// `into`, kept, or a temporary directory).
+pub(crate) async fn source_workspace(
+    source: &str,
+    into: Option<&std::path::Path>,
+    clone_timeout: u64,
+    clone_max_mb: u64,
+    quiet: bool,
+) -> anyhow::Result<Workspace> {
+    if !forq_bootstrap::is_git_url(source) {
+        let path = PathBuf::from(source)
             .canonicalize()
-            .with_context(|| format!("the repository {} does not exist", args.source))?;
+            .with_context(|| format!("the repository {source} does not exist"))?;
         return Ok(Workspace { path, _temp: None });
     }
-    let (dest, temp) = match &args.into {
-        Some(dir) => (dir.clone(), None),
+    let (dest, temp) = match into {
+        Some(dir) => (dir.to_path_buf(), None),
         None => {
             let temp = tempfile::Builder::new()
                 .prefix("forq-clone-")
@@ -88,13 +128,13 @@ async fn workspace(args: &BootstrapArgs) -> anyhow::Result<Workspace> {
         }
     };
     let options = CloneOptions::default()
-        .timeout(Duration::from_secs(args.clone_timeout))
-        .max_bytes(args.clone_max_mb << 20);
-    if !args.json {
-        note(&format!("clone: {} (shallow)", args.source));
+        .timeout(Duration::from_secs(clone_timeout))
+        .max_bytes(clone_max_mb << 20);
+    if !quiet {
+        note(&format!("clone: {source} (shallow)"));
     }
-    forq_bootstrap::clone_shallow(&args.source, &dest, &options).await?;
-    if !args.json && temp.is_none() {
+    forq_bootstrap::clone_shallow(source, &dest, &options).await?;
+    if !quiet && temp.is_none() {
         note(&format!("clone: kept in {}", dest.display()));
     }
     let path = dest.canonicalize()?;

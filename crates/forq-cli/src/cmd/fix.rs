@@ -183,6 +183,8 @@ pub(crate) async fn run(args: FixArgs) -> anyhow::Result<ExitCode> {
     forq_sandbox::refuse_link(&repo.join(".forq"))?;
     let backend = super::sandbox::open(args.backend.backend).await?;
     let mut gate = GateOptions::default().image(args.backend.image.clone());
+    gate.golden =
+        super::golden::options(args.golden.golden, &*backend, &repo.display().to_string())?;
     if !args.json {
         gate = gate.observer(Arc::new(super::bootstrap::Lines));
     }

@@ -21,13 +21,16 @@ mod bench;
 mod bootstrap;
 mod doctor;
 mod fix;
+mod golden;
 mod graph;
 mod sandbox;
 mod search_bench;
 
 use std::process::ExitCode;
 
-use crate::cli::{AgentCommand, Cli, Command, GraphCommand, SandboxCommand, SearchCommand};
+use crate::cli::{
+    AgentCommand, Cli, Command, GoldenCommand, GraphCommand, SandboxCommand, SearchCommand,
+};
 
 pub(crate) const EXIT_FORQ_ERROR: u8 = 125;
 
@@ -79,6 +82,13 @@ pub(crate) fn run(args: Cli) -> anyhow::Result<ExitCode> {
             Command::Files(a) => app::files(a),
             Command::Push(a) => app::push(a).await,
             Command::Doctor(a) => doctor::run(a).await,
+            Command::Golden(GoldenCommand::Build(a)) => golden::build(a, false).await,
+            Command::Golden(GoldenCommand::Sync(a)) => golden::build(a, true).await,
+            Command::Golden(GoldenCommand::Status(a)) => golden::status(a).await,
+            Command::Golden(GoldenCommand::List(a)) => golden::list(a).await,
+            Command::Golden(GoldenCommand::Rm(a)) => golden::rm(a).await,
+            Command::Golden(GoldenCommand::Gc(a)) => golden::gc(a).await,
+            Command::Golden(GoldenCommand::Bench(a)) => golden::bench(a).await,
             Command::EgressProxy => {
                 let addr = std::net::SocketAddr::from(([0, 0, 0, 0], forq_sandbox::PROXY_PORT));
                 forq_sandbox::serve_egress(addr, forq_sandbox::EgressAllow::from_env()).await?;

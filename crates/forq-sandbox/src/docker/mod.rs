@@ -87,6 +87,8 @@ pub struct DockerBackend {
     docker: Docker,
     owner: String,
     egress: Egress,
+    /// The engine's address as given (empty: the default).
+    address: String,
 }
 
 fn docker_err(op: &'static str) -> impl FnOnce(bollard::errors::Error) -> Error {
@@ -146,6 +148,7 @@ impl DockerBackend {
             docker,
             owner: owner_label(),
             egress,
+            address,
         })
     }
 
@@ -529,6 +532,18 @@ impl Backend for DockerBackend {
 
     fn per_exec_network(&self) -> bool {
         !matches!(self.egress, Egress::Unavailable(_))
+    }
+
+    fn goldens(&self) -> Result<crate::Goldens> {
+        // Images live in one engine: each engine's goldens apart.
+        let state = state::default_state_dir();
+        state::ensure_private_dir(&state)?;
+        let tag: String = <md5::Md5 as md5::Digest>::digest(self.address.as_bytes())
+            .iter()
+            .take(6)
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        crate::Goldens::new(state.join(format!("golden-docker-{tag}")))
     }
 
     async fn open_state(

@@ -426,6 +426,10 @@ impl Backend for NativeBackend {
         Ok(Box::new(sb))
     }
 
+    fn goldens(&self) -> Result<crate::Goldens> {
+        crate::Goldens::in_state_dir(&self.shared.state)
+    }
+
     async fn open_state(
         &self,
         dir: &Path,
