@@ -343,7 +343,7 @@ pub(crate) async fn gc(args: GoldenGcArgs) -> anyhow::Result<ExitCode> {
             Err(_) => DEFAULT_MAX_GB,
         },
     };
-    if !(max_gb >= 0.0) {
+    if max_gb.is_nan() || max_gb < 0.0 {
         anyhow::bail!("--max-gb {max_gb} is not a size: give a number of GiB, 0 or more");
     }
     let (backend, goldens) = goldens_of(&args.backend).await?;
