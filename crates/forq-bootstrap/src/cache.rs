@@ -31,6 +31,17 @@ pub(crate) fn manifest_path(repo: &Path) -> PathBuf {
 /// The cache key of `repo` and its HEAD, read by git inside a sandbox;
 /// `None` when the repository is not a git checkout (nothing is cached).
 pub(crate) async fn key(backend: &dyn Backend, repo: &Path) -> Option<(String, String)> {
+    read_key(backend, repo, false).await
+}
+
+/// Like [`key`], but by the tree's content rather than the commit: two
+/// commits of the same files (a directory copied and committed twice)
+/// share it. What goldens are matched by.
+pub(crate) async fn tree_key(backend: &dyn Backend, repo: &Path) -> Option<(String, String)> {
+    read_key(backend, repo, true).await
+}
+
+async fn read_key(backend: &dyn Backend, repo: &Path, by_tree: bool) -> Option<(String, String)> {
     // The sandbox sees `repo` alone: without its own `.git` (a directory,
     // or a worktree's file) git cannot answer there, so no sandbox is made.
     if !repo.join(".git").exists() {
@@ -39,7 +50,7 @@ pub(crate) async fn key(backend: &dyn Backend, repo: &Path) -> Option<(String, S
     let sandbox = backend.create(&SandboxSpec::new(repo)).await.ok()?;
     // HEAD, then what differs from it: tracked changes and untracked files
     // (forq's own directory left out).
-    let script = "git rev-parse HEAD && git status --porcelain=v1 --untracked-files=all -- . ':!.forq' && git diff HEAD -- . ':!.forq'";
+    let script = "git rev-parse HEAD && git rev-parse 'HEAD^{tree}' && git status --porcelain=v1 --untracked-files=all -- . ':!.forq' && git diff HEAD -- . ':!.forq'";
     let out = sandbox
         .exec(ExecRequest::shell(script).stdin(Vec::new()))
         .await;
@@ -49,7 +60,12 @@ pub(crate) async fn key(backend: &dyn Backend, repo: &Path) -> Option<(String, S
     let head = text.lines().next()?.trim().to_owned();
     let mut h = sha1::Sha1::new();
     h.update(VERSION.as_bytes());
-    h.update(text.as_bytes());
+    if by_tree {
+        // Everything but the commit's own hash.
+        h.update(text.split_once('\n')?.1.as_bytes());
+    } else {
+        h.update(text.as_bytes());
+    }
     let key: String = h.finalize().iter().map(|b| format!("{b:02x}")).collect();
     Some((key, head))
 }

@@ -4,8 +4,8 @@
 //! forks it instead of installing again.
 //!
 //! A golden's **name** is one per repository identity, backend and stack;
-//! its **key** adds the tree (HEAD and any uncommitted changes, read by git
-//! inside a sandbox), a hash of what decides the install (the stack's
+//! its **key** adds the tree (HEAD's tree and any uncommitted changes, read
+//! by git inside a sandbox: two commits of the same files share it), a hash of what decides the install (the stack's
 //! steps, the manifests and lockfiles it reads, the image and environment)
 //! and forq's version. A run forks the golden whose key is its own. When
 //! the tree moved on (the tracked branch has a new commit), a build
@@ -158,7 +158,7 @@ pub async fn golden_key(
     options: &GateOptions,
     identity: &str,
 ) -> Option<GoldenKey> {
-    let (tree, head) = crate::cache::key(backend, repo).await?;
+    let (tree, head) = crate::cache::tree_key(backend, repo).await?;
     let mut install = sha1::Sha1::new();
     install.update(stack.name().as_bytes());
     for step in &stack.install {

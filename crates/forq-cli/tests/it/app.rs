@@ -1265,3 +1265,43 @@ async fn a_queue_spreads_its_runs_over_several_engines() {
     check_exit(&bad, 125);
     assert!(String::from_utf8_lossy(&bad.stderr).contains("--docker-host tcp://127.0.0.1:9"));
 }
+
+#[tokio::test]
+async fn queue_runs_on_one_repository_share_its_golden() {
+    // The first run builds the repository's golden, the next forks it, and
+    // each says which in its events.
+    if !native_or_skip("queue_runs_on_one_repository_share_its_golden") {
+        return;
+    }
+    let tmp = tempfile::Builder::new()
+        .prefix("forq-queue-golden-")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    let repo = calc_repo(tmp.path(), None);
+    let state = tmp.path().join("state");
+    let state_s = state.to_str().unwrap();
+    let sandboxes = tmp.path().join("sandboxes");
+    let sandboxes_s = sandboxes.to_str().unwrap();
+    let mut hows = Vec::new();
+    for text in ["# add() subtracts", "# add() is still wrong"] {
+        let out = queue_text(
+            text,
+            &repo,
+            "native",
+            &state,
+            &["--golden", "build"],
+            &[("FORQ_SANDBOX_DIR", sandboxes_s)],
+        )
+        .await;
+        check_exit(&out, 0);
+        let runs = json_of(&out);
+        let id = runs[0]["id"].as_str().unwrap().to_owned();
+        assert_eq!(runs[0]["state"], "patch_ready", "{runs}");
+        let golden = events_of(&show_run(&id, state_s).await, "golden");
+        let first = golden
+            .first()
+            .unwrap_or_else(|| panic!("no golden event in {id}"));
+        hows.push(first["golden"]["how"].as_str().unwrap().to_owned());
+    }
+    assert_eq!(hows, ["built", "forked"]);
+}

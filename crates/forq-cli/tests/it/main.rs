@@ -12,6 +12,7 @@ use std::process::Output;
 mod agent;
 mod app;
 mod fix;
+mod golden;
 #[allow(dead_code)] // shared with forq-agent's tests, which use all of it
 #[path = "../../../forq-agent/tests/it/server.rs"]
 mod server;
