@@ -64,6 +64,7 @@
 #![deny(missing_docs)]
 
 pub mod agent;
+pub mod configure;
 pub mod contract;
 pub mod cost;
 pub mod issue;

@@ -238,6 +238,18 @@ impl Pipeline {
         build: bool,
     ) -> forq_bootstrap::GateOptions {
         let mut gate = config.gate_options();
+        // The agentic fallback, when the run has a model: it sets up what
+        // detection cannot (the spend shows in the run's cost only through
+        // the store's events; its transcript is the workspace's).
+        if let Some(model) = &self.model {
+            gate.configurator = Some(Arc::new(
+                forq_agent::configure::ModelConfigurator::new(
+                    model.provider.clone(),
+                    model.name.clone(),
+                )
+                .prices(model.prices.clone()),
+            ));
+        }
         if self.golden != GoldenPolicy::Off {
             if let Ok(goldens) = backend.goldens() {
                 gate.golden = Some(forq_bootstrap::GoldenOptions::new(

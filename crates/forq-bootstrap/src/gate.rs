@@ -75,6 +75,8 @@ pub enum Progress<'a> {
         /// The generation it starts from, when syncing.
         from_generation: Option<u32>,
     },
+    /// The agentic fallback starts.
+    Configuring,
     /// A golden was saved.
     GoldenSaved {
         /// Which.
@@ -150,6 +152,12 @@ pub struct GateOptions {
     /// The repository's golden environments: [`crate::provision`] forks
     /// the matching one (and builds it first when asked). Default none.
     pub golden: Option<crate::GoldenOptions>,
+    /// The agentic fallback: asked, one step at a time, to set the
+    /// environment up when no stack (detected, or from [`Fallback`]) is
+    /// green. Default none (`--offline`, or no model).
+    pub configurator: Option<Arc<dyn crate::Configurator>>,
+    /// Its caps.
+    pub configure_limits: crate::ConfigureLimits,
 }
 
 impl std::fmt::Debug for GateOptions {
@@ -169,6 +177,8 @@ impl std::fmt::Debug for GateOptions {
             .field("limits", &self.limits)
             .field("env", &self.env.iter().map(|(k, _)| k).collect::<Vec<_>>())
             .field("golden", &self.golden)
+            .field("configurator", &self.configurator.is_some())
+            .field("configure_limits", &self.configure_limits)
             .finish()
     }
 }
@@ -191,6 +201,8 @@ impl Default for GateOptions {
             limits: Limits::standard(),
             env: Vec::new(),
             golden: None,
+            configurator: None,
+            configure_limits: crate::ConfigureLimits::default(),
         }
     }
 }
@@ -516,6 +528,19 @@ pub async fn run(
             }
         }
     }
+    if record.verdict != Verdict::Bootstrapped {
+        if let Some(configurator) = &options.configurator {
+            configure_into(
+                backend,
+                repo,
+                options,
+                &**configurator,
+                &mut record,
+                &journal,
+            )
+            .await?;
+        }
+    }
     record.duration_ms = started.elapsed().as_millis() as u64;
     journal.mark("finished", "done", &record)?;
     // Only success is cached: a failure may be the environment's.
@@ -526,6 +551,87 @@ pub async fn run(
         })?;
     }
     Ok(record)
+}
+
+/// Runs the agentic fallback after the stacks failed; its stack run joins
+/// the record, which it makes green or `failed_agentic`. On success the
+/// recipe is written out and the configured state becomes the golden
+/// (when goldens are kept).
+async fn configure_into(
+    backend: &dyn Backend,
+    repo: &Path,
+    options: &GateOptions,
+    configurator: &dyn crate::Configurator,
+    record: &mut Record,
+    journal: &Journal,
+) -> Result<(), Error> {
+    options.tell(&Progress::Configuring);
+    journal.mark("running", "agentic fallback", record)?;
+    let nothing_detected = record.stacks.is_empty();
+    let done = crate::configure::configure(
+        backend,
+        repo,
+        options,
+        configurator,
+        options.configure_limits,
+        record,
+    )
+    .await?;
+    options.tell(&Progress::StackDone(&done.run));
+    record.stacks.push(done.run);
+    conclude(record, false);
+    let Some(recipe) = done.recipe else {
+        record.verdict = Verdict::FailedAgentic;
+        if nothing_detected {
+            record.reason = format!(
+                "no registered stack matched; {}",
+                record.stacks.last().map_or("", |s| s.reason.as_str())
+            );
+        }
+        return Ok(());
+    };
+    crate::configure::write_recipe(repo, &recipe).map_err(|source| Error::Cache {
+        path: repo
+            .join(".forq")
+            .join("bootstrap")
+            .join("recipe.Dockerfile"),
+        source,
+    })?;
+    if let (Some(golden), Some(sandbox)) = (&options.golden, &done.sandbox) {
+        if let Some(key) =
+            crate::golden_key(backend, repo, &recipe, options, &golden.identity).await
+        {
+            let meta = serde_json::json!({
+                "head": key.head,
+                "install_hash": key.install_hash,
+                "stack": recipe.name(),
+                "install": recipe.install,
+                "command": recipe.command,
+                "how": "configured",
+                "identity": golden.identity,
+            });
+            let _lock = golden
+                .goldens
+                .lock(&key.name)
+                .await
+                .map_err(|source| Error::Golden {
+                    name: key.name.clone(),
+                    source,
+                })?;
+            golden
+                .goldens
+                .save(&key.name, &key.key, meta, &**sandbox)
+                .await
+                .map_err(|source| Error::Golden {
+                    name: key.name.clone(),
+                    source,
+                })?;
+        }
+    }
+    if let Some(sandbox) = done.sandbox {
+        let _ = sandbox.destroy().await;
+    }
+    Ok(())
 }
 
 /// The record's verdict, reason and evidence from its stacks: the green one
@@ -610,6 +716,25 @@ fn version_command(kind: StackKind) -> Option<(&'static str, &'static str)> {
         StackKind::Autotools | StackKind::Make => ("make", "make --version | head -n 1"),
         _ => return None,
     })
+}
+
+impl StackRun {
+    /// A run of `name` not started yet: `failed_deterministic`, no reason.
+    pub(crate) fn new(name: &str, marker: &str) -> StackRun {
+        StackRun {
+            name: name.to_owned(),
+            marker: marker.to_owned(),
+            install: Vec::new(),
+            command: String::new(),
+            exit_code: None,
+            verdict: Verdict::FailedDeterministic,
+            reason: String::new(),
+            evidence: None,
+            output_tail: String::new(),
+            duration_ms: 0,
+            toolchains: BTreeMap::new(),
+        }
+    }
 }
 
 async fn run_stack(

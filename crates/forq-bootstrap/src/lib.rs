@@ -3,8 +3,8 @@
 //!
 //! [`detect`] reads a repository's marker files into [`Stack`]s (install
 //! steps and a test command each, cheapest first); [`run`] runs each in a
-//! fresh forq-sandbox sandbox — installs with the host network, the test
-//! command without it, `CI=true`, `NO_COLOR=1`, stdin empty, separate
+//! fresh forq-sandbox sandbox — installs through the egress proxy (the
+//! stack's registries only), the test command with no network, `CI=true`, `NO_COLOR=1`, stdin empty, separate
 //! timeouts — and the stack's [`evidence`] parser decides from the output.
 //! The [`Record`] says why, per stack; the run is marked as it goes in
 //! `.forq/bootstrap/run.json` (and, optionally, a SQLite store); a green
@@ -12,6 +12,24 @@
 //! `.forq/bootstrap/manifest.json`. [`Fallback`] is the agentic fallback's
 //! hook: it proposes recipes ([`Stack::custom`]), the gate runs and judges
 //! them. [`clone_shallow`] fetches a repository given by URL within caps.
+//!
+//! [`provision_warm`] makes the warm sandbox callers keep (the agent's
+//! workspace, the search's root), forked from the repository's golden
+//! environment when [`GateOptions::golden`] says so:
+//!
+//! ```no_run
+//! # async fn demo(backend: &dyn forq_sandbox::Backend, stack: forq_bootstrap::Stack)
+//! # -> Result<(), Box<dyn std::error::Error>> {
+//! use forq_bootstrap::{GateOptions, GoldenOptions};
+//!
+//! let mut options = GateOptions::default();
+//! // Build the golden when none matches this tree, then fork it.
+//! options.golden = Some(GoldenOptions::new(backend.goldens()?, "https://github.com/o/r", true));
+//! let warm = forq_bootstrap::provision_warm(backend, "repo".as_ref(), &stack, &options).await?;
+//! println!("{:?}", warm.golden); // Some(GoldenUse { how: "built" | "forked" | "synced", .. })
+//! # Ok(())
+//! # }
+//! ```
 //!
 //! What it never does: run a repository's command outside a sandbox, or
 //! count a run in which no test executed as green.
@@ -56,6 +74,7 @@
 
 mod cache;
 mod clone;
+mod configure;
 mod detect;
 pub mod evidence;
 mod gate;
@@ -65,6 +84,9 @@ mod runner;
 mod verdict;
 
 pub use clone::{clone_shallow, is_git_url, CloneError, CloneOptions};
+pub use configure::{
+    transcript_path, ConfigStep, Configurator, ConfigureContext, ConfigureLimits, StepRecord,
+};
 pub use detect::{detect, Stack, StackKind};
 pub use evidence::{Evidence, Outcome};
 pub use gate::{run, Error, Fallback, GateOptions, Observer, Phase, Progress, Record, StackRun};

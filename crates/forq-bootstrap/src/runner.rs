@@ -256,8 +256,8 @@ pub async fn run_tests(
     let command = selection_command(stack, selection);
     let started = Instant::now();
     let mut req = shell(&command, timeout).output_cap(TEST_OUTPUT_CAP);
-    // A docker container that has the host's network keeps it (the engine
-    // is remote, or forq is not root): `forq doctor` says so.
+    // A container the operator gave the host's network keeps it; every
+    // other sandbox runs the tests with none.
     req = req.network(Network::None);
     let out = sandbox.exec(req).await?;
     let text = out.stdout_text();

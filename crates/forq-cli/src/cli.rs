@@ -700,6 +700,23 @@ pub(crate) struct BootstrapArgs {
     /// Print the whole record as JSON.
     #[arg(long)]
     pub(crate) json: bool,
+    /// No agentic fallback, even with a model configured.
+    #[arg(long)]
+    pub(crate) offline: bool,
+    #[command(flatten)]
+    pub(crate) model: ModelArgs,
+    /// The agentic fallback's most steps.
+    #[arg(long, default_value_t = 12, value_name = "N")]
+    pub(crate) agentic_steps: u32,
+    /// The agentic fallback's wall clock, in seconds.
+    #[arg(long, default_value_t = 1200, value_name = "S")]
+    pub(crate) agentic_timeout: u64,
+    /// The agentic fallback's budget in dollars (needs --prices).
+    #[arg(long, value_name = "USD")]
+    pub(crate) agentic_max_cost: Option<f64>,
+    /// The agentic fallback's budget in tokens.
+    #[arg(long, value_name = "N")]
+    pub(crate) agentic_max_tokens: Option<u64>,
 }
 
 #[derive(Debug, Subcommand)]

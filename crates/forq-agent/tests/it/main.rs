@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used)] // tests fail loudly
 
 mod agent;
+mod configure;
 mod contract;
 mod cost;
 mod issue;

@@ -14,6 +14,7 @@ macro_rules! capture {
 }
 
 mod clone;
+mod configure;
 mod golden;
 mod journal;
 mod runners;

@@ -27,7 +27,17 @@ impl Observer for Lines {
                     .collect::<Vec<_>>()
                     .join(", ")
             ),
-            Progress::Cached(_) => "cache: this commit's green verdict, nothing run".to_owned(),
+            Progress::Cached(record) => match record.stacks.iter().find(|s| s.name == "agentic") {
+                Some(agentic) => format!(
+                    "cache hit: the agentic fallback's recipe for this commit ({} step(s), {:.1} s saved)",
+                    agentic.install.len() + 1,
+                    agentic.duration_ms as f64 / 1000.0
+                ),
+                None => "cache: this commit's green verdict, nothing run".to_owned(),
+            },
+            Progress::Configuring => {
+                "agentic fallback: a model sets the environment up, one step at a time".to_owned()
+            }
             Progress::Step {
                 stack,
                 phase,
@@ -155,6 +165,34 @@ pub(crate) async fn run(args: BootstrapArgs) -> anyhow::Result<ExitCode> {
     }
     if !args.json {
         options = options.observer(Arc::new(Lines));
+    }
+    if !args.offline {
+        match super::agent::open_provider(&args.model) {
+            Ok((provider, model)) => {
+                let mut configurator =
+                    forq_agent::configure::ModelConfigurator::new(provider, model);
+                if let Some(path) = &args.model.prices {
+                    let text = std::fs::read_to_string(path)
+                        .with_context(|| format!("cannot read --prices {}", path.display()))?;
+                    configurator = configurator.prices(
+                        forq_agent::cost::PriceTable::from_json(&text).with_context(|| {
+                            format!("--prices {} is not a price table", path.display())
+                        })?,
+                    );
+                }
+                if let Some(usd) = args.agentic_max_cost {
+                    configurator = configurator.max_cost_usd(usd);
+                }
+                if let Some(tokens) = args.agentic_max_tokens {
+                    configurator = configurator.max_tokens(tokens);
+                }
+                options.configurator = Some(Arc::new(configurator));
+                options.configure_limits.max_steps = args.agentic_steps;
+                options.configure_limits.wall_clock = Duration::from_secs(args.agentic_timeout);
+            }
+            Err(e) if !args.json => note(&format!("agentic fallback: off ({e:#})")),
+            Err(_) => {}
+        }
     }
     let backend = super::sandbox::open(args.backend.backend).await?;
     let record = forq_bootstrap::run(&*backend, &repo.path, &options).await?;

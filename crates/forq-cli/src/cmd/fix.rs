@@ -191,6 +191,14 @@ pub(crate) async fn run(args: FixArgs) -> anyhow::Result<ExitCode> {
     // With a model configured, an issue that no test catches yet gets a
     // reproduction test first (written by the agent, checked to fail).
     let model: Model = open_provider(&args.model).map_err(|e| format!("{e:#}"));
+    // With a model, a repository detection cannot set up gets the agentic
+    // fallback.
+    if let Ok((provider, name)) = &model {
+        gate.configurator = Some(Arc::new(forq_agent::configure::ModelConfigurator::new(
+            provider.clone(),
+            name.clone(),
+        )));
+    }
     let reproducer = match (&issue, &model) {
         (Some(issue), Ok((provider, model))) if args.targets.is_empty() => {
             // The stack is not known yet: `run` runs the tests.

@@ -1,0 +1,502 @@
+//! The agentic bootstrap fallback (Repo2Run-style): when no detected stack
+//! is green, a [`Configurator`] (a model, in forq-agent) sets the
+//! environment up one step at a time, inside the sandbox only.
+//!
+//! Each step is one command, a file written, a file read or a tree listed,
+//! its observation tail-capped. After a step that changed the sandbox and
+//! succeeded, the state is snapshotted; a step that failed is rolled back
+//! by forking the last good snapshot (never by replaying commands), so a
+//! half-done install cannot poison later steps. The configurator cannot
+//! declare success: it proposes a test command, and only that command's
+//! output, read by the gate's own evidence parsers with a non-zero count of
+//! executed tests, makes the verdict `bootstrapped`. Steps, wall clock and
+//! budget are capped; every step goes to `.forq/bootstrap/transcript.jsonl`.
+//! On success the recipe (the steps that stuck, as shell commands) is a
+//! [`Stack`] the gate can replay from scratch, written out as
+//! `.forq/bootstrap/recipe.Dockerfile` and a `golden:` section for forq.yml.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use forq_sandbox::{Backend, ExecRequest, Network, Sandbox};
+use serde::{Deserialize, Serialize};
+
+use crate::detect::Stack;
+use crate::gate::{Error, GateOptions, Record, StackRun};
+use crate::verdict::Verdict;
+
+/// One step a configurator asks for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "action", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ConfigStep {
+    /// Run a shell command at the repository's root (with the egress proxy:
+    /// the stack's registries).
+    Run {
+        /// The command.
+        command: String,
+    },
+    /// Write a file (relative to the repository's root).
+    Write {
+        /// The path.
+        path: String,
+        /// Its whole contents.
+        contents: String,
+    },
+    /// Read a file.
+    Read {
+        /// The path.
+        path: String,
+    },
+    /// List a directory tree (two levels).
+    List {
+        /// The path (`.` for the root).
+        path: String,
+    },
+    /// Judge the configured state by this test command: the gate runs it
+    /// (no network) and reads its output.
+    Test {
+        /// The test command.
+        command: String,
+    },
+}
+
+impl ConfigStep {
+    /// Whether the step may change the sandbox (and so is snapshotted or
+    /// rolled back).
+    fn changes(&self) -> bool {
+        matches!(self, ConfigStep::Run { .. } | ConfigStep::Write { .. })
+    }
+}
+
+/// What one step did.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct StepRecord {
+    /// Its number, from 1.
+    pub step: u32,
+    /// What was asked.
+    pub action: ConfigStep,
+    /// Whether it succeeded.
+    pub ok: bool,
+    /// Whether its changes were rolled back (a failed step that changed
+    /// the sandbox).
+    pub rolled_back: bool,
+    /// What it showed: output, file contents or listing, tail-capped.
+    pub observation: String,
+    /// How long it took.
+    pub duration_ms: u64,
+}
+
+/// What a configurator sees before each step.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct ConfigureContext<'a> {
+    /// The gate's record so far: detected stacks and why each failed.
+    pub failed: &'a Record,
+    /// The repository's top two levels, listed.
+    pub tree: &'a str,
+    /// The steps so far.
+    pub history: &'a [StepRecord],
+    /// Steps left, including this one.
+    pub steps_left: u32,
+}
+
+/// Proposes the next step.
+#[async_trait::async_trait]
+pub trait Configurator: Send + Sync {
+    /// The next step, or `Ok(None)` to give up. `Err`: the configurator
+    /// failed (its model is unreachable, its budget is spent), with why.
+    async fn next(&self, context: &ConfigureContext<'_>) -> Result<Option<ConfigStep>, String>;
+
+    /// Dollars spent so far (0 when unknown).
+    fn spent_usd(&self) -> f64 {
+        0.0
+    }
+}
+
+/// The configurator's caps.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
+pub struct ConfigureLimits {
+    /// Most steps (default 12).
+    pub max_steps: u32,
+    /// Whole wall clock (default 1,200 s).
+    pub wall_clock: Duration,
+    /// Per command (default 120 s).
+    pub per_command: Duration,
+    /// Observation kept per step, in characters, from the end (default
+    /// 4,000).
+    pub observation_chars: usize,
+}
+
+impl Default for ConfigureLimits {
+    fn default() -> Self {
+        ConfigureLimits {
+            max_steps: 12,
+            wall_clock: Duration::from_secs(1200),
+            per_command: Duration::from_secs(120),
+            observation_chars: 4000,
+        }
+    }
+}
+
+/// How the configuration ended.
+#[derive(Debug)]
+pub(crate) struct Configured {
+    /// The stack run: `bootstrapped` with the recipe and evidence, or
+    /// `failed_agentic` with why.
+    pub(crate) run: StackRun,
+    /// The recipe, when green.
+    pub(crate) recipe: Option<Stack>,
+    /// The configured sandbox, when green (for the golden).
+    pub(crate) sandbox: Option<Box<dyn Sandbox>>,
+}
+
+/// The transcript's path in `repo`.
+pub fn transcript_path(repo: &Path) -> std::path::PathBuf {
+    repo.join(".forq")
+        .join("bootstrap")
+        .join("transcript.jsonl")
+}
+
+fn tail(text: &str, chars: usize) -> String {
+    let count = text.chars().count();
+    if count <= chars {
+        return text.to_owned();
+    }
+    let kept: String = text.chars().skip(count - chars).collect();
+    format!("[… {} characters before]\n{kept}", count - chars)
+}
+
+/// A heredoc delimiter that `contents` does not contain as a line.
+fn delimiter(contents: &str) -> String {
+    let mut n = 0;
+    loop {
+        let d = if n == 0 {
+            "FORQ_EOF".to_owned()
+        } else {
+            format!("FORQ_EOF_{n}")
+        };
+        if !contents.lines().any(|l| l == d) {
+            return d;
+        }
+        n += 1;
+    }
+}
+
+/// The shell command that writes `contents` to `path` (a recipe step).
+fn write_command(path: &str, contents: &str) -> String {
+    let d = delimiter(contents);
+    let quoted = format!("'{}'", path.replace('\'', "'\\''"));
+    let parent = Path::new(path)
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .map(|p| {
+            format!(
+                "mkdir -p '{}' && ",
+                p.display().to_string().replace('\'', "'\\''")
+            )
+        })
+        .unwrap_or_default();
+    let body = if contents.ends_with('\n') || contents.is_empty() {
+        contents.to_owned()
+    } else {
+        format!("{contents}\n")
+    };
+    format!("{parent}cat > {quoted} <<'{d}'\n{body}{d}")
+}
+
+/// Runs the configurator loop over `repo`. The transcript is appended as
+/// it goes.
+pub(crate) async fn configure(
+    backend: &dyn Backend,
+    repo: &Path,
+    options: &GateOptions,
+    configurator: &dyn Configurator,
+    limits: ConfigureLimits,
+    failed: &Record,
+) -> Result<Configured, Error> {
+    let started = Instant::now();
+    let stack_name = "agentic";
+    let sandbox_error = |source| Error::Sandbox {
+        stack: stack_name.to_owned(),
+        source,
+    };
+    let mut run = StackRun::new(stack_name, "the agentic fallback");
+    let transcript = transcript_path(repo);
+    crate::journal::ignore_forq_dir(repo).map_err(|source| Error::Cache {
+        path: transcript.clone(),
+        source,
+    })?;
+    let _ = std::fs::remove_file(&transcript);
+    let record_step = |step: &StepRecord| -> Result<(), Error> {
+        use std::io::Write;
+        let line = serde_json::to_string(step).expect("serializable");
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&transcript)
+            .and_then(|mut f| writeln!(f, "{line}"))
+            .map_err(|source| Error::Cache {
+                path: transcript.clone(),
+                source,
+            })
+    };
+    // The sandbox's network is the install's where execs cannot choose.
+    let fixed_network = !backend.per_exec_network();
+    let mut spec = forq_sandbox::SandboxSpec::new(repo)
+        .env("CI", "true")
+        .env("NO_COLOR", "1")
+        .limits(options.limits)
+        .egress(forq_sandbox::EgressAllow::new(
+            options.egress_allow.iter().cloned().chain(
+                ["pypi", "npm", "crates", "go", "maven"]
+                    .into_iter()
+                    .flat_map(|e| forq_sandbox::registries(e).iter().map(|h| (*h).to_owned())),
+            ),
+        ));
+    for (k, v) in &options.env {
+        spec = spec.env(k, v);
+    }
+    if let Some(image) = &options.image {
+        spec = spec.image(image.clone());
+    }
+    if fixed_network {
+        spec = spec.network(options.install_network);
+    }
+    let mut sandbox = backend.create(&spec).await.map_err(sandbox_error)?;
+    let mut good = sandbox.snapshot().await.map_err(sandbox_error)?;
+    let tree = listing(&*sandbox, ".").await;
+    let mut history: Vec<StepRecord> = Vec::new();
+    let mut kept: Vec<String> = Vec::new();
+    let mut why_not = String::new();
+    for n in 1..=limits.max_steps {
+        if started.elapsed() >= limits.wall_clock {
+            why_not = format!(
+                "the wall clock of {} s ran out after {} step(s)",
+                limits.wall_clock.as_secs(),
+                n - 1
+            );
+            break;
+        }
+        let context = ConfigureContext {
+            failed,
+            tree: &tree,
+            history: &history,
+            steps_left: limits.max_steps - n + 1,
+        };
+        let step = match configurator.next(&context).await {
+            Ok(Some(step)) => step,
+            Ok(None) => {
+                why_not = format!("the configurator gave up after {} step(s)", n - 1);
+                break;
+            }
+            Err(e) => {
+                why_not = format!("the configurator failed after {} step(s): {e}", n - 1);
+                break;
+            }
+        };
+        let at = Instant::now();
+        let remaining = limits.wall_clock.saturating_sub(started.elapsed());
+        let cap = limits
+            .per_command
+            .min(remaining)
+            .max(Duration::from_secs(1));
+        let (ok, observation) = match &step {
+            ConfigStep::Run { command } => {
+                let mut req = ExecRequest::shell(command.clone())
+                    .stdin(Vec::new())
+                    .timeout(cap);
+                if !fixed_network {
+                    req = req.network(options.install_network);
+                }
+                match sandbox.exec(req).await {
+                    Ok(out) => {
+                        let text = format!("{}{}", out.stdout_text(), out.stderr_text());
+                        let status = if out.timed_out {
+                            format!("timed out after {} s", cap.as_secs())
+                        } else {
+                            format!("exit {}", out.shell_code())
+                        };
+                        (out.success(), format!("{status}\n{text}"))
+                    }
+                    Err(e) => (false, format!("could not run: {e}")),
+                }
+            }
+            ConfigStep::Write { path, contents } => {
+                match sandbox
+                    .write_file(Path::new(path), contents.as_bytes())
+                    .await
+                {
+                    Ok(()) => (true, format!("wrote {} bytes to {path}", contents.len())),
+                    Err(e) => (false, format!("cannot write {path}: {e}")),
+                }
+            }
+            ConfigStep::Read { path } => match sandbox.read_file(Path::new(path)).await {
+                Ok(bytes) => (true, String::from_utf8_lossy(&bytes).into_owned()),
+                Err(e) => (false, format!("cannot read {path}: {e}")),
+            },
+            ConfigStep::List { path } => (true, listing(&*sandbox, path).await),
+            ConfigStep::Test { command } => {
+                let stack = Stack::custom("agentic fallback", Vec::new(), command);
+                let judged = crate::gate::run_stack_in(
+                    &*sandbox,
+                    fixed_network,
+                    &stack,
+                    options,
+                    false,
+                    None,
+                )
+                .await?;
+                if judged.verdict == Verdict::Bootstrapped {
+                    let record = StepRecord {
+                        step: n,
+                        action: step.clone(),
+                        ok: true,
+                        rolled_back: false,
+                        observation: tail(&judged.reason, limits.observation_chars),
+                        duration_ms: at.elapsed().as_millis() as u64,
+                    };
+                    record_step(&record)?;
+                    let recipe = Stack::custom("agentic fallback", kept.clone(), command);
+                    run = judged;
+                    run.name = stack_name.to_owned();
+                    run.marker = "the agentic fallback".to_owned();
+                    run.install = recipe.install.clone();
+                    run.command = recipe.command.clone();
+                    run.reason = format!(
+                        "{} (configured in {n} step(s), ${:.4})",
+                        run.reason,
+                        configurator.spent_usd()
+                    );
+                    run.duration_ms = started.elapsed().as_millis() as u64;
+                    return Ok(Configured {
+                        run,
+                        recipe: Some(recipe),
+                        sandbox: Some(sandbox),
+                    });
+                }
+                (
+                    false,
+                    format!(
+                        "not bootstrapped: {}\n{}",
+                        judged.reason, judged.output_tail
+                    ),
+                )
+            }
+        };
+        let mut rolled_back = false;
+        if step.changes() {
+            if ok {
+                good = sandbox.snapshot().await.map_err(sandbox_error)?;
+                kept.push(match &step {
+                    ConfigStep::Run { command } => command.clone(),
+                    ConfigStep::Write { path, contents } => write_command(path, contents),
+                    _ => unreachable!("only changing steps"),
+                });
+            } else {
+                // Back to the last good state: a fork of it, not a replay.
+                let fresh = good.fork().await.map_err(sandbox_error)?;
+                let failed = std::mem::replace(&mut sandbox, fresh);
+                let _ = failed.destroy().await;
+                rolled_back = true;
+            }
+        }
+        let record = StepRecord {
+            step: n,
+            action: step,
+            ok,
+            rolled_back,
+            observation: tail(&observation, limits.observation_chars),
+            duration_ms: at.elapsed().as_millis() as u64,
+        };
+        record_step(&record)?;
+        history.push(record);
+    }
+    let _ = sandbox.destroy().await;
+    if why_not.is_empty() {
+        why_not = format!(
+            "{} step(s) used without a test command whose output shows tests ran",
+            limits.max_steps
+        );
+    }
+    run.verdict = Verdict::FailedAgentic;
+    run.reason = format!("agentic fallback: {why_not}");
+    run.output_tail = history
+        .last()
+        .map(|h| h.observation.clone())
+        .unwrap_or_default();
+    run.duration_ms = started.elapsed().as_millis() as u64;
+    Ok(Configured {
+        run,
+        recipe: None,
+        sandbox: None,
+    })
+}
+
+/// Two levels of `path` in the sandbox, `.git` and `.forq` left out.
+async fn listing(sandbox: &dyn Sandbox, path: &str) -> String {
+    let script = "find \"$1\" -maxdepth 2 \\( -name .git -o -name .forq \\) -prune -o -print | sort | head -n 300";
+    match sandbox
+        .exec(
+            ExecRequest::new(["sh", "-c", script, "sh", path])
+                .stdin(Vec::new())
+                .timeout(Duration::from_secs(30))
+                .network(Network::None),
+        )
+        .await
+    {
+        Ok(out) => out.stdout_text(),
+        Err(e) => format!("cannot list {path}: {e}"),
+    }
+}
+
+/// Writes the recipe as a Dockerfile-like file and a forq.yml section.
+pub(crate) fn write_recipe(repo: &Path, recipe: &Stack) -> std::io::Result<()> {
+    let dir = repo.join(".forq").join("bootstrap");
+    let mut docker = String::from(
+        "# The agentic bootstrap fallback's recipe: the steps that stuck, in order.\n\
+         # Replayed from scratch by forq (forq.yml's golden section below), or by hand.\n\
+         WORKDIR /workspace\n",
+    );
+    for step in &recipe.install {
+        if step.contains('\n') {
+            docker.push_str(&format!("RUN <<'FORQ_STEP'\n{step}\nFORQ_STEP\n"));
+        } else {
+            docker.push_str(&format!("RUN {step}\n"));
+        }
+    }
+    docker.push_str(&format!("# test: {}\n", recipe.command));
+    crate::journal::write_whole(&dir.join("recipe.Dockerfile"), docker.as_bytes())?;
+    let golden = serde_json::json!({
+        "golden": {"install": recipe.install, "test": recipe.command}
+    });
+    let yaml = format!(
+        "# A suggested golden section for forq.yml (JSON is YAML), from the agentic fallback.\n{}\n",
+        serde_json::to_string_pretty(&golden).expect("serializable")
+    );
+    crate::journal::write_whole(&dir.join("golden.yml"), yaml.as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_written_file_becomes_a_heredoc_that_survives_its_own_delimiter() {
+        let cmd = write_command("conf/a b.ini", "x=1\nFORQ_EOF\n");
+        assert!(cmd.starts_with("mkdir -p 'conf' && cat > 'conf/a b.ini' <<'FORQ_EOF_1'\n"));
+        assert!(cmd.ends_with("x=1\nFORQ_EOF\nFORQ_EOF_1"), "{cmd}");
+    }
+
+    #[test]
+    fn observations_keep_their_tail() {
+        let long = "a".repeat(10) + "END";
+        let t = tail(&long, 5);
+        assert!(
+            t.ends_with("aaEND") && t.contains("8 characters before"),
+            "{t}"
+        );
+    }
+}
