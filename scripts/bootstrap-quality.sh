@@ -15,9 +15,10 @@ work=${WORK:-$(mktemp -d)}
 mkdir -p "$work/src" "$work/out"
 cd "$work" || exit 1
 
-pypi=(six==1.16.0 idna==3.10 toolz==1.0.0 more-itertools==10.5.0 iniconfig==2.0.0 tomli==2.2.1 attrs==24.2.0 packaging==24.2)
-crates=(itoa=1.0.11 semver=1.0.23 either=1.13.0 hex=0.4.3 fnv=1.0.7)
-npm=(minimist@1.2.8 qs@6.13.0 deep-equal@2.2.3)
+pypi=(six==1.16.0 idna==3.10 toolz==1.0.0 more-itertools==10.5.0 iniconfig==2.0.0 tomli==2.2.1 attrs==24.2.0 packaging==24.2
+      markupsafe==2.1.5 jmespath==1.0.1 colorama==0.4.6 sortedcontainers==2.4.0 wcwidth==0.2.13)
+crates=(itoa=1.0.11 semver=1.0.23 either=1.13.0 hex=0.4.3 fnv=1.0.7 memchr=2.7.4 smallvec=1.13.2 bitflags=2.6.0)
+npm=(minimist@1.2.8 qs@6.13.0 deep-equal@2.2.3 object-inspect@1.13.2 has-symbols@1.0.3)
 
 for p in "${pypi[@]}"; do
   pip download -q --no-binary :all: --no-deps -d sdists "$p" >/dev/null 2>&1 || echo "cannot fetch $p" >&2
@@ -42,6 +43,7 @@ for p in "${npm[@]}"; do
 done
 
 printf '%-22s %-22s %8s %7s %7s %8s  %s\n' project verdict executed passed failed seconds stack
+: >summary.tsv
 for dir in src/*/; do
   name=$(basename "$dir")
   "$forq" bootstrap "$dir" --no-cache --json "$@" >"out/$name.json" 2>"out/$name.err"
@@ -56,6 +58,18 @@ except Exception as e:
 stack = next((s for s in r["stacks"] if s["verdict"] == "bootstrapped"), r["stacks"][0] if r["stacks"] else None)
 what = f'{stack["name"]}: {stack["reason"][:90]}' if stack else r["reason"][:90]
 print(f'{name:<22} {r["verdict"]:<22} {r["tests_executed"]:>8} {r["passed"]:>7} {r["failed"]:>7} {r["duration_ms"]/1000:>8.1f}  {what}')
+with open("summary.tsv", "a") as out:
+    out.write(f'{name}\t{r["verdict"]}\t{r["tests_executed"]}\n')
 PY
 done
+# The share bootstrapped, and false greens: a green verdict without an
+# executed test (the goal: none, ever).
+python3 - summary.tsv <<'PY'
+import sys
+rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
+green = [r for r in rows if r[1] == "bootstrapped"]
+false_green = [r[0] for r in green if int(r[2]) == 0]
+print(f"{len(green)} of {len(rows)} bootstrapped ({100 * len(green) / max(len(rows), 1):.0f}%); "
+      f"false greens: {len(false_green)}{' (' + ', '.join(false_green) + ')' if false_green else ''}")
+PY
 echo "records: $work/out"

@@ -265,7 +265,28 @@ pub(crate) async fn configure(
     if fixed_network {
         spec = spec.network(options.install_network);
     }
-    let mut sandbox = backend.create(&spec).await.map_err(sandbox_error)?;
+    // A model's commands run in an isolating sandbox or not at all.
+    let unusable = |why: String| {
+        let mut run = StackRun::new(stack_name, "the agentic fallback");
+        run.verdict = Verdict::UnsupportedEcosystem;
+        run.reason = format!("agentic fallback: {why}");
+        Ok(Configured {
+            run,
+            recipe: None,
+            sandbox: None,
+        })
+    };
+    if backend.kind() == forq_sandbox::BackendKind::Host {
+        return unusable(
+            "the host backend isolates nothing, and a model's commands never run unisolated; \
+             use the native or docker backend"
+                .to_owned(),
+        );
+    }
+    let mut sandbox = match backend.create(&spec).await {
+        Ok(sandbox) => sandbox,
+        Err(e) => return unusable(format!("no usable sandbox ({e})")),
+    };
     let mut good = sandbox.snapshot().await.map_err(sandbox_error)?;
     let tree = listing(&*sandbox, ".").await;
     let mut history: Vec<StepRecord> = Vec::new();

@@ -294,6 +294,10 @@ pub struct StackRun {
     /// Versions of its toolchain, when it was green.
     #[serde(default)]
     pub toolchains: BTreeMap<String, String>,
+    /// The golden environment its tests ran in, when one was used
+    /// ([`GateOptions::golden`]): the install steps were not run again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub golden: Option<crate::GoldenUse>,
 }
 
 /// The gate's record.
@@ -581,6 +585,16 @@ async fn configure_into(
     record.stacks.push(done.run);
     conclude(record, false);
     let Some(recipe) = done.recipe else {
+        let last = record.stacks.last().map(|s| s.verdict);
+        if last == Some(Verdict::UnsupportedEcosystem) {
+            record.verdict = Verdict::UnsupportedEcosystem;
+            record.reason = record
+                .stacks
+                .last()
+                .map(|s| s.reason.clone())
+                .unwrap_or_default();
+            return Ok(());
+        }
         record.verdict = Verdict::FailedAgentic;
         if nothing_detected {
             record.reason = format!(
@@ -733,6 +747,7 @@ impl StackRun {
             output_tail: String::new(),
             duration_ms: 0,
             toolchains: BTreeMap::new(),
+            golden: None,
         }
     }
 }
@@ -750,6 +765,43 @@ async fn run_stack(
         stack: stack.name().to_owned(),
         source,
     };
+    // With goldens, the tests run in a fork of the repository's golden
+    // (built first when asked); a broken golden is this stack's failure.
+    if let Some(golden) = &options.golden {
+        match crate::golden::warm_from_golden(backend, repo, stack, options, golden).await {
+            Ok(Some((sandbox, used))) => {
+                let run = run_stack_in(
+                    &*sandbox,
+                    !backend.per_exec_network(),
+                    stack,
+                    options,
+                    false,
+                    Some((journal, record)),
+                )
+                .await;
+                sandbox.destroy().await.map_err(sandbox_error)?;
+                let mut run = run?;
+                run.install = stack.install.clone();
+                run.golden = Some(used);
+                run.duration_ms = started.elapsed().as_millis() as u64;
+                options.tell(&Progress::StackDone(&run));
+                return Ok(run);
+            }
+            Ok(None) | Err(Error::GoldenUnproven { .. }) => {}
+            Err(Error::GoldenBroken { name, reason }) => {
+                let mut run = StackRun::new(stack.name(), &stack.marker);
+                run.install = stack.install.clone();
+                run.command = stack.command.clone();
+                run.reason = format!(
+                    "the golden environment {name} is broken ({reason}); rebuild it or remove it"
+                );
+                run.duration_ms = started.elapsed().as_millis() as u64;
+                options.tell(&Progress::StackDone(&run));
+                return Ok(run);
+            }
+            Err(e) => return Err(e),
+        }
+    }
     let spec = crate::runner::spec(backend, repo, stack, options);
     let sandbox = backend.create(&spec).await.map_err(sandbox_error)?;
     let run = run_stack_in(
@@ -785,19 +837,9 @@ pub(crate) async fn run_stack_in(
         stack: stack.name().to_owned(),
         source,
     };
-    let mut run = StackRun {
-        name: stack.name().to_owned(),
-        marker: stack.marker.clone(),
-        install: stack.install.clone(),
-        command: stack.command.clone(),
-        exit_code: None,
-        verdict: Verdict::FailedDeterministic,
-        reason: String::new(),
-        evidence: None,
-        output_tail: String::new(),
-        duration_ms: 0,
-        toolchains: BTreeMap::new(),
-    };
+    let mut run = StackRun::new(stack.name(), &stack.marker);
+    run.install = stack.install.clone();
+    run.command = stack.command.clone();
     let exec = |script: &str, timeout: Duration, network: Network| {
         let req = crate::runner::shell(script, timeout);
         if fixed_network {

@@ -704,6 +704,8 @@ pub(crate) struct BootstrapArgs {
     #[arg(long)]
     pub(crate) offline: bool,
     #[command(flatten)]
+    pub(crate) golden: GoldenArg,
+    #[command(flatten)]
     pub(crate) model: ModelArgs,
     /// The agentic fallback's most steps.
     #[arg(long, default_value_t = 12, value_name = "N")]

@@ -174,3 +174,33 @@ async fn a_configurator_that_gives_up_is_failed_agentic() {
         record.reason
     );
 }
+
+/// Fails the test if asked anything.
+struct NeverAsked;
+
+#[async_trait::async_trait]
+impl Configurator for NeverAsked {
+    async fn next(&self, _cx: &ConfigureContext<'_>) -> Result<Option<ConfigStep>, String> {
+        panic!("the configurator was asked on a backend that isolates nothing");
+    }
+}
+
+#[tokio::test]
+async fn a_models_commands_never_run_on_the_host_backend() {
+    let dir = unusual();
+    let state = tempfile::tempdir().unwrap();
+    let mut host = forq_sandbox::HostOptions::default();
+    host.state_dir = Some(state.path().to_path_buf());
+    let backend = forq_sandbox::HostBackend::open(host).unwrap();
+    let mut options = GateOptions::default();
+    options.configurator = Some(Arc::new(NeverAsked));
+    let record = forq_bootstrap::run(&backend, dir.path(), &options)
+        .await
+        .unwrap();
+    assert_eq!(record.verdict, Verdict::UnsupportedEcosystem, "{record:#?}");
+    assert!(
+        record.reason.contains("isolates nothing"),
+        "{}",
+        record.reason
+    );
+}

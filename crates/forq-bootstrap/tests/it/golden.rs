@@ -176,3 +176,24 @@ async fn two_runs_at_once_share_one_golden_build() {
     assert_eq!(hows, ["built", "forked"]);
     assert_eq!(a.2, b.2, "two installs ran");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_gate_runs_its_tests_in_the_golden_and_says_so() {
+    let Some(f) = fixture() else { return };
+    let dir = calc_repo().await;
+    let mut options = options(&f, "example/calc-gate").no_cache(true);
+    let record = forq_bootstrap::run(&*f.backend, dir.path(), &options)
+        .await
+        .unwrap();
+    assert_eq!(record.verdict, forq_bootstrap::Verdict::Bootstrapped);
+    let used = record.stacks[0].golden.clone().expect("a golden used");
+    assert_eq!((used.how.as_str(), used.generation), ("built", 1));
+    // Only a matching golden, now: forked, the install not run again.
+    options.golden.as_mut().unwrap().build = false;
+    let record = forq_bootstrap::run(&*f.backend, dir.path(), &options)
+        .await
+        .unwrap();
+    assert_eq!(record.verdict, forq_bootstrap::Verdict::Bootstrapped);
+    assert_eq!(record.tests_executed, 2);
+    assert_eq!(record.stacks[0].golden.as_ref().unwrap().how, "forked");
+}

@@ -195,6 +195,11 @@ pub(crate) async fn run(args: BootstrapArgs) -> anyhow::Result<ExitCode> {
         }
     }
     let backend = super::sandbox::open(args.backend.backend).await?;
+    options.golden = super::golden::options(
+        args.golden.golden,
+        &*backend,
+        &super::golden::identity(&args.source, &repo.path),
+    )?;
     let record = forq_bootstrap::run(&*backend, &repo.path, &options).await?;
     if args.json {
         super::print_json(&record)?;
