@@ -118,7 +118,7 @@ pub trait Backend: Send + Sync + fmt::Debug {
         dir: &Path,
         saved: &crate::SavedState,
         spec: &SandboxSpec,
-        hold: Arc<std::fs::File>,
+        hold: crate::Hold,
     ) -> Result<Snapshot> {
         let _ = (dir, saved, spec, hold);
         Err(Error::Unsupported {

@@ -7,7 +7,11 @@
 //! holding the backend's saved state: on native a squashed layer per
 //! volume, on docker a committed image (`forq-golden:<name>-g<N>`). A save
 //! makes a new generation and becomes current; older ones are removed once
-//! no sandbox uses them (a shared lock per generation says who does).
+//! no sandbox uses them: each open leaves a mark (`users/<pid>-<n>`) that
+//! the snapshot and its forks hold, and a mark whose process is gone does
+//! not count. Marks and the build lock are files named by process, not
+//! `flock`s: a lock on a descriptor would be kept by any child forked
+//! meanwhile (the native backend's helpers fork without exec).
 //! `forq sandbox gc` never touches goldens; [`Goldens::evict`] does, by
 //! least recent use.
 //!
@@ -139,11 +143,62 @@ pub struct Goldens {
     dir: PathBuf,
 }
 
+/// What a backend keeps alive for as long as a golden's state is in use
+/// (the snapshot and every fork of it): the open's mark.
+pub type Hold = Arc<dyn std::any::Any + Send + Sync>;
+
 /// An exclusive hold on one golden's name, for a build or a sync: a second
-/// builder waits for the first and then finds its golden.
+/// builder (this process or another) waits for the first and then finds
+/// its golden. Released when dropped, or when its process ends.
 #[derive(Debug)]
 pub struct BuildLock {
-    _file: std::fs::File,
+    path: PathBuf,
+}
+
+impl Drop for BuildLock {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// A file that says "process P uses this", removed when dropped.
+#[derive(Debug)]
+struct Mark {
+    path: PathBuf,
+}
+
+impl Drop for Mark {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// The process a mark or lock file names (`<pid>-<n>`, or the pid alone
+/// as its contents), if it is alive.
+fn owner_alive(text: &str) -> bool {
+    text.trim()
+        .split('-')
+        .next()
+        .and_then(|p| p.parse::<i32>().ok())
+        .is_some_and(crate::native::sys::alive)
+}
+
+/// Whether any live process has a mark in `users`. Marks of dead
+/// processes are removed on the way.
+fn in_use(users: &Path) -> bool {
+    let Ok(entries) = std::fs::read_dir(users) else {
+        return false;
+    };
+    let mut used = false;
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if owner_alive(&name) {
+            used = true;
+        } else {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+    used
 }
 
 fn now_ms() -> u64 {
@@ -180,15 +235,6 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     })
 }
 
-fn lock_file(path: &Path) -> Result<std::fs::File> {
-    std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(path)
-        .map_err(|e| Error::io("open the lock", path, e))
-}
-
 impl Goldens {
     /// The goldens kept in `dir` (created 0700, owned by the caller, as the
     /// state directory is).
@@ -220,14 +266,34 @@ impl Goldens {
         let home = self.home(name)?;
         crate::state::ensure_dir(&home)?;
         let path = home.join("build.lock");
-        let file = lock_file(&path)?;
-        let file = tokio::task::spawn_blocking(move || {
-            crate::native::sys::flock(&file, true, true).map(|()| file)
-        })
-        .await
-        .map_err(|e| Error::io("lock", &path, std::io::Error::other(e)))?
-        .map_err(|e| Error::io("lock", &path, e))?;
-        Ok(BuildLock { _file: file })
+        let me = crate::state::new_id();
+        loop {
+            let made = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&path);
+            match made {
+                Ok(mut file) => {
+                    use std::io::Write;
+                    let lock = BuildLock { path: path.clone() };
+                    file.write_all(me.as_bytes())
+                        .map_err(|e| Error::io("write the lock", &path, e))?;
+                    return Ok(lock);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    // Held: by a live builder (wait), or left by a dead one
+                    // (take it over). A lock still being written reads
+                    // empty: wait for it too.
+                    let holder = std::fs::read_to_string(&path).unwrap_or_default();
+                    if !holder.trim().is_empty() && !owner_alive(&holder) {
+                        let _ = std::fs::remove_file(&path);
+                        continue;
+                    }
+                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                }
+                Err(e) => return Err(Error::io("take the lock", &path, e)),
+            }
+        }
     }
 
     /// The golden called `name`, if there is one.
@@ -357,11 +423,13 @@ impl Goldens {
             )));
         }
         let generation = self.home(name)?.join(format!("g{}", info.generation));
-        let hold = lock_file(&generation.join("use.lock"))?;
-        crate::native::sys::flock(&hold, false, true)
-            .map_err(|e| Error::io("lock", generation.join("use.lock"), e))?;
+        let users = generation.join("users");
+        crate::state::ensure_dir(&users)?;
+        let mark = users.join(crate::state::new_id());
+        std::fs::write(&mark, b"").map_err(|e| Error::io("mark the golden in use", &mark, e))?;
+        let hold: Hold = Arc::new(Mark { path: mark });
         let snapshot = backend
-            .open_state(&generation, &info.saved, spec, Arc::new(hold))
+            .open_state(&generation, &info.saved, spec, hold)
             .await?;
         let used = self.home(name)?.join("used");
         let _ = std::fs::write(&used, b"");
@@ -385,10 +453,11 @@ impl Goldens {
     }
 
     /// Removes one generation unless a sandbox uses it; `true` when it went.
+    /// (An open that races this check is refused by the backend, its
+    /// state gone; opens take the current generation, which is never
+    /// pruned.)
     async fn remove_generation(&self, backend: &dyn Backend, dir: &Path) -> Result<bool> {
-        let lock_path = dir.join("use.lock");
-        let lock = lock_file(&lock_path)?;
-        if crate::native::sys::flock(&lock, true, false).is_err() {
+        if in_use(&dir.join("users")) {
             return Ok(false);
         }
         if let Ok(text) = std::fs::read_to_string(dir.join("saved.json")) {
@@ -463,6 +532,30 @@ fn generations(home: &Path) -> Vec<(u32, PathBuf)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_dead_builders_lock_and_marks_do_not_count() {
+        let dir = tempfile::tempdir().unwrap();
+        let goldens = Goldens::new(dir.path().join("golden")).unwrap();
+        let home = goldens.dir().join("g");
+        std::fs::create_dir_all(home.join("g1/users")).unwrap();
+        // A builder that died with its lock: taken over.
+        std::fs::write(home.join("build.lock"), "999999999-1").unwrap();
+        let lock = goldens.lock("g").await.unwrap();
+        let held = std::fs::read_to_string(home.join("build.lock")).unwrap();
+        assert!(
+            held.starts_with(&format!("{}-", std::process::id())),
+            "{held}"
+        );
+        drop(lock);
+        assert!(!home.join("build.lock").exists());
+        // A dead process's mark is not a use (and is cleaned); a live one is.
+        std::fs::write(home.join("g1/users/999999999-3"), "").unwrap();
+        assert!(!in_use(&home.join("g1/users")));
+        assert!(!home.join("g1/users/999999999-3").exists());
+        std::fs::write(home.join(format!("g1/users/{}-7", std::process::id())), "").unwrap();
+        assert!(in_use(&home.join("g1/users")));
+    }
 
     #[test]
     fn names_are_one_plain_component() {

@@ -89,7 +89,7 @@ pub use egress::{
     EgressProgram, EGRESS_READY, PROXY_PORT,
 };
 pub use error::{Error, Result};
-pub use golden::{BuildLock, GoldenInfo, GoldenStatus, Goldens, OpenedGolden, SavedState};
+pub use golden::{BuildLock, GoldenInfo, GoldenStatus, Goldens, Hold, OpenedGolden, SavedState};
 pub use host::{HostBackend, HostOptions, HostSandbox};
 pub use native::{
     NativeBackend, NativeOptions, NativeSandbox, Toolchain, DEFAULT_ID_BASE, MAX_LAYERS,

@@ -551,7 +551,7 @@ impl Backend for DockerBackend {
         dir: &Path,
         saved: &crate::SavedState,
         spec: &SandboxSpec,
-        hold: Arc<std::fs::File>,
+        hold: crate::golden::Hold,
     ) -> Result<Snapshot> {
         let image = match (&saved.image, saved.backend) {
             (Some(image), BackendKind::Docker) => image.clone(),
@@ -701,7 +701,7 @@ pub struct DockerSandbox {
 struct CommittedImage {
     docker: Docker,
     id: String,
-    hold: Option<Arc<std::fs::File>>,
+    hold: Option<crate::golden::Hold>,
 }
 
 impl Drop for CommittedImage {

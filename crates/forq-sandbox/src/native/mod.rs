@@ -435,7 +435,7 @@ impl Backend for NativeBackend {
         dir: &Path,
         saved: &crate::SavedState,
         spec: &SandboxSpec,
-        hold: Arc<std::fs::File>,
+        hold: crate::golden::Hold,
     ) -> Result<Snapshot> {
         let template = self.template_for(spec)?;
         let volumes: Vec<&Path> = template
@@ -917,7 +917,7 @@ fn start_proxy(
 #[derive(Debug)]
 struct Layer {
     dir: PathBuf,
-    hold: Option<Arc<std::fs::File>>,
+    hold: Option<crate::golden::Hold>,
 }
 
 impl Layer {

@@ -707,32 +707,6 @@ pub(crate) fn unmount(target: &CString, detach: bool) -> io::Result<()> {
 }
 
 /// The effective user id of this process.
-/// Takes an advisory lock on `file` (`flock`): shared or exclusive; with
-/// `wait` false, `WouldBlock` when another holder has it. The lock goes
-/// with the file's last descriptor.
-pub(crate) fn flock(file: &std::fs::File, exclusive: bool, wait: bool) -> io::Result<()> {
-    use std::os::fd::AsRawFd;
-    let mut op = if exclusive {
-        libc::LOCK_EX
-    } else {
-        libc::LOCK_SH
-    };
-    if !wait {
-        op |= libc::LOCK_NB;
-    }
-    loop {
-        // SAFETY: the descriptor is open for the duration of the call.
-        let rc = unsafe { libc::flock(file.as_raw_fd(), op) };
-        if rc == 0 {
-            return Ok(());
-        }
-        let e = io::Error::last_os_error();
-        if e.kind() != io::ErrorKind::Interrupted {
-            return Err(e);
-        }
-    }
-}
-
 pub(crate) fn euid() -> u32 {
     // SAFETY: geteuid has no preconditions.
     unsafe { libc::geteuid() }
