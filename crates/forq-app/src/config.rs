@@ -281,6 +281,10 @@ pub struct SandboxConfig {
     pub max_seed_mb: u64,
     /// Cap on seeding (the clone), in seconds.
     pub seed_timeout_s: u64,
+    /// Disk the golden environments may take, in GiB: `forq golden gc`,
+    /// and a `forq queue --golden build` when it ends, remove the least
+    /// recently used beyond it (default 20).
+    pub golden_max_gb: Option<f64>,
 }
 
 impl Default for SandboxConfig {
@@ -294,6 +298,7 @@ impl Default for SandboxConfig {
             network_for_installs: true,
             max_seed_mb: 512,
             seed_timeout_s: 300,
+            golden_max_gb: None,
         }
     }
 }

@@ -220,6 +220,11 @@ impl Pipeline {
         self
     }
 
+    /// The backend runs use unless their forq.yml chooses another.
+    pub fn backend(&self) -> &Arc<dyn Backend> {
+        &self.backend
+    }
+
     /// How runs use their repository's golden environment (default: use
     /// one that matches).
     pub fn golden(mut self, policy: GoldenPolicy) -> Self {

@@ -154,10 +154,13 @@ pub(crate) struct GoldenRmArgs {
 
 #[derive(Debug, Args)]
 pub(crate) struct GoldenGcArgs {
-    /// Keep at most this many GiB of goldens (default: forq.yml's
-    /// `sandbox.golden_max_gb`, else 20).
+    /// Keep at most this many GiB of goldens (default: --config's
+    /// `sandbox.golden_max_gb`, else FORQ_GOLDEN_MAX_GB, else 20).
     #[arg(long, value_name = "GIB")]
     pub(crate) max_gb: Option<f64>,
+    /// The operator's forq.yml, for `sandbox.golden_max_gb`.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) config: Option<PathBuf>,
     #[command(flatten)]
     pub(crate) backend: BackendArgs,
     /// One JSON object on stdout.

@@ -494,14 +494,16 @@ impl Goldens {
     }
 
     /// Removes the least recently used goldens until the rest take at
-    /// most `max_bytes`, skipping those in use. Returns the names removed.
+    /// most `max_bytes` (0: all of them), skipping those in use. Returns
+    /// the names removed.
     pub async fn evict(&self, backend: &dyn Backend, max_bytes: u64) -> Result<Vec<String>> {
         let mut all = self.list()?;
         all.sort_by_key(|g| g.last_used_ms);
         let mut total: u64 = all.iter().map(|g| g.saved.bytes).sum();
         let mut removed = Vec::new();
         for golden in all {
-            if total <= max_bytes {
+            // A cap of 0 keeps none, empty ones included.
+            if total <= max_bytes && max_bytes > 0 {
                 break;
             }
             if golden.saved.backend == backend.kind() && self.remove(backend, &golden.name).await? {

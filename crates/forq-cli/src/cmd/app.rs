@@ -479,12 +479,15 @@ pub(crate) async fn queue(args: QueueArgs) -> anyhow::Result<ExitCode> {
         crate::cli::GoldenMode::Off => forq_app::pipeline::GoldenPolicy::Off,
     });
     let config = load_config(args.config.as_ref())?;
+    let golden_cap = config.as_ref().and_then(|c| c.sandbox.golden_max_gb);
     // A GitHub repository's forq.yml, read before it is cloned: triage,
     // the first phase, follows it (who pays, whether to triage).
     let known = match &config {
         Some(_) => None,
         None => queue::remote_config(&source, &github).await?,
     };
+    let evict_on =
+        (args.golden.golden == crate::cli::GoldenMode::Build).then(|| pipeline.backend().clone());
     let runs = queue::enqueue(&store, &new)?;
     let lines = Arc::new(Lines::new(&runs, args.json));
     let pipeline = pipeline
@@ -498,6 +501,21 @@ pub(crate) async fn queue(args: QueueArgs) -> anyhow::Result<ExitCode> {
     };
     let ended = queue::run_spread(&pipeline, &engines, &runs, args.jobs, args.per_repo).await;
     lines.finish();
+    // Goldens this queue built count against the cap: the least recently
+    // used beyond it go.
+    if let Some(backend) = evict_on {
+        if let Ok(goldens) = backend.goldens() {
+            let cap = super::golden::cap_bytes(golden_cap)?;
+            let removed = goldens.evict(&*backend, cap).await?;
+            if !removed.is_empty() && !args.json {
+                super::agent::note(&format!(
+                    "golden: removed {} least recently used beyond the cap: {}",
+                    removed.len(),
+                    removed.join(", ")
+                ));
+            }
+        }
+    }
     report(&as_ended(&store, ended, &runs)?, args.json)
 }
 

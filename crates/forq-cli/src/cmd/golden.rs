@@ -332,9 +332,10 @@ pub(crate) async fn rm(args: GoldenRmArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::from(if removed { 0 } else { 1 }))
 }
 
-/// `forq golden gc`.
-pub(crate) async fn gc(args: GoldenGcArgs) -> anyhow::Result<ExitCode> {
-    let max_gb = match args.max_gb {
+/// The goldens' disk cap in bytes: `gb` when given, else
+/// `FORQ_GOLDEN_MAX_GB`, else 20 GiB.
+pub(crate) fn cap_bytes(gb: Option<f64>) -> anyhow::Result<u64> {
+    let max_gb = match gb {
         Some(gb) => gb,
         None => match std::env::var("FORQ_GOLDEN_MAX_GB") {
             Ok(v) => v
@@ -344,10 +345,25 @@ pub(crate) async fn gc(args: GoldenGcArgs) -> anyhow::Result<ExitCode> {
         },
     };
     if max_gb.is_nan() || max_gb < 0.0 {
-        anyhow::bail!("--max-gb {max_gb} is not a size: give a number of GiB, 0 or more");
+        anyhow::bail!(
+            "a golden cap of {max_gb} GiB is not a size: give a number of GiB, 0 or more"
+        );
     }
+    Ok((max_gb * (1u64 << 30) as f64) as u64)
+}
+
+/// `forq golden gc`.
+pub(crate) async fn gc(args: GoldenGcArgs) -> anyhow::Result<ExitCode> {
+    let from_config = match &args.config {
+        Some(file) => {
+            forq_app::config::Config::from_file(file)?
+                .sandbox
+                .golden_max_gb
+        }
+        None => None,
+    };
+    let cap = cap_bytes(args.max_gb.or(from_config))?;
     let (backend, goldens) = goldens_of(&args.backend).await?;
-    let cap = (max_gb * (1u64 << 30) as f64) as u64;
     let removed = goldens.evict(&*backend, cap).await?;
     let kept: u64 = goldens.list()?.iter().map(|g| g.saved.bytes).sum();
     say(

@@ -152,4 +152,17 @@ async fn golden_build_status_sync_list_and_rm() {
     assert!(stdout(&out).contains("no goldens"), "{out:?}");
     let out = forq_in(state, &[&["golden", "rm", &name][..], &native].concat()).await;
     check_exit(&out, 125);
+    // Built again, then evicted by the operator's cap (0 GiB keeps none).
+    let out = forq_in(state, &[&["golden", "build", path][..], &native].concat()).await;
+    check_exit(&out, 0);
+    let config = repo.path().join("operator.yml");
+    std::fs::write(&config, "sandbox:\n  golden_max_gb: 0\n").unwrap();
+    let config = config.to_str().unwrap();
+    let out = forq_in(
+        state,
+        &[&["golden", "gc", "--config", config, "--json"][..], &native].concat(),
+    )
+    .await;
+    check_exit(&out, 0);
+    assert_eq!(json(&out)["removed"], serde_json::json!([name]), "{out:?}");
 }
