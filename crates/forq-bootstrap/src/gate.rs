@@ -615,15 +615,13 @@ async fn configure_into(
         if let Some(key) =
             crate::golden_key(backend, repo, &recipe, options, &golden.identity).await
         {
-            let meta = serde_json::json!({
-                "head": key.head,
-                "install_hash": key.install_hash,
-                "stack": recipe.name(),
-                "install": recipe.install,
-                "command": recipe.command,
-                "how": "configured",
-                "identity": golden.identity,
-            });
+            let meta = crate::golden::meta(
+                &key,
+                &recipe,
+                &golden.identity,
+                "configured",
+                serde_json::json!({}),
+            );
             let _lock = golden
                 .goldens
                 .lock(&key.name)
@@ -767,27 +765,11 @@ async fn run_stack(
     };
     // With goldens, the tests run in a fork of the repository's golden
     // (built first when asked); a broken golden is this stack's failure.
+    let mut from_golden = None;
     if let Some(golden) = &options.golden {
         match crate::golden::warm_from_golden(backend, repo, stack, options, golden).await {
-            Ok(Some((sandbox, used))) => {
-                let run = run_stack_in(
-                    &*sandbox,
-                    !backend.per_exec_network(),
-                    stack,
-                    options,
-                    false,
-                    Some((journal, record)),
-                )
-                .await;
-                sandbox.destroy().await.map_err(sandbox_error)?;
-                let mut run = run?;
-                run.install = stack.install.clone();
-                run.golden = Some(used);
-                run.duration_ms = started.elapsed().as_millis() as u64;
-                options.tell(&Progress::StackDone(&run));
-                return Ok(run);
-            }
-            Ok(None) | Err(Error::GoldenUnproven { .. }) => {}
+            Ok(found) => from_golden = found,
+            Err(Error::GoldenUnproven { .. }) => {}
             Err(Error::GoldenBroken { name, reason }) => {
                 let mut run = StackRun::new(stack.name(), &stack.marker);
                 run.install = stack.install.clone();
@@ -802,19 +784,27 @@ async fn run_stack(
             Err(e) => return Err(e),
         }
     }
-    let spec = crate::runner::spec(backend, repo, stack, options);
-    let sandbox = backend.create(&spec).await.map_err(sandbox_error)?;
+    // A golden's fork has the install steps done; a fresh sandbox runs them.
+    let (sandbox, used) = match from_golden {
+        Some((sandbox, used)) => (sandbox, Some(used)),
+        None => {
+            let spec = crate::runner::spec(backend, repo, stack, options);
+            (backend.create(&spec).await.map_err(sandbox_error)?, None)
+        }
+    };
     let run = run_stack_in(
         &*sandbox,
         !backend.per_exec_network(),
         stack,
         options,
-        true,
+        used.is_none(),
         Some((journal, record)),
     )
     .await;
     sandbox.destroy().await.map_err(sandbox_error)?;
     let mut run = run?;
+    run.install = stack.install.clone();
+    run.golden = used;
     run.duration_ms = started.elapsed().as_millis() as u64;
     options.tell(&Progress::StackDone(&run));
     Ok(run)

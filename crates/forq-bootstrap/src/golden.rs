@@ -228,6 +228,50 @@ pub async fn golden_key(
     })
 }
 
+/// A fork of `name`'s current generation over `spec.base`, and that
+/// generation.
+async fn fork_current(
+    backend: &dyn Backend,
+    golden: &GoldenOptions,
+    name: &str,
+    spec: &forq_sandbox::SandboxSpec,
+) -> Result<(Box<dyn Sandbox>, u32), Error> {
+    let err = |source| Error::Golden {
+        name: name.to_owned(),
+        source,
+    };
+    let opened = golden
+        .goldens
+        .open(backend, name, spec)
+        .await
+        .map_err(err)?;
+    let sandbox = opened.snapshot.fork().await.map_err(err)?;
+    Ok((sandbox, opened.info.generation))
+}
+
+/// What a golden's manifest says of how it was made (`meta`).
+pub(crate) fn meta(
+    key: &GoldenKey,
+    stack: &Stack,
+    identity: &str,
+    how: &str,
+    extra: serde_json::Value,
+) -> serde_json::Value {
+    let mut meta = serde_json::json!({
+        "head": key.head,
+        "install_hash": key.install_hash,
+        "stack": stack.name(),
+        "install": stack.install,
+        "command": stack.command,
+        "how": how,
+        "identity": identity,
+    });
+    if let (Some(meta), serde_json::Value::Object(extra)) = (meta.as_object_mut(), extra) {
+        meta.extend(extra);
+    }
+    meta
+}
+
 /// A warm sandbox from the golden that matches `key`, if there is one
 /// (an error when that golden is broken).
 async fn fork_matching(
@@ -260,15 +304,10 @@ async fn fork_matching(
         return Ok(None);
     }
     let spec = crate::runner::spec(backend, repo, stack, options);
-    let opened = golden
-        .goldens
-        .open(backend, &key.name, &spec)
-        .await
-        .map_err(err)?;
-    let sandbox = opened.snapshot.fork().await.map_err(err)?;
+    let (sandbox, generation) = fork_current(backend, golden, &key.name, &spec).await?;
     let used = GoldenUse {
         name: key.name.clone(),
-        generation: opened.info.generation,
+        generation,
         how: "forked".to_owned(),
     };
     options.tell(&Progress::GoldenForked(&used));
@@ -320,12 +359,7 @@ pub(crate) async fn warm_from_golden(
                 name: &key.name,
                 from_generation: Some(previous.generation),
             });
-            let opened = golden
-                .goldens
-                .open(backend, &key.name, &spec)
-                .await
-                .map_err(err)?;
-            let sandbox = opened.snapshot.fork().await.map_err(err)?;
+            let (sandbox, _) = fork_current(backend, golden, &key.name, &spec).await?;
             (
                 sandbox,
                 !(same_install && test_rebuilds(stack.kind)),
@@ -387,17 +421,16 @@ pub(crate) async fn warm_from_golden(
             reason,
         });
     }
-    let meta = serde_json::json!({
-        "head": key.head,
-        "install_hash": key.install_hash,
-        "stack": stack.name(),
-        "install": stack.install,
-        "command": stack.command,
-        "tests_executed": run.evidence.as_ref().map_or(0, |e| e.executed()),
-        "build_ms": started.elapsed().as_millis() as u64,
-        "how": how,
-        "identity": golden.identity,
-    });
+    let meta = meta(
+        &key,
+        stack,
+        &golden.identity,
+        how,
+        serde_json::json!({
+            "tests_executed": run.evidence.as_ref().map_or(0, |e| e.executed()),
+            "build_ms": started.elapsed().as_millis() as u64,
+        }),
+    );
     let saved = golden
         .goldens
         .save(&key.name, &key.key, meta, &*sandbox)
