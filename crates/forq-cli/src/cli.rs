@@ -722,6 +722,10 @@ pub(crate) struct BootstrapArgs {
     /// The agentic fallback's budget in tokens.
     #[arg(long, value_name = "N")]
     pub(crate) agentic_max_tokens: Option<u64>,
+    /// Record the model's replies to FILE (JSONL), for `--provider replay
+    /// --replay FILE` later.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) agentic_record: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]

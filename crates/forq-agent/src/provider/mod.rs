@@ -14,7 +14,7 @@ mod replay;
 pub use anthropic::Anthropic;
 pub use http::RetryPolicy;
 pub use openai::OpenAi;
-pub use replay::Replay;
+pub use replay::{Recorder, Replay};
 
 /// Which provider to open with [`open`].
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -96,3 +96,84 @@ impl Provider for Replay {
         Ok(reply)
     }
 }
+
+/// Records every reply of another provider, one JSON line each, in the
+/// format [`Replay::from_jsonl`] plays back: a live session (say, the
+/// agentic bootstrap fallback on a benchmark's projects) recorded once and
+/// replayed where no model is reachable.
+pub struct Recorder {
+    inner: std::sync::Arc<dyn Provider>,
+    out: Mutex<std::fs::File>,
+}
+
+impl std::fmt::Debug for Recorder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Recorder")
+            .field("inner", &self.inner.name())
+            .finish()
+    }
+}
+
+impl Recorder {
+    /// Records `inner`'s replies to `path` (created or truncated).
+    pub fn new(inner: std::sync::Arc<dyn Provider>, path: &Path) -> Result<Recorder, Error> {
+        let out = std::fs::File::create(path)
+            .map_err(|e| Error::Replay(format!("cannot write {}: {e}", path.display())))?;
+        Ok(Recorder {
+            inner,
+            out: Mutex::new(out),
+        })
+    }
+}
+
+#[async_trait::async_trait]
+impl Provider for Recorder {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    async fn complete(&self, request: &Request, sink: Option<Sink<'_>>) -> Result<Response, Error> {
+        let reply = self.inner.complete(request, sink).await?;
+        let line = serde_json::to_string(&reply).expect("a reply serializes");
+        if let Ok(mut out) = self.out.lock() {
+            use std::io::Write;
+            writeln!(out, "{line}")
+                .map_err(|e| Error::Replay(format!("cannot record a reply: {e}")))?;
+        }
+        Ok(reply)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::message::{Message, StopReason, Usage};
+
+    fn reply(text: &str) -> Response {
+        Response {
+            message: Message::assistant(text),
+            usage: Usage {
+                input_tokens: 10,
+                output_tokens: 2,
+            },
+            stop: StopReason::EndTurn,
+            model: "m".to_owned(),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_recorded_session_replays_the_same_replies() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("session.jsonl");
+        let live = Arc::new(Replay::new(vec![reply("one"), reply("two")]));
+        let recorder = Recorder::new(live, &path).unwrap();
+        let request = Request::new("m");
+        let first = recorder.complete(&request, None).await.unwrap();
+        let second = recorder.complete(&request, None).await.unwrap();
+        let replay = Replay::from_jsonl(&path).unwrap();
+        assert_eq!(replay.complete(&request, None).await.unwrap(), first);
+        assert_eq!(replay.complete(&request, None).await.unwrap(), second);
+    }
+}

@@ -169,6 +169,10 @@ pub(crate) async fn run(args: BootstrapArgs) -> anyhow::Result<ExitCode> {
     if !args.offline {
         match super::agent::open_provider(&args.model) {
             Ok((provider, model)) => {
+                let provider: Arc<dyn forq_agent::provider::Provider> = match &args.agentic_record {
+                    Some(path) => Arc::new(forq_agent::provider::Recorder::new(provider, path)?),
+                    None => provider,
+                };
                 let mut configurator =
                     forq_agent::configure::ModelConfigurator::new(provider, model);
                 if let Some(path) = &args.model.prices {
