@@ -648,6 +648,40 @@ impl Store {
         })
     }
 
+    /// Events with a store-wide id above `after_id`, of run `run` or of
+    /// every run, oldest first, at most `limit`, each with its run's id:
+    /// what a live stream resumes from (events written by other processes
+    /// included).
+    pub fn events_after(
+        &self,
+        run: Option<&str>,
+        after_id: u64,
+        limit: usize,
+    ) -> Result<Vec<(String, Event)>, StoreError> {
+        self.with(|c| {
+            let mut q = c.prepare(
+                "SELECT run_id, id, seq, at_ms, kind, data FROM events \
+                 WHERE id > ?1 AND (?2 IS NULL OR run_id = ?2) ORDER BY id LIMIT ?3",
+            )?;
+            let rows = q
+                .query_map(params![after_id as i64, run, limit as i64], |r| {
+                    let data: String = r.get(5)?;
+                    Ok((
+                        r.get::<_, String>(0)?,
+                        Event {
+                            id: r.get::<_, i64>(1)? as u64,
+                            seq: r.get::<_, i64>(2)? as u64,
+                            at_ms: r.get::<_, i64>(3)? as u64,
+                            kind: r.get(4)?,
+                            data: serde_json::from_str(&data).unwrap_or(Value::Null),
+                        },
+                    ))
+                })?
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(rows)
+        })
+    }
+
     /// Records that run `id` finished `phase`, with what later phases need
     /// (replacing an earlier record of the same phase).
     pub fn checkpoint(&self, id: &str, phase: &str, data: &Value) -> Result<(), StoreError> {

@@ -67,6 +67,10 @@ pub(crate) enum Command {
     /// tests run once) kept so that runs fork it instead of installing.
     #[command(subcommand)]
     Golden(GoldenCommand),
+    /// Serve the control plane over HTTP: a JSON API over the run store
+    /// (documented at /openapi.json) and live Server-Sent Event streams of
+    /// runs, including those other forq processes drive.
+    Serve(ServeArgs),
     /// forq's egress proxy as a program of its own: what the docker backend
     /// runs in a sidecar container on an engine forq cannot enter. Listens
     /// on 0.0.0.0:3128 and lets through what FORQ_EGRESS_ALLOW names.
@@ -188,6 +192,23 @@ pub(crate) enum GoldenMode {
     Build,
     /// Install from scratch every time.
     Off,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ServeArgs {
+    /// Where to listen. Beyond loopback a token is required.
+    #[arg(long, default_value = "127.0.0.1:7878", value_name = "ADDR")]
+    pub(crate) bind: std::net::SocketAddr,
+    /// The token every request must carry (`Authorization: Bearer …`); read
+    /// from the environment so it stays out of process listings.
+    #[arg(
+        long = "token-env",
+        default_value = "FORQ_SERVE_TOKEN",
+        value_name = "VAR"
+    )]
+    pub(crate) token_env: String,
+    #[command(flatten)]
+    pub(crate) state: StateArgs,
 }
 
 #[derive(Debug, Args)]

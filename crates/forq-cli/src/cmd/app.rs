@@ -519,6 +519,29 @@ pub(crate) async fn queue(args: QueueArgs) -> anyhow::Result<ExitCode> {
     report(&as_ended(&store, ended, &runs)?, args.json)
 }
 
+/// `forq serve`.
+pub(crate) async fn serve(args: crate::cli::ServeArgs) -> anyhow::Result<ExitCode> {
+    let store = open_store(&args.state.state)?;
+    let goldens = forq_sandbox::Goldens::in_state_dir(&forq_sandbox::default_state_dir()).ok();
+    let mut options = forq_server::ServerOptions::default();
+    options.bind = args.bind;
+    options.token = std::env::var(&args.token_env)
+        .ok()
+        .filter(|t| !t.is_empty());
+    forq_server::serve(store, goldens, options, |addr| {
+        super::agent::note(&format!("forq serve: listening on http://{addr} (API: /openapi.json)"));
+    })
+    .await
+    .map_err(|e| match e {
+        forq_server::ServerError::TokenRequired { bind } => anyhow::anyhow!(
+            "{bind} is reachable from other machines: set a token in {} (every request then sends `Authorization: Bearer <token>`), or bind to 127.0.0.1",
+            args.token_env
+        ),
+        e => e.into(),
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
+
 pub(crate) async fn runs(args: RunsArgs) -> anyhow::Result<ExitCode> {
     let state_dir = &args.state.state;
     let store = open_store(state_dir)?;

@@ -89,6 +89,7 @@ pub(crate) fn run(args: Cli) -> anyhow::Result<ExitCode> {
             Command::Golden(GoldenCommand::Rm(a)) => golden::rm(a).await,
             Command::Golden(GoldenCommand::Gc(a)) => golden::gc(a).await,
             Command::Golden(GoldenCommand::Bench(a)) => golden::bench(a).await,
+            Command::Serve(a) => app::serve(a).await,
             Command::EgressProxy => {
                 let addr = std::net::SocketAddr::from(([0, 0, 0, 0], forq_sandbox::PROXY_PORT));
                 forq_sandbox::serve_egress(addr, forq_sandbox::EgressAllow::from_env()).await?;

@@ -13,6 +13,7 @@ mod agent;
 mod app;
 mod fix;
 mod golden;
+mod serve;
 #[allow(dead_code)] // shared with forq-agent's tests, which use all of it
 #[path = "../../../forq-agent/tests/it/server.rs"]
 mod server;

@@ -1,0 +1,62 @@
+//! `forq serve` as a process: it says where it listens, answers the API
+//! over the store a queue uses, and refuses to be reachable from elsewhere
+//! without a token.
+
+use std::process::Stdio;
+
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+use super::{check_exit, repo_root};
+
+#[tokio::test]
+async fn forq_serve_answers_over_the_state_directorys_store() {
+    let state = tempfile::tempdir().unwrap();
+    let mut child = forq_sandbox::host_command(env!("CARGO_BIN_EXE_forq"))
+        .args(["serve", "--bind", "127.0.0.1:0", "--state"])
+        .arg(state.path())
+        .current_dir(repo_root())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let url = loop {
+        let line = tokio::time::timeout(std::time::Duration::from_secs(30), lines.next_line())
+            .await
+            .expect("forq serve said nothing")
+            .unwrap()
+            .expect("forq serve ended");
+        if let Some(rest) = line.split_once("listening on ").map(|(_, r)| r) {
+            break rest.split_whitespace().next().unwrap().to_owned();
+        }
+    };
+    let runs: serde_json::Value = reqwest::get(format!("{url}/api/runs"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(runs, serde_json::json!([]));
+    let api: serde_json::Value = reqwest::get(format!("{url}/openapi.json"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(api["info"]["title"], "forq");
+    child.kill().await.unwrap();
+}
+
+#[tokio::test]
+async fn forq_serve_beyond_loopback_needs_a_token() {
+    let state = tempfile::tempdir().unwrap();
+    let out = forq_sandbox::host_command(env!("CARGO_BIN_EXE_forq"))
+        .args(["serve", "--bind", "0.0.0.0:0", "--state"])
+        .arg(state.path())
+        .env_remove("FORQ_SERVE_TOKEN")
+        .output()
+        .await
+        .unwrap();
+    check_exit(&out, 125);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("FORQ_SERVE_TOKEN"), "{said}");
+}

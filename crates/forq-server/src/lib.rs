@@ -1,0 +1,493 @@
+//! forq's control plane over HTTP: a JSON API over forq-app's run store and
+//! live Server-Sent Event streams of runs. A handler holds no logic of its
+//! own: it reads or changes the same store the command line uses, so runs
+//! driven by any forq process on that store show up live.
+//!
+//! - `GET /api/runs?state=&repo=&limit=`: runs, newest first.
+//! - `GET /api/runs/{id}`: a run and its events.
+//! - `GET /api/runs/{id}/events?after=ID`: its events after a store id.
+//! - `GET /api/runs/{id}/stream`, `GET /api/stream`: Server-Sent Events, one
+//!   run's or every run's, each with its store-wide id, so a client that
+//!   reconnects with `Last-Event-ID` misses nothing; a run's stream ends
+//!   after the run does.
+//! - `POST /api/runs/{id}/abort`: asks the run to stop.
+//! - `GET /api/goldens`: the golden environments.
+//! - `GET /openapi.json`: this API, described.
+//!
+//! Bound to loopback unless told otherwise; bound elsewhere it requires a
+//! token (`Authorization: Bearer …`, compared in constant time). Requests
+//! that change anything are refused from another site (`Origin` not this
+//! host, or `Sec-Fetch-Site: cross-site`). Tokens and keys are never sent
+//! back nor written to the store.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::sync::Arc;
+//!
+//! let store = Arc::new(forq_app::store::Store::open(".forq/forq.db".as_ref())?);
+//! let options = forq_server::ServerOptions::default();
+//! forq_server::serve(store, None, options, |addr| println!("listening on {addr}")).await?;
+//! # Ok(())
+//! # }
+//! ```
+#![deny(missing_docs)]
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::{Path, Query, Request, State};
+use axum::http::{header, HeaderMap, Method, StatusCode};
+use axum::middleware::Next;
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use forq_app::store::{Event, Run, State as RunState, Store};
+use forq_sandbox::Goldens;
+use futures_util::Stream;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+/// How the server runs.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ServerOptions {
+    /// Where to listen (default `127.0.0.1:7878`).
+    pub bind: SocketAddr,
+    /// The token every request must carry; required when `bind` is not a
+    /// loopback address.
+    pub token: Option<String>,
+    /// How often streams look for new events in the store (default 100 ms):
+    /// other processes write there too.
+    pub poll: Duration,
+}
+
+impl Default for ServerOptions {
+    fn default() -> Self {
+        ServerOptions {
+            bind: SocketAddr::from(([127, 0, 0, 1], 7878)),
+            token: None,
+            poll: Duration::from_millis(100),
+        }
+    }
+}
+
+/// Why the server could not run.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServerError {
+    /// Bound beyond loopback without a token.
+    #[error(
+        "{bind} is not a loopback address, and a server reachable from elsewhere needs a token"
+    )]
+    TokenRequired {
+        /// The address asked for.
+        bind: SocketAddr,
+    },
+    /// The address could not be bound or served.
+    #[error("cannot serve on {bind}")]
+    Io {
+        /// The address.
+        bind: SocketAddr,
+        /// The error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+#[derive(Clone)]
+struct App {
+    store: Arc<Store>,
+    goldens: Option<Goldens>,
+    token: Option<Arc<str>>,
+    poll: Duration,
+}
+
+/// Serves the API over `store` (and `goldens`, when given) until the task
+/// is dropped; `ready` is told the address once it listens.
+pub async fn serve(
+    store: Arc<Store>,
+    goldens: Option<Goldens>,
+    options: ServerOptions,
+    ready: impl FnOnce(SocketAddr),
+) -> Result<(), ServerError> {
+    let bind = options.bind;
+    if !bind.ip().is_loopback() && options.token.as_deref().is_none_or(str::is_empty) {
+        return Err(ServerError::TokenRequired { bind });
+    }
+    let listener = tokio::net::TcpListener::bind(bind)
+        .await
+        .map_err(|source| ServerError::Io { bind, source })?;
+    let addr = listener
+        .local_addr()
+        .map_err(|source| ServerError::Io { bind, source })?;
+    ready(addr);
+    let app = router(App {
+        store,
+        goldens,
+        token: options.token.map(Arc::from),
+        poll: options.poll,
+    });
+    axum::serve(listener, app)
+        .await
+        .map_err(|source| ServerError::Io { bind: addr, source })
+}
+
+fn router(app: App) -> Router {
+    Router::new()
+        .route("/openapi.json", get(openapi))
+        .route("/api/runs", get(list_runs))
+        .route("/api/runs/{id}", get(show_run))
+        .route("/api/runs/{id}/events", get(run_events))
+        .route("/api/runs/{id}/stream", get(run_stream))
+        .route("/api/runs/{id}/abort", post(abort_run))
+        .route("/api/stream", get(all_stream))
+        .route("/api/goldens", get(goldens))
+        .layer(axum::middleware::from_fn_with_state(app.clone(), guard))
+        .with_state(app)
+}
+
+/// An error as JSON: `{"error": "..."}` with its status.
+struct ApiError(StatusCode, String);
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (self.0, Json(json!({"error": self.1}))).into_response()
+    }
+}
+
+fn internal(e: impl std::fmt::Display) -> ApiError {
+    ApiError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string())
+}
+
+/// Equal in time whatever the first difference (the token check).
+fn same(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// Whether a request comes from another site: its `Origin` names another
+/// host than the one it was sent to, or the browser says so.
+fn cross_site(headers: &HeaderMap) -> bool {
+    if headers
+        .get("sec-fetch-site")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v == "cross-site")
+    {
+        return true;
+    }
+    let Some(origin) = headers.get(header::ORIGIN).and_then(|v| v.to_str().ok()) else {
+        return false;
+    };
+    let host = headers
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    let origin_host = origin.split_once("://").map_or(origin, |(_, rest)| rest);
+    origin == "null" || origin_host != host
+}
+
+/// The token, and no change from another site.
+async fn guard(State(app): State<App>, request: Request, next: Next) -> Response {
+    if let Some(token) = &app.token {
+        let given = request
+            .headers()
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .unwrap_or_default();
+        if !same(given.as_bytes(), token.as_bytes()) {
+            return ApiError(
+                StatusCode::UNAUTHORIZED,
+                "this server needs its token: send `Authorization: Bearer <token>`".to_owned(),
+            )
+            .into_response();
+        }
+    }
+    if request.method() != Method::GET
+        && request.method() != Method::HEAD
+        && cross_site(request.headers())
+    {
+        return ApiError(
+            StatusCode::FORBIDDEN,
+            "a change from another site is refused".to_owned(),
+        )
+        .into_response();
+    }
+    next.run(request).await
+}
+
+/// Runs a store call off the async threads.
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, forq_app::store::StoreError> + Send + 'static,
+) -> Result<T, ApiError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(internal)?
+        .map_err(|e| match e {
+            forq_app::store::StoreError::NotFound(id) => {
+                ApiError(StatusCode::NOT_FOUND, format!("there is no run {id}"))
+            }
+            e @ forq_app::store::StoreError::Ambiguous(_) => {
+                ApiError(StatusCode::BAD_REQUEST, e.to_string())
+            }
+            e @ forq_app::store::StoreError::Over { .. } => {
+                ApiError(StatusCode::CONFLICT, e.to_string())
+            }
+            e => internal(e),
+        })
+}
+
+#[derive(Debug, Deserialize)]
+struct RunsQuery {
+    state: Option<String>,
+    repo: Option<String>,
+    limit: Option<usize>,
+}
+
+async fn list_runs(
+    State(app): State<App>,
+    Query(q): Query<RunsQuery>,
+) -> Result<Json<Vec<Run>>, ApiError> {
+    let state = match &q.state {
+        Some(name) => Some(RunState::from_name(name).ok_or_else(|| {
+            ApiError(
+                StatusCode::BAD_REQUEST,
+                format!(
+                    "unknown state {name:?}: one of {}",
+                    RunState::names().collect::<Vec<_>>().join(", ")
+                ),
+            )
+        })?),
+        None => None,
+    };
+    let limit = q.limit.unwrap_or(200).min(10_000);
+    let store = app.store.clone();
+    let runs = blocking(move || store.list(usize::MAX)).await?;
+    Ok(Json(
+        runs.into_iter()
+            .filter(|r| state.is_none_or(|s| r.state == s))
+            .filter(|r| q.repo.as_ref().is_none_or(|repo| &r.repo == repo))
+            .take(limit)
+            .collect(),
+    ))
+}
+
+async fn show_run(State(app): State<App>, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
+    let store = app.store.clone();
+    let (run, events) = blocking(move || Ok((store.get(&id)?, store.events(&id, 0)?))).await?;
+    Ok(Json(json!({"run": run, "events": events})))
+}
+
+#[derive(Debug, Deserialize)]
+struct AfterQuery {
+    after: Option<u64>,
+}
+
+async fn run_events(
+    State(app): State<App>,
+    Path(id): Path<String>,
+    Query(q): Query<AfterQuery>,
+) -> Result<Json<Vec<Event>>, ApiError> {
+    let store = app.store.clone();
+    let after = q.after.unwrap_or(0);
+    let events = blocking(move || {
+        store.get(&id)?;
+        Ok(store
+            .events_after(Some(&id), after, 100_000)?
+            .into_iter()
+            .map(|(_, e)| e)
+            .collect())
+    })
+    .await?;
+    Ok(Json(events))
+}
+
+async fn abort_run(State(app): State<App>, Path(id): Path<String>) -> Result<Json<Run>, ApiError> {
+    let store = app.store.clone();
+    Ok(Json(blocking(move || store.request_abort(&id)).await?))
+}
+
+async fn goldens(State(app): State<App>) -> Result<Json<Value>, ApiError> {
+    let Some(goldens) = app.goldens.clone() else {
+        return Ok(Json(json!([])));
+    };
+    let list = tokio::task::spawn_blocking(move || goldens.list())
+        .await
+        .map_err(internal)?
+        .map_err(internal)?;
+    Ok(Json(json!(list)))
+}
+
+/// Where a stream starts: `Last-Event-ID` (a reconnect), else `?after=`.
+fn resume_from(headers: &HeaderMap, q: &AfterQuery) -> u64 {
+    headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse().ok())
+        .or(q.after)
+        .unwrap_or(0)
+}
+
+async fn run_stream(
+    State(app): State<App>,
+    Path(id): Path<String>,
+    Query(q): Query<AfterQuery>,
+    headers: HeaderMap,
+) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
+    let store = app.store.clone();
+    let check = id.clone();
+    blocking(move || store.get(&check)).await?;
+    Ok(stream(app, Some(id), resume_from(&headers, &q)))
+}
+
+async fn all_stream(
+    State(app): State<App>,
+    Query(q): Query<AfterQuery>,
+    headers: HeaderMap,
+) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>>> {
+    stream(app, None, resume_from(&headers, &q))
+}
+
+/// What a stream still has to send.
+struct Cursor {
+    app: App,
+    run: Option<String>,
+    after: u64,
+    pending: std::collections::VecDeque<(String, Event)>,
+    done: bool,
+}
+
+/// Events of `run` (or all runs) after store id `after`, as they are
+/// written; a run's stream ends once the run has ended and every event of
+/// it was sent.
+fn stream(
+    app: App,
+    run: Option<String>,
+    after: u64,
+) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>>> {
+    let cursor = Cursor {
+        app,
+        run,
+        after,
+        pending: Default::default(),
+        done: false,
+    };
+    let events = futures_util::stream::unfold(cursor, |mut c| async move {
+        loop {
+            if let Some((run, e)) = c.pending.pop_front() {
+                c.after = e.id;
+                let data = json!({"run": run, "seq": e.seq, "at_ms": e.at_ms, "kind": e.kind, "data": e.data});
+                let sse = SseEvent::default()
+                    .id(e.id.to_string())
+                    .event(e.kind.clone())
+                    .data(data.to_string());
+                return Some((Ok(sse), c));
+            }
+            if c.done {
+                return None;
+            }
+            let (store, run, after) = (c.app.store.clone(), c.run.clone(), c.after);
+            let read = tokio::task::spawn_blocking(move || {
+                let events = store.events_after(run.as_deref(), after, 500)?;
+                // Ended, for a run's stream: nothing more will come.
+                let ended = match &run {
+                    Some(id) if events.is_empty() => store.get(id)?.state.is_terminal(),
+                    _ => false,
+                };
+                Ok::<_, forq_app::store::StoreError>((events, ended))
+            })
+            .await;
+            match read {
+                Ok(Ok((events, ended))) => {
+                    if ended {
+                        // One last look: events written with the last state.
+                        c.done = true;
+                    } else if events.is_empty() {
+                        tokio::time::sleep(c.app.poll).await;
+                    }
+                    c.pending.extend(events);
+                }
+                Ok(Err(e)) => {
+                    tracing::warn!(error = %e, "a stream cannot read the store");
+                    tokio::time::sleep(c.app.poll * 10).await;
+                }
+                Err(_) => return None,
+            }
+        }
+    });
+    Sse::new(events).keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+}
+
+async fn openapi() -> Json<Value> {
+    Json(openapi_document())
+}
+
+/// The OpenAPI description of this API.
+pub fn openapi_document() -> Value {
+    let run_id =
+        json!({"name": "id", "in": "path", "required": true, "schema": {"type": "string"}});
+    let after = json!({"name": "after", "in": "query", "required": false,
+        "description": "a store-wide event id: only events after it", "schema": {"type": "integer"}});
+    let json_ok =
+        |what: &str| json!({"200": {"description": what, "content": {"application/json": {}}}});
+    let sse_ok =
+        |what: &str| json!({"200": {"description": what, "content": {"text/event-stream": {}}}});
+    json!({
+        "openapi": "3.1.0",
+        "info": {"title": "forq", "version": env!("CARGO_PKG_VERSION"),
+            "description": "forq's control plane: runs, their events live, goldens. Bound beyond loopback, every request needs `Authorization: Bearer <token>`."},
+        "components": {"securitySchemes": {"token": {"type": "http", "scheme": "bearer"}}},
+        "paths": {
+            "/api/runs": {"get": {"summary": "Runs, newest first", "parameters": [
+                {"name": "state", "in": "query", "schema": {"type": "string"}},
+                {"name": "repo", "in": "query", "schema": {"type": "string"}},
+                {"name": "limit", "in": "query", "schema": {"type": "integer", "default": 200}}],
+                "responses": json_ok("the runs")}},
+            "/api/runs/{id}": {"get": {"summary": "A run and its events", "parameters": [run_id],
+                "responses": json_ok("the run")}},
+            "/api/runs/{id}/events": {"get": {"summary": "A run's events after a store id",
+                "parameters": [run_id, after], "responses": json_ok("the events")}},
+            "/api/runs/{id}/stream": {"get": {"summary": "A run's events as Server-Sent Events; resumes after Last-Event-ID; ends after the run",
+                "parameters": [run_id, after], "responses": sse_ok("the events, live")}},
+            "/api/runs/{id}/abort": {"post": {"summary": "Ask a run to stop", "parameters": [run_id],
+                "responses": json_ok("the run")}},
+            "/api/stream": {"get": {"summary": "Every run's events as Server-Sent Events; resumes after Last-Event-ID",
+                "parameters": [after], "responses": sse_ok("the events, live")}},
+            "/api/goldens": {"get": {"summary": "The golden environments", "responses": json_ok("the goldens")}},
+            "/openapi.json": {"get": {"summary": "This description", "responses": json_ok("OpenAPI 3.1")}}
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cross_site_changes_are_told_apart() {
+        let mut h = HeaderMap::new();
+        h.insert(header::HOST, "127.0.0.1:7878".parse().unwrap());
+        assert!(!cross_site(&h), "no Origin: a tool, not a page");
+        h.insert(header::ORIGIN, "http://127.0.0.1:7878".parse().unwrap());
+        assert!(!cross_site(&h));
+        h.insert(header::ORIGIN, "https://evil.example".parse().unwrap());
+        assert!(cross_site(&h));
+        h.insert(header::ORIGIN, "null".parse().unwrap());
+        assert!(cross_site(&h));
+        let mut h = HeaderMap::new();
+        h.insert("sec-fetch-site", "cross-site".parse().unwrap());
+        assert!(cross_site(&h));
+    }
+
+    #[test]
+    fn tokens_compare_whole() {
+        assert!(same(b"abc", b"abc"));
+        assert!(!same(b"abc", b"abd"));
+        assert!(!same(b"abc", b"ab"));
+    }
+}
