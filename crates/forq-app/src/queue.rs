@@ -54,6 +54,24 @@ pub enum Source {
 }
 
 impl Source {
+    /// The source a request names: a directory of Markdown `issues` (on
+    /// `repo` where they name none), one issue's `text` on `repo`, or a
+    /// GitHub `repo` (its open issues, or one issue's URL). A local `repo`
+    /// alone names no issues, and is refused with what to give.
+    pub fn from_request(
+        issues: Option<PathBuf>,
+        text: Option<String>,
+        repo: Option<String>,
+    ) -> Result<Source, QueueError> {
+        Ok(match (issues, text, repo) {
+            (Some(dir), _, repo) => Source::Local { dir, repo },
+            (None, Some(text), Some(repo)) => Source::Text { text, repo },
+            (None, None, Some(repo)) if !Path::new(&repo).exists() => Source::github(&repo)?,
+            (None, None, Some(repo)) => return Err(QueueError::NoIssues { repo: Some(repo) }),
+            (None, _, None) => return Err(QueueError::NoIssues { repo: None }),
+        })
+    }
+
     /// A GitHub repository's issues, from its URL or `OWNER/REPO`, or one
     /// issue from its URL; the clone URL is on `GITHUB_SERVER_URL`
     /// (default `https://github.com`).
@@ -111,6 +129,16 @@ pub enum QueueError {
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The request names no issues: only a local repository (`repo`), or
+    /// nothing.
+    #[error("{}", match repo {
+        Some(repo) => format!("{repo} is a directory: name its issues (a directory of Markdown issues, or an issue's text)"),
+        None => "name the issues: a directory of Markdown issues, a GitHub repository (https://github.com/OWNER/REPO), or an issue's text and its repository".to_owned(),
+    })]
+    NoIssues {
+        /// The local repository given alone.
+        repo: Option<String>,
+    },
     /// A local issue names no repository.
     #[error("issue {0} names no repository: add `repo:` to its front matter, or pass --repo DIR")]
     NoRepo(String),

@@ -209,6 +209,20 @@ pub(crate) struct ServeArgs {
     pub(crate) token_env: String,
     #[command(flatten)]
     pub(crate) state: StateArgs,
+    /// The backend runs queued over HTTP use.
+    #[command(flatten)]
+    pub(crate) backend: BackendArgs,
+    #[command(flatten)]
+    pub(crate) golden: GoldenArg,
+    /// The model runs queued over HTTP use (none: offline fixes only).
+    #[command(flatten)]
+    pub(crate) model: ModelArgs,
+    /// Runs at once.
+    #[arg(long, default_value_t = 2)]
+    pub(crate) jobs: usize,
+    /// Runs at once on one repository.
+    #[arg(long, default_value_t = 1)]
+    pub(crate) per_repo: usize,
 }
 
 #[derive(Debug, Args)]

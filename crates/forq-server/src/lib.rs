@@ -11,6 +11,10 @@
 //!   reconnects with `Last-Event-ID` misses nothing; a run's stream ends
 //!   after the run does.
 //! - `POST /api/runs/{id}/abort`: asks the run to stop.
+//! - `POST /api/queue`: queues issues (a directory of Markdown issues, a
+//!   GitHub repository's, or one issue's text on a repository) and runs them
+//!   with the server's [`Actions`] — the same selection, standing-run check
+//!   and queue as `forq queue`.
 //! - `GET /api/goldens`: the golden environments.
 //! - `GET /openapi.json`: this API, described.
 //!
@@ -25,8 +29,9 @@
 //! use std::sync::Arc;
 //!
 //! let store = Arc::new(forq_app::store::Store::open(".forq/forq.db".as_ref())?);
+//! let control = forq_server::Control::new(store);
 //! let options = forq_server::ServerOptions::default();
-//! forq_server::serve(store, None, options, |addr| println!("listening on {addr}")).await?;
+//! forq_server::serve(control, options, |addr| println!("listening on {addr}")).await?;
 //! # Ok(())
 //! # }
 //! ```
@@ -44,7 +49,10 @@ use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use forq_app::store::{Event, Run, State as RunState, Store};
+use forq_app::github::Github;
+use forq_app::pipeline::Pipeline;
+use forq_app::queue::{self, QueueError, Selection, Source};
+use forq_app::store::{Action, Event, Run, State as RunState, Store};
 use forq_sandbox::Goldens;
 use futures_util::Stream;
 use serde::Deserialize;
@@ -97,22 +105,86 @@ pub enum ServerError {
     },
 }
 
+/// What runs the server starts run on: a pipeline (its backend, model,
+/// golden policy) and how many at once.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct Actions {
+    /// The pipeline runs execute on.
+    pub pipeline: Pipeline,
+    /// GitHub, for a GitHub repository's issues.
+    pub github: Github,
+    /// Runs at once.
+    pub jobs: usize,
+    /// Runs at once on one repository.
+    pub per_repo: usize,
+}
+
+impl Actions {
+    /// Runs on `pipeline`, two at a time, one per repository.
+    pub fn new(pipeline: Pipeline) -> Self {
+        Actions {
+            pipeline,
+            github: Github::from_env(),
+            jobs: 2,
+            per_repo: 1,
+        }
+    }
+}
+
+/// What the server serves: the store, and optionally the goldens and the
+/// actions that start runs.
+#[derive(Clone, Debug)]
+pub struct Control {
+    store: Arc<Store>,
+    goldens: Option<Goldens>,
+    actions: Option<Actions>,
+}
+
+impl Control {
+    /// The API over `store`, read-only but for aborting runs.
+    pub fn new(store: Arc<Store>) -> Self {
+        Control {
+            store,
+            goldens: None,
+            actions: None,
+        }
+    }
+
+    /// Lists these goldens too.
+    pub fn goldens(mut self, goldens: Goldens) -> Self {
+        self.goldens = Some(goldens);
+        self
+    }
+
+    /// Starts runs on request (`POST /api/queue`).
+    pub fn actions(mut self, actions: Actions) -> Self {
+        self.actions = Some(actions);
+        self
+    }
+}
+
 #[derive(Clone)]
 struct App {
     store: Arc<Store>,
     goldens: Option<Goldens>,
+    actions: Option<Actions>,
     token: Option<Arc<str>>,
     poll: Duration,
 }
 
-/// Serves the API over `store` (and `goldens`, when given) until the task
-/// is dropped; `ready` is told the address once it listens.
+/// Serves the API over `control` until the task is dropped; `ready` is
+/// told the address once it listens.
 pub async fn serve(
-    store: Arc<Store>,
-    goldens: Option<Goldens>,
+    control: Control,
     options: ServerOptions,
     ready: impl FnOnce(SocketAddr),
 ) -> Result<(), ServerError> {
+    let Control {
+        store,
+        goldens,
+        actions,
+    } = control;
     let bind = options.bind;
     if !bind.ip().is_loopback() && options.token.as_deref().is_none_or(str::is_empty) {
         return Err(ServerError::TokenRequired { bind });
@@ -127,6 +199,7 @@ pub async fn serve(
     let app = router(App {
         store,
         goldens,
+        actions,
         token: options.token.map(Arc::from),
         poll: options.poll,
     });
@@ -144,6 +217,7 @@ fn router(app: App) -> Router {
         .route("/api/runs/{id}/stream", get(run_stream))
         .route("/api/runs/{id}/abort", post(abort_run))
         .route("/api/stream", get(all_stream))
+        .route("/api/queue", post(queue_issues))
         .route("/api/goldens", get(goldens))
         .layer(axum::middleware::from_fn_with_state(app.clone(), guard))
         .with_state(app)
@@ -312,6 +386,93 @@ async fn abort_run(State(app): State<App>, Path(id): Path<String>) -> Result<Jso
     Ok(Json(blocking(move || store.request_abort(&id)).await?))
 }
 
+/// What `POST /api/queue` takes.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct QueueRequest {
+    /// A directory of Markdown issues.
+    issues: Option<std::path::PathBuf>,
+    /// One issue's text.
+    text: Option<String>,
+    /// The repository: a directory, or a GitHub URL.
+    repo: Option<String>,
+    /// `auto` (default), `fix` or `triage`.
+    action: Option<String>,
+    /// Only issues with this label.
+    label: Option<String>,
+    /// At most this many.
+    limit: Option<usize>,
+    /// Run issues that have a run standing already, again.
+    #[serde(default)]
+    again: bool,
+}
+
+async fn queue_issues(
+    State(app): State<App>,
+    Json(req): Json<QueueRequest>,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let Some(actions) = app.actions.clone() else {
+        return Err(ApiError(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "this server was started without a pipeline: it shows runs but starts none".to_owned(),
+        ));
+    };
+    let action = match req.action.as_deref().unwrap_or("auto") {
+        "auto" => Action::Auto,
+        "fix" => Action::Fix,
+        "triage" => Action::Triage,
+        other => {
+            return Err(ApiError(
+                StatusCode::BAD_REQUEST,
+                format!("unknown action {other:?}: auto, fix or triage"),
+            ))
+        }
+    };
+    let bad = |e: QueueError| match e {
+        QueueError::Store(e) => internal(e),
+        e => ApiError(StatusCode::BAD_REQUEST, e.to_string()),
+    };
+    let source = Source::from_request(req.issues, req.text, req.repo).map_err(bad)?;
+    let selection = Selection {
+        label: req.label,
+        limit: req.limit,
+        action,
+        context: Vec::new(),
+    };
+    let new = queue::select(&source, &selection, &actions.github)
+        .await
+        .map_err(bad)?;
+    let store = app.store.clone();
+    let again = req.again;
+    let (runs, standing) = blocking(move || {
+        let (fresh, standing) = if again {
+            (new, Vec::new())
+        } else {
+            queue::split_standing(&store, new)?
+        };
+        Ok((queue::enqueue(&store, &fresh)?, standing))
+    })
+    .await?;
+    let started = runs.clone();
+    tokio::spawn(async move {
+        let ended = queue::run_spread(
+            &actions.pipeline,
+            &[],
+            &started,
+            actions.jobs,
+            actions.per_repo,
+        )
+        .await;
+        for e in ended.into_iter().filter_map(Result::err) {
+            tracing::warn!(error = %e, "a run queued over HTTP could not be executed");
+        }
+    });
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(json!({"runs": runs, "standing": standing})),
+    ))
+}
+
 async fn goldens(State(app): State<App>) -> Result<Json<Value>, ApiError> {
     let Some(goldens) = app.goldens.clone() else {
         return Ok(Json(json!([])));
@@ -459,6 +620,17 @@ pub fn openapi_document() -> Value {
             "/api/stream": {"get": {"summary": "Every run's events as Server-Sent Events; resumes after Last-Event-ID",
                 "parameters": [after], "responses": sse_ok("the events, live")}},
             "/api/goldens": {"get": {"summary": "The golden environments", "responses": json_ok("the goldens")}},
+            "/api/queue": {"post": {"summary": "Queue issues and run them (as forq queue does): a directory of Markdown issues, a GitHub repository's issues, or one issue's text on a repository",
+                "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "additionalProperties": false, "properties": {
+                    "issues": {"type": "string", "description": "a directory of Markdown issues"},
+                    "text": {"type": "string", "description": "one issue's text (with repo)"},
+                    "repo": {"type": "string", "description": "a directory, or a GitHub repository's URL"},
+                    "action": {"type": "string", "enum": ["auto", "fix", "triage"], "default": "auto"},
+                    "label": {"type": "string"}, "limit": {"type": "integer"},
+                    "again": {"type": "boolean", "default": false}}}}}},
+                "responses": {"202": {"description": "the runs queued (started in the background) and those standing already", "content": {"application/json": {}}},
+                    "400": {"description": "the request names no issues, or a source cannot be read"},
+                    "503": {"description": "the server was started without a pipeline"}}}},
             "/openapi.json": {"get": {"summary": "This description", "responses": json_ok("OpenAPI 3.1")}}
         }
     })

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use forq_app::store::{NewRun, State, Store};
-use forq_server::{serve, ServerError, ServerOptions};
+use forq_server::{serve, Control, ServerError, ServerOptions};
 use futures_util::StreamExt;
 use serde_json::{json, Value};
 
@@ -49,7 +49,7 @@ async fn served(bind: &str, token: Option<&str>) -> (Served, String, String) {
     options.poll = Duration::from_millis(20);
     let (tx, rx) = tokio::sync::oneshot::channel::<SocketAddr>();
     let task = tokio::spawn(async move {
-        serve(store, None, options, move |addr| {
+        serve(Control::new(store), options, move |addr| {
             let _ = tx.send(addr);
         })
         .await
@@ -226,7 +226,9 @@ async fn beyond_loopback_a_token_is_required_and_checked() {
     let store = Arc::new(Store::open(&dir.path().join("forq.db")).unwrap());
     let mut options = ServerOptions::default();
     options.bind = "0.0.0.0:0".parse().unwrap();
-    let refused = serve(store, None, options, |_| {}).await.unwrap_err();
+    let refused = serve(Control::new(store), options, |_| {})
+        .await
+        .unwrap_err();
     assert!(
         matches!(refused, ServerError::TokenRequired { .. }),
         "{refused}"
@@ -277,4 +279,102 @@ async fn an_abort_from_another_site_is_refused_and_from_this_one_recorded() {
         .unwrap();
     assert_eq!(ok.status().as_u16(), 200);
     assert!(store.get(&one).unwrap().abort_requested);
+}
+
+/// examples/calc copied into `dir/calc`.
+fn calc(dir: &std::path::Path) -> std::path::PathBuf {
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/calc");
+    let repo = dir.join("calc");
+    std::fs::create_dir_all(repo.join("tests")).unwrap();
+    for file in [
+        "calc.py",
+        "tests/__init__.py",
+        "tests/test_calc.py",
+        "ISSUE.md",
+    ] {
+        std::fs::copy(src.join(file), repo.join(file)).unwrap();
+    }
+    repo
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_issue_queued_over_http_runs_and_streams_to_its_patch() {
+    let backend = match forq_sandbox::open_backend(forq_sandbox::BackendChoice::Auto).await {
+        Ok(b) => b.backend,
+        Err(e) if std::env::var_os("CI").is_none() => {
+            skip(&e);
+            return;
+        }
+        Err(e) => panic!("an isolating backend must work under CI: {e}"),
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    std::fs::create_dir_all(&state).unwrap();
+    let store = Arc::new(Store::open(&state.join("forq.db")).unwrap());
+    let pipeline = forq_app::pipeline::Pipeline::new(store.clone(), &state, backend);
+    let control = Control::new(store).actions(forq_server::Actions::new(pipeline));
+    let mut options = ServerOptions::default();
+    options.bind = "127.0.0.1:0".parse().unwrap();
+    let (tx, rx) = tokio::sync::oneshot::channel::<SocketAddr>();
+    let task = tokio::spawn(async move {
+        serve(control, options, move |addr| {
+            let _ = tx.send(addr);
+        })
+        .await
+        .unwrap();
+    });
+    let url = format!("http://{}", rx.await.unwrap());
+    let client = reqwest::Client::new();
+    // Nothing named: refused with what to give.
+    let none = client
+        .post(format!("{url}/api/queue"))
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(none.status().as_u16(), 400);
+    let said: Value = none.json().await.unwrap();
+    assert!(
+        said["error"].as_str().unwrap().contains("name the issues"),
+        "{said}"
+    );
+    // "Burn down": one issue, fixed offline, watched live to its end.
+    let repo = calc(dir.path());
+    let queued = client
+        .post(format!("{url}/api/queue"))
+        .json(&json!({"text": "# add() subtracts\n\nadd(2, 3) returns -1.", "repo": repo, "action": "fix"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(queued.status().as_u16(), 202);
+    let queued: Value = queued.json().await.unwrap();
+    let id = queued["runs"][0]["id"].as_str().unwrap().to_owned();
+    let events = sse(&format!("{url}/api/runs/{id}/stream"), None, 100_000).await;
+    let states: Vec<&str> = events
+        .iter()
+        .filter(|e| e.1 == "state")
+        .map(|e| e.2["data"]["to"].as_str().unwrap())
+        .collect();
+    assert_eq!(states.last(), Some(&"patch_ready"), "{states:?}");
+    assert!(states.contains(&"implementing"), "{states:?}");
+    let (_, run) = get_json(&format!("{url}/api/runs/{id}")).await;
+    assert!(run["run"]["patch_lines"].as_u64().unwrap() >= 1, "{run}");
+    task.abort();
+}
+
+#[tokio::test]
+async fn a_server_without_a_pipeline_starts_no_run() {
+    let (s, _, _) = served("127.0.0.1:0", None).await;
+    let resp = reqwest::Client::new()
+        .post(format!("{}/api/queue", s.url))
+        .json(&json!({"text": "x", "repo": "/tmp"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 503);
+}
+
+#[allow(clippy::print_stderr)] // a skip is said where a developer sees it
+fn skip(why: &dyn std::fmt::Display) {
+    eprintln!("SKIPPED: no isolating backend: {why}");
 }

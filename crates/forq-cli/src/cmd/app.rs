@@ -401,23 +401,16 @@ pub(crate) async fn queue(args: QueueArgs) -> anyhow::Result<ExitCode> {
             dest,
         });
     }
-    let source = match (&args.issues, &args.text, &args.repo) {
-        (Some(dir), _, repo) => Source::Local {
-            dir: dir.clone(),
-            repo: repo.clone(),
-        },
-        (None, Some(text), Some(repo)) => Source::Text {
-            text: text.clone(),
-            repo: repo.clone(),
-        },
-        (None, None, Some(repo)) if !Path::new(repo).exists() => Source::github(repo)?,
-        (None, None, Some(repo)) => anyhow::bail!(
-            "{repo} is a directory: name its issues with --issues DIR (Markdown files) or --text TEXT"
-        ),
-        (None, _, None) => anyhow::bail!(
-            "name the issues: --issues DIR (Markdown), --repo https://github.com/OWNER/REPO, or --text TEXT --repo DIR"
-        ),
-    };
+    let source = Source::from_request(args.issues.clone(), args.text.clone(), args.repo.clone())
+        .map_err(|e| match e {
+            queue::QueueError::NoIssues { repo: Some(repo) } => anyhow::anyhow!(
+                "{repo} is a directory: name its issues with --issues DIR (Markdown files) or --text TEXT"
+            ),
+            queue::QueueError::NoIssues { repo: None } => anyhow::anyhow!(
+                "name the issues: --issues DIR (Markdown), --repo https://github.com/OWNER/REPO, or --text TEXT --repo DIR"
+            ),
+            e => e.into(),
+        })?;
     let selection = Selection {
         label: args.label.clone(),
         limit: args.limit,
@@ -473,11 +466,7 @@ pub(crate) async fn queue(args: QueueArgs) -> anyhow::Result<ExitCode> {
     )?;
     let (pipeline, engines) =
         pipeline_on(store.clone(), &state_dir, &args.backend, &args.engines).await?;
-    let pipeline = pipeline.golden(match args.golden.golden {
-        crate::cli::GoldenMode::Use => forq_app::pipeline::GoldenPolicy::Use,
-        crate::cli::GoldenMode::Build => forq_app::pipeline::GoldenPolicy::Build,
-        crate::cli::GoldenMode::Off => forq_app::pipeline::GoldenPolicy::Off,
-    });
+    let pipeline = pipeline.golden(golden_policy(args.golden.golden));
     let config = load_config(args.config.as_ref())?;
     let golden_cap = config.as_ref().and_then(|c| c.sandbox.golden_max_gb);
     // A GitHub repository's forq.yml, read before it is cloned: triage,
@@ -519,16 +508,40 @@ pub(crate) async fn queue(args: QueueArgs) -> anyhow::Result<ExitCode> {
     report(&as_ended(&store, ended, &runs)?, args.json)
 }
 
+/// The pipeline's golden policy for `--golden`.
+fn golden_policy(mode: crate::cli::GoldenMode) -> forq_app::pipeline::GoldenPolicy {
+    match mode {
+        crate::cli::GoldenMode::Use => forq_app::pipeline::GoldenPolicy::Use,
+        crate::cli::GoldenMode::Build => forq_app::pipeline::GoldenPolicy::Build,
+        crate::cli::GoldenMode::Off => forq_app::pipeline::GoldenPolicy::Off,
+    }
+}
+
 /// `forq serve`.
 pub(crate) async fn serve(args: crate::cli::ServeArgs) -> anyhow::Result<ExitCode> {
-    let store = open_store(&args.state.state)?;
-    let goldens = forq_sandbox::Goldens::in_state_dir(&forq_sandbox::default_state_dir()).ok();
+    std::fs::create_dir_all(&args.state.state)
+        .with_context(|| format!("cannot create {}", args.state.state.display()))?;
+    let state_dir = args.state.state.canonicalize()?;
+    let store = open_store(&state_dir)?;
+    let backend = super::sandbox::open(args.backend.backend).await?;
+    let from_config = matches!(args.backend.backend, forq_sandbox::BackendChoice::Auto);
+    let pipeline = Pipeline::new(store.clone(), &state_dir, backend.clone())
+        .backend_from_config(from_config)
+        .model(owner_model(&args.model)?)
+        .golden(golden_policy(args.golden.golden));
+    let mut actions = forq_server::Actions::new(pipeline);
+    actions.jobs = args.jobs;
+    actions.per_repo = args.per_repo;
+    let mut control = forq_server::Control::new(store).actions(actions);
+    if let Ok(goldens) = backend.goldens() {
+        control = control.goldens(goldens);
+    }
     let mut options = forq_server::ServerOptions::default();
     options.bind = args.bind;
     options.token = std::env::var(&args.token_env)
         .ok()
         .filter(|t| !t.is_empty());
-    forq_server::serve(store, goldens, options, |addr| {
+    forq_server::serve(control, options, |addr| {
         super::agent::note(&format!("forq serve: listening on http://{addr} (API: /openapi.json)"));
     })
     .await
