@@ -341,6 +341,10 @@ CREATE TABLE IF NOT EXISTS events (
     data TEXT NOT NULL,
     PRIMARY KEY (run_id, seq)
 );
+CREATE TABLE IF NOT EXISTS deliveries (
+    id TEXT PRIMARY KEY,
+    at_ms INTEGER NOT NULL
+);
 CREATE TABLE IF NOT EXISTS checkpoints (
     run_id TEXT NOT NULL REFERENCES runs(id),
     phase TEXT NOT NULL,
@@ -679,6 +683,18 @@ impl Store {
                 })?
                 .collect::<Result<Vec<_>, _>>()?;
             Ok(rows)
+        })
+    }
+
+    /// Records webhook delivery `id`; `true` the first time, `false` for a
+    /// redelivery (so it is acted on once, across restarts and processes).
+    pub fn first_delivery(&self, id: &str) -> Result<bool, StoreError> {
+        let now = now_ms() as i64;
+        self.write(|c| {
+            Ok(c.execute(
+                "INSERT OR IGNORE INTO deliveries (id, at_ms) VALUES (?1, ?2)",
+                params![id, now],
+            )? == 1)
         })
     }
 

@@ -223,6 +223,10 @@ pub(crate) struct ServeArgs {
     /// Runs at once on one repository.
     #[arg(long, default_value_t = 1)]
     pub(crate) per_repo: usize,
+    /// The variable holding the GitHub webhook secret; without one,
+    /// `/webhooks/github` takes nothing.
+    #[arg(long, default_value = "FORQ_WEBHOOK_SECRET", value_name = "VAR")]
+    pub(crate) webhook_secret_env: String,
 }
 
 #[derive(Debug, Args)]

@@ -16,6 +16,10 @@
 //!   with the server's [`Actions`] — the same selection, standing-run check
 //!   and queue as `forq queue`.
 //! - `GET /api/goldens`: the golden environments.
+//! - `POST /webhooks/github`: GitHub's deliveries, signed with the
+//!   configured secret (see [`Control::webhook_secret`]): issues opened or
+//!   labelled and `/forq fix|triage` comments queue runs, a push to the
+//!   default branch syncs the repository's golden.
 //! - `GET /openapi.json`: this API, described.
 //!
 //! Bound to loopback unless told otherwise; bound elsewhere it requires a
@@ -36,6 +40,8 @@
 //! # }
 //! ```
 #![deny(missing_docs)]
+
+mod webhook;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -134,12 +140,35 @@ impl Actions {
 
 /// What the server serves: the store, and optionally the goldens and the
 /// actions that start runs.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Control {
     store: Arc<Store>,
     goldens: Option<Goldens>,
     actions: Option<Actions>,
+    webhook_secret: Option<Arc<str>>,
+    golden_sync: Option<GoldenSync>,
 }
+
+impl std::fmt::Debug for Control {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Control")
+            .field("goldens", &self.goldens)
+            .field("actions", &self.actions)
+            .field("webhooks", &self.webhook_secret.is_some())
+            .finish()
+    }
+}
+
+/// Syncs the golden environment of the repository at a clone URL (what a
+/// push to its default branch asks for); the caller's `forq golden sync`.
+pub type GoldenSync = Arc<
+    dyn Fn(
+            String,
+        )
+            -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), String>> + Send>>
+        + Send
+        + Sync,
+>;
 
 impl Control {
     /// The API over `store`, read-only but for aborting runs.
@@ -148,7 +177,22 @@ impl Control {
             store,
             goldens: None,
             actions: None,
+            webhook_secret: None,
+            golden_sync: None,
         }
+    }
+
+    /// Takes GitHub webhooks signed with `secret` (`POST /webhooks/github`).
+    pub fn webhook_secret(mut self, secret: impl Into<String>) -> Self {
+        let secret: String = secret.into();
+        self.webhook_secret = (!secret.is_empty()).then(|| Arc::from(secret));
+        self
+    }
+
+    /// Syncs goldens when a push to a repository's default branch arrives.
+    pub fn golden_sync(mut self, sync: GoldenSync) -> Self {
+        self.golden_sync = Some(sync);
+        self
     }
 
     /// Lists these goldens too.
@@ -169,6 +213,8 @@ struct App {
     store: Arc<Store>,
     goldens: Option<Goldens>,
     actions: Option<Actions>,
+    webhook_secret: Option<Arc<str>>,
+    golden_sync: Option<GoldenSync>,
     token: Option<Arc<str>>,
     poll: Duration,
 }
@@ -184,6 +230,8 @@ pub async fn serve(
         store,
         goldens,
         actions,
+        webhook_secret,
+        golden_sync,
     } = control;
     let bind = options.bind;
     if !bind.ip().is_loopback() && options.token.as_deref().is_none_or(str::is_empty) {
@@ -200,6 +248,8 @@ pub async fn serve(
         store,
         goldens,
         actions,
+        webhook_secret,
+        golden_sync,
         token: options.token.map(Arc::from),
         poll: options.poll,
     });
@@ -218,6 +268,7 @@ fn router(app: App) -> Router {
         .route("/api/runs/{id}/abort", post(abort_run))
         .route("/api/stream", get(all_stream))
         .route("/api/queue", post(queue_issues))
+        .route("/webhooks/github", post(webhook::github))
         .route("/api/goldens", get(goldens))
         .layer(axum::middleware::from_fn_with_state(app.clone(), guard))
         .with_state(app)
@@ -267,7 +318,9 @@ fn cross_site(headers: &HeaderMap) -> bool {
 
 /// The token, and no change from another site.
 async fn guard(State(app): State<App>, request: Request, next: Next) -> Response {
-    if let Some(token) = &app.token {
+    // GitHub signs its deliveries instead: it cannot send the token.
+    let webhook = request.uri().path() == "/webhooks/github";
+    if let (Some(token), false) = (&app.token, webhook) {
         let given = request
             .headers()
             .get(header::AUTHORIZATION)
@@ -631,7 +684,11 @@ pub fn openapi_document() -> Value {
                 "responses": {"202": {"description": "the runs queued (started in the background) and those standing already", "content": {"application/json": {}}},
                     "400": {"description": "the request names no issues, or a source cannot be read"},
                     "503": {"description": "the server was started without a pipeline"}}}},
-            "/openapi.json": {"get": {"summary": "This description", "responses": json_ok("OpenAPI 3.1")}}
+            "/openapi.json": {"get": {"summary": "This description", "responses": json_ok("OpenAPI 3.1")}},
+            "/webhooks/github": {"post": {"summary": "GitHub deliveries, signed (X-Hub-Signature-256) with the server's webhook secret; a delivery id is acted on once. issues opened/labeled and /forq fix|triage comments by the owner, members or collaborators queue runs; a push to the default branch syncs the golden",
+                "security": [],
+                "responses": {"200": {"description": "acknowledged: what was done (or why nothing)"}, "202": {"description": "runs queued, or a golden sync started"},
+                    "401": {"description": "unsigned or wrongly signed"}, "404": {"description": "the server takes no webhooks"}}}}
         }
     })
 }

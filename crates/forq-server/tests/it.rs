@@ -378,3 +378,197 @@ async fn a_server_without_a_pipeline_starts_no_run() {
 fn skip(why: &dyn std::fmt::Display) {
     eprintln!("SKIPPED: no isolating backend: {why}");
 }
+
+/// A loopback "GitHub API" that answers every request with issue `number`.
+async fn fake_github(number: u64) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let issue =
+        json!({"number": number, "title": "clamp() is wrong", "body": "clamp(5, 0, 3) gives 5",
+        "html_url": format!("https://github.com/o/r/issues/{number}"), "state": "open",
+        "labels": [], "user": {"login": "someone"}})
+        .to_string();
+    tokio::spawn(async move {
+        while let Ok((mut conn, _)) = listener.accept().await {
+            let issue = issue.clone();
+            tokio::spawn(async move {
+                let mut buf = [0u8; 8192];
+                let _ = conn.read(&mut buf).await;
+                let reply = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{issue}",
+                    issue.len()
+                );
+                let _ = conn.write_all(reply.as_bytes()).await;
+            });
+        }
+    });
+    url
+}
+
+fn sign(secret: &str, body: &[u8]) -> String {
+    use hmac::{KeyInit, Mac};
+    let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(secret.as_bytes()).unwrap();
+    mac.update(body);
+    let hex: String = mac
+        .finalize()
+        .into_bytes()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    format!("sha256={hex}")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn github_webhooks_are_verified_deduplicated_and_acted_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    std::fs::create_dir_all(&state).unwrap();
+    let db = state.join("forq.db");
+    let store = Arc::new(Store::open(&db).unwrap());
+    let mut host = forq_sandbox::HostOptions::default();
+    host.state_dir = Some(dir.path().join("sandboxes"));
+    let backend = Arc::new(forq_sandbox::HostBackend::open(host).unwrap());
+    let pipeline = forq_app::pipeline::Pipeline::new(store.clone(), &state, backend);
+    let mut actions = forq_server::Actions::new(pipeline);
+    actions.github = forq_app::github::Github::new(&fake_github(7).await, None);
+    let (synced_tx, mut synced) = tokio::sync::mpsc::unbounded_channel::<String>();
+    let sync: forq_server::GoldenSync = Arc::new(move |url: String| {
+        let tx = synced_tx.clone();
+        Box::pin(async move {
+            let _ = tx.send(url);
+            Ok(())
+        })
+    });
+    let control = Control::new(store)
+        .actions(actions)
+        .webhook_secret("hook-secret")
+        .golden_sync(sync);
+    let mut options = ServerOptions::default();
+    options.bind = "127.0.0.1:0".parse().unwrap();
+    // A token too: webhooks are signed instead, and need none.
+    options.token = Some("api-token".to_owned());
+    let (tx, rx) = tokio::sync::oneshot::channel::<SocketAddr>();
+    let task = tokio::spawn(async move {
+        serve(control, options, move |addr| {
+            let _ = tx.send(addr);
+        })
+        .await
+        .unwrap();
+    });
+    let url = format!("http://{}/webhooks/github", rx.await.unwrap());
+    let client = reqwest::Client::new();
+    let deliver =
+        |event: &'static str, id: &'static str, body: Value, signature: Option<String>| {
+            let body = body.to_string();
+            let signature = signature.unwrap_or_else(|| sign("hook-secret", body.as_bytes()));
+            client
+                .post(&url)
+                .header("X-GitHub-Event", event)
+                .header("X-GitHub-Delivery", id)
+                .header("X-Hub-Signature-256", signature)
+                .header("content-type", "application/json")
+                .body(body)
+                .send()
+        };
+    let repo = json!({"full_name": "o/r", "clone_url": "file:///nonexistent/o/r.git", "default_branch": "main"});
+    // Unsigned, wrongly signed: refused.
+    let ping = json!({"zen": "hi", "repository": repo});
+    let unsigned = client
+        .post(&url)
+        .header("X-GitHub-Event", "ping")
+        .header("X-GitHub-Delivery", "d0")
+        .body(ping.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(unsigned.status().as_u16(), 401);
+    let forged = deliver("ping", "d1", ping.clone(), Some(sign("guess", b"{}")))
+        .await
+        .unwrap();
+    assert_eq!(forged.status().as_u16(), 401);
+    assert_eq!(
+        deliver("ping", "d2", ping, None)
+            .await
+            .unwrap()
+            .status()
+            .as_u16(),
+        200
+    );
+    // A comment command from someone without a say: nothing.
+    let comment = |who: &str, text: &str| {
+        json!({"action": "created", "issue": {"number": 7}, "repository": repo,
+            "comment": {"body": text, "author_association": who}})
+    };
+    let stranger = deliver(
+        "issue_comment",
+        "d3",
+        comment("NONE", "/forq fix please"),
+        None,
+    )
+    .await
+    .unwrap();
+    assert_eq!(stranger.status().as_u16(), 200);
+    let said: Value = stranger.json().await.unwrap();
+    assert!(
+        said["done"].as_str().unwrap().contains("not none"),
+        "{said}"
+    );
+    // From a collaborator: queued, with the comment's action.
+    let ok = deliver(
+        "issue_comment",
+        "d4",
+        comment("COLLABORATOR", "/forq triage"),
+        None,
+    )
+    .await
+    .unwrap();
+    assert_eq!(ok.status().as_u16(), 202);
+    let queued: Value = ok.json().await.unwrap();
+    assert_eq!(
+        queued["runs"][0]["issue"]["title"], "clamp() is wrong",
+        "{queued}"
+    );
+    assert_eq!(queued["runs"][0]["action"], "triage");
+    // Redelivered: nothing twice.
+    let again = deliver(
+        "issue_comment",
+        "d4",
+        comment("COLLABORATOR", "/forq triage"),
+        None,
+    )
+    .await
+    .unwrap();
+    assert_eq!(again.status().as_u16(), 200);
+    let said: Value = again.json().await.unwrap();
+    assert!(
+        said["done"].as_str().unwrap().contains("delivered before"),
+        "{said}"
+    );
+    let runs = Store::open(&db).unwrap().all().unwrap();
+    assert_eq!(runs.len(), 1, "a redelivery queued again: {runs:?}");
+    // An issue opened is queued; one closed is not acted on.
+    let issue =
+        |action: &str| json!({"action": action, "issue": {"number": 7}, "repository": repo});
+    let opened = deliver("issues", "d7", issue("opened"), None)
+        .await
+        .unwrap();
+    assert_eq!(opened.status().as_u16(), 202);
+    let closed = deliver("issues", "d8", issue("closed"), None)
+        .await
+        .unwrap();
+    assert_eq!(closed.status().as_u16(), 200);
+    // A push: to another branch nothing; to the default one, a sync.
+    let push = |branch: &str| json!({"ref": format!("refs/heads/{branch}"), "repository": repo});
+    let other = deliver("push", "d5", push("feature"), None).await.unwrap();
+    assert_eq!(other.status().as_u16(), 200);
+    let main = deliver("push", "d6", push("main"), None).await.unwrap();
+    assert_eq!(main.status().as_u16(), 202);
+    let got = tokio::time::timeout(Duration::from_secs(10), synced.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(got, "file:///nonexistent/o/r.git");
+    assert!(synced.try_recv().is_err(), "the other branch synced too");
+    task.abort();
+}

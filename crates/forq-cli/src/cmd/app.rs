@@ -535,6 +535,18 @@ pub(crate) async fn serve(args: crate::cli::ServeArgs) -> anyhow::Result<ExitCod
     let mut control = forq_server::Control::new(store).actions(actions);
     if let Ok(goldens) = backend.goldens() {
         control = control.goldens(goldens);
+        let for_sync = backend.clone();
+        control = control.golden_sync(std::sync::Arc::new(move |url: String| {
+            let backend = for_sync.clone();
+            Box::pin(async move {
+                super::golden::sync_url(&*backend, &url)
+                    .await
+                    .map_err(|e| format!("{e:#}"))
+            })
+        }));
+    }
+    if let Ok(secret) = std::env::var(&args.webhook_secret_env) {
+        control = control.webhook_secret(secret);
     }
     let mut options = forq_server::ServerOptions::default();
     options.bind = args.bind;

@@ -16,6 +16,26 @@ use crate::cli::{
     GoldenBenchArgs, GoldenBuildArgs, GoldenGcArgs, GoldenListArgs, GoldenMode, GoldenRmArgs,
 };
 
+/// Builds or syncs the golden of the repository at `url` (a push to its
+/// default branch, through `forq serve`): cloned shallow, proven by the
+/// gate, saved. Quiet: the caller logs.
+pub(crate) async fn sync_url(backend: &dyn Backend, url: &str) -> anyhow::Result<()> {
+    let workspace = super::bootstrap::source_workspace(url, None, 300, 2048, true).await?;
+    let mut gate = GateOptions::default();
+    gate.golden = options(GoldenMode::Build, backend, url)?;
+    let record = forq_bootstrap::run(backend, &workspace.path, &gate).await?;
+    let stack = record.green_stack().with_context(|| {
+        format!(
+            "{url}: the tests do not run ({}: {})",
+            record.verdict.name(),
+            record.reason
+        )
+    })?;
+    let warm = forq_bootstrap::provision_warm(backend, &workspace.path, &stack, &gate).await?;
+    warm.sandbox.destroy().await?;
+    Ok(())
+}
+
 /// The default cap of `forq golden gc`, in GiB.
 const DEFAULT_MAX_GB: f64 = 20.0;
 

@@ -1,0 +1,248 @@
+//! `POST /webhooks/github`: GitHub's deliveries, verified and acted on.
+//!
+//! A delivery must carry `X-Hub-Signature-256`, the HMAC-SHA256 of its body
+//! under the configured secret (checked in constant time); anything
+//! unsigned or wrongly signed is refused before its body is read as JSON.
+//! A delivery id seen before (`X-GitHub-Delivery`, kept in the store) does
+//! nothing twice. Then, by event:
+//! - `issues` opened or labeled: the issue is queued with the action the
+//!   repository's forq.yml gives (`auto`);
+//! - `issue_comment` created with `/forq fix` or `/forq triage` by the
+//!   repository's owner, a member or a collaborator: the issue is queued
+//!   with that action (anyone else is ignored, and told so in the reply);
+//! - `push` to the repository's default branch: its golden environment is
+//!   synced (cloned shallow, proven, saved), in the background;
+//! - `ping` and anything else: acknowledged, nothing done.
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::Json;
+use forq_app::queue::{self, Selection, Source};
+use forq_app::store::Action;
+use hmac::{Hmac, KeyInit, Mac};
+use serde_json::{json, Value};
+use sha2::Sha256;
+
+use crate::{blocking, ApiError, App};
+
+/// Whether `signature` (`sha256=<hex>`) is `body`'s HMAC-SHA256 under
+/// `secret`. The comparison takes the same time wherever it differs.
+pub(crate) fn verify(secret: &[u8], body: &[u8], signature: &str) -> bool {
+    let Some(hex) = signature.strip_prefix("sha256=") else {
+        return false;
+    };
+    let Some(expected) = decode_hex(hex) else {
+        return false;
+    };
+    let Ok(mut mac) = Hmac::<Sha256>::new_from_slice(secret) else {
+        return false;
+    };
+    mac.update(body);
+    mac.verify_slice(&expected).is_ok()
+}
+
+fn decode_hex(hex: &str) -> Option<Vec<u8>> {
+    if hex.len() % 2 != 0 {
+        return None;
+    }
+    (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+/// Who may command forq from a comment: GitHub's own word for the
+/// commenter's relation to the repository.
+const PERMITTED: [&str; 3] = ["OWNER", "MEMBER", "COLLABORATOR"];
+
+fn header<'a>(headers: &'a HeaderMap, name: &str) -> &'a str {
+    headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+}
+
+pub(crate) async fn github(
+    State(app): State<App>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let Some(secret) = app.webhook_secret.clone() else {
+        return Err(ApiError(
+            StatusCode::NOT_FOUND,
+            "this server takes no webhooks: it was started without a webhook secret".to_owned(),
+        ));
+    };
+    let signature = header(&headers, "x-hub-signature-256");
+    if !verify(secret.as_bytes(), &body, signature) {
+        return Err(ApiError(
+            StatusCode::UNAUTHORIZED,
+            "the delivery is unsigned or its X-Hub-Signature-256 does not match".to_owned(),
+        ));
+    }
+    let delivery = header(&headers, "x-github-delivery").to_owned();
+    if delivery.is_empty() {
+        return Err(ApiError(
+            StatusCode::BAD_REQUEST,
+            "the delivery has no X-GitHub-Delivery id".to_owned(),
+        ));
+    }
+    let event = header(&headers, "x-github-event").to_owned();
+    let payload: Value = serde_json::from_slice(&body).map_err(|e| {
+        ApiError(
+            StatusCode::BAD_REQUEST,
+            format!("the body is not JSON: {e}"),
+        )
+    })?;
+    let store = app.store.clone();
+    let id = delivery.clone();
+    let first = blocking(move || store.first_delivery(&id)).await?;
+    if !first {
+        return Ok((
+            StatusCode::OK,
+            Json(json!({"delivery": delivery, "done": "nothing: delivered before"})),
+        ));
+    }
+    let repo = &payload["repository"];
+    let slug = repo["full_name"].as_str().unwrap_or_default().to_owned();
+    let clone_url = repo["clone_url"].as_str().unwrap_or_default().to_owned();
+    let number = payload["issue"]["number"].as_u64();
+    let act = payload["action"].as_str().unwrap_or_default();
+    let ignored = |why: String| {
+        Ok((
+            StatusCode::OK,
+            Json(json!({"delivery": delivery, "done": why})),
+        ))
+    };
+    match (event.as_str(), number) {
+        ("issues", Some(number)) if matches!(act, "opened" | "labeled") => {
+            queue_issue(&app, &delivery, slug, clone_url, number, Action::Auto).await
+        }
+        ("issue_comment", Some(number)) if act == "created" => {
+            let body = payload["comment"]["body"]
+                .as_str()
+                .unwrap_or_default()
+                .trim();
+            let action = if body.starts_with("/forq fix") {
+                Action::Fix
+            } else if body.starts_with("/forq triage") {
+                Action::Triage
+            } else {
+                return ignored("nothing: the comment is no /forq command".to_owned());
+            };
+            let who = payload["comment"]["author_association"]
+                .as_str()
+                .unwrap_or("NONE");
+            if !PERMITTED.contains(&who) {
+                return ignored(format!(
+                    "nothing: /forq commands are taken from the repository's owner, members and collaborators, not {}",
+                    who.to_lowercase()
+                ));
+            }
+            queue_issue(&app, &delivery, slug, clone_url, number, action).await
+        }
+        ("push", _) => {
+            let branch = repo["default_branch"].as_str().unwrap_or_default();
+            let pushed = payload["ref"].as_str().unwrap_or_default();
+            if branch.is_empty() || pushed != format!("refs/heads/{branch}") {
+                return ignored(format!("nothing: {pushed} is not the tracked branch"));
+            }
+            let Some(sync) = app.golden_sync.clone() else {
+                return ignored("nothing: this server keeps no goldens".to_owned());
+            };
+            let url = clone_url.clone();
+            tokio::spawn(async move {
+                if let Err(e) = sync(url.clone()).await {
+                    tracing::warn!(repo = %url, error = %e, "the golden sync a push asked for failed");
+                }
+            });
+            Ok((
+                StatusCode::ACCEPTED,
+                Json(
+                    json!({"delivery": delivery, "done": format!("syncing the golden of {slug}")}),
+                ),
+            ))
+        }
+        _ => ignored(format!("nothing: {event} {act} is not acted on")),
+    }
+}
+
+/// Queues GitHub issue `number` of `slug` with `action`, and runs it.
+async fn queue_issue(
+    app: &App,
+    delivery: &str,
+    slug: String,
+    clone_url: String,
+    number: u64,
+    action: Action,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let Some(actions) = app.actions.clone() else {
+        return Err(ApiError(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "this server was started without a pipeline: it shows runs but starts none".to_owned(),
+        ));
+    };
+    let source = Source::GithubIssue {
+        slug,
+        number,
+        clone_url,
+    };
+    let selection = Selection {
+        label: None,
+        limit: None,
+        action,
+        context: Vec::new(),
+    };
+    let new = queue::select(&source, &selection, &actions.github)
+        .await
+        .map_err(|e| ApiError(StatusCode::BAD_GATEWAY, e.to_string()))?;
+    let store = app.store.clone();
+    let (runs, standing) = blocking(move || {
+        let (fresh, standing) = queue::split_standing(&store, new)?;
+        Ok((queue::enqueue(&store, &fresh)?, standing))
+    })
+    .await?;
+    let started = runs.clone();
+    tokio::spawn(async move {
+        let ended = queue::run_spread(
+            &actions.pipeline,
+            &[],
+            &started,
+            actions.jobs,
+            actions.per_repo,
+        )
+        .await;
+        for e in ended.into_iter().filter_map(Result::err) {
+            tracing::warn!(error = %e, "a run a webhook queued could not be executed");
+        }
+    });
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(json!({"delivery": delivery, "runs": runs, "standing": standing})),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn signatures_are_checked_against_the_secret() {
+        // HMAC-SHA256("secret", "body"), as GitHub would send it.
+        let mut mac = Hmac::<Sha256>::new_from_slice(b"secret").unwrap();
+        mac.update(b"body");
+        let hex: String = mac
+            .finalize()
+            .into_bytes()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        assert!(verify(b"secret", b"body", &format!("sha256={hex}")));
+        assert!(!verify(b"other", b"body", &format!("sha256={hex}")));
+        assert!(!verify(b"secret", b"bodx", &format!("sha256={hex}")));
+        assert!(!verify(b"secret", b"body", &hex));
+        assert!(!verify(b"secret", b"body", "sha256=zz"));
+        assert!(!verify(b"secret", b"body", ""));
+    }
+}
