@@ -495,8 +495,23 @@ async fn queue_issues(
     let new = queue::select(&source, &selection, &actions.github)
         .await
         .map_err(bad)?;
+    let (runs, standing) = start(&app, actions, new, req.again).await?;
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(json!({"runs": runs, "standing": standing})),
+    ))
+}
+
+/// Records `new` as runs (but for issues with a run standing, unless
+/// `again`) and runs them on `actions` in the background, as `forq queue`
+/// does. Returns the runs started and those standing.
+pub(crate) async fn start(
+    app: &App,
+    actions: Actions,
+    new: Vec<forq_app::store::NewRun>,
+    again: bool,
+) -> Result<(Vec<Run>, Vec<Run>), ApiError> {
     let store = app.store.clone();
-    let again = req.again;
     let (runs, standing) = blocking(move || {
         let (fresh, standing) = if again {
             (new, Vec::new())
@@ -517,13 +532,10 @@ async fn queue_issues(
         )
         .await;
         for e in ended.into_iter().filter_map(Result::err) {
-            tracing::warn!(error = %e, "a run queued over HTTP could not be executed");
+            tracing::warn!(error = %e, "a run the server queued could not be executed");
         }
     });
-    Ok((
-        StatusCode::ACCEPTED,
-        Json(json!({"runs": runs, "standing": standing})),
-    ))
+    Ok((runs, standing))
 }
 
 async fn goldens(State(app): State<App>) -> Result<Json<Value>, ApiError> {

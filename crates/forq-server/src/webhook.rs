@@ -197,26 +197,7 @@ async fn queue_issue(
     let new = queue::select(&source, &selection, &actions.github)
         .await
         .map_err(|e| ApiError(StatusCode::BAD_GATEWAY, e.to_string()))?;
-    let store = app.store.clone();
-    let (runs, standing) = blocking(move || {
-        let (fresh, standing) = queue::split_standing(&store, new)?;
-        Ok((queue::enqueue(&store, &fresh)?, standing))
-    })
-    .await?;
-    let started = runs.clone();
-    tokio::spawn(async move {
-        let ended = queue::run_spread(
-            &actions.pipeline,
-            &[],
-            &started,
-            actions.jobs,
-            actions.per_repo,
-        )
-        .await;
-        for e in ended.into_iter().filter_map(Result::err) {
-            tracing::warn!(error = %e, "a run a webhook queued could not be executed");
-        }
-    });
+    let (runs, standing) = crate::start(app, actions, new, false).await?;
     Ok((
         StatusCode::ACCEPTED,
         Json(json!({"delivery": delivery, "runs": runs, "standing": standing})),

@@ -26,6 +26,22 @@ impl Drop for Served {
     }
 }
 
+/// `control` served in the background: where, and the task.
+async fn spawn(
+    control: Control,
+    options: ServerOptions,
+) -> (SocketAddr, tokio::task::JoinHandle<()>) {
+    let (tx, rx) = tokio::sync::oneshot::channel::<SocketAddr>();
+    let task = tokio::spawn(async move {
+        serve(control, options, move |addr| {
+            let _ = tx.send(addr);
+        })
+        .await
+        .unwrap();
+    });
+    (rx.await.unwrap(), task)
+}
+
 /// A store with two runs (one with events), served on loopback.
 async fn served(bind: &str, token: Option<&str>) -> (Served, String, String) {
     let dir = tempfile::tempdir().unwrap();
@@ -47,15 +63,7 @@ async fn served(bind: &str, token: Option<&str>) -> (Served, String, String) {
     options.bind = bind.parse().unwrap();
     options.token = token.map(str::to_owned);
     options.poll = Duration::from_millis(20);
-    let (tx, rx) = tokio::sync::oneshot::channel::<SocketAddr>();
-    let task = tokio::spawn(async move {
-        serve(Control::new(store), options, move |addr| {
-            let _ = tx.send(addr);
-        })
-        .await
-        .unwrap();
-    });
-    let addr = rx.await.unwrap();
+    let (addr, task) = spawn(Control::new(store), options).await;
     let url = format!("http://127.0.0.1:{}", addr.port());
     (
         Served {
@@ -315,15 +323,8 @@ async fn an_issue_queued_over_http_runs_and_streams_to_its_patch() {
     let control = Control::new(store).actions(forq_server::Actions::new(pipeline));
     let mut options = ServerOptions::default();
     options.bind = "127.0.0.1:0".parse().unwrap();
-    let (tx, rx) = tokio::sync::oneshot::channel::<SocketAddr>();
-    let task = tokio::spawn(async move {
-        serve(control, options, move |addr| {
-            let _ = tx.send(addr);
-        })
-        .await
-        .unwrap();
-    });
-    let url = format!("http://{}", rx.await.unwrap());
+    let (addr, task) = spawn(control, options).await;
+    let url = format!("http://{addr}");
     let client = reqwest::Client::new();
     // Nothing named: refused with what to give.
     let none = client
@@ -448,15 +449,8 @@ async fn github_webhooks_are_verified_deduplicated_and_acted_on() {
     options.bind = "127.0.0.1:0".parse().unwrap();
     // A token too: webhooks are signed instead, and need none.
     options.token = Some("api-token".to_owned());
-    let (tx, rx) = tokio::sync::oneshot::channel::<SocketAddr>();
-    let task = tokio::spawn(async move {
-        serve(control, options, move |addr| {
-            let _ = tx.send(addr);
-        })
-        .await
-        .unwrap();
-    });
-    let url = format!("http://{}/webhooks/github", rx.await.unwrap());
+    let (addr, task) = spawn(control, options).await;
+    let url = format!("http://{addr}/webhooks/github");
     let client = reqwest::Client::new();
     let deliver =
         |event: &'static str, id: &'static str, body: Value, signature: Option<String>| {
