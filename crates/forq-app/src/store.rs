@@ -498,15 +498,22 @@ impl Store {
     /// Records a new run, `queued`.
     pub fn create(&self, new: &NewRun) -> Result<Run, StoreError> {
         let now = now_ms();
-        let id = new_id(now);
         let issue = serde_json::to_string(&new.issue).unwrap_or_default();
         let context = serde_json::to_string(&new.context).unwrap_or_default();
-        self.with(|c| {
-            c.execute(
-                "INSERT INTO runs (id, issue, repo, action, state, created_ms, updated_ms, context)
+        // An id is the second and 16 random bits: runs created in the same
+        // second (a backlog queued at once) may draw the same one, and then
+        // draw again.
+        let id = self.with(|c| loop {
+            // Drawn from the clock each time: a full second passes.
+            let id = new_id(now_ms());
+            let inserted = c.execute(
+                "INSERT OR IGNORE INTO runs (id, issue, repo, action, state, created_ms, updated_ms, context)
                  VALUES (?1, ?2, ?3, ?4, 'queued', ?5, ?5, ?6)",
                 params![id, issue, new.repo, new.action.name(), now as i64, context],
-            )
+            )?;
+            if inserted == 1 {
+                return Ok(id);
+            }
         })?;
         self.event(
             &id,
@@ -850,6 +857,20 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let store = Store::open(&dir.path().join(".forq/forq.db")).expect("open");
         (dir, store)
+    }
+
+    #[test]
+    fn a_backlog_created_in_one_second_gets_distinct_runs() {
+        // 16 random bits per second: 2,000 runs in a second would collide
+        // about thirty times; each draws again.
+        let (_d, s) = store();
+        for n in 0..2000 {
+            s.create(&NewRun::fix(&n.to_string(), "t", "/r"))
+                .expect("create");
+        }
+        let runs = s.list(usize::MAX).expect("list");
+        let ids: std::collections::HashSet<&str> = runs.iter().map(|r| r.id.as_str()).collect();
+        assert_eq!((runs.len(), ids.len()), (2000, 2000));
     }
 
     #[test]

@@ -227,6 +227,23 @@ pub(crate) struct ServeArgs {
     /// `/webhooks/github` takes nothing.
     #[arg(long, default_value = "FORQ_WEBHOOK_SECRET", value_name = "VAR")]
     pub(crate) webhook_secret_env: String,
+    #[command(subcommand)]
+    pub(crate) command: Option<ServeCommand>,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum ServeCommand {
+    /// Measure a `forq serve` process from outside: the 1,000-run list,
+    /// event latency from the store to a stream with 20 runs writing, and
+    /// its memory with 50 streams open.
+    Bench(ServeBenchArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ServeBenchArgs {
+    /// One JSON object on stdout.
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -41,6 +41,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod bench;
 mod webhook;
 
 use std::convert::Infallible;

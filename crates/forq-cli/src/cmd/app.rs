@@ -517,8 +517,84 @@ fn golden_policy(mode: crate::cli::GoldenMode) -> forq_app::pipeline::GoldenPoli
     }
 }
 
+/// `forq serve bench`: a `forq serve` child over a fresh store, measured
+/// by forq_server::bench.
+async fn serve_bench(json: bool) -> anyhow::Result<ExitCode> {
+    use tokio::io::AsyncBufReadExt;
+    let state = tempfile::Builder::new()
+        .prefix("forq-serve-bench-")
+        .tempdir()?;
+    let me = std::env::current_exe()?;
+    let mut child = forq_sandbox::host_command(&me)
+        .args([
+            "serve",
+            "--bind",
+            "127.0.0.1:0",
+            "--backend",
+            "host",
+            "--state",
+        ])
+        .arg(state.path())
+        .env_remove("FORQ_SERVE_TOKEN")
+        .stderr(std::process::Stdio::piped())
+        .spawn()?;
+    let pid = child.id().context("the server has no pid")?;
+    let mut lines = tokio::io::BufReader::new(child.stderr.take().context("no stderr")?).lines();
+    let url = loop {
+        let line = tokio::time::timeout(Duration::from_secs(60), lines.next_line())
+            .await
+            .context("forq serve did not say where it listens")??
+            .context("forq serve ended before it listened")?;
+        if let Some((_, rest)) = line.split_once("listening on ") {
+            break rest
+                .split_whitespace()
+                .next()
+                .unwrap_or_default()
+                .to_owned();
+        }
+    };
+    // The child's later lines are not read: keep its pipe from filling.
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    let report = forq_server::bench::run(
+        &url,
+        pid,
+        &state.path().join("forq.db"),
+        forq_server::bench::BenchOptions::default(),
+    )
+    .await
+    .map_err(|e| anyhow::anyhow!("{e}"));
+    let _ = child.kill().await;
+    let r = report?;
+    if json {
+        super::print_json(&r)?;
+    } else {
+        let mut out = std::io::stdout().lock();
+        writeln!(
+            out,
+            "list of {} runs       p50 {:>7.2} ms   p95 {:>7.2} ms",
+            r.list_runs, r.list_p50_ms, r.list_p95_ms
+        )?;
+        writeln!(
+            out,
+            "event latency ({} runs, {} events)   p50 {:>7.2} ms   p95 {:>7.2} ms",
+            r.in_flight, r.events, r.latency_p50_ms, r.latency_p95_ms
+        )?;
+        writeln!(
+            out,
+            "memory   {:.1} MiB idle, {:.1} MiB with {} streams open",
+            r.rss_before_kib as f64 / 1024.0,
+            r.rss_streams_kib as f64 / 1024.0,
+            r.streams
+        )?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 /// `forq serve`.
 pub(crate) async fn serve(args: crate::cli::ServeArgs) -> anyhow::Result<ExitCode> {
+    if let Some(crate::cli::ServeCommand::Bench(bench)) = &args.command {
+        return serve_bench(bench.json).await;
+    }
     std::fs::create_dir_all(&args.state.state)
         .with_context(|| format!("cannot create {}", args.state.state.display()))?;
     let state_dir = args.state.state.canonicalize()?;

@@ -60,3 +60,25 @@ async fn forq_serve_beyond_loopback_needs_a_token() {
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(said.contains("FORQ_SERVE_TOKEN"), "{said}");
 }
+
+#[tokio::test]
+async fn serve_bench_reports_every_figure() {
+    let out = forq_sandbox::host_command(env!("CARGO_BIN_EXE_forq"))
+        .args(["serve", "bench", "--json"])
+        .output()
+        .await
+        .unwrap();
+    check_exit(&out, 0);
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["list_runs"], 1000);
+    assert_eq!(r["events"], 500, "every event arrived: {r}");
+    for key in [
+        "list_p50_ms",
+        "list_p95_ms",
+        "latency_p50_ms",
+        "latency_p95_ms",
+    ] {
+        assert!(r[key].as_f64().is_some_and(|v| v > 0.0), "{key}: {r}");
+    }
+    assert!(r["rss_streams_kib"].as_u64().unwrap() > 0, "{r}");
+}
