@@ -79,6 +79,36 @@ pub fn clean(store: &Store, state_dir: &Path, patched: bool) -> Result<Cleaned, 
     Ok(out)
 }
 
+/// Run `id`'s record file `name` (`fix.patch`, `tree.json`,
+/// `summary.json`) in `state_dir`, if it was written.
+pub fn record(state_dir: &Path, id: &str, name: &str) -> std::io::Result<Option<Vec<u8>>> {
+    match std::fs::read(state_dir.join("runs").join(id).join(name)) {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// The files of run `id`'s workspace (without `.git` and `.forq`),
+/// relative and sorted; `None` when it has no workspace (removed by
+/// `clean`, or never seeded).
+pub fn workspace_files(state_dir: &Path, id: &str) -> Option<Vec<std::path::PathBuf>> {
+    let ws = workspace_path(state_dir, id);
+    if !ws.is_dir() {
+        return None;
+    }
+    let mut paths: Vec<std::path::PathBuf> = walkdir::WalkDir::new(&ws)
+        .min_depth(1)
+        .into_iter()
+        .filter_entry(|e| e.file_name() != ".git" && e.file_name() != ".forq")
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_file())
+        .map(|e| e.path().strip_prefix(&ws).unwrap_or(e.path()).to_owned())
+        .collect();
+    paths.sort();
+    Some(paths)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,6 +10,9 @@
 //!   run's or every run's, each with its store-wide id, so a client that
 //!   reconnects with `Last-Event-ID` misses nothing; a run's stream ends
 //!   after the run does.
+//! - `GET /api/runs/{id}/patch`, `/tree`, `/files`: its patch, its search
+//!   tree and its workspace's files, as `forq runs show` and `forq files`
+//!   read them.
 //! - `POST /api/runs/{id}/abort`: asks the run to stop.
 //! - `POST /api/queue`: queues issues (a directory of Markdown issues, a
 //!   GitHub repository's, or one issue's text on a repository) and runs them
@@ -267,6 +270,9 @@ fn router(app: App) -> Router {
         .route("/api/runs/{id}/events", get(run_events))
         .route("/api/runs/{id}/stream", get(run_stream))
         .route("/api/runs/{id}/abort", post(abort_run))
+        .route("/api/runs/{id}/patch", get(run_patch))
+        .route("/api/runs/{id}/tree", get(run_tree))
+        .route("/api/runs/{id}/files", get(run_files))
         .route("/api/stream", get(all_stream))
         .route("/api/queue", post(queue_issues))
         .route("/webhooks/github", post(webhook::github))
@@ -433,6 +439,70 @@ async fn run_events(
     })
     .await?;
     Ok(Json(events))
+}
+
+/// The state directory the store lives in (`STATE/forq.db`), where runs
+/// keep their records and workspaces.
+fn state_dir(app: &App) -> std::path::PathBuf {
+    app.store
+        .path()
+        .parent()
+        .map(std::path::Path::to_path_buf)
+        .unwrap_or_default()
+}
+
+/// Run `id`'s record `name`, or 404 saying it has none yet.
+async fn record(app: &App, id: String, name: &'static str) -> Result<Vec<u8>, ApiError> {
+    let store = app.store.clone();
+    let check = id.clone();
+    blocking(move || store.get(&check)).await?;
+    let dir = state_dir(app);
+    let found = tokio::task::spawn_blocking(move || forq_app::clean::record(&dir, &id, name))
+        .await
+        .map_err(internal)?
+        .map_err(internal)?;
+    found.ok_or_else(|| {
+        ApiError(
+            StatusCode::NOT_FOUND,
+            format!("the run has no {name} (yet): it is written when the search ends"),
+        )
+    })
+}
+
+async fn run_patch(State(app): State<App>, Path(id): Path<String>) -> Result<Response, ApiError> {
+    let patch = record(&app, id, "fix.patch").await?;
+    Ok((
+        [(header::CONTENT_TYPE, "text/x-diff; charset=utf-8")],
+        patch,
+    )
+        .into_response())
+}
+
+async fn run_tree(State(app): State<App>, Path(id): Path<String>) -> Result<Response, ApiError> {
+    let tree = record(&app, id, "tree.json").await?;
+    Ok(([(header::CONTENT_TYPE, "application/json")], tree).into_response())
+}
+
+async fn run_files(
+    State(app): State<App>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let store = app.store.clone();
+    let check = id.clone();
+    blocking(move || store.get(&check)).await?;
+    let dir = state_dir(&app);
+    let run = id.clone();
+    let files = tokio::task::spawn_blocking(move || forq_app::clean::workspace_files(&dir, &run))
+        .await
+        .map_err(internal)?
+        .ok_or_else(|| {
+            ApiError(
+                StatusCode::NOT_FOUND,
+                "the run has no workspace: removed by `forq runs clean`, or never seeded"
+                    .to_owned(),
+            )
+        })?;
+    Ok(Json(json!({"run": id, "files": files})))
 }
 
 async fn abort_run(State(app): State<App>, Path(id): Path<String>) -> Result<Json<Run>, ApiError> {
@@ -681,6 +751,12 @@ pub fn openapi_document() -> Value {
                 "parameters": [run_id, after], "responses": json_ok("the events")}},
             "/api/runs/{id}/stream": {"get": {"summary": "A run's events as Server-Sent Events; resumes after Last-Event-ID; ends after the run",
                 "parameters": [run_id, after], "responses": sse_ok("the events, live")}},
+            "/api/runs/{id}/patch": {"get": {"summary": "The run's patch (fix.patch), once the search has ended", "parameters": [run_id],
+                "responses": {"200": {"description": "a unified diff", "content": {"text/x-diff": {}}}, "404": {"description": "no patch yet"}}}},
+            "/api/runs/{id}/tree": {"get": {"summary": "The run's search tree (tree.json), once the search has ended", "parameters": [run_id],
+                "responses": json_ok("the tree")}},
+            "/api/runs/{id}/files": {"get": {"summary": "The files of the run's workspace", "parameters": [run_id],
+                "responses": json_ok("relative paths, sorted")}},
             "/api/runs/{id}/abort": {"post": {"summary": "Ask a run to stop", "parameters": [run_id],
                 "responses": json_ok("the run")}},
             "/api/stream": {"get": {"summary": "Every run's events as Server-Sent Events; resumes after Last-Event-ID",

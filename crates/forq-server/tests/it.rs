@@ -160,6 +160,13 @@ async fn runs_and_their_events_are_listed_filtered_and_shown() {
     assert!(kinds.contains(&"note"), "{kinds:?}");
     let (status, missing) = get_json(&format!("{}/api/runs/nope", s.url)).await;
     assert_eq!(status, 404, "{missing}");
+    // A run whose search has not ended has no patch yet, and says so.
+    let (status, none) = get_json(&format!("{}/api/runs/{one}/patch", s.url)).await;
+    assert_eq!(status, 404);
+    assert!(
+        none["error"].as_str().unwrap().contains("fix.patch"),
+        "{none}"
+    );
     let (_, api) = get_json(&format!("{}/openapi.json", s.url)).await;
     assert_eq!(api["openapi"], "3.1.0");
     for path in [
@@ -360,6 +367,29 @@ async fn an_issue_queued_over_http_runs_and_streams_to_its_patch() {
     assert!(states.contains(&"implementing"), "{states:?}");
     let (_, run) = get_json(&format!("{url}/api/runs/{id}")).await;
     assert!(run["run"]["patch_lines"].as_u64().unwrap() >= 1, "{run}");
+    // Its records, as `forq runs show` and `forq files` read them.
+    let patch = reqwest::get(format!("{url}/api/runs/{id}/patch"))
+        .await
+        .unwrap();
+    assert_eq!(patch.status().as_u16(), 200);
+    let patch = patch.text().await.unwrap();
+    assert!(patch.contains("+++ b/calc.py"), "{patch}");
+    let (status, tree) = get_json(&format!("{url}/api/runs/{id}/tree")).await;
+    assert_eq!(status, 200, "{tree}");
+    assert!(tree.is_object() || tree.is_array(), "{tree}");
+    let (status, files) = get_json(&format!("{url}/api/runs/{id}/files")).await;
+    assert_eq!(status, 200);
+    let files: Vec<&str> = files["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f.as_str().unwrap())
+        .collect();
+    assert!(
+        files.contains(&"calc.py") && files.contains(&"tests/test_calc.py"),
+        "{files:?}"
+    );
+    assert!(!files.iter().any(|f| f.starts_with(".git/")), "{files:?}");
     task.abort();
 }
 

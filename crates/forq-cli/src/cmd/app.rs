@@ -906,21 +906,11 @@ pub(crate) fn files(args: FilesArgs) -> anyhow::Result<ExitCode> {
     let store = open_store(&args.state.state)?;
     let run = store.get(&args.id)?;
     let ws = workspace_of(&args.state.state, &run)?.canonicalize()?;
-    let mut paths: Vec<PathBuf> = walkdir::WalkDir::new(&ws)
-        .min_depth(1)
+    let paths: Vec<PathBuf> = forq_app::clean::workspace_files(&args.state.state, &run.id)
+        .unwrap_or_default()
         .into_iter()
-        .filter_entry(|e| e.file_name() != ".git" && e.file_name() != ".forq")
-        .filter_map(Result::ok)
-        .filter(|e| e.file_type().is_file())
-        .map(|e| {
-            if args.abs {
-                e.path().to_owned()
-            } else {
-                e.path().strip_prefix(&ws).unwrap_or(e.path()).to_owned()
-            }
-        })
+        .map(|p| if args.abs { ws.join(p) } else { p })
         .collect();
-    paths.sort();
     let mut out = std::io::stdout().lock();
     if args.json {
         writeln!(
