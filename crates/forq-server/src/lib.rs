@@ -13,7 +13,9 @@
 //! - `GET /api/runs/{id}/patch`, `/tree`, `/files`: its patch, its search
 //!   tree and its workspace's files, as `forq runs show` and `forq files`
 //!   read them.
-//! - `POST /api/runs/{id}/abort`: asks the run to stop.
+//! - `POST /api/runs/{id}/abort`: asks the run to stop; `POST
+//!   /api/runs/{id}/resume`: continues an interrupted one (its process is
+//!   gone) from its last checkpoint.
 //! - `POST /api/queue`: queues issues (a directory of Markdown issues, a
 //!   GitHub repository's, or one issue's text on a repository) and runs them
 //!   with the server's [`Actions`] — the same selection, standing-run check
@@ -270,6 +272,7 @@ fn router(app: App) -> Router {
         .route("/api/runs/{id}/events", get(run_events))
         .route("/api/runs/{id}/stream", get(run_stream))
         .route("/api/runs/{id}/abort", post(abort_run))
+        .route("/api/runs/{id}/resume", post(resume_run))
         .route("/api/runs/{id}/patch", get(run_patch))
         .route("/api/runs/{id}/tree", get(run_tree))
         .route("/api/runs/{id}/files", get(run_files))
@@ -503,6 +506,56 @@ async fn run_files(
             )
         })?;
     Ok(Json(json!({"run": id, "files": files})))
+}
+
+/// Continues an interrupted run from its last checkpoint, in the
+/// background, as `forq runs resume ID` does.
+async fn resume_run(
+    State(app): State<App>,
+    Path(id): Path<String>,
+) -> Result<(StatusCode, Json<Run>), ApiError> {
+    let Some(actions) = app.actions.clone() else {
+        return Err(ApiError(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "this server was started without a pipeline: it shows runs but starts none".to_owned(),
+        ));
+    };
+    let store = app.store.clone();
+    let run = blocking(move || store.get(&id)).await?;
+    if run.state.is_terminal() {
+        return Err(ApiError(
+            StatusCode::CONFLICT,
+            format!(
+                "run {} is {} already: there is nothing to resume",
+                run.id, run.state
+            ),
+        ));
+    }
+    if run.is_live() {
+        return Err(ApiError(
+            StatusCode::CONFLICT,
+            format!(
+                "run {} is being driven by process {}: it needs no resuming",
+                run.id,
+                run.pid.unwrap_or_default()
+            ),
+        ));
+    }
+    let started = vec![run.clone()];
+    tokio::spawn(async move {
+        let ended = queue::run_spread(
+            &actions.pipeline,
+            &[],
+            &started,
+            actions.jobs,
+            actions.per_repo,
+        )
+        .await;
+        for e in ended.into_iter().filter_map(Result::err) {
+            tracing::warn!(error = %e, "a run resumed over HTTP could not be executed");
+        }
+    });
+    Ok((StatusCode::ACCEPTED, Json(run)))
 }
 
 async fn abort_run(State(app): State<App>, Path(id): Path<String>) -> Result<Json<Run>, ApiError> {
@@ -757,6 +810,9 @@ pub fn openapi_document() -> Value {
                 "responses": json_ok("the tree")}},
             "/api/runs/{id}/files": {"get": {"summary": "The files of the run's workspace", "parameters": [run_id],
                 "responses": json_ok("relative paths, sorted")}},
+            "/api/runs/{id}/resume": {"post": {"summary": "Continue an interrupted run from its last checkpoint, in the background", "parameters": [run_id],
+                "responses": {"202": {"description": "the run, as it was", "content": {"application/json": {}}},
+                    "409": {"description": "over already, or being driven by a live process"}, "503": {"description": "the server was started without a pipeline"}}}},
             "/api/runs/{id}/abort": {"post": {"summary": "Ask a run to stop", "parameters": [run_id],
                 "responses": json_ok("the run")}},
             "/api/stream": {"get": {"summary": "Every run's events as Server-Sent Events; resumes after Last-Event-ID",

@@ -390,6 +390,46 @@ async fn an_issue_queued_over_http_runs_and_streams_to_its_patch() {
         "{files:?}"
     );
     assert!(!files.iter().any(|f| f.starts_with(".git/")), "{files:?}");
+    // A finished run has nothing to resume.
+    let over = reqwest::Client::new()
+        .post(format!("{url}/api/runs/{id}/resume"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(over.status().as_u16(), 409);
+    // An interrupted one (its process gone) is driven on to its end.
+    let store = Store::open(&state.join("forq.db")).unwrap();
+    let stuck = store
+        .create(&NewRun::fix(
+            "text",
+            "# add() subtracts",
+            repo.to_str().unwrap(),
+        ))
+        .unwrap();
+    store
+        .transition(&stuck.id, State::Triaging, "triaging")
+        .unwrap();
+    assert!(store.claim(&stuck.id, None, 999_999_999).unwrap());
+    let resumed = reqwest::Client::new()
+        .post(format!("{url}/api/runs/{}/resume", stuck.id))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resumed.status().as_u16(), 202);
+    let events = sse(
+        &format!("{url}/api/runs/{}/stream", stuck.id),
+        None,
+        100_000,
+    )
+    .await;
+    let last = events
+        .iter()
+        .rev()
+        .find(|e| e.1 == "state")
+        .map(|e| e.2["data"]["to"].as_str().unwrap().to_owned());
+    let ended = store.get(&stuck.id).unwrap();
+    assert!(ended.state.is_terminal(), "{ended:?}");
+    assert_eq!(last.as_deref(), Some(ended.state.name()), "{events:?}");
     task.abort();
 }
 
