@@ -1045,7 +1045,10 @@ impl forq_agent::agent::Subscriber for AgentLog {
     }
 }
 
-/// Writes every judged search node into the run's events.
+/// Writes the search tree into the run's events as it grows: a `node`
+/// event each time a node is made or changes (exploring, red, green,
+/// pruned), with its parent, hypothesis, change and test results, so a
+/// viewer can draw the tree live and replay it.
 struct NodeLog {
     pipeline: Pipeline,
     run: String,
@@ -1055,22 +1058,43 @@ struct NodeLog {
 impl Subscriber for NodeLog {
     fn event(&self, event: &TreeEvent) {
         let TreeEvent::Node(node) = event else { return };
-        if node.id == 0 || !matches!(node.status, Status::Red | Status::Green) {
-            return;
-        }
-        let green = node.status == Status::Green;
+        let status = match node.status {
+            Status::Exploring => "exploring",
+            Status::Red => "red",
+            Status::Green => "green",
+            Status::Pruned => "pruned",
+        };
+        let tests = node.judgement.as_ref().map(|j| {
+            json!({
+                "target_passed": j.target_passed,
+                "target_total": j.target_total,
+                "failing": j.failing,
+                "broken": j.broken,
+                "timed_out": j.timed_out,
+                "test_ms": j.test_ms,
+            })
+        });
         let _ = self.pipeline.store.event(
             &self.run,
             "node",
             json!({
                 "id": node.id,
-                "status": if green { "green" } else { "red" },
+                "parent": node.parent,
+                "depth": node.depth,
+                "status": status,
                 "hypothesis": node.hypothesis,
                 "reason": node.reason,
                 "diff_lines": node.score.diff_lines,
+                "change": node.change,
+                "tests": tests,
                 "eval_ms": node.eval_ms,
+                "at_ms": node.at_ms,
             }),
         );
+        if node.id == 0 || !matches!(node.status, Status::Red | Status::Green) {
+            return;
+        }
+        let green = node.status == Status::Green;
         let mut c = self.counts.lock().unwrap_or_else(|p| p.into_inner());
         c.0 += 1;
         if green {

@@ -693,6 +693,18 @@ impl Store {
         })
     }
 
+    /// The newest event's store-wide id (0 for none): a stream that starts
+    /// after it misses nothing written since.
+    pub fn last_event_id(&self) -> Result<u64, StoreError> {
+        self.with(|c| {
+            Ok(
+                c.query_row("SELECT COALESCE(MAX(id), 0) FROM events", [], |r| {
+                    r.get::<_, i64>(0)
+                })? as u64,
+            )
+        })
+    }
+
     /// Records webhook delivery `id`; `true` the first time, `false` for a
     /// redelivery (so it is acted on once, across restarts and processes).
     pub fn first_delivery(&self, id: &str) -> Result<bool, StoreError> {

@@ -227,6 +227,12 @@ pub(crate) struct ServeArgs {
     /// `/webhooks/github` takes nothing.
     #[arg(long, default_value = "FORQ_WEBHOOK_SECRET", value_name = "VAR")]
     pub(crate) webhook_secret_env: String,
+    /// Where the dashboard lists issues from, to pick and queue (repeat it):
+    /// a directory of Markdown issues (each naming its repository in its
+    /// front matter), `DIR=REPO` (issues of DIR on the repository REPO), or
+    /// a GitHub repository (its URL, or OWNER/REPO).
+    #[arg(long = "source", value_name = "SPEC")]
+    pub(crate) sources: Vec<String>,
     #[command(subcommand)]
     pub(crate) command: Option<ServeCommand>,
 }

@@ -277,6 +277,7 @@ pub async fn throughput(
             prior: 0.0,
             reason: String::new(),
             files: Vec::new(),
+            change: String::new(),
             fingerprint: String::new(),
             judgement: None,
             eval_ms: 0,

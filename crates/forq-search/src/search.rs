@@ -290,10 +290,14 @@ impl Engine<'_> {
         text
     }
 
-    /// Lines changed against the original code: per file, what is left
-    /// between the common head and tail, on both sides.
-    async fn diff_lines(&mut self, state: &BTreeMap<String, Option<String>>) -> usize {
+    /// Lines changed against the original code (per file, what is left
+    /// between the common head and tail, on both sides), and that region
+    /// as a short unified diff.
+    async fn change(&mut self, state: &BTreeMap<String, Option<String>>) -> (usize, String) {
+        const CONTEXT: usize = 2;
+        const MAX_CHANGE: usize = 8 * 1024;
         let mut total = 0;
+        let mut change = String::new();
         for (path, new) in state {
             let old = self.original(path).await.unwrap_or_default();
             let new = new.clone().unwrap_or_default();
@@ -307,8 +311,43 @@ impl Engine<'_> {
                 .take_while(|(x, y)| x == y)
                 .count();
             total += (a.len() - head - tail) + (b.len() - head - tail);
+            if change.len() < MAX_CHANGE {
+                let from = head.saturating_sub(CONTEXT);
+                let (a_to, b_to) = (
+                    (a.len() - tail + CONTEXT).min(a.len()),
+                    (b.len() - tail + CONTEXT).min(b.len()),
+                );
+                change.push_str(&format!(
+                    "--- a/{path}\n+++ b/{path}\n@@ -{},{} +{},{} @@\n",
+                    from + 1,
+                    a_to - from,
+                    from + 1,
+                    b_to - from
+                ));
+                let context = |line: &str| format!(" {line}\n");
+                a[from..head]
+                    .iter()
+                    .for_each(|l| change.push_str(&context(l)));
+                a[head..a.len() - tail]
+                    .iter()
+                    .for_each(|l| change.push_str(&format!("-{l}\n")));
+                b[head..b.len() - tail]
+                    .iter()
+                    .for_each(|l| change.push_str(&format!("+{l}\n")));
+                a[a.len() - tail..a_to]
+                    .iter()
+                    .for_each(|l| change.push_str(&context(l)));
+            }
         }
-        total
+        if change.len() > MAX_CHANGE {
+            let mut cut = MAX_CHANGE;
+            while !change.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            change.truncate(cut);
+            change.push_str("\n… (cut)\n");
+        }
+        (total, change)
     }
 
     /// Asks the brancher for `parent`'s candidates (its sandbox is live)
@@ -366,6 +405,7 @@ impl Engine<'_> {
             prior: candidate.prior,
             reason: String::new(),
             files: Vec::new(),
+            change: String::new(),
             fingerprint: String::new(),
             judgement: None,
             eval_ms: 0,
@@ -406,7 +446,7 @@ impl Engine<'_> {
         node.fingerprint = fingerprint;
         node.files = state.keys().cloned().collect();
         node.score.applies = true;
-        node.score.diff_lines = self.diff_lines(&state).await;
+        (node.score.diff_lines, node.change) = self.change(&state).await;
         // A change that breaks a file's syntax is red without a test run.
         for (path, content) in &delta.files {
             let (Some(lang), Some(text)) = (Lang::of_path(Path::new(path)), content) else {
@@ -571,6 +611,7 @@ pub async fn search(
             genesis.target_total
         ),
         files: options.seed.keys().cloned().collect(),
+        change: String::new(),
         fingerprint: seed.fingerprint(),
         judgement: Some(genesis.clone()),
         eval_ms: 0,

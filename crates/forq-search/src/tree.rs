@@ -79,6 +79,11 @@ pub struct Node {
     /// Files changed against the root.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub files: Vec<String>,
+    /// The change against the root, as a short unified diff (the changed
+    /// region of each file with two lines of context, cut at 8 KiB): what
+    /// a viewer of the tree shows for the node.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub change: String,
     /// The fingerprint of its code (changes against the root, normalised):
     /// no two evaluated nodes share one.
     #[serde(default, skip_serializing_if = "String::is_empty")]

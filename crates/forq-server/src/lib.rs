@@ -21,6 +21,13 @@
 //!   with the server's [`Actions`] — the same selection, standing-run check
 //!   and queue as `forq queue`.
 //! - `GET /api/goldens`: the golden environments.
+//! - `GET /api/repos`, `GET /api/issues?repo=`: repositories (from runs and
+//!   the configured [`Control::source`]s) with their runs counted by state
+//!   and their golden, and a repository's issues beside their latest runs.
+//! - `GET /`: the dashboard, one page compiled into the binary (works
+//!   offline): repositories → a repository's issue queue (pick, burn down,
+//!   rows live) → a run (lifecycle, live log, triage verdict, cost, the
+//!   search tree drawn live, the patch).
 //! - `POST /webhooks/github`: GitHub's deliveries, signed with the
 //!   configured secret (see [`Control::webhook_secret`]): issues opened or
 //!   labelled and `/forq fix|triage` comments queue runs, a push to the
@@ -45,8 +52,11 @@
 //! # }
 //! ```
 #![deny(missing_docs)]
+#![recursion_limit = "256"] // the OpenAPI document is one json! literal
 
 pub mod bench;
+mod dashboard;
+mod repos;
 mod webhook;
 
 use std::convert::Infallible;
@@ -153,6 +163,7 @@ pub struct Control {
     actions: Option<Actions>,
     webhook_secret: Option<Arc<str>>,
     golden_sync: Option<GoldenSync>,
+    sources: Vec<Source>,
 }
 
 impl std::fmt::Debug for Control {
@@ -161,6 +172,7 @@ impl std::fmt::Debug for Control {
             .field("goldens", &self.goldens)
             .field("actions", &self.actions)
             .field("webhooks", &self.webhook_secret.is_some())
+            .field("sources", &self.sources)
             .finish()
     }
 }
@@ -185,7 +197,15 @@ impl Control {
             actions: None,
             webhook_secret: None,
             golden_sync: None,
+            sources: Vec::new(),
         }
+    }
+
+    /// Lists this source's issues on the dashboard (`GET /api/repos`,
+    /// `GET /api/issues`), where they can be picked and queued by id.
+    pub fn source(mut self, source: Source) -> Self {
+        self.sources.push(source);
+        self
     }
 
     /// Takes GitHub webhooks signed with `secret` (`POST /webhooks/github`).
@@ -221,6 +241,9 @@ struct App {
     actions: Option<Actions>,
     webhook_secret: Option<Arc<str>>,
     golden_sync: Option<GoldenSync>,
+    sources: Arc<[Source]>,
+    /// Repositories whose golden is being synced now.
+    syncing: Arc<std::sync::Mutex<std::collections::HashSet<String>>>,
     token: Option<Arc<str>>,
     poll: Duration,
 }
@@ -238,6 +261,7 @@ pub async fn serve(
         actions,
         webhook_secret,
         golden_sync,
+        sources,
     } = control;
     let bind = options.bind;
     if !bind.ip().is_loopback() && options.token.as_deref().is_none_or(str::is_empty) {
@@ -256,6 +280,8 @@ pub async fn serve(
         actions,
         webhook_secret,
         golden_sync,
+        sources: sources.into(),
+        syncing: Arc::default(),
         token: options.token.map(Arc::from),
         poll: options.poll,
     });
@@ -280,6 +306,10 @@ fn router(app: App) -> Router {
         .route("/api/queue", post(queue_issues))
         .route("/webhooks/github", post(webhook::github))
         .route("/api/goldens", get(goldens))
+        .route("/api/repos", get(repos::list))
+        .route("/api/issues", get(repos::issues))
+        .route("/", get(dashboard::index))
+        .route("/assets/{file}", get(dashboard::asset))
         .layer(axum::middleware::from_fn_with_state(app.clone(), guard))
         .with_state(app)
 }
@@ -328,9 +358,12 @@ fn cross_site(headers: &HeaderMap) -> bool {
 
 /// The token, and no change from another site.
 async fn guard(State(app): State<App>, request: Request, next: Next) -> Response {
-    // GitHub signs its deliveries instead: it cannot send the token.
-    let webhook = request.uri().path() == "/webhooks/github";
-    if let (Some(token), false) = (&app.token, webhook) {
+    // GitHub signs its deliveries instead: it cannot send the token. The
+    // dashboard's page and assets hold no data: the page asks for the
+    // token and sends it with every call.
+    let path = request.uri().path();
+    let open = path == "/webhooks/github" || path == "/" || path.starts_with("/assets/");
+    if let (Some(token), false) = (&app.token, open) {
         let given = request
             .headers()
             .get(header::AUTHORIZATION)
@@ -386,10 +419,14 @@ struct RunsQuery {
     limit: Option<usize>,
 }
 
+/// The newest event id when the list was read: a stream from there misses
+/// nothing that changed after.
+const LAST_EVENT: &str = "x-forq-last-event-id";
+
 async fn list_runs(
     State(app): State<App>,
     Query(q): Query<RunsQuery>,
-) -> Result<Json<Vec<Run>>, ApiError> {
+) -> Result<Response, ApiError> {
     let state = match &q.state {
         Some(name) => Some(RunState::from_name(name).ok_or_else(|| {
             ApiError(
@@ -404,20 +441,29 @@ async fn list_runs(
     };
     let limit = q.limit.unwrap_or(200).min(10_000);
     let store = app.store.clone();
-    let runs = blocking(move || store.list(usize::MAX)).await?;
-    Ok(Json(
-        runs.into_iter()
-            .filter(|r| state.is_none_or(|s| r.state == s))
-            .filter(|r| q.repo.as_ref().is_none_or(|repo| &r.repo == repo))
-            .take(limit)
-            .collect(),
-    ))
+    let (last, runs) =
+        blocking(move || Ok((store.last_event_id()?, store.list(usize::MAX)?))).await?;
+    let runs: Vec<Run> = runs
+        .into_iter()
+        .filter(|r| state.is_none_or(|s| r.state == s))
+        .filter(|r| q.repo.as_ref().is_none_or(|repo| &r.repo == repo))
+        .take(limit)
+        .collect();
+    Ok(([(LAST_EVENT, last.to_string())], Json(runs)).into_response())
 }
 
 async fn show_run(State(app): State<App>, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
     let store = app.store.clone();
-    let (run, events) = blocking(move || Ok((store.get(&id)?, store.events(&id, 0)?))).await?;
-    Ok(Json(json!({"run": run, "events": events})))
+    let (run, events, triage) = blocking(move || {
+        let run = store.get(&id)?;
+        let triage = store.checkpointed(&run.id, "triaged")?;
+        let events = store.events(&run.id, 0)?;
+        Ok((run, events, triage))
+    })
+    .await?;
+    Ok(Json(
+        json!({"run": run, "events": events, "triage": triage}),
+    ))
 }
 
 #[derive(Debug, Deserialize)]
@@ -514,12 +560,7 @@ async fn resume_run(
     State(app): State<App>,
     Path(id): Path<String>,
 ) -> Result<(StatusCode, Json<Run>), ApiError> {
-    let Some(actions) = app.actions.clone() else {
-        return Err(ApiError(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "this server was started without a pipeline: it shows runs but starts none".to_owned(),
-        ));
-    };
+    let actions = require_actions(&app)?;
     let store = app.store.clone();
     let run = blocking(move || store.get(&id)).await?;
     if run.state.is_terminal() {
@@ -541,20 +582,7 @@ async fn resume_run(
             ),
         ));
     }
-    let started = vec![run.clone()];
-    tokio::spawn(async move {
-        let ended = queue::run_spread(
-            &actions.pipeline,
-            &[],
-            &started,
-            actions.jobs,
-            actions.per_repo,
-        )
-        .await;
-        for e in ended.into_iter().filter_map(Result::err) {
-            tracing::warn!(error = %e, "a run resumed over HTTP could not be executed");
-        }
-    });
+    spawn_runs(actions, vec![run.clone()]);
     Ok((StatusCode::ACCEPTED, Json(run)))
 }
 
@@ -579,6 +607,8 @@ struct QueueRequest {
     label: Option<String>,
     /// At most this many.
     limit: Option<usize>,
+    /// Only the issues with these ids.
+    ids: Option<Vec<String>>,
     /// Run issues that have a run standing already, again.
     #[serde(default)]
     again: bool,
@@ -588,12 +618,7 @@ async fn queue_issues(
     State(app): State<App>,
     Json(req): Json<QueueRequest>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
-    let Some(actions) = app.actions.clone() else {
-        return Err(ApiError(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "this server was started without a pipeline: it shows runs but starts none".to_owned(),
-        ));
-    };
+    let actions = require_actions(&app)?;
     let action = match req.action.as_deref().unwrap_or("auto") {
         "auto" => Action::Auto,
         "fix" => Action::Fix,
@@ -609,16 +634,46 @@ async fn queue_issues(
         QueueError::Store(e) => internal(e),
         e => ApiError(StatusCode::BAD_REQUEST, e.to_string()),
     };
-    let source = Source::from_request(req.issues, req.text, req.repo).map_err(bad)?;
     let selection = Selection {
         label: req.label,
-        limit: req.limit,
+        limit: if req.ids.is_some() { None } else { req.limit },
         action,
         context: Vec::new(),
     };
-    let new = queue::select(&source, &selection, &actions.github)
-        .await
-        .map_err(bad)?;
+    let mut new = match Source::from_request(req.issues, req.text, req.repo) {
+        Ok(source) => queue::select(&source, &selection, &actions.github)
+            .await
+            .map_err(bad)?,
+        // A local repository alone: its issues from the configured sources.
+        Err(QueueError::NoIssues { repo: Some(repo) }) if !app.sources.is_empty() => {
+            let (found, _) = repos::source_issues(&app).await;
+            let label = selection.label.as_ref();
+            let mut new: Vec<_> = found
+                .into_iter()
+                .filter(|n| n.repo == repo && label.is_none_or(|l| n.issue.labels.contains(l)))
+                .collect();
+            if new.is_empty() {
+                return Err(ApiError(
+                    StatusCode::BAD_REQUEST,
+                    format!("no configured source holds issues of {repo}: name its issues (a directory of Markdown issues, or an issue's text)"),
+                ));
+            }
+            for n in &mut new {
+                n.action = action;
+            }
+            new
+        }
+        Err(e) => return Err(bad(e)),
+    };
+    if let Some(ids) = &req.ids {
+        new.retain(|n| ids.contains(&n.issue.id));
+        if new.is_empty() {
+            return Err(ApiError(
+                StatusCode::BAD_REQUEST,
+                format!("none of the issues {ids:?} is in that source"),
+            ));
+        }
+    }
     let (runs, standing) = start(&app, actions, new, req.again).await?;
     Ok((
         StatusCode::ACCEPTED,
@@ -645,21 +700,36 @@ pub(crate) async fn start(
         Ok((queue::enqueue(&store, &fresh)?, standing))
     })
     .await?;
-    let started = runs.clone();
+    spawn_runs(actions, runs.clone());
+    Ok((runs, standing))
+}
+
+/// The server's actions, or 503 when it was started without a pipeline.
+pub(crate) fn require_actions(app: &App) -> Result<Actions, ApiError> {
+    app.actions.clone().ok_or_else(|| {
+        ApiError(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "this server was started without a pipeline: it shows runs but starts none".to_owned(),
+        )
+    })
+}
+
+/// Runs (or resumes) `runs` on `actions` in the background, as `forq
+/// queue` does.
+fn spawn_runs(actions: Actions, runs: Vec<Run>) {
     tokio::spawn(async move {
         let ended = queue::run_spread(
             &actions.pipeline,
             &[],
-            &started,
+            &runs,
             actions.jobs,
             actions.per_repo,
         )
         .await;
         for e in ended.into_iter().filter_map(Result::err) {
-            tracing::warn!(error = %e, "a run the server queued could not be executed");
+            tracing::warn!(error = %e, "a run the server started could not be executed");
         }
     });
-    Ok((runs, standing))
 }
 
 async fn goldens(State(app): State<App>) -> Result<Json<Value>, ApiError> {
@@ -797,7 +867,8 @@ pub fn openapi_document() -> Value {
                 {"name": "state", "in": "query", "schema": {"type": "string"}},
                 {"name": "repo", "in": "query", "schema": {"type": "string"}},
                 {"name": "limit", "in": "query", "schema": {"type": "integer", "default": 200}}],
-                "responses": json_ok("the runs")}},
+                "responses": {"200": {"description": "the runs; the header x-forq-last-event-id is the newest event id when they were read (stream from there to miss nothing)",
+                    "content": {"application/json": {}}}}}},
             "/api/runs/{id}": {"get": {"summary": "A run and its events", "parameters": [run_id],
                 "responses": json_ok("the run")}},
             "/api/runs/{id}/events": {"get": {"summary": "A run's events after a store id",
@@ -818,6 +889,13 @@ pub fn openapi_document() -> Value {
             "/api/stream": {"get": {"summary": "Every run's events as Server-Sent Events; resumes after Last-Event-ID",
                 "parameters": [after], "responses": sse_ok("the events, live")}},
             "/api/goldens": {"get": {"summary": "The golden environments", "responses": json_ok("the goldens")}},
+            "/api/repos": {"get": {"summary": "Every repository a run was made on or a configured source names: its runs counted by state, its open issues, its cost, its golden (ready, broken with reason, syncing)",
+                "responses": json_ok("{repos, problems}")}},
+            "/api/issues": {"get": {"summary": "A repository's issues from the configured sources, then those only its runs know, each with its latest run",
+                "parameters": [{"name": "repo", "in": "query", "required": true, "schema": {"type": "string"}}],
+                "responses": json_ok("{repo, name, issues: [{issue, run, queueable}], problems}")}},
+            "/": {"get": {"summary": "The dashboard (needs no token itself: it asks for one and sends it with each call)", "security": [],
+                "responses": {"200": {"description": "the page", "content": {"text/html": {}}}}}},
             "/api/queue": {"post": {"summary": "Queue issues and run them (as forq queue does): a directory of Markdown issues, a GitHub repository's issues, or one issue's text on a repository",
                 "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "additionalProperties": false, "properties": {
                     "issues": {"type": "string", "description": "a directory of Markdown issues"},
@@ -825,6 +903,7 @@ pub fn openapi_document() -> Value {
                     "repo": {"type": "string", "description": "a directory, or a GitHub repository's URL"},
                     "action": {"type": "string", "enum": ["auto", "fix", "triage"], "default": "auto"},
                     "label": {"type": "string"}, "limit": {"type": "integer"},
+                    "ids": {"type": "array", "items": {"type": "string"}, "description": "only these issues; with a local repo alone, picked from the configured sources"},
                     "again": {"type": "boolean", "default": false}}}}}},
                 "responses": {"202": {"description": "the runs queued (started in the background) and those standing already", "content": {"application/json": {}}},
                     "400": {"description": "the request names no issues, or a source cannot be read"},

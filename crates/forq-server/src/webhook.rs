@@ -152,8 +152,18 @@ pub(crate) async fn github(
                 return ignored("nothing: this server keeps no goldens".to_owned());
             };
             let url = clone_url.clone();
+            let syncing = app.syncing.clone();
+            syncing
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .insert(url.clone());
             tokio::spawn(async move {
-                if let Err(e) = sync(url.clone()).await {
+                let synced = sync(url.clone()).await;
+                syncing
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .remove(&url);
+                if let Err(e) = synced {
                     tracing::warn!(repo = %url, error = %e, "the golden sync a push asked for failed");
                 }
             });
@@ -177,12 +187,7 @@ async fn queue_issue(
     number: u64,
     action: Action,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
-    let Some(actions) = app.actions.clone() else {
-        return Err(ApiError(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "this server was started without a pipeline: it shows runs but starts none".to_owned(),
-        ));
-    };
+    let actions = crate::require_actions(app)?;
     let source = Source::GithubIssue {
         slug,
         number,

@@ -13,6 +13,9 @@ use forq_server::{serve, Control, ServerError, ServerOptions};
 use futures_util::StreamExt;
 use serde_json::{json, Value};
 
+#[path = "it/browser.rs"]
+mod browser;
+
 struct Served {
     url: String,
     db: std::path::PathBuf,
@@ -170,10 +173,22 @@ async fn runs_and_their_events_are_listed_filtered_and_shown() {
     let (_, api) = get_json(&format!("{}/openapi.json", s.url)).await;
     assert_eq!(api["openapi"], "3.1.0");
     for path in [
+        "/",
         "/api/runs",
+        "/api/runs/{id}",
+        "/api/runs/{id}/events",
         "/api/runs/{id}/stream",
+        "/api/runs/{id}/patch",
+        "/api/runs/{id}/tree",
+        "/api/runs/{id}/files",
+        "/api/runs/{id}/abort",
+        "/api/runs/{id}/resume",
         "/api/stream",
         "/api/goldens",
+        "/api/repos",
+        "/api/issues",
+        "/api/queue",
+        "/webhooks/github",
     ] {
         assert!(api["paths"].get(path).is_some(), "{path} undocumented");
     }
@@ -635,4 +650,117 @@ async fn github_webhooks_are_verified_deduplicated_and_acted_on() {
     assert_eq!(got, "file:///nonexistent/o/r.git");
     assert!(synced.try_recv().is_err(), "the other branch synced too");
     task.abort();
+}
+
+#[tokio::test]
+async fn repositories_and_their_issues_come_from_sources_and_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("calc");
+    std::fs::create_dir_all(&repo).unwrap();
+    let issues = dir.path().join("issues");
+    std::fs::create_dir_all(&issues).unwrap();
+    for (id, title, label) in [("1", "add subtracts", "bug"), ("2", "mul adds", "ui")] {
+        std::fs::write(
+            issues.join(format!("{id}.md")),
+            format!("---\nid: {id}\nlabels: [{label}]\n---\n# {title}\n"),
+        )
+        .unwrap();
+    }
+    let repo_name = repo.display().to_string();
+    let store = Arc::new(Store::open(&dir.path().join("forq.db")).unwrap());
+    let run = store
+        .create(&NewRun::fix("1", "add subtracts", &repo_name))
+        .unwrap();
+    store.transition(&run.id, State::Failed, "broke").unwrap();
+    store
+        .create(&NewRun::fix("9", "from a run only", "elsewhere"))
+        .unwrap();
+    let control = Control::new(store).source(forq_app::queue::Source::Local {
+        dir: issues,
+        repo: Some(repo_name.clone()),
+    });
+    let mut options = ServerOptions::default();
+    options.bind = "127.0.0.1:0".parse().unwrap();
+    let (addr, task) = spawn(control, options).await;
+    let url = format!("http://{addr}");
+    let (status, repos) = get_json(&format!("{url}/api/repos")).await;
+    assert_eq!(status, 200, "{repos}");
+    let list = repos["repos"].as_array().unwrap();
+    assert_eq!(list.len(), 2, "{repos}");
+    let calc = list.iter().find(|r| r["repo"] == json!(repo_name)).unwrap();
+    assert_eq!(calc["name"], "calc");
+    assert_eq!(calc["issues"], 2);
+    assert_eq!(calc["runs"], 1);
+    assert_eq!(calc["states"]["failed"], 1);
+    let other = list.iter().find(|r| r["repo"] == "elsewhere").unwrap();
+    assert_eq!(
+        (other["issues"].as_u64(), other["runs"].as_u64()),
+        (Some(0), Some(1))
+    );
+    // The repository's issues, each with its latest run.
+    let query = format!("{url}/api/issues?repo={}", urlencode(&repo_name));
+    let (status, issues) = get_json(&query).await;
+    assert_eq!(status, 200, "{issues}");
+    let rows = issues["issues"].as_array().unwrap();
+    assert_eq!(rows.len(), 2, "{issues}");
+    assert_eq!(rows[0]["issue"]["id"], "1");
+    assert_eq!(rows[0]["run"]["state"], "failed");
+    assert_eq!(rows[0]["queueable"], true);
+    assert!(rows[1]["run"].is_null());
+    assert_eq!(rows[1]["issue"]["labels"], json!(["ui"]));
+    // Issues only a run knows are listed, but not queueable from a source.
+    let (_, other) = get_json(&format!("{url}/api/issues?repo=elsewhere")).await;
+    assert_eq!(other["issues"][0]["issue"]["id"], "9");
+    assert_eq!(other["issues"][0]["queueable"], false);
+    // The list tells the newest event id, where a stream picks up.
+    let listed = reqwest::get(format!("{url}/api/runs")).await.unwrap();
+    let last: u64 = listed.headers()["x-forq-last-event-id"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(last >= 3, "created twice and moved once: {last}");
+    task.abort();
+}
+
+/// `s` for a query string.
+fn urlencode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn the_dashboard_is_served_offline_and_its_page_needs_no_token() {
+    let (s, _, _) = served("0.0.0.0:0", Some("sesame")).await;
+    let url = s.url.clone();
+    let page = reqwest::get(format!("{url}/")).await.unwrap();
+    assert_eq!(page.status().as_u16(), 200);
+    let csp = page.headers()["content-security-policy"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(csp.contains("default-src 'self'"), "{csp}");
+    let html = page.text().await.unwrap();
+    assert!(html.contains("/assets/app.js") && html.contains("/assets/app.css"));
+    assert!(!html.contains("sesame"), "the token never reaches the page");
+    for (asset, kind) in [("app.js", "text/javascript"), ("app.css", "text/css")] {
+        let r = reqwest::get(format!("{url}/assets/{asset}")).await.unwrap();
+        assert_eq!(r.status().as_u16(), 200, "{asset}");
+        let ct = r.headers()["content-type"].to_str().unwrap().to_owned();
+        assert!(ct.starts_with(kind), "{asset}: {ct}");
+        // Offline: nothing is fetched from anywhere but this server.
+        let text = r.text().await.unwrap();
+        assert!(!text.contains("https://"), "{asset} loads something remote");
+    }
+    let missing = reqwest::get(format!("{url}/assets/nope.js")).await.unwrap();
+    assert_eq!(missing.status().as_u16(), 404);
+    // The data still needs the token.
+    let runs = reqwest::get(format!("{url}/api/runs")).await.unwrap();
+    assert_eq!(runs.status().as_u16(), 401);
 }

@@ -609,6 +609,9 @@ pub(crate) async fn serve(args: crate::cli::ServeArgs) -> anyhow::Result<ExitCod
     actions.jobs = args.jobs;
     actions.per_repo = args.per_repo;
     let mut control = forq_server::Control::new(store).actions(actions);
+    for spec in &args.sources {
+        control = control.source(serve_source(spec)?);
+    }
     if let Ok(goldens) = backend.goldens() {
         control = control.goldens(goldens);
         let for_sync = backend.clone();
@@ -641,6 +644,35 @@ pub(crate) async fn serve(args: crate::cli::ServeArgs) -> anyhow::Result<ExitCod
         e => e.into(),
     })?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// A `forq serve --source` SPEC: `DIR`, `DIR=REPO`, or a GitHub
+/// repository.
+fn serve_source(spec: &str) -> anyhow::Result<forq_app::queue::Source> {
+    use forq_app::queue::Source;
+    let absolute = |p: &str| {
+        std::fs::canonicalize(p).with_context(|| format!("--source {spec}: cannot read {p}"))
+    };
+    if let Some((dir, repo)) = spec.split_once('=') {
+        let repo = if Path::new(repo).exists() {
+            absolute(repo)?.display().to_string()
+        } else {
+            repo.to_owned()
+        };
+        return Ok(Source::Local {
+            dir: absolute(dir)?,
+            repo: Some(repo),
+        });
+    }
+    if Path::new(spec).is_dir() {
+        return Ok(Source::Local {
+            dir: absolute(spec)?,
+            repo: None,
+        });
+    }
+    Source::github(spec).map_err(|e| {
+        anyhow::anyhow!("--source {spec}: not a directory, and {e}; give a directory of Markdown issues, DIR=REPO, or a GitHub repository")
+    })
 }
 
 pub(crate) async fn runs(args: RunsArgs) -> anyhow::Result<ExitCode> {

@@ -47,6 +47,22 @@ async fn mutate_finds_the_seeded_comparison_bug() {
     );
     assert_eq!(winner.diff_lines, 2);
     assert_eq!(out.tree.nodes[winner.node].status, Status::Green);
+    // The node carries its change, for a viewer of the tree: the changed
+    // region with two lines of context on each side.
+    let change = &out.tree.nodes[winner.node].change;
+    assert!(
+        change.starts_with("--- a/stats.py\n+++ b/stats.py\n@@ -"),
+        "{change}"
+    );
+    assert!(
+        change.contains("\n-        if x >= limit:\n+        if x > limit:\n"),
+        "{change}"
+    );
+    assert_eq!(
+        change.lines().filter(|l| l.starts_with(' ')).count(),
+        4,
+        "{change}"
+    );
     assert_eq!(out.tree.best, Some(winner.node));
     // Best-first went to the localised function first: few candidates.
     assert!(out.evaluated <= 20, "{} evaluated", out.evaluated);
