@@ -187,6 +187,16 @@ pub trait Sandbox: Send + Sync + fmt::Debug {
         })
     }
 
+    /// A network namespace of its own for a service (a web app) started by
+    /// an exec given it ([`ExecRequest::service_network`]); forq reaches
+    /// the service's ports through it, nothing else does.
+    async fn service_network(&self) -> Result<crate::ServiceNetwork> {
+        Err(Error::Unsupported {
+            backend: self.backend().name(),
+            what: "a service network (previews)",
+        })
+    }
+
     /// Releases processes, mounts and disk. Dropping a sandbox does the same
     /// on a best-effort basis; this reports failures.
     async fn destroy(self: Box<Self>) -> Result<()>;

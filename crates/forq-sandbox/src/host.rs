@@ -215,6 +215,12 @@ impl Sandbox for HostSandbox {
                 "an exec needs at least a program name".to_owned(),
             ));
         };
+        if req.service_network.is_some() {
+            return Err(Error::Unsupported {
+                backend: "host",
+                what: "a service network (it has no network of its own to give)",
+            });
+        }
         let cwd = self.ws.join(paths::lexical(&req.cwd)?);
         let mut env = self.spec.env.clone();
         env.extend(req.env.clone());

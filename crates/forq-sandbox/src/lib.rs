@@ -75,6 +75,7 @@ mod output;
 mod paths;
 mod protections;
 mod pty;
+mod service;
 mod spec;
 mod state;
 
@@ -96,6 +97,7 @@ pub use native::{
 };
 pub use protections::{protections, Protection};
 pub use pty::{Pty, RawMode};
+pub use service::ServiceNetwork;
 pub use spec::{
     ExecOutcome, ExecRequest, Limits, Network, OutputChunk, RootFs, SandboxSpec, StreamKind,
     DEFAULT_OUTPUT_CAP, WORKSPACE_DIR,

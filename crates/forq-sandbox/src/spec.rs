@@ -237,6 +237,10 @@ pub struct ExecRequest {
     /// the native backend, its controlling terminal. Output then goes to the
     /// pty's master, not to `stdout`/`stderr`. The docker backend refuses it.
     pub terminal: Option<std::sync::Arc<std::os::fd::OwnedFd>>,
+    /// Runs in this network (from [`crate::Sandbox::service_network`])
+    /// instead: a service forq reaches with
+    /// [`crate::ServiceNetwork::connect`] while nothing else does.
+    pub service_network: Option<crate::ServiceNetwork>,
 }
 
 /// The default cap on captured output per stream (1 MiB).
@@ -260,7 +264,14 @@ impl ExecRequest {
             stream: None,
             network: None,
             terminal: None,
+            service_network: None,
         }
+    }
+
+    /// Runs the command in `network` (see [`ExecRequest::service_network`]).
+    pub fn service_network(mut self, network: &crate::ServiceNetwork) -> Self {
+        self.service_network = Some(network.clone());
+        self
     }
 
     /// Gives the command `pty`'s slave as its terminal (see

@@ -1003,6 +1003,17 @@ impl DockerSandbox {
 
     /// The egress proxy on the container's loopback, for one exec.
     async fn serve_proxy(&self) -> Result<crate::egress::Served> {
+        let (ns_path, _) = self.container_netns().await?;
+        let made = std::fs::File::open(&ns_path).and_then(|netns| {
+            let listener = crate::native::sys::listener_in(&netns, crate::egress::PROXY_PORT)?;
+            crate::egress::Served::start(netns, listener, &self.spec.egress)
+        });
+        made.map_err(|e| Error::io("serve the egress proxy in", ns_path, e))
+    }
+
+    /// The container's network namespace, as this machine sees it (its
+    /// path under /proc, and its inode).
+    async fn container_netns(&self) -> Result<(PathBuf, u64)> {
         let info = self
             .backend
             .docker
@@ -1017,11 +1028,10 @@ impl DockerSandbox {
                 Error::InvalidSpec("the container has no process to find its network by".to_owned())
             })?;
         let ns_path = PathBuf::from(format!("/proc/{pid}/ns/net"));
-        let made = std::fs::File::open(&ns_path).and_then(|netns| {
-            let listener = crate::native::sys::listener_in(&netns, crate::egress::PROXY_PORT)?;
-            crate::egress::Served::start(netns, listener, &self.spec.egress)
-        });
-        made.map_err(|e| Error::io("serve the egress proxy in", ns_path, e))
+        let inode = std::fs::metadata(&ns_path)
+            .map(|m| std::os::unix::fs::MetadataExt::ino(&m))
+            .map_err(|e| Error::io("find the container's network", &ns_path, e))?;
+        Ok((ns_path, inode))
     }
 
     /// Runs `req` with the container on the lineage's sidecar network (the
@@ -1187,6 +1197,15 @@ impl Sandbox for DockerSandbox {
             return Err(Error::InvalidSpec(
                 "a terminal of its own is for native sandboxes; run this one without it".to_owned(),
             ));
+        }
+        if let Some(service) = &req.service_network {
+            // Only this container's own network is a service network here.
+            let own = self.container_netns().await.ok();
+            if own.as_ref().map(|(_, ino)| *ino) != Some(service.netns_inode()) {
+                return Err(Error::InvalidSpec(
+                    "a service network is this sandbox's own (Sandbox::service_network)".to_owned(),
+                ));
+            }
         }
         let wanted = req.network.unwrap_or(self.spec.network);
         match (wanted, &self.backend.egress) {
@@ -1440,6 +1459,22 @@ done"#;
         .await;
         let _ = std::fs::remove_dir_all(&dir);
         result
+    }
+
+    async fn service_network(&self) -> Result<crate::ServiceNetwork> {
+        // forq enters the container's namespace: the engine must be this
+        // machine's, and forq root (what the in-namespace proxy needs too).
+        if !matches!(self.backend.egress, Egress::InNamespace) {
+            return Err(Error::Unsupported {
+                backend: "docker",
+                what: "a service network on an engine forq cannot enter (another machine's, or forq not root)",
+            });
+        }
+        let _live = self.live().await?;
+        let (ns_path, _) = self.container_netns().await?;
+        std::fs::File::open(&ns_path)
+            .and_then(crate::native::sys::service_in)
+            .map_err(|e| Error::io("enter the container's network", ns_path, e))
     }
 
     async fn destroy(self: Box<Self>) -> Result<()> {

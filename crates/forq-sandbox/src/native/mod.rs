@@ -1303,8 +1303,9 @@ impl Sandbox for NativeSandbox {
             &spec.limits,
         )?;
         let network = req.network.unwrap_or(spec.network);
-        let proxy = match network {
-            Network::Proxy => Some(start_proxy(shared.holder.as_ref(), &spec.egress)?),
+        let proxy = match (network, &req.service_network) {
+            (_, Some(_)) => None,
+            (Network::Proxy, None) => Some(start_proxy(shared.holder.as_ref(), &spec.egress)?),
             _ => None,
         };
         let (status_rd, status_wr) =
@@ -1313,11 +1314,14 @@ impl Sandbox for NativeSandbox {
             new_root: cstr(&self.dir.join("r").display().to_string()),
             steps: self.steps.clone(),
             inner_steps: self.inner_steps.clone(),
-            new_net: network == Network::None,
-            join_net: proxy.as_ref().map(|p| {
-                use std::os::fd::AsRawFd;
-                p.netns.as_raw_fd()
-            }),
+            new_net: network == Network::None && req.service_network.is_none(),
+            join_net: match &req.service_network {
+                Some(service) => Some(service.netns_fd()),
+                None => proxy.as_ref().map(|p| {
+                    use std::os::fd::AsRawFd;
+                    p.netns.as_raw_fd()
+                }),
+            },
             hostname: cstr("forq-sandbox"),
             cgroup_procs: group
                 .procs_files()
@@ -1498,6 +1502,19 @@ impl Sandbox for NativeSandbox {
             .untracked
             .get_or_init(|| diff::Untracked::load(base));
         diff::diff_paths(base, &self.merged_workspace(), candidates, untracked)
+    }
+
+    async fn service_network(&self) -> Result<crate::ServiceNetwork> {
+        if self.template.shared.holder.is_some() {
+            return Err(Error::Unsupported {
+                backend: "native",
+                what:
+                    "a service network without root (forq enters the service's network namespace)",
+            });
+        }
+        let inner = self.inner.read().await;
+        self.live(&inner)?;
+        sys::service_namespace().map_err(|e| Error::io("make a service network", "netns", e))
     }
 
     async fn destroy(self: Box<Self>) -> Result<()> {

@@ -1035,6 +1035,36 @@ pub(crate) fn net_namespace_with_listener(
     .unwrap_or_else(|_| Err(io::Error::other("the namespace thread panicked")))
 }
 
+/// A thread in a new network namespace (its loopback up) that stays there,
+/// connecting to its `127.0.0.1` ports on request: what reaches a service
+/// running in a sandbox that has no network of its own. Needs root.
+pub(crate) fn service_namespace() -> io::Result<crate::service::ServiceNetwork> {
+    crate::service::ServiceNetwork::spawn(|| {
+        // SAFETY: unshare on this thread alone, which serves only this.
+        if unsafe { libc::unshare(libc::CLONE_NEWNET) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if !loopback_up() {
+            return Err(io::Error::other("cannot bring up the loopback interface"));
+        }
+        Ok(())
+    })
+}
+
+/// A thread inside the network namespace `netns` (a container's), staying
+/// there to connect to its ports (see [`service_namespace`]).
+#[cfg_attr(not(feature = "docker"), allow(dead_code))]
+pub(crate) fn service_in(netns: std::fs::File) -> io::Result<crate::service::ServiceNetwork> {
+    crate::service::ServiceNetwork::spawn(move || {
+        use std::os::fd::AsRawFd;
+        // SAFETY: setns on this thread alone, with a namespace file we hold.
+        if unsafe { libc::setns(netns.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    })
+}
+
 /// Installs on `cmd` a process that enters the user namespace `user` (the
 /// holder's), makes a network namespace there with its loopback up and a
 /// TCP listener on `127.0.0.1:port`, writes the listener's descriptor

@@ -64,6 +64,7 @@ macro_rules! isolating_backend {
             payload_has_no_capabilities_no_new_privileges_and_a_filter,
             forq_and_the_command_share_the_workspace,
             a_golden_outlives_its_process_and_gc,
+            a_service_is_reached_through_its_network_and_nowhere_else,
             $($extra),*
         ]);
     };

@@ -996,3 +996,71 @@ pub(crate) async fn a_golden_outlives_its_process_and_gc(h: &Harness) {
     assert!(goldens.remove(&*backend, &name).await.unwrap());
     assert!(goldens.list().unwrap().is_empty());
 }
+
+/// GET `path` over `stream` (HTTP/1.0): the whole answer.
+async fn http_get(mut stream: tokio::net::TcpStream, path: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    stream
+        .write_all(format!("GET {path} HTTP/1.0\r\nHost: preview\r\n\r\n").as_bytes())
+        .await
+        .unwrap();
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).await.unwrap();
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
+pub(crate) async fn a_service_is_reached_through_its_network_and_nowhere_else(h: &Harness) {
+    let sb = h.create().await;
+    let net = match sb.service_network().await {
+        Ok(net) => net,
+        // Without root, forq cannot enter a namespace to reach the service.
+        Err(Error::Unsupported { what, .. }) if what.contains("without root") => {
+            sb.destroy().await.unwrap();
+            return;
+        }
+        Err(e) => panic!("a service network as root: {e}"),
+    };
+    const PORT: u16 = 18763;
+    let serve = match h.kind {
+        BackendKind::Docker => format!("exec busybox httpd -f -p 127.0.0.1:{PORT} -h ."),
+        _ => format!("exec python3 -m http.server {PORT} --bind 127.0.0.1"),
+    };
+    let request = ExecRequest::shell(serve)
+        .service_network(&net)
+        .timeout(Duration::from_secs(60));
+    // The service runs until asked to stop; then its sandbox goes.
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
+        tokio::select! {
+            out = sb.exec(request) => panic!("the service ended early: {out:?}"),
+            _ = stopped => {}
+        }
+        sb.destroy().await.unwrap();
+    });
+    // Reached through the network once it listens.
+    let mut answer = String::new();
+    for _ in 0..100 {
+        if let Ok(stream) = net.connect(PORT).await {
+            answer = http_get(stream, "/README.md").await;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        answer.contains("200") && answer.contains("# fixture"),
+        "{answer:?}"
+    );
+    // Not from the host: nothing listens there.
+    assert!(
+        tokio::net::TcpStream::connect(("127.0.0.1", PORT))
+            .await
+            .is_err(),
+        "the service is on the host's loopback"
+    );
+    stop.send(()).unwrap();
+    task.await.unwrap();
+    assert!(
+        net.connect(PORT).await.is_err(),
+        "the service outlived its sandbox"
+    );
+}
