@@ -58,6 +58,16 @@ pub struct Golden {
     pub test: Option<String>,
     /// Environment of every sandbox.
     pub env: BTreeMap<String, String>,
+    /// What starts the application for a preview (`sh -c` at the
+    /// repository's root, in the foreground), e.g. `python -m http.server
+    /// 8000`.
+    pub start: Option<String>,
+    /// The port the started application listens on, on loopback inside the
+    /// sandbox.
+    pub port: Option<u16>,
+    /// A path answered with a 2xx or 3xx once the application is ready
+    /// (default: ready once the port accepts a connection).
+    pub health_path: Option<String>,
 }
 
 /// The oracle.

@@ -5,6 +5,7 @@ pub mod config;
 pub mod git;
 pub mod github;
 pub mod pipeline;
+pub mod preview;
 pub mod queue;
 pub mod seed;
 pub mod source;

@@ -31,6 +31,7 @@ use serde_json::json;
 
 use crate::config::{BrancherName, Config, FundingMode, Mode, Strategy};
 use crate::git;
+use crate::preview::{Preview, PreviewError, PreviewSpec};
 use crate::seed::{self, SeedOptions, Seeded};
 use crate::store::{Action, Run, State, Store, StoreError};
 
@@ -912,6 +913,41 @@ impl Pipeline {
             )
         };
         Ok(json!({"green": judgement.green(), "commit": commit, "branch": branch, "why": why}))
+    }
+
+    /// A preview of run `run`'s fix: its workspace (the patch committed)
+    /// in a warm sandbox — the repository's golden forked when one matches
+    /// — with forq.yml's `golden.start` serving `golden.port` in a network
+    /// only the returned [`Preview`] reaches. The preview owns the sandbox.
+    pub async fn preview(&self, run: &Run) -> Result<Arc<Preview>, PreviewError> {
+        if !matches!(run.state, State::PatchReady | State::PrOpened) {
+            return Err(PreviewError::NoPatch {
+                id: run.id.clone(),
+                state: run.state.name().to_owned(),
+            });
+        }
+        let stopped = |s: Stop| match s {
+            Stop::End(_, why) => PreviewError::Sandbox(why),
+        };
+        let read = |phase: &str| {
+            self.store
+                .checkpointed(&run.id, phase)
+                .map_err(|e| PreviewError::Sandbox(e.to_string()))?
+                .ok_or_else(|| PreviewError::Sandbox(format!("the run has no {phase} checkpoint")))
+        };
+        let seeded: Seeded = serde_json::from_value(read("seeded")?)
+            .map_err(|e| PreviewError::Sandbox(e.to_string()))?;
+        let provisioned: Provisioned = serde_json::from_value(read("provisioned")?)
+            .map_err(|e| PreviewError::Sandbox(e.to_string()))?;
+        let config = self.config_of(run, &seeded.workspace).map_err(stopped)?;
+        let spec = PreviewSpec::from_config(&config)?;
+        let backend = self.backend_for(&config).await.map_err(stopped)?;
+        let gate = self.gate_for(run, &config, &*backend, false);
+        let sandbox =
+            forq_bootstrap::provision(&*backend, &seeded.workspace, &provisioned.stack, &gate)
+                .await
+                .map_err(|e| PreviewError::Sandbox(e.to_string()))?;
+        Preview::start(sandbox, spec).await
     }
 }
 

@@ -233,6 +233,9 @@ pub(crate) struct ServeArgs {
     /// a GitHub repository (its URL, or OWNER/REPO).
     #[arg(long = "source", value_name = "SPEC")]
     pub(crate) sources: Vec<String>,
+    /// Stop a preview unused for this many seconds.
+    #[arg(long, default_value_t = 900, value_name = "SECS")]
+    pub(crate) preview_idle: u64,
     #[command(subcommand)]
     pub(crate) command: Option<ServeCommand>,
 }

@@ -364,6 +364,7 @@ function runView(id) {
   crumbs({ text: id });
   let run = null;
   let triage = null;
+  let preview = null;
   const log = h('div', { class: 'log', id: 'log' });
   const nodes = new Map();
   let picked = null;
@@ -392,9 +393,14 @@ function runView(id) {
     const steps = h('ol', { class: 'steps', id: 'lifecycle' },
       LIFECYCLE.map((s, i) => h('li', { class: over || i < reached ? 'done' : i === reached ? 'now' : '' }, s)),
       h('li', { class: over ? (good ? 'done' : 'end-bad') : '' }, over ? state.replace('_', ' ') : 'done'));
+    const patched = state === 'patch_ready' || state === 'pr_opened';
     const actions = h('div', { class: 'row' },
       !over ? h('button', { onclick: () => act('abort') }, 'Abort') : null,
-      !over ? h('button', { onclick: () => act('resume'), title: 'continue an interrupted run from its last checkpoint' }, 'Resume') : null);
+      !over ? h('button', { onclick: () => act('resume'), title: 'continue an interrupted run from its last checkpoint' }, 'Resume') : null,
+      patched && !preview ? h('button', { class: 'primary', id: 'preview', onclick: startPreview,
+        title: "run the fix: forq.yml's golden.start in a sandbox of its own" }, 'Preview') : null,
+      preview ? [h('a', { href: preview.url, target: '_blank', rel: 'noopener', id: 'preview-link' }, 'Open the preview ↗'),
+        h('button', { onclick: stopPreview }, 'Stop preview')] : null);
     const verdict = triage && !triage.skipped
       ? `${triage.attempt_fix ? 'fix' : 'skip'} (${Number(triage.confidence).toFixed(2)}): ${triage.reason}`
       : triage ? `skipped: ${triage.reason}` : '—';
@@ -416,6 +422,22 @@ function runView(id) {
           h('dt', {}, 'branch'), h('dd', { class: 'mono' }, run.branch || '—'),
           run.branch ? [h('dt', {}, 'push it'), h('dd', { class: 'mono' }, `forq push ${run.id} --pr`)] : null),
         h('div', {}, actions, h('p', { class: 'note', id: 'act-note' }))));
+  }
+
+  async function startPreview() {
+    const note = document.getElementById('act-note');
+    note.textContent = 'starting the preview…';
+    try {
+      ({ body: preview } = await post(`/api/runs/${id}/preview`));
+      note.textContent = `serving ${preview.start} on port ${preview.port}`;
+    } catch (e) { note.textContent = e.message; }
+    drawHead();
+  }
+
+  async function stopPreview() {
+    try { await api(`/api/previews/${preview.key}`, { method: 'DELETE' }); } catch (e) { /* gone already */ }
+    preview = null;
+    drawHead();
   }
 
   async function act(what) {
@@ -548,6 +570,7 @@ function runView(id) {
     }
     run = body.run;
     triage = body.triage;
+    try { preview = (await api('/api/previews')).body.find((p) => p.run === id) || null; } catch (e) { preview = null; }
     crumbs({ text: run.repo.split('/').filter(Boolean).pop(), href: `#/repo/${encodeURIComponent(run.repo)}` }, { text: `run ${id}` });
     view.replaceChildren(parts.head, parts.tree, h('div', { class: 'cols' }, parts.patch, parts.log));
     drawHead();

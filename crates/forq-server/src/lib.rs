@@ -24,6 +24,11 @@
 //! - `GET /api/repos`, `GET /api/issues?repo=`: repositories (from runs and
 //!   the configured [`Control::source`]s) with their runs counted by state
 //!   and their golden, and a repository's issues beside their latest runs.
+//! - `POST /api/runs/{id}/preview`, `GET /api/previews`, `DELETE
+//!   /api/previews/{key}`, `/preview/{key}/…`: preview environments, a
+//!   run's fix running in a sandbox of its own, relayed at a URL of its own
+//!   (see [`Previews`]); stopped on request, when idle
+//!   ([`ServerOptions::preview_idle`]), and with the server.
 //! - `GET /`: the dashboard, one page compiled into the binary (works
 //!   offline): repositories → a repository's issue queue (pick, burn down,
 //!   rows live) → a run (lifecycle, live log, triage verdict, cost, the
@@ -56,8 +61,11 @@
 
 pub mod bench;
 mod dashboard;
+mod previews;
 mod repos;
 mod webhook;
+
+pub use previews::Previews;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -92,6 +100,8 @@ pub struct ServerOptions {
     /// How often streams look for new events in the store (default 100 ms):
     /// other processes write there too.
     pub poll: Duration,
+    /// A preview unused this long is stopped (default 15 minutes).
+    pub preview_idle: Duration,
 }
 
 impl Default for ServerOptions {
@@ -100,6 +110,7 @@ impl Default for ServerOptions {
             bind: SocketAddr::from(([127, 0, 0, 1], 7878)),
             token: None,
             poll: Duration::from_millis(100),
+            preview_idle: Duration::from_secs(15 * 60),
         }
     }
 }
@@ -164,6 +175,7 @@ pub struct Control {
     webhook_secret: Option<Arc<str>>,
     golden_sync: Option<GoldenSync>,
     sources: Vec<Source>,
+    previews: Arc<Previews>,
 }
 
 impl std::fmt::Debug for Control {
@@ -198,7 +210,14 @@ impl Control {
             webhook_secret: None,
             golden_sync: None,
             sources: Vec::new(),
+            previews: Arc::default(),
         }
+    }
+
+    /// The previews the server will run: stop them all on the way out
+    /// ([`Previews::stop_all`]).
+    pub fn previews(&self) -> Arc<Previews> {
+        self.previews.clone()
     }
 
     /// Lists this source's issues on the dashboard (`GET /api/repos`,
@@ -242,6 +261,7 @@ struct App {
     webhook_secret: Option<Arc<str>>,
     golden_sync: Option<GoldenSync>,
     sources: Arc<[Source]>,
+    previews: Arc<Previews>,
     /// Repositories whose golden is being synced now.
     syncing: Arc<std::sync::Mutex<std::collections::HashSet<String>>>,
     token: Option<Arc<str>>,
@@ -262,6 +282,7 @@ pub async fn serve(
         webhook_secret,
         golden_sync,
         sources,
+        previews,
     } = control;
     let bind = options.bind;
     if !bind.ip().is_loopback() && options.token.as_deref().is_none_or(str::is_empty) {
@@ -281,13 +302,34 @@ pub async fn serve(
         webhook_secret,
         golden_sync,
         sources: sources.into(),
+        previews: previews.clone(),
         syncing: Arc::default(),
         token: options.token.map(Arc::from),
         poll: options.poll,
     });
-    axum::serve(listener, app)
+    // Idle previews stop; the reaper goes with the server.
+    let idle = options.preview_idle;
+    let reaper = AbortOnDrop(tokio::spawn(async move {
+        let every = (idle / 4).clamp(Duration::from_millis(100), Duration::from_secs(5));
+        loop {
+            tokio::time::sleep(every).await;
+            previews.reap(idle).await;
+        }
+    }));
+    let served = axum::serve(listener, app)
         .await
-        .map_err(|source| ServerError::Io { bind: addr, source })
+        .map_err(|source| ServerError::Io { bind: addr, source });
+    drop(reaper);
+    served
+}
+
+/// A task that ends when this is dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 fn router(app: App) -> Router {
@@ -307,6 +349,15 @@ fn router(app: App) -> Router {
         .route("/webhooks/github", post(webhook::github))
         .route("/api/goldens", get(goldens))
         .route("/api/repos", get(repos::list))
+        .route("/api/runs/{id}/preview", post(previews::start))
+        .route("/api/previews", get(previews::list))
+        .route("/api/previews/{key}", axum::routing::delete(previews::stop))
+        .route("/preview/{key}", axum::routing::any(previews::slash))
+        .route("/preview/{key}/", axum::routing::any(previews::relay_root))
+        .route(
+            "/preview/{key}/{*rest}",
+            axum::routing::any(previews::relay_path),
+        )
         .route("/api/issues", get(repos::issues))
         .route("/", get(dashboard::index))
         .route("/assets/{file}", get(dashboard::asset))
@@ -362,7 +413,12 @@ async fn guard(State(app): State<App>, request: Request, next: Next) -> Response
     // dashboard's page and assets hold no data: the page asks for the
     // token and sends it with every call.
     let path = request.uri().path();
-    let open = path == "/webhooks/github" || path == "/" || path.starts_with("/assets/");
+    // A preview's URL is its capability (128 random bits, handed out only
+    // to a request that carried the token): a browser opens it as is.
+    let open = path == "/webhooks/github"
+        || path == "/"
+        || path.starts_with("/assets/")
+        || path.starts_with("/preview/");
     if let (Some(token), false) = (&app.token, open) {
         let given = request
             .headers()
@@ -894,6 +950,19 @@ pub fn openapi_document() -> Value {
             "/api/issues": {"get": {"summary": "A repository's issues from the configured sources, then those only its runs know, each with its latest run",
                 "parameters": [{"name": "repo", "in": "query", "required": true, "schema": {"type": "string"}}],
                 "responses": json_ok("{repo, name, issues: [{issue, run, queueable}], problems}")}},
+            "/api/runs/{id}/preview": {"post": {"summary": "Start a preview of the run's fix: its workspace in a warm sandbox, forq.yml's golden.start serving golden.port in a network of the sandbox's own; answers once ready (golden.health_path when given)",
+                "parameters": [run_id],
+                "responses": {"201": {"description": "{key, url, run, start, port}: the preview's URL (/preview/KEY/) is its capability", "content": {"application/json": {}}},
+                    "409": {"description": "no patch yet, or forq.yml names no preview"}, "502": {"description": "the application ended or was not ready in time"},
+                    "503": {"description": "no pipeline, or the backend gives no service network"}}}},
+            "/api/previews": {"get": {"summary": "Running previews", "responses": json_ok("[{key, url, run, start, port, started_ms, idle_s}]")}},
+            "/api/previews/{key}": {"delete": {"summary": "Stop a preview (its sandbox is gone when this answers)",
+                "parameters": [{"name": "key", "in": "path", "required": true, "schema": {"type": "string"}}],
+                "responses": {"200": {"description": "stopped"}, "404": {"description": "no such preview"}}}},
+            "/preview/{key}/{path}": {"get": {"summary": "The preview's application, relayed (any method); a preview idle longer than the server's limit is stopped", "security": [],
+                "parameters": [{"name": "key", "in": "path", "required": true, "schema": {"type": "string"}},
+                    {"name": "path", "in": "path", "required": true, "schema": {"type": "string"}}],
+                "responses": {"200": {"description": "what the application answers"}, "404": {"description": "no such preview"}, "502": {"description": "the application does not answer"}}}},
             "/": {"get": {"summary": "The dashboard (needs no token itself: it asks for one and sends it with each call)", "security": [],
                 "responses": {"200": {"description": "the page", "content": {"text/html": {}}}}}},
             "/api/queue": {"post": {"summary": "Queue issues and run them (as forq queue does): a directory of Markdown issues, a GitHub repository's issues, or one issue's text on a repository",

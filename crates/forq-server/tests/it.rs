@@ -188,6 +188,10 @@ async fn runs_and_their_events_are_listed_filtered_and_shown() {
         "/api/repos",
         "/api/issues",
         "/api/queue",
+        "/api/runs/{id}/preview",
+        "/api/previews",
+        "/api/previews/{key}",
+        "/preview/{key}/{path}",
         "/webhooks/github",
     ] {
         assert!(api["paths"].get(path).is_some(), "{path} undocumented");
@@ -763,4 +767,172 @@ async fn the_dashboard_is_served_offline_and_its_page_needs_no_token() {
     // The data still needs the token.
     let runs = reqwest::get(format!("{url}/api/runs")).await.unwrap();
     assert_eq!(runs.status().as_u16(), 401);
+}
+
+/// A small web app beside examples/calc: its page shows `calc.add(2, 3)`,
+/// and forq.yml says how to start it for a preview.
+fn calc_app(dir: &std::path::Path) -> std::path::PathBuf {
+    let repo = calc(dir);
+    std::fs::write(
+        repo.join("app.py"),
+        r#"import http.server
+import calc
+
+
+class Page(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        if self.path == "/health":
+            body = b"ok"
+        else:
+            body = f"<h1>calc</h1><p>2 + 3 = {calc.add(2, 3)}</p><p>{self.path}</p>".encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+http.server.HTTPServer(("127.0.0.1", 8000), Page).serve_forever()
+"#,
+    )
+    .unwrap();
+    std::fs::write(
+        repo.join("forq.yml"),
+        "golden:\n  start: python3 app.py\n  port: 8000\n  health_path: /health\n",
+    )
+    .unwrap();
+    repo
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_preview_serves_the_fix_through_its_own_url_and_stops() {
+    let backend = match forq_sandbox::open_backend(forq_sandbox::BackendChoice::Auto).await {
+        Ok(b) => b.backend,
+        Err(e) if std::env::var_os("CI").is_none() => {
+            skip(&e);
+            return;
+        }
+        Err(e) => panic!("an isolating backend must work under CI: {e}"),
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    std::fs::create_dir_all(&state).unwrap();
+    let store = Arc::new(Store::open(&state.join("forq.db")).unwrap());
+    let pipeline = forq_app::pipeline::Pipeline::new(store.clone(), &state, backend);
+    let control = Control::new(store.clone()).actions(forq_server::Actions::new(pipeline));
+    let previews = control.previews();
+    let mut options = ServerOptions::default();
+    options.bind = "127.0.0.1:0".parse().unwrap();
+    options.preview_idle = Duration::from_secs(2);
+    let (addr, task) = spawn(control, options).await;
+    let url = format!("http://{addr}");
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let repo = calc_app(dir.path());
+    let queued: Value = client
+        .post(format!("{url}/api/queue"))
+        .json(&json!({"text": "# add() subtracts\n\nadd(2, 3) returns -1.", "repo": repo, "action": "fix"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = queued["runs"][0]["id"].as_str().unwrap().to_owned();
+    // Before its patch, there is nothing to preview.
+    let early = client
+        .post(format!("{url}/api/runs/{id}/preview"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(early.status().as_u16(), 409, "{:?}", early.text().await);
+    let events = sse(&format!("{url}/api/runs/{id}/stream"), None, 100_000).await;
+    let last = events.iter().rev().find(|e| e.1 == "state").unwrap();
+    assert_eq!(last.2["data"]["to"], "patch_ready", "{events:?}");
+
+    // The fix, running: the page shows 5, not -1.
+    let start = || async {
+        let made = client
+            .post(format!("{url}/api/runs/{id}/preview"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(made.status().as_u16(), 201);
+        let made: Value = made.json().await.unwrap();
+        made["url"].as_str().unwrap().to_owned()
+    };
+    let page_url = start().await;
+    assert!(page_url.starts_with("/preview/") && page_url.ends_with('/'));
+    let key = page_url
+        .trim_start_matches("/preview/")
+        .trim_end_matches('/');
+    assert_eq!(key.len(), 32, "128 random bits: {key}");
+    let page = client
+        .get(format!("{url}{page_url}about?x=1"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status().as_u16(), 200);
+    let page = page.text().await.unwrap();
+    assert!(page.contains("2 + 3 = 5"), "{page}");
+    assert!(
+        page.contains("<p>/about?x=1</p>"),
+        "path and query relayed: {page}"
+    );
+    let bare = client
+        .get(format!("{url}/preview/{key}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bare.status().as_u16(), 308);
+    // Nothing of it is on the host's network.
+    assert!(tokio::net::TcpStream::connect("127.0.0.1:8000")
+        .await
+        .is_err());
+    let (_, listed) = get_json(&format!("{url}/api/previews")).await;
+    assert_eq!(listed[0]["run"], json!(id));
+    assert_eq!(listed[0]["port"], 8000);
+    // Stopped on request: its URL is gone.
+    let stopped = client
+        .delete(format!("{url}/api/previews/{key}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stopped.status().as_u16(), 200);
+    let after = client.get(format!("{url}{page_url}")).send().await.unwrap();
+    assert_eq!(after.status().as_u16(), 404);
+
+    // Stopped when idle: unused for longer than the server's limit.
+    let idle_url = start().await;
+    assert_eq!(
+        client
+            .get(format!("{url}{idle_url}"))
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .as_u16(),
+        200
+    );
+    let mut gone = false;
+    for _ in 0..100 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let (_, listed) = get_json(&format!("{url}/api/previews")).await;
+        if listed.as_array().unwrap().is_empty() {
+            gone = true;
+            break;
+        }
+    }
+    assert!(gone, "an idle preview was not stopped");
+    let after = client.get(format!("{url}{idle_url}")).send().await.unwrap();
+    assert_eq!(after.status().as_u16(), 404);
+
+    // Stopped with the server (what `forq serve` does on its way out).
+    let last_url = start().await;
+    previews.stop_all().await;
+    let after = client.get(format!("{url}{last_url}")).send().await.unwrap();
+    assert_eq!(after.status().as_u16(), 404);
+    task.abort();
 }

@@ -632,11 +632,23 @@ pub(crate) async fn serve(args: crate::cli::ServeArgs) -> anyhow::Result<ExitCod
     options.token = std::env::var(&args.token_env)
         .ok()
         .filter(|t| !t.is_empty());
-    forq_server::serve(control, options, |addr| {
-        super::agent::note(&format!("forq serve: listening on http://{addr} (API: /openapi.json)"));
-    })
-    .await
-    .map_err(|e| match e {
+    options.preview_idle = Duration::from_secs(args.preview_idle);
+    let previews = control.previews();
+    let served = forq_server::serve(control, options, |addr| {
+        super::agent::note(&format!(
+            "forq serve: listening on http://{addr} (dashboard: /, API: /openapi.json)"
+        ));
+    });
+    // Previews go with the server: on ^C or SIGTERM their sandboxes are
+    // stopped before forq exits.
+    let served = tokio::select! {
+        r = served => r,
+        () = shutdown_signal() => {
+            previews.stop_all().await;
+            Ok(())
+        }
+    };
+    served.map_err(|e| match e {
         forq_server::ServerError::TokenRequired { bind } => anyhow::anyhow!(
             "{bind} is reachable from other machines: set a token in {} (every request then sends `Authorization: Bearer <token>`), or bind to 127.0.0.1",
             args.token_env
@@ -644,6 +656,22 @@ pub(crate) async fn serve(args: crate::cli::ServeArgs) -> anyhow::Result<ExitCod
         e => e.into(),
     })?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// ^C or SIGTERM.
+async fn shutdown_signal() {
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        () = term => {}
+    }
 }
 
 /// A `forq serve --source` SPEC: `DIR`, `DIR=REPO`, or a GitHub

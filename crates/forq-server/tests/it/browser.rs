@@ -204,7 +204,7 @@ async fn the_dashboard_burns_down_a_queue_and_draws_the_search_live_in_chromium(
     };
     // The calc example, with two issues: the bundled one and a second.
     let dir = tempfile::tempdir().unwrap();
-    let repo = super::calc(dir.path()).canonicalize().unwrap();
+    let repo = super::calc_app(dir.path()).canonicalize().unwrap();
     let issues = dir.path().join("issues");
     std::fs::create_dir_all(&issues).unwrap();
     let one = std::fs::read_to_string(repo.join("ISSUE.md")).unwrap();
@@ -452,5 +452,18 @@ async fn the_dashboard_burns_down_a_queue_and_draws_the_search_live_in_chromium(
         json!("dark")
     );
     browser.screenshot("run-dark").await;
+    // The fix, running: Preview starts forq.yml's app in a sandbox of its
+    // own, and its link opens it through the server.
+    browser.click("#preview").await;
+    let link = browser
+        .until(
+            "the preview's link",
+            "const a = document.getElementById('preview-link'); return a && a.href",
+            120,
+        )
+        .await;
+    browser.goto(link.as_str().unwrap()).await;
+    let shown = browser.js("return document.body.innerText").await;
+    assert!(shown.as_str().unwrap().contains("2 + 3 = 5"), "{shown}");
     task.abort();
 }
