@@ -176,6 +176,13 @@ pub async fn push(
     let refspec = format!("refs/heads/{branch}:refs/heads/{branch}");
     match git(dir, &["push", "--porcelain", &lease, remote, &refspec]).await {
         Ok(_) => Ok(()),
+        // A shallow workspace cannot give a remote without its history
+        // what it lacks: that is not someone else's branch.
+        Err(e @ GitError::Failed { .. })
+            if e.to_string().contains("shallow update not allowed") =>
+        {
+            Err(e)
+        }
         Err(GitError::Failed { message, .. })
             if message.contains("stale info") || message.contains("rejected") =>
         {

@@ -6,6 +6,7 @@ pub mod git;
 pub mod github;
 pub mod pipeline;
 pub mod preview;
+pub mod publish;
 pub mod queue;
 pub mod seed;
 pub mod source;

@@ -190,6 +190,9 @@ enum Stop {
 
 type Phase<T> = Result<T, Stop>;
 
+/// The checkpoint holding what the run's requester chose.
+const REQUESTED: &str = "requested";
+
 fn fail(e: impl std::fmt::Display) -> Stop {
     Stop::End(State::Failed, e.to_string())
 }
@@ -671,12 +674,39 @@ impl Pipeline {
 
     /// The settings: the pipeline's own, else the workspace's `forq.yml`.
     fn config_of(&self, run: &Run, workspace: &Path) -> Phase<Config> {
-        match &self.config {
-            Some(c) => Ok(c.clone()),
+        let mut config = match &self.config {
+            Some(c) => c.clone(),
             None => Config::load(workspace)
                 .map(|(c, _)| self.repository_config(&run.id, c))
-                .map_err(fail),
+                .map_err(fail)?,
+        };
+        // What whoever queued the run asked for (`request_fix`) wins.
+        if let Some(asked) = self.store.checkpointed(&run.id, REQUESTED).map_err(fail)? {
+            let fix = &mut config.actions.fix;
+            if let Ok(strategy) = serde_json::from_value(asked["strategy"].clone()) {
+                fix.strategy = strategy;
+            }
+            if let Ok(brancher) = serde_json::from_value(asked["brancher"].clone()) {
+                fix.brancher = Some(brancher);
+            }
         }
+        Ok(config)
+    }
+
+    /// Records, for run `id` before it starts, how its fix is looked for:
+    /// the `strategy` and `brancher` override forq.yml's for this run only
+    /// (and survive a resume).
+    pub fn request_fix(
+        &self,
+        id: &str,
+        strategy: Option<Strategy>,
+        brancher: Option<BrancherName>,
+    ) -> Result<(), StoreError> {
+        self.store.checkpoint(
+            id,
+            REQUESTED,
+            &json!({"strategy": strategy, "brancher": brancher}),
+        )
     }
 
     /// A repository's own settings, without what would loosen isolation:

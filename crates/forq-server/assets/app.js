@@ -400,7 +400,14 @@ function runView(id) {
       patched && !preview ? h('button', { class: 'primary', id: 'preview', onclick: startPreview,
         title: "run the fix: forq.yml's golden.start in a sandbox of its own" }, 'Preview') : null,
       preview ? [h('a', { href: preview.url, target: '_blank', rel: 'noopener', id: 'preview-link' }, 'Open the preview ↗'),
-        h('button', { onclick: stopPreview }, 'Stop preview')] : null);
+        h('button', { onclick: stopPreview }, 'Stop preview')] : null,
+      state === 'patch_ready' ? h('button', { id: 'push', onclick: () => publish('push', { pull_request: true }),
+        title: 'push the branch to origin and open a pull request (the server needs GITHUB_TOKEN)' }, 'Push & open PR') : null);
+    const onGithub = /\/issues\/\d+$/.test(run.issue.url || '');
+    const comment = h('input', { type: 'text', id: 'comment', placeholder: 'comment on the issue', 'aria-label': 'comment' });
+    const issueActions = onGithub ? h('div', { class: 'row' }, comment,
+      h('button', { onclick: () => publish('comment', { body: comment.value }) }, 'Comment'),
+      h('button', { onclick: () => publish('close', comment.value ? { body: comment.value } : {}) }, 'Close issue')) : null;
     const verdict = triage && !triage.skipped
       ? `${triage.attempt_fix ? 'fix' : 'skip'} (${Number(triage.confidence).toFixed(2)}): ${triage.reason}`
       : triage ? `skipped: ${triage.reason}` : '—';
@@ -421,7 +428,7 @@ function runView(id) {
           h('dt', {}, 'patch'), h('dd', {}, run.patch_lines != null ? `${run.patch_lines} lines` : '—'),
           h('dt', {}, 'branch'), h('dd', { class: 'mono' }, run.branch || '—'),
           run.branch ? [h('dt', {}, 'push it'), h('dd', { class: 'mono' }, `forq push ${run.id} --pr`)] : null),
-        h('div', {}, actions, h('p', { class: 'note', id: 'act-note' }))));
+        h('div', {}, actions, issueActions, h('p', { class: 'note', id: 'act-note' }))));
   }
 
   async function startPreview() {
@@ -438,6 +445,15 @@ function runView(id) {
     try { await api(`/api/previews/${preview.key}`, { method: 'DELETE' }); } catch (e) { /* gone already */ }
     preview = null;
     drawHead();
+  }
+
+  async function publish(what, body) {
+    const note = document.getElementById('act-note');
+    try {
+      const { body: done } = await post(`/api/runs/${id}/${what}`, body);
+      note.textContent = done.pull_request ? `pull request: ${done.pull_request.html_url}`
+        : done.done || `pushed ${done.branch} to ${done.remote}`;
+    } catch (e) { note.textContent = e.message; }
   }
 
   async function act(what) {

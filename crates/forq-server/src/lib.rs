@@ -24,6 +24,9 @@
 //! - `GET /api/repos`, `GET /api/issues?repo=`: repositories (from runs and
 //!   the configured [`Control::source`]s) with their runs counted by state
 //!   and their golden, and a repository's issues beside their latest runs.
+//! - `POST /api/runs/{id}/push` (and open a pull request), `/comment`,
+//!   `/label`, `/close`: a person's actions on a finished run and its
+//!   GitHub issue, through forq-app's `publish` (what `forq push` uses).
 //! - `POST /api/runs/{id}/preview`, `GET /api/previews`, `DELETE
 //!   /api/previews/{key}`, `/preview/{key}/…`: preview environments, a
 //!   run's fix running in a sandbox of its own, relayed at a URL of its own
@@ -62,6 +65,7 @@
 pub mod bench;
 mod dashboard;
 mod previews;
+mod publish;
 mod repos;
 mod webhook;
 
@@ -350,6 +354,10 @@ fn router(app: App) -> Router {
         .route("/api/goldens", get(goldens))
         .route("/api/repos", get(repos::list))
         .route("/api/runs/{id}/preview", post(previews::start))
+        .route("/api/runs/{id}/push", post(publish::push))
+        .route("/api/runs/{id}/comment", post(publish::comment))
+        .route("/api/runs/{id}/label", post(publish::label))
+        .route("/api/runs/{id}/close", post(publish::close))
         .route("/api/previews", get(previews::list))
         .route("/api/previews/{key}", axum::routing::delete(previews::stop))
         .route("/preview/{key}", axum::routing::any(previews::slash))
@@ -665,6 +673,10 @@ struct QueueRequest {
     limit: Option<usize>,
     /// Only the issues with these ids.
     ids: Option<Vec<String>>,
+    /// `speculative` or `single`, over forq.yml's, for these runs.
+    strategy: Option<forq_app::config::Strategy>,
+    /// `mutate`, `llm` or `agent`, over forq.yml's, for these runs.
+    brancher: Option<forq_app::config::BrancherName>,
     /// Run issues that have a run standing already, again.
     #[serde(default)]
     again: bool,
@@ -730,7 +742,11 @@ async fn queue_issues(
             ));
         }
     }
-    let (runs, standing) = start(&app, actions, new, req.again).await?;
+    let fix = FixChoice {
+        strategy: req.strategy,
+        brancher: req.brancher,
+    };
+    let (runs, standing) = start(&app, actions, new, req.again, fix).await?;
     Ok((
         StatusCode::ACCEPTED,
         Json(json!({"runs": runs, "standing": standing})),
@@ -745,19 +761,34 @@ pub(crate) async fn start(
     actions: Actions,
     new: Vec<forq_app::store::NewRun>,
     again: bool,
+    fix: FixChoice,
 ) -> Result<(Vec<Run>, Vec<Run>), ApiError> {
     let store = app.store.clone();
+    let pipeline = actions.pipeline.clone();
     let (runs, standing) = blocking(move || {
         let (fresh, standing) = if again {
             (new, Vec::new())
         } else {
             queue::split_standing(&store, new)?
         };
-        Ok((queue::enqueue(&store, &fresh)?, standing))
+        let runs = queue::enqueue(&store, &fresh)?;
+        if fix.strategy.is_some() || fix.brancher.is_some() {
+            for run in &runs {
+                pipeline.request_fix(&run.id, fix.strategy, fix.brancher)?;
+            }
+        }
+        Ok((runs, standing))
     })
     .await?;
     spawn_runs(actions, runs.clone());
     Ok((runs, standing))
+}
+
+/// How the runs a request starts look for their fix, over forq.yml's.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct FixChoice {
+    strategy: Option<forq_app::config::Strategy>,
+    brancher: Option<forq_app::config::BrancherName>,
 }
 
 /// The server's actions, or 503 when it was started without a pipeline.
@@ -955,6 +986,21 @@ pub fn openapi_document() -> Value {
                 "responses": {"201": {"description": "{key, url, run, start, port}: the preview's URL (/preview/KEY/) is its capability", "content": {"application/json": {}}},
                     "409": {"description": "no patch yet, or forq.yml names no preview"}, "502": {"description": "the application ended or was not ready in time"},
                     "503": {"description": "no pipeline, or the backend gives no service network"}}}},
+            "/api/runs/{id}/push": {"post": {"summary": "Push the run's branch (never forcing over a commit that is not the run's) and, with pull_request, open a pull request (GITHUB_TOKEN) and tell the issue; as forq push does",
+                "parameters": [run_id],
+                "requestBody": {"required": false, "content": {"application/json": {"schema": {"type": "object", "additionalProperties": false, "properties": {
+                    "remote": {"type": "string", "description": "a remote's name in the workspace or a URL (default origin)"},
+                    "pull_request": {"type": "boolean", "default": false},
+                    "github": {"type": "string", "description": "OWNER/REPO for the pull request"},
+                    "base": {"type": "string", "description": "the branch it goes into (default: the one the run was seeded from)"}}}}}},
+                "responses": {"200": {"description": "{run, remote, branch, commit, pull_request?}", "content": {"application/json": {}}},
+                    "409": {"description": "no committed patch, or the remote's branch is not the run's"}, "400": {"description": "no remote or GitHub repository to use"}, "502": {"description": "GitHub refused"}}}},
+            "/api/runs/{id}/comment": {"post": {"summary": "Comment on the run's GitHub issue: {\"body\": …}", "parameters": [run_id],
+                "responses": {"200": {"description": "{run, done}"}, "409": {"description": "the issue is not on GitHub"}}}},
+            "/api/runs/{id}/label": {"post": {"summary": "Add labels to the run's GitHub issue: {\"labels\": […]}", "parameters": [run_id],
+                "responses": {"200": {"description": "{run, done}"}, "409": {"description": "the issue is not on GitHub"}}}},
+            "/api/runs/{id}/close": {"post": {"summary": "Close the run's GitHub issue, after a comment when {\"body\": …} is given", "parameters": [run_id],
+                "responses": {"200": {"description": "{run, done}"}, "409": {"description": "the issue is not on GitHub"}}}},
             "/api/previews": {"get": {"summary": "Running previews", "responses": json_ok("[{key, url, run, start, port, started_ms, idle_s}]")}},
             "/api/previews/{key}": {"delete": {"summary": "Stop a preview (its sandbox is gone when this answers)",
                 "parameters": [{"name": "key", "in": "path", "required": true, "schema": {"type": "string"}}],
@@ -972,6 +1018,8 @@ pub fn openapi_document() -> Value {
                     "repo": {"type": "string", "description": "a directory, or a GitHub repository's URL"},
                     "action": {"type": "string", "enum": ["auto", "fix", "triage"], "default": "auto"},
                     "label": {"type": "string"}, "limit": {"type": "integer"},
+                    "strategy": {"type": "string", "enum": ["speculative", "single"], "description": "over forq.yml's, for these runs"},
+                    "brancher": {"type": "string", "enum": ["mutate", "llm", "agent"], "description": "over forq.yml's, for these runs"},
                     "ids": {"type": "array", "items": {"type": "string"}, "description": "only these issues; with a local repo alone, picked from the configured sources"},
                     "again": {"type": "boolean", "default": false}}}}}},
                 "responses": {"202": {"description": "the runs queued (started in the background) and those standing already", "content": {"application/json": {}}},

@@ -202,7 +202,8 @@ async fn queue_issue(
     let new = queue::select(&source, &selection, &actions.github)
         .await
         .map_err(|e| ApiError(StatusCode::BAD_GATEWAY, e.to_string()))?;
-    let (runs, standing) = crate::start(app, actions, new, false).await?;
+    let (runs, standing) =
+        crate::start(app, actions, new, false, crate::FixChoice::default()).await?;
     Ok((
         StatusCode::ACCEPTED,
         Json(json!({"delivery": delivery, "runs": runs, "standing": standing})),

@@ -936,3 +936,180 @@ async fn a_preview_serves_the_fix_through_its_own_url_and_stops() {
     assert_eq!(after.status().as_u16(), 404);
     task.abort();
 }
+
+/// A GitHub API on loopback that records each call (method, path, body)
+/// and answers as GitHub does for pulls and comments.
+async fn recording_github() -> (String, Arc<std::sync::Mutex<Vec<(String, String, Value)>>>) {
+    let calls: Arc<std::sync::Mutex<Vec<(String, String, Value)>>> = Arc::default();
+    let seen = calls.clone();
+    let app = axum::Router::new().fallback(
+        move |method: axum::http::Method, uri: axum::http::Uri, body: axum::body::Bytes| {
+            let seen = seen.clone();
+            async move {
+                let json: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                let path = uri.path().to_owned();
+                seen.lock()
+                    .unwrap()
+                    .push((method.to_string(), path.clone(), json));
+                let answer = if path.ends_with("/pulls") {
+                    json!({"number": 3, "html_url": "https://github.com/o/calc/pull/3"})
+                } else if path.ends_with("/comments") {
+                    json!({"html_url": "https://github.com/o/calc/issues/7#issuecomment-1"})
+                } else {
+                    json!({})
+                };
+                (axum::http::StatusCode::CREATED, axum::Json(answer))
+            }
+        },
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (url, calls)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_finished_run_is_pushed_with_a_pull_request_and_its_issue_acted_on() {
+    let backend = match forq_sandbox::open_backend(forq_sandbox::BackendChoice::Auto).await {
+        Ok(b) => b.backend,
+        Err(e) if std::env::var_os("CI").is_none() => {
+            skip(&e);
+            return;
+        }
+        Err(e) => panic!("an isolating backend must work under CI: {e}"),
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let repo = calc(dir.path());
+    let git = forq_app::git::git;
+    git(&repo, &["init", "-q", "-b", "main"]).await.unwrap();
+    git(&repo, &["add", "-A"]).await.unwrap();
+    git(&repo, &["commit", "-q", "-m", "calc"]).await.unwrap();
+    // The remote has the history (the workspace is a shallow clone).
+    git(dir.path(), &["clone", "-q", "--bare", "calc", "remote.git"])
+        .await
+        .unwrap();
+    let remote = dir.path().join("remote.git");
+    let (api, calls) = recording_github().await;
+    let state = dir.path().join("state");
+    std::fs::create_dir_all(&state).unwrap();
+    let store = Arc::new(Store::open(&state.join("forq.db")).unwrap());
+    let pipeline = forq_app::pipeline::Pipeline::new(store.clone(), &state, backend);
+    let mut actions = forq_server::Actions::new(pipeline);
+    actions.github = forq_app::github::Github::new(&api, Some("token".to_owned()));
+    let mut options = ServerOptions::default();
+    options.bind = "127.0.0.1:0".parse().unwrap();
+    let (addr, task) = spawn(Control::new(store.clone()).actions(actions), options).await;
+    let url = format!("http://{addr}");
+    let client = reqwest::Client::new();
+    // Queued with the strategy and brancher chosen here, over forq.yml's.
+    let queued: Value = client
+        .post(format!("{url}/api/queue"))
+        .json(
+            &json!({"text": "# add() subtracts", "repo": repo, "action": "fix",
+            "strategy": "speculative", "brancher": "mutate"}),
+        )
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = queued["runs"][0]["id"].as_str().unwrap().to_owned();
+    assert_eq!(
+        store.checkpointed(&id, "requested").unwrap(),
+        Some(json!({"strategy": "speculative", "brancher": "mutate"}))
+    );
+    let bad = client
+        .post(format!("{url}/api/queue"))
+        .json(&json!({"text": "# x", "repo": repo, "brancher": "oracle"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bad.status().as_u16(), 422, "an unknown brancher is refused");
+    let events = sse(&format!("{url}/api/runs/{id}/stream"), None, 100_000).await;
+    assert!(
+        events.iter().any(|e| e.1 == "node"),
+        "the mutate search ran"
+    );
+    let run = store.get(&id).unwrap();
+    assert_eq!(run.state, State::PatchReady, "{}", run.reason);
+    let branch = run.branch.clone().unwrap();
+    // Pushed, and a pull request opened that the issue is not told of (a
+    // text issue has no GitHub issue).
+    let pushed = client
+        .post(format!("{url}/api/runs/{id}/push"))
+        .json(&json!({"remote": remote, "pull_request": true, "github": "o/calc"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(pushed.status().as_u16(), 200, "{:?}", pushed.text().await);
+    let pushed: Value = pushed.json().await.unwrap();
+    assert_eq!(pushed["branch"], json!(branch));
+    assert_eq!(
+        pushed["pull_request"]["html_url"],
+        "https://github.com/o/calc/pull/3"
+    );
+    let on_remote = git(&remote, &["rev-parse", &format!("refs/heads/{branch}")])
+        .await
+        .unwrap();
+    assert_eq!(json!(on_remote), pushed["commit"]);
+    assert_eq!(store.get(&id).unwrap().state, State::PrOpened);
+    {
+        let calls = calls.lock().unwrap();
+        let pull = calls.iter().find(|c| c.1 == "/repos/o/calc/pulls").unwrap();
+        assert_eq!(pull.0, "POST");
+        assert_eq!(pull.2["head"], json!(branch));
+        assert_eq!(pull.2["base"], "main");
+    }
+    // A text issue is not on GitHub: nothing to comment on.
+    let comment = client
+        .post(format!("{url}/api/runs/{id}/comment"))
+        .json(&json!({"body": "hello"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(comment.status().as_u16(), 409);
+
+    // A GitHub issue's run: comment, label, close.
+    let mut new = NewRun::fix("7", "clamp is wrong", "https://github.com/o/calc.git");
+    new.issue.url = Some("https://github.com/o/calc/issues/7".to_owned());
+    let gh = store.create(&new).unwrap();
+    for (what, body) in [
+        ("comment", json!({"body": "a fix is on its way"})),
+        ("label", json!({"labels": ["forq", "bug"]})),
+        ("close", json!({"body": "fixed in #3"})),
+    ] {
+        let done = client
+            .post(format!("{url}/api/runs/{}/{what}", gh.id))
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(done.status().as_u16(), 200, "{what}");
+    }
+    let empty = client
+        .post(format!("{url}/api/runs/{}/label", gh.id))
+        .json(&json!({"labels": []}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(empty.status().as_u16(), 400);
+    let calls = calls.lock().unwrap();
+    let on_issue: Vec<(&str, &str)> = calls
+        .iter()
+        .filter(|c| c.1.starts_with("/repos/o/calc/issues/7"))
+        .map(|c| (c.0.as_str(), c.1.as_str()))
+        .collect();
+    assert_eq!(
+        on_issue,
+        [
+            ("POST", "/repos/o/calc/issues/7/comments"),
+            ("POST", "/repos/o/calc/issues/7/labels"),
+            ("POST", "/repos/o/calc/issues/7/comments"),
+            ("PATCH", "/repos/o/calc/issues/7"),
+        ]
+    );
+    let labelled = calls.iter().find(|c| c.1.ends_with("/labels")).unwrap();
+    assert_eq!(labelled.2["labels"], json!(["forq", "bug"]));
+    task.abort();
+}

@@ -12,7 +12,7 @@ use anyhow::Context;
 use forq_agent::provider::{self, ApiKey};
 use forq_app::config::Config;
 use forq_app::git;
-use forq_app::github::{repo_slug, Github};
+use forq_app::github::Github;
 use forq_app::pipeline::{Model, Observer, Pipeline, RunError};
 use forq_app::queue::{self, Selection, Source};
 use forq_app::store::{Action, ContextFile, Run, State, Store};
@@ -998,102 +998,42 @@ pub(crate) fn files(args: FilesArgs) -> anyhow::Result<ExitCode> {
 }
 
 pub(crate) async fn push(args: PushArgs) -> anyhow::Result<ExitCode> {
+    use forq_app::publish::{self, PublishError, PushOptions};
     let store = open_store(&args.state.state)?;
-    let run = store.get(&args.id)?;
-    if !matches!(run.state, State::PatchReady | State::PrOpened) {
-        anyhow::bail!(
-            "run {} is {}: only a run with a committed patch (patch_ready) is pushed",
-            run.id,
-            run.state
-        );
-    }
-    let branch = run.branch.clone().context("the run records no branch")?;
-    let ws = workspace_of(&args.state.state, &run)?;
-    let remote = args.remote.clone().unwrap_or_else(|| "origin".to_owned());
-    if args.remote.is_none()
-        && git::git(&ws, &["remote", "get-url", "origin"])
-            .await
-            .is_err()
+    let id = store.get(&args.id)?.id;
+    let mut options = PushOptions::new().pull_request(args.pr);
+    options.remote = args.remote.clone();
+    options.github_repo = args.github.clone();
+    options.base = args.base.clone();
+    let pushed = match publish::push(
+        &store,
+        &args.state.state,
+        &Github::from_env(),
+        &id,
+        &options,
+    )
+    .await
     {
-        anyhow::bail!(
-            "the run's workspace was copied, not cloned, so it has no origin: name where to push with --remote URL"
-        );
-    }
-    let pushed = store.checkpointed(&run.id, "pushed")?;
-    let expected = pushed
-        .as_ref()
-        .filter(|p| p["remote"] == json!(remote))
-        .and_then(|p| p["commit"].as_str().map(str::to_owned));
-    let commit = git::git(&ws, &["rev-parse", &format!("refs/heads/{branch}")]).await?;
-    if let Err(e) = git::push(&ws, &remote, &branch, expected.as_deref()).await {
-        if matches!(e, git::GitError::Rejected { .. }) {
+        Ok(p) => p,
+        Err(PublishError::Git(e @ git::GitError::Rejected { .. })) => {
             note(&format!("forq: {e}"));
             return Ok(ExitCode::from(1));
         }
-        return Err(e.into());
-    }
-    store.checkpoint(
-        &run.id,
-        "pushed",
-        &json!({"remote": remote, "branch": branch, "commit": commit}),
-    )?;
-    let mut result = json!({"run": run.id, "remote": remote, "branch": branch, "commit": commit});
-    if args.pr {
-        let slug = match &args.github {
-            Some(s) => repo_slug(s)?,
-            None => {
-                let from_issue = run.issue.url.as_deref().and_then(|u| {
-                    let parts: Vec<&str> = u.split('/').collect();
-                    (parts.len() >= 5).then(|| format!("{}/{}", parts[3], parts[4]))
-                });
-                match from_issue {
-                    Some(s) => s,
-                    None => repo_slug(&git::git(&ws, &["remote", "get-url", &remote]).await?)
-                        .context("--pr: name the GitHub repository with --github OWNER/REPO")?,
-                }
-            }
-        };
-        let seeded = store.checkpointed(&run.id, "seeded")?;
-        let base = args
-            .base
-            .clone()
-            .or_else(|| {
-                seeded
-                    .as_ref()
-                    .and_then(|s| s["base"].as_str().map(str::to_owned))
-            })
-            .unwrap_or_else(|| "main".to_owned());
-        let github = Github::from_env();
-        let title = format!("Fix #{}: {}", run.issue.id, run.issue.title);
-        let body = format!(
-            "Fixes #{}.\n\nThe patch was found by forq run `{}` and passed the repository's own tests on a fresh sandbox ({} line{} changed). A person pushed this branch.",
-            run.issue.id,
-            run.id,
-            run.patch_lines.unwrap_or(0),
-            if run.patch_lines == Some(1) { "" } else { "s" }
-        );
-        let pr = github
-            .open_pull(&slug, &title, &branch, &base, &body)
-            .await?;
-        store.transition(&run.id, State::PrOpened, &pr.html_url)?;
-        // The issue, when it is on the same GitHub, hears of it.
-        let issue_number = run
-            .issue
-            .url
-            .as_deref()
-            .filter(|u| u.contains(&format!("/{slug}/issues/")))
-            .and_then(|u| u.rsplit('/').next())
-            .and_then(|n| n.parse::<u64>().ok());
-        if let Some(number) = issue_number {
-            let text = format!("forq proposes a fix in {} (run `{}`).", pr.html_url, run.id);
-            if let Err(e) = github.comment(&slug, number, &text).await {
-                note(&format!(
-                    "forq: the pull request is open, but commenting on #{number} failed: {e}"
-                ));
-            }
+        Err(PublishError::NoOrigin) => anyhow::bail!(
+            "the run's workspace was copied, not cloned, so it has no origin: name where to push with --remote URL"
+        ),
+        Err(PublishError::NoGithubRepo) => {
+            anyhow::bail!("--pr: name the GitHub repository with --github OWNER/REPO")
         }
-        result["pull_request"] = json!(pr);
+        Err(e) => return Err(e.into()),
+    };
+    if let Some(why) = &pushed.comment_failed {
+        note(&format!(
+            "forq: the pull request is open, but commenting on the issue failed: {why}"
+        ));
     }
+    let (branch, remote, commit) = (&pushed.branch, &pushed.remote, &pushed.commit);
+    let result = json!(pushed);
     if args.json {
         super::print_json(&result)?;
     } else {

@@ -1,0 +1,272 @@
+//! What a person does with a finished run, wherever they do it (`forq
+//! push`, the control plane): push its branch and open a pull request, and
+//! comment on, label or close its GitHub issue. forq never does these on
+//! its own.
+
+use std::path::Path;
+
+use serde::Serialize;
+use serde_json::json;
+
+use crate::git::{self, GitError};
+use crate::github::{repo_slug, GhPull, Github, GithubError};
+use crate::store::{Run, State, Store, StoreError};
+
+/// How to push.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct PushOptions {
+    /// The remote: a name in the workspace (default `origin`, the
+    /// repository the run was seeded from) or a URL.
+    pub remote: Option<String>,
+    /// Open a pull request on GitHub too.
+    pub pull_request: bool,
+    /// The GitHub repository for the pull request, `OWNER/REPO` (default:
+    /// from the issue's or the remote's URL).
+    pub github_repo: Option<String>,
+    /// The branch the pull request goes into (default: the branch the run
+    /// was seeded from).
+    pub base: Option<String>,
+}
+
+impl PushOptions {
+    /// Pushes to `origin`, no pull request.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Opens a pull request too.
+    pub fn pull_request(mut self, open: bool) -> Self {
+        self.pull_request = open;
+        self
+    }
+
+    /// Pushes to `remote` (a name or a URL).
+    pub fn remote(mut self, remote: impl Into<String>) -> Self {
+        self.remote = Some(remote.into());
+        self
+    }
+}
+
+/// What a push did.
+#[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
+pub struct Pushed {
+    /// The run.
+    pub run: String,
+    /// Where it went.
+    pub remote: String,
+    /// The branch.
+    pub branch: String,
+    /// The commit pushed.
+    pub commit: String,
+    /// The pull request opened.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pull_request: Option<GhPull>,
+    /// Why the issue was not told of the pull request, when telling it
+    /// failed (the pull request is open all the same).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub comment_failed: Option<String>,
+}
+
+/// Why a run could not be published or its issue acted on.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PublishError {
+    /// The run has no committed patch.
+    #[error("run {id} is {state}: only a run with a committed patch (patch_ready) is pushed")]
+    NotReady {
+        /// The run.
+        id: String,
+        /// Its state.
+        state: String,
+    },
+    /// The run's workspace is gone or was never made.
+    #[error("run {id} has no workspace (removed, or never seeded)")]
+    NoWorkspace {
+        /// The run.
+        id: String,
+    },
+    /// No remote was named and the workspace has no origin.
+    #[error("the run's workspace was copied, not cloned, so it has no origin: name the remote to push to")]
+    NoOrigin,
+    /// The GitHub repository could not be told.
+    #[error(
+        "name the GitHub repository (OWNER/REPO): neither the issue's nor the remote's URL is one"
+    )]
+    NoGithubRepo,
+    /// The run's issue is not a GitHub issue.
+    #[error("run {id}'s issue is not on GitHub ({from}): there is nothing to comment on, label or close")]
+    NotOnGithub {
+        /// The run.
+        id: String,
+        /// Where its issue came from.
+        from: String,
+    },
+    /// git failed (a rejected push is [`GitError::Rejected`]).
+    #[error(transparent)]
+    Git(#[from] GitError),
+    /// GitHub failed.
+    #[error(transparent)]
+    Github(#[from] GithubError),
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Pushes run `id`'s branch (never forcing over a commit that is not the
+/// run's) and, when asked, opens a pull request and tells the issue.
+pub async fn push(
+    store: &Store,
+    state_dir: &Path,
+    github: &Github,
+    id: &str,
+    options: &PushOptions,
+) -> Result<Pushed, PublishError> {
+    let run = store.get(id)?;
+    if !matches!(run.state, State::PatchReady | State::PrOpened) {
+        return Err(PublishError::NotReady {
+            id: run.id,
+            state: run.state.name().to_owned(),
+        });
+    }
+    let not_ready = || PublishError::NotReady {
+        id: run.id.clone(),
+        state: "without a branch".to_owned(),
+    };
+    let branch = run.branch.clone().ok_or_else(not_ready)?;
+    let ws = crate::clean::workspace_path(state_dir, &run.id);
+    if !ws.is_dir() {
+        return Err(PublishError::NoWorkspace { id: run.id });
+    }
+    let remote = options
+        .remote
+        .clone()
+        .unwrap_or_else(|| "origin".to_owned());
+    if options.remote.is_none()
+        && git::git(&ws, &["remote", "get-url", "origin"])
+            .await
+            .is_err()
+    {
+        return Err(PublishError::NoOrigin);
+    }
+    let pushed = store.checkpointed(&run.id, "pushed")?;
+    let expected = pushed
+        .as_ref()
+        .filter(|p| p["remote"] == json!(remote))
+        .and_then(|p| p["commit"].as_str().map(str::to_owned));
+    let commit = git::git(&ws, &["rev-parse", &format!("refs/heads/{branch}")]).await?;
+    git::push(&ws, &remote, &branch, expected.as_deref()).await?;
+    store.checkpoint(
+        &run.id,
+        "pushed",
+        &json!({"remote": remote, "branch": branch, "commit": commit}),
+    )?;
+    let mut out = Pushed {
+        run: run.id.clone(),
+        remote: remote.clone(),
+        branch: branch.clone(),
+        commit,
+        pull_request: None,
+        comment_failed: None,
+    };
+    if !options.pull_request {
+        return Ok(out);
+    }
+    let slug = match &options.github_repo {
+        Some(s) => repo_slug(s)?,
+        None => match issue_on_github(&run) {
+            Some((slug, _)) => slug,
+            None => repo_slug(&git::git(&ws, &["remote", "get-url", &remote]).await?)
+                .map_err(|_| PublishError::NoGithubRepo)?,
+        },
+    };
+    let seeded = store.checkpointed(&run.id, "seeded")?;
+    let base = options
+        .base
+        .clone()
+        .or_else(|| {
+            seeded
+                .as_ref()
+                .and_then(|s| s["base"].as_str().map(str::to_owned))
+        })
+        .unwrap_or_else(|| "main".to_owned());
+    let title = format!("Fix #{}: {}", run.issue.id, run.issue.title);
+    let body = format!(
+        "Fixes #{}.\n\nThe patch was found by forq run `{}` and passed the repository's own tests on a fresh sandbox ({} line{} changed). A person pushed this branch.",
+        run.issue.id,
+        run.id,
+        run.patch_lines.unwrap_or(0),
+        if run.patch_lines == Some(1) { "" } else { "s" }
+    );
+    let pr = github
+        .open_pull(&slug, &title, &branch, &base, &body)
+        .await?;
+    store.transition(&run.id, State::PrOpened, &pr.html_url)?;
+    // The issue, when it is on the same GitHub, hears of it.
+    if let Some((issue_slug, number)) = issue_on_github(&run) {
+        if issue_slug == slug {
+            let text = format!("forq proposes a fix in {} (run `{}`).", pr.html_url, run.id);
+            if let Err(e) = github.comment(&slug, number, &text).await {
+                out.comment_failed = Some(e.to_string());
+            }
+        }
+    }
+    out.pull_request = Some(pr);
+    Ok(out)
+}
+
+/// The GitHub repository and number of the run's issue, when it is one
+/// (`https://HOST/OWNER/REPO/issues/N`).
+pub fn issue_on_github(run: &Run) -> Option<(String, u64)> {
+    let url = run.issue.url.as_deref()?;
+    let parts: Vec<&str> = url.trim_end_matches('/').split('/').collect();
+    match parts.as_slice() {
+        [.., owner, repo, "issues" | "pull", n] => {
+            Some((format!("{owner}/{repo}"), n.parse().ok()?))
+        }
+        _ => None,
+    }
+}
+
+/// What to do to a run's GitHub issue.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum IssueAction {
+    /// Comment this text.
+    Comment(String),
+    /// Add these labels.
+    Label(Vec<String>),
+    /// Close it, with a comment first when given.
+    Close(Option<String>),
+}
+
+/// Does `action` to run `run`'s GitHub issue; what was done, in a line.
+pub async fn act_on_issue(
+    github: &Github,
+    run: &Run,
+    action: &IssueAction,
+) -> Result<String, PublishError> {
+    let (slug, number) = issue_on_github(run).ok_or_else(|| PublishError::NotOnGithub {
+        id: run.id.clone(),
+        from: run.issue.source.clone(),
+    })?;
+    Ok(match action {
+        IssueAction::Comment(text) => {
+            let url = github.comment(&slug, number, text).await?;
+            format!("commented on {slug}#{number}: {url}")
+        }
+        IssueAction::Label(labels) => {
+            let names: Vec<&str> = labels.iter().map(String::as_str).collect();
+            github.add_labels(&slug, number, &names).await?;
+            format!("labelled {slug}#{number}: {}", labels.join(", "))
+        }
+        IssueAction::Close(comment) => {
+            if let Some(text) = comment {
+                github.comment(&slug, number, text).await?;
+            }
+            github.close(&slug, number).await?;
+            format!("closed {slug}#{number}")
+        }
+    })
+}
