@@ -315,6 +315,31 @@ async fn an_abort_from_another_site_is_refused_and_from_this_one_recorded() {
     assert!(store.get(&one).unwrap().abort_requested);
 }
 
+/// A store and a pipeline under `dir/state` on this machine's isolating
+/// backend, or `None` (said why) where there is none and this is not CI.
+async fn pipeline_in(dir: &std::path::Path) -> Option<(Arc<Store>, forq_app::pipeline::Pipeline)> {
+    let backend = match forq_sandbox::open_backend(forq_sandbox::BackendChoice::Auto).await {
+        Ok(b) => b.backend,
+        Err(e) if std::env::var_os("CI").is_none() => {
+            skip(&e);
+            return None;
+        }
+        Err(e) => panic!("an isolating backend must work under CI: {e}"),
+    };
+    let state = dir.join("state");
+    std::fs::create_dir_all(&state).unwrap();
+    let store = Arc::new(Store::open(&state.join("forq.db")).unwrap());
+    let pipeline = forq_app::pipeline::Pipeline::new(store.clone(), &state, backend);
+    Some((store, pipeline))
+}
+
+/// Listening on a free loopback port.
+fn loopback() -> ServerOptions {
+    let mut options = ServerOptions::default();
+    options.bind = "127.0.0.1:0".parse().unwrap();
+    options
+}
+
 /// examples/calc copied into `dir/calc`.
 fn calc(dir: &std::path::Path) -> std::path::PathBuf {
     let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/calc");
@@ -333,23 +358,12 @@ fn calc(dir: &std::path::Path) -> std::path::PathBuf {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_issue_queued_over_http_runs_and_streams_to_its_patch() {
-    let backend = match forq_sandbox::open_backend(forq_sandbox::BackendChoice::Auto).await {
-        Ok(b) => b.backend,
-        Err(e) if std::env::var_os("CI").is_none() => {
-            skip(&e);
-            return;
-        }
-        Err(e) => panic!("an isolating backend must work under CI: {e}"),
-    };
     let dir = tempfile::tempdir().unwrap();
-    let state = dir.path().join("state");
-    std::fs::create_dir_all(&state).unwrap();
-    let store = Arc::new(Store::open(&state.join("forq.db")).unwrap());
-    let pipeline = forq_app::pipeline::Pipeline::new(store.clone(), &state, backend);
+    let Some((store, pipeline)) = pipeline_in(dir.path()).await else {
+        return;
+    };
     let control = Control::new(store).actions(forq_server::Actions::new(pipeline));
-    let mut options = ServerOptions::default();
-    options.bind = "127.0.0.1:0".parse().unwrap();
-    let (addr, task) = spawn(control, options).await;
+    let (addr, task) = spawn(control, loopback()).await;
     let url = format!("http://{addr}");
     let client = reqwest::Client::new();
     // Nothing named: refused with what to give.
@@ -417,7 +431,7 @@ async fn an_issue_queued_over_http_runs_and_streams_to_its_patch() {
         .unwrap();
     assert_eq!(over.status().as_u16(), 409);
     // An interrupted one (its process gone) is driven on to its end.
-    let store = Store::open(&state.join("forq.db")).unwrap();
+    let store = Store::open(&dir.path().join("state/forq.db")).unwrap();
     let stuck = store
         .create(&NewRun::fix(
             "text",
@@ -534,8 +548,7 @@ async fn github_webhooks_are_verified_deduplicated_and_acted_on() {
         .actions(actions)
         .webhook_secret("hook-secret")
         .golden_sync(sync);
-    let mut options = ServerOptions::default();
-    options.bind = "127.0.0.1:0".parse().unwrap();
+    let mut options = loopback();
     // A token too: webhooks are signed instead, and need none.
     options.token = Some("api-token".to_owned());
     let (addr, task) = spawn(control, options).await;
@@ -683,9 +696,7 @@ async fn repositories_and_their_issues_come_from_sources_and_runs() {
         dir: issues,
         repo: Some(repo_name.clone()),
     });
-    let mut options = ServerOptions::default();
-    options.bind = "127.0.0.1:0".parse().unwrap();
-    let (addr, task) = spawn(control, options).await;
+    let (addr, task) = spawn(control, loopback()).await;
     let url = format!("http://{addr}");
     let (status, repos) = get_json(&format!("{url}/api/repos")).await;
     assert_eq!(status, 200, "{repos}");
@@ -806,23 +817,13 @@ http.server.HTTPServer(("127.0.0.1", 8000), Page).serve_forever()
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_preview_serves_the_fix_through_its_own_url_and_stops() {
-    let backend = match forq_sandbox::open_backend(forq_sandbox::BackendChoice::Auto).await {
-        Ok(b) => b.backend,
-        Err(e) if std::env::var_os("CI").is_none() => {
-            skip(&e);
-            return;
-        }
-        Err(e) => panic!("an isolating backend must work under CI: {e}"),
-    };
     let dir = tempfile::tempdir().unwrap();
-    let state = dir.path().join("state");
-    std::fs::create_dir_all(&state).unwrap();
-    let store = Arc::new(Store::open(&state.join("forq.db")).unwrap());
-    let pipeline = forq_app::pipeline::Pipeline::new(store.clone(), &state, backend);
+    let Some((store, pipeline)) = pipeline_in(dir.path()).await else {
+        return;
+    };
     let control = Control::new(store.clone()).actions(forq_server::Actions::new(pipeline));
     let previews = control.previews();
-    let mut options = ServerOptions::default();
-    options.bind = "127.0.0.1:0".parse().unwrap();
+    let mut options = loopback();
     options.preview_idle = Duration::from_secs(2);
     let (addr, task) = spawn(control, options).await;
     let url = format!("http://{addr}");
@@ -970,14 +971,6 @@ async fn recording_github() -> (String, Arc<std::sync::Mutex<Vec<(String, String
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_finished_run_is_pushed_with_a_pull_request_and_its_issue_acted_on() {
-    let backend = match forq_sandbox::open_backend(forq_sandbox::BackendChoice::Auto).await {
-        Ok(b) => b.backend,
-        Err(e) if std::env::var_os("CI").is_none() => {
-            skip(&e);
-            return;
-        }
-        Err(e) => panic!("an isolating backend must work under CI: {e}"),
-    };
     let dir = tempfile::tempdir().unwrap();
     let repo = calc(dir.path());
     let git = forq_app::git::git;
@@ -990,15 +983,12 @@ async fn a_finished_run_is_pushed_with_a_pull_request_and_its_issue_acted_on() {
         .unwrap();
     let remote = dir.path().join("remote.git");
     let (api, calls) = recording_github().await;
-    let state = dir.path().join("state");
-    std::fs::create_dir_all(&state).unwrap();
-    let store = Arc::new(Store::open(&state.join("forq.db")).unwrap());
-    let pipeline = forq_app::pipeline::Pipeline::new(store.clone(), &state, backend);
+    let Some((store, pipeline)) = pipeline_in(dir.path()).await else {
+        return;
+    };
     let mut actions = forq_server::Actions::new(pipeline);
     actions.github = forq_app::github::Github::new(&api, Some("token".to_owned()));
-    let mut options = ServerOptions::default();
-    options.bind = "127.0.0.1:0".parse().unwrap();
-    let (addr, task) = spawn(Control::new(store.clone()).actions(actions), options).await;
+    let (addr, task) = spawn(Control::new(store.clone()).actions(actions), loopback()).await;
     let url = format!("http://{addr}");
     let client = reqwest::Client::new();
     // Queued with the strategy and brancher chosen here, over forq.yml's.

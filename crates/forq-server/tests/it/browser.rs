@@ -4,13 +4,11 @@
 //! `target/tmp/screenshots/`.
 
 use std::process::Stdio;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use forq_app::queue::Source;
-use forq_app::store::Store;
-use forq_server::{Control, ServerOptions};
+use forq_server::Control;
 use serde_json::{json, Value};
 
 const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
@@ -191,14 +189,6 @@ fn strings(v: &Value) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_dashboard_burns_down_a_queue_and_draws_the_search_live_in_chromium() {
-    let backend = match forq_sandbox::open_backend(forq_sandbox::BackendChoice::Auto).await {
-        Ok(b) => b.backend,
-        Err(e) if std::env::var_os("CI").is_none() => {
-            super::skip(&e);
-            return;
-        }
-        Err(e) => panic!("an isolating backend must work under CI: {e}"),
-    };
     let Some(browser) = Browser::start().await else {
         return;
     };
@@ -213,10 +203,9 @@ async fn the_dashboard_burns_down_a_queue_and_draws_the_search_live_in_chromium(
         .replace("id: 1", "id: 2")
         .replace("# add() subtracts", "# add() of negatives is wrong");
     std::fs::write(issues.join("2.md"), two).unwrap();
-    let state = dir.path().join("state");
-    std::fs::create_dir_all(&state).unwrap();
-    let store = Arc::new(Store::open(&state.join("forq.db")).unwrap());
-    let pipeline = forq_app::pipeline::Pipeline::new(store.clone(), &state, backend);
+    let Some((store, pipeline)) = super::pipeline_in(dir.path()).await else {
+        return;
+    };
     let repo_name = repo.display().to_string();
     let control = Control::new(store.clone())
         .actions(forq_server::Actions::new(pipeline))
@@ -224,8 +213,7 @@ async fn the_dashboard_burns_down_a_queue_and_draws_the_search_live_in_chromium(
             dir: issues,
             repo: Some(repo_name.clone()),
         });
-    let mut options = ServerOptions::default();
-    options.bind = "127.0.0.1:0".parse().unwrap();
+    let mut options = super::loopback();
     options.poll = Duration::from_millis(50);
     let (addr, task) = super::spawn(control, options).await;
     let url = format!("http://{addr}");
