@@ -222,7 +222,7 @@ async function startQueueStream() {
 function goldenPill(g) {
   if (!g) return null;
   if (g.syncing) return h('span', { class: 'pill syncing', title: 'a push to the default branch is being synced' }, 'golden syncing');
-  if (g.status && g.status.broken) return h('span', { class: 'pill broken', title: g.status.broken.reason }, 'golden broken');
+  if (g.status && g.status.state === 'broken') return h('span', { class: 'pill broken', title: g.status.reason }, 'golden broken');
   return h('span', { class: 'pill ready', title: `generation ${g.generation}, saved ${ago(g.saved_at_ms)}` }, 'golden ready');
 }
 
@@ -317,7 +317,7 @@ function repoView(repo) {
       })));
     view.replaceChildren(
       h('section', { class: 'panel' },
-        h('div', { class: 'spread' }, h('h1', {}, data.name), h('span', { class: 'mono muted small' }, repo)),
+        h('div', { class: 'spread' }, h('h1', {}, data.name, ' ', goldenPill(data.golden)), h('span', { class: 'mono muted small' }, repo)),
         h('div', { class: 'stats', id: 'counters' },
           stat(rows.length, 'issues'), stat(count((s) => s === 'queued'), 'queued'),
           stat(count((s) => ACTIVE.includes(s)), 'active'),

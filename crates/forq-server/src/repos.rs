@@ -63,13 +63,7 @@ pub(crate) async fn list(State(app): State<App>) -> Result<Json<Value>, ApiError
     let store = app.store.clone();
     let runs = blocking(move || store.all()).await?;
     let (issues, problems) = source_issues(&app).await;
-    let goldens = match app.goldens.clone() {
-        Some(g) => tokio::task::spawn_blocking(move || g.list())
-            .await
-            .map_err(internal)?
-            .unwrap_or_default(),
-        None => Vec::new(),
-    };
+    let goldens = goldens(&app).await?;
     let mut repos: BTreeMap<String, Value> = BTreeMap::new();
     let entry = |repos: &mut BTreeMap<String, Value>, repo: &str| {
         repos.entry(repo.to_owned()).or_insert_with(|| {
@@ -93,27 +87,56 @@ pub(crate) async fn list(State(app): State<App>) -> Result<Json<Value>, ApiError
             r["updated_ms"] = json!(run.updated_ms);
         }
     }
-    let syncing = app
+    // A repository with a golden (or one syncing) is one forq knows.
+    let syncing: Vec<String> = app
         .syncing
         .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .clone();
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .iter()
+        .cloned()
+        .collect();
+    let kept = goldens.iter().filter_map(|g| g.meta["identity"].as_str());
+    for repo in kept.chain(syncing.iter().map(String::as_str)) {
+        entry(&mut repos, repo);
+    }
     for (repo, r) in repos.iter_mut() {
-        let golden = goldens
-            .iter()
-            .filter(|g| g.meta["identity"].as_str() == Some(repo.as_str()))
-            .max_by_key(|g| g.saved_at_ms);
-        let sync = syncing.contains(repo);
-        if golden.is_some() || sync {
-            let mut g = golden.map_or_else(|| json!({}), |g| json!(g));
-            g["syncing"] = json!(sync);
-            r["golden"] = g;
-        }
+        r["golden"] = golden_of(&app, &goldens, repo);
     }
     Ok(Json(json!({
         "repos": repos.into_values().collect::<Vec<_>>(),
         "problems": problems,
     })))
+}
+
+/// The goldens kept (none when the server keeps none).
+async fn goldens(app: &App) -> Result<Vec<forq_sandbox::GoldenInfo>, ApiError> {
+    match app.goldens.clone() {
+        Some(g) => Ok(tokio::task::spawn_blocking(move || g.list())
+            .await
+            .map_err(internal)?
+            .unwrap_or_default()),
+        None => Ok(Vec::new()),
+    }
+}
+
+/// `repo`'s newest golden (by its manifest's identity) with whether a sync
+/// is running, or null when it has neither.
+fn golden_of(app: &App, goldens: &[forq_sandbox::GoldenInfo], repo: &str) -> Value {
+    let golden = goldens
+        .iter()
+        .filter(|g| g.meta["identity"].as_str() == Some(repo))
+        .max_by_key(|g| g.saved_at_ms);
+    let syncing = app
+        .syncing
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .contains(repo);
+    if golden.is_none() && !syncing {
+        return Value::Null;
+    }
+    let mut g = golden.map_or_else(|| json!({}), |g| json!(g));
+    g["syncing"] = json!(syncing);
+    g
 }
 
 #[derive(Debug, Deserialize)]
@@ -154,9 +177,11 @@ pub(crate) async fn issues(
             out.push(json!({"issue": run.issue, "run": run, "queueable": false}));
         }
     }
+    let golden = golden_of(&app, &goldens(&app).await?, &q.repo);
     Ok(Json(json!({
         "repo": q.repo,
         "name": short_name(&q.repo),
+        "golden": golden,
         "issues": out,
         "problems": problems,
     })))

@@ -537,10 +537,15 @@ async fn github_webhooks_are_verified_deduplicated_and_acted_on() {
     let mut actions = forq_server::Actions::new(pipeline);
     actions.github = forq_app::github::Github::new(&fake_github(7).await, None);
     let (synced_tx, mut synced) = tokio::sync::mpsc::unbounded_channel::<String>();
+    // A sync lasts until the test lets it end.
+    let release = Arc::new(tokio::sync::Semaphore::new(0));
+    let hold = release.clone();
     let sync: forq_server::GoldenSync = Arc::new(move |url: String| {
         let tx = synced_tx.clone();
+        let hold = hold.clone();
         Box::pin(async move {
             let _ = tx.send(url);
+            hold.acquire().await.unwrap().forget();
             Ok(())
         })
     });
@@ -666,6 +671,36 @@ async fn github_webhooks_are_verified_deduplicated_and_acted_on() {
         .unwrap();
     assert_eq!(got, "file:///nonexistent/o/r.git");
     assert!(synced.try_recv().is_err(), "the other branch synced too");
+    // The dashboard's repositories say the golden is syncing, then not.
+    let repos = |client: reqwest::Client| async move {
+        let r: Value = client
+            .get(format!("http://{addr}/api/repos"))
+            .bearer_auth("api-token")
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        r["repos"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["repo"] == "file:///nonexistent/o/r.git")
+            .map(|r| r["golden"].clone())
+    };
+    let during = repos(client.clone()).await.unwrap();
+    assert_eq!(during["syncing"], true, "{during}");
+    release.add_permits(1);
+    let mut after = during;
+    for _ in 0..100 {
+        after = repos(client.clone()).await.unwrap_or(Value::Null);
+        if after.is_null() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(after.is_null(), "still syncing: {after}");
     task.abort();
 }
 
