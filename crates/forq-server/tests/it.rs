@@ -987,7 +987,11 @@ async fn recording_github() -> (String, Arc<std::sync::Mutex<Vec<(String, String
                 seen.lock()
                     .unwrap()
                     .push((method.to_string(), path.clone(), json));
-                let answer = if path.ends_with("/pulls") {
+                let answer = if method == axum::http::Method::GET && path.ends_with("/issues") {
+                    json!([{"number": 12, "title": "mul() adds", "body": "mul(2, 3) is 5",
+                        "html_url": "https://github.com/o/calc/issues/12", "state": "open",
+                        "labels": [{"name": "bug"}], "user": {"login": "someone"}}])
+                } else if path.ends_with("/pulls") {
                     json!({"number": 3, "html_url": "https://github.com/o/calc/pull/3"})
                 } else if path.ends_with("/comments") {
                     json!({"html_url": "https://github.com/o/calc/issues/7#issuecomment-1"})
@@ -1136,5 +1140,44 @@ async fn a_finished_run_is_pushed_with_a_pull_request_and_its_issue_acted_on() {
     );
     let labelled = calls.iter().find(|c| c.1.ends_with("/labels")).unwrap();
     assert_eq!(labelled.2["labels"], json!(["forq", "bug"]));
+    task.abort();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_github_repositorys_open_issues_are_listed_for_the_dashboard() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(Store::open(&dir.path().join("forq.db")).unwrap());
+    let mut host = forq_sandbox::HostOptions::default();
+    host.state_dir = Some(dir.path().join("sandboxes"));
+    let backend = Arc::new(forq_sandbox::HostBackend::open(host).unwrap());
+    let pipeline = forq_app::pipeline::Pipeline::new(store.clone(), dir.path(), backend);
+    let (api, calls) = recording_github().await;
+    let mut actions = forq_server::Actions::new(pipeline);
+    actions.github = forq_app::github::Github::new(&api, None);
+    let clone_url = "https://github.com/o/calc.git";
+    let control = Control::new(store)
+        .actions(actions)
+        .source(forq_app::queue::Source::Github {
+            slug: "o/calc".to_owned(),
+            clone_url: clone_url.to_owned(),
+        });
+    let (addr, task) = spawn(control, loopback()).await;
+    let (status, repos) = get_json(&format!("http://{addr}/api/repos")).await;
+    assert_eq!(status, 200, "{repos}");
+    assert_eq!(repos["repos"][0]["repo"], clone_url);
+    assert_eq!(repos["repos"][0]["name"], "calc");
+    assert_eq!(repos["repos"][0]["issues"], 1);
+    let query = format!("http://{addr}/api/issues?repo={}", urlencode(clone_url));
+    let (_, issues) = get_json(&query).await;
+    let issue = &issues["issues"][0]["issue"];
+    assert_eq!(issue["id"], "12");
+    assert_eq!(issue["title"], "mul() adds");
+    assert_eq!(issue["labels"], json!(["bug"]));
+    assert_eq!(issues["issues"][0]["queueable"], true);
+    assert!(calls
+        .lock()
+        .unwrap()
+        .iter()
+        .any(|c| c.0 == "GET" && c.1 == "/repos/o/calc/issues"));
     task.abort();
 }
