@@ -11,6 +11,8 @@ use std::process::Output;
 
 mod agent;
 mod app;
+#[path = "../../../forq-sandbox/tests/it/bridge.rs"]
+mod bridge;
 mod fix;
 mod golden;
 mod serve;
@@ -442,18 +444,7 @@ async fn an_install_on_a_remote_engine_goes_through_forqs_own_egress_proxy() {
         eprintln!("SKIPPED: no engine on tcp://{address}");
         return;
     }
-    let gateway = forq_sandbox::host_command("docker")
-        .args([
-            "network",
-            "inspect",
-            "bridge",
-            "-f",
-            "{{range .IPAM.Config}}{{.Gateway}}{{end}}",
-        ])
-        .output()
-        .await
-        .unwrap();
-    let gateway = String::from_utf8_lossy(&gateway.stdout).trim().to_owned();
+    let gateway = bridge::bridge_gateway().await;
     let serve = |body: &'static str| {
         let gateway = gateway.clone();
         async move {

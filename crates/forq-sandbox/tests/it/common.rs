@@ -128,7 +128,7 @@ impl Harness {
                     native: None,
                     state: None,
                     repo: make_repo(),
-                    host_addr: bridge_gateway().await,
+                    host_addr: crate::bridge::bridge_gateway().await,
                 })
             }
             Err(e) => skip_or_fail("docker over tcp", &e),
@@ -241,23 +241,4 @@ pub(crate) async fn mount_tmpfs(dir: &Path, options: &str) {
 /// The address tests reach the local engine at over TCP.
 pub(crate) fn remote_engine() -> String {
     std::env::var("FORQ_TEST_DOCKER_TCP").unwrap_or_else(|_| "tcp://127.0.0.1:2375".to_owned())
-}
-
-/// The gateway of the engine's default bridge: this machine, as a
-/// container on that bridge reaches it.
-async fn bridge_gateway() -> String {
-    let out = forq_sandbox::host_command("docker")
-        .args([
-            "network",
-            "inspect",
-            "bridge",
-            "-f",
-            "{{range .IPAM.Config}}{{.Gateway}}{{end}}",
-        ])
-        .output()
-        .await
-        .expect("run the docker CLI");
-    let gateway = String::from_utf8_lossy(&out.stdout).trim().to_owned();
-    assert!(!gateway.is_empty(), "no bridge gateway: {out:?}");
-    gateway
 }

@@ -9,6 +9,7 @@
 // sees it.
 #![allow(clippy::unwrap_used, clippy::print_stderr)]
 
+mod bridge;
 mod common;
 mod model;
 mod native_only;
