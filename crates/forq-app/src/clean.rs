@@ -57,7 +57,7 @@ pub fn clean(store: &Store, state_dir: &Path, patched: bool) -> Result<Cleaned, 
         if !run.state.is_terminal() || !ws.is_dir() {
             continue;
         }
-        if run.state == State::PatchReady && !patched {
+        if matches!(run.state, State::PatchReady | State::CompletedWithFindings) && !patched {
             out.kept.push(run.id);
             continue;
         }

@@ -146,6 +146,9 @@ pub struct FixConfig {
     /// The branch a finished run commits to; `{action}`, `{run_id}` and
     /// `{issue}` are filled in.
     pub branch: String,
+    /// How many calls away from an incompatible change its callers are
+    /// looked at (1 to 5; default 3).
+    pub ripple_depth: u32,
 }
 
 impl Default for FixConfig {
@@ -157,6 +160,7 @@ impl Default for FixConfig {
             agent: AgentConfig::default(),
             budget: SearchBudget::default(),
             branch: "forq/{action}/{run_id}".to_owned(),
+            ripple_depth: 3,
         }
     }
 }
@@ -415,6 +419,16 @@ impl Config {
             out.push((
                 "actions.fix.budget.max_nodes",
                 "0 evaluates nothing; write at least 1".to_owned(),
+            ));
+        }
+        if !(1..=crate::safety::MAX_DEPTH).contains(&self.actions.fix.ripple_depth) {
+            out.push((
+                "actions.fix.ripple_depth",
+                format!(
+                    "{} is out of range; write 1 to {}",
+                    self.actions.fix.ripple_depth,
+                    crate::safety::MAX_DEPTH
+                ),
             ));
         }
         if self.actions.fix.branch.trim().is_empty() || self.actions.fix.branch.contains(' ') {

@@ -31,8 +31,19 @@ pub enum GitError {
 }
 
 /// Runs `git ARGS` in `dir` with forq's identity and no hooks; returns
-/// stdout.
+/// stdout, trimmed.
 pub async fn git(dir: &Path, args: &[&str]) -> Result<String, GitError> {
+    git_raw(dir, args).await.map(|out| out.trim().to_owned())
+}
+
+/// File `path` as it is in commit `rev` of the repository at `dir`,
+/// exactly (`git show REV:PATH`).
+pub async fn show(dir: &Path, rev: &str, path: &str) -> Result<String, GitError> {
+    git_raw(dir, &["show", &format!("{rev}:{path}")]).await
+}
+
+/// [`git`], its stdout as written.
+async fn git_raw(dir: &Path, args: &[&str]) -> Result<String, GitError> {
     let out = forq_sandbox::host_command("git")
         .args([
             "-c",
@@ -52,7 +63,7 @@ pub async fn git(dir: &Path, args: &[&str]) -> Result<String, GitError> {
         .await
         .map_err(GitError::Spawn)?;
     if out.status.success() {
-        return Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned());
+        return Ok(String::from_utf8_lossy(&out.stdout).into_owned());
     }
     // `push --porcelain` says why a ref was refused on stdout.
     let said = format!(

@@ -32,6 +32,7 @@ use serde_json::json;
 use crate::config::{BrancherName, Config, FundingMode, Mode, Strategy};
 use crate::git;
 use crate::preview::{Preview, PreviewError, PreviewSpec};
+use crate::safety;
 use crate::seed::{self, SeedOptions, Seeded};
 use crate::store::{Action, Run, State, Store, StoreError};
 
@@ -189,6 +190,9 @@ enum Stop {
 }
 
 type Phase<T> = Result<T, Stop>;
+
+/// The checkpoint holding the contract check of the run's patch.
+const CONTRACT: &str = "contract";
 
 /// The checkpoint holding what the run's requester chose.
 const REQUESTED: &str = "requested";
@@ -532,12 +536,80 @@ impl Pipeline {
         self.store
             .record(&id, None, Some(implemented.diff_lines), Some(&branch))
             .map_err(fail)?;
-        *run = self
-            .store
-            .transition(&id, State::PatchReady, &format!("committed on {branch}"))
-            .map_err(fail)?;
-        self.tell(&id, State::PatchReady, &branch);
+        // Contract and ripple: what the green patch changed, definition by
+        // definition, and the callers an incompatible change reaches.
+        let contract = match self.store.checkpointed(&id, CONTRACT).map_err(fail)? {
+            Some(c) => serde_json::from_value::<safety::Report>(c).map_err(fail)?,
+            None => {
+                let c = self.contract(run, &seeded, &config).await?;
+                self.store
+                    .checkpoint(&id, CONTRACT, &json!(c))
+                    .map_err(fail)?;
+                c
+            }
+        };
+        let (state, reason) = if contract.has_findings() {
+            (
+                State::CompletedWithFindings,
+                format!("committed on {branch}; {}", contract.summary()),
+            )
+        } else {
+            (State::PatchReady, format!("committed on {branch}"))
+        };
+        *run = self.store.transition(&id, state, &reason).map_err(fail)?;
+        self.tell(&id, state, &branch);
         Ok(())
+    }
+
+    /// The contract check of the run's committed patch (see
+    /// [`safety::check`]), its classes and ripple written into the run's
+    /// events; with a model, body changes are classified by it.
+    async fn contract(&self, run: &Run, seeded: &Seeded, config: &Config) -> Phase<safety::Report> {
+        let model = self.model_for(run, config)?;
+        let check = model
+            .as_ref()
+            .map(|m| forq_agent::contract::ContractCheck::new(m.provider.clone(), m.name.clone()));
+        let scratch = self.run_dir(&run.id).join("contract");
+        let classifier = check.as_ref().map(|c| c as &dyn safety::Classifier);
+        let report = safety::check(
+            &seeded.workspace,
+            &seeded.head,
+            &scratch,
+            config.actions.fix.ripple_depth,
+            classifier,
+        )
+        .await;
+        let _ = std::fs::remove_dir_all(&scratch);
+        let report = match report {
+            Ok(r) => r,
+            // The patch is green; a graph that cannot read the code is said,
+            // not a failure of the run.
+            Err(e) => {
+                self.note(
+                    &run.id,
+                    State::Testing,
+                    &format!("contract check skipped: {e}"),
+                );
+                return Ok(safety::Report::default());
+            }
+        };
+        for c in &report.changed {
+            let _ = self.store.event(&run.id, "contract", json!(c));
+        }
+        if !report.changed.is_empty() {
+            let _ = self.store.event(
+                &run.id,
+                "ripple",
+                json!({"findings": report.findings, "unprocessed": report.unprocessed,
+                    "depth": report.depth, "truncated": report.truncated}),
+            );
+        }
+        self.note(
+            &run.id,
+            State::Testing,
+            &format!("contract: {}", report.summary()),
+        );
+        Ok(report)
     }
 
     /// The triage phase's decision (as JSON): the model's, or a skip that
@@ -950,7 +1022,7 @@ impl Pipeline {
     /// — with forq.yml's `golden.start` serving `golden.port` in a network
     /// only the returned [`Preview`] reaches. The preview owns the sandbox.
     pub async fn preview(&self, run: &Run) -> Result<Arc<Preview>, PreviewError> {
-        if !matches!(run.state, State::PatchReady | State::PrOpened) {
+        if !run.state.has_patch() {
             return Err(PreviewError::NoPatch {
                 id: run.id.clone(),
                 state: run.state.name().to_owned(),

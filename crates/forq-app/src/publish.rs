@@ -124,7 +124,7 @@ pub async fn push(
     options: &PushOptions,
 ) -> Result<Pushed, PublishError> {
     let run = store.get(id)?;
-    if !matches!(run.state, State::PatchReady | State::PrOpened) {
+    if !run.state.has_patch() {
         return Err(PublishError::NotReady {
             id: run.id,
             state: run.state.name().to_owned(),
@@ -192,13 +192,23 @@ pub async fn push(
         })
         .unwrap_or_else(|| "main".to_owned());
     let title = format!("Fix #{}: {}", run.issue.id, run.issue.title);
-    let body = format!(
+    let mut body = format!(
         "Fixes #{}.\n\nThe patch was found by forq run `{}` and passed the repository's own tests on a fresh sandbox ({} line{} changed). A person pushed this branch.",
         run.issue.id,
         run.id,
         run.patch_lines.unwrap_or(0),
         if run.patch_lines == Some(1) { "" } else { "s" }
     );
+    // What the contract check found: the reviewer's first question.
+    if let Some(report) = store
+        .checkpointed(&run.id, "contract")?
+        .and_then(|c| serde_json::from_value::<crate::safety::Report>(c).ok())
+    {
+        if !report.changed.is_empty() {
+            body.push_str("\n\n");
+            body.push_str(&report.markdown());
+        }
+    }
     let pr = github
         .open_pull(&slug, &title, &branch, &base, &body)
         .await?;

@@ -14,7 +14,7 @@ use crate::config::{Config, ConfigError};
 use crate::github::{repo_slug, Github, GithubError};
 use crate::pipeline::{Pipeline, RunError};
 use crate::source::{self, SourceError};
-use crate::store::{Action, ContextFile, IssueRecord, NewRun, Run, State, Store, StoreError};
+use crate::store::{Action, ContextFile, IssueRecord, NewRun, Run, Store, StoreError};
 
 /// Where the queue's issues come from.
 #[derive(Debug, Clone)]
@@ -280,8 +280,7 @@ pub fn split_standing(
             n.issue.source != "text"
                 && r.issue.id == n.issue.id
                 && r.repo == n.repo
-                && (!r.state.is_terminal()
-                    || matches!(r.state, State::PatchReady | State::PrOpened))
+                && (!r.state.is_terminal() || r.state.has_patch())
         });
         match found {
             Some(r) => standing.push(r.clone()),

@@ -41,6 +41,10 @@ pub enum State {
     PrOpened,
     /// Terminal: a green patch is committed on the run's branch.
     PatchReady,
+    /// Terminal: a green patch is committed, but it changes a contract
+    /// its callers rely on, and those callers (or callers beyond the
+    /// ripple's depth) are left for a person: the findings say which.
+    CompletedWithFindings,
     /// Terminal: a triage-only run decided (its decision is the outcome).
     Triaged,
     /// Terminal: forq stopped short and says why (triage declined, no
@@ -52,7 +56,7 @@ pub enum State {
     Failed,
 }
 
-const STATES: [(State, &str); 11] = [
+const STATES: [(State, &str); 12] = [
     (State::Queued, "queued"),
     (State::Triaging, "triaging"),
     (State::Provisioning, "provisioning"),
@@ -60,6 +64,7 @@ const STATES: [(State, &str); 11] = [
     (State::Testing, "testing"),
     (State::PrOpened, "pr_opened"),
     (State::PatchReady, "patch_ready"),
+    (State::CompletedWithFindings, "completed_with_findings"),
     (State::Triaged, "triaged"),
     (State::NeedsHuman, "needs_human"),
     (State::Aborted, "aborted"),
@@ -81,6 +86,14 @@ impl State {
     /// The state named `name`.
     pub fn from_name(name: &str) -> Option<State> {
         STATES.iter().find(|(_, n)| *n == name).map(|(s, _)| *s)
+    }
+    /// Whether the run ended with a committed patch (to push, preview, or
+    /// keep).
+    pub fn has_patch(self) -> bool {
+        matches!(
+            self,
+            State::PatchReady | State::CompletedWithFindings | State::PrOpened
+        )
     }
     /// Whether the run is over.
     pub fn is_terminal(self) -> bool {
@@ -589,8 +602,7 @@ impl Store {
                 |r| r.get(0),
             )?;
             let from = State::from_name(&from).unwrap_or(run.state);
-            let allowed =
-                !from.is_terminal() || (from == State::PatchReady && to == State::PrOpened);
+            let allowed = !from.is_terminal() || (from.has_patch() && to == State::PrOpened);
             if !allowed {
                 return Ok(Err(from));
             }
@@ -894,6 +906,21 @@ mod tests {
         let b = s.create(&NewRun::fix("2", "b", "/r")).expect("b");
         assert_ne!(a.id, b.id);
         assert_eq!(s.list(10).expect("list").len(), 2);
+    }
+
+    #[test]
+    fn a_patch_with_findings_is_over_kept_and_can_still_be_published() {
+        let state = State::from_name("completed_with_findings").expect("named");
+        assert!(state.is_terminal() && state.has_patch());
+        let (_d, s) = store();
+        let run = s.create(&NewRun::fix("1", "a", "/r")).expect("create");
+        s.transition(&run.id, state, "committed; 2 callers to look at")
+            .expect("to findings");
+        assert!(s.transition(&run.id, State::Failed, "no").is_err());
+        let opened = s
+            .transition(&run.id, State::PrOpened, "https://x/pull/1")
+            .expect("a person opened a pull request");
+        assert_eq!(opened.state, State::PrOpened);
     }
 
     #[test]

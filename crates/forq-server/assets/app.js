@@ -5,7 +5,8 @@
 // header), resumed with Last-Event-ID after a drop so nothing is missed.
 'use strict';
 
-const TERMINAL = ['pr_opened', 'patch_ready', 'triaged', 'needs_human', 'aborted', 'failed'];
+const TERMINAL = ['pr_opened', 'patch_ready', 'completed_with_findings', 'triaged', 'needs_human', 'aborted', 'failed'];
+const PATCHED = ['patch_ready', 'completed_with_findings', 'pr_opened'];
 const LIFECYCLE = ['queued', 'triaging', 'provisioning', 'implementing', 'testing'];
 const ACTIVE = ['triaging', 'provisioning', 'implementing', 'testing'];
 
@@ -237,7 +238,7 @@ function reposView() {
     const cards = body.repos.map((r) => {
       const st = r.states || {};
       const active = ACTIVE.reduce((n, k) => n + (st[k] || 0), 0);
-      const done = (st.patch_ready || 0) + (st.pr_opened || 0);
+      const done = (st.patch_ready || 0) + (st.pr_opened || 0) + (st.completed_with_findings || 0);
       const stuck = (st.needs_human || 0) + (st.failed || 0);
       return h('a', { class: 'card', href: `#/repo/${encodeURIComponent(r.repo)}`, 'data-repo': r.repo },
         h('div', { class: 'spread' }, h('div', { class: 'name' }, r.name), goldenPill(r.golden)),
@@ -321,7 +322,7 @@ function repoView(repo) {
         h('div', { class: 'stats', id: 'counters' },
           stat(rows.length, 'issues'), stat(count((s) => s === 'queued'), 'queued'),
           stat(count((s) => ACTIVE.includes(s)), 'active'),
-          stat(count((s) => s === 'patch_ready' || s === 'pr_opened'), 'patches'),
+          stat(count((s) => PATCHED.includes(s)), 'patches'),
           stat(count((s) => s === 'needs_human' || s === 'failed' || s === 'aborted'), 'need a person'))),
       ...data.problems.map((p) => h('p', { class: 'error' }, p)),
       h('section', { class: 'panel flush' },
@@ -347,6 +348,8 @@ function describe(e) {
     case 'checkpoint': return `checkpoint ${d.phase}`;
     case 'note': return d.text;
     case 'cost': return `${d.phase}: ${usd(d.usd)}`;
+    case 'contract': return `${d.qualname} (${d.file}:${d.line}) ${d.class}: ${d.reason}`;
+    case 'ripple': return `${(d.findings || []).length} caller(s) to check${(d.unprocessed || []).length ? `, ${d.unprocessed.length} beyond depth ${d.depth}` : ''}`;
     case 'agent': return d.tool ? `step ${d.step}: ${d.tool}` : JSON.stringify(d);
     default: return JSON.stringify(d);
   }
@@ -389,11 +392,11 @@ function runView(id) {
     const state = run.state;
     const reached = LIFECYCLE.indexOf(state);
     const over = TERMINAL.includes(state);
-    const good = ['patch_ready', 'pr_opened', 'triaged'].includes(state);
+    const good = PATCHED.includes(state) || state === 'triaged';
     const steps = h('ol', { class: 'steps', id: 'lifecycle' },
       LIFECYCLE.map((s, i) => h('li', { class: over || i < reached ? 'done' : i === reached ? 'now' : '' }, s)),
       h('li', { class: over ? (good ? 'done' : 'end-bad') : '' }, over ? state.replace('_', ' ') : 'done'));
-    const patched = state === 'patch_ready' || state === 'pr_opened';
+    const patched = PATCHED.includes(state);
     const actions = h('div', { class: 'row' },
       !over ? h('button', { onclick: () => act('abort') }, 'Abort') : null,
       !over ? h('button', { onclick: () => act('resume'), title: 'continue an interrupted run from its last checkpoint' }, 'Resume') : null,
@@ -401,7 +404,7 @@ function runView(id) {
         title: "run the fix: forq.yml's golden.start in a sandbox of its own" }, 'Preview') : null,
       preview ? [h('a', { href: preview.url, target: '_blank', rel: 'noopener', id: 'preview-link' }, 'Open the preview ↗'),
         h('button', { onclick: stopPreview }, 'Stop preview')] : null,
-      state === 'patch_ready' ? h('button', { id: 'push', onclick: () => publish('push', { pull_request: true }),
+      patched && state !== 'pr_opened' ? h('button', { id: 'push', onclick: () => publish('push', { pull_request: true }),
         title: 'push the branch to origin and open a pull request (the server needs GITHUB_TOKEN)' }, 'Push & open PR') : null);
     const onGithub = /\/issues\/\d+$/.test(run.issue.url || '');
     const comment = h('input', { type: 'text', id: 'comment', placeholder: 'comment on the issue', 'aria-label': 'comment' });

@@ -1063,6 +1063,12 @@ async fn a_finished_run_is_pushed_with_a_pull_request_and_its_issue_acted_on() {
     let run = store.get(&id).unwrap();
     assert_eq!(run.state, State::PatchReady, "{}", run.reason);
     let branch = run.branch.clone().unwrap();
+    // The contract check ran on the green patch: add()'s body changed, and
+    // without a model that is unclassified (never silently A), no ripple.
+    let contract = store.checkpointed(&id, "contract").unwrap().unwrap();
+    assert_eq!(contract["changed"][0]["qualname"], "add", "{contract}");
+    assert_eq!(contract["changed"][0]["class"], "unclassified");
+    assert!(events.iter().any(|e| e.1 == "contract"), "{events:?}");
     // Pushed, and a pull request opened that the issue is not told of (a
     // text issue has no GitHub issue).
     let pushed = client
@@ -1088,6 +1094,11 @@ async fn a_finished_run_is_pushed_with_a_pull_request_and_its_issue_acted_on() {
         let pull = calls.iter().find(|c| c.1 == "/repos/o/calc/pulls").unwrap();
         assert_eq!(pull.0, "POST");
         assert_eq!(pull.2["head"], json!(branch));
+        let body = pull.2["body"].as_str().unwrap();
+        assert!(
+            body.contains("**Contract check.** 1 definition changed"),
+            "{body}"
+        );
         assert_eq!(pull.2["base"], "main");
     }
     // A text issue is not on GitHub: nothing to comment on.

@@ -8,5 +8,6 @@
 mod server;
 
 mod github;
+mod safety;
 mod seed;
 mod store;

@@ -322,7 +322,7 @@ fn paint(state: State, text: &str) -> String {
     }
     let code = match state {
         State::PatchReady | State::PrOpened | State::Triaged => "32",
-        State::NeedsHuman | State::Aborted => "33",
+        State::NeedsHuman | State::Aborted | State::CompletedWithFindings => "33",
         State::Failed => "31",
         _ => "0",
     };
