@@ -42,6 +42,32 @@ pub struct Config {
     pub funding: Funding,
     /// Where the code runs.
     pub sandbox: SandboxConfig,
+    /// Where a run pauses for a person: `commit` (the green patch, before
+    /// it is committed and the whole suite runs on it).
+    pub review: Vec<ReviewPoint>,
+}
+
+/// A point where a run pauses for a person (`review:` in forq.yml).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ReviewPoint {
+    /// Before the green patch is committed.
+    Commit,
+    /// Before callers of an incompatible change are adapted.
+    Ripple,
+    /// Before a push.
+    Push,
+}
+
+impl ReviewPoint {
+    /// Its name in forq.yml.
+    pub fn name(self) -> &'static str {
+        match self {
+            ReviewPoint::Commit => "commit",
+            ReviewPoint::Ripple => "ripple",
+            ReviewPoint::Push => "push",
+        }
+    }
 }
 
 /// The golden commands: when `test` (or `test.command`) is set, they
@@ -431,6 +457,17 @@ impl Config {
                 ),
             ));
         }
+        for point in &self.review {
+            let why = match point {
+                ReviewPoint::Commit => continue,
+                ReviewPoint::Ripple => "forq lists an incompatible change's callers as findings and changes none of them, so there is no ripple to pause before",
+                ReviewPoint::Push => "forq never pushes on its own: every push (forq push, the dashboard's button) is a person's already",
+            };
+            out.push((
+                "review",
+                format!("`{}`: {why}; write review: [commit]", point.name()),
+            ));
+        }
         if self.actions.fix.branch.trim().is_empty() || self.actions.fix.branch.contains(' ') {
             out.push((
                 "actions.fix.branch",
@@ -625,6 +662,23 @@ fn line_of(text: &str, path: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn review_points_forq_cannot_honour_are_refused_with_why() {
+        let ok = Config::parse("review: [commit]\n", "f.yml").expect("valid");
+        assert_eq!(ok.review, [ReviewPoint::Commit]);
+        let e = Config::parse("review: [commit, push]\n", "f.yml")
+            .expect_err("push is refused")
+            .to_string();
+        assert!(
+            e.starts_with("f.yml:1: review:") && e.contains("never pushes on its own"),
+            "{e}"
+        );
+        let e = Config::parse("actions:\n  fix:\n    ripple_depth: 9\n", "f.yml")
+            .expect_err("out of range")
+            .to_string();
+        assert!(e.starts_with("f.yml:3: actions.fix.ripple_depth:"), "{e}");
+    }
 
     #[test]
     fn no_file_means_every_default() {

@@ -8,6 +8,7 @@ pub mod pipeline;
 pub mod preview;
 pub mod publish;
 pub mod queue;
+pub mod review;
 pub mod safety;
 pub mod seed;
 pub mod source;

@@ -29,9 +29,10 @@ use forq_search::{Budget, FixStrategy, Prepared, SearchOptions, Single, Speculat
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use crate::config::{BrancherName, Config, FundingMode, Mode, Strategy};
+use crate::config::{BrancherName, Config, FundingMode, Mode, ReviewPoint, Strategy};
 use crate::git;
 use crate::preview::{Preview, PreviewError, PreviewSpec};
+use crate::review;
 use crate::safety;
 use crate::seed::{self, SeedOptions, Seeded};
 use crate::store::{Action, Run, State, Store, StoreError};
@@ -510,10 +511,38 @@ impl Pipeline {
                 ),
             ));
         }
+        let branch = git::branch_name(&config.actions.fix.branch, "fix", &id, &run.issue.id);
+        // A person looks at the green patch first, when forq.yml says so.
+        if config.review.contains(&ReviewPoint::Commit)
+            && self
+                .store
+                .checkpointed(&id, &review::approved(ReviewPoint::Commit))
+                .map_err(fail)?
+                .is_none()
+        {
+            let patch = implemented
+                .patch
+                .as_ref()
+                .map_or_else(|| "the patch".to_owned(), |p| p.display().to_string());
+            let what = format!(
+                "{patch} ({} lines): approve to commit it on {branch} and run the whole suite on it",
+                implemented.diff_lines
+            );
+            self.store
+                .checkpoint(
+                    &id,
+                    review::PAUSED,
+                    &json!({"point": "commit", "resume": run.state.name(), "what": what}),
+                )
+                .map_err(fail)?;
+            return Err(Stop::End(
+                State::NeedsReview,
+                format!("waiting for review before committing: {what}"),
+            ));
+        }
         // Testing: commit on the run's branch, then the whole oracle on a
         // fresh sandbox over the commit.
         self.enter(run, State::Testing)?;
-        let branch = git::branch_name(&config.actions.fix.branch, "fix", &id, &run.issue.id);
         let tested = match self.store.checkpointed(&id, "tested").map_err(fail)? {
             Some(t) => t,
             None => {

@@ -45,6 +45,10 @@ pub enum State {
     /// its callers rely on, and those callers (or callers beyond the
     /// ripple's depth) are left for a person: the findings say which.
     CompletedWithFindings,
+    /// Paused for a person at a review point (forq.yml `review:`): no
+    /// process works on it until it is approved (it continues from its
+    /// checkpoint) or rejected (it is aborted).
+    NeedsReview,
     /// Terminal: a triage-only run decided (its decision is the outcome).
     Triaged,
     /// Terminal: forq stopped short and says why (triage declined, no
@@ -56,7 +60,7 @@ pub enum State {
     Failed,
 }
 
-const STATES: [(State, &str); 12] = [
+const STATES: [(State, &str); 13] = [
     (State::Queued, "queued"),
     (State::Triaging, "triaging"),
     (State::Provisioning, "provisioning"),
@@ -65,6 +69,7 @@ const STATES: [(State, &str); 12] = [
     (State::PrOpened, "pr_opened"),
     (State::PatchReady, "patch_ready"),
     (State::CompletedWithFindings, "completed_with_findings"),
+    (State::NeedsReview, "needs_review"),
     (State::Triaged, "triaged"),
     (State::NeedsHuman, "needs_human"),
     (State::Aborted, "aborted"),
@@ -95,7 +100,8 @@ impl State {
             State::PatchReady | State::CompletedWithFindings | State::PrOpened
         )
     }
-    /// Whether the run is over.
+    /// Whether the run is over (or paused for a review: no process works
+    /// on it either way).
     pub fn is_terminal(self) -> bool {
         !matches!(
             self,
@@ -589,7 +595,8 @@ impl Store {
 
     /// Moves run `id` to `to` (with `reason` for terminal states), and
     /// records the change as an event. A run that is over stays over,
-    /// except that `patch_ready` becomes `pr_opened`.
+    /// except that a run with a patch becomes `pr_opened`, and a run paused
+    /// for review goes on (approved) or is aborted (rejected).
     pub fn transition(&self, id: &str, to: State, reason: &str) -> Result<Run, StoreError> {
         let run = self.get(id)?;
         let now = now_ms() as i64;
@@ -602,7 +609,9 @@ impl Store {
                 |r| r.get(0),
             )?;
             let from = State::from_name(&from).unwrap_or(run.state);
-            let allowed = !from.is_terminal() || (from.has_patch() && to == State::PrOpened);
+            let allowed = !from.is_terminal()
+                || (from.has_patch() && to == State::PrOpened)
+                || (from == State::NeedsReview && (!to.is_terminal() || to == State::Aborted));
             if !allowed {
                 return Ok(Err(from));
             }

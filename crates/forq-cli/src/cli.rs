@@ -49,7 +49,8 @@ pub(crate) enum Command {
     /// Burn down a backlog: select issues (a Markdown directory, a GitHub
     /// repository, or --text), make a run of each, run them in parallel.
     /// Exits 0 when every run reached its goal (patch_ready, triaged), 1
-    /// when some need a human or were aborted, 2 when some failed.
+    /// when some need a human (completed_with_findings, needs_review
+    /// included) or were aborted, 2 when some failed.
     Queue(QueueArgs),
     /// List runs, or show, follow, abort or resume one.
     Runs(RunsArgs),
@@ -397,9 +398,38 @@ pub(crate) enum RunsCommand {
     /// Continue an interrupted run from its last checkpoint (or, with
     /// --interrupted, every one: after a crash or a reboot).
     Resume(ResumeArgs),
+    /// Approve a run paused for review (forq.yml `review:`), and drive it on
+    /// from its checkpoint to its end.
+    Approve(ApproveArgs),
+    /// Reject a run paused for review: it is aborted with the reason.
+    Reject(RejectArgs),
     /// Remove the workspaces of runs that are over (their records stay);
     /// those with an unpushed patch only with --patched.
     Clean(CleanArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ApproveArgs {
+    /// The run's id (or a prefix of it).
+    pub(crate) id: String,
+    /// Settings instead of the repository's forq.yml.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) config: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) model: ModelArgs,
+    #[command(flatten)]
+    pub(crate) backend: BackendArgs,
+    #[command(flatten)]
+    pub(crate) engines: EngineArgs,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct RejectArgs {
+    /// The run's id (or a prefix of it).
+    pub(crate) id: String,
+    /// Why, for the record.
+    #[arg(long, default_value = "")]
+    pub(crate) reason: String,
 }
 
 #[derive(Debug, Args)]

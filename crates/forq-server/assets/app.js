@@ -5,7 +5,7 @@
 // header), resumed with Last-Event-ID after a drop so nothing is missed.
 'use strict';
 
-const TERMINAL = ['pr_opened', 'patch_ready', 'completed_with_findings', 'triaged', 'needs_human', 'aborted', 'failed'];
+const TERMINAL = ['pr_opened', 'patch_ready', 'completed_with_findings', 'needs_review', 'triaged', 'needs_human', 'aborted', 'failed'];
 const PATCHED = ['patch_ready', 'completed_with_findings', 'pr_opened'];
 const LIFECYCLE = ['queued', 'triaging', 'provisioning', 'implementing', 'testing'];
 const ACTIVE = ['triaging', 'provisioning', 'implementing', 'testing'];
@@ -368,6 +368,7 @@ function runView(id) {
   let run = null;
   let triage = null;
   let preview = null;
+  let review = null;
   const log = h('div', { class: 'log', id: 'log' });
   const nodes = new Map();
   let picked = null;
@@ -406,6 +407,15 @@ function runView(id) {
         h('button', { onclick: stopPreview }, 'Stop preview')] : null,
       patched && state !== 'pr_opened' ? h('button', { id: 'push', onclick: () => publish('push', { pull_request: true }),
         title: 'push the branch to origin and open a pull request (the server needs GITHUB_TOKEN)' }, 'Push & open PR') : null);
+    const reviewing = state === 'needs_review' ? (() => {
+      const why = h('input', { type: 'text', id: 'reject-reason', placeholder: 'why (for the record)', 'aria-label': 'reason' });
+      return h('div', { class: 'panel', id: 'review' },
+        h('h3', {}, 'Waiting for your review'),
+        h('p', {}, review ? review.what : run.reason),
+        h('div', { class: 'row' },
+          h('button', { class: 'primary', id: 'approve', onclick: () => decide('approve', {}) }, 'Approve'),
+          why, h('button', { id: 'reject', onclick: () => decide('reject', { reason: why.value }) }, 'Reject')));
+    })() : null;
     const onGithub = /\/issues\/\d+$/.test(run.issue.url || '');
     const comment = h('input', { type: 'text', id: 'comment', placeholder: 'comment on the issue', 'aria-label': 'comment' });
     const issueActions = onGithub ? h('div', { class: 'row' }, comment,
@@ -431,7 +441,8 @@ function runView(id) {
           h('dt', {}, 'patch'), h('dd', {}, run.patch_lines != null ? `${run.patch_lines} lines` : '—'),
           h('dt', {}, 'branch'), h('dd', { class: 'mono' }, run.branch || '—'),
           run.branch ? [h('dt', {}, 'push it'), h('dd', { class: 'mono' }, `forq push ${run.id} --pr`)] : null),
-        h('div', {}, actions, issueActions, h('p', { class: 'note', id: 'act-note' }))));
+        h('div', {}, actions, issueActions, h('p', { class: 'note', id: 'act-note' }))),
+      reviewing);
   }
 
   async function startPreview() {
@@ -448,6 +459,16 @@ function runView(id) {
     try { await api(`/api/previews/${preview.key}`, { method: 'DELETE' }); } catch (e) { /* gone already */ }
     preview = null;
     drawHead();
+  }
+
+  // Approve (the run goes on: its page follows it again) or reject.
+  async function decide(what, body) {
+    const note = document.getElementById('act-note');
+    try {
+      const { body: moved } = await post(`/api/runs/${id}/${what}`, body);
+      run = moved; review = null;
+      if (what === 'approve') route(); else drawHead();
+    } catch (e) { note.textContent = e.message; }
   }
 
   async function publish(what, body) {
@@ -589,6 +610,7 @@ function runView(id) {
     }
     run = body.run;
     triage = body.triage;
+    review = body.review;
     try { preview = (await api('/api/previews')).body.find((p) => p.run === id) || null; } catch (e) { preview = null; }
     crumbs({ text: run.repo.split('/').filter(Boolean).pop(), href: `#/repo/${encodeURIComponent(run.repo)}` }, { text: `run ${id}` });
     view.replaceChildren(parts.head, parts.tree, h('div', { class: 'cols' }, parts.patch, parts.log));

@@ -345,6 +345,8 @@ fn router(app: App) -> Router {
         .route("/api/runs/{id}/stream", get(run_stream))
         .route("/api/runs/{id}/abort", post(abort_run))
         .route("/api/runs/{id}/resume", post(resume_run))
+        .route("/api/runs/{id}/approve", post(approve_run))
+        .route("/api/runs/{id}/reject", post(reject_run))
         .route("/api/runs/{id}/patch", get(run_patch))
         .route("/api/runs/{id}/tree", get(run_tree))
         .route("/api/runs/{id}/files", get(run_files))
@@ -518,15 +520,19 @@ async fn list_runs(
 
 async fn show_run(State(app): State<App>, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
     let store = app.store.clone();
-    let (run, events, triage) = blocking(move || {
+    let (run, events, triage, review) = blocking(move || {
         let run = store.get(&id)?;
         let triage = store.checkpointed(&run.id, "triaged")?;
+        let review = match run.state {
+            RunState::NeedsReview => store.checkpointed(&run.id, forq_app::review::PAUSED)?,
+            _ => None,
+        };
         let events = store.events(&run.id, 0)?;
-        Ok((run, events, triage))
+        Ok((run, events, triage, review))
     })
     .await?;
     Ok(Json(
-        json!({"run": run, "events": events, "triage": triage}),
+        json!({"run": run, "events": events, "triage": triage, "review": review}),
     ))
 }
 
@@ -648,6 +654,56 @@ async fn resume_run(
     }
     spawn_runs(actions, vec![run.clone()]);
     Ok((StatusCode::ACCEPTED, Json(run)))
+}
+
+/// `POST /api/runs/{id}/approve`: a run paused for review goes on from its
+/// checkpoint, in the background.
+async fn approve_run(
+    State(app): State<App>,
+    Path(id): Path<String>,
+) -> Result<(StatusCode, Json<Run>), ApiError> {
+    let actions = require_actions(&app)?;
+    let store = app.store.clone();
+    let run = tokio::task::spawn_blocking(move || forq_app::review::approve(&store, &id))
+        .await
+        .map_err(internal)?
+        .map_err(reviewed)?;
+    spawn_runs(actions, vec![run.clone()]);
+    Ok((StatusCode::ACCEPTED, Json(run)))
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RejectRequest {
+    reason: Option<String>,
+}
+
+/// `POST /api/runs/{id}/reject` (`{"reason": …}`): a run paused for review
+/// is aborted.
+async fn reject_run(
+    State(app): State<App>,
+    Path(id): Path<String>,
+    body: Option<Json<RejectRequest>>,
+) -> Result<Json<Run>, ApiError> {
+    let reason = body.and_then(|Json(b)| b.reason).unwrap_or_default();
+    let store = app.store.clone();
+    let run = tokio::task::spawn_blocking(move || forq_app::review::reject(&store, &id, &reason))
+        .await
+        .map_err(internal)?
+        .map_err(reviewed)?;
+    Ok(Json(run))
+}
+
+fn reviewed(e: forq_app::review::ReviewError) -> ApiError {
+    match e {
+        forq_app::review::ReviewError::NotPaused { .. } => {
+            ApiError(StatusCode::CONFLICT, e.to_string())
+        }
+        forq_app::review::ReviewError::Store(forq_app::store::StoreError::NotFound(id)) => {
+            ApiError(StatusCode::NOT_FOUND, format!("there is no run {id}"))
+        }
+        e => internal(e),
+    }
 }
 
 async fn abort_run(State(app): State<App>, Path(id): Path<String>) -> Result<Json<Run>, ApiError> {
@@ -971,6 +1027,10 @@ pub fn openapi_document() -> Value {
             "/api/runs/{id}/resume": {"post": {"summary": "Continue an interrupted run from its last checkpoint, in the background", "parameters": [run_id],
                 "responses": {"202": {"description": "the run, as it was", "content": {"application/json": {}}},
                     "409": {"description": "over already, or being driven by a live process"}, "503": {"description": "the server was started without a pipeline"}}}},
+            "/api/runs/{id}/approve": {"post": {"summary": "Approve a run paused for review (needs_review): it goes on from its checkpoint, in the background", "parameters": [run_id],
+                "responses": {"202": {"description": "the run, moving on"}, "409": {"description": "the run is not paused for review"}}}},
+            "/api/runs/{id}/reject": {"post": {"summary": "Reject a run paused for review: it is aborted with {\"reason\": …}", "parameters": [run_id],
+                "responses": {"200": {"description": "the run, aborted"}, "409": {"description": "the run is not paused for review"}}}},
             "/api/runs/{id}/abort": {"post": {"summary": "Ask a run to stop", "parameters": [run_id],
                 "responses": json_ok("the run")}},
             "/api/stream": {"get": {"summary": "Every run's events as Server-Sent Events; resumes after Last-Event-ID",

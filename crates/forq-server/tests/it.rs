@@ -183,6 +183,8 @@ async fn runs_and_their_events_are_listed_filtered_and_shown() {
         "/api/runs/{id}/files",
         "/api/runs/{id}/abort",
         "/api/runs/{id}/resume",
+        "/api/runs/{id}/approve",
+        "/api/runs/{id}/reject",
         "/api/stream",
         "/api/goldens",
         "/api/repos",
@@ -1190,5 +1192,95 @@ async fn a_github_repositorys_open_issues_are_listed_for_the_dashboard() {
         .unwrap()
         .iter()
         .any(|c| c.0 == "GET" && c.1 == "/repos/o/calc/issues"));
+    task.abort();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_paused_for_review_is_approved_or_rejected() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some((store, pipeline)) = pipeline_in(dir.path()).await else {
+        return;
+    };
+    let repo = calc(dir.path());
+    std::fs::write(repo.join("forq.yml"), "review: [commit]\n").unwrap();
+    let control = Control::new(store.clone()).actions(forq_server::Actions::new(pipeline));
+    let (addr, task) = spawn(control, loopback()).await;
+    let url = format!("http://{addr}");
+    let client = reqwest::Client::new();
+    let queue = |text: &'static str| {
+        let (client, url, repo) = (client.clone(), url.clone(), repo.clone());
+        async move {
+            let queued: Value = client
+                .post(format!("{url}/api/queue"))
+                .json(&json!({"text": text, "repo": repo, "action": "fix"}))
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            queued["runs"][0]["id"].as_str().unwrap().to_owned()
+        }
+    };
+    // Paused with its green patch, before anything is committed.
+    let id = queue("# add() subtracts").await;
+    sse(&format!("{url}/api/runs/{id}/stream"), None, 100_000).await;
+    let paused = store.get(&id).unwrap();
+    assert_eq!(paused.state, State::NeedsReview, "{}", paused.reason);
+    assert!(paused.branch.is_none(), "nothing committed before review");
+    let (_, shown) = get_json(&format!("{url}/api/runs/{id}")).await;
+    let what = shown["review"]["what"].as_str().unwrap();
+    assert!(
+        what.contains("fix.patch") && what.contains("approve to commit"),
+        "{what}"
+    );
+    let searched = store
+        .events(&id, 0)
+        .unwrap()
+        .iter()
+        .filter(|e| e.kind == "node")
+        .count();
+    // Approved: it goes on from its checkpoint (no second search) to the end.
+    let approved = client
+        .post(format!("{url}/api/runs/{id}/approve"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(approved.status().as_u16(), 202);
+    sse(&format!("{url}/api/runs/{id}/stream"), None, 100_000).await;
+    let done = store.get(&id).unwrap();
+    assert_eq!(done.state, State::PatchReady, "{}", done.reason);
+    let nodes = store
+        .events(&id, 0)
+        .unwrap()
+        .iter()
+        .filter(|e| e.kind == "node")
+        .count();
+    assert_eq!(nodes, searched, "the search ran again after approval");
+    // Approving what is not paused is refused.
+    let again = client
+        .post(format!("{url}/api/runs/{id}/approve"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(again.status().as_u16(), 409);
+    // Rejected: aborted, with the reason.
+    let other = queue("# add() is wrong").await;
+    sse(&format!("{url}/api/runs/{other}/stream"), None, 100_000).await;
+    assert_eq!(store.get(&other).unwrap().state, State::NeedsReview);
+    let rejected: Value = client
+        .post(format!("{url}/api/runs/{other}/reject"))
+        .json(&json!({"reason": "not this way"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(rejected["state"], "aborted");
+    assert_eq!(
+        rejected["reason"],
+        "rejected at review (commit): not this way"
+    );
     task.abort();
 }

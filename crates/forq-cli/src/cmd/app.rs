@@ -322,7 +322,9 @@ fn paint(state: State, text: &str) -> String {
     }
     let code = match state {
         State::PatchReady | State::PrOpened | State::Triaged => "32",
-        State::NeedsHuman | State::Aborted | State::CompletedWithFindings => "33",
+        State::NeedsHuman | State::Aborted | State::CompletedWithFindings | State::NeedsReview => {
+            "33"
+        }
         State::Failed => "31",
         _ => "0",
     };
@@ -828,6 +830,36 @@ pub(crate) async fn runs(args: RunsArgs) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Some(RunsCommand::Resume(a)) => resume(a, state_dir, store, args.json).await,
+        Some(RunsCommand::Approve(a)) => {
+            let run = forq_app::review::approve(&store, &a.id)?;
+            note(&format!(
+                "forq: run {} approved; it goes on from its checkpoint",
+                run.id
+            ));
+            let again = crate::cli::ResumeArgs {
+                id: Some(run.id),
+                interrupted: false,
+                jobs: 1,
+                per_repo: 1,
+                config: a.config,
+                model: a.model,
+                backend: a.backend,
+                engines: a.engines,
+            };
+            resume(again, state_dir, store, args.json).await
+        }
+        Some(RunsCommand::Reject(a)) => {
+            let run = forq_app::review::reject(&store, &a.id, &a.reason)?;
+            if args.json {
+                super::print_json(&run)?;
+            } else {
+                note(&format!(
+                    "forq: run {} {}: {}",
+                    run.id, run.state, run.reason
+                ));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         Some(RunsCommand::Clean(a)) => {
             let cleaned = forq_app::clean::clean(&store, state_dir, a.patched)?;
             if args.json {

@@ -1305,3 +1305,84 @@ async fn queue_runs_on_one_repository_share_its_golden() {
     }
     assert_eq!(hows, ["built", "forked"]);
 }
+
+#[tokio::test]
+async fn a_run_paused_for_review_is_approved_from_the_command_line() {
+    if !native_or_skip("a_run_paused_for_review_is_approved_from_the_command_line") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let issues = issue_dir(tmp.path(), &["py-clamp", "js-min-of"]);
+    for name in ["py-clamp", "js-min-of"] {
+        std::fs::write(issues.join(name).join("forq.yml"), "review: [commit]\n").unwrap();
+    }
+    let state = tmp.path().join("state");
+    let state_s = state.to_str().unwrap();
+    let queued = forq_env(
+        &[
+            "queue",
+            "--issues",
+            issues.to_str().unwrap(),
+            "--backend",
+            "native",
+        ]
+        .iter()
+        .chain(&["--state", state_s, "--json"])
+        .copied()
+        .collect::<Vec<_>>(),
+        &[],
+    )
+    .await;
+    // Paused runs need a person: exit 1.
+    check_exit(&queued, 1);
+    let runs = json_of(&queued);
+    let ids: Vec<String> = runs
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            assert_eq!(r["state"], "needs_review", "{r}");
+            assert!(r["branch"].is_null(), "nothing committed: {r}");
+            r["id"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    let approved = forq_env(
+        &[
+            "runs",
+            "approve",
+            &ids[0],
+            "--backend",
+            "native",
+            "--state",
+            state_s,
+            "--json",
+        ],
+        &[],
+    )
+    .await;
+    check_exit(&approved, 0);
+    assert_eq!(json_of(&approved)["state"], "patch_ready");
+    let rejected = forq_env(
+        &[
+            "runs",
+            "reject",
+            &ids[1],
+            "--reason",
+            "wrong fix",
+            "--state",
+            state_s,
+            "--json",
+        ],
+        &[],
+    )
+    .await;
+    check_exit(&rejected, 0);
+    let rejected = json_of(&rejected);
+    assert_eq!(rejected["state"], "aborted");
+    assert_eq!(rejected["reason"], "rejected at review (commit): wrong fix");
+    // Neither is paused any more.
+    let again = forq_env(&["runs", "reject", &ids[0], "--state", state_s], &[]).await;
+    assert_ne!(again.status.code(), Some(0));
+    let said = String::from_utf8_lossy(&again.stderr);
+    assert!(said.contains("only a run paused for review"), "{said}");
+}
