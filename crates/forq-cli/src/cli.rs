@@ -833,6 +833,10 @@ pub(crate) enum GraphCommand {
     Callers(GraphWalkArgs),
     /// What SYMBOL calls, breadth first, with each edge's confidence.
     Callees(GraphWalkArgs),
+    /// How SYMBOL is called: each call site's arguments (positional or
+    /// keyword, value kinds, None passed) and what it does with the result,
+    /// counted, and the call sites that break a dominant pattern.
+    Patterns(GraphPatternsArgs),
     /// The shortest chain of calls from one symbol to another (exit 1: none).
     Path(GraphPathArgs),
     /// What transitively depends on SYMBOL (callers, subclasses, importers).
@@ -894,6 +898,14 @@ pub(crate) struct GraphWalkArgs {
     /// Steps to follow.
     #[arg(long)]
     pub(crate) depth: Option<u32>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct GraphPatternsArgs {
+    /// A symbol: its id, qualified name, name, or FILE:LINE.
+    pub(crate) symbol: String,
+    #[command(flatten)]
+    pub(crate) repo: GraphRepo,
 }
 
 #[derive(Debug, Args)]

@@ -51,6 +51,7 @@ mod extract;
 mod index;
 mod lang;
 mod map;
+mod patterns;
 mod query;
 mod resolve;
 mod store;
@@ -60,6 +61,7 @@ pub use error::{Error, Result};
 pub use index::{Index, IndexOptions, IndexReport, Stats, MAX_FILE_BYTES};
 pub use lang::{Lang, QueryKind};
 pub use map::{MapEntry, RepoMap, CHARS_PER_TOKEN};
+pub use patterns::{Argument, CallPatterns, CallSite, Suspect};
 pub use query::{
     Bounded, CallEdge, Confidence, Covering, Dependent, LineText, StatementInfo, UseSite, VarLinks,
     MAX_FANOUT, MAX_PATH_NODES, MAX_ROWS,

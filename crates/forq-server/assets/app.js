@@ -442,7 +442,7 @@ function runView(id) {
           h('dt', {}, 'branch'), h('dd', { class: 'mono' }, run.branch || '—'),
           run.branch ? [h('dt', {}, 'push it'), h('dd', { class: 'mono' }, `forq push ${run.id} --pr`)] : null),
         h('div', {}, actions, issueActions, h('p', { class: 'note', id: 'act-note' }))),
-      reviewing);
+      ...(reviewing ? [reviewing] : []));
   }
 
   async function startPreview() {

@@ -10,8 +10,8 @@ use forq_graph::{Bounded, CallEdge, Confidence, Index, IndexOptions, SymbolFilte
 
 use super::print_json;
 use crate::cli::{
-    GraphBenchArgs, GraphIndexArgs, GraphMapArgs, GraphPathArgs, GraphRepo, GraphStatementsArgs,
-    GraphStatsArgs, GraphSymbolsArgs, GraphUsesArgs, GraphWalkArgs,
+    GraphBenchArgs, GraphIndexArgs, GraphMapArgs, GraphPathArgs, GraphPatternsArgs, GraphRepo,
+    GraphStatementsArgs, GraphStatsArgs, GraphSymbolsArgs, GraphUsesArgs, GraphWalkArgs,
 };
 
 fn open(repo: &Path, db: Option<&PathBuf>, options: IndexOptions) -> anyhow::Result<Index> {
@@ -157,6 +157,66 @@ pub(crate) fn walk(args: GraphWalkArgs, direction: Direction) -> anyhow::Result<
         return print_json(&edges).map(|()| ExitCode::SUCCESS);
     }
     print_edges(&edges, direction)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+pub(crate) fn patterns(args: GraphPatternsArgs) -> anyhow::Result<ExitCode> {
+    let index = open_current(&args.repo)?;
+    let p = index.call_patterns(&args.symbol)?;
+    if args.repo.db.json {
+        return print_json(&p).map(|()| ExitCode::SUCCESS);
+    }
+    let counts = |m: &mut dyn Iterator<Item = (String, usize)>| {
+        m.map(|(k, n)| format!("{k} ×{n}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{}: {} call sites", p.symbol, p.sites.len())?;
+    if p.sites.is_empty() {
+        return Ok(ExitCode::SUCCESS);
+    }
+    writeln!(
+        out,
+        "  arguments: {}",
+        counts(&mut p.arity.iter().map(|(k, n)| (k.to_string(), *n)))
+    )?;
+    if !p.keywords.is_empty() {
+        writeln!(
+            out,
+            "  keywords:  {}",
+            counts(&mut p.keywords.iter().map(|(k, n)| (k.clone(), *n)))
+        )?;
+    }
+    if p.none_passed > 0 {
+        writeln!(out, "  None/null passed at {} call site(s)", p.none_passed)?;
+    }
+    writeln!(
+        out,
+        "  result:    {}",
+        counts(&mut p.results.iter().map(|(k, n)| (k.clone(), *n)))
+    )?;
+    for s in &p.suspected {
+        writeln!(out, "  suspected {}:{}  {}", s.file, s.line, s.why)?;
+    }
+    for s in &p.sites {
+        let args: Vec<String> = s
+            .arguments
+            .iter()
+            .map(|a| match &a.keyword {
+                Some(k) => format!("{k}={}", a.kind),
+                None => a.kind.clone(),
+            })
+            .collect();
+        writeln!(
+            out,
+            "  {}:{}  ({}) → {}",
+            s.file,
+            s.line,
+            args.join(", "),
+            s.result
+        )?;
+    }
     Ok(ExitCode::SUCCESS)
 }
 

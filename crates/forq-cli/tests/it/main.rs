@@ -592,6 +592,24 @@ async fn graph_json(args: &[&str], db: &str) -> serde_json::Value {
 }
 
 #[tokio::test]
+async fn graph_patterns_count_how_a_definition_is_called() {
+    let db = tempfile::tempdir().unwrap();
+    let db_path = db.path().join("graph.db").display().to_string();
+    let repo = ["--repo", "examples/calc"];
+    // add() is called once, by its test, which checks the result.
+    let p = graph_json(&[&["patterns", "add"][..], &repo].concat(), &db_path).await;
+    assert_eq!(p["symbol"], "calc.py#add:function", "{p}");
+    assert_eq!(p["sites"].as_array().unwrap().len(), 1, "{p}");
+    assert_eq!(p["sites"][0]["file"], "tests/test_calc.py");
+    assert_eq!(p["arity"]["2"], 1, "{p}");
+    assert_eq!(
+        p["sites"][0]["result"], "passed",
+        "handed to assertEqual: {p}"
+    );
+    assert_eq!(p["suspected"], serde_json::json!([]));
+}
+
+#[tokio::test]
 async fn graph_queries_answer_as_json() {
     let db = tempfile::tempdir().unwrap();
     let db_path = db.path().join("graph.db").display().to_string();

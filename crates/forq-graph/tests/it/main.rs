@@ -7,6 +7,7 @@ use forq_graph::{Index, Lang, QueryKind, SymbolFilter};
 
 mod flow;
 mod incremental;
+mod patterns;
 mod queries;
 mod resolution;
 

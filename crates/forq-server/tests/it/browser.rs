@@ -412,6 +412,13 @@ async fn the_dashboard_burns_down_a_queue_and_draws_the_search_live_in_chromium(
             .await,
         json!("patch ready")
     );
+    let head = browser
+        .js("return document.querySelector('#state').closest('section').innerText")
+        .await;
+    assert!(
+        !head.as_str().unwrap().contains("null"),
+        "the run's header shows a missing value as null: {head}"
+    );
     browser.screenshot("run").await;
     // A green node, clicked: its change and its test results.
     browser
