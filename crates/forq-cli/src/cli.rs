@@ -837,6 +837,10 @@ pub(crate) enum GraphCommand {
     /// keyword, value kinds, None passed) and what it does with the result,
     /// counted, and the call sites that break a dominant pattern.
     Patterns(GraphPatternsArgs),
+    /// How the codebase writes code (naming per kind, indentation, quotes,
+    /// imports, tests, error handling), each with its coverage; only those
+    /// at or above --threshold.
+    Conventions(GraphConventionsArgs),
     /// The shortest chain of calls from one symbol to another (exit 1: none).
     Path(GraphPathArgs),
     /// What transitively depends on SYMBOL (callers, subclasses, importers).
@@ -898,6 +902,15 @@ pub(crate) struct GraphWalkArgs {
     /// Steps to follow.
     #[arg(long)]
     pub(crate) depth: Option<u32>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct GraphConventionsArgs {
+    #[command(flatten)]
+    pub(crate) repo: GraphRepo,
+    /// The share of places a convention must hold in to be stated.
+    #[arg(long, default_value_t = 0.8)]
+    pub(crate) threshold: f64,
 }
 
 #[derive(Debug, Args)]

@@ -46,6 +46,7 @@
 #![deny(missing_docs)]
 
 mod bench;
+mod conventions;
 mod error;
 mod extract;
 mod index;
@@ -57,6 +58,7 @@ mod resolve;
 mod store;
 
 pub use bench::{bench, BenchReport, QueryTiming};
+pub use conventions::{Convention, Conventions};
 pub use error::{Error, Result};
 pub use index::{Index, IndexOptions, IndexReport, Stats, MAX_FILE_BYTES};
 pub use lang::{Lang, QueryKind};

@@ -10,8 +10,9 @@ use forq_graph::{Bounded, CallEdge, Confidence, Index, IndexOptions, SymbolFilte
 
 use super::print_json;
 use crate::cli::{
-    GraphBenchArgs, GraphIndexArgs, GraphMapArgs, GraphPathArgs, GraphPatternsArgs, GraphRepo,
-    GraphStatementsArgs, GraphStatsArgs, GraphSymbolsArgs, GraphUsesArgs, GraphWalkArgs,
+    GraphBenchArgs, GraphConventionsArgs, GraphIndexArgs, GraphMapArgs, GraphPathArgs,
+    GraphPatternsArgs, GraphRepo, GraphStatementsArgs, GraphStatsArgs, GraphSymbolsArgs,
+    GraphUsesArgs, GraphWalkArgs,
 };
 
 fn open(repo: &Path, db: Option<&PathBuf>, options: IndexOptions) -> anyhow::Result<Index> {
@@ -157,6 +158,39 @@ pub(crate) fn walk(args: GraphWalkArgs, direction: Direction) -> anyhow::Result<
         return print_json(&edges).map(|()| ExitCode::SUCCESS);
     }
     print_edges(&edges, direction)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+pub(crate) fn conventions(args: GraphConventionsArgs) -> anyhow::Result<ExitCode> {
+    if !(0.0..=1.0).contains(&args.threshold) {
+        anyhow::bail!(
+            "--threshold {}: a share of places, from 0 to 1 (0.8: held in 80% of them)",
+            args.threshold
+        );
+    }
+    let index = open_current(&args.repo)?;
+    let found = index.conventions(args.threshold)?;
+    if args.repo.db.json {
+        return print_json(&found).map(|()| ExitCode::SUCCESS);
+    }
+    let mut out = std::io::stdout().lock();
+    if found.conventions.is_empty() {
+        writeln!(
+            out,
+            "no convention holds in {:.0}% of its places (lower --threshold)",
+            args.threshold * 100.0
+        )?;
+    }
+    for c in &found.conventions {
+        writeln!(
+            out,
+            "{:>4.0}%  {:>5} of {:<5}  {}",
+            c.coverage() * 100.0,
+            c.count,
+            c.of,
+            c.rule
+        )?;
+    }
     Ok(ExitCode::SUCCESS)
 }
 

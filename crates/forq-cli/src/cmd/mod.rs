@@ -64,6 +64,7 @@ pub(crate) fn run(args: Cli) -> anyhow::Result<ExitCode> {
             Command::Graph(GraphCommand::Callers(a)) => graph::walk(a, graph::Direction::Callers),
             Command::Graph(GraphCommand::Callees(a)) => graph::walk(a, graph::Direction::Callees),
             Command::Graph(GraphCommand::Patterns(a)) => graph::patterns(a),
+            Command::Graph(GraphCommand::Conventions(a)) => graph::conventions(a),
             Command::Graph(GraphCommand::Path(a)) => graph::path(a),
             Command::Graph(GraphCommand::AffectedBy(a)) => graph::affected_by(a),
             Command::Graph(GraphCommand::TestsFor(a)) => graph::tests_for(a),

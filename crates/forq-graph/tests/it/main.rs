@@ -5,6 +5,7 @@
 
 use forq_graph::{Index, Lang, QueryKind, SymbolFilter};
 
+mod conventions;
 mod flow;
 mod incremental;
 mod patterns;
