@@ -27,6 +27,10 @@ pub struct Task {
     pub issue: String,
     /// Context about the repository (a repository map), if any.
     pub context: String,
+    /// How the codebase writes code (conventions, call-site patterns),
+    /// added to the system prompt, if any.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub conventions: String,
 }
 
 impl Task {
@@ -35,6 +39,7 @@ impl Task {
         Task {
             issue: issue.into(),
             context: String::new(),
+            conventions: String::new(),
         }
     }
 }
@@ -296,7 +301,13 @@ impl Agent {
             ));
         }
         let mut request = Request::new(&self.model);
-        request.system = self.system.clone();
+        request.system = match task.conventions.is_empty() {
+            true => self.system.clone(),
+            false => format!(
+                "{}\n\nWrite code the way this codebase does.\n{}",
+                self.system, task.conventions
+            ),
+        };
         request.tools = self.tools.specs();
         request.max_tokens = self.max_tokens;
         request.stream = self.stream;

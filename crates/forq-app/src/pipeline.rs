@@ -22,7 +22,7 @@ use forq_agent::tools::{GraphTools, RunTests, Toolbox};
 use forq_bootstrap::Stack;
 use forq_graph::Index;
 use forq_sandbox::{Backend, BackendChoice, BackendKind};
-use forq_search::brancher::{Agentic, Brancher, Llm, Mutate};
+use forq_search::brancher::{codebase_notes, Agentic, Brancher, Llm, Mutate, NOTES_CHARS};
 use forq_search::oracle::{Oracle, OracleError};
 use forq_search::tree::{Event as TreeEvent, Status, Subscriber};
 use forq_search::{Budget, FixStrategy, Prepared, SearchOptions, Single, Speculative};
@@ -1122,12 +1122,12 @@ fn make_brancher(
         BrancherName::Mutate => Box::new(Mutate::new(index, prepared.stack.clone())),
         BrancherName::Llm => {
             let m = need_model()?;
-            let files = Mutate::new(index, prepared.stack.clone()).suspect_files(
-                &prepared.oracle.target,
-                &prepared.oracle.guard,
-                3,
-            );
-            let mut llm = Llm::new(m.provider, m.name, issue_text, files).prices(m.prices.clone());
+            let mutate = Mutate::new(index, prepared.stack.clone());
+            let (target, guard) = (&prepared.oracle.target, &prepared.oracle.guard);
+            let files = mutate.suspect_files(target, guard, 3);
+            let mut llm = Llm::new(m.provider, m.name, issue_text, files)
+                .prices(m.prices.clone())
+                .notes(mutate.notes(target, guard, NOTES_CHARS));
             if let Some(usd) = fix.agent.max_cost_usd {
                 llm = llm.max_cost(usd, m.prices);
             }
@@ -1138,6 +1138,13 @@ fn make_brancher(
             let mut task = Task::new(issue_text);
             let map = index.map(1024, &[]).map(|m| m.text).unwrap_or_default();
             task.context = format!("{}\n\n{map}", seed::summary(workspace, 20));
+            task.conventions = codebase_notes(
+                &index,
+                &prepared.stack,
+                &prepared.oracle.target,
+                &prepared.oracle.guard,
+                NOTES_CHARS,
+            );
             if !context_files.is_empty() {
                 task.context = format!(
                     "Context files provided with the issue: {}\n\n{}",

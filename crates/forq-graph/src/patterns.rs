@@ -74,6 +74,44 @@ pub struct CallPatterns {
     pub suspected: Vec<Suspect>,
 }
 
+impl CallPatterns {
+    /// The patterns in a few lines for a model's prompt: how many call
+    /// sites, their arities, keywords, `None` passed, what callers do with
+    /// the result, and the suspected sites with their evidence. Empty when
+    /// nothing calls the definition.
+    pub fn prompt(&self) -> String {
+        if self.sites.is_empty() {
+            return String::new();
+        }
+        let counts = |m: &mut dyn Iterator<Item = (String, usize)>| {
+            m.map(|(k, n)| format!("{k} ×{n}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let mut out = format!(
+            "{} — {} call site(s); arguments: {}; result: {}",
+            self.symbol,
+            self.sites.len(),
+            counts(&mut self.arity.iter().map(|(k, n)| (k.to_string(), *n))),
+            counts(&mut self.results.iter().map(|(k, n)| (k.clone(), *n)))
+        );
+        if !self.keywords.is_empty() {
+            out.push_str(&format!(
+                "; keywords: {}",
+                counts(&mut self.keywords.iter().map(|(k, n)| (k.clone(), *n)))
+            ));
+        }
+        if self.none_passed > 0 {
+            out.push_str(&format!("; None/null passed at {}", self.none_passed));
+        }
+        out.push('\n');
+        for s in &self.suspected {
+            out.push_str(&format!("  suspected {}:{}: {}\n", s.file, s.line, s.why));
+        }
+        out
+    }
+}
+
 /// Share of call sites a pattern needs to be the rule others break.
 const DOMINANT: f64 = 0.75;
 
@@ -330,6 +368,7 @@ fn result_use(call: tree_sitter::Node<'_>) -> String {
             | "augmented_assignment"
             | "variable_declarator"
             | "let_declaration"
+            | "init_declarator"
             | "assignment_expression"
             | "short_var_declaration" => "assigned",
             "return_statement" | "return_expression" => "returned",

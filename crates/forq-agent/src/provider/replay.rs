@@ -13,6 +13,7 @@ use crate::message::{Delta, Part, Request, Response};
 #[derive(Debug)]
 pub struct Replay {
     replies: Mutex<std::collections::VecDeque<Response>>,
+    asked: Mutex<Vec<Request>>,
 }
 
 impl Replay {
@@ -20,6 +21,7 @@ impl Replay {
     pub fn new(replies: Vec<Response>) -> Replay {
         Replay {
             replies: Mutex::new(replies.into()),
+            asked: Mutex::new(Vec::new()),
         }
     }
 
@@ -53,6 +55,11 @@ impl Replay {
         Ok(Replay::new(replies))
     }
 
+    /// The requests it was asked, in order (what a test checks a prompt by).
+    pub fn requests(&self) -> Vec<Request> {
+        self.asked.lock().map(|a| a.clone()).unwrap_or_default()
+    }
+
     /// Replies not yet played.
     pub fn remaining(&self) -> usize {
         self.replies.lock().map_or(0, |r| r.len())
@@ -66,6 +73,9 @@ impl Provider for Replay {
     }
 
     async fn complete(&self, request: &Request, sink: Option<Sink<'_>>) -> Result<Response, Error> {
+        if let Ok(mut asked) = self.asked.lock() {
+            asked.push(request.clone());
+        }
         let reply = self
             .replies
             .lock()

@@ -143,9 +143,21 @@ async fn a_scripted_run_reads_edits_tests_and_submits_the_sandboxs_diff() {
 async fn a_budget_ends_the_run_with_the_best_attempt() {
     let dir = repo();
     let (_backend, sb) = sandbox(dir.path()).await;
-    let agent = Agent::new(Arc::new(Replay::new(script())), "scripted")
-        .budget(Budget::default().max_steps(2));
-    let report = agent.run(&*sb, &Task::new("fix add")).await;
+    let replay = Arc::new(Replay::new(script()));
+    let agent = Agent::new(replay.clone(), "scripted").budget(Budget::default().max_steps(2));
+    let mut task = Task::new("fix add");
+    task.conventions = "- python functions are snake_case (3 of 3, 100%)\n".to_owned();
+    let report = agent.run(&*sb, &task).await;
+    // The codebase's conventions ride in the system prompt of every call.
+    let asked = replay.requests();
+    assert_eq!(asked.len(), 2);
+    assert!(
+        asked.iter().all(|r| r.system.ends_with(
+            "Write code the way this codebase does.\n- python functions are snake_case (3 of 3, 100%)\n"
+        )),
+        "{}",
+        asked[0].system
+    );
     let Outcome::NeedsHuman {
         reason,
         question,

@@ -15,7 +15,9 @@ use forq_agent::provider::Provider;
 use forq_agent::tools::{GraphTools, RunTests, Toolbox};
 use forq_bootstrap::GateOptions;
 use forq_graph::Index;
-use forq_search::brancher::{AgentReproducer, Agentic, Brancher, Llm, Mutate, Patches};
+use forq_search::brancher::{
+    codebase_notes, AgentReproducer, Agentic, Brancher, Llm, Mutate, Patches, NOTES_CHARS,
+};
 use forq_search::tree::{Event, Status, Subscriber};
 use forq_search::{Budget, FixStrategy, Order, Prepared, SearchOptions, Single, Speculative};
 
@@ -120,13 +122,13 @@ async fn strategy(
             let (provider, model) = model.clone().map_err(anyhow::Error::msg)?;
             let r = repo.to_owned();
             let index = tokio::task::spawn_blocking(move || open_index(&r)).await??;
-            let files = Mutate::new(index, prepared.stack.clone()).suspect_files(
-                &prepared.oracle.target,
-                &prepared.oracle.guard,
-                3,
-            );
+            let mutate = Mutate::new(index, prepared.stack.clone());
+            let (target, guard) = (&prepared.oracle.target, &prepared.oracle.guard);
+            let files = mutate.suspect_files(target, guard, 3);
             let prices = prices(&args.model)?;
-            let mut llm = Llm::new(provider, model, issue_text, files).prices(prices.clone());
+            let mut llm = Llm::new(provider, model, issue_text, files)
+                .prices(prices.clone())
+                .notes(mutate.notes(target, guard, NOTES_CHARS));
             if let Some(usd) = args.max_cost {
                 llm = llm.max_cost(usd, prices);
             }
@@ -148,6 +150,13 @@ async fn strategy(
                 if let Ok(map) = index.map(1024, &[]) {
                     task.context = map.text;
                 }
+                task.conventions = codebase_notes(
+                    &index,
+                    &prepared.stack,
+                    &prepared.oracle.target,
+                    &prepared.oracle.guard,
+                    NOTES_CHARS,
+                );
                 tools = GraphTools::new(index).add_to(tools);
             }
             let mut budget = AgentBudget::default().max_steps(args.max_steps);

@@ -58,6 +58,74 @@ fn python_call_sites_are_read_and_the_outliers_suspected() {
         .suspected
         .iter()
         .any(|s| s.line == 8 && s.why.contains("pass 1 argument(s); this one passes 2")));
+    // What a model is shown: the counts and the evidence, in a few lines.
+    let prompt = p.prompt();
+    assert!(
+        prompt.starts_with(
+            "store.py#load:function — 5 call site(s); arguments: 1 ×4, 2 ×1; result: checked ×4, ignored ×1; keywords: strict ×1; None/null passed at 1\n"
+        ),
+        "{prompt}"
+    );
+    assert!(
+        prompt.contains(
+            "  suspected app.py:19: 4 of 5 call sites check the result; this one ignores it\n"
+        ),
+        "{prompt}"
+    );
+}
+
+#[test]
+fn rust_results_tried_with_question_mark_are_checked_and_a_dropped_one_suspected() {
+    let (_repo, index) = indexed(&[(
+        "src/lib.rs",
+        "pub fn parse(s: &str) -> Result<u32, String> {\n    s.parse().map_err(|_| s.to_owned())\n}\n\n\
+         pub fn a() -> Result<u32, String> {\n    let n = parse(\"1\")?;\n    Ok(n)\n}\n\n\
+         pub fn b() -> Result<(), String> {\n    parse(\"2\")?;\n    Ok(())\n}\n\n\
+         pub fn c() -> Result<(), String> {\n    parse(\"3\")?;\n    parse(\"4\")?;\n    Ok(())\n}\n\n\
+         pub fn d() {\n    let _ = 1;\n    parse(\"5\");\n}\n",
+    )]);
+    let p = index.call_patterns("parse").unwrap();
+    assert_eq!(p.sites.len(), 5, "{p:#?}");
+    // `?` checks the result (assigned or not); `d` drops it.
+    assert_eq!(p.results.get("checked"), Some(&4), "{p:#?}");
+    assert_eq!(p.results.get("ignored"), Some(&1), "{p:#?}");
+    let ignored = p.sites.iter().find(|s| s.result == "ignored").unwrap();
+    assert_eq!(
+        (ignored.line, ignored.caller.as_str()),
+        (23, "src/lib.rs#d:function")
+    );
+    assert_eq!(p.suspected.len(), 1, "{p:#?}");
+    assert_eq!(
+        p.suspected[0].why,
+        "4 of 5 call sites check the result; this one ignores it"
+    );
+    assert_eq!(p.arity.get(&1), Some(&5));
+    assert!(
+        p.sites.iter().all(|s| s.arguments[0].kind == "str"),
+        "{p:#?}"
+    );
+}
+
+#[test]
+fn c_return_codes_checked_at_most_sites_and_the_unchecked_one_suspected() {
+    let (_repo, index) = indexed(&[(
+        "io.c",
+        "int open_file(const char *p) { return p ? 0 : -1; }\n\
+         int a(void) { if (open_file(\"a\") < 0) return 1; return 0; }\n\
+         int b(void) { return open_file(\"b\"); }\n\
+         int c(void) { int rc = open_file(\"c\"); return rc; }\n\
+         int d(void) { if (open_file(\"d\") != 0) return 1; return 0; }\n\
+         int e(void) { if (!open_file(\"e\")) return 0; return 1; }\n\
+         int f(void) { if (open_file(\"f\")) return 1; return 0; }\n\
+         int g(void) { if (open_file(\"g\") == -1) return 1; return 0; }\n\
+         void h(void) { open_file(\"h\"); }\n",
+    )]);
+    let p = index.call_patterns("open_file").unwrap();
+    assert_eq!(p.sites.len(), 8, "{p:#?}");
+    assert_eq!(p.results.get("ignored"), Some(&1), "{p:#?}");
+    assert_eq!(p.results.get("returned"), Some(&1), "{p:#?}");
+    assert_eq!(p.results.get("assigned"), Some(&1), "{p:#?}");
+    assert_eq!(p.results.get("checked"), Some(&5), "{p:#?}");
 }
 
 #[test]

@@ -35,6 +35,8 @@ pub struct Llm {
     issue: String,
     /// Files the model is shown (the suspects' files).
     files: Vec<String>,
+    /// How the codebase writes code, added to the system prompt.
+    notes: String,
     /// The search's spend on the model, and its limit.
     meter: Mutex<Meter>,
     budget: Budget,
@@ -65,9 +67,18 @@ impl Llm {
             model: model.into(),
             issue: issue.into(),
             files,
+            notes: String::new(),
             meter: Mutex::new(Meter::new(PriceTable::new())),
             budget: Budget::default(),
         }
+    }
+
+    /// Tells the model how this codebase writes code (its conventions and
+    /// how the suspects are called: [`codebase_notes`](super::codebase_notes)),
+    /// in the system prompt of every call.
+    pub fn notes(mut self, notes: impl Into<String>) -> Self {
+        self.notes = notes.into();
+        self
     }
 
     /// Stops proposing (every node then has nothing more to try) once the
@@ -84,6 +95,14 @@ impl Llm {
     pub fn prices(mut self, prices: PriceTable) -> Self {
         self.meter = Mutex::new(Meter::new(prices));
         self
+    }
+}
+
+/// `system`, then how the codebase writes code when something is known.
+fn with_notes(system: &str, notes: &str) -> String {
+    match notes.is_empty() {
+        true => system.to_owned(),
+        false => format!("{system}\n\nWrite code the way this codebase does.\n{notes}"),
     }
 }
 
@@ -185,7 +204,7 @@ impl Brancher for Llm {
         }
         text.push_str(&format!("Propose up to {k} hypotheses."));
         let mut request = Request::new(&self.model);
-        request.system = PROMPT.to_owned();
+        request.system = with_notes(PROMPT, &self.notes);
         request.max_tokens = 4096;
         request.response_schema = Some(ResponseSchema {
             name: "candidates".to_owned(),

@@ -19,7 +19,7 @@ pub mod patches;
 
 #[cfg(feature = "llm")]
 pub use llm::{AgentReproducer, Agentic, Llm};
-pub use mutate::Mutate;
+pub use mutate::{codebase_notes, Mutate, NOTES_CHARS};
 pub use patches::Patches;
 
 /// What a brancher sees of the node it branches from.

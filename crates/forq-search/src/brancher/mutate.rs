@@ -74,6 +74,12 @@ impl Mutate {
         localize(&index, &self.stack, failing, passing)
     }
 
+    /// [`codebase_notes`] for these tests, over this brancher's graph.
+    pub fn notes(&self, failing: &[String], passing: &[String], chars: usize) -> String {
+        let index = self.index.lock().unwrap_or_else(|p| p.into_inner());
+        codebase_notes(&index, &self.stack, failing, passing, chars)
+    }
+
     /// The files of the ranked suspects, at most `n`, best first: what an
     /// [`Llm`](super::Llm) brancher is shown.
     pub fn suspect_files(&self, failing: &[String], passing: &[String], n: usize) -> Vec<String> {
@@ -88,6 +94,55 @@ impl Mutate {
         }
         files
     }
+}
+
+/// Room a model's prompt gives the codebase notes, in characters (about
+/// 400 tokens).
+pub const NOTES_CHARS: usize = 1600;
+
+/// Coverage a convention needs before a model is told to follow it.
+const CONVENTION_THRESHOLD: f64 = 0.8;
+/// Suspected definitions whose call sites a model is shown.
+const PATTERN_SUSPECTS: usize = 3;
+
+/// What a model is told about how this codebase writes code, in at most
+/// `chars` characters: the conventions held at 80% of their places or
+/// more (half the room at most), then how the definitions most suspected
+/// for these tests are called, with the call sites that break a pattern.
+/// Empty when the graph knows nothing worth saying.
+pub fn codebase_notes(
+    index: &Index,
+    stack: &Stack,
+    failing: &[String],
+    passing: &[String],
+    chars: usize,
+) -> String {
+    let mut out = String::new();
+    if let Ok(c) = index.conventions(CONVENTION_THRESHOLD) {
+        let text = c.prompt(chars / 2);
+        if !text.is_empty() {
+            out.push_str("Conventions (places that follow each):\n");
+            out.push_str(&text);
+        }
+    }
+    let mut calls = String::new();
+    for s in localize(index, stack, failing, passing)
+        .iter()
+        .take(PATTERN_SUSPECTS)
+    {
+        let Ok(p) = index.call_patterns(&format!("{}:{}", s.file, s.line)) else {
+            continue;
+        };
+        let text = p.prompt();
+        if out.len() + calls.len() + text.len() + 40 <= chars {
+            calls.push_str(&text);
+        }
+    }
+    if !calls.is_empty() {
+        out.push_str("How the suspected definitions are called:\n");
+        out.push_str(&calls);
+    }
+    out
 }
 
 /// The words of a test id, last first: `tests/test_calc.py::CalcTest::test_add`

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use forq_agent::message::{Message, Response, StopReason, Usage};
 use forq_agent::provider::Replay;
-use forq_search::brancher::{Brancher, Llm};
+use forq_search::brancher::{Brancher, Llm, NOTES_CHARS};
 use forq_search::tree::Status;
 use forq_search::{search, Budget, SearchOptions};
 use serde_json::json;
@@ -213,5 +213,65 @@ async fn the_cost_budget_stops_the_model_brancher() {
     assert_eq!(out.evaluated, 1);
     assert_eq!(replay.remaining(), 1, "no call past the budget");
     assert!((llm.cost_usd() - 0.01).abs() < 1e-9);
+    root.destroy().await.unwrap();
+}
+
+#[tokio::test]
+async fn the_model_is_told_how_the_codebase_writes_code_and_calls_the_suspect() {
+    let repo = project();
+    let backend = backend().await;
+    let stack = stack_of(repo.path());
+    let (root, oracle, genesis) = prepare(
+        &*backend,
+        repo.path(),
+        stack.clone(),
+        Duration::from_secs(60),
+    )
+    .await;
+    let db = tempfile::tempdir().unwrap();
+    let mut index = forq_graph::Index::open(&db.path().join("g.db"), repo.path()).unwrap();
+    index.update().unwrap();
+    let mutate = forq_search::brancher::Mutate::new(index, stack);
+    let notes = mutate.notes(&oracle.target, &oracle.guard, NOTES_CHARS);
+    assert!(notes.len() <= NOTES_CHARS, "{notes}");
+    // Every function here is snake_case; the test module sits in tests/.
+    assert!(
+        notes.contains("- python functions are snake_case (3 of 3, 100%)"),
+        "{notes}"
+    );
+    // The suspect is count_above, called once by its test, which passes
+    // the result on to assertEqual.
+    assert!(
+        notes.contains(
+            "stats.py#count_above:function — 1 call site(s); arguments: 2 ×1; result: passed ×1"
+        ),
+        "{notes}"
+    );
+    let replay = Arc::new(Replay::new(vec![answer(json!([
+        {"hypothesis": "the limit itself is counted",
+         "edits": [{"path": "stats.py", "old": "x >= limit", "new": "x > limit"}]}
+    ]))]));
+    let llm = Llm::new(
+        replay.clone(),
+        "recorded",
+        "count_above counts the limit",
+        vec!["stats.py".into()],
+    )
+    .notes(notes.clone());
+    let options = SearchOptions::default().budget(Budget::default().jobs(1));
+    let out = search(&*root, &oracle, &genesis, &llm, &options)
+        .await
+        .unwrap();
+    let winner = out.winner.expect("the one hypothesis is green");
+    let asked = replay.requests();
+    assert_eq!(asked.len(), 1);
+    assert!(
+        asked[0]
+            .system
+            .ends_with(&format!("Write code the way this codebase does.\n{notes}")),
+        "{}",
+        asked[0].system
+    );
+    winner.sandbox.destroy().await.unwrap();
     root.destroy().await.unwrap();
 }
