@@ -66,6 +66,14 @@ pub enum Error {
         /// The ids it could mean (at most 20).
         candidates: Vec<String>,
     },
+    /// A rename that cannot be done safely.
+    #[error("cannot rename {symbol}: {reason}")]
+    Rename {
+        /// The definition's id.
+        symbol: String,
+        /// Why.
+        reason: String,
+    },
     /// A `FILE:LINE` argument names no indexed file.
     #[error("{file:?} is not in the index; pass a path relative to the indexed root")]
     NoSuchFile {

@@ -54,6 +54,7 @@ mod lang;
 mod map;
 mod patterns;
 mod query;
+mod rename;
 mod resolve;
 mod store;
 
@@ -68,4 +69,5 @@ pub use query::{
     Bounded, CallEdge, Confidence, Covering, Dependent, LineText, StatementInfo, UseSite, VarLinks,
     MAX_FANOUT, MAX_PATH_NODES, MAX_ROWS,
 };
+pub use rename::{RenameEdit, RenamePlan};
 pub use store::{Symbol, SymbolFilter};

@@ -10,6 +10,7 @@ mod flow;
 mod incremental;
 mod patterns;
 mod queries;
+mod rename;
 mod resolution;
 
 /// A repository of `files` (path, content) in a temporary directory,
