@@ -40,6 +40,12 @@ pub(crate) enum Command {
     /// a tree search over copy-on-write forks; writes the smallest green
     /// patch. Exits 0 solved, 1 not solved.
     Fix(FixArgs),
+    /// Rename a definition everywhere the code graph says it is used
+    /// (definition, calls, qualified uses, imports, tests), no model; the
+    /// repository's tests run on the result in a sandbox. Writes the patch
+    /// (your tree is left alone). Exits 0 when every passing test still
+    /// passes, 1 when one breaks (no patch).
+    Rename(RenameArgs),
     /// The fix search's own tools.
     #[command(subcommand)]
     Search(SearchCommand),
@@ -171,6 +177,47 @@ pub(crate) struct GoldenGcArgs {
     /// One JSON object on stdout.
     #[arg(long)]
     pub(crate) json: bool,
+}
+
+/// Where a change that must keep behaviour (rename, document) is tested,
+/// and where its patch goes.
+#[derive(Debug, Args)]
+pub(crate) struct ChangeArgs {
+    /// The repository.
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    pub(crate) repo: PathBuf,
+    #[command(flatten)]
+    pub(crate) golden: GoldenArg,
+    #[command(flatten)]
+    pub(crate) backend: BackendArgs,
+    /// Cap on the test run, in seconds.
+    #[arg(long, default_value_t = 300, value_name = "S")]
+    pub(crate) test_timeout: u64,
+    /// Where fix.patch, tree.json and summary.json go (default:
+    /// REPO/.forq/COMMAND/ID).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) out: Option<PathBuf>,
+    /// Print the summary as JSON (the patch file under `patch`).
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// `forq rename`.
+#[derive(Debug, Args)]
+pub(crate) struct RenameArgs {
+    /// The definition: an id (`pkg/store.py#load:function`), a qualified
+    /// or bare name, or FILE:LINE. A name several definitions have is
+    /// refused with their ids.
+    #[arg(value_name = "OLD")]
+    pub(crate) old: String,
+    /// Its new name.
+    #[arg(value_name = "NEW")]
+    pub(crate) new: String,
+    /// Print where it would change and stop (no sandbox, no tests).
+    #[arg(long)]
+    pub(crate) dry_run: bool,
+    #[command(flatten)]
+    pub(crate) change: ChangeArgs,
 }
 
 /// The `--golden` flag of the commands that make warm sandboxes.

@@ -219,6 +219,44 @@ pub async fn prepare_with(
     test_timeout: Duration,
     reproducer: Option<&dyn Reproducer>,
 ) -> Result<Prepared, FixError> {
+    let want = Want::Fix {
+        targets,
+        reproducer,
+    };
+    prepare_for(backend, repo, gate, want, test_timeout).await
+}
+
+/// [`prepare`] for a change that must keep behaviour (a rename,
+/// documentation): the oracle has no target, and every test passing on
+/// the unmodified code guards the change ([`Oracle::guard_only`]).
+pub async fn prepare_guarded(
+    backend: &dyn Backend,
+    repo: &Path,
+    gate: &GateOptions,
+    test_timeout: Duration,
+) -> Result<Prepared, FixError> {
+    prepare_for(backend, repo, gate, Want::Guard, test_timeout).await
+}
+
+/// What the oracle is for.
+enum Want<'a> {
+    /// A fix: these targets (or every failing test), with a reproduction
+    /// written first when nothing fails.
+    Fix {
+        targets: &'a [String],
+        reproducer: Option<&'a dyn Reproducer>,
+    },
+    /// A change that keeps behaviour: the passing tests guard it.
+    Guard,
+}
+
+async fn prepare_for(
+    backend: &dyn Backend,
+    repo: &Path,
+    gate: &GateOptions,
+    want: Want<'_>,
+    test_timeout: Duration,
+) -> Result<Prepared, FixError> {
     let record = forq_bootstrap::run(backend, repo, gate).await?;
     let Some(stack) = record.green_stack() else {
         return Err(FixError::NotBootstrapped {
@@ -235,9 +273,20 @@ pub async fn prepare_with(
     let probe = root.fork().await?;
     let mut seed = BTreeMap::new();
     let mut reproduction = None;
-    let mut made = Oracle::from_genesis(&*probe, stack.clone(), targets, test_timeout)
-        .await
-        .map_err(FixError::from);
+    let (targets, reproducer) = match want {
+        Want::Fix {
+            targets,
+            reproducer,
+        } => (targets, reproducer),
+        Want::Guard => (&[][..], None),
+    };
+    let mut made = match want {
+        Want::Guard => Oracle::guard_only(&*probe, stack.clone(), test_timeout).await,
+        Want::Fix { .. } => {
+            Oracle::from_genesis(&*probe, stack.clone(), targets, test_timeout).await
+        }
+    }
+    .map_err(FixError::from);
     if let (Err(FixError::Oracle(OracleError::NothingFails)), Some(r)) = (&made, reproducer) {
         made = reproduce(&*probe, &stack, r, test_timeout)
             .await

@@ -21,6 +21,8 @@
 //!   oracle), a [`FixStrategy`] ([`Speculative`] over a brancher, or
 //!   [`Single`]: one candidate, such as a coding agent's pass), and
 //!   [`write_report`] (`fix.patch`, `tree.json`, `summary.json`).
+//! - [`change`]: changes that must keep behaviour (a rename) judged the
+//!   same way, with every passing test as the guard and no target.
 //! - [`bench`]: expansion orders compared, and fork-based against
 //!   cold-copy evaluation, side by side in one run (`forq search bench`).
 //! - With the `llm` feature, `brancher::Llm` (K hypotheses per node from a
@@ -71,13 +73,14 @@
 pub mod bench;
 pub mod brancher;
 pub mod candidate;
+pub mod change;
 pub mod fix;
 pub mod oracle;
 mod search;
 pub mod tree;
 
 pub use fix::{
-    prepare, prepare_with, write_report, FixError, FixReport, FixStrategy, Prepared, Reproducer,
-    Single, Speculative,
+    prepare, prepare_guarded, prepare_with, write_report, FixError, FixReport, FixStrategy,
+    Prepared, Reproducer, Single, Speculative,
 };
 pub use search::{search, Budget, Order, SearchError, SearchOptions, SearchOutcome, Winner};

@@ -107,6 +107,27 @@ impl Oracle {
         target: &[String],
         timeout: Duration,
     ) -> Result<(Oracle, Judgement), OracleError> {
+        Oracle::genesis(sandbox, stack, target, timeout, true).await
+    }
+
+    /// An oracle for a change that must keep behaviour (a rename, say):
+    /// no target, and every test passing on the unmodified code in
+    /// `sandbox` is the guard (tests failing already are left out).
+    pub async fn guard_only(
+        sandbox: &dyn Sandbox,
+        stack: Stack,
+        timeout: Duration,
+    ) -> Result<(Oracle, Judgement), OracleError> {
+        Oracle::genesis(sandbox, stack, &[], timeout, false).await
+    }
+
+    async fn genesis(
+        sandbox: &dyn Sandbox,
+        stack: Stack,
+        target: &[String],
+        timeout: Duration,
+        require_target: bool,
+    ) -> Result<(Oracle, Judgement), OracleError> {
         let run = forq_bootstrap::run_tests(sandbox, &stack, &[], timeout).await?;
         let Some(ev) = &run.evidence else {
             return Err(OracleError::NoEvidence {
@@ -121,7 +142,9 @@ impl Oracle {
             .filter(|(_, o)| matches!(o, Outcome::Failed | Outcome::Error))
             .map(|(id, _)| id.clone())
             .collect();
-        let target: Vec<String> = if target.is_empty() {
+        let target: Vec<String> = if target.is_empty() && !require_target {
+            Vec::new()
+        } else if target.is_empty() {
             if failing.is_empty() {
                 let failed = ev.failed + ev.errors;
                 return Err(match failed {

@@ -13,6 +13,7 @@ mod agent;
 mod app;
 #[path = "../../../forq-sandbox/tests/it/bridge.rs"]
 mod bridge;
+mod change;
 mod fix;
 mod golden;
 mod serve;

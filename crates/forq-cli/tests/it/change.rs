@@ -1,0 +1,199 @@
+//! `forq rename` end to end: the plan from the code graph, applied and
+//! tested in a real sandbox by the repository's own runner (unittest,
+//! node, cargo), the user's tree left alone.
+
+use std::path::Path;
+
+use super::check_exit;
+use crate::agent::forq_env;
+
+fn write(root: &Path, files: &[(&str, &str)]) {
+    for (path, text) in files {
+        let p = root.join(path);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+}
+
+const STORE: &str = "def load(path):\n    return path.upper()\n\n\nclass Store:\n    def load(self):\n        return load(\"x\")\n";
+const APP: &str = "from pkg import store\nfrom pkg.store import load\n\n\ndef use():\n    f = load\n    return load(\"a\") + store.load(\"b\") + f(\"c\")\n";
+
+fn python_project(root: &Path, test: &str) {
+    write(
+        root,
+        &[
+            ("pkg/__init__.py", ""),
+            ("pkg/store.py", STORE),
+            ("app.py", APP),
+            ("tests/__init__.py", ""),
+            ("tests/test_app.py", test),
+        ],
+    );
+}
+
+async fn rename(repo: &Path, out: &Path, old: &str, new: &str) -> std::process::Output {
+    forq_env(
+        &[
+            "rename",
+            old,
+            new,
+            "--repo",
+            repo.to_str().unwrap(),
+            "--json",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &[],
+    )
+    .await
+}
+
+#[tokio::test]
+async fn a_python_rename_across_modules_is_tested_and_patched_and_the_tree_is_left_alone() {
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = tmp.path().join("repo");
+    python_project(
+        &repo,
+        "import unittest\n\nfrom app import use\nfrom pkg.store import Store, load\n\n\n\
+         class AppTest(unittest.TestCase):\n    def test_use(self):\n        self.assertEqual(use(), \"ABC\")\n\n\
+         \x20   def test_load(self):\n        self.assertEqual(load(\"p\"), \"P\")\n\n\
+         \x20   def test_store(self):\n        self.assertEqual(Store().load(), \"X\")\n",
+    );
+    let out_dir = tmp.path().join("out");
+    let out = rename(&repo, &out_dir, "pkg/store.py#load:function", "read_path").await;
+    check_exit(&out, 0);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["solved"], true, "{report}");
+    assert_eq!(report["guard"], 3, "{report}");
+    let patch = std::fs::read_to_string(report["patch"].as_str().unwrap()).unwrap();
+    for line in [
+        "+def read_path(path):\n",
+        "+        return read_path(\"x\")\n",
+        "+from pkg.store import read_path\n",
+        "+    f = read_path\n",
+        "+    return read_path(\"a\") + store.read_path(\"b\") + f(\"c\")\n",
+        "+from pkg.store import Store, read_path\n",
+        "+        self.assertEqual(read_path(\"p\"), \"P\")\n",
+    ] {
+        assert!(patch.contains(line), "{line:?} missing from\n{patch}");
+    }
+    assert!(
+        !patch.contains("+    def read_path(self)"),
+        "the method is another definition:\n{patch}"
+    );
+    // Nothing of the user's tree was written.
+    assert_eq!(
+        std::fs::read_to_string(repo.join("pkg/store.py")).unwrap(),
+        STORE
+    );
+    assert_eq!(std::fs::read_to_string(repo.join("app.py")).unwrap(), APP);
+}
+
+#[tokio::test]
+async fn a_rename_the_tests_catch_writes_no_patch_and_an_ambiguous_name_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = tmp.path().join("repo");
+    // The test reaches `load` by a string the graph cannot follow.
+    python_project(
+        &repo,
+        "import unittest\n\nfrom pkg import store\n\n\n\
+         class AppTest(unittest.TestCase):\n    def test_by_name(self):\n        self.assertEqual(getattr(store, \"load\")(\"p\"), \"P\")\n",
+    );
+    let out_dir = tmp.path().join("out");
+    let out = rename(&repo, &out_dir, "pkg/store.py#load:function", "read_path").await;
+    check_exit(&out, 1);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["solved"], false, "{report}");
+    assert!(report["patch"].is_null(), "{report}");
+    assert!(!out_dir.join("fix.patch").exists());
+
+    // `load` names the function and the method: refused, with both ids.
+    let out = rename(&repo, &out_dir, "load", "read_path").await;
+    check_exit(&out, 125);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("\"load\" names 2 definitions")
+            && stderr.contains("pkg/store.py#load:function")
+            && stderr.contains("pkg/store.py#Store.load:method"),
+        "{stderr}"
+    );
+}
+
+#[tokio::test]
+async fn javascript_and_rust_renames_pass_their_runners() {
+    let tmp = tempfile::tempdir().unwrap();
+    let js = tmp.path().join("js");
+    write(
+        &js,
+        &[
+            (
+                "package.json",
+                "{\n  \"name\": \"shop\",\n  \"private\": true,\n  \"scripts\": {\n    \"test\": \"node --test\"\n  }\n}\n",
+            ),
+            (
+                "lib/price.js",
+                "function price(item) {\n  return item.cost * 2;\n}\nmodule.exports = { price };\n",
+            ),
+            (
+                "total.js",
+                "const { price } = require('./lib/price');\n\nfunction total(items) {\n  return items.map((i) => price(i)).reduce((a, b) => a + b, 0);\n}\nmodule.exports = { total };\n",
+            ),
+            (
+                "test/total.test.js",
+                "const test = require('node:test');\nconst assert = require('node:assert');\nconst { total } = require('../total');\nconst { price } = require('../lib/price');\n\n\
+                 test('total', () => {\n  assert.strictEqual(total([{ cost: 1 }, { cost: 2 }]), 6);\n});\n\n\
+                 test('price', () => {\n  assert.strictEqual(price({ cost: 3 }), 6);\n});\n",
+            ),
+        ],
+    );
+    let out = rename(
+        &js,
+        &tmp.path().join("js.out"),
+        "lib/price.js#price:function",
+        "unitPrice",
+    )
+    .await;
+    check_exit(&out, 0);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["guard"], 2, "{report}");
+    let patch = std::fs::read_to_string(report["patch"].as_str().unwrap()).unwrap();
+    assert!(
+        patch.contains("+const { unitPrice } = require('../lib/price');\n")
+            && patch.contains("+  assert.strictEqual(unitPrice({ cost: 3 }), 6);\n")
+            && patch.contains("+module.exports = { unitPrice };\n"),
+        "{patch}"
+    );
+
+    let rs = tmp.path().join("rs");
+    write(
+        &rs,
+        &[
+            (
+                "Cargo.toml",
+                "[package]\nname = \"nums\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\n\n[workspace]\n",
+            ),
+            (
+                "src/parse.rs",
+                "pub fn parse_num(s: &str) -> u32 {\n    s.trim().parse().unwrap_or(0)\n}\n",
+            ),
+            (
+                "src/lib.rs",
+                "pub mod parse;\nuse crate::parse::parse_num;\n\npub fn twice(s: &str) -> u32 {\n    parse_num(s) * 2\n}\n\n\
+                 #[cfg(test)]\nmod tests {\n    use super::*;\n\n    #[test]\n    fn doubles() {\n        assert_eq!(twice(\" 4\"), 8);\n    }\n\n    \
+                 #[test]\n    fn parses() {\n        assert_eq!(crate::parse::parse_num(\"x\"), 0);\n    }\n}\n",
+            ),
+        ],
+    );
+    let out = rename(&rs, &tmp.path().join("rs.out"), "parse_num", "number").await;
+    check_exit(&out, 0);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["guard"], 2, "{report}");
+    let patch = std::fs::read_to_string(report["patch"].as_str().unwrap()).unwrap();
+    assert!(
+        patch.contains("+pub fn number(s: &str) -> u32 {\n")
+            && patch.contains("+use crate::parse::number;\n")
+            && patch.contains("+    number(s) * 2\n")
+            && patch.contains("+        assert_eq!(crate::parse::number(\"x\"), 0);\n"),
+        "{patch}"
+    );
+}
