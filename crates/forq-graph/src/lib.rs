@@ -47,6 +47,7 @@
 
 mod bench;
 mod conventions;
+mod docs;
 mod error;
 mod extract;
 mod index;
@@ -60,6 +61,7 @@ mod store;
 
 pub use bench::{bench, BenchReport, QueryTiming};
 pub use conventions::{Convention, Conventions};
+pub use docs::{same_code_outside_docs, write_doc, CodeChanged};
 pub use error::{Error, Result};
 pub use index::{Index, IndexOptions, IndexReport, Stats, MAX_FILE_BYTES};
 pub use lang::{Lang, QueryKind};

@@ -6,6 +6,7 @@
 use forq_graph::{Index, Lang, QueryKind, SymbolFilter};
 
 mod conventions;
+mod docs;
 mod flow;
 mod incremental;
 mod patterns;
