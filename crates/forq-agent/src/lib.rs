@@ -31,6 +31,9 @@
 //!   (preserved), B (upward-compatible), C (incompatible); equal sources
 //!   are A without a model call, and doubt or bad answers are C.
 //!
+//! - [`docs`]: docs written by a model for named definitions — the text
+//!   only, placed and checked by the caller.
+//!
 //! - [`issue`]: the issue a run starts from — a GitHub issue or pull
 //!   request (REST API), a Markdown file, or text.
 //!
@@ -67,6 +70,7 @@ pub mod agent;
 pub mod configure;
 pub mod contract;
 pub mod cost;
+pub mod docs;
 pub mod issue;
 pub mod message;
 pub mod provider;

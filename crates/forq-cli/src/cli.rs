@@ -46,6 +46,13 @@ pub(crate) enum Command {
     /// (your tree is left alone). Exits 0 when every passing test still
     /// passes, 1 when one breaks (no patch).
     Rename(RenameArgs),
+    /// Write docs (docstrings, doc comments) for a definition or for every
+    /// public one that has none, with a model; nothing but docs may change
+    /// (the code outside them stays byte-identical, or the change is
+    /// refused), and the tests run on the result in a sandbox. Writes the
+    /// patch. Exits 0 when written and green, 1 when refused or a test
+    /// broke (no patch).
+    Document(DocumentArgs),
     /// The fix search's own tools.
     #[command(subcommand)]
     Search(SearchCommand),
@@ -216,6 +223,25 @@ pub(crate) struct RenameArgs {
     /// Print where it would change and stop (no sandbox, no tests).
     #[arg(long)]
     pub(crate) dry_run: bool,
+    #[command(flatten)]
+    pub(crate) change: ChangeArgs,
+}
+
+/// `forq document`.
+#[derive(Debug, Args)]
+pub(crate) struct DocumentArgs {
+    /// The definition: an id, a qualified or bare name, or FILE:LINE.
+    #[arg(value_name = "SYMBOL", required_unless_present = "missing")]
+    pub(crate) symbol: Option<String>,
+    /// Every public function, method and type without docs instead (not
+    /// tests, not `_private`, not nested), at most --limit.
+    #[arg(long, conflicts_with = "symbol")]
+    pub(crate) missing: bool,
+    /// At most this many definitions with --missing.
+    #[arg(long, default_value_t = 20, value_name = "N")]
+    pub(crate) limit: usize,
+    #[command(flatten)]
+    pub(crate) model: ModelArgs,
     #[command(flatten)]
     pub(crate) change: ChangeArgs,
 }

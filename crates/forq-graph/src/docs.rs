@@ -12,7 +12,8 @@ use crate::store::{row_symbol, SYMBOL_COLUMNS};
 use crate::{Index, Lang, Result, Symbol};
 
 /// Kinds of definitions that get docs.
-const DOCUMENTED_KINDS: &str = "'function', 'method', 'class', 'struct', 'enum', 'trait', 'interface'";
+const DOCUMENTED_KINDS: &str =
+    "'function', 'method', 'class', 'struct', 'enum', 'trait', 'interface'";
 
 impl Index {
     /// Definitions without docs, at most `limit`, by file and line:
@@ -69,7 +70,13 @@ pub fn same_code_outside_docs(lang: Lang, old: &str, new: &str) -> Result<(), Co
         .unwrap_or(a.len().min(b.len()));
     let snippet = |s: &str| -> String {
         let start = s[..at.min(s.len())].rfind('\n').map_or(0, |i| i + 1);
-        s[start..].lines().next().unwrap_or("").chars().take(80).collect()
+        s[start..]
+            .lines()
+            .next()
+            .unwrap_or("")
+            .chars()
+            .take(80)
+            .collect()
     };
     // The line in `new` of the kept piece where they part, plus the
     // newlines from the piece's start to there.
@@ -77,7 +84,9 @@ pub fn same_code_outside_docs(lang: Lang, old: &str, new: &str) -> Result<(), Co
         .iter()
         .rev()
         .find(|(kept, _)| *kept <= at)
-        .map_or(1, |(kept, line)| line + b[*kept..at.min(b.len())].matches('\n').count());
+        .map_or(1, |(kept, line)| {
+            line + b[*kept..at.min(b.len())].matches('\n').count()
+        });
     Err(CodeChanged {
         line,
         old_text: snippet(&a),
@@ -105,9 +114,10 @@ fn without_docs(lang: Lang, text: &str) -> (String, Vec<(usize, usize)>) {
         }
         map.push((out.len(), line_of(text, at)));
         out.push_str(&text[at..start]);
-        at = end + text[end..]
-            .find(|c: char| !c.is_whitespace())
-            .unwrap_or(text.len() - end);
+        at = end
+            + text[end..]
+                .find(|c: char| !c.is_whitespace())
+                .unwrap_or(text.len() - end);
     }
     map.push((out.len(), line_of(text, at)));
     out.push_str(&text[at..]);
@@ -161,8 +171,7 @@ fn is_doc(lang: Lang, node: tree_sitter::Node<'_>, text: &str) -> bool {
     // definition.
     matches!(lang, Lang::Go | Lang::C | Lang::Cpp)
         && node.next_sibling().is_some_and(|n| {
-            !n.kind().contains("comment")
-                && n.start_position().row == node.end_position().row + 1
+            !n.kind().contains("comment") && n.start_position().row == node.end_position().row + 1
         })
 }
 
@@ -244,7 +253,10 @@ fn definition_at<'t>(
     text: &str,
     name: &str,
 ) -> Option<tree_sitter::Node<'t>> {
-    let (start, end) = (node.start_position().row as u32, node.end_position().row as u32);
+    let (start, end) = (
+        node.start_position().row as u32,
+        node.end_position().row as u32,
+    );
     if row < start || row > end {
         return None;
     }
@@ -290,7 +302,10 @@ fn comment_doc(lang: Lang, doc: &str, indent: &str, name: &str) -> String {
     match lang {
         Lang::Rust => {
             for l in lines {
-                s.push_str(&format!("{indent}///{}{l}\n", if l.is_empty() { "" } else { " " }));
+                s.push_str(&format!(
+                    "{indent}///{}{l}\n",
+                    if l.is_empty() { "" } else { " " }
+                ));
             }
         }
         Lang::Go => {
@@ -300,13 +315,19 @@ fn comment_doc(lang: Lang, doc: &str, indent: &str, name: &str) -> String {
                     true => format!("{name} {}", lowercase_first(l)),
                     false => l.to_owned(),
                 };
-                s.push_str(&format!("{indent}//{}{l}\n", if l.is_empty() { "" } else { " " }));
+                s.push_str(&format!(
+                    "{indent}//{}{l}\n",
+                    if l.is_empty() { "" } else { " " }
+                ));
             }
         }
         _ => {
             s.push_str(&format!("{indent}/**\n"));
             for l in lines {
-                s.push_str(&format!("{indent} *{}{l}\n", if l.is_empty() { "" } else { " " }));
+                s.push_str(&format!(
+                    "{indent} *{}{l}\n",
+                    if l.is_empty() { "" } else { " " }
+                ));
             }
             s.push_str(&format!("{indent} */\n"));
         }

@@ -1,6 +1,7 @@
-//! Changes that must keep behaviour — `forq rename` — worked out on the
-//! host from the code graph, then applied and tested in a sandbox, with
-//! the patch written like a fix's.
+//! Changes that must keep behaviour — `forq rename`, `forq document` —
+//! worked out on the host from the code graph (and for docs, a model's
+//! text), then applied and tested in a sandbox, with the patch written
+//! like a fix's.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -9,12 +10,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
+use forq_agent::docs::{write_docs, DocRequest};
 use forq_bootstrap::GateOptions;
-use forq_graph::Index;
+use forq_graph::{same_code_outside_docs, write_doc, Index, Lang, Symbol};
 use forq_search::candidate::{Candidate, Change};
 
 use super::agent::run_id;
-use crate::cli::{ChangeArgs, RenameArgs};
+use crate::cli::{ChangeArgs, DocumentArgs, RenameArgs};
 
 pub(crate) async fn rename(args: RenameArgs) -> anyhow::Result<ExitCode> {
     let repo = repo_dir(&args.change)?;
@@ -61,6 +63,117 @@ pub(crate) async fn rename(args: RenameArgs) -> anyhow::Result<ExitCode> {
         prior: 1.0,
     };
     run(&args.change, &repo, "rename", change).await
+}
+
+pub(crate) async fn document(args: DocumentArgs) -> anyhow::Result<ExitCode> {
+    let repo = repo_dir(&args.change)?;
+    let r = repo.clone();
+    let (symbol, missing, limit) = (args.symbol.clone(), args.missing, args.limit);
+    let (targets, conventions) = tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
+        let index = Index::open_current(&r)
+            .with_context(|| format!("open the code graph of {}", r.display()))?;
+        let targets = match (&symbol, missing) {
+            (Some(s), _) => vec![index.find_symbol(s)?],
+            (None, _) => index.undocumented(limit)?,
+        };
+        let conventions = index
+            .conventions(0.8)
+            .map(|c| c.prompt(800))
+            .unwrap_or_default();
+        Ok((targets, conventions))
+    })
+    .await??;
+    if targets.is_empty() {
+        if args.change.json {
+            super::print_json(&serde_json::json!({"solved": true, "documented": []}))?;
+        } else {
+            println!("every public definition has docs: nothing to write");
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let (provider, model) = super::agent::open_provider(&args.model)
+        .context("forq document writes the docs' text with a model")?;
+    let mut originals: std::collections::BTreeMap<String, String> = Default::default();
+    let mut asked = Vec::new();
+    for s in &targets {
+        let text = match originals.get(&s.file) {
+            Some(t) => t.clone(),
+            None => {
+                let t = std::fs::read_to_string(repo.join(&s.file))
+                    .with_context(|| format!("read {}", s.file))?;
+                originals.insert(s.file.clone(), t.clone());
+                t
+            }
+        };
+        let source: Vec<&str> = text
+            .lines()
+            .skip(s.line as usize - 1)
+            .take((s.end_line - s.line + 1) as usize)
+            .collect();
+        asked.push(DocRequest {
+            id: s.id.clone(),
+            language: lang_of(&s.file)?.name().to_owned(),
+            source: source.join("\n"),
+        });
+    }
+    if !args.change.json {
+        super::agent::note(&format!("asking {model} for {} doc(s)", asked.len()));
+    }
+    let written = write_docs(&*provider, &model, &asked, &conventions).await?;
+    // Each file's docs written last first (the graph's lines are the
+    // original's), then checked: docs only, or nothing is applied.
+    let mut changes = Vec::new();
+    for (file, original) in &originals {
+        let lang = lang_of(file)?;
+        let mut mine: Vec<&Symbol> = targets.iter().filter(|s| &s.file == file).collect();
+        mine.sort_by_key(|s| std::cmp::Reverse(s.line));
+        let mut text = original.clone();
+        for s in mine {
+            let doc = written
+                .docs
+                .iter()
+                .find(|d| d.symbol == s.id)
+                .map(|d| d.doc.as_str())
+                .unwrap_or_default();
+            text = write_doc(lang, &text, s, doc).with_context(|| {
+                format!(
+                    "{}:{} no longer defines {}; run `forq graph index`",
+                    s.file, s.line, s.name
+                )
+            })?;
+        }
+        if let Err(e) = same_code_outside_docs(lang, original, &text) {
+            let why = format!("{file}: {e}");
+            if args.change.json {
+                super::print_json(&serde_json::json!({"solved": false, "refused": why}))?;
+            } else {
+                println!("refused: {why}; nothing was applied");
+            }
+            return Ok(ExitCode::from(1));
+        }
+        changes.push(Change::Write {
+            path: file.clone(),
+            content: text,
+        });
+    }
+    let change = Candidate {
+        hypothesis: format!(
+            "document {}",
+            targets
+                .iter()
+                .map(|s| s.id.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        changes,
+        prior: 1.0,
+    };
+    run(&args.change, &repo, "document", change).await
+}
+
+fn lang_of(file: &str) -> anyhow::Result<Lang> {
+    Lang::of_path(std::path::Path::new(file))
+        .with_context(|| format!("{file} is in no language forq reads"))
 }
 
 /// The repository, canonical.

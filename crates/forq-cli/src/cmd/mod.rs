@@ -8,8 +8,9 @@
 //! failed_agentic. `forq triage` exits 0 when a fix should be attempted, 1
 //! when not; `forq agent run` exits 0 when the agent submitted, 1 when it
 //! needs a human (gave up with a question, or spent a budget); `forq fix`
-//! exits 0 when solved, 1 when not; `forq rename` exits 0 when the tests
-//! stay green, 1 when one breaks. `forq queue` and `forq runs resume`
+//! exits 0 when solved, 1 when not; `forq rename` and `forq document`
+//! exit 0 when the tests stay green, 1 when one breaks or (document) the
+//! docs touched code. `forq queue` and `forq runs resume`
 //! exit 0 when every run reached its goal (patch_ready, pr_opened,
 //! triaged), 1 when some need a human or were aborted, 2 when some failed;
 //! `forq config check` exits 1 on an invalid file; `forq push` exits 1
@@ -80,6 +81,7 @@ pub(crate) fn run(args: Cli) -> anyhow::Result<ExitCode> {
             Command::Agent(AgentCommand::Run(a)) => agent::run(a).await,
             Command::Fix(a) => fix::run(a).await,
             Command::Rename(a) => change::rename(a).await,
+            Command::Document(a) => change::document(a).await,
             Command::Search(SearchCommand::Bench(a)) => search_bench::run(a).await,
             Command::Config(c) => app::config(c),
             Command::Queue(a) => app::queue(a).await,

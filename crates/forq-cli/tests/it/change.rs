@@ -197,3 +197,118 @@ async fn javascript_and_rust_renames_pass_their_runners() {
         "{patch}"
     );
 }
+
+/// A replay of one model reply: `{"docs": docs}`.
+fn docs_replay(dir: &Path, docs: serde_json::Value) -> std::path::PathBuf {
+    use forq_agent::message::{Message, Response, StopReason, Usage};
+    let reply = Response {
+        message: Message::assistant(serde_json::json!({ "docs": docs }).to_string()),
+        usage: Usage::default(),
+        stop: StopReason::EndTurn,
+        model: "recorded".to_owned(),
+    };
+    let path = dir.join("docs.jsonl");
+    std::fs::write(&path, serde_json::to_string(&reply).unwrap() + "\n").unwrap();
+    path
+}
+
+async fn document(
+    repo: &Path,
+    out: &Path,
+    what: &[&str],
+    replay: Option<&Path>,
+) -> std::process::Output {
+    let mut args = vec!["document"];
+    args.extend_from_slice(what);
+    args.extend_from_slice(&[
+        "--repo",
+        repo.to_str().unwrap(),
+        "--json",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    if let Some(r) = replay {
+        args.extend_from_slice(&["--provider", "replay", "--replay", r.to_str().unwrap()]);
+    }
+    forq_env(&args, &[]).await
+}
+
+const TEST_APP: &str = "import unittest\n\nfrom app import use\n\n\nclass AppTest(unittest.TestCase):\n    def test_use(self):\n        self.assertEqual(use(), \"ABC\")\n";
+
+#[tokio::test]
+async fn document_writes_docstrings_for_the_missing_ones_and_tests_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = tmp.path().join("repo");
+    python_project(&repo, TEST_APP);
+    let replay = docs_replay(
+        tmp.path(),
+        serde_json::json!([
+            {"symbol": "app.py#use:function", "doc": "Loads three paths and joins them."},
+            {"symbol": "pkg/store.py#load:function", "doc": "The path, upper-cased.\n\nArgs:\n    path: a path."},
+            {"symbol": "pkg/store.py#Store:class", "doc": "A store."},
+            {"symbol": "pkg/store.py#Store.load:method", "doc": "Loads x."}
+        ]),
+    );
+    let out = document(
+        &repo,
+        &tmp.path().join("out"),
+        &["--missing"],
+        Some(&replay),
+    )
+    .await;
+    check_exit(&out, 0);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["solved"], true, "{report}");
+    let patch = std::fs::read_to_string(report["patch"].as_str().unwrap()).unwrap();
+    for line in [
+        "+    \"\"\"Loads three paths and joins them.\"\"\"\n",
+        "+    \"\"\"The path, upper-cased.\n",
+        "+        path: a path.\n",
+        "+    \"\"\"A store.\"\"\"\n",
+        "+        \"\"\"Loads x.\"\"\"\n",
+    ] {
+        assert!(patch.contains(line), "{line:?} missing from\n{patch}");
+    }
+    assert!(
+        !patch
+            .lines()
+            .any(|l| l.starts_with('-') && !l.starts_with("---")),
+        "docs only add lines here:\n{patch}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(repo.join("pkg/store.py")).unwrap(),
+        STORE
+    );
+}
+
+#[tokio::test]
+async fn document_refuses_docs_that_touch_code_and_needs_a_model() {
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = tmp.path().join("repo");
+    python_project(&repo, TEST_APP);
+    let replay = docs_replay(
+        tmp.path(),
+        serde_json::json!([{"symbol": "app.py#use:function",
+            "doc": "Uses.\"\"\"\n    import os\n    \"\"\"Done."}]),
+    );
+    let out_dir = tmp.path().join("out");
+    let out = document(&repo, &out_dir, &["use"], Some(&replay)).await;
+    check_exit(&out, 1);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["solved"], false, "{report}");
+    let refused = report["refused"].as_str().unwrap();
+    assert!(
+        refused.starts_with("app.py: line 7 changes code, not only docs")
+            && refused.contains("import os"),
+        "{refused}"
+    );
+    assert!(!out_dir.exists(), "nothing was run or written");
+
+    let out = document(&repo, &out_dir, &["use"], None).await;
+    check_exit(&out, 125);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("forq document writes the docs' text with a model"),
+        "{stderr}"
+    );
+}

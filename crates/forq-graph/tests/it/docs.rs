@@ -44,7 +44,9 @@ fn python_docstrings_are_written_as_the_first_statement_and_only_docs_change() {
     let total = index.find_symbol("Cart.total").unwrap();
     let two = write_doc(Lang::Python, &one, &total, "The cart's total.").unwrap();
     assert!(
-        two.contains("    def total(self):\n        \"\"\"The cart's total.\"\"\"\n        return 1\n"),
+        two.contains(
+            "    def total(self):\n        \"\"\"The cart's total.\"\"\"\n        return 1\n"
+        ),
         "{two}"
     );
     same_code_outside_docs(Lang::Python, PY, &two).unwrap();
@@ -95,7 +97,10 @@ fn rust_javascript_c_and_go_get_their_doc_comments() {
     let (_again, index) = indexed(&[("src/lib.rs", &out)]);
     let area = index.find_symbol("area").unwrap();
     let again = write_doc(Lang::Rust, &out, &area, "The area, again.").unwrap();
-    assert!(again.contains("impl P {\n    /// The area, again.\n    #[inline]\n"), "{again}");
+    assert!(
+        again.contains("impl P {\n    /// The area, again.\n    #[inline]\n"),
+        "{again}"
+    );
 
     let js = "function price(item) {\n  return item.cost;\n}\n";
     let (_repo, index) = indexed(&[("price.js", js)]);
@@ -108,13 +113,19 @@ fn rust_javascript_c_and_go_get_their_doc_comments() {
     let (_repo, index) = indexed(&[("twice.c", c)]);
     let twice = index.find_symbol("twice").unwrap();
     let out = write_doc(Lang::C, c, &twice, "Twice x.").unwrap();
-    assert!(out.contains("\n/**\n * Twice x.\n */\nint twice(int x) {"), "{out}");
+    assert!(
+        out.contains("\n/**\n * Twice x.\n */\nint twice(int x) {"),
+        "{out}"
+    );
     same_code_outside_docs(Lang::C, c, &out).unwrap();
 
     let go = "package calc\n\nfunc Add(a, b int) int {\n\treturn a + b\n}\n";
     let (_repo, index) = indexed(&[("calc.go", go)]);
     let add = index.find_symbol("Add").unwrap();
     let out = write_doc(Lang::Go, go, &add, "Returns the sum.").unwrap();
-    assert!(out.contains("\n// Add returns the sum.\nfunc Add("), "{out}");
+    assert!(
+        out.contains("\n// Add returns the sum.\nfunc Add("),
+        "{out}"
+    );
     same_code_outside_docs(Lang::Go, go, &out).unwrap();
 }
