@@ -87,7 +87,10 @@ pub(crate) async fn document(args: DocumentArgs) -> anyhow::Result<ExitCode> {
         if args.change.json {
             super::print_json(&serde_json::json!({"solved": true, "documented": []}))?;
         } else {
-            println!("every public definition has docs: nothing to write");
+            writeln!(
+                std::io::stdout().lock(),
+                "every public definition has docs: nothing to write"
+            )?;
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -147,7 +150,10 @@ pub(crate) async fn document(args: DocumentArgs) -> anyhow::Result<ExitCode> {
             if args.change.json {
                 super::print_json(&serde_json::json!({"solved": false, "refused": why}))?;
             } else {
-                println!("refused: {why}; nothing was applied");
+                writeln!(
+                    std::io::stdout().lock(),
+                    "refused: {why}; nothing was applied"
+                )?;
             }
             return Ok(ExitCode::from(1));
         }
