@@ -53,6 +53,11 @@ pub(crate) enum Command {
     /// patch. Exits 0 when written and green, 1 when refused or a test
     /// broke (no patch).
     Document(DocumentArgs),
+    /// Read-only findings from the code graph: definitions without docs,
+    /// functions over a complexity bound, call sites that break their
+    /// callee's pattern, definitions nothing uses. With --issues DIR, one
+    /// Markdown issue per finding, which `forq queue --issues DIR` reads.
+    Audit(AuditArgs),
     /// The fix search's own tools.
     #[command(subcommand)]
     Search(SearchCommand),
@@ -225,6 +230,28 @@ pub(crate) struct RenameArgs {
     pub(crate) dry_run: bool,
     #[command(flatten)]
     pub(crate) change: ChangeArgs,
+}
+
+/// `forq audit`.
+#[derive(Debug, Args)]
+pub(crate) struct AuditArgs {
+    /// What to look for (repeatable): undocumented, complexity>N
+    /// (complexity alone: over 10), suspected, unused. Default: all four.
+    #[arg(long = "query", value_name = "Q", value_parser = parse_audit_query)]
+    pub(crate) queries: Vec<forq_graph::AuditQuery>,
+    /// At most this many findings of each query.
+    #[arg(long, default_value_t = 50, value_name = "N")]
+    pub(crate) limit: usize,
+    /// Also write each finding as a Markdown issue into DIR (created),
+    /// for `forq queue --issues DIR`.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) issues: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) repo: GraphRepo,
+}
+
+fn parse_audit_query(s: &str) -> Result<forq_graph::AuditQuery, String> {
+    s.parse()
 }
 
 /// `forq document`.

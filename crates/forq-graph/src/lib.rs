@@ -45,6 +45,7 @@
 //! ```
 #![deny(missing_docs)]
 
+mod audit;
 mod bench;
 mod conventions;
 mod docs;
@@ -59,6 +60,7 @@ mod rename;
 mod resolve;
 mod store;
 
+pub use audit::{AuditFinding, AuditQuery};
 pub use bench::{bench, BenchReport, QueryTiming};
 pub use conventions::{Convention, Conventions};
 pub use docs::{same_code_outside_docs, write_doc, CodeChanged};

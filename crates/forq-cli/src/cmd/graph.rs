@@ -10,7 +10,7 @@ use forq_graph::{Bounded, CallEdge, Confidence, Index, IndexOptions, SymbolFilte
 
 use super::print_json;
 use crate::cli::{
-    GraphBenchArgs, GraphConventionsArgs, GraphIndexArgs, GraphMapArgs, GraphPathArgs,
+    AuditArgs, GraphBenchArgs, GraphConventionsArgs, GraphIndexArgs, GraphMapArgs, GraphPathArgs,
     GraphPatternsArgs, GraphRepo, GraphStatementsArgs, GraphStatsArgs, GraphSymbolsArgs,
     GraphUsesArgs, GraphWalkArgs,
 };
@@ -252,6 +252,56 @@ pub(crate) fn patterns(args: GraphPatternsArgs) -> anyhow::Result<ExitCode> {
         )?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+pub(crate) fn audit(args: AuditArgs) -> anyhow::Result<ExitCode> {
+    let index = open_current(&args.repo)?;
+    let queries = match args.queries.is_empty() {
+        true => forq_graph::AuditQuery::ALL.to_vec(),
+        false => args.queries.clone(),
+    };
+    let found = index.audit(&queries, args.limit)?;
+    if let Some(dir) = &args.issues {
+        write_issues(dir, &args.repo.repo, &found)?;
+    }
+    if args.repo.db.json {
+        return print_json(&found).map(|()| ExitCode::SUCCESS);
+    }
+    let mut out = std::io::stdout().lock();
+    for f in &found {
+        writeln!(out, "{:<12} {}:{}  {}", f.kind, f.file, f.line, f.message)?;
+    }
+    writeln!(out, "{} finding(s)", found.len())?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One Markdown issue per finding in `dir`, naming the repository by its
+/// path relative to `dir` (or absolute), as `forq queue --issues` reads.
+fn write_issues(dir: &Path, repo: &Path, found: &[forq_graph::AuditFinding]) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
+    let repo = repo
+        .canonicalize()
+        .with_context(|| format!("the repository {} does not exist", repo.display()))?;
+    for (n, f) in found.iter().enumerate() {
+        let id = format!("audit-{}-{}", f.kind, n + 1);
+        let title = match f.kind.as_str() {
+            "undocumented" => format!("Document {}", f.symbol),
+            "complexity" => format!("Simplify {}", f.symbol),
+            "suspected" => format!("Check the call of {} at {}:{}", f.symbol, f.file, f.line),
+            _ => format!("Remove or use {}", f.symbol),
+        };
+        let text = format!(
+            "---\nid: {id}\nlabels: [audit, {kind}]\nrepo: {repo}\n---\n# {title}\n\n{message} ({file}:{line}, found by `forq audit`).\n",
+            kind = f.kind,
+            repo = serde_json::to_string(&repo.display().to_string())?,
+            message = f.message,
+            file = f.file,
+            line = f.line,
+        );
+        let path = dir.join(format!("{id}.md"));
+        std::fs::write(&path, text).with_context(|| format!("write {}", path.display()))?;
+    }
+    Ok(())
 }
 
 pub(crate) fn path(args: GraphPathArgs) -> anyhow::Result<ExitCode> {

@@ -82,6 +82,7 @@ pub(crate) fn run(args: Cli) -> anyhow::Result<ExitCode> {
             Command::Fix(a) => fix::run(a).await,
             Command::Rename(a) => change::rename(a).await,
             Command::Document(a) => change::document(a).await,
+            Command::Audit(a) => graph::audit(a),
             Command::Search(SearchCommand::Bench(a)) => search_bench::run(a).await,
             Command::Config(c) => app::config(c),
             Command::Queue(a) => app::queue(a).await,

@@ -1,6 +1,7 @@
-//! `forq rename` end to end: the plan from the code graph, applied and
-//! tested in a real sandbox by the repository's own runner (unittest,
-//! node, cargo), the user's tree left alone.
+//! The symbol workflows end to end: `forq rename` (the plan from the code
+//! graph, applied and tested in a real sandbox by the repository's own
+//! runner: unittest, node, cargo; the user's tree left alone), `forq
+//! document` (a replayed model's text, docs-only check), `forq audit`.
 
 use std::path::Path;
 
@@ -310,5 +311,88 @@ async fn document_refuses_docs_that_touch_code_and_needs_a_model() {
     assert!(
         stderr.contains("forq document writes the docs' text with a model"),
         "{stderr}"
+    );
+}
+
+#[tokio::test]
+async fn audit_reports_findings_and_writes_issues_the_queue_reads() {
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = tmp.path().join("repo");
+    python_project(&repo, TEST_APP);
+    write(
+        &repo,
+        &[(
+            "pkg/extra.py",
+            "def orphan(x):\n    if x and x > 1:\n        return 1\n    return 2\n",
+        )],
+    );
+    let issues = tmp.path().join("issues");
+    let out = forq_env(
+        &[
+            "audit",
+            "--repo",
+            repo.to_str().unwrap(),
+            "--query",
+            "unused",
+            "--query",
+            "complexity>2",
+            "--json",
+            "--issues",
+            issues.to_str().unwrap(),
+        ],
+        &[],
+    )
+    .await;
+    check_exit(&out, 0);
+    let found: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let got: Vec<(&str, &str)> = found
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| (f["kind"].as_str().unwrap(), f["symbol"].as_str().unwrap()))
+        .collect();
+    // Store and its method are used by nothing in the repository either.
+    assert_eq!(
+        got,
+        [
+            ("unused", "pkg/extra.py#orphan:function"),
+            ("unused", "pkg/store.py#Store:class"),
+            ("complexity", "pkg/extra.py#orphan:function"),
+        ],
+        "{found}"
+    );
+    // The queue's own reader takes the issues, with the repository named.
+    let read = forq_app::source::read_dir(&issues).unwrap();
+    assert_eq!(read.len(), 3);
+    let first = read
+        .iter()
+        .find(|i| i.issue.id == "audit-unused-1")
+        .unwrap();
+    assert_eq!(
+        first.issue.title,
+        "Remove or use pkg/extra.py#orphan:function"
+    );
+    assert_eq!(first.issue.labels, ["audit", "unused"]);
+    assert_eq!(
+        first.repo.as_deref(),
+        Some(repo.canonicalize().unwrap().as_path())
+    );
+
+    let out = forq_env(
+        &[
+            "audit",
+            "--repo",
+            repo.to_str().unwrap(),
+            "--query",
+            "loops",
+        ],
+        &[],
+    )
+    .await;
+    check_exit(&out, 2);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("unknown audit query \"loops\""),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
     );
 }

@@ -5,6 +5,7 @@
 
 use forq_graph::{Index, Lang, QueryKind, SymbolFilter};
 
+mod audit;
 mod conventions;
 mod docs;
 mod flow;
