@@ -22,7 +22,9 @@ use forq_agent::tools::{GraphTools, RunTests, Toolbox};
 use forq_bootstrap::Stack;
 use forq_graph::Index;
 use forq_sandbox::{Backend, BackendChoice, BackendKind};
-use forq_search::brancher::{codebase_notes, Agentic, Brancher, Llm, Mutate, NOTES_CHARS};
+use forq_search::brancher::{
+    codebase_notes, AgentReproducer, Agentic, Brancher, Llm, Mutate, NOTES_CHARS,
+};
 use forq_search::oracle::{Oracle, OracleError};
 use forq_search::tree::{Event as TreeEvent, Status, Subscriber};
 use forq_search::{Budget, FixStrategy, Prepared, SearchOptions, Single, Speculative};
@@ -484,7 +486,7 @@ impl Pipeline {
                 if run.state == State::Implementing {
                     self.note(&id, State::Implementing, "resumed: provisioning the warm sandbox again (a sandbox does not outlive its process; the gate's verdict is cached)");
                 }
-                let prepared = self.prepare(run, &seeded, &config).await?;
+                let prepared = self.prepare(run, &seeded, &config, model.as_ref()).await?;
                 self.enter(run, State::Implementing)?;
                 let result = self
                     .implement(run, &seeded, &config, &prepared, model.as_ref())
@@ -852,24 +854,53 @@ impl Pipeline {
         }
     }
 
-    async fn prepare(&self, run: &Run, seeded: &Seeded, config: &Config) -> Phase<Prepared> {
+    async fn prepare(
+        &self,
+        run: &Run,
+        seeded: &Seeded,
+        config: &Config,
+        model: Option<&Model>,
+    ) -> Phase<Prepared> {
         let mut targets = config.test.targets.clone();
         targets.extend(run.issue.targets.iter().cloned());
         let backend = self.backend_for(config).await?;
         let gate = self.gate_for(run, config, &*backend, true);
-        let prepared = forq_search::prepare(
+        // With a model, an issue no test catches yet gets a reproduction
+        // test first: it must fail now, and ships in the patch.
+        let fix = &config.actions.fix;
+        let reproducer = model.filter(|_| targets.is_empty()).map(|m| {
+            let agent = Agent::new(
+                m.provider.clone(),
+                fix.agent.model.clone().unwrap_or_else(|| m.name.clone()),
+            )
+            .tools(Toolbox::editing())
+            .budget(AgentBudget::default().max_steps(fix.agent.max_steps))
+            .prices(m.prices.clone());
+            AgentReproducer::new(
+                Arc::new(agent),
+                format!("# {}\n\n{}", run.issue.title, run.issue.body),
+            )
+        });
+        let prepared = forq_search::prepare_with(
             &*backend,
             &seeded.workspace,
             &gate,
             &targets,
             Duration::from_secs(config.test.timeout_s),
+            reproducer
+                .as_ref()
+                .map(|r| r as &dyn forq_search::Reproducer),
         )
         .await
         .map_err(|e| match e {
             forq_search::FixError::NotBootstrapped { .. } => Stop::End(State::NeedsHuman, e.to_string()),
             forq_search::FixError::Oracle(OracleError::NothingFails) => Stop::End(
                 State::NeedsHuman,
-                format!("every test passes on the unmodified code: {NAME_TARGETS}"),
+                format!("every test passes on the unmodified code: {NAME_TARGETS}, or configure a model so a reproduction test is written first"),
+            ),
+            forq_search::FixError::Reproduction(why) => Stop::End(
+                State::NeedsHuman,
+                format!("every test passes on the unmodified code, and the reproduction test was not usable: {why}; {NAME_TARGETS}"),
             ),
             forq_search::FixError::Oracle(OracleError::UnnamedFailures { failed }) => Stop::End(
                 State::NeedsHuman,
@@ -877,6 +908,14 @@ impl Pipeline {
             ),
             e => fail(e),
         })?;
+        if let Some(summary) = &prepared.reproduction {
+            let files: Vec<&String> = prepared.seed.keys().collect();
+            let _ = self.store.event(
+                &run.id,
+                "reproduction",
+                json!({"files": files, "summary": summary, "target": prepared.oracle.target}),
+            );
+        }
         let provisioned = Provisioned {
             stack: prepared.stack.clone(),
             target: prepared.oracle.target.clone(),
@@ -1119,10 +1158,12 @@ fn make_brancher(
             })
     };
     let brancher: Box<dyn Brancher> = match brancher_name {
-        BrancherName::Mutate => Box::new(Mutate::new(index, prepared.stack.clone())),
+        BrancherName::Mutate => {
+            Box::new(Mutate::new(index, prepared.stack.clone()).seeded(&prepared.seed))
+        }
         BrancherName::Llm => {
             let m = need_model()?;
-            let mutate = Mutate::new(index, prepared.stack.clone());
+            let mutate = Mutate::new(index, prepared.stack.clone()).seeded(&prepared.seed);
             let (target, guard) = (&prepared.oracle.target, &prepared.oracle.guard);
             let files = mutate.suspect_files(target, guard, 3);
             let mut llm = Llm::new(m.provider, m.name, issue_text, files)

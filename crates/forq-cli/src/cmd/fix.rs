@@ -110,7 +110,7 @@ async fn strategy(
         BrancherName::Mutate => {
             let r = repo.to_owned();
             let index = tokio::task::spawn_blocking(move || open_index(&r)).await??;
-            Box::new(Mutate::new(index, prepared.stack.clone()))
+            Box::new(Mutate::new(index, prepared.stack.clone()).seeded(&prepared.seed))
         }
         BrancherName::Patches => {
             if args.patches.is_empty() {
@@ -122,7 +122,7 @@ async fn strategy(
             let (provider, model) = model.clone().map_err(anyhow::Error::msg)?;
             let r = repo.to_owned();
             let index = tokio::task::spawn_blocking(move || open_index(&r)).await??;
-            let mutate = Mutate::new(index, prepared.stack.clone());
+            let mutate = Mutate::new(index, prepared.stack.clone()).seeded(&prepared.seed);
             let (target, guard) = (&prepared.oracle.target, &prepared.oracle.guard);
             let files = mutate.suspect_files(target, guard, 3);
             let prices = prices(&args.model)?;

@@ -1386,3 +1386,94 @@ async fn a_run_paused_for_review_is_approved_from_the_command_line() {
     let said = String::from_utf8_lossy(&again.stderr);
     assert!(said.contains("only a run paused for review"), "{said}");
 }
+
+/// One recorded reply calling `tool` with `args`.
+fn tool_reply(n: usize, tool: &str, args: Value) -> String {
+    use forq_agent::message::{Message, Part, Response, Role, StopReason, Usage};
+    let reply = Response {
+        message: Message {
+            role: Role::Assistant,
+            parts: vec![Part::ToolCall {
+                id: format!("call_{n}"),
+                name: tool.to_owned(),
+                arguments: args,
+                invalid_arguments: None,
+            }],
+        },
+        usage: Usage::default(),
+        stop: StopReason::ToolUse,
+        model: "recorded".to_owned(),
+    };
+    serde_json::to_string(&reply).unwrap() + "\n"
+}
+
+#[tokio::test]
+async fn the_queue_writes_a_reproduction_test_first_when_no_test_fails() {
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = calc_repo(
+        tmp.path(),
+        Some("actions:\n  fix:\n    strategy: speculative\n    brancher: mutate\n"),
+    );
+    // No test catches the bug: only mul is tested.
+    std::fs::write(
+        repo.join("tests/test_calc.py"),
+        "import unittest\n\nfrom calc import mul\n\n\nclass CalcTest(unittest.TestCase):\n    def test_mul(self):\n        self.assertEqual(mul(2, 3), 6)\n",
+    )
+    .unwrap();
+    let verdict = json!({"act": true, "confidence": 0.9, "reason": "add() subtracts",
+        "suggested_action": "fix"});
+    let replay = triage_replay(tmp.path(), &verdict, 1);
+    let mut recording = std::fs::read_to_string(&replay).unwrap();
+    let repro = "import unittest\n\nfrom calc import add\n\n\nclass ReproTest(unittest.TestCase):\n    def test_add_adds(self):\n        self.assertEqual(add(2, 3), 5)\n";
+    recording.push_str(&tool_reply(
+        1,
+        "create_file",
+        json!({"path": "tests/test_repro.py", "content": repro}),
+    ));
+    recording.push_str(&tool_reply(
+        2,
+        "submit",
+        json!({"summary": "add(2, 3) must be 5"}),
+    ));
+    std::fs::write(&replay, recording).unwrap();
+    let state = tmp.path().join("state");
+    let extra = ["--provider", "replay", "--replay", replay.to_str().unwrap()];
+    let out = queue_text(
+        "# add() subtracts\n\nadd(2, 3) is -1.",
+        &repo,
+        "host",
+        &state,
+        &extra,
+        &[],
+    )
+    .await;
+    check_exit(&out, 0);
+    let run = &json_of(&out)[0];
+    assert_eq!(run["state"], "patch_ready", "{run}");
+    let id = run["id"].as_str().unwrap();
+    let shown = show_run(id, state.to_str().unwrap()).await;
+    let repro_events = events_of(&shown, "reproduction");
+    assert_eq!(repro_events.len(), 1, "{shown}");
+    assert_eq!(repro_events[0]["files"], json!(["tests/test_repro.py"]));
+    assert_eq!(
+        repro_events[0]["target"],
+        json!(["tests.test_repro.ReproTest.test_add_adds"])
+    );
+    // The patch fixes add and ships the test that failed before it.
+    let ws = state.join("runs").join(id).join("workspace");
+    let log = forq_sandbox::host_command("git")
+        .args(["show", "--stat", "--format=%s", "HEAD"])
+        .current_dir(&ws)
+        .output()
+        .await
+        .unwrap();
+    let stat = String::from_utf8_lossy(&log.stdout);
+    assert!(
+        stat.contains("calc.py") && stat.contains("tests/test_repro.py"),
+        "{stat}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.join("tests/test_repro.py")).unwrap(),
+        repro
+    );
+}

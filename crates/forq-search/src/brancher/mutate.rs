@@ -46,6 +46,8 @@ pub struct Suspect {
 pub struct Mutate {
     index: Mutex<Index>,
     stack: Stack,
+    /// Test files the graph does not hold (a reproduction test).
+    seed: Vec<String>,
     suspects: Mutex<Option<Vec<Suspect>>>,
 }
 
@@ -64,14 +66,23 @@ impl Mutate {
         Mutate {
             index: Mutex::new(index),
             stack,
+            seed: Vec::new(),
             suspects: Mutex::new(None),
         }
+    }
+
+    /// Knows the test files written after the graph was built (a
+    /// reproduction test: [`crate::Prepared::seed`]), so a failing test in
+    /// them localises by the definitions it names.
+    pub fn seeded(mut self, files: &BTreeMap<String, Option<String>>) -> Self {
+        self.seed = files.values().flatten().cloned().collect();
+        self
     }
 
     /// The ranked suspects for these failing and passing tests.
     pub fn localize(&self, failing: &[String], passing: &[String]) -> Vec<Suspect> {
         let index = self.index.lock().unwrap_or_else(|p| p.into_inner());
-        localize(&index, &self.stack, failing, passing)
+        localize(&index, &self.stack, &self.seed, failing, passing)
     }
 
     /// [`codebase_notes`] for these tests, over this brancher's graph.
@@ -126,7 +137,7 @@ pub fn codebase_notes(
         }
     }
     let mut calls = String::new();
-    for s in localize(index, stack, failing, passing)
+    for s in localize(index, stack, &[], failing, passing)
         .iter()
         .take(PATTERN_SUSPECTS)
     {
@@ -204,12 +215,11 @@ fn reached(index: &Index, stack: &Stack, tests: &[String]) -> HashMap<String, u3
 /// Non-test definitions named in the source of the test `id` (calls the
 /// graph cannot see: inside macros such as Rust's `assert_eq!`).
 fn named_in(index: &Index, stack: &Stack, id: &str) -> HashMap<String, u32> {
-    let mut out = HashMap::new();
     let Ok(Some(test)) = index.symbol(id) else {
-        return out;
+        return HashMap::new();
     };
     let Ok(text) = std::fs::read_to_string(index.root().join(&test.file)) else {
-        return out;
+        return HashMap::new();
     };
     let body: String = text
         .lines()
@@ -217,7 +227,14 @@ fn named_in(index: &Index, stack: &Stack, id: &str) -> HashMap<String, u32> {
         .take((test.end_line + 1).saturating_sub(test.line) as usize)
         .collect::<Vec<_>>()
         .join("\n");
-    let words: HashSet<&str> = body
+    names_in(index, stack, &body, &test.id)
+}
+
+/// The definitions outside the tests that `text` names, at depth 1
+/// (`except` excluded).
+fn names_in(index: &Index, stack: &Stack, text: &str, except: &str) -> HashMap<String, u32> {
+    let mut out = HashMap::new();
+    let words: HashSet<&str> = text
         .split(|c: char| !(c.is_alphanumeric() || c == '_'))
         .filter(|w| !w.is_empty())
         .collect();
@@ -226,7 +243,7 @@ fn named_in(index: &Index, stack: &Stack, id: &str) -> HashMap<String, u32> {
             .symbols(&SymbolFilter::default().name(word))
             .unwrap_or_default()
         {
-            if !s.test && !stack.is_test_file(&s.file) && s.id != test.id {
+            if !s.test && !stack.is_test_file(&s.file) && s.id != except {
                 out.insert(s.id, 1);
             }
         }
@@ -234,13 +251,31 @@ fn named_in(index: &Index, stack: &Stack, id: &str) -> HashMap<String, u32> {
     out
 }
 
-fn localize(index: &Index, stack: &Stack, failing: &[String], passing: &[String]) -> Vec<Suspect> {
+fn localize(
+    index: &Index,
+    stack: &Stack,
+    seed: &[String],
+    failing: &[String],
+    passing: &[String],
+) -> Vec<Suspect> {
     // Ochiai: fail(f) / sqrt(total_fail * (fail(f) + pass(f))).
     let mut fail: HashMap<String, (usize, u32)> = HashMap::new();
     let mut failing_mapped = 0;
     for id in failing {
         let tests = test_symbols(index, id);
         if tests.is_empty() {
+            // A reproduction test is in no graph: what its files name.
+            let defs: HashMap<String, u32> = seed
+                .iter()
+                .flat_map(|text| names_in(index, stack, text, ""))
+                .collect();
+            if !defs.is_empty() {
+                failing_mapped += 1;
+            }
+            for (def, depth) in defs {
+                let e = fail.entry(def).or_insert((0, depth));
+                e.0 += 1;
+            }
             continue;
         }
         failing_mapped += 1;
