@@ -460,7 +460,7 @@ impl Config {
         for point in &self.review {
             let why = match point {
                 ReviewPoint::Commit => continue,
-                ReviewPoint::Ripple => "forq lists an incompatible change's callers as findings and changes none of them, so there is no ripple to pause before",
+                ReviewPoint::Ripple => continue,
                 ReviewPoint::Push => "forq never pushes on its own: every push (forq push, the dashboard's button) is a person's already",
             };
             out.push((
@@ -665,8 +665,8 @@ mod tests {
 
     #[test]
     fn review_points_forq_cannot_honour_are_refused_with_why() {
-        let ok = Config::parse("review: [commit]\n", "f.yml").expect("valid");
-        assert_eq!(ok.review, [ReviewPoint::Commit]);
+        let ok = Config::parse("review: [commit, ripple]\n", "f.yml").expect("valid");
+        assert_eq!(ok.review, [ReviewPoint::Commit, ReviewPoint::Ripple]);
         let e = Config::parse("review: [commit, push]\n", "f.yml")
             .expect_err("push is refused")
             .to_string();

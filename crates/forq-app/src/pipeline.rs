@@ -35,7 +35,7 @@ use crate::config::{BrancherName, Config, FundingMode, Mode, ReviewPoint, Strate
 use crate::git;
 use crate::preview::{Preview, PreviewError, PreviewSpec};
 use crate::review;
-use crate::safety;
+use crate::safety::{self, ADAPTED, CONTRACT};
 use crate::seed::{self, SeedOptions, Seeded};
 use crate::store::{Action, Run, State, Store, StoreError};
 
@@ -193,9 +193,6 @@ enum Stop {
 }
 
 type Phase<T> = Result<T, Stop>;
-
-/// The checkpoint holding the contract check of the run's patch.
-const CONTRACT: &str = "contract";
 
 /// The checkpoint holding what the run's requester chose.
 const REQUESTED: &str = "requested";
@@ -579,9 +576,37 @@ impl Pipeline {
                 c
             }
         };
+        // With a model, the callers an incompatible change reaches are
+        // adapted by the agent in a sandbox, and the tests decide.
+        let contract = match (contract.findings.is_empty(), model.as_ref()) {
+            (false, Some(m)) => match self.store.checkpointed(&id, ADAPTED).map_err(fail)? {
+                Some(c) => serde_json::from_value::<safety::Report>(c).map_err(fail)?,
+                None => {
+                    self.pause_for(run, &config, ReviewPoint::Ripple, || {
+                        format!(
+                            "{}: approve to let the agent adapt them on {branch}",
+                            contract.summary()
+                        )
+                    })?;
+                    let c = self
+                        .adapt(run, &seeded, &config, contract, &branch, m)
+                        .await?;
+                    self.store
+                        .checkpoint(&id, ADAPTED, &json!(c))
+                        .map_err(fail)?;
+                    c
+                }
+            },
+            _ => contract,
+        };
         let (state, reason) = if contract.has_findings() {
             (
                 State::CompletedWithFindings,
+                format!("committed on {branch}; {}", contract.summary()),
+            )
+        } else if !contract.adapted.is_empty() {
+            (
+                State::PatchReady,
                 format!("committed on {branch}; {}", contract.summary()),
             )
         } else {
@@ -590,6 +615,186 @@ impl Pipeline {
         *run = self.store.transition(&id, state, &reason).map_err(fail)?;
         self.tell(&id, state, &branch);
         Ok(())
+    }
+
+    /// Pauses the run for review at `point` when forq.yml asks and it was
+    /// not approved yet: `Err(needs_review)` with `what` to look at.
+    fn pause_for(
+        &self,
+        run: &Run,
+        config: &Config,
+        point: ReviewPoint,
+        what: impl FnOnce() -> String,
+    ) -> Phase<()> {
+        if !config.review.contains(&point)
+            || self
+                .store
+                .checkpointed(&run.id, &review::approved(point))
+                .map_err(fail)?
+                .is_some()
+        {
+            return Ok(());
+        }
+        let what = what();
+        self.store
+            .checkpoint(
+                &run.id,
+                review::PAUSED,
+                &json!({"point": point.name(), "resume": run.state.name(), "what": what}),
+            )
+            .map_err(fail)?;
+        Err(Stop::End(
+            State::NeedsReview,
+            format!("waiting for review before the {}: {what}", point.name()),
+        ))
+    }
+
+    /// The ripple with a model: the agent adapts the callers of the
+    /// incompatible changes in a sandbox over the committed fix; when the
+    /// whole oracle stays green and no test file changed, the adaptation
+    /// is committed on the branch and the callers it touched move from
+    /// `findings` to `adapted`. Otherwise the findings stay, and why is
+    /// in the run's events.
+    async fn adapt(
+        &self,
+        run: &Run,
+        seeded: &Seeded,
+        config: &Config,
+        mut report: safety::Report,
+        branch: &str,
+        model: &Model,
+    ) -> Phase<safety::Report> {
+        let provisioned: Provisioned = self
+            .store
+            .checkpointed(&run.id, "provisioned")
+            .map_err(fail)?
+            .ok_or_else(|| fail("no provisioned checkpoint"))
+            .and_then(|v| serde_json::from_value(v).map_err(fail))?;
+        let workspace = seeded.workspace.clone();
+        let index = tokio::task::spawn_blocking(move || Index::open_current(&workspace))
+            .await
+            .map_err(fail)?
+            .map_err(fail)?;
+        let fix = &config.actions.fix;
+        let mut budget = AgentBudget::default().max_steps(fix.agent.max_steps);
+        if let Some(usd) = fix.agent.max_cost_usd {
+            budget = budget.max_cost_usd(usd);
+        }
+        let agent = Agent::new(
+            model.provider.clone(),
+            fix.agent
+                .model
+                .clone()
+                .unwrap_or_else(|| model.name.clone()),
+        )
+        .tools(
+            GraphTools::new(index)
+                .add_to(Toolbox::editing().with(RunTests::new(provisioned.stack.clone()))),
+        )
+        .budget(budget)
+        .prices(model.prices.clone())
+        .subscribe(Arc::new(AgentLog {
+            pipeline: self.clone(),
+            run: run.id.clone(),
+        }));
+        let task = Task::new(safety::adapt_task(&report));
+        let backend = self.backend_for(config).await?;
+        let gate = self.gate_for(run, config, &*backend, false);
+        let sandbox =
+            forq_bootstrap::provision(&*backend, &seeded.workspace, &provisioned.stack, &gate)
+                .await
+                .map_err(fail)?;
+        self.note(
+            &run.id,
+            State::Testing,
+            &format!(
+                "ripple: asking the agent to adapt {} caller(s)",
+                report.findings.len()
+            ),
+        );
+        let outcome = forq_agent::agent::CodingAgent::run(&agent, &*sandbox, &task).await;
+        let oracle = Oracle {
+            stack: provisioned.stack.clone(),
+            target: provisioned.target.clone(),
+            guard: provisioned.guard.clone(),
+            timeout: Duration::from_millis(provisioned.timeout_ms),
+        };
+        let result = async {
+            let diff = sandbox.diff().await.map_err(|e| e.to_string())?;
+            if diff.files.is_empty() {
+                return Err("the agent changed nothing".to_owned());
+            }
+            if let Some(t) = diff
+                .files
+                .iter()
+                .find(|f| provisioned.stack.is_test_file(&f.path))
+            {
+                return Err(format!(
+                    "the agent changed the test file {}; a ripple adapts callers, never tests",
+                    t.path
+                ));
+            }
+            let judged = oracle.judge(&*sandbox).await.map_err(|e| e.to_string())?;
+            if !judged.green() {
+                return Err(format!(
+                    "the adapted code is not green: {}/{} target tests pass; broken: {}",
+                    judged.target_passed,
+                    judged.target_total,
+                    judged.broken.join(", ")
+                ));
+            }
+            Ok(diff)
+        }
+        .await;
+        let _ = sandbox.destroy().await;
+        let cost = outcome.cost_usd;
+        let _ = self
+            .store
+            .record(&run.id, Some(run.cost_usd + cost), None, None);
+        let diff = match result {
+            Ok(d) => d,
+            Err(why) => {
+                self.note(
+                    &run.id,
+                    State::Testing,
+                    &format!("ripple: callers not adapted: {why}"),
+                );
+                let _ = self.store.event(
+                    &run.id,
+                    "ripple_adapt",
+                    json!({"adapted": false, "why": why}),
+                );
+                return Ok(report);
+            }
+        };
+        let patch = self.run_dir(&run.id).join("ripple.patch");
+        std::fs::write(&patch, &diff.patch).map_err(fail)?;
+        let base = git::head(&seeded.workspace).await.map_err(fail)?;
+        let message = format!(
+            "Adapt the callers of #{}'s incompatible change\n\n{}\n\nforq run {} (ripple).",
+            run.issue.id,
+            report.summary(),
+            run.id
+        );
+        let commit = git::commit_patch(&seeded.workspace, &base, branch, &patch, &message)
+            .await
+            .map_err(fail)?;
+        report.take_adapted(&diff.patch);
+        let _ = self.store.event(
+            &run.id,
+            "ripple_adapt",
+            json!({"adapted": true, "commit": commit, "callers": report.adapted, "left": report.findings}),
+        );
+        self.note(
+            &run.id,
+            State::Testing,
+            &format!(
+                "ripple: {} caller(s) adapted, committed {}",
+                report.adapted.len(),
+                &commit[..commit.len().min(12)]
+            ),
+        );
+        Ok(report)
     }
 
     /// The contract check of the run's committed patch (see

@@ -199,10 +199,14 @@ pub async fn push(
         run.patch_lines.unwrap_or(0),
         if run.patch_lines == Some(1) { "" } else { "s" }
     );
-    // What the contract check found: the reviewer's first question.
-    if let Some(report) = store
-        .checkpointed(&run.id, "contract")?
-        .and_then(|c| serde_json::from_value::<crate::safety::Report>(c).ok())
+    // What the contract check found: the reviewer's first question (after
+    // the ripple's adaptation, when there was one).
+    let checked = match store.checkpointed(&run.id, crate::safety::ADAPTED)? {
+        Some(c) => Some(c),
+        None => store.checkpointed(&run.id, crate::safety::CONTRACT)?,
+    };
+    if let Some(report) =
+        checked.and_then(|c| serde_json::from_value::<crate::safety::Report>(c).ok())
     {
         if !report.changed.is_empty() {
             body.push_str("\n\n");

@@ -1,5 +1,6 @@
 //! Review checkpoints: a run pauses where forq.yml's `review:` says
-//! (`commit`: the green patch, before it is committed), in `needs_review`
+//! (`commit`: the green patch, before it is committed; `ripple`: before
+//! the agent adapts an incompatible change's callers), in `needs_review`
 //! with what to look at; a person approves it (it continues from its
 //! checkpoint, as a resumed run does) or rejects it (it is aborted with the
 //! reason). A paused run is in the store: it survives restarts.

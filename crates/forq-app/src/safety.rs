@@ -19,6 +19,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::git::{self, GitError};
 
+/// The run checkpoint holding the contract check of its patch.
+pub const CONTRACT: &str = "contract";
+/// The run checkpoint holding the check after the ripple's callers were
+/// adapted.
+pub const ADAPTED: &str = "adapted";
+
 /// The deepest ripple asked for.
 pub const MAX_DEPTH: u32 = 5;
 
@@ -101,6 +107,10 @@ pub struct Report {
     pub unprocessed: Vec<String>,
     /// Whether the graph cut some caller list short.
     pub truncated: bool,
+    /// Callers the agent adapted with the tests green (moved here from
+    /// `findings`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub adapted: Vec<Finding>,
 }
 
 impl Report {
@@ -122,6 +132,13 @@ impl Report {
             count(Class::C),
             count(Class::Unclassified)
         );
+        if !self.adapted.is_empty() {
+            s.push_str(&format!(
+                "; {} caller{} adapted",
+                self.adapted.len(),
+                if self.adapted.len() == 1 { "" } else { "s" }
+            ));
+        }
         if !self.findings.is_empty() {
             s.push_str(&format!(
                 "; {} caller{} of incompatible changes to look at",
@@ -158,6 +175,12 @@ impl Report {
                 c.reason
             ));
         }
+        if !self.adapted.is_empty() {
+            out.push_str("\n\nCallers adapted (tests green):\n");
+            for f in &self.adapted {
+                out.push_str(&format!("\n- `{}` at {}:{}", f.caller, f.file, f.line));
+            }
+        }
         if !self.findings.is_empty() {
             out.push_str("\n\nCallers to check:\n");
             for f in &self.findings {
@@ -176,6 +199,67 @@ impl Report {
         }
         out
     }
+}
+
+impl Report {
+    /// Moves the findings whose call line a hunk of `patch` (a unified
+    /// diff against the tree the findings were read from) covers, context
+    /// included, from `findings` to `adapted`.
+    pub fn take_adapted(&mut self, patch: &str) {
+        let hunks = old_ranges(patch);
+        let (touched, left): (Vec<Finding>, Vec<Finding>) =
+            self.findings.drain(..).partition(|f| {
+                hunks
+                    .iter()
+                    .any(|(file, from, to)| *file == f.file && (*from..=*to).contains(&f.line))
+            });
+        self.findings = left;
+        self.adapted.extend(touched);
+    }
+}
+
+/// Each hunk's file and line range on the old side of `patch`.
+fn old_ranges(patch: &str) -> Vec<(String, u32, u32)> {
+    let mut out = Vec::new();
+    let mut file = String::new();
+    for line in patch.lines() {
+        if let Some(path) = line.strip_prefix("--- a/") {
+            file = path.to_owned();
+        } else if let Some(rest) = line.strip_prefix("@@ -") {
+            let old = rest.split_whitespace().next().unwrap_or("");
+            let (start, count) = match old.split_once(',') {
+                Some((s, c)) => (s.parse().unwrap_or(0), c.parse().unwrap_or(0)),
+                None => (old.parse().unwrap_or(0), 1),
+            };
+            let start: u32 = start;
+            let count: u32 = count;
+            out.push((file.clone(), start, start + count.saturating_sub(1)));
+        }
+    }
+    out
+}
+
+/// What the agent is asked when it adapts a ripple's callers.
+pub fn adapt_task(report: &Report) -> String {
+    let mut s = String::from(
+        "A fix on this branch changed definitions incompatibly (their callers may rely on the old \
+         contract). Adapt the callers listed below so they work with the new contract. Do not change \
+         the changed definitions themselves, and do not change any test; run the tests, then submit.\n",
+    );
+    for c in report.changed.iter().filter(|c| c.class == Class::C) {
+        s.push_str(&format!(
+            "\nChanged: `{}` ({}:{}): {} — before `{}`, now `{}`",
+            c.qualname, c.file, c.line, c.reason, c.signature.0, c.signature.1
+        ));
+    }
+    s.push_str("\n\nCallers:");
+    for f in &report.findings {
+        s.push_str(&format!(
+            "\n- `{}` calls `{}` at {}:{}",
+            f.caller, f.changed, f.file, f.line
+        ));
+    }
+    s
 }
 
 /// Why the check could not run.
@@ -391,6 +475,11 @@ fn ripple(
         report.truncated |= callers.truncated;
         for edge in callers.items {
             if !seen.insert(edge.caller.clone()) {
+                continue;
+            }
+            // A test that calls it ran green against the change: the
+            // suite already holds it to the new contract.
+            if index.symbol(&edge.caller)?.is_some_and(|s| s.test) {
                 continue;
             }
             if d + 1 > depth {

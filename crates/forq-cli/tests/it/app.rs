@@ -1477,3 +1477,205 @@ async fn the_queue_writes_a_reproduction_test_first_when_no_test_fails() {
         repro
     );
 }
+
+/// One recorded reply whose text is `value` as JSON.
+fn text_reply(value: &Value) -> String {
+    let answer = json!({"message": {"role": "assistant", "parts": [{"type": "text", "text": value.to_string()}]},
+        "usage": {"input_tokens": 10, "output_tokens": 10}, "stop": "end_turn", "model": "recorded"});
+    format!("{answer}\n")
+}
+
+/// A repository whose fix changes `scale`'s signature, which `double`
+/// (no test covers it) calls the old way.
+fn scale_repo(dir: &Path, forq_yml: &str) -> PathBuf {
+    let repo = dir.join("scale");
+    std::fs::create_dir_all(repo.join("tests")).unwrap();
+    std::fs::write(
+        repo.join("calc.py"),
+        "def scale(x):\n    return x * 2\n\n\ndef double(x):\n    return scale(x)\n\n\ndef neg(x):\n    return -x\n",
+    )
+    .unwrap();
+    std::fs::write(repo.join("tests/__init__.py"), "").unwrap();
+    std::fs::write(
+        repo.join("tests/test_calc.py"),
+        "import unittest\n\nfrom calc import neg, scale\n\n\nclass CalcTest(unittest.TestCase):\n    def test_scale_by(self):\n        self.assertEqual(scale(3, 4), 12)\n\n    def test_neg(self):\n        self.assertEqual(neg(2), -2)\n",
+    )
+    .unwrap();
+    std::fs::write(repo.join("forq.yml"), forq_yml).unwrap();
+    repo
+}
+
+/// The model's part up to the ripple: triage, the llm brancher's
+/// candidate, the contract check's C.
+fn scale_fix_replies() -> String {
+    let mut s = text_reply(&json!({"act": true, "confidence": 0.9,
+        "reason": "scale has no factor", "suggested_action": "fix"}));
+    s.push_str(&text_reply(
+        &json!({"candidates": [{"hypothesis": "scale takes its factor",
+        "edits": [{"path": "calc.py", "old": "def scale(x):\n    return x * 2",
+                   "new": "def scale(x, factor):\n    return x * factor"}]}]}),
+    ));
+    s.push_str(&text_reply(
+        &json!({"class": "C", "reason": "scale now needs a factor"}),
+    ));
+    s
+}
+
+/// The agent's ripple: `double` passes the factor, then submits.
+fn scale_adapt_replies() -> String {
+    tool_reply(
+        1,
+        "edit",
+        json!({"path": "calc.py", "old": "    return scale(x)", "new": "    return scale(x, 2)"}),
+    ) + &tool_reply(2, "submit", json!({"summary": "double passes 2"}))
+}
+
+#[tokio::test]
+async fn with_a_model_the_ripple_adapts_the_uncovered_caller_and_commits_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = scale_repo(
+        tmp.path(),
+        "actions:\n  fix:\n    strategy: speculative\n    brancher: llm\n",
+    );
+    let replay = tmp.path().join("model.jsonl");
+    std::fs::write(&replay, scale_fix_replies() + &scale_adapt_replies()).unwrap();
+    let state = tmp.path().join("state");
+    let extra = ["--provider", "replay", "--replay", replay.to_str().unwrap()];
+    let out = queue_text(
+        "# scale() should take the factor",
+        &repo,
+        "host",
+        &state,
+        &extra,
+        &[],
+    )
+    .await;
+    check_exit(&out, 0);
+    let run = &json_of(&out)[0];
+    assert_eq!(run["state"], "patch_ready", "{run}");
+    assert!(
+        run["reason"].as_str().unwrap().contains("1 caller adapted"),
+        "{run}"
+    );
+    let id = run["id"].as_str().unwrap();
+    let shown = show_run(id, state.to_str().unwrap()).await;
+    let adapted = events_of(&shown, "ripple_adapt");
+    assert_eq!(adapted.len(), 1, "{shown}");
+    assert_eq!(adapted[0]["adapted"], true);
+    assert_eq!(
+        adapted[0]["callers"][0]["caller"],
+        "calc.py#double:function"
+    );
+    assert_eq!(adapted[0]["left"], json!([]));
+    // Two commits on the branch: the fix, then the callers.
+    let ws = state.join("runs").join(id).join("workspace");
+    let log = forq_sandbox::host_command("git")
+        .args(["log", "--format=%s", "-2"])
+        .current_dir(&ws)
+        .output()
+        .await
+        .unwrap();
+    let subjects = String::from_utf8_lossy(&log.stdout);
+    assert!(
+        subjects.starts_with("Adapt the callers of #text's incompatible change\nFix #text:"),
+        "{subjects}"
+    );
+    assert!(std::fs::read_to_string(ws.join("calc.py"))
+        .unwrap()
+        .contains("def double(x):\n    return scale(x, 2)\n"));
+}
+
+#[tokio::test]
+async fn review_ripple_pauses_before_the_agent_adapts_and_approve_goes_on() {
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = scale_repo(
+        tmp.path(),
+        "actions:\n  fix:\n    strategy: speculative\n    brancher: llm\nreview: [ripple]\n",
+    );
+    let replay = tmp.path().join("model.jsonl");
+    std::fs::write(&replay, scale_fix_replies()).unwrap();
+    let state = tmp.path().join("state");
+    let state_s = state.to_str().unwrap();
+    let extra = ["--provider", "replay", "--replay", replay.to_str().unwrap()];
+    let out = queue_text(
+        "# scale() should take the factor",
+        &repo,
+        "host",
+        &state,
+        &extra,
+        &[],
+    )
+    .await;
+    check_exit(&out, 1);
+    let run = &json_of(&out)[0];
+    assert_eq!(run["state"], "needs_review", "{run}");
+    let reason = run["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with("waiting for review before the ripple: 1 definition changed (A 0, B 0, C 1, unclassified 0); 1 caller of incompatible changes to look at"),
+        "{reason}"
+    );
+    let id = run["id"].as_str().unwrap();
+    // Approved, the agent adapts the caller (its replies only: nothing
+    // before the pause is asked again).
+    let adapt = tmp.path().join("adapt.jsonl");
+    std::fs::write(&adapt, scale_adapt_replies()).unwrap();
+    let out = forq_env(
+        &[
+            "runs",
+            "approve",
+            id,
+            "--state",
+            state_s,
+            "--backend",
+            "host",
+            "--provider",
+            "replay",
+            "--replay",
+            adapt.to_str().unwrap(),
+            "--json",
+        ],
+        &[],
+    )
+    .await;
+    check_exit(&out, 0);
+    let shown = show_run(id, state_s).await;
+    assert_eq!(shown["run"]["state"], "patch_ready", "{shown}");
+    assert_eq!(events_of(&shown, "ripple_adapt")[0]["adapted"], true);
+}
+
+#[tokio::test]
+async fn a_ripple_that_edits_a_test_is_not_committed_and_the_findings_stay() {
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = scale_repo(
+        tmp.path(),
+        "actions:\n  fix:\n    strategy: speculative\n    brancher: llm\n",
+    );
+    let cheat = tool_reply(
+        1,
+        "edit",
+        json!({"path": "tests/test_calc.py", "old": "neg(2), -2", "new": "neg(2), -2.0"}),
+    ) + &tool_reply(2, "submit", json!({"summary": "done"}));
+    let replay = tmp.path().join("model.jsonl");
+    std::fs::write(&replay, scale_fix_replies() + &cheat).unwrap();
+    let state = tmp.path().join("state");
+    let extra = ["--provider", "replay", "--replay", replay.to_str().unwrap()];
+    let out = queue_text(
+        "# scale() should take the factor",
+        &repo,
+        "host",
+        &state,
+        &extra,
+        &[],
+    )
+    .await;
+    check_exit(&out, 1);
+    let run = &json_of(&out)[0];
+    assert_eq!(run["state"], "completed_with_findings", "{run}");
+    let shown = show_run(run["id"].as_str().unwrap(), state.to_str().unwrap()).await;
+    let adapt = events_of(&shown, "ripple_adapt");
+    assert_eq!(adapt[0]["adapted"], false);
+    assert_eq!(
+        adapt[0]["why"],
+        "the agent changed the test file tests/test_calc.py; a ripple adapts callers, never tests"
+    );
+}
