@@ -40,6 +40,13 @@ pub(crate) enum Command {
     /// a tree search over copy-on-write forks; writes the smallest green
     /// patch. Exits 0 solved, 1 not solved.
     Fix(FixArgs),
+    /// Change one definition's behaviour with a model: its covering tests
+    /// found first, tests for the new behaviour written (they must fail
+    /// now), the definition changed until they pass with the whole suite
+    /// green, then the change classified (A/B/C) with the callers it
+    /// reaches. Takes `forq fix`'s options. Exits 0 when a green patch was
+    /// found, 1 when not.
+    Modify(ModifyArgs),
     /// Rename a definition everywhere the code graph says it is used
     /// (definition, calls, qualified uses, imports, tests), no model; the
     /// repository's tests run on the result in a sandbox. Writes the patch
@@ -212,6 +219,33 @@ pub(crate) struct ChangeArgs {
     /// Print the summary as JSON (the patch file under `patch`).
     #[arg(long)]
     pub(crate) json: bool,
+}
+
+/// What `forq modify` hands `forq fix`: the definition, as it is now.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ModifyTarget {
+    /// The definition.
+    pub(crate) symbol: Option<forq_graph::Symbol>,
+    /// Its source now.
+    pub(crate) old: String,
+    /// How far callers are listed.
+    pub(crate) depth: u32,
+}
+
+/// `forq modify`.
+#[derive(Debug, Args)]
+pub(crate) struct ModifyArgs {
+    /// The definition: an id, a qualified or bare name, or FILE:LINE.
+    #[arg(value_name = "SYMBOL")]
+    pub(crate) symbol: String,
+    /// The behaviour it should have, in words.
+    #[arg(long, value_name = "TEXT")]
+    pub(crate) change: String,
+    /// How far the callers of an incompatible change are listed.
+    #[arg(long, default_value_t = 3, value_name = "N")]
+    pub(crate) ripple_depth: u32,
+    #[command(flatten)]
+    pub(crate) fix: FixArgs,
 }
 
 /// `forq rename`.
@@ -677,6 +711,10 @@ pub(crate) enum OrderName {
 
 #[derive(Debug, Args)]
 pub(crate) struct FixArgs {
+    /// Set by `forq modify`: the definition whose change is classified
+    /// once a green patch is found.
+    #[arg(skip)]
+    pub(crate) modify: Option<ModifyTarget>,
     #[command(flatten)]
     pub(crate) golden: GoldenArg,
     /// A repository or example directory (its ISSUE.md, if any, is the

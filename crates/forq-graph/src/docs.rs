@@ -241,6 +241,39 @@ pub fn write_doc(lang: Lang, text: &str, symbol: &Symbol, doc: &str) -> Option<S
     Some(out)
 }
 
+/// The source of the first definition named `name` in `text` (a `lang`
+/// source), nearest to `line` (1-based) when several are.
+pub fn definition_source(lang: Lang, text: &str, name: &str, line: u32) -> Option<String> {
+    let mut parser = tree_sitter::Parser::new();
+    parser.set_language(&lang.grammar()).ok()?;
+    let tree = parser.parse(text, None)?;
+    let mut found = Vec::new();
+    definitions_named(tree.root_node(), text, name, &mut found);
+    found
+        .into_iter()
+        .min_by_key(|n| (n.start_position().row as i64 + 1 - i64::from(line)).abs())
+        .map(|n| text[n.byte_range()].to_owned())
+}
+
+fn definitions_named<'t>(
+    node: tree_sitter::Node<'t>,
+    text: &str,
+    name: &str,
+    out: &mut Vec<tree_sitter::Node<'t>>,
+) {
+    let named = node
+        .child_by_field_name("name")
+        .is_some_and(|n| &text[n.byte_range()] == name);
+    if named && node.kind() != "call" && node.kind() != "call_expression" {
+        out.push(node);
+        return;
+    }
+    let mut cursor = node.walk();
+    for child in node.children(&mut cursor) {
+        definitions_named(child, text, name, out);
+    }
+}
+
 /// The byte offset of the start of the line holding `offset`.
 fn line_start(text: &str, offset: usize) -> usize {
     text[..offset].rfind('\n').map_or(0, |i| i + 1)

@@ -63,7 +63,7 @@ mod store;
 pub use audit::{AuditFinding, AuditQuery};
 pub use bench::{bench, BenchReport, QueryTiming};
 pub use conventions::{Convention, Conventions};
-pub use docs::{same_code_outside_docs, write_doc, CodeChanged};
+pub use docs::{definition_source, same_code_outside_docs, write_doc, CodeChanged};
 pub use error::{Error, Result};
 pub use index::{Index, IndexOptions, IndexReport, Stats, MAX_FILE_BYTES};
 pub use lang::{Lang, QueryKind};

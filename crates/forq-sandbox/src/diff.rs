@@ -65,8 +65,9 @@ impl Diff {
 }
 
 /// Paths under these top-level names never appear in a diff: version-control
-/// metadata is the repository's, not the patch's.
-const EXCLUDED: &[&str] = &[".git"];
+/// metadata is the repository's, and `.forq` (its code graph, its runs'
+/// records) is forq's own state in it — neither is the patch's.
+const EXCLUDED: &[&str] = &[".git", ".forq"];
 
 pub(crate) fn excluded(rel: &Path) -> bool {
     rel.components()

@@ -16,7 +16,9 @@ use forq_graph::{same_code_outside_docs, write_doc, Index, Lang, Symbol};
 use forq_search::candidate::{Candidate, Change};
 
 use super::agent::run_id;
-use crate::cli::{ChangeArgs, DocumentArgs, RenameArgs};
+use crate::cli::{
+    BrancherName, ChangeArgs, DocumentArgs, ModifyArgs, ModifyTarget, RenameArgs, StrategyName,
+};
 
 pub(crate) async fn rename(args: RenameArgs) -> anyhow::Result<ExitCode> {
     let repo = repo_dir(&args.change)?;
@@ -180,6 +182,72 @@ pub(crate) async fn document(args: DocumentArgs) -> anyhow::Result<ExitCode> {
 fn lang_of(file: &str) -> anyhow::Result<Lang> {
     Lang::of_path(std::path::Path::new(file))
         .with_context(|| format!("{file} is in no language forq reads"))
+}
+
+pub(crate) async fn modify(mut args: ModifyArgs) -> anyhow::Result<ExitCode> {
+    if args.fix.issue.is_some() || args.fix.text.is_some() {
+        anyhow::bail!("forq modify takes the new behaviour with --change TEXT, not an issue");
+    }
+    let repo = args.fix.repo.clone().unwrap_or_else(|| PathBuf::from("."));
+    let repo = repo.canonicalize().with_context(|| {
+        format!(
+            "the repository {} does not exist; pass --repo DIR",
+            repo.display()
+        )
+    })?;
+    super::agent::open_provider(&args.fix.model)
+        .context("forq modify changes behaviour with a model")?;
+    let (r, query) = (repo.clone(), args.symbol.clone());
+    let (symbol, tests, old) = tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
+        let index = Index::open_current(&r)
+            .with_context(|| format!("open the code graph of {}", r.display()))?;
+        let symbol = index.find_symbol(&query)?;
+        let tests: Vec<String> = index
+            .tests_for(&symbol.id, 3)?
+            .items
+            .into_iter()
+            .map(|t| t.test)
+            .collect();
+        let text = std::fs::read_to_string(r.join(&symbol.file))
+            .with_context(|| format!("read {}", symbol.file))?;
+        let old = lang_of(&symbol.file)
+            .ok()
+            .and_then(|lang| forq_graph::definition_source(lang, &text, &symbol.name, symbol.line))
+            .unwrap_or_default();
+        Ok((symbol, tests, old))
+    })
+    .await??;
+    let covering = match tests.is_empty() {
+        true => "No test covers it yet.".to_owned(),
+        false => format!("Tests that cover it now: {}.", tests.join(", ")),
+    };
+    let text = format!(
+        "# Change `{}`\n\n{}\n\nThe definition is `{}` at {}:{}:\n\n```\n{}\n```\n\n{covering} \
+         Tests that expect the old behaviour are to be updated; new behaviour gets tests. \
+         Change only `{}` and what it needs.",
+        symbol.qualname,
+        args.change.trim(),
+        symbol.id,
+        symbol.file,
+        symbol.line,
+        old,
+        symbol.qualname
+    );
+    if !args.fix.json {
+        super::agent::note(&format!("modify {}: {covering}", symbol.id));
+    }
+    args.fix.text = Some(text);
+    args.fix.repo = Some(repo);
+    if args.fix.brancher.is_none() {
+        args.fix.brancher = Some(BrancherName::Agent);
+        args.fix.strategy = StrategyName::Single;
+    }
+    args.fix.modify = Some(ModifyTarget {
+        symbol: Some(symbol),
+        old,
+        depth: args.ripple_depth,
+    });
+    super::fix::run(args.fix).await
 }
 
 /// The repository, canonical.

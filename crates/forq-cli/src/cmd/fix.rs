@@ -22,7 +22,7 @@ use forq_search::tree::{Event, Status, Subscriber};
 use forq_search::{Budget, FixStrategy, Order, Prepared, SearchOptions, Single, Speculative};
 
 use super::agent::{note, open_provider, prices, run_id};
-use crate::cli::{BrancherName, FixArgs, OrderName, StrategyName};
+use crate::cli::{BrancherName, FixArgs, ModifyTarget, OrderName, StrategyName};
 
 /// Counts nodes as they are judged and prints one line each on stderr.
 #[derive(Default)]
@@ -176,6 +176,35 @@ async fn strategy(
     })
 }
 
+/// The class of the change the winner made to `target`'s definition, and
+/// for C its callers.
+async fn contract_of(
+    repo: &Path,
+    winner: &dyn forq_sandbox::Sandbox,
+    target: &ModifyTarget,
+    provider: Arc<dyn Provider>,
+    model: &str,
+) -> anyhow::Result<forq_agent::contract::Ripple> {
+    let symbol = target
+        .symbol
+        .clone()
+        .context("forq modify names no definition")?;
+    let text = winner
+        .read_file(Path::new(&symbol.file))
+        .await
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_default();
+    let new = forq_graph::Lang::of_path(Path::new(&symbol.file))
+        .and_then(|lang| forq_graph::definition_source(lang, &text, &symbol.name, symbol.line))
+        .unwrap_or_default();
+    let r = repo.to_owned();
+    let index = tokio::task::spawn_blocking(move || open_index(&r)).await??;
+    let check = forq_agent::contract::ContractCheck::new(provider, model);
+    Ok(check
+        .ripple(&index, &symbol.id, &target.old, &new, target.depth)
+        .await?)
+}
+
 pub(crate) async fn run(args: FixArgs) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
     let (repo, issue) = target(&args).await?;
@@ -302,6 +331,19 @@ async fn search(
         )
         .await?;
     let report = forq_search::write_report(out, &*strategy, prepared, &outcome, started.elapsed())?;
+    // `forq modify`: the changed definition's class and the callers it
+    // reaches, from the winner's code.
+    let contract = match (&outcome.winner, &args.modify, model) {
+        (Some(w), Some(target), Ok((provider, name))) => {
+            Some(contract_of(repo, &*w.sandbox, target, provider.clone(), name).await?)
+        }
+        _ => None,
+    };
+    if let Some(c) = &contract {
+        let path = out.join("contract.json");
+        std::fs::write(&path, serde_json::to_vec_pretty(c)?)
+            .with_context(|| format!("write {}", path.display()))?;
+    }
     if let Some(w) = outcome.winner {
         let _ = w.sandbox.destroy().await;
         if !args.json {
@@ -315,8 +357,31 @@ async fn search(
         }
     }
     if args.json {
-        super::print_json(&report)?;
+        let mut value = serde_json::to_value(&report)?;
+        if let (Some(c), Some(map)) = (&contract, value.as_object_mut()) {
+            map.insert("contract".to_owned(), serde_json::to_value(c)?);
+        }
+        super::print_json(&value)?;
     } else {
+        if let Some(c) = &contract {
+            note(&format!(
+                "contract: {:?} ({}){}",
+                c.classification.class,
+                c.classification.reason,
+                if c.callers.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        "; callers to check: {}",
+                        c.callers
+                            .iter()
+                            .map(|e| format!("{} ({}:{})", e.caller, e.file, e.line))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
+                }
+            ));
+        }
         let mut so = std::io::stdout().lock();
         if !report.solved {
             writeln!(so, "not solved: no green candidate within the budget")?;

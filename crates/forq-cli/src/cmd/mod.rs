@@ -80,6 +80,7 @@ pub(crate) fn run(args: Cli) -> anyhow::Result<ExitCode> {
             Command::Triage(a) => agent::triage(a).await,
             Command::Agent(AgentCommand::Run(a)) => agent::run(a).await,
             Command::Fix(a) => fix::run(a).await,
+            Command::Modify(a) => change::modify(a).await,
             Command::Rename(a) => change::rename(a).await,
             Command::Document(a) => change::document(a).await,
             Command::Audit(a) => graph::audit(a),

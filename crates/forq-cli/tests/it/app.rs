@@ -1679,3 +1679,91 @@ async fn a_ripple_that_edits_a_test_is_not_committed_and_the_findings_stay() {
         "the agent changed the test file tests/test_calc.py; a ripple adapts callers, never tests"
     );
 }
+
+#[tokio::test]
+async fn modify_writes_tests_for_the_new_behaviour_then_changes_the_definition_and_classifies_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = tmp.path().join("scale");
+    std::fs::create_dir_all(repo.join("tests")).unwrap();
+    std::fs::write(
+        repo.join("calc.py"),
+        "def scale(x):\n    return x * 2\n\n\ndef double(x):\n    return scale(x)\n",
+    )
+    .unwrap();
+    std::fs::write(repo.join("tests/__init__.py"), "").unwrap();
+    std::fs::write(
+        repo.join("tests/test_calc.py"),
+        "import unittest\n\nfrom calc import double\n\n\nclass CalcTest(unittest.TestCase):\n    def test_double(self):\n        self.assertEqual(double(3), 6)\n",
+    )
+    .unwrap();
+    let test = "import unittest\n\nfrom calc import scale\n\n\nclass FactorTest(unittest.TestCase):\n    def test_factor(self):\n        self.assertEqual(scale(3, 4), 12)\n";
+    let mut replies = tool_reply(
+        1,
+        "create_file",
+        json!({"path": "tests/test_factor.py", "content": test}),
+    );
+    replies.push_str(&tool_reply(
+        2,
+        "submit",
+        json!({"summary": "scale(3, 4) is 12"}),
+    ));
+    replies.push_str(&tool_reply(
+        1,
+        "edit",
+        json!({"path": "calc.py", "old": "def scale(x):\n    return x * 2",
+               "new": "def scale(x, factor=2):\n    return x * factor"}),
+    ));
+    replies.push_str(&tool_reply(
+        2,
+        "submit",
+        json!({"summary": "a factor, 2 by default"}),
+    ));
+    replies.push_str(&text_reply(
+        &json!({"class": "B", "reason": "an optional parameter"}),
+    ));
+    let replay = tmp.path().join("model.jsonl");
+    std::fs::write(&replay, replies).unwrap();
+    let out_dir = tmp.path().join("out");
+    let out = forq_env(
+        &[
+            "modify",
+            "scale",
+            "--change",
+            "scale multiplies by the factor it is given, 2 when none is",
+            "--repo",
+            repo.to_str().unwrap(),
+            "--backend",
+            "host",
+            "--provider",
+            "replay",
+            "--replay",
+            replay.to_str().unwrap(),
+            "--out",
+            out_dir.to_str().unwrap(),
+            "--json",
+        ],
+        &[],
+    )
+    .await;
+    let tree = std::fs::read_to_string(out_dir.join("tree.json")).unwrap_or_default();
+    assert_eq!(out.status.code(), Some(0), "{tree}");
+    let report = json_of(&out);
+    assert_eq!(report["solved"], true, "{report}");
+    assert_eq!(report["strategy"], "single");
+    assert_eq!(report["brancher"], "agent");
+    assert_eq!(report["reproduction"], json!(["tests/test_factor.py"]));
+    assert_eq!(
+        report["contract"]["classification"]["class"], "B",
+        "{report}"
+    );
+    assert_eq!(report["contract"]["callers"], json!([]));
+    let patch = std::fs::read_to_string(out_dir.join("fix.patch")).unwrap();
+    assert!(
+        patch.contains("+def scale(x, factor=2):\n")
+            && patch.contains("+        self.assertEqual(scale(3, 4), 12)\n"),
+        "{patch}"
+    );
+    assert!(out_dir.join("contract.json").is_file());
+    // The user's tree is left alone.
+    assert!(!repo.join("tests/test_factor.py").exists());
+}
