@@ -31,6 +31,10 @@
 //!   (preserved), B (upward-compatible), C (incompatible); equal sources
 //!   are A without a model call, and doubt or bad answers are C.
 //!
+//! - [`external`]: coding-agent programs (Claude Code) driven inside the
+//!   sandbox behind [`agent::CodingAgent`], their events mapped onto
+//!   forq's and their result the sandbox's diff.
+//!
 //! - [`docs`]: docs written by a model for named definitions — the text
 //!   only, placed and checked by the caller.
 //!
@@ -71,6 +75,7 @@ pub mod configure;
 pub mod contract;
 pub mod cost;
 pub mod docs;
+pub mod external;
 pub mod issue;
 pub mod message;
 pub mod provider;

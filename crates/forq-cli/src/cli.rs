@@ -703,6 +703,12 @@ pub(crate) enum BrancherName {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum CodingAgentName {
+    Forq,
+    ClaudeCode,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub(crate) enum OrderName {
     BestFirst,
     BreadthFirst,
@@ -772,6 +778,11 @@ pub(crate) struct FixArgs {
     /// Most model calls of the agent (--brancher agent).
     #[arg(long, default_value_t = 50)]
     pub(crate) max_steps: u32,
+    /// The coding agent of --brancher agent: forq's own, or Claude Code
+    /// run inside the sandbox (`claude` on its PATH; ANTHROPIC_API_KEY,
+    /// and ANTHROPIC_BASE_URL when set; it reaches only that host).
+    #[arg(long, value_enum, default_value = "forq")]
+    pub(crate) coding_agent: CodingAgentName,
     /// Most dollars spent on the model (llm and agent branchers; needs
     /// --prices for the model).
     #[arg(long, value_name = "USD")]

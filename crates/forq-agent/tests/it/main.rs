@@ -7,6 +7,7 @@ mod agent;
 mod configure;
 mod contract;
 mod cost;
+mod external;
 mod issue;
 mod server;
 mod tools;

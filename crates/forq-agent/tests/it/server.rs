@@ -48,6 +48,49 @@ impl Reply {
             body: body.to_string(),
         }
     }
+    /// One streamed Anthropic Messages reply holding `blocks` (text or
+    /// tool_use, with `input` whole), ending with `stop`.
+    pub(crate) fn anthropic_stream(n: usize, blocks: &[serde_json::Value], stop: &str) -> Reply {
+        let mut events = vec![format!(
+            "event: message_start\ndata: {}\n\n",
+            serde_json::json!({"type": "message_start", "message": {"id": format!("msg_{n}"), "type": "message",
+                "role": "assistant", "model": "scripted", "content": [], "stop_reason": null,
+                "stop_sequence": null, "usage": {"input_tokens": 100, "output_tokens": 1}}})
+        )];
+        for (i, b) in blocks.iter().enumerate() {
+            let (start, delta) = if b["type"] == "tool_use" {
+                (
+                    serde_json::json!({"type": "tool_use", "id": b["id"], "name": b["name"], "input": {}}),
+                    serde_json::json!({"type": "input_json_delta", "partial_json": b["input"].to_string()}),
+                )
+            } else {
+                (
+                    serde_json::json!({"type": "text", "text": ""}),
+                    serde_json::json!({"type": "text_delta", "text": b["text"]}),
+                )
+            };
+            events.push(format!(
+                "event: content_block_start\ndata: {}\n\n",
+                serde_json::json!({"type": "content_block_start", "index": i, "content_block": start})
+            ));
+            events.push(format!(
+                "event: content_block_delta\ndata: {}\n\n",
+                serde_json::json!({"type": "content_block_delta", "index": i, "delta": delta})
+            ));
+            events.push(format!(
+                "event: content_block_stop\ndata: {}\n\n",
+                serde_json::json!({"type": "content_block_stop", "index": i})
+            ));
+        }
+        events.push(format!(
+            "event: message_delta\ndata: {}\n\n",
+            serde_json::json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null},
+                "usage": {"output_tokens": 20}})
+        ));
+        events.push("event: message_stop\ndata: {\"type\": \"message_stop\"}\n\n".to_owned());
+        Reply::Events(events)
+    }
+
     pub(crate) fn status(status: u16, body: serde_json::Value) -> Reply {
         Reply::Json {
             status,
@@ -77,6 +120,14 @@ impl Server {
                     let Some(req) = read_request(&mut conn).await else {
                         return;
                     };
+                    // A client's reachability probe takes no scripted reply.
+                    if req.method == "HEAD" {
+                        let _ = conn
+                            .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+                            .await;
+                        let _ = conn.shutdown().await;
+                        return;
+                    }
                     rec.lock().unwrap().push(req);
                     let reply = rep.lock().unwrap().pop_front();
                     let reply = reply.unwrap_or(Reply::status(

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use forq_agent::agent::{Agent, Task};
 use forq_agent::cost::Budget as AgentBudget;
+use forq_agent::external::ExternalAgent;
 use forq_agent::issue::Issue;
 use forq_agent::provider::Provider;
 use forq_agent::tools::{GraphTools, RunTests, Toolbox};
@@ -22,7 +23,7 @@ use forq_search::tree::{Event, Status, Subscriber};
 use forq_search::{Budget, FixStrategy, Order, Prepared, SearchOptions, Single, Speculative};
 
 use super::agent::{note, open_provider, prices, run_id};
-use crate::cli::{BrancherName, FixArgs, ModifyTarget, OrderName, StrategyName};
+use crate::cli::{BrancherName, CodingAgentName, FixArgs, ModifyTarget, OrderName, StrategyName};
 
 /// Counts nodes as they are judged and prints one line each on stderr.
 #[derive(Default)]
@@ -100,6 +101,7 @@ async fn strategy(
     issue: Option<&Issue>,
     prepared: &Prepared,
     model: &Model,
+    external: Option<&ExternalAgent>,
 ) -> anyhow::Result<Box<dyn FixStrategy>> {
     let brancher_name = args.brancher.unwrap_or(match args.strategy {
         StrategyName::Single => BrancherName::Agent,
@@ -133,6 +135,28 @@ async fn strategy(
                 llm = llm.max_cost(usd, prices);
             }
             Box::new(llm)
+        }
+        BrancherName::Agent if external.is_some() => {
+            let mut task = Task::new(if issue_text.is_empty() {
+                format!(
+                    "Make these failing tests pass: {}",
+                    prepared.oracle.target.join(", ")
+                )
+            } else {
+                issue_text
+            });
+            let r = repo.to_owned();
+            if let Ok(Ok(index)) = tokio::task::spawn_blocking(move || open_index(&r)).await {
+                task.conventions = codebase_notes(
+                    &index,
+                    &prepared.stack,
+                    &prepared.oracle.target,
+                    &prepared.oracle.guard,
+                    NOTES_CHARS,
+                );
+            }
+            let agent = external.cloned().context("no external agent")?;
+            Box::new(Agentic::new(Arc::new(agent), task))
         }
         BrancherName::Agent => {
             let (provider, model) = model.clone().map_err(anyhow::Error::msg)?;
@@ -237,6 +261,26 @@ pub(crate) async fn run(args: FixArgs) -> anyhow::Result<ExitCode> {
             name.clone(),
         )));
     }
+    // Claude Code runs in the sandbox and reaches its model through the
+    // egress proxy: its host joins the allowlist, and nothing else does.
+    let external = match args.coding_agent {
+        CodingAgentName::Forq => None,
+        CodingAgentName::ClaudeCode => {
+            let key = forq_agent::provider::ApiKey::from_env("ANTHROPIC_API_KEY")
+                .context("--coding-agent claude-code needs ANTHROPIC_API_KEY")?;
+            let base = std::env::var("ANTHROPIC_BASE_URL")
+                .ok()
+                .filter(|u| !u.is_empty());
+            let mut agent = ExternalAgent::claude_code(key, base)
+                .max_turns(args.max_steps)
+                .prices(prices(&args.model)?);
+            if let Some(m) = &args.model.model {
+                agent = agent.model(m.clone());
+            }
+            gate.egress_allow.push(agent.egress_host());
+            Some(agent)
+        }
+    };
     let reproducer = match (&issue, &model) {
         (Some(issue), Ok((provider, model))) if args.targets.is_empty() => {
             // The stack is not known yet: `run` runs the tests.
@@ -278,6 +322,7 @@ pub(crate) async fn run(args: FixArgs) -> anyhow::Result<ExitCode> {
         issue.as_ref(),
         &prepared,
         &model,
+        external.as_ref(),
         started,
         &out,
     )
@@ -286,16 +331,18 @@ pub(crate) async fn run(args: FixArgs) -> anyhow::Result<ExitCode> {
     result
 }
 
+#[allow(clippy::too_many_arguments)] // one job's parts, named
 async fn search(
     args: &FixArgs,
     repo: &Path,
     issue: Option<&Issue>,
     prepared: &Prepared,
     model: &Model,
+    external: Option<&ExternalAgent>,
     started: Instant,
     out: &Path,
 ) -> anyhow::Result<ExitCode> {
-    let strategy = strategy(args, repo, issue, prepared, model).await?;
+    let strategy = strategy(args, repo, issue, prepared, model, external).await?;
     let mut budget = Budget::default()
         .max_nodes(args.max_nodes)
         .max_depth(args.max_depth);

@@ -216,3 +216,70 @@ async fn search_bench_reports_orders_and_throughput_side_by_side() {
         .join("examples/js-min-of/.forq/graph.db")
         .exists());
 }
+
+#[tokio::test]
+async fn fix_with_claude_code_as_the_agent_in_a_native_sandbox() {
+    if !crate::native_or_skip("fix_with_claude_code_as_the_agent_in_a_native_sandbox") {
+        return;
+    }
+    let on_path = std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join("claude").is_file()));
+    if !on_path {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI installs @anthropic-ai/claude-code from npm"
+        );
+        eprintln!("SKIPPED: claude is not on PATH");
+        return;
+    }
+    use crate::server::{Reply, Server};
+    use serde_json::json;
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = copy_example("calc", tmp.path());
+    let server = Server::start(vec![
+        Reply::anthropic_stream(
+            1,
+            &[json!({"type": "tool_use", "id": "t1", "name": "Read",
+                "input": {"file_path": "/workspace/calc.py"}})],
+            "tool_use",
+        ),
+        Reply::anthropic_stream(
+            2,
+            &[json!({"type": "tool_use", "id": "t2", "name": "Edit",
+                "input": {"file_path": "/workspace/calc.py", "old_string": "return a - b", "new_string": "return a + b"}})],
+            "tool_use",
+        ),
+        Reply::anthropic_stream(3, &[json!({"type": "text", "text": "add adds"})], "end_turn"),
+    ])
+    .await;
+    let out_dir = tmp.path().join("out");
+    let out = forq_env(
+        &[
+            "fix",
+            repo.to_str().unwrap(),
+            "--strategy",
+            "single",
+            "--brancher",
+            "agent",
+            "--coding-agent",
+            "claude-code",
+            "--backend",
+            "native",
+            "--json",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ],
+        &[
+            ("ANTHROPIC_API_KEY", "sk-ant-cli-test"),
+            ("ANTHROPIC_BASE_URL", &server.url),
+        ],
+    )
+    .await;
+    check_exit(&out, 0);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["solved"], true, "{report}");
+    assert_eq!(report["brancher"], "agent");
+    let patch = std::fs::read_to_string(out_dir.join("fix.patch")).unwrap();
+    assert!(patch.contains("+    return a + b\n"), "{patch}");
+    assert_eq!(server.received().len(), 3);
+}

@@ -1,0 +1,352 @@
+//! Coding-agent programs behind forq's [`CodingAgent`]: the program runs
+//! inside the sandbox in its non-interactive streaming mode, its events
+//! are mapped onto forq's ([`Event`]), and the result is the sandbox's diff
+//! — never what the program says it changed. Its key is handed to that one
+//! command's environment and nowhere else; it reaches the model through
+//! the sandbox's egress proxy, which lets only the model's host through
+//! (the sandbox must be made with that host in its allowlist:
+//! [`ExternalAgent::egress_host`]).
+//!
+//! Claude Code (`claude -p … --output-format stream-json`) is the program
+//! supported; its `system`, `assistant`, `user` and `result` lines become
+//! steps, tool calls, observations, tokens and the outcome.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use forq_sandbox::{ExecRequest, Network, Sandbox, StreamKind};
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use crate::agent::{CodingAgent, Event, Outcome, RunReport, Subscriber, Task};
+use crate::cost::{Meter, PriceTable};
+use crate::message::Usage;
+use crate::provider::ApiKey;
+
+/// A coding-agent program driven in a sandbox.
+#[derive(Clone)]
+pub struct ExternalAgent {
+    program: String,
+    key: ApiKey,
+    base_url: Option<String>,
+    model: Option<String>,
+    max_turns: u32,
+    timeout: Duration,
+    prices: PriceTable,
+    subscribers: Vec<Arc<dyn Subscriber>>,
+}
+
+impl std::fmt::Debug for ExternalAgent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ExternalAgent")
+            .field("program", &self.program)
+            .field("base_url", &self.base_url)
+            .field("model", &self.model)
+            .finish()
+    }
+}
+
+/// The tools Claude Code may use without asking: reading, editing and
+/// running commands (the sandbox is the boundary, not its prompts).
+const CLAUDE_TOOLS: &str = "Bash Edit Write Read Glob Grep LS MultiEdit";
+
+impl ExternalAgent {
+    /// Claude Code (`claude` on the sandbox's PATH), with an Anthropic key;
+    /// `base_url` as `ANTHROPIC_BASE_URL` when the model is not
+    /// Anthropic's own API.
+    pub fn claude_code(key: ApiKey, base_url: Option<String>) -> ExternalAgent {
+        ExternalAgent {
+            program: "claude".to_owned(),
+            key,
+            base_url,
+            model: None,
+            max_turns: 50,
+            timeout: Duration::from_secs(1800),
+            prices: PriceTable::new(),
+            subscribers: Vec::new(),
+        }
+    }
+
+    /// The program to run instead of `claude` on the PATH (a path inside
+    /// the sandbox).
+    pub fn program(mut self, program: impl Into<String>) -> Self {
+        self.program = program.into();
+        self
+    }
+
+    /// The model the program asks for.
+    pub fn model(mut self, model: impl Into<String>) -> Self {
+        self.model = Some(model.into());
+        self
+    }
+
+    /// At most this many model turns.
+    pub fn max_turns(mut self, turns: u32) -> Self {
+        self.max_turns = turns;
+        self
+    }
+
+    /// The whole run's wall-clock cap.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Prices its tokens by `prices` (the program's own dollar figure is
+    /// not used: it knows only its vendor's list prices).
+    pub fn prices(mut self, prices: PriceTable) -> Self {
+        self.prices = prices;
+        self
+    }
+
+    /// Tells `subscriber` every event.
+    pub fn subscribe(mut self, subscriber: Arc<dyn Subscriber>) -> Self {
+        self.subscribers.push(subscriber);
+        self
+    }
+
+    /// The host (and port, when not 443) the sandbox's egress allowlist
+    /// must hold for the program to reach its model.
+    pub fn egress_host(&self) -> String {
+        let url = self
+            .base_url
+            .clone()
+            .unwrap_or_else(|| "https://api.anthropic.com".to_owned());
+        let rest = url.split_once("://").map_or(url.as_str(), |(_, r)| r);
+        let host = rest.split('/').next().unwrap_or(rest);
+        host.strip_suffix(":443").unwrap_or(host).to_owned()
+    }
+
+    fn tell(&self, event: Event) {
+        for s in &self.subscribers {
+            s.event(&event);
+        }
+    }
+
+    fn command(&self, task: &Task) -> ExecRequest {
+        let mut prompt = format!("Fix this issue.\n\n<issue>\n{}\n</issue>", task.issue);
+        if !task.context.is_empty() {
+            prompt.push_str(&format!(
+                "\n\n<repository>\n{}\n</repository>",
+                task.context
+            ));
+        }
+        if !task.conventions.is_empty() {
+            prompt.push_str(&format!(
+                "\n\nWrite code the way this codebase does.\n{}",
+                task.conventions
+            ));
+        }
+        prompt.push_str(
+            "\n\nMake the smallest change that fixes it, run the tests, and stop when they pass.",
+        );
+        let mut argv = vec![
+            self.program.clone(),
+            "-p".to_owned(),
+            prompt,
+            "--output-format".to_owned(),
+            "stream-json".to_owned(),
+            "--verbose".to_owned(),
+            "--permission-mode".to_owned(),
+            "acceptEdits".to_owned(),
+            "--allowedTools".to_owned(),
+            CLAUDE_TOOLS.to_owned(),
+            "--max-turns".to_owned(),
+            self.max_turns.to_string(),
+        ];
+        if let Some(m) = &self.model {
+            argv.extend(["--model".to_owned(), m.clone()]);
+        }
+        let mut request = ExecRequest::new(argv)
+            .network(Network::Proxy)
+            .timeout(self.timeout)
+            .env("ANTHROPIC_API_KEY", self.key.expose())
+            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+            .env("DISABLE_AUTOUPDATER", "1")
+            .env("DISABLE_TELEMETRY", "1")
+            .env("DISABLE_ERROR_REPORTING", "1");
+        if let Some(url) = &self.base_url {
+            request = request.env("ANTHROPIC_BASE_URL", url.clone());
+        }
+        request
+    }
+}
+
+/// What the program's stream said, as it is read.
+#[derive(Default)]
+struct Reading {
+    step: u32,
+    meter: Option<Meter>,
+    result: Option<Value>,
+    tools: std::collections::HashMap<String, String>,
+}
+
+impl ExternalAgent {
+    /// Maps one line of Claude Code's stream-json onto forq's events.
+    fn line(&self, line: &str, r: &mut Reading) {
+        let Ok(v) = serde_json::from_str::<Value>(line) else {
+            return;
+        };
+        let meter = r
+            .meter
+            .get_or_insert_with(|| Meter::new(self.prices.clone()));
+        match v["type"].as_str() {
+            Some("assistant") => {
+                r.step += 1;
+                let step = r.step;
+                self.tell(Event::StepStarted { step });
+                let message = &v["message"];
+                let usage = Usage {
+                    input_tokens: message["usage"]["input_tokens"].as_u64().unwrap_or(0),
+                    output_tokens: message["usage"]["output_tokens"].as_u64().unwrap_or(0),
+                };
+                let model = message["model"].as_str().unwrap_or("").to_owned();
+                let cost = meter.record(&model, usage);
+                self.tell(Event::Tokens {
+                    step,
+                    usage: cost.usage,
+                    total: meter.usage,
+                    cost_usd: meter.cost_usd,
+                });
+                for part in message["content"].as_array().into_iter().flatten() {
+                    match part["type"].as_str() {
+                        Some("text") => self.tell(Event::Text {
+                            step,
+                            delta: part["text"].as_str().unwrap_or("").to_owned(),
+                        }),
+                        Some("tool_use") => {
+                            let name = part["name"].as_str().unwrap_or("").to_owned();
+                            if let Some(id) = part["id"].as_str() {
+                                r.tools.insert(id.to_owned(), name.clone());
+                            }
+                            self.tell(Event::ToolCall {
+                                step,
+                                name,
+                                arguments: part["input"].clone(),
+                            });
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            Some("user") => {
+                for part in v["message"]["content"].as_array().into_iter().flatten() {
+                    if part["type"] != "tool_result" {
+                        continue;
+                    }
+                    let id = part["tool_use_id"].as_str().unwrap_or("");
+                    let text = match &part["content"] {
+                        Value::String(s) => s.clone(),
+                        other => other.to_string(),
+                    };
+                    self.tell(Event::Observation {
+                        step: r.step,
+                        name: r.tools.get(id).cloned().unwrap_or_default(),
+                        is_error: part["is_error"].as_bool().unwrap_or(false),
+                        summary: text
+                            .lines()
+                            .next()
+                            .unwrap_or("")
+                            .chars()
+                            .take(200)
+                            .collect(),
+                    });
+                }
+            }
+            Some("result") => r.result = Some(v),
+            _ => {}
+        }
+    }
+}
+
+#[async_trait]
+impl CodingAgent for ExternalAgent {
+    async fn run(&self, sandbox: &dyn Sandbox, task: &Task) -> RunReport {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let request = self.command(task).stream(tx);
+        let exec = sandbox.exec(request);
+        let mut reading = Reading::default();
+        let mut pending = String::new();
+        tokio::pin!(exec);
+        let done = loop {
+            tokio::select! {
+                chunk = rx.recv() => match chunk {
+                    Some(c) if c.stream == StreamKind::Stdout => {
+                        pending.push_str(&String::from_utf8_lossy(&c.bytes));
+                        while let Some(at) = pending.find('\n') {
+                            let line: String = pending.drain(..=at).collect();
+                            self.line(line.trim(), &mut reading);
+                        }
+                    }
+                    Some(_) => {}
+                    None => {}
+                },
+                out = &mut exec => break out,
+            }
+        };
+        while let Ok(c) = rx.try_recv() {
+            if c.stream == StreamKind::Stdout {
+                pending.push_str(&String::from_utf8_lossy(&c.bytes));
+            }
+        }
+        for line in pending.lines() {
+            self.line(line.trim(), &mut reading);
+        }
+        let diff = sandbox.diff().await.map(|d| d.patch);
+        let outcome = match (done, diff, &reading.result) {
+            (Err(e), _, _) => Outcome::Failed {
+                error: self
+                    .key
+                    .redact(&format!("{} could not run: {e}", self.program)),
+            },
+            (_, Err(e), _) => Outcome::Failed {
+                error: format!("cannot read the sandbox's diff: {e}"),
+            },
+            (Ok(out), Ok(_), None) => Outcome::Failed {
+                error: self.key.redact(&format!(
+                    "{} ended (exit {:?}) without a result: {}",
+                    self.program,
+                    out.exit_code,
+                    String::from_utf8_lossy(&out.stderr)
+                        .lines()
+                        .last()
+                        .unwrap_or("")
+                )),
+            },
+            (Ok(_), Ok(diff), Some(result)) => {
+                let text = result["result"].as_str().unwrap_or("").to_owned();
+                if result["is_error"].as_bool().unwrap_or(false)
+                    || result["subtype"].as_str() != Some("success")
+                {
+                    Outcome::NeedsHuman {
+                        reason: format!(
+                            "{} stopped: {}",
+                            self.program,
+                            result["subtype"].as_str().unwrap_or("error")
+                        ),
+                        question: (!text.is_empty()).then_some(text),
+                        diff,
+                    }
+                } else {
+                    Outcome::Submitted {
+                        summary: text,
+                        diff,
+                    }
+                }
+            }
+        };
+        self.tell(Event::Finished {
+            outcome: outcome.clone(),
+        });
+        let meter = reading
+            .meter
+            .unwrap_or_else(|| Meter::new(self.prices.clone()));
+        RunReport {
+            outcome,
+            steps: meter.steps,
+            usage: meter.usage,
+            cost_usd: meter.cost_usd,
+        }
+    }
+}

@@ -1,0 +1,119 @@
+//! Claude Code driven in a real native sandbox: the program installed from
+//! npm (CI installs it), pointed at a loopback Anthropic Messages server
+//! that scripts its model, reached through the sandbox's egress proxy.
+
+use std::sync::{Arc, Mutex};
+
+use forq_agent::agent::{CodingAgent, Event, Outcome, Subscriber, Task};
+use forq_agent::external::ExternalAgent;
+use forq_agent::provider::ApiKey;
+use forq_sandbox::{BackendChoice, EgressAllow, SandboxSpec};
+use serde_json::json;
+
+use crate::server::{Reply, Server};
+
+/// Where `claude` is, or `None` (a failure under CI, which installs it).
+fn claude() -> Option<String> {
+    let found = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|d| d.join("claude"))
+            .find(|p| p.is_file())
+    });
+    match found {
+        Some(p) => Some(p.display().to_string()),
+        None if std::env::var_os("CI").is_some() => {
+            panic!("claude is not on PATH: CI installs @anthropic-ai/claude-code from npm")
+        }
+        // Not installed here (CI installs it): nothing to drive.
+        None => None,
+    }
+}
+
+#[derive(Default)]
+struct Seen(Mutex<Vec<Event>>);
+
+impl Subscriber for Seen {
+    fn event(&self, event: &Event) {
+        self.0.lock().unwrap().push(event.clone());
+    }
+}
+
+#[tokio::test]
+async fn claude_code_fixes_the_bug_in_a_sandbox_and_its_edit_is_the_sandboxs_diff() {
+    let Some(program) = claude() else { return };
+    let repo = tempfile::tempdir().unwrap();
+    std::fs::write(
+        repo.path().join("calc.py"),
+        "def add(a, b):\n    return a - b\n",
+    )
+    .unwrap();
+    // Claude Code edits only what it has read.
+    let server = Server::start(vec![
+        Reply::anthropic_stream(
+            0,
+            &[json!({"type": "tool_use", "id": "toolu_0", "name": "Read",
+                "input": {"file_path": "/workspace/calc.py"}})],
+            "tool_use",
+        ),
+        Reply::anthropic_stream(
+            1,
+            &[json!({"type": "tool_use", "id": "toolu_1", "name": "Edit",
+                "input": {"file_path": "/workspace/calc.py", "old_string": "return a - b", "new_string": "return a + b"}})],
+            "tool_use",
+        ),
+        Reply::anthropic_stream(
+            2,
+            &[json!({"type": "text", "text": "add() adds now."})],
+            "end_turn",
+        ),
+    ])
+    .await;
+    let agent = ExternalAgent::claude_code(
+        ApiKey::new("sk-ant-test-key-0123"),
+        Some(server.url.clone()),
+    )
+    .program(program);
+    let seen = Arc::new(Seen::default());
+    let agent = agent.subscribe(seen.clone());
+    let backend =
+        forq_sandbox::open_backend(BackendChoice::Kind(forq_sandbox::BackendKind::Native))
+            .await
+            .expect("the native backend (CI runs as root)")
+            .backend;
+    let spec = SandboxSpec::new(repo.path()).egress(EgressAllow::new([agent.egress_host()]));
+    let sandbox = backend.create(&spec).await.unwrap();
+    let report = agent
+        .run(&*sandbox, &Task::new("add(2, 3) returns -1"))
+        .await;
+    let Outcome::Submitted { summary, diff } = &report.outcome else {
+        panic!("{report:#?}\nreceived: {:#?}", server.received());
+    };
+    assert_eq!(summary, "add() adds now.");
+    assert!(
+        diff.contains("-    return a - b\n+    return a + b\n"),
+        "{diff}\n{:#?}",
+        seen.0.lock().unwrap()
+    );
+    assert_eq!(report.steps, 3);
+    assert_eq!(report.usage.input_tokens, 300);
+    // The model saw the issue and got the key; the user's tree is untouched.
+    let asked = server.received();
+    assert_eq!(asked.len(), 3, "{asked:#?}");
+    assert!(asked[0].body.to_string().contains("add(2, 3) returns -1"));
+    assert_eq!(asked[0].header("x-api-key"), Some("sk-ant-test-key-0123"));
+    assert_eq!(
+        std::fs::read_to_string(repo.path().join("calc.py")).unwrap(),
+        "def add(a, b):\n    return a - b\n"
+    );
+    let events = seen.0.lock().unwrap().clone();
+    assert!(events
+        .iter()
+        .any(|e| matches!(e, Event::ToolCall { name, .. } if name == "Edit")));
+    assert!(events
+        .iter()
+        .any(|e| matches!(e, Event::Observation { name, is_error: false, .. } if name == "Edit")));
+    // The key was handed to that command only: nothing in the sandbox's
+    // workspace holds it.
+    assert!(!diff.contains("sk-ant-test-key-0123"));
+    sandbox.destroy().await.unwrap();
+}
