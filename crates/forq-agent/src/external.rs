@@ -109,13 +109,7 @@ impl ExternalAgent {
     /// The host (and port, when not 443) the sandbox's egress allowlist
     /// must hold for the program to reach its model.
     pub fn egress_host(&self) -> String {
-        let url = self
-            .base_url
-            .clone()
-            .unwrap_or_else(|| "https://api.anthropic.com".to_owned());
-        let rest = url.split_once("://").map_or(url.as_str(), |(_, r)| r);
-        let host = rest.split('/').next().unwrap_or(rest);
-        host.strip_suffix(":443").unwrap_or(host).to_owned()
+        claude_code_host(self.base_url.as_deref())
     }
 
     fn tell(&self, event: Event) {
@@ -171,6 +165,15 @@ impl ExternalAgent {
         }
         request
     }
+}
+
+/// The host (and port, when not 443) Claude Code reaches its model at:
+/// `base_url`'s, or Anthropic's API.
+pub fn claude_code_host(base_url: Option<&str>) -> String {
+    let url = base_url.unwrap_or("https://api.anthropic.com");
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let host = rest.split('/').next().unwrap_or(rest);
+    host.strip_suffix(":443").unwrap_or(host).to_owned()
 }
 
 /// What the program's stream said, as it is read.

@@ -233,6 +233,22 @@ pub struct AgentConfig {
     pub max_cost_usd: Option<f64>,
     /// The model (default: FORQ_MODEL, else the provider's).
     pub model: Option<String>,
+    /// Which coding agent the `agent` brancher runs: forq's own (its model
+    /// calls made by forq, outside the sandbox), or Claude Code inside the
+    /// sandbox (with the key in its environment and the model's host
+    /// reachable: only the operator's settings choose it).
+    pub program: AgentProgram,
+}
+
+/// The coding-agent program of the `agent` brancher.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum AgentProgram {
+    /// forq's own agent.
+    #[default]
+    Forq,
+    /// Claude Code, run inside the sandbox (`claude` on its PATH).
+    ClaudeCode,
 }
 
 impl Default for AgentConfig {
@@ -241,6 +257,7 @@ impl Default for AgentConfig {
             max_steps: 30,
             max_cost_usd: None,
             model: None,
+            program: AgentProgram::Forq,
         }
     }
 }
@@ -490,6 +507,15 @@ impl Config {
                     .to_owned(),
             ));
         }
+        if self.actions.fix.agent.program != AgentProgram::Forq {
+            out.push((
+                "actions.fix.agent.program",
+                "a coding-agent program runs inside the sandbox with the model's key in its \
+                 environment and the model's host reachable; only the operator's settings \
+                 (--config) choose it"
+                    .to_owned(),
+            ));
+        }
         let standard = Limits::standard();
         let above = |asked: Option<u64>, cap: Option<u64>| match (asked, cap) {
             (Some(a), Some(c)) => a > c,
@@ -536,6 +562,7 @@ impl Config {
                 "sandbox.memory_mb" => self.sandbox.memory_mb = None,
                 "sandbox.pids" => self.sandbox.pids = None,
                 "sandbox.cpus" => self.sandbox.cpus = None,
+                "actions.fix.agent.program" => self.actions.fix.agent.program = AgentProgram::Forq,
                 _ => {}
             }
         }

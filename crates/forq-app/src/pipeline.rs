@@ -31,7 +31,7 @@ use forq_search::{Budget, FixStrategy, Prepared, SearchOptions, Single, Speculat
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use crate::config::{BrancherName, Config, FundingMode, Mode, ReviewPoint, Strategy};
+use crate::config::{AgentProgram, BrancherName, Config, FundingMode, Mode, ReviewPoint, Strategy};
 use crate::git;
 use crate::preview::{Preview, PreviewError, PreviewSpec};
 use crate::review;
@@ -251,6 +251,14 @@ impl Pipeline {
         build: bool,
     ) -> forq_bootstrap::GateOptions {
         let mut gate = config.gate_options();
+        // Claude Code reaches its model from inside the sandbox: that one
+        // host joins the egress allowlist.
+        if config.actions.fix.agent.program == AgentProgram::ClaudeCode {
+            gate.egress_allow
+                .push(forq_agent::external::claude_code_host(
+                    claude_base_url().as_deref(),
+                ));
+        }
         // The agentic fallback, when the run has a model: it sets up what
         // detection cannot (the spend shows in the run's cost only through
         // the store's events; its transcript is the workspace's).
@@ -1379,6 +1387,35 @@ fn make_brancher(
             }
             Box::new(llm)
         }
+        BrancherName::Agent if fix.agent.program == AgentProgram::ClaudeCode => {
+            let key =
+                forq_agent::provider::ApiKey::from_env("ANTHROPIC_API_KEY").ok_or_else(|| {
+                    Stop::End(
+                        State::NeedsHuman,
+                        "actions.fix.agent.program claude_code needs ANTHROPIC_API_KEY".to_owned(),
+                    )
+                })?;
+            let mut task = Task::new(issue_text);
+            task.context = seed::summary(workspace, 20);
+            task.conventions = codebase_notes(
+                &index,
+                &prepared.stack,
+                &prepared.oracle.target,
+                &prepared.oracle.guard,
+                NOTES_CHARS,
+            );
+            let mut agent =
+                forq_agent::external::ExternalAgent::claude_code(key, claude_base_url())
+                    .max_turns(fix.agent.max_steps)
+                    .subscribe(agent_log);
+            if let Some(m) = model {
+                agent = agent.prices(m.prices.clone());
+            }
+            if let Some(name) = &fix.agent.model {
+                agent = agent.model(name.clone());
+            }
+            Box::new(Agentic::new(Arc::new(agent), task))
+        }
         BrancherName::Agent => {
             let m = need_model()?;
             let mut task = Task::new(issue_text);
@@ -1413,6 +1450,13 @@ fn make_brancher(
         }
     };
     Ok(brancher)
+}
+
+/// Where Claude Code's model is, when not Anthropic's API.
+fn claude_base_url() -> Option<String> {
+    std::env::var("ANTHROPIC_BASE_URL")
+        .ok()
+        .filter(|u| !u.trim().is_empty())
 }
 
 /// What to do when the unmodified code gives the search no failing test.

@@ -1767,3 +1767,82 @@ async fn modify_writes_tests_for_the_new_behaviour_then_changes_the_definition_a
     // The user's tree is left alone.
     assert!(!repo.join("tests/test_factor.py").exists());
 }
+
+#[tokio::test]
+async fn the_operators_settings_run_claude_code_as_the_queues_agent() {
+    if !native_or_skip("the_operators_settings_run_claude_code_as_the_queues_agent") {
+        return;
+    }
+    let on_path = std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join("claude").is_file()));
+    if !on_path {
+        assert!(std::env::var_os("CI").is_none(), "CI installs Claude Code");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = calc_repo(tmp.path(), None);
+    let server = Server::start(vec![
+        Reply::anthropic_stream(
+            1,
+            &[json!({"type": "tool_use", "id": "t1", "name": "Read",
+                "input": {"file_path": "/workspace/calc.py"}})],
+            "tool_use",
+        ),
+        Reply::anthropic_stream(
+            2,
+            &[json!({"type": "tool_use", "id": "t2", "name": "Edit",
+                "input": {"file_path": "/workspace/calc.py", "old_string": "return a - b", "new_string": "return a + b"}})],
+            "tool_use",
+        ),
+        Reply::anthropic_stream(3, &[json!({"type": "text", "text": "add adds"})], "end_turn"),
+        // The contract check, by forq's own provider.
+        Reply::ok(json!({"id": "m4", "type": "message", "role": "assistant", "model": "m",
+            "content": [{"type": "tool_use", "id": "c", "name": "contract",
+                "input": {"class": "A", "reason": "the same contract, fixed"}}],
+            "stop_reason": "tool_use", "usage": {"input_tokens": 5, "output_tokens": 5}})),
+    ])
+    .await;
+    let settings = tmp.path().join("operator.yml");
+    std::fs::write(
+        &settings,
+        "triage:\n  enabled: false\nactions:\n  fix:\n    strategy: single\n    brancher: agent\n    agent:\n      program: claude_code\n",
+    )
+    .unwrap();
+    // The same setting in the repository's own forq.yml is ignored.
+    std::fs::write(
+        repo.join("forq.yml"),
+        "actions:\n  fix:\n    agent:\n      program: claude_code\n",
+    )
+    .unwrap();
+    let state = tmp.path().join("state");
+    let env = [
+        ("ANTHROPIC_API_KEY", "sk-ant-queue-test"),
+        ("ANTHROPIC_BASE_URL", server.url.as_str()),
+    ];
+    let extra = ["--config", settings.to_str().unwrap()];
+    let out = queue_text("# add() subtracts", &repo, "native", &state, &extra, &env).await;
+    check_exit(&out, 0);
+    let run = &json_of(&out)[0];
+    assert_eq!(run["state"], "patch_ready", "{run}");
+    let shown = show_run(run["id"].as_str().unwrap(), state.to_str().unwrap()).await;
+    let tools: Vec<Value> = events_of(&shown, "agent")
+        .into_iter()
+        .filter_map(|e| e.get("tool").cloned())
+        .collect();
+    assert_eq!(tools, [json!("Read"), json!("Edit")], "{shown}");
+    assert_eq!(server.received().len(), 4);
+
+    // From the repository's forq.yml alone, the setting is dropped with a
+    // warning: forq's own agent runs (and needs the model's replies).
+    let state2 = tmp.path().join("state2");
+    let out = queue_text("# add() subtracts", &repo, "native", &state2, &[], &[]).await;
+    let run = &json_of(&out)[0];
+    let shown = show_run(run["id"].as_str().unwrap(), state2.to_str().unwrap()).await;
+    let warnings = events_of(&shown, "warning");
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w["key"] == "actions.fix.agent.program"),
+        "{shown}"
+    );
+}
