@@ -7,9 +7,14 @@
 //! (the sandbox must be made with that host in its allowlist:
 //! [`ExternalAgent::egress_host`]).
 //!
-//! Claude Code (`claude -p … --output-format stream-json`) is the program
-//! supported; its `system`, `assistant`, `user` and `result` lines become
-//! steps, tool calls, observations, tokens and the outcome.
+//! Two programs are supported:
+//! - Claude Code (`claude -p … --output-format stream-json`, Anthropic's
+//!   Messages API): its `assistant`, `user` and `result` lines become
+//!   steps, tokens, tool calls, observations and the outcome;
+//! - Codex CLI (`codex exec --json`, OpenAI's Responses API through a
+//!   provider forq defines on the command line): its `item.completed`
+//!   commands, file changes and messages and its `turn.completed` /
+//!   `turn.failed` become the same.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,9 +29,20 @@ use crate::cost::{Meter, PriceTable};
 use crate::message::Usage;
 use crate::provider::ApiKey;
 
+/// Which program.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Program {
+    /// Claude Code.
+    ClaudeCode,
+    /// OpenAI's Codex CLI.
+    Codex,
+}
+
 /// A coding-agent program driven in a sandbox.
 #[derive(Clone)]
 pub struct ExternalAgent {
+    kind: Program,
     program: String,
     key: ApiKey,
     base_url: Option<String>,
@@ -57,6 +73,7 @@ impl ExternalAgent {
     /// Anthropic's own API.
     pub fn claude_code(key: ApiKey, base_url: Option<String>) -> ExternalAgent {
         ExternalAgent {
+            kind: Program::ClaudeCode,
             program: "claude".to_owned(),
             key,
             base_url,
@@ -68,7 +85,18 @@ impl ExternalAgent {
         }
     }
 
-    /// The program to run instead of `claude` on the PATH (a path inside
+    /// Codex CLI (`codex` on the sandbox's PATH), with an OpenAI key;
+    /// `base_url` (an OpenAI-compatible `/v1` serving the Responses API)
+    /// instead of OpenAI's.
+    pub fn codex(key: ApiKey, base_url: Option<String>) -> ExternalAgent {
+        ExternalAgent {
+            kind: Program::Codex,
+            program: "codex".to_owned(),
+            ..ExternalAgent::claude_code(key, base_url)
+        }
+    }
+
+    /// The program to run instead of the one on the PATH (a path inside
     /// the sandbox).
     pub fn program(mut self, program: impl Into<String>) -> Self {
         self.program = program.into();
@@ -109,7 +137,10 @@ impl ExternalAgent {
     /// The host (and port, when not 443) the sandbox's egress allowlist
     /// must hold for the program to reach its model.
     pub fn egress_host(&self) -> String {
-        claude_code_host(self.base_url.as_deref())
+        match self.kind {
+            Program::ClaudeCode => claude_code_host(self.base_url.as_deref()),
+            Program::Codex => codex_host(self.base_url.as_deref()),
+        }
     }
 
     fn tell(&self, event: Event) {
@@ -135,6 +166,9 @@ impl ExternalAgent {
         prompt.push_str(
             "\n\nMake the smallest change that fixes it, run the tests, and stop when they pass.",
         );
+        if self.kind == Program::Codex {
+            return self.codex_command(prompt);
+        }
         let mut argv = vec![
             self.program.clone(),
             "-p".to_owned(),
@@ -170,10 +204,144 @@ impl ExternalAgent {
 /// The host (and port, when not 443) Claude Code reaches its model at:
 /// `base_url`'s, or Anthropic's API.
 pub fn claude_code_host(base_url: Option<&str>) -> String {
-    let url = base_url.unwrap_or("https://api.anthropic.com");
+    host_of(base_url.unwrap_or("https://api.anthropic.com"))
+}
+
+/// Where Codex reaches OpenAI without a base URL.
+const OPENAI_API: &str = "https://api.openai.com/v1";
+
+/// The host (and port, when not 443) Codex reaches its model at.
+pub fn codex_host(base_url: Option<&str>) -> String {
+    host_of(base_url.unwrap_or(OPENAI_API))
+}
+
+fn host_of(url: &str) -> String {
     let rest = url.split_once("://").map_or(url, |(_, r)| r);
     let host = rest.split('/').next().unwrap_or(rest);
     host.strip_suffix(":443").unwrap_or(host).to_owned()
+}
+
+impl ExternalAgent {
+    fn codex_command(&self, prompt: String) -> ExecRequest {
+        let base = self
+            .base_url
+            .clone()
+            .unwrap_or_else(|| OPENAI_API.to_owned());
+        let provider = format!(
+            "model_providers.forq={{name=\"forq\",base_url={},env_key=\"OPENAI_API_KEY\",wire_api=\"responses\"}}",
+            serde_json::Value::String(base)
+        );
+        let mut argv = vec![
+            self.program.clone(),
+            "exec".to_owned(),
+            "--json".to_owned(),
+            "--skip-git-repo-check".to_owned(),
+            // forq's sandbox is the boundary; Codex's own would need
+            // what it does not have in there.
+            "--sandbox".to_owned(),
+            "danger-full-access".to_owned(),
+            "-c".to_owned(),
+            provider,
+            "-c".to_owned(),
+            "model_provider=\"forq\"".to_owned(),
+        ];
+        if let Some(m) = &self.model {
+            argv.extend(["--model".to_owned(), m.clone()]);
+        }
+        argv.push(prompt);
+        ExecRequest::new(argv)
+            .network(Network::Proxy)
+            .timeout(self.timeout)
+            .stdin(Vec::new())
+            .env("OPENAI_API_KEY", self.key.expose())
+    }
+
+    /// Maps one line of Codex's `exec --json` stream onto forq's events.
+    fn codex_line(&self, v: &Value, r: &mut Reading) {
+        let meter = r
+            .meter
+            .get_or_insert_with(|| Meter::new(self.prices.clone()));
+        match v["type"].as_str() {
+            Some("turn.started") => {
+                r.step += 1;
+                self.tell(Event::StepStarted { step: r.step });
+            }
+            Some("item.completed") => {
+                let item = &v["item"];
+                let step = r.step;
+                match item["type"].as_str() {
+                    Some("command_execution") => {
+                        self.tell(Event::ToolCall {
+                            step,
+                            name: "command".to_owned(),
+                            arguments: serde_json::json!({"command": item["command"]}),
+                        });
+                        let output = item["aggregated_output"].as_str().unwrap_or("");
+                        self.tell(Event::Observation {
+                            step,
+                            name: "command".to_owned(),
+                            is_error: item["exit_code"].as_i64().unwrap_or(0) != 0,
+                            summary: output
+                                .lines()
+                                .next()
+                                .unwrap_or("")
+                                .chars()
+                                .take(200)
+                                .collect(),
+                        });
+                    }
+                    Some("file_change") => {
+                        self.tell(Event::ToolCall {
+                            step,
+                            name: "file_change".to_owned(),
+                            arguments: item["changes"].clone(),
+                        });
+                        self.tell(Event::Observation {
+                            step,
+                            name: "file_change".to_owned(),
+                            is_error: item["status"].as_str() == Some("failed"),
+                            summary: item["status"].as_str().unwrap_or("").to_owned(),
+                        });
+                    }
+                    Some("agent_message") => {
+                        let text = item["text"].as_str().unwrap_or("").to_owned();
+                        self.tell(Event::Text {
+                            step,
+                            delta: text.clone(),
+                        });
+                        r.last_message = text;
+                    }
+                    _ => {}
+                }
+            }
+            Some("turn.completed") => {
+                let usage = Usage {
+                    input_tokens: v["usage"]["input_tokens"].as_u64().unwrap_or(0),
+                    output_tokens: v["usage"]["output_tokens"].as_u64().unwrap_or(0),
+                };
+                let model = self.model.clone().unwrap_or_default();
+                let cost = meter.record(&model, usage);
+                self.tell(Event::Tokens {
+                    step: r.step,
+                    usage: cost.usage,
+                    total: meter.usage,
+                    cost_usd: meter.cost_usd,
+                });
+                r.result = Some(serde_json::json!({
+                    "subtype": "success", "is_error": false, "result": r.last_message
+                }));
+            }
+            // Codex reports its retries as `error` lines too; only a
+            // failed turn ends the run.
+            Some("turn.failed") => {
+                let message = v["error"]["message"].as_str().unwrap_or("failed");
+                r.result = Some(serde_json::json!({
+                    "subtype": "error", "is_error": true, "result": message
+                }));
+            }
+            _ => {}
+        }
+    }
 }
 
 /// What the program's stream said, as it is read.
@@ -183,6 +351,7 @@ struct Reading {
     meter: Option<Meter>,
     result: Option<Value>,
     tools: std::collections::HashMap<String, String>,
+    last_message: String,
 }
 
 impl ExternalAgent {
@@ -191,6 +360,9 @@ impl ExternalAgent {
         let Ok(v) = serde_json::from_str::<Value>(line) else {
             return;
         };
+        if self.kind == Program::Codex {
+            return self.codex_line(&v, r);
+        }
         let meter = r
             .meter
             .get_or_insert_with(|| Meter::new(self.prices.clone()));

@@ -31,7 +31,7 @@
 //!   (preserved), B (upward-compatible), C (incompatible); equal sources
 //!   are A without a model call, and doubt or bad answers are C.
 //!
-//! - [`external`]: coding-agent programs (Claude Code) driven inside the
+//! - [`external`]: coding-agent programs (Claude Code, Codex CLI) driven inside the
 //!   sandbox behind [`agent::CodingAgent`], their events mapped onto
 //!   forq's and their result the sandbox's diff.
 //!

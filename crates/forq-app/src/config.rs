@@ -249,6 +249,8 @@ pub enum AgentProgram {
     Forq,
     /// Claude Code, run inside the sandbox (`claude` on its PATH).
     ClaudeCode,
+    /// Codex CLI, run inside the sandbox (`codex` on its PATH).
+    Codex,
 }
 
 impl Default for AgentConfig {

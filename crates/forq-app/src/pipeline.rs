@@ -253,11 +253,17 @@ impl Pipeline {
         let mut gate = config.gate_options();
         // Claude Code reaches its model from inside the sandbox: that one
         // host joins the egress allowlist.
-        if config.actions.fix.agent.program == AgentProgram::ClaudeCode {
-            gate.egress_allow
-                .push(forq_agent::external::claude_code_host(
-                    claude_base_url().as_deref(),
-                ));
+        match config.actions.fix.agent.program {
+            AgentProgram::Forq => {}
+            AgentProgram::ClaudeCode => {
+                gate.egress_allow
+                    .push(forq_agent::external::claude_code_host(
+                        env_url("ANTHROPIC_BASE_URL").as_deref(),
+                    ))
+            }
+            AgentProgram::Codex => gate.egress_allow.push(forq_agent::external::codex_host(
+                env_url("OPENAI_BASE_URL").as_deref(),
+            )),
         }
         // The agentic fallback, when the run has a model: it sets up what
         // detection cannot (the spend shows in the run's cost only through
@@ -1387,14 +1393,17 @@ fn make_brancher(
             }
             Box::new(llm)
         }
-        BrancherName::Agent if fix.agent.program == AgentProgram::ClaudeCode => {
-            let key =
-                forq_agent::provider::ApiKey::from_env("ANTHROPIC_API_KEY").ok_or_else(|| {
-                    Stop::End(
-                        State::NeedsHuman,
-                        "actions.fix.agent.program claude_code needs ANTHROPIC_API_KEY".to_owned(),
-                    )
-                })?;
+        BrancherName::Agent if fix.agent.program != AgentProgram::Forq => {
+            let (var, base) = match fix.agent.program {
+                AgentProgram::Codex => ("OPENAI_API_KEY", "OPENAI_BASE_URL"),
+                _ => ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"),
+            };
+            let key = forq_agent::provider::ApiKey::from_env(var).ok_or_else(|| {
+                Stop::End(
+                    State::NeedsHuman,
+                    format!("actions.fix.agent.program needs {var}"),
+                )
+            })?;
             let mut task = Task::new(issue_text);
             task.context = seed::summary(workspace, 20);
             task.conventions = codebase_notes(
@@ -1404,10 +1413,13 @@ fn make_brancher(
                 &prepared.oracle.guard,
                 NOTES_CHARS,
             );
-            let mut agent =
-                forq_agent::external::ExternalAgent::claude_code(key, claude_base_url())
-                    .max_turns(fix.agent.max_steps)
-                    .subscribe(agent_log);
+            let agent = match fix.agent.program {
+                AgentProgram::Codex => {
+                    forq_agent::external::ExternalAgent::codex(key, env_url(base))
+                }
+                _ => forq_agent::external::ExternalAgent::claude_code(key, env_url(base)),
+            };
+            let mut agent = agent.max_turns(fix.agent.max_steps).subscribe(agent_log);
             if let Some(m) = model {
                 agent = agent.prices(m.prices.clone());
             }
@@ -1452,11 +1464,10 @@ fn make_brancher(
     Ok(brancher)
 }
 
-/// Where Claude Code's model is, when not Anthropic's API.
-fn claude_base_url() -> Option<String> {
-    std::env::var("ANTHROPIC_BASE_URL")
-        .ok()
-        .filter(|u| !u.trim().is_empty())
+/// A base URL from the environment (`ANTHROPIC_BASE_URL`,
+/// `OPENAI_BASE_URL`), when set.
+fn env_url(var: &str) -> Option<String> {
+    std::env::var(var).ok().filter(|u| !u.trim().is_empty())
 }
 
 /// What to do when the unmodified code gives the search no failing test.

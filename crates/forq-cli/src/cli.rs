@@ -706,6 +706,7 @@ pub(crate) enum BrancherName {
 pub(crate) enum CodingAgentName {
     Forq,
     ClaudeCode,
+    Codex,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -778,9 +779,11 @@ pub(crate) struct FixArgs {
     /// Most model calls of the agent (--brancher agent).
     #[arg(long, default_value_t = 50)]
     pub(crate) max_steps: u32,
-    /// The coding agent of --brancher agent: forq's own, or Claude Code
-    /// run inside the sandbox (`claude` on its PATH; ANTHROPIC_API_KEY,
-    /// and ANTHROPIC_BASE_URL when set; it reaches only that host).
+    /// The coding agent of --brancher agent: forq's own, or a program run
+    /// inside the sandbox — Claude Code (`claude` on its PATH;
+    /// ANTHROPIC_API_KEY, and ANTHROPIC_BASE_URL when set) or Codex CLI
+    /// (`codex`; OPENAI_API_KEY, and OPENAI_BASE_URL when set); it reaches
+    /// only its model's host.
     #[arg(long, value_enum, default_value = "forq")]
     pub(crate) coding_agent: CodingAgentName,
     /// Most dollars spent on the model (llm and agent branchers; needs

@@ -1,6 +1,7 @@
-//! Claude Code driven in a real native sandbox: the program installed from
-//! npm (CI installs it), pointed at a loopback Anthropic Messages server
-//! that scripts its model, reached through the sandbox's egress proxy.
+//! Claude Code and Codex CLI driven in a real native sandbox: the programs
+//! installed from npm (CI installs them), pointed at a loopback model
+//! server (Anthropic Messages, OpenAI Responses) that scripts the model,
+//! reached through the sandbox's egress proxy.
 
 use std::sync::{Arc, Mutex};
 
@@ -12,17 +13,17 @@ use serde_json::json;
 
 use crate::server::{Reply, Server};
 
-/// Where `claude` is, or `None` (a failure under CI, which installs it).
-fn claude() -> Option<String> {
+/// Where `program` is, or `None` (a failure under CI, which installs it).
+fn installed(program: &str) -> Option<String> {
     let found = std::env::var_os("PATH").and_then(|paths| {
         std::env::split_paths(&paths)
-            .map(|d| d.join("claude"))
+            .map(|d| d.join(program))
             .find(|p| p.is_file())
     });
     match found {
         Some(p) => Some(p.display().to_string()),
         None if std::env::var_os("CI").is_some() => {
-            panic!("claude is not on PATH: CI installs @anthropic-ai/claude-code from npm")
+            panic!("{program} is not on PATH: CI installs it from npm")
         }
         // Not installed here (CI installs it): nothing to drive.
         None => None,
@@ -40,7 +41,9 @@ impl Subscriber for Seen {
 
 #[tokio::test]
 async fn claude_code_fixes_the_bug_in_a_sandbox_and_its_edit_is_the_sandboxs_diff() {
-    let Some(program) = claude() else { return };
+    let Some(program) = installed("claude") else {
+        return;
+    };
     let repo = tempfile::tempdir().unwrap();
     std::fs::write(
         repo.path().join("calc.py"),
@@ -115,5 +118,78 @@ async fn claude_code_fixes_the_bug_in_a_sandbox_and_its_edit_is_the_sandboxs_dif
     // The key was handed to that command only: nothing in the sandbox's
     // workspace holds it.
     assert!(!diff.contains("sk-ant-test-key-0123"));
+    sandbox.destroy().await.unwrap();
+}
+
+#[tokio::test]
+async fn codex_runs_a_command_that_fixes_the_bug_and_its_diff_is_the_result() {
+    let Some(program) = installed("codex") else {
+        return;
+    };
+    let repo = tempfile::tempdir().unwrap();
+    std::fs::write(
+        repo.path().join("calc.py"),
+        "def add(a, b):\n    return a - b\n",
+    )
+    .unwrap();
+    let server = Server::start(vec![
+        Reply::responses_stream(
+            1,
+            json!({"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "exec_command",
+                "arguments": json!({"cmd": "sed -i 's/a - b/a + b/' calc.py"}).to_string(), "status": "completed"}),
+        ),
+        Reply::responses_stream(
+            2,
+            json!({"type": "message", "id": "msg_2", "role": "assistant", "status": "completed",
+                "content": [{"type": "output_text", "text": "add() adds now.", "annotations": []}]}),
+        ),
+    ])
+    .await;
+    let seen = Arc::new(Seen::default());
+    let agent = ExternalAgent::codex(
+        ApiKey::new("sk-codex-test-key-0123"),
+        Some(format!("{}/v1", server.url)),
+    )
+    .program(program)
+    .model("gpt-test")
+    .subscribe(seen.clone());
+    let backend =
+        forq_sandbox::open_backend(BackendChoice::Kind(forq_sandbox::BackendKind::Native))
+            .await
+            .expect("the native backend (CI runs as root)")
+            .backend;
+    let spec = SandboxSpec::new(repo.path()).egress(EgressAllow::new([agent.egress_host()]));
+    let sandbox = backend.create(&spec).await.unwrap();
+    let report = agent
+        .run(&*sandbox, &Task::new("add(2, 3) returns -1"))
+        .await;
+    let Outcome::Submitted { summary, diff } = &report.outcome else {
+        panic!("{report:#?}\nreceived: {:#?}", server.received());
+    };
+    assert_eq!(summary, "add() adds now.");
+    assert!(
+        diff.contains("-    return a - b\n+    return a + b\n"),
+        "{diff}"
+    );
+    assert_eq!(report.usage.input_tokens, 200, "{report:#?}");
+    let asked = server.received();
+    assert_eq!(asked.len(), 2, "{asked:#?}");
+    assert!(
+        asked[0].path.ends_with("/v1/responses"),
+        "{}",
+        asked[0].path
+    );
+    assert!(asked[0].body.to_string().contains("add(2, 3) returns -1"));
+    assert_eq!(
+        asked[0].header("authorization"),
+        Some("Bearer sk-codex-test-key-0123")
+    );
+    let events = seen.0.lock().unwrap().clone();
+    assert!(
+        events.iter().any(
+            |e| matches!(e, Event::Observation { name, is_error: false, .. } if name == "command")
+        ),
+        "{events:#?}"
+    );
     sandbox.destroy().await.unwrap();
 }

@@ -91,6 +91,36 @@ impl Reply {
         Reply::Events(events)
     }
 
+    /// One streamed OpenAI Responses reply whose one output is `item` (a
+    /// `function_call` or a `message`).
+    pub(crate) fn responses_stream(n: usize, item: serde_json::Value) -> Reply {
+        let event = |name: &str, mut data: serde_json::Value| {
+            data["type"] = serde_json::Value::String(name.to_owned());
+            format!("event: {name}\ndata: {data}\n\n")
+        };
+        let id = format!("resp_{n}");
+        Reply::Events(vec![
+            event(
+                "response.created",
+                serde_json::json!({"response": {"id": id, "object": "response", "status": "in_progress", "output": []}}),
+            ),
+            event(
+                "response.output_item.added",
+                serde_json::json!({"output_index": 0, "item": item}),
+            ),
+            event(
+                "response.output_item.done",
+                serde_json::json!({"output_index": 0, "item": item}),
+            ),
+            event(
+                "response.completed",
+                serde_json::json!({"response": {"id": id, "object": "response", "status": "completed",
+                    "output": [item], "usage": {"input_tokens": 100, "output_tokens": 10, "total_tokens": 110,
+                    "input_tokens_details": {"cached_tokens": 0}, "output_tokens_details": {"reasoning_tokens": 0}}}}),
+            ),
+        ])
+    }
+
     pub(crate) fn status(status: u16, body: serde_json::Value) -> Reply {
         Reply::Json {
             status,

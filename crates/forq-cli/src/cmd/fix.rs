@@ -261,19 +261,27 @@ pub(crate) async fn run(args: FixArgs) -> anyhow::Result<ExitCode> {
             name.clone(),
         )));
     }
-    // Claude Code runs in the sandbox and reaches its model through the
-    // egress proxy: its host joins the allowlist, and nothing else does.
+    // A coding-agent program runs in the sandbox and reaches its model
+    // through the egress proxy: its host joins the allowlist, and nothing
+    // else does.
+    let env = |var: &str| std::env::var(var).ok().filter(|v| !v.trim().is_empty());
+    let key = |var: &str, agent: &str| {
+        forq_agent::provider::ApiKey::from_env(var)
+            .with_context(|| format!("--coding-agent {agent} needs {var}"))
+    };
     let external = match args.coding_agent {
         CodingAgentName::Forq => None,
-        CodingAgentName::ClaudeCode => {
-            let key = forq_agent::provider::ApiKey::from_env("ANTHROPIC_API_KEY")
-                .context("--coding-agent claude-code needs ANTHROPIC_API_KEY")?;
-            let base = std::env::var("ANTHROPIC_BASE_URL")
-                .ok()
-                .filter(|u| !u.is_empty());
-            let mut agent = ExternalAgent::claude_code(key, base)
-                .max_turns(args.max_steps)
-                .prices(prices(&args.model)?);
+        program => {
+            let agent = match program {
+                CodingAgentName::Codex => {
+                    ExternalAgent::codex(key("OPENAI_API_KEY", "codex")?, env("OPENAI_BASE_URL"))
+                }
+                _ => ExternalAgent::claude_code(
+                    key("ANTHROPIC_API_KEY", "claude-code")?,
+                    env("ANTHROPIC_BASE_URL"),
+                ),
+            };
+            let mut agent = agent.max_turns(args.max_steps).prices(prices(&args.model)?);
             if let Some(m) = &args.model.model {
                 agent = agent.model(m.clone());
             }

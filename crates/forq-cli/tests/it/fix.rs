@@ -283,3 +283,68 @@ async fn fix_with_claude_code_as_the_agent_in_a_native_sandbox() {
     assert!(patch.contains("+    return a + b\n"), "{patch}");
     assert_eq!(server.received().len(), 3);
 }
+
+#[tokio::test]
+async fn fix_with_codex_as_the_agent_in_a_native_sandbox() {
+    if !crate::native_or_skip("fix_with_codex_as_the_agent_in_a_native_sandbox") {
+        return;
+    }
+    let on_path = std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join("codex").is_file()));
+    if !on_path {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI installs @openai/codex from npm"
+        );
+        return;
+    }
+    use crate::server::{Reply, Server};
+    use serde_json::json;
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = copy_example("calc", tmp.path());
+    let server = Server::start(vec![
+        Reply::responses_stream(
+            1,
+            json!({"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "exec_command",
+                "arguments": json!({"cmd": "sed -i 's/a - b/a + b/' calc.py"}).to_string(), "status": "completed"}),
+        ),
+        Reply::responses_stream(
+            2,
+            json!({"type": "message", "id": "m2", "role": "assistant", "status": "completed",
+                "content": [{"type": "output_text", "text": "add adds", "annotations": []}]}),
+        ),
+    ])
+    .await;
+    let out_dir = tmp.path().join("out");
+    let base = format!("{}/v1", server.url);
+    let out = forq_env(
+        &[
+            "fix",
+            repo.to_str().unwrap(),
+            "--strategy",
+            "single",
+            "--brancher",
+            "agent",
+            "--coding-agent",
+            "codex",
+            "--model",
+            "gpt-test",
+            "--backend",
+            "native",
+            "--json",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ],
+        &[
+            ("OPENAI_API_KEY", "sk-cli-codex"),
+            ("OPENAI_BASE_URL", &base),
+        ],
+    )
+    .await;
+    check_exit(&out, 0);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["solved"], true, "{report}");
+    let patch = std::fs::read_to_string(out_dir.join("fix.patch")).unwrap();
+    assert!(patch.contains("+    return a + b\n"), "{patch}");
+    assert_eq!(server.received().len(), 2);
+}

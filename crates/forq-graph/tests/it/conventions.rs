@@ -66,3 +66,50 @@ fn a_python_codebases_conventions_are_counted_and_only_the_kept_ones_stated() {
     assert!(prompt.len() <= 120, "{prompt}");
     assert!(prompt.starts_with("- "), "{prompt}");
 }
+
+#[test]
+fn javascript_and_rust_conventions_are_counted_per_language() {
+    let (_repo, index) = indexed(&[
+        (
+            "src/price.js",
+            "const fs = require('fs');\n\nfunction unitPrice(item) {\n  return item.cost;\n}\n\n\
+             function totalPrice(items) {\n  return items.map(unitPrice).join('+');\n}\n\n\
+             function tax_rate() {\n  return 'x';\n}\n\nmodule.exports = { unitPrice, totalPrice, tax_rate, fs };\n",
+        ),
+        (
+            "src/cart.js",
+            "function addItem(cart, item) {\n  cart.push(item);\n  return 'ok';\n}\n\nmodule.exports = { addItem };\n",
+        ),
+        (
+            "src/lib.rs",
+            "pub fn parse_num(s: &str) -> Result<u32, String> {\n    let n = s.parse::<u32>().map_err(|e| e.to_string())?;\n    Ok(n)\n}\n\n\
+             pub fn parse_two(a: &str, b: &str) -> Result<u32, String> {\n    Ok(parse_num(a)? + parse_num(b)?)\n}\n\n\
+             pub fn first(s: &str) -> u32 {\n    parse_num(s).unwrap()\n}\n",
+        ),
+    ]);
+    let all = index.conventions(0.0).unwrap();
+    let rules: Vec<(String, usize, usize)> = all
+        .conventions
+        .iter()
+        .map(|c| (c.rule.clone(), c.count, c.of))
+        .collect();
+    let find = |rule: &str| {
+        rules
+            .iter()
+            .find(|(r, _, _)| r == rule)
+            .map(|(_, c, o)| (*c, *o))
+            .unwrap_or_else(|| panic!("no `{rule}` in {rules:#?}"))
+    };
+    // unitPrice, totalPrice, addItem against tax_rate.
+    assert_eq!(find("js functions are camelCase"), (3, 4));
+    assert_eq!(find("js strings use single quotes"), (4, 4));
+    assert_eq!(find("rust functions are snake_case"), (3, 3));
+    // Three `?` against one `unwrap()`.
+    assert_eq!(find("rust code propagates errors with ?"), (3, 4));
+    // Two JavaScript files and one Rust file are too few places to say
+    // how either indents.
+    assert!(
+        !rules.iter().any(|(r, _, _)| r.contains("indent")),
+        "{rules:#?}"
+    );
+}
