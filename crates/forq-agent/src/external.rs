@@ -39,6 +39,16 @@ pub enum Program {
     Codex,
 }
 
+impl Program {
+    /// The environment variables of its key and of its model's base URL.
+    pub fn env_vars(self) -> (&'static str, &'static str) {
+        match self {
+            Program::ClaudeCode => ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"),
+            Program::Codex => ("OPENAI_API_KEY", "OPENAI_BASE_URL"),
+        }
+    }
+}
+
 /// A coding-agent program driven in a sandbox.
 #[derive(Clone)]
 pub struct ExternalAgent {
@@ -96,6 +106,18 @@ impl ExternalAgent {
         }
     }
 
+    /// `program` with its key and base URL from the environment
+    /// ([`Program::env_vars`]); `Err` names the missing key.
+    pub fn from_env(program: Program) -> Result<ExternalAgent, String> {
+        let (key_var, url_var) = program.env_vars();
+        let key = ApiKey::from_env(key_var).ok_or_else(|| format!("{key_var} is not set"))?;
+        let base = std::env::var(url_var).ok().filter(|u| !u.trim().is_empty());
+        Ok(match program {
+            Program::ClaudeCode => ExternalAgent::claude_code(key, base),
+            Program::Codex => ExternalAgent::codex(key, base),
+        })
+    }
+
     /// The program to run instead of the one on the PATH (a path inside
     /// the sandbox).
     pub fn program(mut self, program: impl Into<String>) -> Self {
@@ -137,10 +159,11 @@ impl ExternalAgent {
     /// The host (and port, when not 443) the sandbox's egress allowlist
     /// must hold for the program to reach its model.
     pub fn egress_host(&self) -> String {
-        match self.kind {
-            Program::ClaudeCode => claude_code_host(self.base_url.as_deref()),
-            Program::Codex => codex_host(self.base_url.as_deref()),
-        }
+        let default = match self.kind {
+            Program::ClaudeCode => "https://api.anthropic.com",
+            Program::Codex => OPENAI_API,
+        };
+        host_of(self.base_url.as_deref().unwrap_or(default))
     }
 
     fn tell(&self, event: Event) {
@@ -201,20 +224,10 @@ impl ExternalAgent {
     }
 }
 
-/// The host (and port, when not 443) Claude Code reaches its model at:
-/// `base_url`'s, or Anthropic's API.
-pub fn claude_code_host(base_url: Option<&str>) -> String {
-    host_of(base_url.unwrap_or("https://api.anthropic.com"))
-}
-
 /// Where Codex reaches OpenAI without a base URL.
 const OPENAI_API: &str = "https://api.openai.com/v1";
 
-/// The host (and port, when not 443) Codex reaches its model at.
-pub fn codex_host(base_url: Option<&str>) -> String {
-    host_of(base_url.unwrap_or(OPENAI_API))
-}
-
+/// The host (and port, when not 443) of `url`.
 fn host_of(url: &str) -> String {
     let rest = url.split_once("://").map_or(url, |(_, r)| r);
     let host = rest.split('/').next().unwrap_or(rest);

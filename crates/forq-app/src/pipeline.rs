@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 
 use forq_agent::agent::{Agent, Task};
 use forq_agent::cost::{Budget as AgentBudget, PriceTable};
+use forq_agent::external::{ExternalAgent, Program};
 use forq_agent::provider::Provider;
 use forq_agent::tools::{GraphTools, RunTests, Toolbox};
 use forq_bootstrap::Stack;
@@ -253,17 +254,10 @@ impl Pipeline {
         let mut gate = config.gate_options();
         // Claude Code reaches its model from inside the sandbox: that one
         // host joins the egress allowlist.
-        match config.actions.fix.agent.program {
-            AgentProgram::Forq => {}
-            AgentProgram::ClaudeCode => {
-                gate.egress_allow
-                    .push(forq_agent::external::claude_code_host(
-                        env_url("ANTHROPIC_BASE_URL").as_deref(),
-                    ))
-            }
-            AgentProgram::Codex => gate.egress_allow.push(forq_agent::external::codex_host(
-                env_url("OPENAI_BASE_URL").as_deref(),
-            )),
+        if let Some(agent) = program_of(config.actions.fix.agent.program)
+            .and_then(|p| ExternalAgent::from_env(p).ok())
+        {
+            gate.egress_allow.push(agent.egress_host());
         }
         // The agentic fallback, when the run has a model: it sets up what
         // detection cannot (the spend shows in the run's cost only through
@@ -678,12 +672,7 @@ impl Pipeline {
         branch: &str,
         model: &Model,
     ) -> Phase<safety::Report> {
-        let provisioned: Provisioned = self
-            .store
-            .checkpointed(&run.id, "provisioned")
-            .map_err(fail)?
-            .ok_or_else(|| fail("no provisioned checkpoint"))
-            .and_then(|v| serde_json::from_value(v).map_err(fail))?;
+        let (sandbox, oracle) = self.fresh_sandbox(run, seeded, config).await?;
         let workspace = seeded.workspace.clone();
         let index = tokio::task::spawn_blocking(move || Index::open_current(&workspace))
             .await
@@ -703,7 +692,7 @@ impl Pipeline {
         )
         .tools(
             GraphTools::new(index)
-                .add_to(Toolbox::editing().with(RunTests::new(provisioned.stack.clone()))),
+                .add_to(Toolbox::editing().with(RunTests::new(oracle.stack.clone()))),
         )
         .budget(budget)
         .prices(model.prices.clone())
@@ -712,12 +701,6 @@ impl Pipeline {
             run: run.id.clone(),
         }));
         let task = Task::new(safety::adapt_task(&report));
-        let backend = self.backend_for(config).await?;
-        let gate = self.gate_for(run, config, &*backend, false);
-        let sandbox =
-            forq_bootstrap::provision(&*backend, &seeded.workspace, &provisioned.stack, &gate)
-                .await
-                .map_err(fail)?;
         self.note(
             &run.id,
             State::Testing,
@@ -727,12 +710,6 @@ impl Pipeline {
             ),
         );
         let outcome = forq_agent::agent::CodingAgent::run(&agent, &*sandbox, &task).await;
-        let oracle = Oracle {
-            stack: provisioned.stack.clone(),
-            target: provisioned.target.clone(),
-            guard: provisioned.guard.clone(),
-            timeout: Duration::from_millis(provisioned.timeout_ms),
-        };
         let result = async {
             let diff = sandbox.diff().await.map_err(|e| e.to_string())?;
             if diff.files.is_empty() {
@@ -741,7 +718,7 @@ impl Pipeline {
             if let Some(t) = diff
                 .files
                 .iter()
-                .find(|f| provisioned.stack.is_test_file(&f.path))
+                .find(|f| oracle.stack.is_test_file(&f.path))
             {
                 return Err(format!(
                     "the agent changed the test file {}; a ripple adapts callers, never tests",
@@ -809,6 +786,36 @@ impl Pipeline {
             ),
         );
         Ok(report)
+    }
+
+    /// A sandbox provisioned afresh from the run's workspace (its commits
+    /// on it; a golden used only if one matches, never built), and the
+    /// oracle the run was given.
+    async fn fresh_sandbox(
+        &self,
+        run: &Run,
+        seeded: &Seeded,
+        config: &Config,
+    ) -> Phase<(Box<dyn forq_sandbox::Sandbox>, Oracle)> {
+        let provisioned: Provisioned = self
+            .store
+            .checkpointed(&run.id, "provisioned")
+            .map_err(fail)?
+            .ok_or_else(|| fail("no provisioned checkpoint"))
+            .and_then(|v| serde_json::from_value(v).map_err(fail))?;
+        let backend = self.backend_for(config).await?;
+        let gate = self.gate_for(run, config, &*backend, false);
+        let sandbox =
+            forq_bootstrap::provision(&*backend, &seeded.workspace, &provisioned.stack, &gate)
+                .await
+                .map_err(fail)?;
+        let oracle = Oracle {
+            stack: provisioned.stack,
+            target: provisioned.target,
+            guard: provisioned.guard,
+            timeout: Duration::from_millis(provisioned.timeout_ms),
+        };
+        Ok((sandbox, oracle))
     }
 
     /// The contract check of the run's committed patch (see
@@ -1268,26 +1275,7 @@ impl Pipeline {
             State::Testing,
             &format!("committed {} on {branch}", &commit[..commit.len().min(12)]),
         );
-        let provisioned: Provisioned = self
-            .store
-            .checkpointed(&run.id, "provisioned")
-            .map_err(fail)?
-            .ok_or_else(|| fail("no provisioned checkpoint"))
-            .and_then(|v| serde_json::from_value(v).map_err(fail))?;
-        let backend = self.backend_for(config).await?;
-        // The run's own commit is on this tree: a golden is used only if
-        // one matches, never built for it.
-        let gate = self.gate_for(run, config, &*backend, false);
-        let sandbox =
-            forq_bootstrap::provision(&*backend, &seeded.workspace, &provisioned.stack, &gate)
-                .await
-                .map_err(fail)?;
-        let oracle = Oracle {
-            stack: provisioned.stack.clone(),
-            target: provisioned.target.clone(),
-            guard: provisioned.guard.clone(),
-            timeout: Duration::from_millis(provisioned.timeout_ms),
-        };
+        let (sandbox, oracle) = self.fresh_sandbox(run, seeded, config).await?;
         let judged = oracle.judge(&*sandbox).await;
         let _ = sandbox.destroy().await;
         let judgement = judged.map_err(fail)?;
@@ -1393,43 +1381,7 @@ fn make_brancher(
             }
             Box::new(llm)
         }
-        BrancherName::Agent if fix.agent.program != AgentProgram::Forq => {
-            let (var, base) = match fix.agent.program {
-                AgentProgram::Codex => ("OPENAI_API_KEY", "OPENAI_BASE_URL"),
-                _ => ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"),
-            };
-            let key = forq_agent::provider::ApiKey::from_env(var).ok_or_else(|| {
-                Stop::End(
-                    State::NeedsHuman,
-                    format!("actions.fix.agent.program needs {var}"),
-                )
-            })?;
-            let mut task = Task::new(issue_text);
-            task.context = seed::summary(workspace, 20);
-            task.conventions = codebase_notes(
-                &index,
-                &prepared.stack,
-                &prepared.oracle.target,
-                &prepared.oracle.guard,
-                NOTES_CHARS,
-            );
-            let agent = match fix.agent.program {
-                AgentProgram::Codex => {
-                    forq_agent::external::ExternalAgent::codex(key, env_url(base))
-                }
-                _ => forq_agent::external::ExternalAgent::claude_code(key, env_url(base)),
-            };
-            let mut agent = agent.max_turns(fix.agent.max_steps).subscribe(agent_log);
-            if let Some(m) = model {
-                agent = agent.prices(m.prices.clone());
-            }
-            if let Some(name) = &fix.agent.model {
-                agent = agent.model(name.clone());
-            }
-            Box::new(Agentic::new(Arc::new(agent), task))
-        }
         BrancherName::Agent => {
-            let m = need_model()?;
             let mut task = Task::new(issue_text);
             let map = index.map(1024, &[]).map(|m| m.text).unwrap_or_default();
             task.context = format!("{}\n\n{map}", seed::summary(workspace, 20));
@@ -1447,27 +1399,54 @@ fn make_brancher(
                     task.context
                 );
             }
-            let tools = GraphTools::new(index)
-                .add_to(Toolbox::editing().with(RunTests::new(prepared.stack.clone())));
-            let mut budget = AgentBudget::default().max_steps(fix.agent.max_steps);
-            if let Some(usd) = fix.agent.max_cost_usd {
-                budget = budget.max_cost_usd(usd);
-            }
-            let agent = Agent::new(m.provider, fix.agent.model.clone().unwrap_or(m.name))
-                .tools(tools)
-                .budget(budget)
-                .prices(m.prices)
-                .subscribe(agent_log);
-            Box::new(Agentic::new(Arc::new(agent), task))
+            let agent: Arc<dyn forq_agent::agent::CodingAgent> = match program_of(fix.agent.program)
+            {
+                Some(program) => {
+                    let agent = ExternalAgent::from_env(program).map_err(|why| {
+                        Stop::End(
+                            State::NeedsHuman,
+                            format!("actions.fix.agent.program: {why}"),
+                        )
+                    })?;
+                    let mut agent = agent.max_turns(fix.agent.max_steps).subscribe(agent_log);
+                    if let Some(m) = model {
+                        agent = agent.prices(m.prices.clone());
+                    }
+                    if let Some(name) = &fix.agent.model {
+                        agent = agent.model(name.clone());
+                    }
+                    Arc::new(agent)
+                }
+                None => {
+                    let m = need_model()?;
+                    let tools = GraphTools::new(index)
+                        .add_to(Toolbox::editing().with(RunTests::new(prepared.stack.clone())));
+                    let mut budget = AgentBudget::default().max_steps(fix.agent.max_steps);
+                    if let Some(usd) = fix.agent.max_cost_usd {
+                        budget = budget.max_cost_usd(usd);
+                    }
+                    Arc::new(
+                        Agent::new(m.provider, fix.agent.model.clone().unwrap_or(m.name))
+                            .tools(tools)
+                            .budget(budget)
+                            .prices(m.prices)
+                            .subscribe(agent_log),
+                    )
+                }
+            };
+            Box::new(Agentic::new(agent, task))
         }
     };
     Ok(brancher)
 }
 
-/// A base URL from the environment (`ANTHROPIC_BASE_URL`,
-/// `OPENAI_BASE_URL`), when set.
-fn env_url(var: &str) -> Option<String> {
-    std::env::var(var).ok().filter(|u| !u.trim().is_empty())
+/// The coding-agent program forq.yml names, `None` for forq's own agent.
+fn program_of(program: AgentProgram) -> Option<Program> {
+    match program {
+        AgentProgram::Forq => None,
+        AgentProgram::ClaudeCode => Some(Program::ClaudeCode),
+        AgentProgram::Codex => Some(Program::Codex),
+    }
 }
 
 /// What to do when the unmodified code gives the search no failing test.

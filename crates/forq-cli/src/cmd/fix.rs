@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use forq_agent::agent::{Agent, Task};
 use forq_agent::cost::Budget as AgentBudget;
-use forq_agent::external::ExternalAgent;
+use forq_agent::external::{ExternalAgent, Program};
 use forq_agent::issue::Issue;
 use forq_agent::provider::Provider;
 use forq_agent::tools::{GraphTools, RunTests, Toolbox};
@@ -136,31 +136,7 @@ async fn strategy(
             }
             Box::new(llm)
         }
-        BrancherName::Agent if external.is_some() => {
-            let mut task = Task::new(if issue_text.is_empty() {
-                format!(
-                    "Make these failing tests pass: {}",
-                    prepared.oracle.target.join(", ")
-                )
-            } else {
-                issue_text
-            });
-            let r = repo.to_owned();
-            if let Ok(Ok(index)) = tokio::task::spawn_blocking(move || open_index(&r)).await {
-                task.conventions = codebase_notes(
-                    &index,
-                    &prepared.stack,
-                    &prepared.oracle.target,
-                    &prepared.oracle.guard,
-                    NOTES_CHARS,
-                );
-            }
-            let agent = external.cloned().context("no external agent")?;
-            Box::new(Agentic::new(Arc::new(agent), task))
-        }
         BrancherName::Agent => {
-            let (provider, model) = model.clone().map_err(anyhow::Error::msg)?;
-            let mut tools = Toolbox::editing().with(RunTests::new(prepared.stack.clone()));
             let mut task = Task::new(if issue_text.is_empty() {
                 format!(
                     "Make these failing tests pass: {}",
@@ -170,28 +146,43 @@ async fn strategy(
                 issue_text
             });
             let r = repo.to_owned();
-            if let Ok(Ok(index)) = tokio::task::spawn_blocking(move || open_index(&r)).await {
+            let index = tokio::task::spawn_blocking(move || open_index(&r))
+                .await
+                .ok()
+                .and_then(Result::ok);
+            if let Some(index) = &index {
                 if let Ok(map) = index.map(1024, &[]) {
                     task.context = map.text;
                 }
                 task.conventions = codebase_notes(
-                    &index,
+                    index,
                     &prepared.stack,
                     &prepared.oracle.target,
                     &prepared.oracle.guard,
                     NOTES_CHARS,
                 );
-                tools = GraphTools::new(index).add_to(tools);
             }
-            let mut budget = AgentBudget::default().max_steps(args.max_steps);
-            if let Some(usd) = args.max_cost {
-                budget = budget.max_cost_usd(usd);
-            }
-            let agent = Agent::new(provider, model)
-                .tools(tools)
-                .budget(budget)
-                .prices(prices(&args.model)?);
-            Box::new(Agentic::new(Arc::new(agent), task))
+            let agent: Arc<dyn forq_agent::agent::CodingAgent> = match external {
+                Some(program) => Arc::new(program.clone()),
+                None => {
+                    let (provider, model) = model.clone().map_err(anyhow::Error::msg)?;
+                    let mut tools = Toolbox::editing().with(RunTests::new(prepared.stack.clone()));
+                    if let Some(index) = index {
+                        tools = GraphTools::new(index).add_to(tools);
+                    }
+                    let mut budget = AgentBudget::default().max_steps(args.max_steps);
+                    if let Some(usd) = args.max_cost {
+                        budget = budget.max_cost_usd(usd);
+                    }
+                    Arc::new(
+                        Agent::new(provider, model)
+                            .tools(tools)
+                            .budget(budget)
+                            .prices(prices(&args.model)?),
+                    )
+                }
+            };
+            Box::new(Agentic::new(agent, task))
         }
     };
     Ok(match args.strategy {
@@ -264,24 +255,18 @@ pub(crate) async fn run(args: FixArgs) -> anyhow::Result<ExitCode> {
     // A coding-agent program runs in the sandbox and reaches its model
     // through the egress proxy: its host joins the allowlist, and nothing
     // else does.
-    let env = |var: &str| std::env::var(var).ok().filter(|v| !v.trim().is_empty());
-    let key = |var: &str, agent: &str| {
-        forq_agent::provider::ApiKey::from_env(var)
-            .with_context(|| format!("--coding-agent {agent} needs {var}"))
-    };
-    let external = match args.coding_agent {
+    let program = match args.coding_agent {
         CodingAgentName::Forq => None,
-        program => {
-            let agent = match program {
-                CodingAgentName::Codex => {
-                    ExternalAgent::codex(key("OPENAI_API_KEY", "codex")?, env("OPENAI_BASE_URL"))
-                }
-                _ => ExternalAgent::claude_code(
-                    key("ANTHROPIC_API_KEY", "claude-code")?,
-                    env("ANTHROPIC_BASE_URL"),
-                ),
-            };
-            let mut agent = agent.max_turns(args.max_steps).prices(prices(&args.model)?);
+        CodingAgentName::ClaudeCode => Some(Program::ClaudeCode),
+        CodingAgentName::Codex => Some(Program::Codex),
+    };
+    let external = match program {
+        None => None,
+        Some(program) => {
+            let mut agent = ExternalAgent::from_env(program)
+                .map_err(|why| anyhow::anyhow!("--coding-agent needs its key: {why}"))?
+                .max_turns(args.max_steps)
+                .prices(prices(&args.model)?);
             if let Some(m) = &args.model.model {
                 agent = agent.model(m.clone());
             }

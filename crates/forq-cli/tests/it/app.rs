@@ -1387,6 +1387,17 @@ async fn a_run_paused_for_review_is_approved_from_the_command_line() {
     assert!(said.contains("only a run paused for review"), "{said}");
 }
 
+/// `forq queue --text TEXT` on `repo` (host backend) with the model
+/// replayed from `replay`: its output, and the state directory under `dir`.
+async fn queue_replayed(dir: &Path, repo: &Path, text: &str, replay: &Path) -> (Output, PathBuf) {
+    let state = dir.join("state");
+    let extra = ["--provider", "replay", "--replay", replay.to_str().unwrap()];
+    (
+        queue_text(text, repo, "host", &state, &extra, &[]).await,
+        state,
+    )
+}
+
 /// One recorded reply calling `tool` with `args`.
 fn tool_reply(n: usize, tool: &str, args: Value) -> String {
     use forq_agent::message::{Message, Part, Response, Role, StopReason, Usage};
@@ -1436,15 +1447,11 @@ async fn the_queue_writes_a_reproduction_test_first_when_no_test_fails() {
         json!({"summary": "add(2, 3) must be 5"}),
     ));
     std::fs::write(&replay, recording).unwrap();
-    let state = tmp.path().join("state");
-    let extra = ["--provider", "replay", "--replay", replay.to_str().unwrap()];
-    let out = queue_text(
-        "# add() subtracts\n\nadd(2, 3) is -1.",
+    let (out, state) = queue_replayed(
+        tmp.path(),
         &repo,
-        "host",
-        &state,
-        &extra,
-        &[],
+        "# add() subtracts\n\nadd(2, 3) is -1.",
+        &replay,
     )
     .await;
     check_exit(&out, 0);
@@ -1539,15 +1546,11 @@ async fn with_a_model_the_ripple_adapts_the_uncovered_caller_and_commits_it() {
     );
     let replay = tmp.path().join("model.jsonl");
     std::fs::write(&replay, scale_fix_replies() + &scale_adapt_replies()).unwrap();
-    let state = tmp.path().join("state");
-    let extra = ["--provider", "replay", "--replay", replay.to_str().unwrap()];
-    let out = queue_text(
-        "# scale() should take the factor",
+    let (out, state) = queue_replayed(
+        tmp.path(),
         &repo,
-        "host",
-        &state,
-        &extra,
-        &[],
+        "# scale() should take the factor",
+        &replay,
     )
     .await;
     check_exit(&out, 0);
@@ -1657,15 +1660,11 @@ async fn a_ripple_that_edits_a_test_is_not_committed_and_the_findings_stay() {
     ) + &tool_reply(2, "submit", json!({"summary": "done"}));
     let replay = tmp.path().join("model.jsonl");
     std::fs::write(&replay, scale_fix_replies() + &cheat).unwrap();
-    let state = tmp.path().join("state");
-    let extra = ["--provider", "replay", "--replay", replay.to_str().unwrap()];
-    let out = queue_text(
-        "# scale() should take the factor",
+    let (out, state) = queue_replayed(
+        tmp.path(),
         &repo,
-        "host",
-        &state,
-        &extra,
-        &[],
+        "# scale() should take the factor",
+        &replay,
     )
     .await;
     check_exit(&out, 1);
@@ -1773,10 +1772,7 @@ async fn the_operators_settings_run_claude_code_as_the_queues_agent() {
     if !native_or_skip("the_operators_settings_run_claude_code_as_the_queues_agent") {
         return;
     }
-    let on_path = std::env::var_os("PATH")
-        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join("claude").is_file()));
-    if !on_path {
-        assert!(std::env::var_os("CI").is_none(), "CI installs Claude Code");
+    if !crate::installed_or_skip("claude") {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();

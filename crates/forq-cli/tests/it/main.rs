@@ -53,6 +53,21 @@ fn native_or_skip(test: &str) -> bool {
     false
 }
 
+/// Whether `program` is on PATH; without it, a test that drives it skips
+/// (a failure under CI, which installs it from npm).
+fn installed_or_skip(program: &str) -> bool {
+    let found = std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(program).is_file()));
+    if !found {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{program} is not on PATH: CI installs it"
+        );
+        eprintln!("SKIPPED: {program} is not on PATH");
+    }
+    found
+}
+
 #[track_caller]
 fn check_exit(out: &Output, code: i32) {
     assert_eq!(
