@@ -7,6 +7,7 @@ use clap::Parser;
 
 mod cli;
 mod cmd;
+mod hints;
 
 fn main() -> ExitCode {
     let args = cli::Cli::parse();
@@ -20,6 +21,9 @@ fn main() -> ExitCode {
             #[allow(clippy::print_stderr)] // the binary's one place to report a failure
             {
                 eprintln!("forq: error: {err:#}");
+                if let Some(hint) = hints::hint(&err) {
+                    eprintln!("forq: hint: {hint}");
+                }
             }
             ExitCode::from(cmd::EXIT_FORQ_ERROR)
         }

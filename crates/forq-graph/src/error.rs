@@ -37,7 +37,7 @@ pub enum Error {
         message: String,
     },
     /// The database was written by a newer forq.
-    #[error("the index {path:?} has schema version {found}, newer than this forq's {supported}; re-index with --db elsewhere or upgrade forq")]
+    #[error("the index {path:?} has schema version {found}, newer than this forq-graph's {supported}; index into another database, or use a newer forq-graph")]
     Schema {
         /// The database file.
         path: PathBuf,
@@ -47,13 +47,13 @@ pub enum Error {
         supported: i64,
     },
     /// The last update of the index did not finish (killed, or failed).
-    #[error("the index {path:?} is incomplete: its last update was interrupted; run `forq graph index` (Index::update) to repair it")]
+    #[error("the index {path:?} is incomplete: its last update was interrupted; Index::update repairs it")]
     Interrupted {
         /// The database file.
         path: PathBuf,
     },
     /// A symbol argument matched nothing.
-    #[error("no symbol matches {query:?}; `forq graph symbols --name NAME` lists candidates")]
+    #[error("no symbol matches {query:?}")]
     NoSuchSymbol {
         /// What was asked for.
         query: String,

@@ -167,7 +167,7 @@ impl Index {
             })
             .ok_or_else(|| {
                 refuse(format!(
-                    "{}:{} no longer defines {}; run `forq graph index` again",
+                    "{}:{} no longer defines {}: the index is older than the file; update it",
                     sym.file, sym.line, sym.name
                 ))
             })?;
@@ -184,7 +184,7 @@ impl Index {
             let line = text.lines().nth(p.line as usize - 1).unwrap_or("");
             let Some(col) = word_at(line, &sym.name, Some(p.col)) else {
                 return Err(refuse(format!(
-                    "{}:{} does not read {} where the graph has it; run `forq graph index` again",
+                    "{}:{} does not read {} where the graph has it: the index is older than the file; update it",
                     p.file, p.line, sym.name
                 )));
             };

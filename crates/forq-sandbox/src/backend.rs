@@ -267,7 +267,7 @@ pub async fn open_backend(choice: BackendChoice) -> Result<Selected> {
             Err(Error::Unavailable {
                 backend: "auto",
                 reason: format!(
-                    "no isolating backend works here ({}); choose --backend host to run without isolation",
+                    "no isolating backend works here ({}); only the host backend, which isolates nothing, is left",
                     passed_over.join("; ")
                 ),
             })

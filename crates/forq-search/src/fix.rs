@@ -135,7 +135,7 @@ pub enum FixError {
     #[error(transparent)]
     Gate(#[from] forq_bootstrap::Error),
     /// The gate ran, and the repository's tests do not run.
-    #[error("the bootstrap gate is not green ({verdict}): {reason}; forq needs the repository's own tests to run (see `forq bootstrap`)")]
+    #[error("the bootstrap gate is not green ({verdict}): {reason}; a fix needs the repository's own tests to run")]
     NotBootstrapped {
         /// The verdict.
         verdict: String,

@@ -43,10 +43,12 @@ pub enum OracleError {
         tail: String,
     },
     /// No target was given and every test passes.
-    #[error("every test passes on the unmodified code: name the failing test that captures the issue (--target TEST_ID), or configure a model so the agent writes a reproduction test first")]
+    #[error("every test passes on the unmodified code: no test captures the issue yet")]
     NothingFails,
     /// The runner counted failures but named none forq could read.
-    #[error("the runner reports {failed} failing test(s), but its output names none that forq can read: name the failing test that captures the issue (--target TEST_ID)")]
+    #[error(
+        "the runner reports {failed} failing test(s), but its output names none that forq can read"
+    )]
     UnnamedFailures {
         /// Failed plus errored, by the runner's own count.
         failed: u32,

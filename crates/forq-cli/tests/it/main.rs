@@ -1068,3 +1068,46 @@ async fn under_a_terminal_the_sandbox_gets_none() {
     assert!(text.contains("got=typed here"), "{text}");
     assert_eq!(out.status.code(), Some(3), "{text}");
 }
+
+#[tokio::test]
+async fn errors_say_what_happened_and_the_hint_what_to_type_next() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(
+        tmp.path().join("calc.py"),
+        "def add(a, b):\n    return a + b\n",
+    )
+    .unwrap();
+    let repo = tmp.path().to_str().unwrap();
+    let out = forq(&["graph", "callers", "nosuch", "--repo", repo]).await;
+    check_exit(&out, 125);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("forq: error: no symbol matches \"nosuch\"\n"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("forq: hint: `forq graph symbols --name NAME` lists candidates\n"),
+        "{stderr}"
+    );
+    // Every test passes: the library says so, the hint names the flag.
+    std::fs::create_dir(tmp.path().join("tests")).unwrap();
+    std::fs::write(tmp.path().join("tests/__init__.py"), "").unwrap();
+    std::fs::write(
+        tmp.path().join("tests/test_calc.py"),
+        "import unittest\n\nfrom calc import add\n\n\nclass T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n",
+    )
+    .unwrap();
+    let out = forq(&["fix", repo, "--backend", "host", "--provider", "openai"]).await;
+    check_exit(&out, 125);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("every test passes on the unmodified code: no test captures the issue yet"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(
+            "forq: hint: name the failing test that captures the issue with --target TEST_ID"
+        ),
+        "{stderr}"
+    );
+}

@@ -1564,7 +1564,7 @@ impl Drop for NativeSandbox {
             return;
         };
         if let Err(e) = self.release(&mut inner) {
-            tracing::warn!(id = %self.id, error = %e, "cannot release a dropped sandbox; `forq sandbox gc` will");
+            tracing::warn!(id = %self.id, error = %e, "cannot release a dropped sandbox; garbage collection (forq_sandbox::gc) will");
         }
     }
 }
