@@ -145,7 +145,10 @@ fn an_interrupted_update_is_refused_then_repaired() {
         matches!(err, forq_graph::Error::Interrupted { .. }),
         "{err}"
     );
-    assert!(err.to_string().contains("Index::update repairs it"), "{err}");
+    assert!(
+        err.to_string().contains("Index::update repairs it"),
+        "{err}"
+    );
     let mut index = index;
     let report = index.update().unwrap();
     assert!(report.repaired && report.parsed == 0, "{report:?}");
