@@ -413,7 +413,7 @@ fn secs(d: Duration) -> u64 {
 /// missing module or command, an unresolvable dependency or host, a
 /// compile error, a full disk.
 fn cause(output: &str) -> Option<String> {
-    const SIGNS: [&str; 22] = [
+    const SIGNS: [&str; 23] = [
         "ModuleNotFoundError:",
         "ImportError:",
         "No module named",
@@ -426,6 +426,8 @@ fn cause(output: &str) -> Option<String> {
         "ENOTFOUND",
         "EAI_AGAIN",
         "command not found",
+        // dash's wording: `sh: 1: cargo: not found`.
+        ": not found",
         "No such file or directory",
         "no required module provides package",
         "cannot find package",

@@ -155,10 +155,17 @@ pub(crate) fn install_failure(out: &ExecOutcome, timeout: Duration) -> Option<St
         return None;
     }
     let text = format!("{}\n{}", out.stdout_text(), out.stderr_text());
-    Some(crate::gate::with_cause(
-        format!("exited {}", out.shell_code()),
-        &text,
-    ))
+    let reason = crate::gate::with_cause(format!("exited {}", out.shell_code()), &text);
+    // A step that could not even start says so in its last line, or in
+    // nothing at all: either is the cause.
+    if matches!(out.shell_code(), 126 | 127) && !reason.contains(": ") {
+        let last = text.lines().rev().find(|l| !l.trim().is_empty());
+        return Some(match last {
+            Some(line) => format!("{reason}: {}", line.trim()),
+            None => format!("{reason} with no output"),
+        });
+    }
+    Some(reason)
 }
 
 /// What a test run showed.
