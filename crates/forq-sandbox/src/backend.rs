@@ -15,6 +15,7 @@ use crate::spec::{ExecOutcome, ExecRequest, SandboxSpec};
 /// The kinds of backend.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum BackendKind {
     /// Linux namespaces and overlayfs.
     Native,
@@ -44,6 +45,7 @@ impl fmt::Display for BackendKind {
 /// A backend as a caller chooses it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum BackendChoice {
     /// Native where it works, else docker, else an error that says why
     /// (the host backend is never picked silently: it does not isolate).

@@ -177,7 +177,7 @@ impl Harness {
                     .await
                     .expect("reconnect"),
             ),
-            BackendKind::Host => panic!("the host backend keeps no goldens"),
+            other => panic!("the {other} backend keeps no goldens"),
         }
     }
 
