@@ -38,7 +38,7 @@ pub enum CleanError {
     #[error(transparent)]
     Store(#[from] StoreError),
     /// A workspace could not be removed.
-    #[error("cannot remove {path}: {source}; remove it by hand, then run `forq runs clean` again")]
+    #[error("cannot remove {path}: {source}; remove it by hand, then clean again")]
     Remove {
         /// The directory.
         path: PathBuf,

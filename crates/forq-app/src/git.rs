@@ -23,7 +23,7 @@ pub enum GitError {
         message: String,
     },
     /// The remote has a branch of that name that is not the run's.
-    #[error("the remote's {branch} is not this run's (it moved, or someone else pushed it); nothing was forced over it: push under another name with --branch, or start a fresh run")]
+    #[error("the remote's {branch} is not this run's (it moved, or someone else pushed it); nothing was forced over it: push under another name, or start a fresh run")]
     Rejected {
         /// The branch.
         branch: String,

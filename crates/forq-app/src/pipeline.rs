@@ -33,6 +33,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::config::{AgentProgram, BrancherName, Config, FundingMode, Mode, ReviewPoint, Strategy};
+use crate::failure::{classify, FailureKind};
 use crate::git;
 use crate::preview::{Preview, PreviewError, PreviewSpec};
 use crate::review;
@@ -153,10 +154,10 @@ pub enum RunError {
     #[error(transparent)]
     Store(#[from] StoreError),
     /// The run's task panicked (a bug in forq: please report it).
-    #[error("run {0}: forq panicked while running it; `forq runs resume {0}` continues it")]
+    #[error("run {0}: forq panicked while running it; resuming the run continues it from its last checkpoint")]
     Panicked(String),
     /// Another live process works on the run.
-    #[error("run {id} is being worked on by process {pid}; `forq runs abort {id}` stops it")]
+    #[error("run {id} is being worked on by process {pid}")]
     Busy {
         /// The run.
         id: String,
@@ -185,12 +186,43 @@ struct Implemented {
     hypothesis: Option<String>,
     patch: Option<PathBuf>,
     cost_usd: f64,
+    /// The budget ended the search with candidates untried.
+    #[serde(default)]
+    budget_spent: bool,
 }
 
-/// How a phase ended short of the next one.
-enum Stop {
-    /// The run is over, in this state, for this reason.
-    End(State, String),
+/// How a phase ended short of the next one: the run is over, in this
+/// state, for this reason, of this class.
+struct Stop {
+    state: State,
+    reason: String,
+    failure: Option<FailureKind>,
+}
+
+impl Stop {
+    /// Over in `state`: a failure is infrastructure's and an abort is a
+    /// cancellation unless said otherwise ([`Stop::short`]).
+    fn end(state: State, reason: impl Into<String>) -> Stop {
+        let failure = match state {
+            State::Failed => Some(FailureKind::Infrastructure),
+            State::Aborted => Some(FailureKind::Cancelled),
+            _ => None,
+        };
+        Stop {
+            state,
+            reason: reason.into(),
+            failure,
+        }
+    }
+
+    /// Over in `state`, short of the goal for a reason of class `kind`.
+    fn short(state: State, reason: impl Into<String>, kind: FailureKind) -> Stop {
+        Stop {
+            state,
+            reason: reason.into(),
+            failure: Some(kind),
+        }
+    }
 }
 
 type Phase<T> = Result<T, Stop>;
@@ -198,8 +230,11 @@ type Phase<T> = Result<T, Stop>;
 /// The checkpoint holding what the run's requester chose.
 const REQUESTED: &str = "requested";
 
-fn fail(e: impl std::fmt::Display) -> Stop {
-    Stop::End(State::Failed, e.to_string())
+/// The run failed with `e`, classed by what `e` is (infrastructure when
+/// no library claims it).
+fn fail(e: impl std::error::Error + 'static) -> Stop {
+    let kind = classify(&e).unwrap_or(FailureKind::Infrastructure);
+    Stop::short(State::Failed, e.to_string(), kind)
 }
 
 impl Pipeline {
@@ -303,7 +338,7 @@ impl Pipeline {
         let selected = forq_sandbox::open_backend(BackendChoice::Kind(kind))
             .await
             .map_err(|e| {
-                Stop::End(
+                Stop::end(
                     State::Failed,
                     format!("forq.yml asks for sandbox.backend {kind}: {e}"),
                 )
@@ -390,7 +425,7 @@ impl Pipeline {
                 .map(|r| r.abort_requested)
                 .unwrap_or(false)
         {
-            return Err(Stop::End(State::Aborted, "aborted by request".to_owned()));
+            return Err(Stop::end(State::Aborted, "aborted by request".to_owned()));
         }
         if order(run.state) < order(to) {
             *run = self.store.transition(&run.id, to, "").map_err(fail)?;
@@ -423,16 +458,21 @@ impl Pipeline {
         let id = run.id.clone();
         let outcome = tokio::select! {
             r = self.phases(&mut run) => r,
-            () = self.abort_requested(&id) => Err(Stop::End(State::Aborted, "aborted by request".to_owned())),
+            () = self.abort_requested(&id) => Err(Stop::end(State::Aborted, "aborted by request".to_owned())),
         };
-        let Err(Stop::End(state, reason)) = outcome else {
+        let Err(Stop {
+            state,
+            reason,
+            failure,
+        }) = outcome
+        else {
             return Ok(self.store.get(&id)?);
         };
         let current = self.store.get(&id)?;
         if current.state.is_terminal() {
             return Ok(current);
         }
-        let done = self.store.transition(&id, state, &reason)?;
+        let done = self.store.end(&id, state, &reason, failure)?;
         self.tell(&id, state, &reason);
         Ok(done)
     }
@@ -469,19 +509,19 @@ impl Pipeline {
             let _ = self.store.record(&id, Some(cost), None, None);
         }
         if run.action == Action::Triage {
-            return Err(Stop::End(State::Triaged, reason));
+            return Err(Stop::end(State::Triaged, reason));
         }
         if triage["attempt_fix"] == json!(false) {
-            return Err(Stop::End(State::NeedsHuman, format!("triage: {reason}")));
+            return Err(Stop::end(State::NeedsHuman, format!("triage: {reason}")));
         }
         // Provisioning: the workspace, then the gate, the warm root and the oracle.
         self.enter(run, State::Provisioning)?;
         let seeded = self.seeded(run).await?;
         let config = self.config_of(run, &seeded.workspace)?;
         if run.action == Action::Auto && config.actions.fix.mode == Mode::Manual {
-            return Err(Stop::End(
+            return Err(Stop::end(
                 State::Triaged,
-                format!("{reason}; actions.fix.mode is manual in forq.yml: `forq queue --action fix` fixes it"),
+                format!("{reason}; actions.fix.mode is manual in forq.yml: a run with the fix action fixes it"),
             ));
         }
         let model = self.model_for(run, &config)?;
@@ -509,14 +549,22 @@ impl Pipeline {
             .store
             .record(&id, Some(triage_cost + implemented.cost_usd), None, None);
         if !implemented.solved {
-            return Err(Stop::End(
-                State::NeedsHuman,
-                format!(
-                    "no green candidate in {} candidate{}",
-                    implemented.nodes,
-                    if implemented.nodes == 1 { "" } else { "s" }
-                ),
-            ));
+            let reason = format!(
+                "no green candidate in {} candidate{}",
+                implemented.nodes,
+                if implemented.nodes == 1 { "" } else { "s" }
+            );
+            return Err(if implemented.budget_spent {
+                Stop::short(
+                    State::NeedsHuman,
+                    format!(
+                        "{reason}: the budget (actions.fix.budget) ran out with candidates untried"
+                    ),
+                    FailureKind::Budget,
+                )
+            } else {
+                Stop::end(State::NeedsHuman, reason)
+            });
         }
         let branch = git::branch_name(&config.actions.fix.branch, "fix", &id, &run.issue.id);
         // A person looks at the green patch first, when forq.yml says so.
@@ -542,7 +590,7 @@ impl Pipeline {
                     &json!({"point": "commit", "resume": run.state.name(), "what": what}),
                 )
                 .map_err(fail)?;
-            return Err(Stop::End(
+            return Err(Stop::end(
                 State::NeedsReview,
                 format!("waiting for review before committing: {what}"),
             ));
@@ -561,12 +609,15 @@ impl Pipeline {
             }
         };
         if tested["green"] != json!(true) {
-            return Err(Stop::End(
+            // Green in the search, red on a fresh sandbox: a test that
+            // depends on more than the code (order, time, leftovers).
+            return Err(Stop::short(
                 State::Failed,
                 format!(
                     "the committed patch is not green on a fresh sandbox: {}",
                     tested["why"].as_str().unwrap_or("")
                 ),
+                FailureKind::Repository,
             ));
         }
         self.store
@@ -651,7 +702,7 @@ impl Pipeline {
                 &json!({"point": point.name(), "resume": run.state.name(), "what": what}),
             )
             .map_err(fail)?;
-        Err(Stop::End(
+        Err(Stop::end(
             State::NeedsReview,
             format!("waiting for review before the {}: {what}", point.name()),
         ))
@@ -801,7 +852,7 @@ impl Pipeline {
             .store
             .checkpointed(&run.id, "provisioned")
             .map_err(fail)?
-            .ok_or_else(|| fail("no provisioned checkpoint"))
+            .ok_or_else(|| Stop::end(State::Failed, "no provisioned checkpoint"))
             .and_then(|v| serde_json::from_value(v).map_err(fail))?;
         let backend = self.backend_for(config).await?;
         let gate = self.gate_for(run, config, &*backend, false);
@@ -884,9 +935,10 @@ impl Pipeline {
         let model = self.model_for(run, &repo_config)?;
         let Some(model) = &model else {
             if run.action == Action::Triage {
-                return Err(Stop::End(
+                return Err(Stop::short(
                     State::Failed,
-                    "triage needs a model: set ANTHROPIC_API_KEY or OPENAI_API_KEY (or --provider replay)".to_owned(),
+                    "triage needs a model: set ANTHROPIC_API_KEY or OPENAI_API_KEY (or --provider replay)",
+                    FailureKind::Input,
                 ));
             }
             self.note(
@@ -938,10 +990,13 @@ impl Pipeline {
             if seeded.workspace.join(".git").exists() {
                 return Ok(seeded);
             }
-            return Err(fail(format!(
-                "the run's workspace {} is gone; start a new run",
-                seeded.workspace.display()
-            )));
+            return Err(Stop::end(
+                State::Failed,
+                format!(
+                    "the run's workspace {} is gone; start a new run",
+                    seeded.workspace.display()
+                ),
+            ));
         }
         let trace = self
             .store
@@ -966,8 +1021,13 @@ impl Pipeline {
             .await
             .map_err(fail)?;
         for file in &run.context {
-            let bytes = std::fs::read(&file.source)
-                .map_err(|e| fail(format!("context file {}: {e}", file.source)))?;
+            let bytes = std::fs::read(&file.source).map_err(|e| {
+                Stop::short(
+                    State::Failed,
+                    format!("context file {}: {e}", file.source),
+                    FailureKind::Input,
+                )
+            })?;
             seed::add_context(&workspace, &file.dest, &bytes).map_err(fail)?;
         }
         self.store
@@ -1007,7 +1067,7 @@ impl Pipeline {
             Some(c) => c.clone(),
             None => Config::load(workspace)
                 .map(|(c, _)| self.repository_config(&run.id, c))
-                .map_err(fail)?,
+                .map_err(|e| Stop::short(State::Failed, e.to_string(), FailureKind::Repository))?,
         };
         // What whoever queued the run asked for (`request_fix`) wins.
         if let Some(asked) = self.store.checkpointed(&run.id, REQUESTED).map_err(fail)? {
@@ -1070,12 +1130,13 @@ impl Pipeline {
         }
         match &self.contributor {
             Some(m) => Ok(Some(m.clone())),
-            None => Err(Stop::End(
+            None => Err(Stop::short(
                 State::NeedsHuman,
                 format!(
-                    "forq.yml makes runs contributor-funded and {} is not trusted: give the contributor's key (--contributor-key-env VAR)",
+                    "forq.yml makes runs contributor-funded and {} is not trusted: the run needs the contributor's key",
                     run.issue.author.as_deref().unwrap_or("the issue's author")
                 ),
+                FailureKind::Input,
             )),
         }
     }
@@ -1119,18 +1180,23 @@ impl Pipeline {
         )
         .await
         .map_err(|e| match e {
-            forq_search::FixError::NotBootstrapped { .. } => Stop::End(State::NeedsHuman, e.to_string()),
-            forq_search::FixError::Oracle(OracleError::NothingFails) => Stop::End(
+            forq_search::FixError::NotBootstrapped { .. } => {
+                Stop::short(State::NeedsHuman, e.to_string(), FailureKind::Repository)
+            }
+            forq_search::FixError::Oracle(OracleError::NothingFails) => Stop::short(
                 State::NeedsHuman,
                 format!("every test passes on the unmodified code: {NAME_TARGETS}, or configure a model so a reproduction test is written first"),
+                FailureKind::Repository,
             ),
-            forq_search::FixError::Reproduction(why) => Stop::End(
+            forq_search::FixError::Reproduction(why) => Stop::short(
                 State::NeedsHuman,
                 format!("every test passes on the unmodified code, and the reproduction test was not usable: {why}; {NAME_TARGETS}"),
+                FailureKind::Model,
             ),
-            forq_search::FixError::Oracle(OracleError::UnnamedFailures { failed }) => Stop::End(
+            forq_search::FixError::Oracle(OracleError::UnnamedFailures { failed }) => Stop::short(
                 State::NeedsHuman,
                 format!("the runner reports {failed} failing test(s) but names none forq can read: {NAME_TARGETS}"),
+                FailureKind::Repository,
             ),
             e => fail(e),
         })?;
@@ -1241,6 +1307,7 @@ impl Pipeline {
             hypothesis: report.hypothesis,
             patch: report.patch,
             cost_usd: report.cost_usd,
+            budget_spent: report.budget_spent,
         })
     }
 
@@ -1257,7 +1324,7 @@ impl Pipeline {
         let patch = implemented
             .patch
             .clone()
-            .ok_or_else(|| fail("a solved run has no patch file"))?;
+            .ok_or_else(|| Stop::end(State::Failed, "a solved run has no patch file"))?;
         let message = format!(
             "Fix #{}: {}\n\n{}\n\nforq run {} ({} line{} changed).",
             run.issue.id,
@@ -1303,9 +1370,7 @@ impl Pipeline {
                 state: run.state.name().to_owned(),
             });
         }
-        let stopped = |s: Stop| match s {
-            Stop::End(_, why) => PreviewError::Sandbox(why),
-        };
+        let stopped = |s: Stop| PreviewError::Sandbox(s.reason);
         let read = |phase: &str| {
             self.store
                 .checkpointed(&run.id, phase)
@@ -1355,12 +1420,13 @@ fn make_brancher(
     let context_files: Vec<String> = run.context.iter().map(|c| c.dest.clone()).collect();
     let need_model = || {
         model.cloned().ok_or_else(|| {
-                Stop::End(
+                Stop::short(
                     State::NeedsHuman,
                     format!(
                         "the {} brancher needs a model: set ANTHROPIC_API_KEY or OPENAI_API_KEY, or use brancher: mutate",
                         brancher_name_str(brancher_name)
                     ),
+                    FailureKind::Input,
                 )
             })
     };
@@ -1403,9 +1469,10 @@ fn make_brancher(
             {
                 Some(program) => {
                     let agent = ExternalAgent::from_env(program).map_err(|why| {
-                        Stop::End(
+                        Stop::short(
                             State::NeedsHuman,
                             format!("actions.fix.agent.program: {why}"),
+                            FailureKind::Input,
                         )
                     })?;
                     let mut agent = agent.max_turns(fix.agent.max_steps).subscribe(agent_log);

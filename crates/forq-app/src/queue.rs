@@ -140,10 +140,10 @@ pub enum QueueError {
         repo: Option<String>,
     },
     /// A local issue names no repository.
-    #[error("issue {0} names no repository: add `repo:` to its front matter, or pass --repo DIR")]
+    #[error("issue {0} names no repository: add `repo:` to its front matter, or give the queue a default repository")]
     NoRepo(String),
     /// A GitHub repository's forq.yml is invalid.
-    #[error("{slug}'s {error}; fix it there, or pass --config FILE")]
+    #[error("{slug}'s {error}; fix it there, or give the queue settings for every run")]
     RemoteConfig {
         /// `OWNER/REPO`.
         slug: String,

@@ -22,6 +22,8 @@ use rusqlite::{params, Connection, OptionalExtension};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::failure::FailureKind;
+
 /// Where a run is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -232,6 +234,12 @@ pub struct Run {
     pub started_ms: Option<u64>,
     /// Context files put into its workspace when it is seeded.
     pub context: Vec<ContextFile>,
+    /// Why it stopped short, as a class: set when it ended `failed`,
+    /// `aborted` (`cancelled`), or `needs_human` for a reason that is not
+    /// a decision (a repository whose tests do not run, a budget spent, a
+    /// missing model); `None` for a run that reached its goal, one triage
+    /// declined, and one whose search found no green candidate.
+    pub failure: Option<FailureKind>,
 }
 
 /// A file given to a run as context: read from `source` on the host,
@@ -294,7 +302,7 @@ pub enum StoreError {
         source: rusqlite::Error,
     },
     /// No run has this id.
-    #[error("no run {0}; `forq runs` lists them")]
+    #[error("no run {0} in the store")]
     NotFound(String),
     /// More than one run starts with this prefix.
     #[error("{0} names more than one run; give more of the id")]
@@ -330,7 +338,7 @@ pub struct Store {
 }
 
 /// The schema this build writes; `PRAGMA user_version` holds a store's.
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// The runs table of schema 1, and the columns a store made before schema
 /// versions existed may lack (added by the first migration).
@@ -417,6 +425,8 @@ fn migrate(c: &Connection, from: i64) -> Result<(), rusqlite::Error> {
             Ok(())
         }
         1 => c.execute_batch(EVENTS_V2),
+        // Schema 3: why a run stopped short, as a class.
+        2 => c.execute_batch("ALTER TABLE runs ADD COLUMN failure TEXT"),
         _ => Ok(()),
     }
 }
@@ -547,7 +557,8 @@ impl Store {
         let rows = self.with(|c| {
             let mut q = c.prepare(
                 "SELECT id, issue, repo, action, state, reason, created_ms, updated_ms, pid,
-                        cost_usd, patch_lines, branch, abort_requested, started_ms, context
+                        cost_usd, patch_lines, branch, abort_requested, started_ms, context,
+                        failure
                  FROM runs WHERE id = ?1 OR id LIKE ?2 ORDER BY id = ?1 DESC LIMIT 2",
             )?;
             let rows = q
@@ -568,7 +579,8 @@ impl Store {
         self.with(|c| {
             let mut q = c.prepare(
                 "SELECT id, issue, repo, action, state, reason, created_ms, updated_ms, pid,
-                        cost_usd, patch_lines, branch, abort_requested, started_ms, context
+                        cost_usd, patch_lines, branch, abort_requested, started_ms, context,
+                        failure
                  FROM runs ORDER BY created_ms DESC, id DESC LIMIT ?1",
             )?;
             let rows = q
@@ -598,6 +610,18 @@ impl Store {
     /// except that a run with a patch becomes `pr_opened`, and a run paused
     /// for review goes on (approved) or is aborted (rejected).
     pub fn transition(&self, id: &str, to: State, reason: &str) -> Result<Run, StoreError> {
+        self.end(id, to, reason, None)
+    }
+
+    /// Like [`Store::transition`], recording `failure` as the class of why
+    /// the run stopped short (kept with the run and in the state event).
+    pub fn end(
+        &self,
+        id: &str,
+        to: State,
+        reason: &str,
+        failure: Option<FailureKind>,
+    ) -> Result<Run, StoreError> {
         let run = self.get(id)?;
         let now = now_ms() as i64;
         let moved = self.write(|c| {
@@ -615,18 +639,17 @@ impl Store {
             if !allowed {
                 return Ok(Err(from));
             }
+            let kind = failure.map(FailureKind::name);
             c.execute(
-                "UPDATE runs SET state = ?2, reason = ?3, updated_ms = ?4 WHERE id = ?1",
-                params![run.id, to.name(), reason, now],
+                "UPDATE runs SET state = ?2, reason = ?3, updated_ms = ?4, failure = ?5 WHERE id = ?1",
+                params![run.id, to.name(), reason, now, kind],
             )?;
-            append_event(
-                c,
-                &run.id,
-                now,
-                "state",
-                &serde_json::json!({"from": from.name(), "to": to.name(), "reason": reason})
-                    .to_string(),
-            )?;
+            let mut event =
+                serde_json::json!({"from": from.name(), "to": to.name(), "reason": reason});
+            if let Some(kind) = kind {
+                event["failure"] = kind.into();
+            }
+            append_event(c, &run.id, now, "state", &event.to_string())?;
             Ok(Ok(()))
         })?;
         if let Err(state) = moved {
@@ -851,6 +874,10 @@ fn row(r: &rusqlite::Row<'_>) -> Result<Run, rusqlite::Error> {
         abort_requested: r.get::<_, i64>(12)? != 0,
         started_ms: r.get::<_, Option<i64>>(13)?.map(|t| t as u64),
         context: serde_json::from_str(&r.get::<_, String>(14)?).unwrap_or_default(),
+        failure: r
+            .get::<_, Option<String>>(15)?
+            .as_deref()
+            .and_then(FailureKind::from_name),
     })
 }
 

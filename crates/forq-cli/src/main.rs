@@ -5,13 +5,40 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+/// Returns from the function with an error about what the person gave
+/// on the command line (exit 65): `bail_input!("--threshold {t} is …")`.
+macro_rules! bail_input {
+    ($($arg:tt)*) => {
+        return Err($crate::failures::Input(format!($($arg)*)).into())
+    };
+}
+
 mod cli;
 mod cmd;
-mod hints;
+mod failures;
 
 fn main() -> ExitCode {
-    let args = cli::Cli::parse();
+    let args = match cli::Cli::try_parse() {
+        Ok(args) => args,
+        Err(e) => {
+            // --help and --version print and succeed; a command line that
+            // does not parse is a usage error.
+            let _ = e.print();
+            return if e.use_stderr() {
+                ExitCode::from(failures::EXIT_USAGE)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
     cli::init_logging(args.verbose);
+    // `forq sandbox run` exits with its command's code: forq's own failure
+    // is 125 whatever its class, as `docker run` does, so it never looks
+    // like the command's.
+    let passthrough = matches!(
+        args.command,
+        cli::Command::Sandbox(cli::SandboxCommand::Run(_))
+    );
     match cmd::run(args) {
         Ok(code) => code,
         // A reader that stopped reading (`forq runs show ID | head`) is not
@@ -21,11 +48,15 @@ fn main() -> ExitCode {
             #[allow(clippy::print_stderr)] // the binary's one place to report a failure
             {
                 eprintln!("forq: error: {err:#}");
-                if let Some(hint) = hints::hint(&err) {
+                if let Some(hint) = failures::hint(&err) {
                     eprintln!("forq: hint: {hint}");
                 }
             }
-            ExitCode::from(cmd::EXIT_FORQ_ERROR)
+            ExitCode::from(if passthrough {
+                failures::EXIT_UNCLASSIFIED
+            } else {
+                failures::exit_code(&err)
+            })
         }
     }
 }

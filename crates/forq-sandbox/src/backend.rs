@@ -23,6 +23,9 @@ pub enum BackendKind {
     Docker,
     /// Plain processes in a directory copy, no isolation.
     Host,
+    /// A backend implemented outside this crate (a remote service, a
+    /// test fake): [`open_backend`] cannot open it; its own crate does.
+    Custom,
 }
 
 impl BackendKind {
@@ -32,6 +35,7 @@ impl BackendKind {
             BackendKind::Native => "native",
             BackendKind::Docker => "docker",
             BackendKind::Host => "host",
+            BackendKind::Custom => "custom",
         }
     }
 }
@@ -82,6 +86,25 @@ pub struct DirEntry {
     pub is_dir: bool,
     /// Size in bytes (0 for directories).
     pub size: u64,
+}
+
+impl DirEntry {
+    /// A file of `size` bytes named `name`.
+    pub fn file(name: impl Into<String>, size: u64) -> Self {
+        DirEntry {
+            name: name.into(),
+            is_dir: false,
+            size,
+        }
+    }
+    /// A directory named `name`.
+    pub fn dir(name: impl Into<String>) -> Self {
+        DirEntry {
+            name: name.into(),
+            is_dir: true,
+            size: 0,
+        }
+    }
 }
 
 /// Makes sandboxes.
@@ -205,6 +228,9 @@ pub trait Sandbox: Send + Sync + fmt::Debug {
 }
 
 /// A frozen sandbox state that forks start from.
+///
+/// A backend made outside this crate makes its snapshots with
+/// [`Snapshot::new`] over its own [`SnapshotSource`].
 #[derive(Clone)]
 pub struct Snapshot {
     pub(crate) inner: Arc<dyn SnapshotSource>,
@@ -217,6 +243,11 @@ impl fmt::Debug for Snapshot {
 }
 
 impl Snapshot {
+    /// A snapshot whose forks `source` makes.
+    pub fn new(source: Arc<dyn SnapshotSource>) -> Self {
+        Snapshot { inner: source }
+    }
+
     /// An id for the frozen state.
     pub fn id(&self) -> String {
         self.inner.id()
@@ -228,10 +259,14 @@ impl Snapshot {
     }
 }
 
-/// What a backend implements behind [`Snapshot`].
+/// What a backend implements behind [`Snapshot`]: the frozen state, and
+/// how a new sandbox starts from it. It lives as long as any clone of the
+/// snapshot does.
 #[async_trait]
-pub(crate) trait SnapshotSource: Send + Sync {
+pub trait SnapshotSource: Send + Sync {
+    /// An id for the frozen state.
     fn id(&self) -> String;
+    /// A new, independent sandbox starting from the frozen state.
     async fn fork(&self) -> Result<Box<dyn Sandbox>>;
 }
 
@@ -290,6 +325,12 @@ async fn open_kind(kind: BackendKind) -> Result<Arc<dyn Backend>> {
             return Err(Error::Unavailable {
                 backend: "docker",
                 reason: "forq-sandbox was built without its `docker` feature".to_owned(),
+            })
+        }
+        BackendKind::Custom => {
+            return Err(Error::Unavailable {
+                backend: "custom",
+                reason: "a custom backend is opened by the crate that implements it".to_owned(),
             })
         }
     })

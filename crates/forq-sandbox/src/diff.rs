@@ -50,6 +50,56 @@ pub struct Diff {
 }
 
 impl Diff {
+    /// The diff of files given by their contents: each change is a path
+    /// (relative, `/`-separated), its content in the base (`None`: it did
+    /// not exist) and now (`None`: deleted), as regular files. Unchanged
+    /// files and paths under `.git` or `.forq` are left out; the rest is
+    /// sorted by path. For a backend that keeps files outside a directory
+    /// tree (in memory, remotely).
+    ///
+    /// ```
+    /// use forq_sandbox::{ChangeKind, Diff};
+    ///
+    /// let diff = Diff::from_contents([
+    ///     ("calc.py", Some(&b"def add(a, b):\n    return a - b\n"[..]), Some(&b"def add(a, b):\n    return a + b\n"[..])),
+    ///     ("same.txt", Some(&b"x\n"[..]), Some(&b"x\n"[..])),
+    /// ]);
+    /// assert_eq!(diff.files.len(), 1);
+    /// assert_eq!(diff.files[0].kind, ChangeKind::Modified);
+    /// assert_eq!(diff.changed_lines(), 2);
+    /// assert!(diff.patch.contains("+    return a + b"));
+    /// ```
+    pub fn from_contents<'a, P: AsRef<str>>(
+        changes: impl IntoIterator<Item = (P, Option<&'a [u8]>, Option<&'a [u8]>)>,
+    ) -> Diff {
+        type Change<'b> = (String, Option<&'b [u8]>, Option<&'b [u8]>);
+        let mut changes: Vec<Change<'a>> = changes
+            .into_iter()
+            .map(|(p, old, new)| (p.as_ref().to_owned(), old, new))
+            .filter(|(p, _, _)| !excluded(Path::new(p)))
+            .collect();
+        changes.sort_by(|a, b| a.0.cmp(&b.0));
+        let side = |bytes: Option<&[u8]>| {
+            bytes.map(|b| Side {
+                content: b.to_vec(),
+                mode: 0o100644,
+            })
+        };
+        let mut diff = Diff::default();
+        for (path, old, new) in changes {
+            let kind = match (old, new) {
+                (None, None) => continue,
+                (Some(a), Some(b)) if a == b => continue,
+                (None, Some(_)) => ChangeKind::Added,
+                (Some(_), None) => ChangeKind::Deleted,
+                (Some(_), Some(_)) => ChangeKind::Modified,
+            };
+            let change = render(&mut diff.patch, &path, kind, side(old), side(new));
+            diff.files.push(change);
+        }
+        diff
+    }
+
     /// No file changed.
     pub fn is_empty(&self) -> bool {
         self.files.is_empty()

@@ -81,6 +81,7 @@ mod state;
 
 pub use backend::{
     open_backend, Backend, BackendChoice, BackendKind, DirEntry, Sandbox, Selected, Snapshot,
+    SnapshotSource,
 };
 pub use diff::{ChangeKind, Diff, FileChange};
 #[cfg(feature = "docker")]
@@ -95,6 +96,7 @@ pub use host::{HostBackend, HostOptions, HostSandbox};
 pub use native::{
     NativeBackend, NativeOptions, NativeSandbox, Toolchain, DEFAULT_ID_BASE, MAX_LAYERS,
 };
+pub use paths::lexical as workspace_path;
 pub use protections::{protections, Protection};
 pub use pty::{Pty, RawMode};
 pub use service::ServiceNetwork;

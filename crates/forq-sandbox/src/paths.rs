@@ -8,7 +8,17 @@ use crate::error::{Error, Result};
 
 /// Checks that `rel` names something inside a workspace by its words alone:
 /// relative, no `..`, no root. Returns it normalised (no `.` components).
-pub(crate) fn lexical(rel: &Path) -> Result<PathBuf> {
+/// A backend made outside this crate calls it on every path it is given
+/// (it does not follow symbolic links: a backend with links on disk must
+/// resolve them itself).
+///
+/// ```
+/// use std::path::Path;
+/// assert_eq!(forq_sandbox::workspace_path(Path::new("./src/a.py")).unwrap(), Path::new("src/a.py"));
+/// assert!(forq_sandbox::workspace_path(Path::new("../etc/passwd")).is_err());
+/// assert!(forq_sandbox::workspace_path(Path::new("/etc/passwd")).is_err());
+/// ```
+pub fn lexical(rel: &Path) -> Result<PathBuf> {
     let mut out = PathBuf::new();
     for comp in rel.components() {
         match comp {

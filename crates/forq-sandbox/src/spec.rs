@@ -386,6 +386,18 @@ pub struct ExecOutcome {
 }
 
 impl ExecOutcome {
+    /// A command that exited with `code` after printing `stdout` and
+    /// `stderr` (for a backend made outside this crate; set the other
+    /// fields on the result).
+    pub fn exited(code: i32, stdout: impl Into<Vec<u8>>, stderr: impl Into<Vec<u8>>) -> Self {
+        ExecOutcome {
+            exit_code: Some(code),
+            stdout: stdout.into(),
+            stderr: stderr.into(),
+            ..ExecOutcome::default()
+        }
+    }
+
     /// It exited with code 0.
     pub fn success(&self) -> bool {
         self.exit_code == Some(0)

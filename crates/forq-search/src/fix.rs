@@ -383,6 +383,8 @@ pub struct FixReport {
     pub red: usize,
     /// Pruned nodes.
     pub pruned: usize,
+    /// Whether the budget ended the search with candidates untried.
+    pub budget_spent: bool,
     /// `fix.patch`, when solved.
     pub patch: Option<PathBuf>,
     /// Lines added plus removed in the patch.
@@ -446,6 +448,7 @@ pub fn write_report(
             .filter(|n| n.id != 0 && n.status == Status::Red)
             .count(),
         pruned: tree.count(Status::Pruned),
+        budget_spent: outcome.budget_spent,
         patch,
         diff_lines: outcome.winner.as_ref().map_or(0, |w| w.diff_lines),
         elapsed_s: (elapsed.as_secs_f64() * 10.0).round() / 10.0,

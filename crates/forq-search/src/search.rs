@@ -203,6 +203,9 @@ pub struct SearchOutcome {
     pub winner: Option<Winner>,
     /// Candidates evaluated.
     pub evaluated: usize,
+    /// Whether the budget (candidates or time) ended the search with
+    /// candidates still waiting: no winner, but the space was not spent.
+    pub budget_spent: bool,
     /// Wall time.
     pub elapsed: Duration,
 }
@@ -722,6 +725,7 @@ pub async fn search(
     }
     // What was never evaluated is pruned.
     let left: Vec<usize> = engine.queue.drain(..).map(|q| q.node).collect();
+    let budget_spent = winner.is_none() && !left.is_empty();
     for id in left {
         engine.update(id, |n| {
             n.status = Status::Pruned;
@@ -751,6 +755,7 @@ pub async fn search(
         tree: engine.tree,
         winner,
         evaluated: engine.evaluated,
+        budget_spent,
         elapsed: engine.started.elapsed(),
     })
 }

@@ -435,6 +435,7 @@ function runView(id) {
       h('div', { class: 'cols' },
         h('dl', { class: 'facts' },
           h('dt', {}, 'reason'), h('dd', {}, run.reason || '—'),
+          run.failure ? [h('dt', {}, 'failure'), h('dd', { id: 'failure' }, run.failure)] : null,
           h('dt', {}, 'triage'), h('dd', { id: 'verdict' }, verdict),
           h('dt', {}, 'cost'), h('dd', {}, usd(run.cost_usd)),
           h('dt', {}, 'time'), h('dd', {}, took),

@@ -1,6 +1,7 @@
 //! The run store on real SQLite files: schema versions and migrations, and
 //! two processes writing one run's events at once.
 
+use forq_app::failure::FailureKind;
 use forq_app::store::{NewRun, State, Store, StoreError, SCHEMA_VERSION};
 
 /// The schema a store had before versions existed: no `started_ms` or
@@ -39,13 +40,29 @@ fn an_older_store_is_upgraded_and_a_newer_one_refused() {
     let run = store.get("r-old").unwrap();
     assert_eq!(run.state, State::Implementing);
     assert!(run.context.is_empty());
+    assert_eq!(run.failure, None);
+    // The failure column exists after the upgrade: an old run can end
+    // with a class.
+    let ended = store
+        .end(
+            "r-old",
+            State::Failed,
+            "docker went away",
+            Some(FailureKind::Infrastructure),
+        )
+        .unwrap();
+    assert_eq!(ended.failure, Some(FailureKind::Infrastructure));
     let events = store.events("r-old", 0).unwrap();
     let ids: Vec<(u64, u64)> = events.iter().map(|e| (e.id, e.seq)).collect();
-    assert_eq!(ids, [(1, 1), (2, 2)]);
+    assert_eq!(
+        ids,
+        [(1, 1), (2, 2), (3, 3)],
+        "the two old events, then the end"
+    );
     // New writes go on where the old log stopped.
     assert_eq!(
         store.event("r-old", "note", serde_json::json!({})).unwrap(),
-        3
+        4
     );
     drop(store);
     let version: i64 = rusqlite::Connection::open(&path)
@@ -60,7 +77,7 @@ fn an_older_store_is_upgraded_and_a_newer_one_refused() {
             .events("r-old", 0)
             .unwrap()
             .len(),
-        3
+        4
     );
 
     rusqlite::Connection::open(&path)
@@ -70,6 +87,39 @@ fn an_older_store_is_upgraded_and_a_newer_one_refused() {
     let err = Store::open(&path).unwrap_err();
     assert!(matches!(err, StoreError::TooNew { .. }), "{err}");
     assert!(err.to_string().contains("upgrade forq"), "{err}");
+}
+
+#[test]
+fn a_run_keeps_the_class_of_why_it_stopped_short_and_the_state_event_says_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("forq.db")).unwrap();
+    let run = store.create(&NewRun::fix("1", "x", "/repo")).unwrap();
+    store.transition(&run.id, State::Provisioning, "").unwrap();
+    let ended = store
+        .end(
+            &run.id,
+            State::NeedsHuman,
+            "the gate is not green",
+            Some(FailureKind::Repository),
+        )
+        .unwrap();
+    assert_eq!(ended.failure, Some(FailureKind::Repository));
+    assert_eq!(
+        store.get(&run.id).unwrap().failure,
+        Some(FailureKind::Repository)
+    );
+    let last = store.events(&run.id, 0).unwrap().pop().unwrap();
+    assert_eq!(last.data["failure"], "repository");
+    assert_eq!(
+        serde_json::to_value(&ended).unwrap()["failure"],
+        "repository"
+    );
+    // A run that reached its goal has none, and its state event says none.
+    let good = store.create(&NewRun::fix("2", "y", "/repo")).unwrap();
+    let done = store.transition(&good.id, State::PatchReady, "").unwrap();
+    assert_eq!(done.failure, None);
+    let last = store.events(&good.id, 0).unwrap().pop().unwrap();
+    assert!(last.data.get("failure").is_none(), "{:?}", last.data);
 }
 
 /// Events each writer appends in the two-process test.

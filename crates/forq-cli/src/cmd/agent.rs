@@ -33,7 +33,7 @@ async fn load_issue(arg: &IssueArg) -> anyhow::Result<Issue> {
     match (&arg.text, &arg.issue) {
         (Some(text), _) => Ok(Issue::from_text(text)),
         (None, Some(spec)) => Ok(Issue::load(spec).await?),
-        (None, None) => anyhow::bail!("name the issue: a GitHub URL, a Markdown file, or --text"),
+        (None, None) => bail_input!("name the issue: a GitHub URL, a Markdown file, or --text"),
     }
 }
 
@@ -49,16 +49,7 @@ pub(crate) fn open_provider(args: &ModelArgs) -> anyhow::Result<(Arc<dyn Provide
                 .context("--provider replay plays the recording given with --replay FILE")?,
         ),
     };
-    let provider = provider::open(&choice).map_err(|e| {
-        if matches!(
-            e,
-            provider::Error::MissingKey { .. } | provider::Error::NoProvider
-        ) {
-            anyhow::anyhow!("{e} (--provider replay --replay FILE)")
-        } else {
-            e.into()
-        }
-    })?;
+    let provider = provider::open(&choice)?;
     let model = args
         .model
         .clone()
@@ -118,7 +109,7 @@ async fn graph(repo: &Path, quiet: bool) -> Option<(Index, String)> {
 
 pub(crate) async fn triage(args: TriageArgs) -> anyhow::Result<ExitCode> {
     if !(0.0..=1.0).contains(&args.threshold) {
-        anyhow::bail!("--threshold {} is outside 0..1", args.threshold);
+        bail_input!("--threshold {} is outside 0..1", args.threshold);
     }
     let issue = load_issue(&args.issue).await?;
     let (provider, model) = open_provider(&args.model)?;
@@ -271,7 +262,7 @@ pub(crate) async fn run(args: AgentRunArgs) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("cannot make the run directory {}", out.display()))?;
     let transcript = out.join("transcript.jsonl");
     if transcript.exists() {
-        anyhow::bail!(
+        bail_input!(
             "{} already holds a run's transcript; pass another --out",
             out.display()
         );
@@ -388,6 +379,6 @@ fn finish(
     Ok(match &report.outcome {
         Outcome::Submitted { .. } => ExitCode::SUCCESS,
         Outcome::NeedsHuman { .. } => ExitCode::from(1),
-        Outcome::Failed { .. } => ExitCode::from(super::EXIT_FORQ_ERROR),
+        Outcome::Failed { .. } => ExitCode::from(crate::failures::EXIT_UNCLASSIFIED),
     })
 }

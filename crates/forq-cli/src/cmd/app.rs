@@ -169,7 +169,7 @@ async fn connect_engines(hosts: &[String]) -> anyhow::Result<Vec<queue::Engine>>
 async fn connect_engines(hosts: &[String]) -> anyhow::Result<Vec<queue::Engine>> {
     match hosts.first() {
         Some(host) => {
-            anyhow::bail!("--docker-host {host}: this forq was built without its docker feature")
+            bail_input!("--docker-host {host}: this forq was built without its docker feature")
         }
         None => Ok(Vec::new()),
     }
@@ -359,7 +359,10 @@ fn table(runs: &[Run]) -> anyhow::Result<()> {
         let patch = r.patch_lines.map_or("-".to_owned(), |l| format!("{l}L"));
         let detail = match (&r.branch, r.state) {
             (Some(b), State::PatchReady | State::PrOpened) => b.clone(),
-            _ => short(&r.reason, 70),
+            _ => match r.failure {
+                Some(kind) => short(&format!("[{kind}] {}", r.reason), 70),
+                None => short(&r.reason, 70),
+            },
         };
         writeln!(
             out,
@@ -405,11 +408,11 @@ pub(crate) async fn queue(args: QueueArgs) -> anyhow::Result<ExitCode> {
     }
     let source = Source::from_request(args.issues.clone(), args.text.clone(), args.repo.clone())
         .map_err(|e| match e {
-            queue::QueueError::NoIssues { repo: Some(repo) } => anyhow::anyhow!(
+            queue::QueueError::NoIssues { repo: Some(repo) } => crate::failures::input(format!(
                 "{repo} is a directory: name its issues with --issues DIR (Markdown files) or --text TEXT"
-            ),
-            queue::QueueError::NoIssues { repo: None } => anyhow::anyhow!(
-                "name the issues: --issues DIR (Markdown), --repo https://github.com/OWNER/REPO, or --text TEXT --repo DIR"
+            )),
+            queue::QueueError::NoIssues { repo: None } => crate::failures::input(
+                "name the issues: --issues DIR (Markdown), --repo https://github.com/OWNER/REPO, or --text TEXT --repo DIR".to_owned()
             ),
             e => e.into(),
         })?;
@@ -651,10 +654,10 @@ pub(crate) async fn serve(args: crate::cli::ServeArgs) -> anyhow::Result<ExitCod
         }
     };
     served.map_err(|e| match e {
-        forq_server::ServerError::TokenRequired { bind } => anyhow::anyhow!(
+        forq_server::ServerError::TokenRequired { bind } => crate::failures::input(format!(
             "{bind} is reachable from other machines: set a token in {} (every request then sends `Authorization: Bearer <token>`), or bind to 127.0.0.1",
             args.token_env
-        ),
+        )),
         e => e.into(),
     })?;
     Ok(ExitCode::SUCCESS)
@@ -701,7 +704,7 @@ fn serve_source(spec: &str) -> anyhow::Result<forq_app::queue::Source> {
         });
     }
     Source::github(spec).map_err(|e| {
-        anyhow::anyhow!("--source {spec}: not a directory, and {e}; give a directory of Markdown issues, DIR=REPO, or a GitHub repository")
+        crate::failures::input(format!("--source {spec}: not a directory, and {e}; give a directory of Markdown issues, DIR=REPO, or a GitHub repository"))
     })
 }
 
@@ -720,7 +723,7 @@ pub(crate) async fn runs(args: RunsArgs) -> anyhow::Result<ExitCode> {
                 }
                 Some(name) => {
                     let Some(state) = State::from_name(name) else {
-                        anyhow::bail!(
+                        bail_input!(
                             "--outcome {name}: not a state; write one of {}, or interrupted",
                             State::names().collect::<Vec<_>>().join(", ")
                         );
@@ -766,6 +769,9 @@ pub(crate) async fn runs(args: RunsArgs) -> anyhow::Result<ExitCode> {
             )?;
             if !run.reason.is_empty() {
                 writeln!(out, "reason   {}", run.reason)?;
+            }
+            if let Some(kind) = run.failure {
+                writeln!(out, "failure  {kind}")?;
             }
             if let Some(b) = &run.branch {
                 writeln!(out, "branch   {b}")?;
@@ -896,7 +902,7 @@ async fn resume(
         Some(id) => {
             let run = store.get(id)?;
             if run.state.is_terminal() {
-                anyhow::bail!(
+                bail_input!(
                     "run {} is {} already: there is nothing to resume",
                     run.id,
                     run.state
@@ -981,13 +987,13 @@ fn workspace_of(state_dir: &Path, run: &Run) -> anyhow::Result<PathBuf> {
         return Ok(ws);
     }
     if run.state.is_terminal() {
-        anyhow::bail!(
+        bail_input!(
             "run {} ({}) has no workspace: `forq runs clean` removed it, or the run ended before it was seeded",
             run.id,
             run.state
         );
     }
-    anyhow::bail!(
+    bail_input!(
         "run {} has no workspace yet (it is {}): it is made when the run is provisioned",
         run.id,
         run.state
@@ -1051,11 +1057,11 @@ pub(crate) async fn push(args: PushArgs) -> anyhow::Result<ExitCode> {
             note(&format!("forq: {e}"));
             return Ok(ExitCode::from(1));
         }
-        Err(PublishError::NoOrigin) => anyhow::bail!(
+        Err(PublishError::NoOrigin) => bail_input!(
             "the run's workspace was copied, not cloned, so it has no origin: name where to push with --remote URL"
         ),
         Err(PublishError::NoGithubRepo) => {
-            anyhow::bail!("--pr: name the GitHub repository with --github OWNER/REPO")
+            bail_input!("--pr: name the GitHub repository with --github OWNER/REPO")
         }
         Err(e) => return Err(e.into()),
     };

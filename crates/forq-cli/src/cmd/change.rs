@@ -186,7 +186,7 @@ fn lang_of(file: &str) -> anyhow::Result<Lang> {
 
 pub(crate) async fn modify(mut args: ModifyArgs) -> anyhow::Result<ExitCode> {
     if args.fix.issue.is_some() || args.fix.text.is_some() {
-        anyhow::bail!("forq modify takes the new behaviour with --change TEXT, not an issue");
+        bail_input!("forq modify takes the new behaviour with --change TEXT, not an issue");
     }
     let repo = args.fix.repo.clone().unwrap_or_else(|| PathBuf::from("."));
     let repo = repo.canonicalize().with_context(|| {

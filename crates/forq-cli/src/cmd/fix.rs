@@ -116,7 +116,7 @@ async fn strategy(
         }
         BrancherName::Patches => {
             if args.patches.is_empty() {
-                anyhow::bail!("--brancher patches reads its candidates from --patches PATH (files or directories)");
+                bail_input!("--brancher patches reads its candidates from --patches PATH (files or directories)");
             }
             Box::new(Patches::from_paths(&args.patches)?)
         }

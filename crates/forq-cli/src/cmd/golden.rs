@@ -155,7 +155,7 @@ async fn target(args: &GoldenBuildArgs) -> anyhow::Result<Result<Target, ExitCod
     };
     let Some(key) = forq_bootstrap::golden_key(&*backend, &path, &stack, &gate, &identity).await
     else {
-        anyhow::bail!(
+        bail_input!(
             "{} is not a git checkout: a golden is kept per commit, so commit the repository first",
             path.display()
         );
@@ -190,7 +190,7 @@ pub(crate) async fn build(args: GoldenBuildArgs, sync: bool) -> anyhow::Result<E
         Err(code) => return Ok(code),
     };
     if sync && t.goldens.get(&t.key.name)?.is_none() {
-        anyhow::bail!(
+        bail_input!(
             "there is no golden for {} on {} yet: `forq golden build` makes the first one",
             t.identity,
             t.backend.kind()
@@ -334,7 +334,7 @@ pub(crate) async fn list(args: GoldenListArgs) -> anyhow::Result<ExitCode> {
 pub(crate) async fn rm(args: GoldenRmArgs) -> anyhow::Result<ExitCode> {
     let (backend, goldens) = goldens_of(&args.backend).await?;
     if goldens.get(&args.name)?.is_none() {
-        anyhow::bail!(
+        bail_input!(
             "there is no golden {:?} (`forq golden list` shows them)",
             args.name
         );
@@ -365,9 +365,7 @@ pub(crate) fn cap_bytes(gb: Option<f64>) -> anyhow::Result<u64> {
         },
     };
     if max_gb.is_nan() || max_gb < 0.0 {
-        anyhow::bail!(
-            "a golden cap of {max_gb} GiB is not a size: give a number of GiB, 0 or more"
-        );
+        bail_input!("a golden cap of {max_gb} GiB is not a size: give a number of GiB, 0 or more");
     }
     Ok((max_gb * (1u64 << 30) as f64) as u64)
 }

@@ -163,7 +163,7 @@ pub(crate) fn walk(args: GraphWalkArgs, direction: Direction) -> anyhow::Result<
 
 pub(crate) fn conventions(args: GraphConventionsArgs) -> anyhow::Result<ExitCode> {
     if !(0.0..=1.0).contains(&args.threshold) {
-        anyhow::bail!(
+        bail_input!(
             "--threshold {}: a share of places, from 0 to 1 (0.8: held in 80% of them)",
             args.threshold
         );
@@ -396,11 +396,11 @@ pub(crate) fn statements(args: GraphStatementsArgs) -> anyhow::Result<ExitCode> 
         .location
         .rsplit_once(':')
         .and_then(|(f, l)| Some((f.to_owned(), l.parse::<u32>().ok()?)))
-        .with_context(|| {
-            format!(
+        .ok_or_else(|| {
+            crate::failures::input(format!(
                 "{:?} is not FILE:LINE (for example src/app.py:42)",
                 args.location
-            )
+            ))
         })?;
     let index = open_current(&args.repo)?;
     let answer = index.statements(&file, line, args.radius)?;

@@ -35,8 +35,6 @@ use crate::cli::{
     AgentCommand, Cli, Command, GoldenCommand, GraphCommand, SandboxCommand, SearchCommand,
 };
 
-pub(crate) const EXIT_FORQ_ERROR: u8 = 125;
-
 /// Prints `value` as one line of JSON on stdout.
 fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
     use std::io::Write;

@@ -180,7 +180,7 @@ impl Terminal {
         use std::io::IsTerminal;
         let stdin = std::io::stdin();
         if !stdin.is_terminal() {
-            anyhow::bail!("--tty needs a terminal on standard input; run without it");
+            bail_input!("--tty needs a terminal on standard input; run without it");
         }
         let pty = forq_sandbox::Pty::open(Some(&stdin))?;
         let raw = forq_sandbox::RawMode::enter(&stdin)?;

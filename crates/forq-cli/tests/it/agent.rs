@@ -142,7 +142,7 @@ async fn without_a_key_the_commands_say_what_to_set() {
         &[],
     )
     .await;
-    check_exit(&out, 125);
+    check_exit(&out, 65);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         stderr.contains("set ANTHROPIC_API_KEY, or OPENAI_API_KEY")
@@ -150,7 +150,7 @@ async fn without_a_key_the_commands_say_what_to_set() {
         "{stderr}"
     );
     let out = forq_env(&["triage", "--text", "x", "--provider", "anthropic"], &[]).await;
-    check_exit(&out, 125);
+    check_exit(&out, 65);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         stderr.contains("no API key for anthropic: set ANTHROPIC_API_KEY"),

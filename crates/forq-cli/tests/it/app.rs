@@ -86,6 +86,59 @@ async fn queue_text(
     forq_env(&args, env).await
 }
 
+#[tokio::test]
+async fn a_run_that_stops_short_records_the_class_of_why() {
+    // Every test passes and there is no model to write a reproduction:
+    // the repository's, not forq's, and not a decision.
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = tmp.path().join("repo");
+    std::fs::create_dir_all(repo.join("tests")).unwrap();
+    std::fs::write(repo.join("calc.py"), "def add(a, b):\n    return a + b\n").unwrap();
+    std::fs::write(repo.join("tests/__init__.py"), "").unwrap();
+    std::fs::write(
+        repo.join("tests/test_calc.py"),
+        "import unittest\n\nfrom calc import add\n\n\nclass T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n",
+    )
+    .unwrap();
+    let state = tmp.path().join("state");
+    let out = queue_text("# add() is slow", &repo, "host", &state, &[], &[]).await;
+    check_exit(&out, 1);
+    let run = &json_of(&out)[0];
+    assert_eq!(run["state"], "needs_human", "{run}");
+    assert_eq!(run["failure"], "repository", "{run}");
+    assert!(
+        run["reason"]
+            .as_str()
+            .unwrap()
+            .contains("every test passes on the unmodified code"),
+        "{run}"
+    );
+    // The state event carries it too, for a stream's reader.
+    let id = run["id"].as_str().unwrap();
+    let shown = forq_env(
+        &[
+            "runs",
+            "show",
+            id,
+            "--state",
+            state.to_str().unwrap(),
+            "--json",
+        ],
+        &[],
+    )
+    .await;
+    check_exit(&shown, 0);
+    let shown = json_of(&shown);
+    let last = shown["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|e| e["kind"] == "state")
+        .unwrap();
+    assert_eq!(last["data"]["failure"], "repository", "{last}");
+}
+
 /// A replay recording of `times` triage answers of `verdict`.
 fn triage_replay(dir: &Path, verdict: &Value, times: usize) -> PathBuf {
     let answer = json!({"message": {"role": "assistant", "parts": [{"type": "text", "text": verdict.to_string()}]},
@@ -551,7 +604,7 @@ async fn after_a_crash_every_interrupted_run_is_listed_and_resumed_at_once() {
     assert_eq!(listed("interrupted").await, ["implementing", "queued"]);
     assert!(listed("patch_ready").await.is_empty());
     let bad = forq_env(&["runs", "--outcome", "done", "--state", state_s], &[]).await;
-    check_exit(&bad, 125);
+    check_exit(&bad, 65);
     assert!(String::from_utf8_lossy(&bad.stderr).contains("patch_ready"));
 
     let out = resume_native("--interrupted", state_s).await;
@@ -612,6 +665,9 @@ async fn a_live_run_aborts_on_request_and_tail_follows_it_to_the_end() {
     check_exit(&tailed, 0);
     let text = String::from_utf8_lossy(&tailed.stdout);
     assert!(text.contains("implementing → aborted"), "{text}");
+    let shown = forq_env(&["runs", "show", &id, "--state", state_s, "--json"], &[]).await;
+    check_exit(&shown, 0);
+    assert_eq!(json_of(&shown)["run"]["failure"], "cancelled");
     assert!(
         text.contains("queued") || text.contains("created"),
         "from the start: {text}"
@@ -704,9 +760,13 @@ async fn contributor_funded_runs_do_not_start_without_the_contributors_key() {
     check_exit(&out, 1);
     let runs = json_of(&out);
     assert_eq!(runs[0]["state"], "needs_human");
+    assert_eq!(
+        runs[0]["failure"], "input",
+        "the contributor's key is missing"
+    );
     let reason = runs[0]["reason"].as_str().unwrap();
     assert!(
-        reason.contains("contributor-funded") && reason.contains("--contributor-key-env"),
+        reason.contains("contributor-funded") && reason.contains("needs the contributor's key"),
         "{reason}"
     );
     assert!(
@@ -780,6 +840,7 @@ async fn triage_gates_fixing_and_the_skipped_issue_keeps_its_reason() {
     let run = &json_of(&out)[0];
     assert_eq!(run["state"], "needs_human");
     assert_eq!(run["reason"], "triage: a duplicate of #3");
+    assert!(run["failure"].is_null(), "a decision, not a failure: {run}");
     // Declined at triage: nothing was seeded.
     let id = run["id"].as_str().unwrap();
     assert!(!state.join("runs").join(id).join("workspace").exists());
@@ -894,7 +955,7 @@ async fn clean_removes_workspaces_of_runs_that_are_over_and_keeps_unpushed_patch
     assert_eq!(cleaned["kept"], json!([patched]));
     assert!(cleaned["bytes"].as_u64().unwrap() > 0);
     let files = forq_env(&["files", &nothing, "--state", state_s], &[]).await;
-    check_exit(&files, 125);
+    check_exit(&files, 65);
     assert!(String::from_utf8_lossy(&files.stderr).contains("forq runs clean"));
     // The record stays.
     let shown = show_run(&nothing, state_s).await;
@@ -971,7 +1032,7 @@ async fn manual_mode_stops_at_triage_and_context_files_land_inside_the_workspace
     };
     let args = base(format!("{}:../outside.md", spec.display()));
     let out = forq_env(&args.iter().map(String::as_str).collect::<Vec<_>>(), &[]).await;
-    check_exit(&out, 125);
+    check_exit(&out, 65);
     assert!(String::from_utf8_lossy(&out.stderr).contains("inside the workspace"));
 
     let args = base(format!("{}:docs/spec.md", spec.display()));
@@ -1262,7 +1323,7 @@ async fn a_queue_spreads_its_runs_over_several_engines() {
         &[],
     )
     .await;
-    check_exit(&bad, 125);
+    check_exit(&bad, 69);
     assert!(String::from_utf8_lossy(&bad.stderr).contains("--docker-host tcp://127.0.0.1:9"));
 }
 

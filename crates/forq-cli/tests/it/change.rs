@@ -110,7 +110,7 @@ async fn a_rename_the_tests_catch_writes_no_patch_and_an_ambiguous_name_is_refus
 
     // `load` names the function and the method: refused, with both ids.
     let out = rename(&repo, &out_dir, "load", "read_path").await;
-    check_exit(&out, 125);
+    check_exit(&out, 65);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         stderr.contains("\"load\" names 2 definitions")
@@ -306,7 +306,7 @@ async fn document_refuses_docs_that_touch_code_and_needs_a_model() {
     assert!(!out_dir.exists(), "nothing was run or written");
 
     let out = document(&repo, &out_dir, &["use"], None).await;
-    check_exit(&out, 125);
+    check_exit(&out, 65);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         stderr.contains("forq document writes the docs' text with a model"),
@@ -389,7 +389,7 @@ async fn audit_reports_findings_and_writes_issues_the_queue_reads() {
         &[],
     )
     .await;
-    check_exit(&out, 2);
+    check_exit(&out, 64);
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("unknown audit query \"loops\""),
         "{}",

@@ -161,14 +161,14 @@ async fn fix_out_of_budget_exits_1_and_bad_arguments_say_what_to_do() {
         &[],
     )
     .await;
-    check_exit(&out, 125);
+    check_exit(&out, 65);
     assert!(String::from_utf8_lossy(&out.stderr).contains("--patches PATH"));
     let out = forq_env(
         &["fix", repo.to_str().unwrap(), "--target", "no_such_test"],
         &[],
     )
     .await;
-    check_exit(&out, 125);
+    check_exit(&out, 65);
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("\"no_such_test\" is not among the tests"),
         "{}",

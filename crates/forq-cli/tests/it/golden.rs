@@ -79,7 +79,7 @@ async fn golden_build_status_sync_list_and_rm() {
     check_exit(&out, 1);
     assert!(stdout(&out).contains("no golden"), "{out:?}");
     let out = forq_in(state, &[&["golden", "sync", path][..], &native].concat()).await;
-    check_exit(&out, 125);
+    check_exit(&out, 65);
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("forq golden build"),
         "{out:?}"
@@ -151,7 +151,7 @@ async fn golden_build_status_sync_list_and_rm() {
     check_exit(&out, 0);
     assert!(stdout(&out).contains("no goldens"), "{out:?}");
     let out = forq_in(state, &[&["golden", "rm", &name][..], &native].concat()).await;
-    check_exit(&out, 125);
+    check_exit(&out, 65);
     // Built again, then evicted by the operator's cap (0 GiB keeps none).
     let out = forq_in(state, &[&["golden", "build", path][..], &native].concat()).await;
     check_exit(&out, 0);

@@ -691,13 +691,46 @@ async fn graph_queries_answer_as_json() {
     assert_graph_refuses(&args, &db_path, "is not FILE:LINE").await;
 }
 
-/// `forq graph ARGS... --db DB` exits 125 and says `says` on stderr.
+#[tokio::test]
+async fn the_exit_code_says_the_class_of_the_failure() {
+    // A command line that does not parse: usage, 64; --help is no failure.
+    let out = forq(&["fix", "--no-such-flag"]).await;
+    check_exit(&out, 64);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--no-such-flag"));
+    check_exit(&forq(&["--help"]).await, 0);
+    check_exit(&forq(&["--version"]).await, 0);
+    // A value the person gave that is wrong: input, 65, with the hint.
+    let tmp = tempfile::tempdir().unwrap();
+    let out = forq(&[
+        "runs",
+        "show",
+        "nosuch",
+        "--state",
+        tmp.path().to_str().unwrap(),
+    ])
+    .await;
+    check_exit(&out, 65);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("forq: error: no run nosuch in the store"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("forq: hint: `forq runs` lists the runs"),
+        "{stderr}"
+    );
+    // (Infrastructure, 69: `forq queue --docker-host` on a port nobody
+    // listens on, in the queue's tests; repository, 66: `forq fix` where
+    // every test passes, below.)
+}
+
+/// `forq graph ARGS... --db DB` exits 65 (bad input) and says `says` on stderr.
 async fn assert_graph_refuses(args: &[&str], db: &str, says: &str) {
     let mut all = vec!["graph"];
     all.extend_from_slice(args);
     all.extend_from_slice(&["--db", db]);
     let out = forq(&all).await;
-    check_exit(&out, 125);
+    check_exit(&out, 65);
     assert!(
         String::from_utf8_lossy(&out.stderr).contains(says),
         "{out:?}"
@@ -934,9 +967,9 @@ async fn bootstrap_clones_a_git_url_shallow_and_keeps_it_when_asked() {
         stderr.contains("test unittest: python3 -m unittest -v"),
         "{stderr}"
     );
-    // A URL that is no repository: a clear error, exit 125.
+    // A URL that is no repository: a clear error, exit 69 (git failed).
     let out = forq(&["bootstrap", "file:///nonexistent/forq-repo"]).await;
-    check_exit(&out, 125);
+    check_exit(&out, 69);
     assert!(
         String::from_utf8_lossy(&out.stderr)
             .contains("git could not clone file:///nonexistent/forq-repo"),
@@ -1079,7 +1112,7 @@ async fn errors_say_what_happened_and_the_hint_what_to_type_next() {
     .unwrap();
     let repo = tmp.path().to_str().unwrap();
     let out = forq(&["graph", "callers", "nosuch", "--repo", repo]).await;
-    check_exit(&out, 125);
+    check_exit(&out, 65);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         stderr.contains("forq: error: no symbol matches \"nosuch\"\n"),
@@ -1098,7 +1131,7 @@ async fn errors_say_what_happened_and_the_hint_what_to_type_next() {
     )
     .unwrap();
     let out = forq(&["fix", repo, "--backend", "host", "--provider", "openai"]).await;
-    check_exit(&out, 125);
+    check_exit(&out, 66);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         stderr.contains("every test passes on the unmodified code: no test captures the issue yet"),

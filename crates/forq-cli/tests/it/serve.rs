@@ -56,7 +56,7 @@ async fn forq_serve_beyond_loopback_needs_a_token() {
         .output()
         .await
         .unwrap();
-    check_exit(&out, 125);
+    check_exit(&out, 65);
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(said.contains("FORQ_SERVE_TOKEN"), "{said}");
 }

@@ -142,6 +142,7 @@ async fn of_five_scripted_candidates_only_the_green_one_wins() {
     let tree = &out.tree;
     let by_name = |name: &str| tree.nodes.iter().find(|n| n.hypothesis == name).unwrap();
     let winner = out.winner.expect("the right candidate is green");
+    assert!(!out.budget_spent);
     assert_eq!(tree.nodes[winner.node].hypothesis, "5-right");
     assert_eq!(tree.count(Status::Green), 1);
     assert_eq!(by_name("1-wrong-fix").status, Status::Red);
@@ -163,6 +164,38 @@ async fn of_five_scripted_candidates_only_the_green_one_wins() {
     tree.save(&dir.path().join("tree.json")).unwrap();
     assert_eq!(&Tree::load(&dir.path().join("tree.json")).unwrap(), tree);
     winner.sandbox.destroy().await.unwrap();
+    root.destroy().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_search_cut_short_by_its_budget_says_so_and_an_exhausted_one_does_not() {
+    let repo = project();
+    let backend = backend().await;
+    let stack = stack_of(repo.path());
+    let (root, oracle, genesis) =
+        prepare(&*backend, repo.path(), stack, Duration::from_secs(30)).await;
+    let wrong = || replace("wrong", "x >= limit", "x >= limit + 2");
+    // One candidate allowed, three waiting: the right one is never tried.
+    let patches = Patches::new(vec![
+        wrong(),
+        replace("also-wrong", "x >= limit", "x >= limit + 3"),
+        replace("right", "x >= limit", "x > limit"),
+    ]);
+    let options = SearchOptions::default().budget(Budget::default().max_nodes(1).jobs(1));
+    let cut = search(&*root, &oracle, &genesis, &patches, &options)
+        .await
+        .unwrap();
+    assert!(cut.winner.is_none());
+    assert_eq!(cut.evaluated, 1);
+    assert!(cut.budget_spent, "two candidates were left untried");
+    // Every candidate tried, none green: the space ran out, not the budget.
+    let patches = Patches::new(vec![wrong()]);
+    let options = SearchOptions::default().budget(Budget::default().max_nodes(10).jobs(1));
+    let exhausted = search(&*root, &oracle, &genesis, &patches, &options)
+        .await
+        .unwrap();
+    assert!(exhausted.winner.is_none());
+    assert!(!exhausted.budget_spent);
     root.destroy().await.unwrap();
 }
 
