@@ -298,8 +298,9 @@ pub enum StoreError {
     Sqlite {
         /// The database.
         path: PathBuf,
-        /// The error.
-        source: rusqlite::Error,
+        /// SQLite's error (boxed: the binding's types are not part of
+        /// this crate's API).
+        source: Box<dyn std::error::Error + Send + Sync>,
     },
     /// No run has this id.
     #[error("no run {0} in the store")]
@@ -461,9 +462,9 @@ pub fn now_ms() -> u64 {
 impl Store {
     /// Opens (creating) the database at `path`.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
-        let err = |source| StoreError::Sqlite {
+        let err = |source: rusqlite::Error| StoreError::Sqlite {
             path: path.to_owned(),
-            source,
+            source: Box::new(source),
         };
         if let Some(dir) = path.parent() {
             let _ = std::fs::create_dir_all(dir);
@@ -520,7 +521,7 @@ impl Store {
         let conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
         f(&conn).map_err(|source| StoreError::Sqlite {
             path: self.path.clone(),
-            source,
+            source: Box::new(source),
         })
     }
 

@@ -111,9 +111,9 @@ impl Journal {
                     let id = conn.last_insert_rowid();
                     Ok((conn, id))
                 };
-                Some(std::sync::Mutex::new(
-                    open().map_err(|e| JournalError::Store(path.to_owned(), e))?,
-                ))
+                Some(std::sync::Mutex::new(open().map_err(|e| {
+                    JournalError::Store(path.to_owned(), Box::new(e))
+                })?))
             }
         };
         let journal = Journal {
@@ -158,7 +158,9 @@ impl Journal {
                     id
                 ],
             )
-            .map_err(|e| JournalError::Store(PathBuf::from(conn.path().unwrap_or("")), e))?;
+            .map_err(|e| {
+                JournalError::Store(PathBuf::from(conn.path().unwrap_or("")), Box::new(e))
+            })?;
         }
         Ok(())
     }
@@ -173,5 +175,5 @@ pub enum JournalError {
     File(PathBuf, #[source] std::io::Error),
     /// The SQLite store.
     #[error("cannot record the bootstrap run in the store {0:?}")]
-    Store(PathBuf, #[source] rusqlite::Error),
+    Store(PathBuf, #[source] Box<dyn std::error::Error + Send + Sync>),
 }

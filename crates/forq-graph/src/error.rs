@@ -11,9 +11,10 @@ pub enum Error {
     Db {
         /// The database file.
         path: PathBuf,
-        /// rusqlite's error.
+        /// SQLite's error (boxed: the SQLite binding's types are not part
+        /// of this crate's API).
         #[source]
-        source: rusqlite::Error,
+        source: Box<dyn std::error::Error + Send + Sync>,
     },
     /// A file of the repository could not be read.
     #[error("cannot {op} {path:?}")]

@@ -246,9 +246,9 @@ pub(crate) struct Store {
 
 impl Store {
     pub(crate) fn open(path: &Path) -> Result<Store> {
-        let db = |source| Error::Db {
+        let db = |source: rusqlite::Error| Error::Db {
             path: path.to_path_buf(),
-            source,
+            source: Box::new(source),
         };
         if let Some(dir) = path.parent() {
             let io = |op| {
@@ -317,7 +317,7 @@ impl Store {
     pub(crate) fn db(&self) -> impl Fn(rusqlite::Error) -> Error + '_ {
         |source| Error::Db {
             path: self.path.clone(),
-            source,
+            source: Box::new(source),
         }
     }
 

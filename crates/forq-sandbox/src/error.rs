@@ -63,9 +63,10 @@ pub enum Error {
     Docker {
         /// The request that failed.
         op: &'static str,
-        /// bollard's error.
+        /// The client's error (boxed: the Docker client's types are not
+        /// part of this crate's API).
         #[source]
-        source: bollard::errors::Error,
+        source: Box<dyn std::error::Error + Send + Sync>,
     },
     /// The backend does not offer this.
     #[error("the {backend} backend does not support {what}")]

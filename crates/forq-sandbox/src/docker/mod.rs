@@ -92,7 +92,10 @@ pub struct DockerBackend {
 }
 
 fn docker_err(op: &'static str) -> impl FnOnce(bollard::errors::Error) -> Error {
-    move |source| Error::Docker { op, source }
+    move |source| Error::Docker {
+        op,
+        source: Box::new(source),
+    }
 }
 
 fn owner_label() -> String {
@@ -292,7 +295,7 @@ impl DockerBackend {
             let _ = self.remove_container(&created.id).await;
             return Err(Error::Docker {
                 op: "start container",
-                source: e,
+                source: Box::new(e),
             });
         }
         Ok(created.id)
@@ -646,7 +649,7 @@ impl Backend for DockerBackend {
             let _ = self.remove_container(&container).await;
             return Err(Error::Docker {
                 op: "upload the workspace",
-                source: e,
+                source: Box::new(e),
             });
         }
         Ok(Box::new(DockerSandbox::new(
@@ -964,7 +967,12 @@ impl DockerSandbox {
                             let _ = tx.send(OutputChunk { stream: kind, bytes: bytes.to_vec() });
                         }
                     }
-                    Some(Err(e)) => return Err(Error::Docker { op: "read exec output", source: e }),
+                    Some(Err(e)) => {
+                        return Err(Error::Docker {
+                            op: "read exec output",
+                            source: Box::new(e),
+                        })
+                    }
                     None => break,
                 },
                 expired = deadlines.wait(last_output) => {
