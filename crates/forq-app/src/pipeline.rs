@@ -428,6 +428,7 @@ impl Pipeline {
             return Err(Stop::end(State::Aborted, "aborted by request".to_owned()));
         }
         if order(run.state) < order(to) {
+            tracing::info!(phase = to.name(), "phase");
             *run = self.store.transition(&run.id, to, "").map_err(fail)?;
             self.tell(&run.id, to, "");
         }
@@ -435,6 +436,7 @@ impl Pipeline {
     }
 
     /// Runs (or resumes) run `id` to a terminal state, and returns it.
+    #[tracing::instrument(name = "run", skip_all, fields(run = %id))]
     pub async fn execute(&self, id: &str) -> Result<Run, RunError> {
         let mut run = self.store.get(id)?;
         if run.state.is_terminal() {
@@ -466,12 +468,15 @@ impl Pipeline {
             failure,
         }) = outcome
         else {
-            return Ok(self.store.get(&id)?);
+            let done = self.store.get(&id)?;
+            tracing::info!(state = done.state.name(), "run ended");
+            return Ok(done);
         };
         let current = self.store.get(&id)?;
         if current.state.is_terminal() {
             return Ok(current);
         }
+        tracing::info!(state = state.name(), failure = failure.map(FailureKind::name), %reason, "run ended");
         let done = self.store.end(&id, state, &reason, failure)?;
         self.tell(&id, state, &reason);
         Ok(done)

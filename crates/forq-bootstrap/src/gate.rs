@@ -460,6 +460,7 @@ pub(crate) fn with_cause(reason: String, output: &str) -> String {
 /// The run is recorded as it goes in `.forq/bootstrap/run.json` (and in
 /// [`GateOptions::store`]): `running` with the current phase, then
 /// `finished` with the verdict.
+#[tracing::instrument(name = "gate", skip_all, fields(repo = %repo.display()))]
 pub async fn run(
     backend: &dyn Backend,
     repo: &Path,
@@ -511,6 +512,11 @@ pub async fn run(
         record.stacks.push(run);
     }
     conclude(&mut record, stacks.is_empty());
+    tracing::info!(
+        verdict = record.verdict.name(),
+        tests = record.tests_executed,
+        "gate verdict"
+    );
     if record.verdict != Verdict::Bootstrapped {
         if let Some(fallback) = &options.fallback {
             let proposals = fallback.propose(repo, &record).await;
@@ -752,6 +758,7 @@ impl StackRun {
     }
 }
 
+#[tracing::instrument(name = "stack", skip_all, fields(stack = %stack.name()))]
 async fn run_stack(
     backend: &dyn Backend,
     repo: &Path,

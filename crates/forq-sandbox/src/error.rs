@@ -40,7 +40,7 @@ pub enum Error {
     /// A command could not be started inside the sandbox.
     #[error("cannot start {program:?} in the sandbox")]
     Spawn {
-        /// The program (argv[0]).
+        /// The program (`argv[0]`).
         program: String,
         /// The operating-system error.
         #[source]

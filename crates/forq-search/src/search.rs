@@ -537,6 +537,7 @@ impl Engine<'_> {
 
 /// Evaluates one candidate: a fork of its parent's frozen state, its files
 /// written, the oracle's judgement.
+#[tracing::instrument(name = "node", skip_all, fields(node = queued.node, depth = queued.depth))]
 async fn evaluate(queued: Queued, oracle: Arc<Oracle>) -> Evaluated {
     let started = Instant::now();
     let result = async {
@@ -554,12 +555,18 @@ async fn evaluate(queued: Queued, oracle: Arc<Oracle>) -> Evaluated {
         }
     }
     .await;
-    (queued.node, result, started.elapsed().as_millis() as u64)
+    let ms = started.elapsed().as_millis() as u64;
+    match &result {
+        Ok((_, j)) => tracing::debug!(green = j.green(), ms, "judged"),
+        Err(e) => tracing::warn!(error = %e, ms, "the candidate could not be judged"),
+    }
+    (queued.node, result, ms)
 }
 
 /// Searches from `root` (the warm, unmodified sandbox; read, never
 /// changed) for a candidate the oracle calls green. `genesis` is the
 /// oracle's judgement of the unmodified code.
+#[tracing::instrument(name = "search", skip_all, fields(brancher = %brancher.name()))]
 pub async fn search(
     root: &dyn Sandbox,
     oracle: &Oracle,
@@ -746,6 +753,12 @@ pub async fn search(
         }
         None => None,
     };
+    tracing::info!(
+        evaluated = engine.evaluated,
+        solved = winner.is_some(),
+        budget_spent,
+        "search done"
+    );
     engine.tell(Event::Finished {
         solved: winner.is_some(),
         best: engine.tree.best,

@@ -43,7 +43,7 @@ pub(crate) fn verify(secret: &[u8], body: &[u8], signature: &str) -> bool {
 }
 
 fn decode_hex(hex: &str) -> Option<Vec<u8>> {
-    if hex.len() % 2 != 0 {
+    if !hex.len().is_multiple_of(2) {
         return None;
     }
     (0..hex.len())

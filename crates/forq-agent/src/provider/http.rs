@@ -122,6 +122,7 @@ impl Http {
 
     /// POSTs `body` to `url` with `headers`, retrying what can be retried;
     /// a response with a success status, or the error.
+    #[tracing::instrument(name = "provider_call", skip_all, fields(provider = %self.provider, %url))]
     pub(crate) async fn post(
         &self,
         url: &str,
@@ -148,13 +149,16 @@ impl Http {
                         message: key.redact(&e.to_string()),
                     })
                 }
-                Err(_) => {
-                    tokio::time::sleep(self.retry.delay(attempt - 1, None)).await;
+                Err(e) => {
+                    let wait = self.retry.delay(attempt - 1, None);
+                    tracing::warn!(attempt, ?wait, error = %key.redact(&e.to_string()), "cannot connect; retrying");
+                    tokio::time::sleep(wait).await;
                     continue;
                 }
             };
             let status = resp.status().as_u16();
             if resp.status().is_success() {
+                tracing::debug!(attempt, status, "answered");
                 return Ok(resp);
             }
             let wait = retry_after(resp.headers());
@@ -169,7 +173,9 @@ impl Http {
                     })
                 }
                 429 | 500 | 502 | 503 | 504 | 529 if !last => {
-                    tokio::time::sleep(self.retry.delay(attempt - 1, wait)).await;
+                    let wait = self.retry.delay(attempt - 1, wait);
+                    tracing::warn!(attempt, status, ?wait, "provider busy or failing; retrying");
+                    tokio::time::sleep(wait).await;
                 }
                 429 | 500..=599 => {
                     return Err(Error::Unavailable {

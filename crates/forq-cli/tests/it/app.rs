@@ -139,6 +139,36 @@ async fn a_run_that_stops_short_records_the_class_of_why() {
     assert_eq!(last["data"]["failure"], "repository", "{last}");
 }
 
+#[tokio::test]
+async fn verbose_logs_follow_a_run_through_its_phases_in_spans() {
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = calc_repo(tmp.path(), None);
+    let state = tmp.path().join("state");
+    let out = queue_text("# add() subtracts", &repo, "host", &state, &["-v"], &[]).await;
+    check_exit(&out, 0);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let id = json_of(&out)[0]["id"].as_str().unwrap().to_owned();
+    // Each phase is logged inside the run's span; the gate's verdict inside
+    // the gate's span, within the run's; the search's end inside its own.
+    for phase in ["provisioning", "implementing", "testing"] {
+        let line = format!("run{{run={id}}}: phase phase=\"{phase}\"");
+        assert!(stderr.contains(&line), "{line} missing:\n{stderr}");
+    }
+    assert!(
+        stderr.contains(&format!("run{{run={id}}}:gate{{repo="))
+            && stderr.contains("gate verdict verdict=\"bootstrapped\""),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("search{brancher=mutate}: search done") && stderr.contains("solved=true"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("run ended state=\"patch_ready\""),
+        "{stderr}"
+    );
+}
+
 /// A replay recording of `times` triage answers of `verdict`.
 fn triage_replay(dir: &Path, verdict: &Value, times: usize) -> PathBuf {
     let answer = json!({"message": {"role": "assistant", "parts": [{"type": "text", "text": verdict.to_string()}]},

@@ -18,8 +18,9 @@ fn main() -> ExitCode {
         Ok(a) => a,
         Err(e) => return fail(&format!("forq-egress: {addr:?} is not an address to listen on ({e}); pass one like 0.0.0.0:3128")),
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+    // One thread: the proxy only waits on sockets (and the library does
+    // not force a multi-threaded runtime on its embedders).
+    let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
     {
