@@ -160,6 +160,10 @@ You work only through the tools: read the code, make the smallest change that fi
 run the tests to check it, then call submit with a summary. If the issue cannot be fixed without \
 a decision only the maintainers can make, call give_up with your question.";
 
+/// Model calls a coding agent gets unless told otherwise: the one default
+/// of `--max-steps` and forq.yml's `actions.fix.agent.max_steps`.
+pub const DEFAULT_MAX_STEPS: u32 = 50;
+
 /// The default [`CodingAgent`].
 pub struct Agent {
     provider: Arc<dyn Provider>,

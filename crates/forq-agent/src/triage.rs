@@ -124,13 +124,19 @@ impl std::fmt::Debug for Triage {
     }
 }
 
+/// The confidence at or above which triage attempts a fix, unless told
+/// otherwise: the one default of `forq triage --threshold` and forq.yml's
+/// `triage.threshold`.
+pub const DEFAULT_THRESHOLD: f64 = 0.7;
+
 impl Triage {
-    /// On `provider`'s `model`, attempting fixes at confidence 0.7 and above.
+    /// On `provider`'s `model`, attempting fixes at [`DEFAULT_THRESHOLD`]
+    /// and above.
     pub fn new(provider: Arc<dyn Provider>, model: impl Into<String>) -> Triage {
         Triage {
             provider,
             model: model.into(),
-            threshold: 0.7,
+            threshold: DEFAULT_THRESHOLD,
         }
     }
 

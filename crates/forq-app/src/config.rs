@@ -115,7 +115,7 @@ impl Default for TestConfig {
         TestConfig {
             command: None,
             targets: Vec::new(),
-            timeout_s: 600,
+            timeout_s: forq_search::oracle::DEFAULT_TEST_TIMEOUT_S,
         }
     }
 }
@@ -139,7 +139,7 @@ impl Default for TriageConfig {
         TriageConfig {
             enabled: true,
             model: None,
-            threshold: 0.6,
+            threshold: forq_agent::triage::DEFAULT_THRESHOLD,
         }
     }
 }
@@ -256,7 +256,7 @@ pub enum AgentProgram {
 impl Default for AgentConfig {
     fn default() -> Self {
         AgentConfig {
-            max_steps: 30,
+            max_steps: forq_agent::agent::DEFAULT_MAX_STEPS,
             max_cost_usd: None,
             model: None,
             program: AgentProgram::Forq,
@@ -281,8 +281,8 @@ pub struct SearchBudget {
 impl Default for SearchBudget {
     fn default() -> Self {
         SearchBudget {
-            max_nodes: 200,
-            max_depth: 2,
+            max_nodes: forq_search::DEFAULT_MAX_NODES,
+            max_depth: forq_search::DEFAULT_MAX_DEPTH,
             max_time_s: None,
             jobs: None,
         }

@@ -2,6 +2,7 @@
 
 pub mod clean;
 pub mod config;
+pub mod eval;
 pub mod failure;
 pub mod git;
 pub mod github;

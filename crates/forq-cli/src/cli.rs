@@ -79,6 +79,14 @@ pub(crate) enum Command {
     Queue(QueueArgs),
     /// List runs, or show, follow, abort or resume one.
     Runs(RunsArgs),
+    /// Run forq on benchmark instances in SWE-bench's format (JSONL) and
+    /// judge its predictions: each instance checked out at its base
+    /// commit, fixed by a run, then its FAIL_TO_PASS and PASS_TO_PASS
+    /// tests run over the prediction and the test patch. Writes
+    /// predictions.jsonl (SWE-bench's harness reads it), results.jsonl
+    /// and report.json under --out; a rerun resumes. Exits 0 when every
+    /// instance was judged, 1 when some could not be set up or failed.
+    Eval(EvalArgs),
     /// List a run's workspace files (one bare path per line with --plain,
     /// or whenever stdout is not a terminal).
     Files(FilesArgs),
@@ -210,7 +218,7 @@ pub(crate) struct ChangeArgs {
     #[command(flatten)]
     pub(crate) backend: BackendArgs,
     /// Cap on the test run, in seconds.
-    #[arg(long, default_value_t = 300, value_name = "S")]
+    #[arg(long, default_value_t = forq_search::oracle::DEFAULT_TEST_TIMEOUT_S, value_name = "S")]
     pub(crate) test_timeout: u64,
     /// Where fix.patch, tree.json and summary.json go (default:
     /// REPO/.forq/COMMAND/ID).
@@ -688,6 +696,69 @@ pub(crate) struct SearchBenchArgs {
     pub(crate) json: bool,
 }
 
+#[derive(Debug, Args)]
+pub(crate) struct EvalArgs {
+    /// The instances: one JSON object per line (`instance_id`, `repo`,
+    /// `base_commit`, `problem_statement`, `test_patch`, `FAIL_TO_PASS`,
+    /// `PASS_TO_PASS`, …).
+    #[arg(value_name = "INSTANCES.jsonl")]
+    pub(crate) instances: PathBuf,
+    /// Where predictions.jsonl, results.jsonl, report.json and the runs
+    /// go; a rerun into it resumes.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) out: PathBuf,
+    /// Local repositories, one git repository per instance repository,
+    /// named NAME (`toolz` for toolz/toolz) or OWNER__NAME (default: clone
+    /// each from GitHub).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) repos: Option<PathBuf>,
+    /// Let forq see the tests: apply the test patch first and target the
+    /// FAIL_TO_PASS tests (a repair benchmark's setting; results are not
+    /// comparable with SWE-bench's hidden-test setting).
+    #[arg(long)]
+    pub(crate) with_tests: bool,
+    /// Instances at once.
+    #[arg(long, default_value_t = 1)]
+    pub(crate) jobs: usize,
+    /// `model_name_or_path` in the predictions (default: forq and its
+    /// brancher, e.g. forq-mutate).
+    #[arg(long, value_name = "NAME")]
+    pub(crate) model_name: Option<String>,
+    /// Settings for every instance's run (forq.yml's format); the flags
+    /// below override them.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) config: Option<PathBuf>,
+    /// single or speculative (default: the settings', else speculative).
+    #[arg(long, value_enum)]
+    pub(crate) strategy: Option<StrategyName>,
+    /// mutate, llm or agent (default: the settings', else mutate for
+    /// speculative and agent for single).
+    #[arg(long, value_enum)]
+    pub(crate) brancher: Option<BrancherName>,
+    /// Most candidates evaluated per instance.
+    #[arg(long)]
+    pub(crate) max_nodes: Option<usize>,
+    /// Most wall-clock seconds of search per instance.
+    #[arg(long, value_name = "S")]
+    pub(crate) max_time: Option<u64>,
+    /// Most model calls of the agent per instance.
+    #[arg(long)]
+    pub(crate) max_steps: Option<u32>,
+    /// Most dollars per instance (needs --prices for the model).
+    #[arg(long, value_name = "USD")]
+    pub(crate) max_cost: Option<f64>,
+    /// Cap on each run of the tests, in seconds (searching and judging).
+    #[arg(long, default_value_t = forq_search::oracle::DEFAULT_TEST_TIMEOUT_S, value_name = "S")]
+    pub(crate) test_timeout: u64,
+    #[command(flatten)]
+    pub(crate) model: ModelArgs,
+    #[command(flatten)]
+    pub(crate) backend: BackendArgs,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub(crate) enum StrategyName {
     Single,
@@ -753,10 +824,10 @@ pub(crate) struct FixArgs {
     #[arg(long = "target", value_name = "TEST_ID")]
     pub(crate) targets: Vec<String>,
     /// Most candidates evaluated.
-    #[arg(long, default_value_t = 200)]
+    #[arg(long, default_value_t = forq_search::DEFAULT_MAX_NODES)]
     pub(crate) max_nodes: usize,
     /// Most edits stacked.
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value_t = forq_search::DEFAULT_MAX_DEPTH)]
     pub(crate) max_depth: usize,
     /// Evaluations at once (default: the cores).
     #[arg(long)]
@@ -774,10 +845,10 @@ pub(crate) struct FixArgs {
     #[arg(long, value_name = "S")]
     pub(crate) max_time: Option<u64>,
     /// Cap on each test run, in seconds (a candidate that hangs is red).
-    #[arg(long, default_value_t = 300, value_name = "S")]
+    #[arg(long, default_value_t = forq_search::oracle::DEFAULT_TEST_TIMEOUT_S, value_name = "S")]
     pub(crate) test_timeout: u64,
     /// Most model calls of the agent (--brancher agent).
-    #[arg(long, default_value_t = 50)]
+    #[arg(long, default_value_t = forq_agent::agent::DEFAULT_MAX_STEPS)]
     pub(crate) max_steps: u32,
     /// The coding agent of --brancher agent: forq's own, or a program run
     /// inside the sandbox — Claude Code (`claude` on its PATH;
@@ -859,7 +930,7 @@ pub(crate) struct TriageArgs {
     #[command(flatten)]
     pub(crate) model: ModelArgs,
     /// Confidence at or above which a fix is attempted.
-    #[arg(long, default_value_t = 0.7)]
+    #[arg(long, default_value_t = forq_agent::triage::DEFAULT_THRESHOLD)]
     pub(crate) threshold: f64,
     /// Print the decision as JSON.
     #[arg(long)]
@@ -888,7 +959,7 @@ pub(crate) struct AgentRunArgs {
     #[command(flatten)]
     pub(crate) model: ModelArgs,
     /// Most model calls.
-    #[arg(long, default_value_t = 50)]
+    #[arg(long, default_value_t = forq_agent::agent::DEFAULT_MAX_STEPS)]
     pub(crate) max_steps: u32,
     /// Most dollars (needs --prices for the model).
     #[arg(long, value_name = "USD")]

@@ -10,6 +10,11 @@ use forq_bootstrap::{same_test, Outcome, Stack, TestRun};
 use forq_sandbox::Sandbox;
 use serde::{Deserialize, Serialize};
 
+/// Seconds one run of the tests may take unless told otherwise (a run past
+/// it is killed and its candidate red): the one default of
+/// `--test-timeout` and forq.yml's `test.timeout_s`.
+pub const DEFAULT_TEST_TIMEOUT_S: u64 = 300;
+
 /// Judges candidates by the repository's tests.
 #[derive(Debug, Clone)]
 pub struct Oracle {

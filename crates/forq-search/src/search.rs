@@ -59,11 +59,19 @@ pub struct Budget {
     pub wall_clock: Option<Duration>,
 }
 
+/// Candidates a search evaluates unless told otherwise (`--max-nodes`,
+/// forq.yml's `actions.fix.budget.max_nodes`).
+pub const DEFAULT_MAX_NODES: usize = 200;
+
+/// Edits a candidate stacks unless told otherwise (`--max-depth`,
+/// forq.yml's `actions.fix.budget.max_depth`).
+pub const DEFAULT_MAX_DEPTH: usize = 2;
+
 impl Default for Budget {
     fn default() -> Self {
         Budget {
-            max_nodes: 200,
-            max_depth: 2,
+            max_nodes: DEFAULT_MAX_NODES,
+            max_depth: DEFAULT_MAX_DEPTH,
             jobs: std::thread::available_parallelism().map_or(2, |n| n.get()),
             branching: 200,
             wall_clock: None,

@@ -99,14 +99,14 @@ fn config_check(args: ConfigCheckArgs) -> anyhow::Result<ExitCode> {
     }
 }
 
-fn open_store(state: &Path) -> anyhow::Result<Arc<Store>> {
+pub(super) fn open_store(state: &Path) -> anyhow::Result<Arc<Store>> {
     forq_sandbox::refuse_link(state)?;
     Ok(Arc::new(Store::open(&state.join("forq.db"))?))
 }
 
 /// The owner's model, when one is configured (none is not an error: triage
 /// is skipped and the mutate brancher needs none).
-fn owner_model(args: &ModelArgs) -> anyhow::Result<Option<Model>> {
+pub(super) fn owner_model(args: &ModelArgs) -> anyhow::Result<Option<Model>> {
     match open_provider(args) {
         Ok((provider, name)) => Ok(Some(Model {
             provider,
@@ -227,7 +227,7 @@ fn report(runs: &[Run], json_out: bool) -> anyhow::Result<ExitCode> {
     Ok(exit_for(runs))
 }
 
-fn load_config(file: Option<&PathBuf>) -> anyhow::Result<Option<Config>> {
+pub(super) fn load_config(file: Option<&PathBuf>) -> anyhow::Result<Option<Config>> {
     file.map(|f| Config::from_file(f).map_err(anyhow::Error::from))
         .transpose()
 }

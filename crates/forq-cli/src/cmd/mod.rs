@@ -23,6 +23,7 @@ mod bench;
 mod bootstrap;
 mod change;
 mod doctor;
+mod eval;
 mod fix;
 mod golden;
 mod graph;
@@ -85,6 +86,7 @@ pub(crate) fn run(args: Cli) -> anyhow::Result<ExitCode> {
             Command::Search(SearchCommand::Bench(a)) => search_bench::run(a).await,
             Command::Config(c) => app::config(c),
             Command::Queue(a) => app::queue(a).await,
+            Command::Eval(a) => eval::run(a).await,
             Command::Runs(a) => app::runs(a).await,
             Command::Files(a) => app::files(a),
             Command::Push(a) => app::push(a).await,

@@ -14,6 +14,7 @@ mod app;
 #[path = "../../../forq-sandbox/tests/it/bridge.rs"]
 mod bridge;
 mod change;
+mod eval;
 mod fix;
 mod golden;
 mod serve;
