@@ -1,15 +1,14 @@
 #![doc = include_str!("../README.md")]
 #![deny(missing_docs)]
 
+// The model layer is its own crate; its modules keep their paths here.
+pub use forq_provider::{cost, message, provider, structured};
+
 pub mod agent;
 pub mod configure;
 pub mod contract;
-pub mod cost;
 pub mod docs;
 pub mod external;
 pub mod issue;
-pub mod message;
-pub mod provider;
-pub mod structured;
 pub mod tools;
 pub mod triage;

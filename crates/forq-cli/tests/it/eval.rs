@@ -206,3 +206,155 @@ async fn eval_predicts_judges_reports_and_resumes() {
     let report_again: Value = serde_json::from_slice(&again.stdout).unwrap();
     assert_eq!(report_again["resolved"], 3);
 }
+
+async fn git_in(dir: &Path, args: &[&str]) {
+    let out = forq_sandbox::host_command("git")
+        .args([
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@localhost",
+            "-c",
+            "commit.gpgsign=false",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[tokio::test]
+async fn instances_from_history_with_the_tests_hidden_or_shown() {
+    if !native_or_skip("instances_from_history_with_the_tests_hidden_or_shown") {
+        return;
+    }
+    // A history: the bug with no test that catches it, then the fix with
+    // the test that does.
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = tmp.path().join("calc");
+    std::fs::create_dir_all(repo.join("tests")).unwrap();
+    std::fs::write(
+        repo.join("calc.py"),
+        "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n",
+    )
+    .unwrap();
+    std::fs::write(repo.join("tests/__init__.py"), "").unwrap();
+    let test_mul = "import unittest\n\nfrom calc import add, mul\n\n\nclass CalcTest(unittest.TestCase):\n    def test_mul(self):\n        self.assertEqual(mul(2, 3), 6)\n";
+    std::fs::write(repo.join("tests/test_calc.py"), test_mul).unwrap();
+    git_in(&repo, &["init", "-q", "-b", "main"]).await;
+    git_in(&repo, &["add", "-A"]).await;
+    git_in(&repo, &["commit", "-q", "-m", "calc"]).await;
+    std::fs::write(
+        repo.join("calc.py"),
+        "def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a * b\n",
+    )
+    .unwrap();
+    std::fs::write(
+        repo.join("tests/test_calc.py"),
+        format!("{test_mul}\n    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n"),
+    )
+    .unwrap();
+    git_in(
+        &repo,
+        &[
+            "commit",
+            "-q",
+            "-am",
+            "add() subtracts\n\nadd(2, 3) gives -1.",
+        ],
+    )
+    .await;
+    let made = forq_sandbox::host_command("python3")
+        .arg(repo_root().join("scripts/make_instances.py"))
+        .args([
+            repo.to_str().unwrap(),
+            "--commits",
+            "HEAD~1..HEAD",
+            "--name",
+            "me/calc",
+        ])
+        .args(["--forq", env!("CARGO_BIN_EXE_forq"), "--backend", "native"])
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    let text = String::from_utf8(made.stdout).unwrap();
+    let instance: Value = serde_json::from_str(text.trim()).unwrap();
+    assert_eq!(
+        instance["FAIL_TO_PASS"],
+        json!(["tests.test_calc.CalcTest.test_add"])
+    );
+    assert_eq!(
+        instance["PASS_TO_PASS"],
+        json!(["tests.test_calc.CalcTest.test_mul"])
+    );
+    assert!(instance["test_patch"]
+        .as_str()
+        .unwrap()
+        .contains("+    def test_add(self):"));
+    assert!(instance["patch"]
+        .as_str()
+        .unwrap()
+        .contains("+    return a + b"));
+    assert!(instance["problem_statement"]
+        .as_str()
+        .unwrap()
+        .starts_with("add() subtracts"));
+    let file = tmp.path().join("instances.jsonl");
+    std::fs::write(&file, &text).unwrap();
+    let run = |out: &str, shown: bool| {
+        let mut args = vec![
+            "eval".to_owned(),
+            file.to_str().unwrap().to_owned(),
+            "--repos".to_owned(),
+            tmp.path().to_str().unwrap().to_owned(),
+            "--out".to_owned(),
+            tmp.path().join(out).to_str().unwrap().to_owned(),
+            "--backend".to_owned(),
+            "native".to_owned(),
+            "--json".to_owned(),
+        ];
+        if shown {
+            args.push("--with-tests".to_owned());
+        }
+        args
+    };
+    // Hidden (SWE-bench's setting): no test fails before the fix, and
+    // without a model nothing writes one: unresolved, and says why.
+    let args = run("hidden", false);
+    let out = forq_env(&args.iter().map(String::as_str).collect::<Vec<_>>(), &[]).await;
+    check_exit(&out, 0);
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let r = &report["results"][0];
+    assert_eq!(r["status"], "unresolved", "{report}");
+    assert!(
+        r["reason"]
+            .as_str()
+            .unwrap()
+            .contains("every test passes on the unmodified code"),
+        "{r}"
+    );
+    // Shown: the test patch first, FAIL_TO_PASS the target: resolved.
+    let args = run("shown", true);
+    let out = forq_env(&args.iter().map(String::as_str).collect::<Vec<_>>(), &[]).await;
+    check_exit(&out, 0);
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["resolved"], 1, "{report}");
+    let prediction = &lines(&tmp.path().join("shown/predictions.jsonl"))[0];
+    let patch = prediction["model_patch"].as_str().unwrap();
+    assert!(patch.contains("+    return a + b"), "{patch}");
+    assert!(
+        !patch.contains("test_add"),
+        "the test patch is not the prediction's: {patch}"
+    );
+}

@@ -115,12 +115,14 @@ impl ApiKey {
             .map(ApiKey)
     }
 
-    pub(crate) fn expose(&self) -> &str {
+    /// The key itself, for the one place it must go (a request header, a
+    /// child process's environment). Never log or print what this returns.
+    pub fn expose(&self) -> &str {
         &self.0
     }
 
     /// `text` with every occurrence of the key replaced by `[redacted]`.
-    pub(crate) fn redact(&self, text: &str) -> String {
+    pub fn redact(&self, text: &str) -> String {
         if self.0.len() < 4 {
             return text.to_owned();
         }
