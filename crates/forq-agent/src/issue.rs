@@ -1,5 +1,6 @@
-//! The issue a run works on, read from where people keep issues: a GitHub
-//! issue or pull-request URL (over the REST API), a Markdown file, or text.
+//! The issue a run works on, from a Markdown file (with the one front
+//! matter parser forq has) or text. Issues on GitHub are read by
+//! forq-app's GitHub client, the one forq has.
 //!
 //! ```
 //! use forq_agent::issue::Issue;
@@ -8,14 +9,14 @@
 //! assert_eq!(issue.title, "add() subtracts");
 //! assert_eq!(issue.body, "`add(2, 3)` is -1.");
 //! assert!(issue.prompt().starts_with("# add() subtracts\n"));
+//!
+//! let (front, _) = forq_agent::issue::parse_markdown("---\nid: 7\ntargets: [t1]\n---\n# x\n", "f.md").unwrap();
+//! assert_eq!((front.id.as_deref(), front.targets), (Some("7"), vec!["t1".to_owned()]));
 //! ```
 
 use std::path::Path;
-use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
-
-use crate::provider::ApiKey;
+use serde::{Deserialize, Deserializer, Serialize};
 
 /// An issue: a title and a body, and where it came from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -31,6 +32,41 @@ pub struct Issue {
     pub labels: Vec<String>,
 }
 
+/// The keys forq reads from a Markdown issue's YAML front matter (others
+/// are left to other tools).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default)]
+#[non_exhaustive]
+pub struct FrontMatter {
+    /// Its id in its source (a number or a string).
+    #[serde(deserialize_with = "id_text")]
+    pub id: Option<String>,
+    /// The title, when the text has no `# ` heading.
+    pub title: Option<String>,
+    /// Labels.
+    pub labels: Vec<String>,
+    /// Tests that capture it.
+    pub targets: Vec<String>,
+    /// The repository it is on, relative to the file.
+    pub repo: Option<String>,
+    /// Who filed it.
+    pub author: Option<String>,
+}
+
+/// An id written as a number or a string.
+fn id_text<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Id {
+        Number(u64),
+        Text(String),
+    }
+    Ok(Option::<Id>::deserialize(d)?.map(|id| match id {
+        Id::Number(n) => n.to_string(),
+        Id::Text(t) => t,
+    }))
+}
+
 /// Why an issue could not be read.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -43,68 +79,54 @@ pub enum Error {
         /// What failed.
         message: String,
     },
-    /// Not a URL of a GitHub issue or pull request.
-    #[error("{0} is not a GitHub issue URL (https://github.com/OWNER/REPO/issues/N or /pull/N)")]
-    NotGithub(String),
-    /// The GitHub API said no, or could not be reached.
-    #[error("cannot read {url}: {message}")]
-    Github {
-        /// The issue's URL.
-        url: String,
-        /// What went wrong, and what to do.
+    /// A front matter is not YAML of the expected shape.
+    #[error("{path}: the front matter is not valid: {message} (expected keys: id, title, labels, targets, repo, author)")]
+    FrontMatter {
+        /// The file.
+        path: String,
+        /// What is wrong.
         message: String,
     },
 }
 
-/// Where a GitHub issue lives: owner, repository, number.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GithubRef {
-    /// The owner (user or organisation).
-    pub owner: String,
-    /// The repository.
-    pub repo: String,
-    /// The issue or pull request number.
-    pub number: u64,
-}
-
-impl GithubRef {
-    /// Parses `https://github.com/OWNER/REPO/issues/N` (or `/pull/N`, with
-    /// or without the scheme, a trailing slash or a `#fragment`).
-    pub fn parse(url: &str) -> Option<GithubRef> {
-        let rest = url
-            .trim()
-            .trim_start_matches("https://")
-            .trim_start_matches("http://")
-            .strip_prefix("github.com/")?;
-        let rest = rest.split(['#', '?']).next()?.trim_end_matches('/');
-        let parts: Vec<&str> = rest.split('/').collect();
-        match parts.as_slice() {
-            [owner, repo, "issues" | "pull" | "pulls", n]
-                if !owner.is_empty() && !repo.is_empty() =>
-            {
-                Some(GithubRef {
-                    owner: (*owner).to_owned(),
-                    repo: (*repo).to_owned(),
-                    number: n.parse().ok()?,
-                })
-            }
-            _ => None,
+/// Splits a Markdown issue into its front matter (`---` … `---`, parsed)
+/// and the issue: the first `# ` heading is the title (else the front
+/// matter's), the rest the body. `source` names it.
+pub fn parse_markdown(text: &str, source: &str) -> Result<(FrontMatter, Issue), Error> {
+    let mut rest = text.trim_start_matches('\u{feff}');
+    let mut front = FrontMatter::default();
+    if let Some(after) = rest.strip_prefix("---\n") {
+        let split = match after.strip_prefix("---") {
+            Some(tail) => Some(("", tail)),
+            None => after
+                .find("\n---")
+                .map(|end| (&after[..end], &after[end + 4..])),
+        };
+        if let Some((yaml, tail)) = split {
+            front = serde_yaml_ng::from_str::<Option<FrontMatter>>(yaml)
+                .map_err(|e| Error::FrontMatter {
+                    path: source.to_owned(),
+                    message: e.to_string(),
+                })?
+                .unwrap_or_default();
+            rest = tail.trim_start_matches(['-']);
         }
     }
-}
-
-#[derive(Deserialize)]
-struct GithubIssue {
-    title: String,
-    body: Option<String>,
-    html_url: Option<String>,
-    #[serde(default)]
-    labels: Vec<GithubLabel>,
-}
-
-#[derive(Deserialize)]
-struct GithubLabel {
-    name: String,
+    let rest = rest.trim_start();
+    let (title, body) = match rest.strip_prefix("# ") {
+        Some(headed) => {
+            let (first, body) = headed.split_once('\n').unwrap_or((headed, ""));
+            (first.trim().to_owned(), body)
+        }
+        None => (front.title.clone().unwrap_or_default(), rest),
+    };
+    let issue = Issue {
+        title,
+        body: body.trim().to_owned(),
+        source: source.to_owned(),
+        labels: front.labels.clone(),
+    };
+    Ok((front, issue))
 }
 
 impl Issue {
@@ -116,145 +138,38 @@ impl Issue {
         issue
     }
 
-    /// A Markdown issue: YAML front matter (`---` … `---`, its `title:` used
-    /// when there is no heading) is dropped, the first `# ` heading is the
-    /// title and the rest the body.
+    /// A Markdown issue ([`parse_markdown`]); a front matter that does not
+    /// parse is dropped as if it were absent.
     pub fn from_markdown(text: &str, source: &str) -> Issue {
-        let mut title = String::new();
-        let mut rest = text.trim_start_matches('\u{feff}');
-        if let Some(after) = rest.strip_prefix("---\n") {
-            if let Some(end) = after.find("\n---") {
-                for line in after[..end].lines() {
-                    if let Some(t) = line.strip_prefix("title:") {
-                        title = t.trim().trim_matches(['"', '\'']).to_owned();
-                    }
-                }
-                rest = after[end + 4..].trim_start_matches(['-']);
+        match parse_markdown(text, source) {
+            Ok((_, issue)) => issue,
+            Err(_) => {
+                // Without its front matter, then as plain text.
+                let stripped = text
+                    .strip_prefix("---\n")
+                    .and_then(|after| after.find("\n---").map(|end| &after[end + 4..]))
+                    .map(|r| r.trim_start_matches(['-']))
+                    .unwrap_or(text);
+                parse_markdown(stripped, source)
+                    .map(|(_, issue)| issue)
+                    .unwrap_or(Issue {
+                        title: String::new(),
+                        body: stripped.trim().to_owned(),
+                        source: source.to_owned(),
+                        labels: Vec::new(),
+                    })
             }
-        }
-        let rest = rest.trim_start();
-        let body = match rest.strip_prefix("# ") {
-            Some(headed) => {
-                let (first, body) = headed.split_once('\n').unwrap_or((headed, ""));
-                title = first.trim().to_owned();
-                body
-            }
-            None => rest,
-        };
-        Issue {
-            title,
-            body: body.trim().to_owned(),
-            source: source.to_owned(),
-            labels: Vec::new(),
         }
     }
 
-    /// Reads a Markdown issue file.
+    /// Reads a Markdown issue file; a front matter that does not parse is
+    /// an error that names the file.
     pub fn from_file(path: &Path) -> Result<Issue, Error> {
         let text = std::fs::read_to_string(path).map_err(|e| Error::File {
             path: path.display().to_string(),
             message: e.to_string(),
         })?;
-        Ok(Issue::from_markdown(&text, &path.display().to_string()))
-    }
-
-    /// Reads a GitHub issue (or pull request) through the REST API at
-    /// `api_base` (`https://api.github.com`, or `GITHUB_API_URL`'s value
-    /// for GitHub Enterprise), with `token` when given (private
-    /// repositories, and a higher rate limit).
-    pub async fn from_github(
-        url: &str,
-        api_base: &str,
-        token: Option<&ApiKey>,
-    ) -> Result<Issue, Error> {
-        let at = GithubRef::parse(url).ok_or_else(|| Error::NotGithub(url.to_owned()))?;
-        let fail = |message: String| Error::Github {
-            url: url.to_owned(),
-            message,
-        };
-        let endpoint = format!(
-            "{}/repos/{}/{}/issues/{}",
-            api_base.trim_end_matches('/'),
-            at.owner,
-            at.repo,
-            at.number
-        );
-        let client = reqwest::Client::builder()
-            .timeout(Duration::from_secs(30))
-            .build()
-            .map_err(|e| fail(e.to_string()))?;
-        let mut request = client
-            .get(&endpoint)
-            .header("accept", "application/vnd.github+json")
-            .header("x-github-api-version", "2022-11-28")
-            .header("user-agent", concat!("forq/", env!("CARGO_PKG_VERSION")));
-        if let Some(token) = token {
-            request = request.bearer_auth(token.expose());
-        }
-        let response = request
-            .send()
-            .await
-            .map_err(|e| fail(format!("cannot reach {api_base}: {e}")))?;
-        let status = response.status().as_u16();
-        let limited = response
-            .headers()
-            .get("x-ratelimit-remaining")
-            .is_some_and(|v| v == "0");
-        let text = response.text().await.map_err(|e| fail(e.to_string()))?;
-        let message = || {
-            serde_json::from_str::<serde_json::Value>(&text)
-                .ok()
-                .and_then(|v| v.get("message")?.as_str().map(str::to_owned))
-                .unwrap_or_else(|| text.chars().take(200).collect())
-        };
-        let hint = if token.is_some() {
-            ""
-        } else {
-            "; set GITHUB_TOKEN"
-        };
-        match status {
-            200 => {}
-            403 | 429 if limited => {
-                return Err(fail(format!(
-                    "GitHub's rate limit is spent (HTTP {status}){hint}"
-                )))
-            }
-            401 | 403 => {
-                return Err(fail(format!(
-                    "GitHub refused the token (HTTP {status}: {}); check GITHUB_TOKEN",
-                    message()
-                )))
-            }
-            404 => {
-                return Err(fail(format!(
-                    "no such issue, or a private repository (HTTP 404){hint}"
-                )))
-            }
-            _ => return Err(fail(format!("HTTP {status}: {}", message()))),
-        }
-        let issue: GithubIssue = serde_json::from_str(&text)
-            .map_err(|e| fail(format!("GitHub's reply is not an issue: {e}")))?;
-        Ok(Issue {
-            title: issue.title,
-            body: issue.body.unwrap_or_default().trim().to_owned(),
-            source: issue.html_url.unwrap_or_else(|| url.to_owned()),
-            labels: issue.labels.into_iter().map(|l| l.name).collect(),
-        })
-    }
-
-    /// Reads `spec`: a GitHub URL (through `GITHUB_API_URL`, default
-    /// `https://api.github.com`, and `GITHUB_TOKEN` when set) or a Markdown
-    /// file.
-    pub async fn load(spec: &str) -> Result<Issue, Error> {
-        if spec.starts_with("http://") || spec.starts_with("https://") {
-            let api = std::env::var("GITHUB_API_URL")
-                .ok()
-                .filter(|u| !u.is_empty())
-                .unwrap_or_else(|| "https://api.github.com".to_owned());
-            let token = ApiKey::from_env("GITHUB_TOKEN");
-            return Issue::from_github(spec, &api, token.as_ref()).await;
-        }
-        Issue::from_file(Path::new(spec))
+        parse_markdown(&text, &path.display().to_string()).map(|(_, issue)| issue)
     }
 
     /// The issue as the model reads it: `# title`, a blank line, the body.
@@ -272,22 +187,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn github_urls_parse_and_others_do_not() {
-        let r = GithubRef::parse("https://github.com/o/r/issues/12#issuecomment-1").unwrap();
-        assert_eq!(
-            (r.owner.as_str(), r.repo.as_str(), r.number),
-            ("o", "r", 12)
-        );
-        assert_eq!(
-            GithubRef::parse("github.com/o/r/pull/3/").unwrap().number,
-            3
-        );
-        assert!(GithubRef::parse("https://gitlab.com/o/r/issues/1").is_none());
-        assert!(GithubRef::parse("https://github.com/o/r").is_none());
-        assert!(GithubRef::parse("https://github.com/o/r/issues/x").is_none());
-    }
-
-    #[test]
     fn markdown_without_heading_uses_front_matter_title() {
         let i = Issue::from_markdown(
             "---\ntitle: \"Crash\"\nlabels: [bug]\n---\nIt crashes.\n",
@@ -295,10 +194,40 @@ mod tests {
         );
         assert_eq!(i.title, "Crash");
         assert_eq!(i.body, "It crashes.");
+        assert_eq!(i.labels, ["bug"]);
         let plain = Issue::from_text("just words");
         assert_eq!(
             (plain.title.as_str(), plain.prompt()),
             ("", "just words".to_owned())
         );
+    }
+
+    #[test]
+    fn a_bad_front_matter_is_an_error_that_names_the_file_or_dropped_by_from_markdown() {
+        let text = "---\nlabels: bug: [\n---\n# Title\n\nBody.\n";
+        let err = parse_markdown(text, "issues/3.md").unwrap_err().to_string();
+        assert!(
+            err.starts_with("issues/3.md: the front matter is not valid"),
+            "{err}"
+        );
+        let issue = Issue::from_markdown(text, "issues/3.md");
+        assert_eq!(
+            (issue.title.as_str(), issue.body.as_str()),
+            ("Title", "Body.")
+        );
+    }
+
+    #[test]
+    fn ids_may_be_numbers_or_strings_and_an_empty_front_matter_is_none() {
+        let (f, _) = parse_markdown("---\nid: 12\n---\nx", "a.md").unwrap();
+        assert_eq!(f.id.as_deref(), Some("12"));
+        let (f, _) = parse_markdown("---\nid: bug-7\nauthor: sam\n---\nx", "a.md").unwrap();
+        assert_eq!(
+            (f.id.as_deref(), f.author.as_deref()),
+            (Some("bug-7"), Some("sam"))
+        );
+        let (f, issue) = parse_markdown("---\n---\n# t\n", "a.md").unwrap();
+        assert_eq!(f, FrontMatter::default());
+        assert_eq!(issue.title, "t");
     }
 }

@@ -122,11 +122,8 @@ fn one(e: &(dyn std::error::Error + 'static)) -> Option<FailureKind> {
             _ => Model,
         });
     }
-    if let Some(e) = e.downcast_ref::<forq_agent::issue::Error>() {
-        return Some(match e {
-            forq_agent::issue::Error::Github { .. } => Infrastructure,
-            _ => Input,
-        });
+    if e.is::<forq_agent::issue::Error>() {
+        return Some(Input);
     }
     if e.is::<crate::config::ConfigError>() || e.is::<crate::source::SourceError>() {
         return Some(Input);
@@ -164,7 +161,18 @@ fn one(e: &(dyn std::error::Error + 'static)) -> Option<FailureKind> {
             _ => Infrastructure,
         });
     }
-    if e.is::<crate::git::GitError>() || e.is::<crate::github::GithubError>() {
+    if let Some(e) = e.downcast_ref::<crate::github::GithubError>() {
+        use crate::github::GithubError as G;
+        return Some(match e {
+            G::NotARepo(_) | G::NotAnIssue(_) => Input,
+            G::Status {
+                status: 401 | 403 | 404 | 422,
+                ..
+            } => Input,
+            _ => Infrastructure,
+        });
+    }
+    if e.is::<crate::git::GitError>() {
         return Some(Infrastructure);
     }
     None

@@ -154,6 +154,39 @@ pub enum GithubError {
     /// Not `OWNER/REPO`.
     #[error("{0} is not a GitHub repository; write OWNER/REPO or https://github.com/OWNER/REPO")]
     NotARepo(String),
+    /// Not the URL of an issue or a pull request.
+    #[error("{0} is not a GitHub issue URL (https://github.com/OWNER/REPO/issues/N or /pull/N)")]
+    NotAnIssue(String),
+}
+
+/// `OWNER/REPO` and the number of an issue's or pull request's URL
+/// (`https://github.com/OWNER/REPO/issues/N` or `/pull/N`, with or without
+/// the scheme, a trailing slash, a query or a `#fragment`; any host, for
+/// GitHub Enterprise).
+///
+/// ```
+/// use forq_app::github::issue_ref;
+///
+/// assert_eq!(issue_ref("https://github.com/o/r/issues/12#issuecomment-1"), Some(("o/r".to_owned(), 12)));
+/// assert_eq!(issue_ref("github.com/o/r/pull/3/"), Some(("o/r".to_owned(), 3)));
+/// assert_eq!(issue_ref("https://github.com/o/r"), None);
+/// assert_eq!(issue_ref("https://github.com/o/r/issues/x"), None);
+/// ```
+pub fn issue_ref(url: &str) -> Option<(String, u64)> {
+    let rest = url
+        .trim()
+        .trim_start_matches("https://")
+        .trim_start_matches("http://");
+    let rest = rest.split(['#', '?']).next()?.trim_end_matches('/');
+    let parts: Vec<&str> = rest.split('/').collect();
+    match parts.as_slice() {
+        [_host, owner, repo, "issues" | "pull" | "pulls", n]
+            if !owner.is_empty() && !repo.is_empty() =>
+        {
+            Some((format!("{owner}/{repo}"), n.parse().ok()?))
+        }
+        _ => None,
+    }
 }
 
 /// `OWNER/REPO` from `OWNER/REPO`, `https://github.com/OWNER/REPO[.git]`,
@@ -398,6 +431,13 @@ impl Github {
         String::from_utf8(bytes)
             .map(Some)
             .map_err(|_| shape("its content is not UTF-8 text"))
+    }
+
+    /// The issue (or pull request) at `url` ([`issue_ref`]).
+    pub async fn issue_at(&self, url: &str) -> Result<GhIssue, GithubError> {
+        let (repo, number) =
+            issue_ref(url).ok_or_else(|| GithubError::NotAnIssue(url.to_owned()))?;
+        self.issue(&repo, number).await
     }
 
     /// Issue (or pull request) `number` of `repo`.

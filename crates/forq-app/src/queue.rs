@@ -77,19 +77,15 @@ impl Source {
     /// (default `https://github.com`).
     pub fn github(spec: &str) -> Result<Source, GithubError> {
         // One issue's URL: https://github.com/OWNER/REPO/issues/N (or /pull/N).
-        let parts: Vec<&str> = spec.trim_end_matches('/').split('/').collect();
-        if let [.., "issues" | "pull", n] = parts.as_slice() {
-            if let Ok(number) = n.parse() {
-                let repo = parts[..parts.len() - 2].join("/");
-                let Source::Github { slug, clone_url } = Source::github(&repo)? else {
-                    return Err(GithubError::NotARepo(spec.to_owned()));
-                };
-                return Ok(Source::GithubIssue {
-                    slug,
-                    number,
-                    clone_url,
-                });
-            }
+        if let Some((repo, number)) = crate::github::issue_ref(spec) {
+            let Source::Github { slug, clone_url } = Source::github(&repo)? else {
+                return Err(GithubError::NotARepo(spec.to_owned()));
+            };
+            return Ok(Source::GithubIssue {
+                slug,
+                number,
+                clone_url,
+            });
         }
         let slug = repo_slug(spec)?;
         let server = std::env::var("GITHUB_SERVER_URL")

@@ -19,8 +19,7 @@
 
 use std::path::{Path, PathBuf};
 
-use forq_agent::issue::Issue;
-use serde::Deserialize;
+use forq_agent::issue;
 
 use crate::store::IssueRecord;
 
@@ -32,18 +31,6 @@ pub struct LocalIssue {
     /// The repository: the front matter's `repo` (relative to the file's
     /// directory), or the directory holding an `ISSUE.md`.
     pub repo: Option<PathBuf>,
-}
-
-/// The front matter forq reads; other keys are left to other tools.
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
-struct FrontMatter {
-    id: Option<serde_yaml_ng::Value>,
-    title: Option<String>,
-    labels: Vec<String>,
-    targets: Vec<String>,
-    repo: Option<String>,
-    author: Option<String>,
 }
 
 /// Why an issue directory could not be read.
@@ -71,42 +58,33 @@ pub enum SourceError {
     Empty(PathBuf),
 }
 
-/// Parses one Markdown issue (`source` names it in errors and records).
+/// Parses one Markdown issue (`source` names it in errors and records),
+/// with forq-agent's front matter parser.
 pub fn parse_markdown(text: &str, source: &str) -> Result<LocalIssue, SourceError> {
-    let text = text.trim_start_matches('\u{feff}');
-    let mut front = FrontMatter::default();
-    if let Some(after) = text.strip_prefix("---\n") {
-        if let Some(end) = after.find("\n---") {
-            front =
-                serde_yaml_ng::from_str(&after[..end]).map_err(|e| SourceError::FrontMatter {
-                    path: source.to_owned(),
-                    message: e.to_string(),
-                })?;
-        }
-    }
-    let parsed = Issue::from_markdown(text, source);
+    let (front, parsed) = issue::parse_markdown(text, source).map_err(|e| match e {
+        issue::Error::FrontMatter { path, message } => SourceError::FrontMatter { path, message },
+        other => SourceError::FrontMatter {
+            path: source.to_owned(),
+            message: other.to_string(),
+        },
+    })?;
     let stem = Path::new(source)
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
     let id = match front.id {
-        Some(serde_yaml_ng::Value::String(s)) => s,
-        Some(serde_yaml_ng::Value::Number(n)) => n.to_string(),
-        _ if stem == "ISSUE" => Path::new(source)
+        Some(id) => id,
+        None if stem == "ISSUE" => Path::new(source)
             .parent()
             .and_then(Path::file_name)
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or(stem),
-        _ => stem,
-    };
-    let title = match (parsed.title.is_empty(), front.title) {
-        (true, Some(t)) => t,
-        _ => parsed.title,
+        None => stem,
     };
     Ok(LocalIssue {
         issue: IssueRecord {
             id,
-            title,
+            title: parsed.title,
             body: parsed.body,
             source: source.to_owned(),
             labels: front.labels,

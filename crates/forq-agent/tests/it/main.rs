@@ -8,7 +8,6 @@ mod configure;
 mod contract;
 mod cost;
 mod external;
-mod issue;
 mod server;
 mod tools;
 mod triage;

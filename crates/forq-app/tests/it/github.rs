@@ -211,3 +211,47 @@ async fn a_file_is_read_from_its_wrapped_base64_and_a_missing_one_is_none() {
     let err = gh.file("o/r", "forq.yml").await.expect_err("bad content");
     assert!(matches!(err, GithubError::Shape { .. }), "{err}");
 }
+
+#[tokio::test]
+async fn one_issue_is_read_from_its_url_with_the_token_and_api_headers() {
+    let server = Server::start(vec![
+        Reply::ok(json!({
+            "number": 42, "state": "open", "title": "add() subtracts",
+            "body": "`add(2, 3)` returns -1.\r\n", "html_url": "https://github.com/o/r/issues/42",
+            "labels": [{"name": "bug"}], "user": {"login": "someone"}
+        })),
+        Reply::status(404, json!({"message": "Not Found"})),
+    ])
+    .await;
+    let gh = Github::new(&server.url, Some("ghp_test_token_123".to_owned()));
+    let found = gh
+        .issue_at("https://github.com/o/r/issues/42#issuecomment-1")
+        .await
+        .unwrap();
+    assert_eq!(found.title, "add() subtracts");
+    assert_eq!(found.record().labels, ["bug"]);
+    assert_eq!(found.record().author.as_deref(), Some("someone"));
+    let got = &server.received()[0];
+    assert_eq!(
+        (got.method.as_str(), got.path.as_str()),
+        ("GET", "/repos/o/r/issues/42")
+    );
+    assert_eq!(
+        got.header("authorization"),
+        Some("Bearer ghp_test_token_123")
+    );
+    assert_eq!(got.header("accept"), Some("application/vnd.github+json"));
+    // A pull request's URL reads the same endpoint; a missing one says so.
+    let err = gh
+        .issue_at("https://github.com/o/private/pull/7")
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("404: Not Found") && err.contains("check OWNER/REPO"),
+        "{err}"
+    );
+    assert_eq!(server.received()[1].path, "/repos/o/private/issues/7");
+    let err = gh.issue_at("https://example.com/x").await.unwrap_err();
+    assert!(matches!(err, GithubError::NotAnIssue(_)), "{err}");
+}

@@ -32,7 +32,7 @@ pub(crate) fn note(line: &str) {
 async fn load_issue(arg: &IssueArg) -> anyhow::Result<Issue> {
     match (&arg.text, &arg.issue) {
         (Some(text), _) => Ok(Issue::from_text(text)),
-        (None, Some(spec)) => Ok(Issue::load(spec).await?),
+        (None, Some(spec)) => super::load_issue(spec).await,
         (None, None) => bail_input!("name the issue: a GitHub URL, a Markdown file, or --text"),
     }
 }

@@ -77,7 +77,7 @@ async fn target(args: &FixArgs) -> anyhow::Result<(PathBuf, Option<Issue>)> {
     }
     let issue = match (&args.text, &args.issue) {
         (Some(text), _) => Some(Issue::from_text(text)),
-        (None, Some(spec)) => Some(Issue::load(spec).await?),
+        (None, Some(spec)) => Some(super::load_issue(spec).await?),
         (None, None) => None,
     };
     Ok((

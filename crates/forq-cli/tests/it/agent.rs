@@ -270,3 +270,50 @@ async fn triage_decides_from_a_recorded_answer_and_exits_by_it() {
         assert_eq!(decision["confidence"], confidence, "{decision}");
     }
 }
+
+#[tokio::test]
+async fn an_issue_url_is_read_through_forq_apps_github_client() {
+    let server = Server::start(vec![Reply::ok(json!({
+        "number": 42, "state": "open", "title": "add() subtracts",
+        "body": "`add(2, 3)` returns -1.", "html_url": "https://github.com/o/r/issues/42",
+        "labels": [], "user": {"login": "someone"}
+    }))])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let verdict = json!({"act": true, "confidence": 0.9,
+        "reason": "a clear bug", "suggested_action": "fix"});
+    let answer = json!({"message": {"role": "assistant", "parts": [{"type": "text", "text": verdict.to_string()}]},
+           "usage": {"input_tokens": 300, "output_tokens": 30}, "stop": "end_turn", "model": "recorded"});
+    let replay = dir.path().join("r.jsonl");
+    std::fs::write(&replay, format!("{answer}\n")).unwrap();
+    let out = forq_env(
+        &[
+            "triage",
+            "https://github.com/o/r/issues/42",
+            "--repo",
+            "examples/calc",
+            "--provider",
+            "replay",
+            "--replay",
+            replay.to_str().unwrap(),
+            "--json",
+        ],
+        &[
+            ("GITHUB_API_URL", server.url.as_str()),
+            ("GITHUB_TOKEN", "ghp_x_1234"),
+        ],
+    )
+    .await;
+    check_exit(&out, 0);
+    let got = &server.received()[0];
+    assert_eq!(got.path, "/repos/o/r/issues/42");
+    assert_eq!(got.header("authorization"), Some("Bearer ghp_x_1234"));
+    // A URL that is no issue's: input, 65.
+    let out = forq_env(&["triage", "https://github.com/o/r"], &[]).await;
+    check_exit(&out, 65);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("is not a GitHub issue URL"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
