@@ -201,27 +201,12 @@ pub enum Mode {
     Manual,
 }
 
-/// How a fix is looked for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Strategy {
-    /// The tree search over copy-on-write forks.
-    Speculative,
-    /// One agent pass, then the oracle.
-    Single,
-}
+/// How a fix is looked for: forq-search's one definition.
+pub use forq_search::plan::StrategyKind as Strategy;
 
-/// Who proposes candidates.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum BrancherName {
-    /// Mechanical mutations at the suspects (no model).
-    Mutate,
-    /// A model's hypotheses.
-    Llm,
-    /// A coding agent's pass.
-    Agent,
-}
+/// Who proposes candidates: forq-search's one definition (`patches` needs
+/// candidate files, which only `forq fix --patches` gives; a run refuses it).
+pub use forq_search::plan::BrancherKind as BrancherName;
 
 /// The coding agent's limits.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -23,12 +23,10 @@ use forq_agent::tools::{GraphTools, RunTests, Toolbox};
 use forq_bootstrap::Stack;
 use forq_graph::Index;
 use forq_sandbox::{Backend, BackendChoice, BackendKind};
-use forq_search::brancher::{
-    codebase_notes, AgentReproducer, Agentic, Brancher, Llm, Mutate, NOTES_CHARS,
-};
+use forq_search::brancher::AgentReproducer;
 use forq_search::oracle::{Oracle, OracleError};
 use forq_search::tree::{Event as TreeEvent, Status, Subscriber};
-use forq_search::{Budget, FixStrategy, Prepared, SearchOptions, Single, Speculative};
+use forq_search::{Budget, Prepared, SearchOptions};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -1260,11 +1258,23 @@ impl Pipeline {
             pipeline: self.clone(),
             run: run.id.clone(),
         });
-        let brancher = make_brancher(run, seeded, config, prepared, model, index, agent_log)?;
-        let strategy: Box<dyn FixStrategy> = match fix.strategy {
-            Strategy::Single => Box::new(Single::new(brancher)),
-            Strategy::Speculative => Box::new(Speculative::new(brancher)),
-        };
+        let strategy = plan(run, seeded, config, model, agent_log)?
+            .build(Some(index), prepared)
+            .map_err(|e| match e {
+                forq_search::plan::PlanError::NeedsModel { brancher } => Stop::short(
+                    State::NeedsHuman,
+                    format!(
+                        "the {brancher} brancher needs a model: set ANTHROPIC_API_KEY or OPENAI_API_KEY, or use brancher: mutate"
+                    ),
+                    FailureKind::Input,
+                ),
+                forq_search::plan::PlanError::NoPatches => Stop::short(
+                    State::Failed,
+                    "brancher: patches takes candidate files, which a run is not given: use mutate, llm or agent",
+                    FailureKind::Input,
+                ),
+                e => Stop::short(State::Failed, e.to_string(), FailureKind::Input),
+            })?;
         let mut budget = Budget::default()
             .max_nodes(fix.budget.max_nodes)
             .max_depth(fix.budget.max_depth)
@@ -1398,118 +1408,60 @@ impl Pipeline {
     }
 }
 
-/// The brancher forq.yml names, else the strategy's own.
-fn brancher_of(config: &Config) -> BrancherName {
-    let fix = &config.actions.fix;
-    fix.brancher.unwrap_or(match fix.strategy {
-        Strategy::Single => BrancherName::Agent,
-        Strategy::Speculative => BrancherName::Mutate,
-    })
-}
-
-/// The brancher `name` over the prepared root (a plain function: the code
-/// graph it takes is not `Sync` and must not live across an await).
-fn make_brancher(
+/// The run's fix, by name (forq-search's `Plan` wires it): its settings,
+/// the issue, what the agent is told about the workspace, and the coding
+/// agent forq.yml's `program` names.
+fn plan(
     run: &Run,
     seeded: &Seeded,
     config: &Config,
-    prepared: &Prepared,
     model: Option<&Model>,
-    index: Index,
     agent_log: Arc<dyn forq_agent::agent::Subscriber>,
-) -> Phase<Box<dyn Brancher>> {
+) -> Phase<forq_search::plan::Plan> {
     let fix = &config.actions.fix;
-    let brancher_name = brancher_of(config);
-    let issue_text = format!("# {}\n\n{}", run.issue.title, run.issue.body);
-    let workspace = &seeded.workspace;
+    let mut plan = forq_search::plan::Plan::new(fix.strategy);
+    plan.brancher = fix.brancher;
+    plan.issue = format!("# {}\n\n{}", run.issue.title, run.issue.body);
     let context_files: Vec<String> = run.context.iter().map(|c| c.dest.clone()).collect();
-    let need_model = || {
-        model.cloned().ok_or_else(|| {
-                Stop::short(
-                    State::NeedsHuman,
-                    format!(
-                        "the {} brancher needs a model: set ANTHROPIC_API_KEY or OPENAI_API_KEY, or use brancher: mutate",
-                        brancher_name_str(brancher_name)
-                    ),
-                    FailureKind::Input,
-                )
-            })
-    };
-    let brancher: Box<dyn Brancher> = match brancher_name {
-        BrancherName::Mutate => {
-            Box::new(Mutate::new(index, prepared.stack.clone()).seeded(&prepared.seed))
+    plan.context = seed::summary(&seeded.workspace, 20);
+    if !context_files.is_empty() {
+        plan.context = format!(
+            "Context files provided with the issue: {}\n\n{}",
+            context_files.join(", "),
+            plan.context
+        );
+    }
+    plan.max_steps = fix.agent.max_steps;
+    plan.max_cost_usd = fix.agent.max_cost_usd;
+    plan.model = model.map(|m| forq_search::plan::PlanModel {
+        provider: m.provider.clone(),
+        name: match plan.brancher_kind() {
+            BrancherName::Agent => fix.agent.model.clone().unwrap_or_else(|| m.name.clone()),
+            _ => m.name.clone(),
+        },
+        prices: m.prices.clone(),
+    });
+    plan.subscriber = Some(agent_log.clone());
+    if let (BrancherName::Agent, Some(program)) =
+        (plan.brancher_kind(), program_of(fix.agent.program))
+    {
+        let agent = ExternalAgent::from_env(program).map_err(|why| {
+            Stop::short(
+                State::NeedsHuman,
+                format!("actions.fix.agent.program: {why}"),
+                FailureKind::Input,
+            )
+        })?;
+        let mut agent = agent.max_turns(fix.agent.max_steps).subscribe(agent_log);
+        if let Some(m) = model {
+            agent = agent.prices(m.prices.clone());
         }
-        BrancherName::Llm => {
-            let m = need_model()?;
-            let mutate = Mutate::new(index, prepared.stack.clone()).seeded(&prepared.seed);
-            let (target, guard) = (&prepared.oracle.target, &prepared.oracle.guard);
-            let files = mutate.suspect_files(target, guard, 3);
-            let mut llm = Llm::new(m.provider, m.name, issue_text, files)
-                .prices(m.prices.clone())
-                .notes(mutate.notes(target, guard, NOTES_CHARS));
-            if let Some(usd) = fix.agent.max_cost_usd {
-                llm = llm.max_cost(usd, m.prices);
-            }
-            Box::new(llm)
+        if let Some(name) = &fix.agent.model {
+            agent = agent.model(name.clone());
         }
-        BrancherName::Agent => {
-            let mut task = Task::new(issue_text);
-            let map = index.map(1024, &[]).map(|m| m.text).unwrap_or_default();
-            task.context = format!("{}\n\n{map}", seed::summary(workspace, 20));
-            task.conventions = codebase_notes(
-                &index,
-                &prepared.stack,
-                &prepared.oracle.target,
-                &prepared.oracle.guard,
-                NOTES_CHARS,
-            );
-            if !context_files.is_empty() {
-                task.context = format!(
-                    "Context files provided with the issue: {}\n\n{}",
-                    context_files.join(", "),
-                    task.context
-                );
-            }
-            let agent: Arc<dyn forq_agent::agent::CodingAgent> = match program_of(fix.agent.program)
-            {
-                Some(program) => {
-                    let agent = ExternalAgent::from_env(program).map_err(|why| {
-                        Stop::short(
-                            State::NeedsHuman,
-                            format!("actions.fix.agent.program: {why}"),
-                            FailureKind::Input,
-                        )
-                    })?;
-                    let mut agent = agent.max_turns(fix.agent.max_steps).subscribe(agent_log);
-                    if let Some(m) = model {
-                        agent = agent.prices(m.prices.clone());
-                    }
-                    if let Some(name) = &fix.agent.model {
-                        agent = agent.model(name.clone());
-                    }
-                    Arc::new(agent)
-                }
-                None => {
-                    let m = need_model()?;
-                    let tools = GraphTools::new(index)
-                        .add_to(Toolbox::editing().with(RunTests::new(prepared.stack.clone())));
-                    let mut budget = AgentBudget::default().max_steps(fix.agent.max_steps);
-                    if let Some(usd) = fix.agent.max_cost_usd {
-                        budget = budget.max_cost_usd(usd);
-                    }
-                    Arc::new(
-                        Agent::new(m.provider, fix.agent.model.clone().unwrap_or(m.name))
-                            .tools(tools)
-                            .budget(budget)
-                            .prices(m.prices)
-                            .subscribe(agent_log),
-                    )
-                }
-            };
-            Box::new(Agentic::new(agent, task))
-        }
-    };
-    Ok(brancher)
+        plan.agent = Some(Arc::new(agent));
+    }
+    Ok(plan)
 }
 
 /// The coding-agent program forq.yml names, `None` for forq's own agent.
@@ -1534,14 +1486,6 @@ fn order(state: State) -> u8 {
         State::Implementing => 3,
         State::Testing => 4,
         _ => 5,
-    }
-}
-
-fn brancher_name_str(b: BrancherName) -> &'static str {
-    match b {
-        BrancherName::Mutate => "mutate",
-        BrancherName::Llm => "llm",
-        BrancherName::Agent => "agent",
     }
 }
 

@@ -1,5 +1,6 @@
 //! Command-line arguments and logging setup.
 
+use forq_search::plan::{BrancherKind, StrategyKind};
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
@@ -729,12 +730,12 @@ pub(crate) struct EvalArgs {
     #[arg(long, value_name = "FILE")]
     pub(crate) config: Option<PathBuf>,
     /// single or speculative (default: the settings', else speculative).
-    #[arg(long, value_enum)]
-    pub(crate) strategy: Option<StrategyName>,
+    #[arg(long, value_parser = strategy_kind())]
+    pub(crate) strategy: Option<StrategyKind>,
     /// mutate, llm or agent (default: the settings', else mutate for
     /// speculative and agent for single).
-    #[arg(long, value_enum)]
-    pub(crate) brancher: Option<BrancherName>,
+    #[arg(long, value_parser = brancher_kind())]
+    pub(crate) brancher: Option<BrancherKind>,
     /// Most candidates evaluated per instance.
     #[arg(long)]
     pub(crate) max_nodes: Option<usize>,
@@ -759,18 +760,18 @@ pub(crate) struct EvalArgs {
     pub(crate) json: bool,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub(crate) enum StrategyName {
-    Single,
-    Speculative,
+/// forq-search's strategy names, as a flag's possible values.
+fn strategy_kind() -> impl clap::builder::TypedValueParser<Value = StrategyKind> {
+    use clap::builder::TypedValueParser as _;
+    clap::builder::PossibleValuesParser::new(StrategyKind::names())
+        .map(|s| s.parse().expect("one of the names listed"))
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub(crate) enum BrancherName {
-    Mutate,
-    Patches,
-    Llm,
-    Agent,
+/// forq-search's brancher names, as a flag's possible values.
+fn brancher_kind() -> impl clap::builder::TypedValueParser<Value = BrancherKind> {
+    use clap::builder::TypedValueParser as _;
+    clap::builder::PossibleValuesParser::new(BrancherKind::names())
+        .map(|s| s.parse().expect("one of the names listed"))
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -808,13 +809,13 @@ pub(crate) struct FixArgs {
     pub(crate) repo: Option<PathBuf>,
     /// single (one agent pass, then the oracle) or speculative (the tree
     /// search).
-    #[arg(long, value_enum, default_value = "speculative")]
-    pub(crate) strategy: StrategyName,
+    #[arg(long, value_parser = strategy_kind(), default_value = "speculative")]
+    pub(crate) strategy: StrategyKind,
     /// Who proposes candidates: mutate (no model), patches (--patches
     /// files), llm (a model's hypotheses), agent (a coding agent's pass;
     /// the default of --strategy single).
-    #[arg(long, value_enum)]
-    pub(crate) brancher: Option<BrancherName>,
+    #[arg(long, value_parser = brancher_kind())]
+    pub(crate) brancher: Option<BrancherKind>,
     /// Candidate files or directories for --brancher patches: unified
     /// diffs (*.patch, *.diff) or search/replace blocks.
     #[arg(long = "patches", value_name = "PATH")]

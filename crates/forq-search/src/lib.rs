@@ -7,6 +7,7 @@ pub mod candidate;
 pub mod change;
 pub mod fix;
 pub mod oracle;
+pub mod plan;
 mod search;
 pub mod tree;
 

@@ -738,6 +738,12 @@ async fn queue_issues(
             ));
         }
     }
+    if req.brancher == Some(forq_app::config::BrancherName::Patches) {
+        return Err(ApiError(
+            StatusCode::BAD_REQUEST,
+            "brancher patches takes candidate files, which a queued run is not given: use mutate, llm or agent".to_owned(),
+        ));
+    }
     let fix = FixChoice {
         strategy: req.strategy,
         brancher: req.brancher,

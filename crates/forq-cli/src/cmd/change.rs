@@ -16,9 +16,7 @@ use forq_graph::{same_code_outside_docs, write_doc, Index, Lang, Symbol};
 use forq_search::candidate::{Candidate, Change};
 
 use super::agent::run_id;
-use crate::cli::{
-    BrancherName, ChangeArgs, DocumentArgs, ModifyArgs, ModifyTarget, RenameArgs, StrategyName,
-};
+use crate::cli::{ChangeArgs, DocumentArgs, ModifyArgs, ModifyTarget, RenameArgs};
 
 pub(crate) async fn rename(args: RenameArgs) -> anyhow::Result<ExitCode> {
     let repo = repo_dir(&args.change)?;
@@ -239,8 +237,8 @@ pub(crate) async fn modify(mut args: ModifyArgs) -> anyhow::Result<ExitCode> {
     args.fix.text = Some(text);
     args.fix.repo = Some(repo);
     if args.fix.brancher.is_none() {
-        args.fix.brancher = Some(BrancherName::Agent);
-        args.fix.strategy = StrategyName::Single;
+        args.fix.brancher = Some(forq_search::plan::BrancherKind::Agent);
+        args.fix.strategy = forq_search::plan::StrategyKind::Single;
     }
     args.fix.modify = Some(ModifyTarget {
         symbol: Some(symbol),

@@ -7,12 +7,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use forq_app::config::{BrancherName as ConfigBrancher, Config, Strategy};
+use forq_app::config::Config;
 use forq_app::eval::{read_instances, EvalOptions, Harness, InstanceResult, Report, Status};
 use forq_app::pipeline::Pipeline;
+use forq_search::plan::BrancherKind;
 
 use super::agent::note;
-use crate::cli::{BrancherName, EvalArgs, StrategyName};
+use crate::cli::EvalArgs;
 
 pub(crate) async fn run(args: EvalArgs) -> anyhow::Result<ExitCode> {
     let instances = read_instances(&args.instances)?;
@@ -31,11 +32,11 @@ pub(crate) async fn run(args: EvalArgs) -> anyhow::Result<ExitCode> {
     let backend = super::sandbox::open(args.backend.backend).await?;
     let model = super::app::owner_model(&args.model)?;
     let pipeline = Pipeline::new(store, &state, backend).model(model);
-    let brancher = match (config.actions.fix.brancher, config.actions.fix.strategy) {
-        (Some(ConfigBrancher::Mutate), _) | (None, Strategy::Speculative) => "mutate",
-        (Some(ConfigBrancher::Llm), _) => "llm",
-        (Some(ConfigBrancher::Agent), _) | (None, Strategy::Single) => "agent",
-    };
+    let fix = &config.actions.fix;
+    let brancher = fix
+        .brancher
+        .unwrap_or_else(|| fix.strategy.default_brancher())
+        .name();
     let options = EvalOptions {
         out: out.clone(),
         repos: args.repos.as_ref().map(|r| r.canonicalize()).transpose()?,
@@ -88,20 +89,13 @@ fn settings(args: &EvalArgs) -> anyhow::Result<Config> {
     let mut config = super::app::load_config(args.config.as_ref())?.unwrap_or_default();
     let fix = &mut config.actions.fix;
     if let Some(s) = args.strategy {
-        fix.strategy = match s {
-            StrategyName::Single => Strategy::Single,
-            StrategyName::Speculative => Strategy::Speculative,
-        };
+        fix.strategy = s;
     }
     if let Some(b) = args.brancher {
-        fix.brancher = Some(match b {
-            BrancherName::Mutate => ConfigBrancher::Mutate,
-            BrancherName::Llm => ConfigBrancher::Llm,
-            BrancherName::Agent => ConfigBrancher::Agent,
-            BrancherName::Patches => {
-                bail_input!("--brancher patches has no candidates to offer an instance")
-            }
-        });
+        if b == BrancherKind::Patches {
+            bail_input!("--brancher patches has no candidates to offer an instance");
+        }
+        fix.brancher = Some(b);
     }
     if let Some(n) = args.max_nodes {
         fix.budget.max_nodes = n;

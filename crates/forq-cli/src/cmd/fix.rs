@@ -8,22 +8,21 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use forq_agent::agent::{Agent, Task};
+use forq_agent::agent::Agent;
 use forq_agent::cost::Budget as AgentBudget;
 use forq_agent::external::{ExternalAgent, Program};
 use forq_agent::issue::Issue;
 use forq_agent::provider::Provider;
-use forq_agent::tools::{GraphTools, RunTests, Toolbox};
+use forq_agent::tools::Toolbox;
 use forq_bootstrap::GateOptions;
 use forq_graph::Index;
-use forq_search::brancher::{
-    codebase_notes, AgentReproducer, Agentic, Brancher, Llm, Mutate, Patches, NOTES_CHARS,
-};
+use forq_search::brancher::{AgentReproducer, Patches};
 use forq_search::tree::{Event, Status, Subscriber};
-use forq_search::{Budget, FixStrategy, Order, Prepared, SearchOptions, Single, Speculative};
+use forq_search::{Budget, FixStrategy, Order, Prepared, SearchOptions};
 
 use super::agent::{note, open_provider, prices, run_id};
-use crate::cli::{BrancherName, CodingAgentName, FixArgs, ModifyTarget, OrderName, StrategyName};
+use crate::cli::{CodingAgentName, FixArgs, ModifyTarget, OrderName};
+use forq_search::plan::{BrancherKind, Plan, PlanModel};
 
 /// Counts nodes as they are judged and prints one line each on stderr.
 #[derive(Default)]
@@ -94,7 +93,8 @@ fn open_index(repo: &Path) -> anyhow::Result<Index> {
 /// the brancher (a replay plays on across both), or why there is none.
 type Model = Result<(Arc<dyn Provider>, String), String>;
 
-/// The strategy and brancher the arguments name, over the prepared root.
+/// The strategy and brancher the arguments name, over the prepared root
+/// (wired by forq-search's `Plan`, as the pipeline's are).
 async fn strategy(
     args: &FixArgs,
     repo: &Path,
@@ -103,92 +103,36 @@ async fn strategy(
     model: &Model,
     external: Option<&ExternalAgent>,
 ) -> anyhow::Result<Box<dyn FixStrategy>> {
-    let brancher_name = args.brancher.unwrap_or(match args.strategy {
-        StrategyName::Single => BrancherName::Agent,
-        StrategyName::Speculative => BrancherName::Mutate,
-    });
-    let issue_text = issue.map(Issue::prompt).unwrap_or_default();
-    let brancher: Box<dyn Brancher> = match brancher_name {
-        BrancherName::Mutate => {
-            let r = repo.to_owned();
-            let index = tokio::task::spawn_blocking(move || open_index(&r)).await??;
-            Box::new(Mutate::new(index, prepared.stack.clone()).seeded(&prepared.seed))
+    let mut plan = Plan::new(args.strategy);
+    plan.brancher = args.brancher;
+    let kind = plan.brancher_kind();
+    plan.issue = issue.map(Issue::prompt).unwrap_or_default();
+    plan.max_steps = args.max_steps;
+    plan.max_cost_usd = args.max_cost;
+    if kind == BrancherKind::Patches {
+        if args.patches.is_empty() {
+            bail_input!("--brancher patches reads its candidates from --patches PATH (files or directories)");
         }
-        BrancherName::Patches => {
-            if args.patches.is_empty() {
-                bail_input!("--brancher patches reads its candidates from --patches PATH (files or directories)");
-            }
-            Box::new(Patches::from_paths(&args.patches)?)
-        }
-        BrancherName::Llm => {
-            let (provider, model) = model.clone().map_err(anyhow::Error::msg)?;
-            let r = repo.to_owned();
-            let index = tokio::task::spawn_blocking(move || open_index(&r)).await??;
-            let mutate = Mutate::new(index, prepared.stack.clone()).seeded(&prepared.seed);
-            let (target, guard) = (&prepared.oracle.target, &prepared.oracle.guard);
-            let files = mutate.suspect_files(target, guard, 3);
-            let prices = prices(&args.model)?;
-            let mut llm = Llm::new(provider, model, issue_text, files)
-                .prices(prices.clone())
-                .notes(mutate.notes(target, guard, NOTES_CHARS));
-            if let Some(usd) = args.max_cost {
-                llm = llm.max_cost(usd, prices);
-            }
-            Box::new(llm)
-        }
-        BrancherName::Agent => {
-            let mut task = Task::new(if issue_text.is_empty() {
-                format!(
-                    "Make these failing tests pass: {}",
-                    prepared.oracle.target.join(", ")
-                )
-            } else {
-                issue_text
-            });
-            let r = repo.to_owned();
-            let index = tokio::task::spawn_blocking(move || open_index(&r))
-                .await
-                .ok()
-                .and_then(Result::ok);
-            if let Some(index) = &index {
-                if let Ok(map) = index.map(1024, &[]) {
-                    task.context = map.text;
-                }
-                task.conventions = codebase_notes(
-                    index,
-                    &prepared.stack,
-                    &prepared.oracle.target,
-                    &prepared.oracle.guard,
-                    NOTES_CHARS,
-                );
-            }
-            let agent: Arc<dyn forq_agent::agent::CodingAgent> = match external {
-                Some(program) => Arc::new(program.clone()),
-                None => {
-                    let (provider, model) = model.clone().map_err(anyhow::Error::msg)?;
-                    let mut tools = Toolbox::editing().with(RunTests::new(prepared.stack.clone()));
-                    if let Some(index) = index {
-                        tools = GraphTools::new(index).add_to(tools);
-                    }
-                    let mut budget = AgentBudget::default().max_steps(args.max_steps);
-                    if let Some(usd) = args.max_cost {
-                        budget = budget.max_cost_usd(usd);
-                    }
-                    Arc::new(
-                        Agent::new(provider, model)
-                            .tools(tools)
-                            .budget(budget)
-                            .prices(prices(&args.model)?),
-                    )
-                }
-            };
-            Box::new(Agentic::new(agent, task))
-        }
+        plan.patches = Some(Patches::from_paths(&args.patches)?);
+    }
+    plan.agent = external.map(|p| Arc::new(p.clone()) as Arc<dyn forq_agent::agent::CodingAgent>);
+    if kind.needs_model() && plan.agent.is_none() {
+        let (provider, name) = model.clone().map_err(anyhow::Error::msg)?;
+        plan.model = Some(PlanModel {
+            provider,
+            name,
+            prices: prices(&args.model)?,
+        });
+    }
+    // The code graph: mutate and llm need it; the agent uses it if it opens.
+    let r = repo.to_owned();
+    let index = tokio::task::spawn_blocking(move || open_index(&r)).await?;
+    let index = match (kind, index) {
+        (BrancherKind::Mutate | BrancherKind::Llm, index) => Some(index?),
+        (BrancherKind::Agent, index) => index.ok(),
+        (_, _) => None,
     };
-    Ok(match args.strategy {
-        StrategyName::Single => Box::new(Single::new(brancher)),
-        StrategyName::Speculative => Box::new(Speculative::new(brancher)),
-    })
+    Ok(plan.build(index, prepared)?)
 }
 
 /// The class of the change the winner made to `target`'s definition, and

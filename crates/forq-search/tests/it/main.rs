@@ -7,6 +7,7 @@
 mod invariants;
 #[cfg(feature = "llm")]
 mod llm;
+mod plan;
 mod search;
 
 use std::path::Path;
