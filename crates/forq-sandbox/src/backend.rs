@@ -314,7 +314,15 @@ pub async fn open_backend(choice: BackendChoice) -> Result<Selected> {
 
 async fn open_kind(kind: BackendKind) -> Result<Arc<dyn Backend>> {
     Ok(match kind {
+        #[cfg(target_os = "linux")]
         BackendKind::Native => Arc::new(crate::native::NativeBackend::open(Default::default())?),
+        #[cfg(not(target_os = "linux"))]
+        BackendKind::Native => {
+            return Err(Error::Unavailable {
+                backend: "native",
+                reason: "the native backend needs Linux (namespaces, overlayfs)".to_owned(),
+            })
+        }
         BackendKind::Host => Arc::new(crate::host::HostBackend::open(Default::default())?),
         #[cfg(feature = "docker")]
         BackendKind::Docker => {

@@ -203,13 +203,17 @@ fn non_public(ip: IpAddr) -> bool {
 }
 
 /// The proxy of one exec: a listener inside the exec's network namespace,
-/// served by forq's runtime until this is dropped.
+/// served by forq's runtime until this is dropped (used by the native
+/// and docker backends).
+#[cfg_attr(not(any(target_os = "linux", feature = "docker")), allow(dead_code))]
 pub(crate) struct Served {
     /// The namespace the exec joins (native) or already is in (docker).
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))] // the native backend's
     pub(crate) netns: std::fs::File,
     task: tokio::task::JoinHandle<()>,
 }
 
+#[cfg_attr(not(any(target_os = "linux", feature = "docker")), allow(dead_code))]
 impl Served {
     /// Serves `allow` on `listener` (made inside `netns`).
     pub(crate) fn start(

@@ -63,6 +63,7 @@ pub struct SavedState {
 
 impl SavedState {
     /// A saved native state.
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))] // the native backend's
     pub(crate) fn native(volumes: Vec<PathBuf>, bytes: u64) -> Self {
         SavedState {
             backend: BackendKind::Native,
@@ -180,7 +181,7 @@ fn owner_alive(text: &str) -> bool {
         .split('-')
         .next()
         .and_then(|p| p.parse::<i32>().ok())
-        .is_some_and(crate::native::sys::alive)
+        .is_some_and(crate::os::alive)
 }
 
 /// Whether any live process has a mark in `users`. Marks of dead

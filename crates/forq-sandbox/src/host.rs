@@ -240,7 +240,7 @@ impl Sandbox for HostSandbox {
         let group = child.id().map(|p| p as i32);
         let driven = output::drive(child, &req, &mut move || {
             if let Some(pgid) = group {
-                crate::native::sys::kill(-pgid);
+                crate::os::kill(-pgid);
             }
         })
         .await;

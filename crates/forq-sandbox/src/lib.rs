@@ -9,9 +9,12 @@ mod egress;
 mod error;
 mod golden;
 mod host;
+#[cfg(target_os = "linux")]
 mod native;
+mod os;
 mod output;
 mod paths;
+#[cfg(target_os = "linux")]
 mod protections;
 mod pty;
 mod service;
@@ -32,10 +35,12 @@ pub use egress::{
 pub use error::{Error, Result};
 pub use golden::{BuildLock, GoldenInfo, GoldenStatus, Goldens, Hold, OpenedGolden, SavedState};
 pub use host::{HostBackend, HostOptions, HostSandbox};
+#[cfg(target_os = "linux")]
 pub use native::{
     NativeBackend, NativeOptions, NativeSandbox, Toolchain, DEFAULT_ID_BASE, MAX_LAYERS,
 };
 pub use paths::lexical as workspace_path;
+#[cfg(target_os = "linux")]
 pub use protections::{protections, Protection};
 pub use pty::{Pty, RawMode};
 pub use service::ServiceNetwork;

@@ -141,7 +141,11 @@ impl WorkspaceDir {
             .await
             .map_err(|e| Error::io("write", path, e))?;
         match self.owner {
+            #[cfg(target_os = "linux")]
             Some(owner) => crate::native::give_to_sandbox(&created, owner),
+            // Only the native backend (Linux) hands files to a sandbox user.
+            #[cfg(not(target_os = "linux"))]
+            Some(_) => Ok(()),
             None => Ok(()),
         }
     }

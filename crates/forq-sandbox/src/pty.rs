@@ -6,7 +6,7 @@ use std::fs::File;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::Arc;
 
-use crate::native::sys;
+use crate::os as sys;
 
 /// A pseudo-terminal pair, opened on the host.
 #[derive(Debug)]

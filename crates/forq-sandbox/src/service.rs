@@ -43,6 +43,7 @@ impl ServiceNetwork {
     /// A thread that runs `enter` (which moves it into a network
     /// namespace), then connects in that namespace on request until every
     /// clone of the returned value is gone.
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))] // the native backend's
     pub(crate) fn spawn(
         enter: impl FnOnce() -> io::Result<()> + Send + 'static,
     ) -> io::Result<ServiceNetwork> {
@@ -87,6 +88,7 @@ impl ServiceNetwork {
     }
 
     /// The namespace's descriptor, for an exec to join.
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))] // the native backend's
     pub(crate) fn netns_fd(&self) -> RawFd {
         self.inner.netns.as_raw_fd()
     }

@@ -14,7 +14,7 @@ pub fn default_state_dir() -> PathBuf {
     if let Some(dir) = std::env::var_os("FORQ_SANDBOX_DIR") {
         return PathBuf::from(dir);
     }
-    let uid = crate::native::sys::euid();
+    let uid = crate::os::euid();
     if uid == 0 {
         PathBuf::from("/var/tmp/forq-sandbox")
     } else {
@@ -66,7 +66,7 @@ pub fn ensure_private_dir(dir: &Path) -> Result<()> {
     if !meta.is_dir() {
         return Err(refuse("it is not a directory".to_owned()));
     }
-    let me = crate::native::sys::euid();
+    let me = crate::os::euid();
     if meta.uid() != me {
         return Err(refuse(format!(
             "it belongs to uid {}, not to uid {me} that runs forq; remove it or choose another \
@@ -116,7 +116,7 @@ pub struct GcReport {
 /// mounts first, then their directories. Live processes' state is kept.
 pub fn gc(state_dir: &Path) -> Result<GcReport> {
     let mut report = GcReport::default();
-    let dead = |name: &str| owner_of(name).is_some_and(|pid| !crate::native::sys::alive(pid));
+    let dead = |name: &str| owner_of(name).is_some_and(|pid| !crate::os::alive(pid));
     let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
     let mut points: Vec<PathBuf> = mountinfo
         .lines()
@@ -134,13 +134,17 @@ pub fn gc(state_dir: &Path) -> Result<GcReport> {
             .components()
             .nth(1)
             .map(|c| c.as_os_str().to_string_lossy().into_owned());
+        #[cfg(target_os = "linux")]
         if owner.as_deref().is_some_and(dead) {
-            let c = crate::native::sys::cstr(&point.to_string_lossy());
+            let c = crate::os::cstr(&point.to_string_lossy());
             if crate::native::sys::unmount(&c, true).is_ok() {
                 report.unmounted.push(point);
             }
         }
+        #[cfg(not(target_os = "linux"))]
+        let _ = owner;
     }
+    #[cfg(target_os = "linux")]
     report
         .removed
         .extend(crate::native::Cgroups::detect().gc(dead));

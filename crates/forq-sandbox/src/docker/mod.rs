@@ -134,7 +134,8 @@ impl DockerBackend {
             .or_else(|| std::env::var("DOCKER_HOST").ok())
             .unwrap_or_default();
         let local = address.is_empty() || address.starts_with("unix://");
-        let egress = if local && crate::native::sys::euid() == 0 {
+        // Entering the container's network namespace needs Linux.
+        let egress = if local && cfg!(target_os = "linux") && crate::os::euid() == 0 {
             Egress::InNamespace
         } else {
             match options
@@ -341,10 +342,7 @@ impl DockerBackend {
             owner
                 .and_then(|o| o.split_once(':'))
                 .is_some_and(|(h, pid)| {
-                    h == host
-                        && pid
-                            .parse::<i32>()
-                            .is_ok_and(|p| !crate::native::sys::alive(p))
+                    h == host && pid.parse::<i32>().is_ok_and(|p| !crate::os::alive(p))
                 })
         };
         let mut removed = Vec::new();
@@ -1013,7 +1011,7 @@ impl DockerSandbox {
     async fn serve_proxy(&self) -> Result<crate::egress::Served> {
         let (ns_path, _) = self.container_netns().await?;
         let made = std::fs::File::open(&ns_path).and_then(|netns| {
-            let listener = crate::native::sys::listener_in(&netns, crate::egress::PROXY_PORT)?;
+            let listener = listener_in(&netns, crate::egress::PROXY_PORT)?;
             crate::egress::Served::start(netns, listener, &self.spec.egress)
         });
         made.map_err(|e| Error::io("serve the egress proxy in", ns_path, e))
@@ -1481,7 +1479,7 @@ done"#;
         let _live = self.live().await?;
         let (ns_path, _) = self.container_netns().await?;
         std::fs::File::open(&ns_path)
-            .and_then(crate::native::sys::service_in)
+            .and_then(service_in)
             .map_err(|e| Error::io("enter the container's network", ns_path, e))
     }
 
@@ -1490,6 +1488,34 @@ done"#;
         *destroyed = true;
         self.backend.remove_container(&self.container).await
     }
+}
+
+/// A listener on `port` inside the network namespace `netns`.
+#[cfg(target_os = "linux")]
+fn listener_in(netns: &std::fs::File, port: u16) -> std::io::Result<std::net::TcpListener> {
+    crate::native::sys::listener_in(netns, port)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn listener_in(_: &std::fs::File, _: u16) -> std::io::Result<std::net::TcpListener> {
+    Err(std::io::Error::new(
+        std::io::ErrorKind::Unsupported,
+        "entering a network namespace needs Linux",
+    ))
+}
+
+/// A service network inside the network namespace `netns`.
+#[cfg(target_os = "linux")]
+fn service_in(netns: std::fs::File) -> std::io::Result<crate::ServiceNetwork> {
+    crate::native::sys::service_in(netns)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn service_in(_: std::fs::File) -> std::io::Result<crate::ServiceNetwork> {
+    Err(std::io::Error::new(
+        std::io::ErrorKind::Unsupported,
+        "entering a network namespace needs Linux",
+    ))
 }
 
 /// Above this many changed files a diff downloads the whole workspace once

@@ -1,4 +1,5 @@
-//! The only unsafe code in forq: system calls of the native backend, chiefly
+//! The native backend's system calls (Linux only; the portable ones are in
+//! `crate::os`), chiefly
 //! the steps a sandbox process takes
 //! between `fork` and `exec` to enter its namespaces and build its root.
 //!
@@ -20,6 +21,8 @@
 #![allow(unsafe_code)]
 
 use std::ffi::CString;
+
+pub(crate) use crate::os::{cstr, euid, kill, last_errno};
 use std::io;
 use std::os::fd::RawFd;
 
@@ -162,10 +165,6 @@ impl Step {
     }
 }
 
-pub(crate) fn cstr(s: &str) -> CString {
-    CString::new(s).expect("sandbox paths never contain NUL bytes")
-}
-
 /// Everything the child side needs, prepared before `fork`.
 #[derive(Debug)]
 pub(crate) struct Plan {
@@ -270,14 +269,6 @@ pub(crate) fn read_all(fd: RawFd) -> Vec<u8> {
     out
 }
 
-/// Sends SIGKILL to `pid`.
-pub(crate) fn kill(pid: i32) {
-    // SAFETY: kill(2) has no memory-safety preconditions.
-    unsafe {
-        libc::kill(pid, libc::SIGKILL);
-    }
-}
-
 /// Installs the child-side steps on `cmd`.
 pub(crate) fn install(cmd: &mut tokio::process::Command, plan: std::sync::Arc<Plan>) {
     // SAFETY: the closure runs in the forked child before exec. It touches
@@ -286,12 +277,6 @@ pub(crate) fn install(cmd: &mut tokio::process::Command, plan: std::sync::Arc<Pl
     unsafe {
         cmd.pre_exec(move || shim(&plan));
     }
-}
-
-fn last_errno() -> i32 {
-    io::Error::last_os_error()
-        .raw_os_error()
-        .unwrap_or(libc::EIO)
 }
 
 /// Runs in the shim; returns only in the payload (to exec) or with an error
@@ -704,18 +689,6 @@ pub(crate) fn unmount(target: &CString, detach: bool) -> io::Result<()> {
         return Err(io::Error::last_os_error());
     }
     Ok(())
-}
-
-/// The effective user id of this process.
-pub(crate) fn euid() -> u32 {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() }
-}
-
-/// Whether process `pid` is alive.
-pub(crate) fn alive(pid: i32) -> bool {
-    // SAFETY: kill with signal 0 only checks for existence.
-    unsafe { libc::kill(pid, 0) == 0 || last_errno() == libc::EPERM }
 }
 
 /// Whether `path` carries overlayfs's opaque-directory mark, under the
@@ -1142,72 +1115,5 @@ pub(crate) fn take_fd(pid: u32, fd: RawFd) -> io::Result<std::os::fd::OwnedFd> {
         };
         libc::close(pidfd);
         result
-    }
-}
-
-/// A new pseudo-terminal pair: the master, and the slave (not this
-/// process's controlling terminal).
-pub(crate) fn openpty() -> io::Result<(std::fs::File, std::os::fd::OwnedFd)> {
-    use std::os::fd::FromRawFd;
-    let (mut master, mut slave) = (-1, -1);
-    // SAFETY: openpty fills two ints; null name, termios and winsize are
-    // allowed.
-    let rc = unsafe {
-        libc::openpty(
-            &mut master,
-            &mut slave,
-            std::ptr::null_mut(),
-            std::ptr::null(),
-            std::ptr::null(),
-        )
-    };
-    if rc != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: both descriptors were just opened and are owned here alone.
-    unsafe {
-        libc::fcntl(master, libc::F_SETFD, libc::FD_CLOEXEC);
-        libc::fcntl(slave, libc::F_SETFD, libc::FD_CLOEXEC);
-        Ok((
-            std::fs::File::from_raw_fd(master),
-            std::os::fd::OwnedFd::from_raw_fd(slave),
-        ))
-    }
-}
-
-/// Copies the window size of terminal `from` to terminal `to` (nothing
-/// when `from` is not a terminal).
-pub(crate) fn copy_window_size(from: RawFd, to: RawFd) {
-    // SAFETY: TIOCGWINSZ/TIOCSWINSZ on a stack winsize.
-    unsafe {
-        let mut size: libc::winsize = std::mem::zeroed();
-        if libc::ioctl(from, libc::TIOCGWINSZ, &mut size) == 0 {
-            libc::ioctl(to, libc::TIOCSWINSZ, &size);
-        }
-    }
-}
-
-/// Puts terminal `fd` into raw mode; returns the settings to restore.
-pub(crate) fn make_raw(fd: RawFd) -> io::Result<libc::termios> {
-    // SAFETY: tcgetattr/cfmakeraw/tcsetattr on stack termios structs.
-    unsafe {
-        let mut saved: libc::termios = std::mem::zeroed();
-        if libc::tcgetattr(fd, &mut saved) != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        let mut raw = saved;
-        libc::cfmakeraw(&mut raw);
-        if libc::tcsetattr(fd, libc::TCSANOW, &raw) != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(saved)
-    }
-}
-
-/// Restores terminal `fd`'s settings.
-pub(crate) fn restore_terminal(fd: RawFd, saved: &libc::termios) {
-    // SAFETY: tcsetattr with settings tcgetattr returned.
-    unsafe {
-        libc::tcsetattr(fd, libc::TCSANOW, saved);
     }
 }
