@@ -17,6 +17,7 @@ mod change;
 mod eval;
 mod fix;
 mod golden;
+mod readme;
 mod serve;
 #[allow(dead_code)] // shared with forq-agent's tests, which use all of it
 #[path = "../../../forq-agent/tests/it/server.rs"]
