@@ -236,15 +236,17 @@ async fn a_run_over_http_leaves_the_key_in_no_file_forq_wrote() {
     }
 }
 
+/// A recorded triage reply: act, with `confidence`.
+fn answer(confidence: f64) -> serde_json::Value {
+    let verdict = json!({"act": true, "confidence": confidence,
+        "reason": "a clear bug with a failing test", "suggested_action": "fix"});
+    json!({"message": {"role": "assistant", "parts": [{"type": "text", "text": verdict.to_string()}]},
+           "usage": {"input_tokens": 300, "output_tokens": 30}, "stop": "end_turn", "model": "recorded"})
+}
+
 #[tokio::test]
 async fn triage_decides_from_a_recorded_answer_and_exits_by_it() {
     let dir = tempfile::tempdir().unwrap();
-    let answer = |confidence: f64| {
-        let verdict = json!({"act": true, "confidence": confidence,
-            "reason": "a clear bug with a failing test", "suggested_action": "fix"});
-        json!({"message": {"role": "assistant", "parts": [{"type": "text", "text": verdict.to_string()}]},
-               "usage": {"input_tokens": 300, "output_tokens": 30}, "stop": "end_turn", "model": "recorded"})
-    };
     for (confidence, code) in [(0.9, 0), (0.4, 1)] {
         let replay = dir.path().join(format!("{confidence}.jsonl"));
         std::fs::write(&replay, format!("{}\n", answer(confidence))).unwrap();
@@ -280,12 +282,8 @@ async fn an_issue_url_is_read_through_forq_apps_github_client() {
     }))])
     .await;
     let dir = tempfile::tempdir().unwrap();
-    let verdict = json!({"act": true, "confidence": 0.9,
-        "reason": "a clear bug", "suggested_action": "fix"});
-    let answer = json!({"message": {"role": "assistant", "parts": [{"type": "text", "text": verdict.to_string()}]},
-           "usage": {"input_tokens": 300, "output_tokens": 30}, "stop": "end_turn", "model": "recorded"});
     let replay = dir.path().join("r.jsonl");
-    std::fs::write(&replay, format!("{answer}\n")).unwrap();
+    std::fs::write(&replay, format!("{}\n", answer(0.9))).unwrap();
     let out = forq_env(
         &[
             "triage",

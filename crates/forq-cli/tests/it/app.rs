@@ -35,7 +35,7 @@ fn json_of(out: &Output) -> Value {
     })
 }
 
-async fn git(dir: &Path, args: &[&str]) -> String {
+pub(crate) async fn git(dir: &Path, args: &[&str]) -> String {
     let out = forq_sandbox::host_command("git")
         .args(args)
         .current_dir(dir)

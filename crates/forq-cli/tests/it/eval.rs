@@ -7,6 +7,7 @@ use std::path::Path;
 use serde_json::{json, Value};
 
 use super::agent::forq_env;
+use super::app::git;
 use super::{check_exit, native_or_skip, repo_root};
 
 /// The bundled instances, by id.
@@ -207,28 +208,6 @@ async fn eval_predicts_judges_reports_and_resumes() {
     assert_eq!(report_again["resolved"], 3);
 }
 
-async fn git_in(dir: &Path, args: &[&str]) {
-    let out = forq_sandbox::host_command("git")
-        .args([
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@localhost",
-            "-c",
-            "commit.gpgsign=false",
-        ])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .await
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 #[tokio::test]
 async fn instances_from_history_with_the_tests_hidden_or_shown() {
     if !native_or_skip("instances_from_history_with_the_tests_hidden_or_shown") {
@@ -247,9 +226,22 @@ async fn instances_from_history_with_the_tests_hidden_or_shown() {
     std::fs::write(repo.join("tests/__init__.py"), "").unwrap();
     let test_mul = "import unittest\n\nfrom calc import add, mul\n\n\nclass CalcTest(unittest.TestCase):\n    def test_mul(self):\n        self.assertEqual(mul(2, 3), 6)\n";
     std::fs::write(repo.join("tests/test_calc.py"), test_mul).unwrap();
-    git_in(&repo, &["init", "-q", "-b", "main"]).await;
-    git_in(&repo, &["add", "-A"]).await;
-    git_in(&repo, &["commit", "-q", "-m", "calc"]).await;
+    git(&repo, &["init", "-q", "-b", "main"]).await;
+    git(&repo, &["add", "-A"]).await;
+    git(
+        &repo,
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@localhost",
+            "commit",
+            "-q",
+            "-m",
+            "calc",
+        ],
+    )
+    .await;
     std::fs::write(
         repo.join("calc.py"),
         "def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a * b\n",
@@ -260,9 +252,13 @@ async fn instances_from_history_with_the_tests_hidden_or_shown() {
         format!("{test_mul}\n    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n"),
     )
     .unwrap();
-    git_in(
+    git(
         &repo,
         &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@localhost",
             "commit",
             "-q",
             "-am",
