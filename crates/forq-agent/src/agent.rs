@@ -1,6 +1,6 @@
 //! The coding-agent loop: the issue (and a repository map) in, tool calls
 //! run in the sandbox, observations fed back, until the model submits,
-//! gives up, or a budget is spent. Every step goes to subscribers as an
+//! gives up, or a budget is spent. Every step goes to observers as an
 //! [`Event`] and, when asked, to a JSONL transcript that [`Replay`] can
 //! play back. The patch is the sandbox's diff, never text the model wrote.
 //!
@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use forq_events::{Observer, Observers};
 use forq_sandbox::Sandbox;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -140,12 +141,6 @@ pub enum Event {
     },
 }
 
-/// Follows a run.
-pub trait Subscriber: Send + Sync {
-    /// Called for every event, in order.
-    fn event(&self, event: &Event);
-}
-
 /// A coding agent: works on a task inside a sandbox.
 #[async_trait]
 pub trait CodingAgent: Send + Sync {
@@ -174,7 +169,7 @@ pub struct Agent {
     system: String,
     max_tokens: u32,
     stream: bool,
-    subscribers: Vec<Arc<dyn Subscriber>>,
+    observers: Observers<Event>,
     transcript: Option<PathBuf>,
 }
 
@@ -202,7 +197,7 @@ impl Agent {
             system: SYSTEM_PROMPT.to_owned(),
             max_tokens: 4096,
             stream: false,
-            subscribers: Vec::new(),
+            observers: Observers::new(),
             transcript: None,
         }
     }
@@ -226,15 +221,15 @@ impl Agent {
         self.system = prompt.into();
         self
     }
-    /// Streams replies: subscribers see their text as it arrives
+    /// Streams replies: observers see their text as it arrives
     /// ([`Event::Text`]). The steps and transcript are the same either way.
     pub fn stream(mut self, stream: bool) -> Self {
         self.stream = stream;
         self
     }
-    /// Tells `subscriber` every event.
-    pub fn subscribe(mut self, subscriber: Arc<dyn Subscriber>) -> Self {
-        self.subscribers.push(subscriber);
+    /// Tells `observer` every event too.
+    pub fn observer(mut self, observer: Arc<dyn Observer<Event>>) -> Self {
+        self.observers.push(observer);
         self
     }
     /// Appends every step to this JSONL file.
@@ -244,9 +239,7 @@ impl Agent {
     }
 
     fn tell(&self, event: Event) {
-        for s in &self.subscribers {
-            s.event(&event);
-        }
+        self.observers.emit(&event);
     }
 
     fn record(&self, line: serde_json::Value) -> Result<(), String> {

@@ -24,10 +24,11 @@ use forq_sandbox::{ExecRequest, Network, Sandbox, StreamKind};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use crate::agent::{CodingAgent, Event, Outcome, RunReport, Subscriber, Task};
+use crate::agent::{CodingAgent, Event, Outcome, RunReport, Task};
 use crate::cost::{Meter, PriceTable};
 use crate::message::Usage;
 use crate::provider::ApiKey;
+use forq_events::{Observer, Observers};
 
 /// Which program.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,7 +61,7 @@ pub struct ExternalAgent {
     max_turns: u32,
     timeout: Duration,
     prices: PriceTable,
-    subscribers: Vec<Arc<dyn Subscriber>>,
+    observers: Observers<Event>,
 }
 
 impl std::fmt::Debug for ExternalAgent {
@@ -91,7 +92,7 @@ impl ExternalAgent {
             max_turns: 50,
             timeout: Duration::from_secs(1800),
             prices: PriceTable::new(),
-            subscribers: Vec::new(),
+            observers: Observers::new(),
         }
     }
 
@@ -150,9 +151,9 @@ impl ExternalAgent {
         self
     }
 
-    /// Tells `subscriber` every event.
-    pub fn subscribe(mut self, subscriber: Arc<dyn Subscriber>) -> Self {
-        self.subscribers.push(subscriber);
+    /// Tells `observer` every event too.
+    pub fn observer(mut self, observer: Arc<dyn Observer<Event>>) -> Self {
+        self.observers.push(observer);
         self
     }
 
@@ -167,9 +168,7 @@ impl ExternalAgent {
     }
 
     fn tell(&self, event: Event) {
-        for s in &self.subscribers {
-            s.event(&event);
-        }
+        self.observers.emit(&event);
     }
 
     fn command(&self, task: &Task) -> ExecRequest {

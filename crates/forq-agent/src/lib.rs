@@ -2,6 +2,7 @@
 #![deny(missing_docs)]
 
 // The model layer is its own crate; its modules keep their paths here.
+pub use forq_events::Observer;
 pub use forq_provider::{cost, message, provider, structured};
 
 pub mod agent;

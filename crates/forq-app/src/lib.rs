@@ -15,3 +15,5 @@ pub mod safety;
 pub mod seed;
 pub mod source;
 pub mod store;
+
+pub use forq_events::Observer;

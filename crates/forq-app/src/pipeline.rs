@@ -21,11 +21,12 @@ use forq_agent::external::{ExternalAgent, Program};
 use forq_agent::provider::Provider;
 use forq_agent::tools::{GraphTools, RunTests, Toolbox};
 use forq_bootstrap::Stack;
+use forq_events::{Observer, Observers};
 use forq_graph::Index;
 use forq_sandbox::{Backend, BackendChoice, BackendKind};
 use forq_search::brancher::AgentReproducer;
 use forq_search::oracle::{Oracle, OracleError};
-use forq_search::tree::{Event as TreeEvent, Status, Subscriber};
+use forq_search::tree::{Event as TreeEvent, Status};
 use forq_search::{Budget, Prepared, SearchOptions};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -59,10 +60,19 @@ impl std::fmt::Debug for Model {
     }
 }
 
-/// Told of a run's progress as it happens (the queue's progress lines).
-pub trait Observer: Send + Sync {
-    /// `run` moved to `state`, or `note` happened in it.
-    fn progress(&self, run: &str, state: State, note: &str);
+/// A run's progress as it happens (the queue's progress lines), told to
+/// the observers of [`Pipeline::observer`]: `run` moved to `state`, or
+/// `note` happened in it. The full history is the store's events.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "event", rename = "progress")]
+#[non_exhaustive]
+pub struct Event {
+    /// The run's id.
+    pub run: String,
+    /// Its state.
+    pub state: State,
+    /// What happened (empty when only the state moved).
+    pub note: String,
 }
 
 /// Runs runs.
@@ -82,7 +92,7 @@ pub struct Pipeline {
     /// Settings known before a repository is cloned (a GitHub
     /// repository's forq.yml read through the API), by repository.
     known: HashMap<String, Config>,
-    observer: Option<Arc<dyn Observer>>,
+    observers: Observers<Event>,
     golden: GoldenPolicy,
 }
 
@@ -107,12 +117,12 @@ struct GoldenNotes {
     run: String,
 }
 
-impl forq_bootstrap::Observer for GoldenNotes {
-    fn progress(&self, event: &forq_bootstrap::Progress<'_>) {
-        use forq_bootstrap::Progress;
+impl Observer<forq_bootstrap::Event> for GoldenNotes {
+    fn event(&self, event: &forq_bootstrap::Event) {
+        use forq_bootstrap::Event;
         let (kind, data) = match event {
-            Progress::GoldenForked(used) => ("golden", json!({"golden": used})),
-            Progress::GoldenSaved {
+            Event::GoldenForked { golden } => ("golden", json!({"golden": golden})),
+            Event::GoldenSaved {
                 golden,
                 bytes,
                 duration_ms,
@@ -120,14 +130,14 @@ impl forq_bootstrap::Observer for GoldenNotes {
                 "golden",
                 json!({"golden": golden, "bytes": bytes, "duration_ms": duration_ms}),
             ),
-            Progress::GoldenBuilding {
+            Event::GoldenBuilding {
                 name,
                 from_generation,
             } => (
                 "golden_building",
                 json!({"name": name, "from_generation": from_generation}),
             ),
-            Progress::GoldenSkipped(why) => ("golden_skipped", json!({"reason": why})),
+            Event::GoldenSkipped { reason } => ("golden_skipped", json!({"reason": reason})),
             _ => return,
         };
         let _ = self.store.event(&self.run, kind, data);
@@ -357,7 +367,7 @@ impl Pipeline {
             contributor: None,
             config: None,
             known: HashMap::new(),
-            observer: None,
+            observers: Observers::new(),
             golden: GoldenPolicy::default(),
         }
     }
@@ -380,9 +390,9 @@ impl Pipeline {
         self
     }
 
-    /// Tells `observer` of progress.
-    pub fn observer(mut self, observer: Arc<dyn Observer>) -> Self {
-        self.observer = Some(observer);
+    /// Tells `observer` of progress too.
+    pub fn observer(mut self, observer: Arc<dyn Observer<Event>>) -> Self {
+        self.observers.push(observer);
         self
     }
 
@@ -403,8 +413,12 @@ impl Pipeline {
     }
 
     fn tell(&self, run: &str, state: State, note: &str) {
-        if let Some(o) = &self.observer {
-            o.progress(run, state, note);
+        if !self.observers.is_empty() {
+            self.observers.emit(&Event {
+                run: run.to_owned(),
+                state,
+                note: note.to_owned(),
+            });
         }
     }
 
@@ -750,7 +764,7 @@ impl Pipeline {
         )
         .budget(budget)
         .prices(model.prices.clone())
-        .subscribe(Arc::new(AgentLog {
+        .observer(Arc::new(AgentLog {
             pipeline: self.clone(),
             run: run.id.clone(),
         }));
@@ -1293,7 +1307,7 @@ impl Pipeline {
         let options = SearchOptions::default()
             .budget(budget)
             .seed(prepared.seed.clone())
-            .subscribe(nodes);
+            .observer(nodes);
         let started = Instant::now();
         let outcome = strategy
             .run(
@@ -1416,7 +1430,7 @@ fn plan(
     seeded: &Seeded,
     config: &Config,
     model: Option<&Model>,
-    agent_log: Arc<dyn forq_agent::agent::Subscriber>,
+    agent_log: Arc<dyn Observer<forq_agent::agent::Event>>,
 ) -> Phase<forq_search::plan::Plan> {
     let fix = &config.actions.fix;
     let mut plan = forq_search::plan::Plan::new(fix.strategy);
@@ -1441,7 +1455,7 @@ fn plan(
         },
         prices: m.prices.clone(),
     });
-    plan.subscriber = Some(agent_log.clone());
+    plan.observer = Some(agent_log.clone());
     if let (BrancherName::Agent, Some(program)) =
         (plan.brancher_kind(), program_of(fix.agent.program))
     {
@@ -1452,7 +1466,7 @@ fn plan(
                 FailureKind::Input,
             )
         })?;
-        let mut agent = agent.max_turns(fix.agent.max_steps).subscribe(agent_log);
+        let mut agent = agent.max_turns(fix.agent.max_steps).observer(agent_log);
         if let Some(m) = model {
             agent = agent.prices(m.prices.clone());
         }
@@ -1496,7 +1510,7 @@ struct AgentLog {
     run: String,
 }
 
-impl forq_agent::agent::Subscriber for AgentLog {
+impl Observer<forq_agent::agent::Event> for AgentLog {
     fn event(&self, event: &forq_agent::agent::Event) {
         use forq_agent::agent::Event as E;
         let data = match event {
@@ -1525,7 +1539,7 @@ struct NodeLog {
     counts: Mutex<(usize, usize, Option<usize>)>,
 }
 
-impl Subscriber for NodeLog {
+impl Observer<TreeEvent> for NodeLog {
     fn event(&self, event: &TreeEvent) {
         let TreeEvent::Node(node) = event else { return };
         let status = match node.status {

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use forq_events::{Observer, Observers};
 use forq_sandbox::{Backend, ExecOutcome, ExecRequest, Limits, Network, Sandbox};
 use serde::{Deserialize, Serialize};
 
@@ -28,50 +29,71 @@ pub enum Phase {
     Test,
 }
 
-/// What the gate reports as it goes, to a [`GateOptions::observer`].
-#[derive(Debug)]
+/// What the gate reports as it goes, to the observers of
+/// [`GateOptions::observer`]. Serialized with an `event` tag (`detected`,
+/// `step`, `step_done`, ...), like every forq event.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
 #[non_exhaustive]
-pub enum Progress<'a> {
+pub enum Event {
     /// The stacks detected, about to be tried in this order.
-    Detected(&'a [Stack]),
+    Detected {
+        /// The stacks.
+        stacks: Vec<Stack>,
+    },
     /// The verdict came from the recipe cache; nothing will run.
-    Cached(&'a Record),
+    Cached {
+        /// The cached record.
+        record: Box<Record>,
+    },
     /// A step starts.
     Step {
         /// The stack (`pytest`, `rust`, ...).
-        stack: &'a str,
+        stack: String,
         /// Install or test.
         phase: Phase,
         /// The command.
-        command: &'a str,
+        command: String,
     },
     /// A step ended.
     StepDone {
         /// The stack.
-        stack: &'a str,
+        stack: String,
         /// Install or test.
         phase: Phase,
         /// The command.
-        command: &'a str,
+        command: String,
         /// Its exit code (124 when it timed out).
         exit_code: i32,
         /// How long it took.
         duration_ms: u64,
     },
     /// A stack has its own verdict.
-    StackDone(&'a StackRun),
+    StackDone {
+        /// What happened to it.
+        run: Box<StackRun>,
+    },
     /// The detected stacks failed; the fallback proposed these recipes,
     /// which run next.
-    Fallback(&'a [Stack]),
+    Fallback {
+        /// The recipes.
+        stacks: Vec<Stack>,
+    },
     /// A warm sandbox was forked from the repository's golden.
-    GoldenForked(&'a crate::GoldenUse),
+    GoldenForked {
+        /// Which.
+        golden: crate::GoldenUse,
+    },
     /// No golden applies, and why.
-    GoldenSkipped(&'a str),
+    GoldenSkipped {
+        /// Why.
+        reason: String,
+    },
     /// The golden is being built: from scratch, or synced from a previous
     /// generation.
     GoldenBuilding {
         /// The golden's name.
-        name: &'a str,
+        name: String,
         /// The generation it starts from, when syncing.
         from_generation: Option<u32>,
     },
@@ -80,18 +102,12 @@ pub enum Progress<'a> {
     /// A golden was saved.
     GoldenSaved {
         /// Which.
-        golden: &'a crate::GoldenUse,
+        golden: crate::GoldenUse,
         /// Disk it takes.
         bytes: u64,
         /// How long building it took.
         duration_ms: u64,
     },
-}
-
-/// Follows a gate run.
-pub trait Observer: Send + Sync {
-    /// Called at every step, in order, from the task running the gate.
-    fn progress(&self, event: &Progress<'_>);
 }
 
 /// The agentic fallback's hook: when the detected stacks did not bootstrap
@@ -136,7 +152,7 @@ pub struct GateOptions {
     /// besides `.forq/bootstrap/run.json`.
     pub store: Option<PathBuf>,
     /// Told of every step.
-    pub observer: Option<Arc<dyn Observer>>,
+    pub observers: Observers<Event>,
     /// Asked for recipes when the detected stacks fail.
     pub fallback: Option<Arc<dyn Fallback>>,
     /// The docker backend's image (default: forq's own).
@@ -171,7 +187,7 @@ impl std::fmt::Debug for GateOptions {
             .field("skip", &self.skip)
             .field("no_cache", &self.no_cache)
             .field("store", &self.store)
-            .field("observer", &self.observer.is_some())
+            .field("observers", &self.observers.len())
             .field("fallback", &self.fallback.is_some())
             .field("recipes", &self.recipes)
             .field("limits", &self.limits)
@@ -194,7 +210,7 @@ impl Default for GateOptions {
             skip: false,
             no_cache: false,
             store: None,
-            observer: None,
+            observers: Observers::new(),
             fallback: None,
             image: None,
             recipes: Vec::new(),
@@ -229,9 +245,9 @@ impl GateOptions {
         self.store = Some(path.into());
         self
     }
-    /// Reports progress to `observer`.
-    pub fn observer(mut self, observer: Arc<dyn Observer>) -> Self {
-        self.observer = Some(observer);
+    /// Reports every step to `observer` too.
+    pub fn observer(mut self, observer: Arc<dyn Observer<Event>>) -> Self {
+        self.observers.push(observer);
         self
     }
     /// Runs docker sandboxes in `image` instead of forq's own.
@@ -260,9 +276,10 @@ impl GateOptions {
         self.env.push((key.into(), value.into()));
         self
     }
-    pub(crate) fn tell(&self, event: &Progress<'_>) {
-        if let Some(o) = &self.observer {
-            o.progress(event);
+    /// Reports the event `make` builds, built only when somebody listens.
+    pub(crate) fn tell(&self, make: impl FnOnce() -> Event) {
+        if !self.observers.is_empty() {
+            self.observers.emit(&make());
         }
     }
 }
@@ -492,7 +509,9 @@ pub async fn run(
         if let Some(mut cached) = crate::cache::load(repo, key) {
             cached.cached = true;
             cached.duration_ms = started.elapsed().as_millis() as u64;
-            options.tell(&Progress::Cached(&cached));
+            options.tell(|| Event::Cached {
+                record: Box::new(cached.clone()),
+            });
             return Ok(cached);
         }
     }
@@ -504,7 +523,9 @@ pub async fn run(
     } else {
         options.recipes.clone()
     };
-    options.tell(&Progress::Detected(&stacks));
+    options.tell(|| Event::Detected {
+        stacks: stacks.clone(),
+    });
     // Every stack is tried and reported (a monorepo's parts each get a
     // verdict); the cheapest green one decides.
     for stack in &stacks {
@@ -520,7 +541,9 @@ pub async fn run(
     if record.verdict != Verdict::Bootstrapped {
         if let Some(fallback) = &options.fallback {
             let proposals = fallback.propose(repo, &record).await;
-            options.tell(&Progress::Fallback(&proposals));
+            options.tell(|| Event::Fallback {
+                stacks: proposals.clone(),
+            });
             let mut verdict = Verdict::FailedAgentic;
             for stack in &proposals {
                 let run = run_stack(backend, repo, stack, options, &journal, &record).await?;
@@ -577,7 +600,7 @@ async fn configure_into(
     record: &mut Record,
     journal: &Journal,
 ) -> Result<(), Error> {
-    options.tell(&Progress::Configuring);
+    options.tell(|| Event::Configuring);
     journal.mark("running", "agentic fallback", record)?;
     let nothing_detected = record.stacks.is_empty();
     let done = crate::configure::configure(
@@ -589,7 +612,9 @@ async fn configure_into(
         record,
     )
     .await?;
-    options.tell(&Progress::StackDone(&done.run));
+    options.tell(|| Event::StackDone {
+        run: Box::new(done.run.clone()),
+    });
     record.stacks.push(done.run);
     conclude(record, false);
     let Some(recipe) = done.recipe else {
@@ -787,7 +812,9 @@ async fn run_stack(
                     "the golden environment {name} is broken ({reason}); rebuild it or remove it"
                 );
                 run.duration_ms = started.elapsed().as_millis() as u64;
-                options.tell(&Progress::StackDone(&run));
+                options.tell(|| Event::StackDone {
+                    run: Box::new(run.clone()),
+                });
                 return Ok(run);
             }
             Err(e) => return Err(e),
@@ -815,7 +842,9 @@ async fn run_stack(
     run.install = stack.install.clone();
     run.golden = used;
     run.duration_ms = started.elapsed().as_millis() as u64;
-    options.tell(&Progress::StackDone(&run));
+    options.tell(|| Event::StackDone {
+        run: Box::new(run.clone()),
+    });
     Ok(run)
 }
 
@@ -859,18 +888,18 @@ pub(crate) async fn run_stack_in(
                 record,
             )?;
         }
-        options.tell(&Progress::Step {
-            stack: stack.name(),
+        options.tell(|| Event::Step {
+            stack: stack.name().to_owned(),
             phase,
-            command,
+            command: command.to_owned(),
         });
         Ok(Instant::now())
     };
     let done = |phase: Phase, command: &str, out: &ExecOutcome, at: Instant| {
-        options.tell(&Progress::StepDone {
-            stack: stack.name(),
+        options.tell(|| Event::StepDone {
+            stack: stack.name().to_owned(),
             phase,
-            command,
+            command: command.to_owned(),
             exit_code: if out.timed_out { 124 } else { out.shell_code() },
             duration_ms: at.elapsed().as_millis() as u64,
         });

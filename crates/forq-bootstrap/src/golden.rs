@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 use sha1::Digest;
 
 use crate::detect::{Stack, StackKind};
-use crate::gate::{Error, GateOptions, Progress};
+use crate::gate::{Error, Event, GateOptions};
 use crate::verdict::Verdict;
 
 /// How the gate's sandboxes use goldens.
@@ -310,7 +310,9 @@ async fn fork_matching(
         generation,
         how: "forked".to_owned(),
     };
-    options.tell(&Progress::GoldenForked(&used));
+    options.tell(|| Event::GoldenForked {
+        golden: used.clone(),
+    });
     Ok(Some((sandbox, used)))
 }
 
@@ -327,9 +329,9 @@ pub(crate) async fn warm_from_golden(
     golden: &GoldenOptions,
 ) -> Result<Option<(Box<dyn Sandbox>, GoldenUse)>, Error> {
     let Some(key) = golden_key(backend, repo, stack, options, &golden.identity).await else {
-        options.tell(&Progress::GoldenSkipped(
-            "the repository is not a git checkout, so its tree has no identity",
-        ));
+        options.tell(|| Event::GoldenSkipped {
+            reason: "the repository is not a git checkout, so its tree has no identity".to_owned(),
+        });
         return Ok(None);
     };
     if let Some(found) = fork_matching(backend, repo, stack, options, golden, &key).await? {
@@ -355,8 +357,8 @@ pub(crate) async fn warm_from_golden(
     let (sandbox, install, how) = match &previous {
         Some(previous) => {
             let same_install = previous.meta["install_hash"] == key.install_hash.as_str();
-            options.tell(&Progress::GoldenBuilding {
-                name: &key.name,
+            options.tell(|| Event::GoldenBuilding {
+                name: key.name.clone(),
                 from_generation: Some(previous.generation),
             });
             let (sandbox, _) = fork_current(backend, golden, &key.name, &spec).await?;
@@ -367,8 +369,8 @@ pub(crate) async fn warm_from_golden(
             )
         }
         None => {
-            options.tell(&Progress::GoldenBuilding {
-                name: &key.name,
+            options.tell(|| Event::GoldenBuilding {
+                name: key.name.clone(),
                 from_generation: None,
             });
             let sandbox = backend
@@ -448,8 +450,8 @@ pub(crate) async fn warm_from_golden(
         generation: saved.generation,
         how: how.to_owned(),
     };
-    options.tell(&Progress::GoldenSaved {
-        golden: &used,
+    options.tell(|| Event::GoldenSaved {
+        golden: used.clone(),
         bytes: saved.saved.bytes,
         duration_ms: started.elapsed().as_millis() as u64,
     });

@@ -18,7 +18,8 @@ pub use configure::{
 };
 pub use detect::{detect, Stack, StackKind};
 pub use evidence::{Evidence, Outcome};
-pub use gate::{run, Error, Fallback, GateOptions, Observer, Phase, Progress, Record, StackRun};
+pub use forq_events::Observer;
+pub use gate::{run, Error, Event, Fallback, GateOptions, Phase, Record, StackRun};
 pub use golden::{golden_key, GoldenKey, GoldenOptions, GoldenUse};
 pub use journal::{run_record_path, JournalError};
 pub use runner::{

@@ -15,6 +15,7 @@ pub use fix::{
     prepare, prepare_guarded, prepare_with, write_report, FixError, FixReport, FixStrategy,
     Prepared, Reproducer, Single, Speculative,
 };
+pub use forq_events::Observer;
 pub use search::{
     search, Budget, Order, SearchError, SearchOptions, SearchOutcome, Winner, DEFAULT_MAX_DEPTH,
     DEFAULT_MAX_NODES,

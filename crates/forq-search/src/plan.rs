@@ -219,7 +219,7 @@ pub struct Plan {
     pub max_cost_usd: Option<f64>,
     /// Told every step of forq's own agent.
     #[cfg(feature = "llm")]
-    pub subscriber: Option<std::sync::Arc<dyn forq_agent::agent::Subscriber>>,
+    pub observer: Option<std::sync::Arc<dyn forq_events::Observer<forq_agent::agent::Event>>>,
 }
 
 impl std::fmt::Debug for Plan {
@@ -344,8 +344,8 @@ impl Plan {
                             .tools(tools)
                             .budget(budget)
                             .prices(m.prices);
-                        if let Some(s) = self.subscriber {
-                            agent = agent.subscribe(s);
+                        if let Some(o) = self.observer {
+                            agent = agent.observer(o);
                         }
                         std::sync::Arc::new(agent)
                     }

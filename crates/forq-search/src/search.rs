@@ -17,7 +17,8 @@ use tokio::task::JoinSet;
 use crate::brancher::{BranchContext, BranchError, Brancher};
 use crate::candidate::{Candidate, Materialized};
 use crate::oracle::{Judgement, Oracle};
-use crate::tree::{Event, Node, Score, Status, Subscriber, Tree};
+use crate::tree::{Event, Node, Score, Status, Tree};
+use forq_events::{Observer, Observers};
 
 /// In which order queued candidates are evaluated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -130,7 +131,7 @@ pub struct SearchOptions {
     /// smaller green diff.
     pub keep_searching: bool,
     /// Told of every node.
-    pub subscribers: Vec<Arc<dyn Subscriber>>,
+    pub observers: Observers<Event>,
     /// Changes every candidate carries and the patch ships (a reproduction
     /// test written before the search): new contents by path.
     pub seed: BTreeMap<String, Option<String>>,
@@ -167,9 +168,9 @@ impl SearchOptions {
         self.seed = seed;
         self
     }
-    /// Tells `s` of every node.
-    pub fn subscribe(mut self, s: Arc<dyn Subscriber>) -> Self {
-        self.subscribers.push(s);
+    /// Tells `observer` of every node too.
+    pub fn observer(mut self, observer: Arc<dyn Observer<Event>>) -> Self {
+        self.observers.push(observer);
         self
     }
 }
@@ -258,9 +259,7 @@ struct Engine<'a> {
 
 impl Engine<'_> {
     fn tell(&self, event: Event) {
-        for s in &self.options.subscribers {
-            s.event(&event);
-        }
+        self.options.observers.emit(&event);
     }
 
     fn elapsed_ms(&self) -> u64 {

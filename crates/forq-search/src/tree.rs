@@ -1,5 +1,5 @@
 //! The search tree as data: nodes with their hypothesis, status, score,
-//! diff size and timings, streamed to subscribers as they change and saved
+//! diff size and timings, streamed to observers as they change and saved
 //! whole as `tree.json`, which reads back into the same tree.
 
 use std::cmp::Ordering;
@@ -97,7 +97,7 @@ pub struct Node {
     pub at_ms: u64,
 }
 
-/// What subscribers are told, as it happens.
+/// What observers are told, as it happens.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 #[non_exhaustive]
@@ -113,12 +113,6 @@ pub enum Event {
         /// Nodes evaluated.
         evaluated: usize,
     },
-}
-
-/// Follows a search.
-pub trait Subscriber: Send + Sync {
-    /// Called for every event, in order.
-    fn event(&self, event: &Event);
 }
 
 /// The whole tree.

@@ -2,12 +2,13 @@
 //! OpenAI protocol on loopback) fixes a failing test in a real sandbox.
 
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use forq_agent::agent::{Agent, CodingAgent, Event, Outcome, Subscriber, Task};
+use forq_agent::agent::{Agent, CodingAgent, Event, Outcome, Task};
 use forq_agent::cost::Budget;
 use forq_agent::message::{Message, Part, Response, Role, StopReason, Usage};
 use forq_agent::provider::{ApiKey, OpenAi, Replay, RetryPolicy};
+use forq_events::Recorder;
 use forq_sandbox::{BackendChoice, Sandbox, SandboxSpec};
 use serde_json::json;
 
@@ -72,25 +73,16 @@ fn script() -> Vec<Response> {
     ]
 }
 
-#[derive(Default)]
-struct Events(Mutex<Vec<Event>>);
-
-impl Subscriber for Events {
-    fn event(&self, event: &Event) {
-        self.0.lock().unwrap().push(event.clone());
-    }
-}
-
 #[tokio::test]
 async fn a_scripted_run_reads_edits_tests_and_submits_the_sandboxs_diff() {
     let dir = repo();
     let (_backend, sb) = sandbox(dir.path()).await;
     let out = tempfile::tempdir().unwrap();
     let transcript = out.path().join("run.jsonl");
-    let events = Arc::new(Events::default());
+    let events = Arc::new(Recorder::<Event>::new());
     let agent = Agent::new(Arc::new(Replay::new(script())), "scripted")
         .transcript(&transcript)
-        .subscribe(events.clone());
+        .observer(events.clone());
     let report = agent.run(&*sb, &Task::new("add(2, 3) returns -1")).await;
     let Outcome::Submitted { summary, diff } = &report.outcome else {
         panic!("{report:#?}");
@@ -107,7 +99,7 @@ async fn a_scripted_run_reads_edits_tests_and_submits_the_sandboxs_diff() {
         CALC
     );
     // The test run inside the loop saw the fix.
-    let seen = events.0.lock().unwrap().clone();
+    let seen = events.events();
     let run = seen.iter().find_map(|e| match e {
         Event::Observation {
             name,
@@ -194,9 +186,9 @@ async fn malformed_arguments_get_an_error_answer_and_give_up_needs_a_human() {
             json!({"reason": "two readings", "question": "should add saturate?"}),
         ),
     ];
-    let events = Arc::new(Events::default());
+    let events = Arc::new(Recorder::<Event>::new());
     let report = Agent::new(Arc::new(Replay::new(replies)), "scripted")
-        .subscribe(events.clone())
+        .observer(events.clone())
         .run(&*sb, &Task::new("fix add"))
         .await;
     assert_eq!(
@@ -207,7 +199,7 @@ async fn malformed_arguments_get_an_error_answer_and_give_up_needs_a_human() {
             diff: String::new()
         }
     );
-    let first = events.0.lock().unwrap().iter().find_map(|e| match e {
+    let first = events.events().iter().find_map(|e| match e {
         Event::Observation {
             is_error, summary, ..
         } => Some((*is_error, summary.clone())),
@@ -291,7 +283,7 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
 }
 
 #[tokio::test]
-async fn a_streamed_run_tells_subscribers_the_text_as_it_arrives() {
+async fn a_streamed_run_tells_observers_the_text_as_it_arrives() {
     use super::{chunk, sse};
     let streamed = sse(&[
         chunk(json!({"role": "assistant", "content": "Nothing "}), None),
@@ -307,10 +299,10 @@ async fn a_streamed_run_tells_subscribers_the_text_as_it_arrives() {
     let provider = OpenAi::new(&format!("{}/v1", server.url), None).unwrap();
     let dir = repo();
     let (_backend, sb) = sandbox(dir.path()).await;
-    let events = Arc::new(Events::default());
+    let events = Arc::new(Recorder::<Event>::new());
     let report = Agent::new(Arc::new(provider), "gpt-test")
         .stream(true)
-        .subscribe(events.clone())
+        .observer(events.clone())
         .run(&*sb, &Task::new("is add right?"))
         .await;
     assert_eq!(
@@ -322,9 +314,7 @@ async fn a_streamed_run_tells_subscribers_the_text_as_it_arrives() {
     );
     assert_eq!(server.received()[0].body["stream"], json!(true));
     let text: Vec<String> = events
-        .0
-        .lock()
-        .unwrap()
+        .events()
         .iter()
         .filter_map(|e| match e {
             Event::Text { step: 1, delta } => Some(delta.clone()),

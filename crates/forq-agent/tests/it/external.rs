@@ -3,11 +3,12 @@
 //! server (Anthropic Messages, OpenAI Responses) that scripts the model,
 //! reached through the sandbox's egress proxy.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use forq_agent::agent::{CodingAgent, Event, Outcome, Subscriber, Task};
+use forq_agent::agent::{CodingAgent, Event, Outcome, Task};
 use forq_agent::external::ExternalAgent;
 use forq_agent::provider::ApiKey;
+use forq_events::Recorder;
 use forq_sandbox::{BackendChoice, EgressAllow, SandboxSpec};
 use serde_json::json;
 
@@ -27,15 +28,6 @@ fn installed(program: &str) -> Option<String> {
         }
         // Not installed here (CI installs it): nothing to drive.
         None => None,
-    }
-}
-
-#[derive(Default)]
-struct Seen(Mutex<Vec<Event>>);
-
-impl Subscriber for Seen {
-    fn event(&self, event: &Event) {
-        self.0.lock().unwrap().push(event.clone());
     }
 }
 
@@ -76,8 +68,8 @@ async fn claude_code_fixes_the_bug_in_a_sandbox_and_its_edit_is_the_sandboxs_dif
         Some(server.url.clone()),
     )
     .program(program);
-    let seen = Arc::new(Seen::default());
-    let agent = agent.subscribe(seen.clone());
+    let seen = Arc::new(Recorder::<Event>::new());
+    let agent = agent.observer(seen.clone());
     let backend =
         forq_sandbox::open_backend(BackendChoice::Kind(forq_sandbox::BackendKind::Native))
             .await
@@ -95,7 +87,7 @@ async fn claude_code_fixes_the_bug_in_a_sandbox_and_its_edit_is_the_sandboxs_dif
     assert!(
         diff.contains("-    return a - b\n+    return a + b\n"),
         "{diff}\n{:#?}",
-        seen.0.lock().unwrap()
+        seen.events()
     );
     assert_eq!(report.steps, 3);
     assert_eq!(report.usage.input_tokens, 300);
@@ -108,7 +100,7 @@ async fn claude_code_fixes_the_bug_in_a_sandbox_and_its_edit_is_the_sandboxs_dif
         std::fs::read_to_string(repo.path().join("calc.py")).unwrap(),
         "def add(a, b):\n    return a - b\n"
     );
-    let events = seen.0.lock().unwrap().clone();
+    let events = seen.events();
     assert!(events
         .iter()
         .any(|e| matches!(e, Event::ToolCall { name, .. } if name == "Edit")));
@@ -145,14 +137,14 @@ async fn codex_runs_a_command_that_fixes_the_bug_and_its_diff_is_the_result() {
         ),
     ])
     .await;
-    let seen = Arc::new(Seen::default());
+    let seen = Arc::new(Recorder::<Event>::new());
     let agent = ExternalAgent::codex(
         ApiKey::new("sk-codex-test-key-0123"),
         Some(format!("{}/v1", server.url)),
     )
     .program(program)
     .model("gpt-test")
-    .subscribe(seen.clone());
+    .observer(seen.clone());
     let backend =
         forq_sandbox::open_backend(BackendChoice::Kind(forq_sandbox::BackendKind::Native))
             .await
@@ -184,7 +176,7 @@ async fn codex_runs_a_command_that_fixes_the_bug_and_its_diff_is_the_result() {
         asked[0].header("authorization"),
         Some("Bearer sk-codex-test-key-0123")
     );
-    let events = seen.0.lock().unwrap().clone();
+    let events = seen.events();
     assert!(
         events.iter().any(
             |e| matches!(e, Event::Observation { name, is_error: false, .. } if name == "command")

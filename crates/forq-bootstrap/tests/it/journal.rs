@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use forq_bootstrap::{Fallback, GateOptions, Observer, Phase, Progress, Record, Stack, Verdict};
+use forq_bootstrap::{Event, Fallback, GateOptions, Observer, Phase, Record, Stack, Verdict};
 
 use super::{gate, repo};
 
@@ -25,12 +25,12 @@ struct Recorder {
     at_test_start: Mutex<Option<serde_json::Value>>,
 }
 
-impl Observer for Recorder {
-    fn progress(&self, event: &Progress<'_>) {
+impl Observer<Event> for Recorder {
+    fn event(&self, event: &Event) {
         let line = match event {
-            Progress::Detected(stacks) => format!("detected {}", stacks.len()),
-            Progress::Cached(_) => "cached".to_owned(),
-            Progress::Step {
+            Event::Detected { stacks } => format!("detected {}", stacks.len()),
+            Event::Cached { .. } => "cached".to_owned(),
+            Event::Step {
                 stack,
                 phase,
                 command,
@@ -42,9 +42,9 @@ impl Observer for Recorder {
                 }
                 format!("{phase:?} {stack}: {command}")
             }
-            Progress::StepDone { exit_code, .. } => format!("done {exit_code}"),
-            Progress::StackDone(run) => format!("stack {} {:?}", run.name, run.verdict),
-            Progress::Fallback(stacks) => format!("fallback {}", stacks.len()),
+            Event::StepDone { exit_code, .. } => format!("done {exit_code}"),
+            Event::StackDone { run } => format!("stack {} {:?}", run.name, run.verdict),
+            Event::Fallback { stacks } => format!("fallback {}", stacks.len()),
             _ => "other".to_owned(),
         };
         self.events.lock().unwrap().push(line);

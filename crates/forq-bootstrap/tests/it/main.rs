@@ -18,6 +18,7 @@ mod configure;
 mod golden;
 mod journal;
 mod runners;
+mod snapshots;
 mod stacks;
 
 fn outcomes(ev: &forq_bootstrap::Evidence) -> Vec<(String, Outcome)> {

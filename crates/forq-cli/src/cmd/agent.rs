@@ -8,12 +8,13 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use forq_agent::agent::{Agent, CodingAgent, Event, Outcome, RunReport, Subscriber, Task};
+use forq_agent::agent::{Agent, CodingAgent, Event, Outcome, RunReport, Task};
 use forq_agent::cost::{Budget, PriceTable};
 use forq_agent::issue::Issue;
 use forq_agent::provider::{self, Choice, Provider};
 use forq_agent::tools::{GraphTools, RunTests, Toolbox};
 use forq_agent::triage::Triage;
+use forq_agent::Observer;
 use forq_bootstrap::{GateOptions, Verdict};
 use forq_graph::Index;
 use forq_sandbox::{Sandbox, SandboxSpec};
@@ -159,7 +160,7 @@ struct Progress {
     mid_line: Mutex<bool>,
 }
 
-impl Subscriber for Progress {
+impl Observer<Event> for Progress {
     fn event(&self, event: &Event) {
         let mut mid_line = self.mid_line.lock().unwrap_or_else(|p| p.into_inner());
         let mut err = std::io::stderr().lock();
@@ -207,7 +208,7 @@ async fn workspace(
     let options = if args.json {
         options
     } else {
-        options.observer(Arc::new(super::bootstrap::Lines))
+        options.observer(Arc::new(super::bootstrap::Lines::default()))
     };
     let record = forq_bootstrap::run(backend, repo, &options).await?;
     if let Some(stack) = record.green_stack() {
@@ -295,7 +296,7 @@ pub(crate) async fn run(args: AgentRunArgs) -> anyhow::Result<ExitCode> {
         .prices(prices)
         .transcript(&transcript);
     if !args.json {
-        agent = agent.stream(true).subscribe(Arc::new(Progress::default()));
+        agent = agent.stream(true).observer(Arc::new(Progress::default()));
     }
     let report = agent.run(&*sandbox, &task).await;
     if let Err(e) = sandbox.destroy().await {

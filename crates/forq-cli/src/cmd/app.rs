@@ -13,9 +13,10 @@ use forq_agent::provider::{self, ApiKey};
 use forq_app::config::Config;
 use forq_app::git;
 use forq_app::github::Github;
-use forq_app::pipeline::{Model, Observer, Pipeline, RunError};
+use forq_app::pipeline::{Event, Model, Pipeline, RunError};
 use forq_app::queue::{self, Selection, Source};
 use forq_app::store::{Action, ContextFile, Run, State, Store};
+use forq_app::Observer;
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use serde_json::json;
 
@@ -279,8 +280,9 @@ impl Lines {
     }
 }
 
-impl Observer for Lines {
-    fn progress(&self, run: &str, state: State, note_text: &str) {
+impl Observer<Event> for Lines {
+    fn event(&self, event: &Event) {
+        let (run, state, note_text) = (event.run.as_str(), event.state, event.note.as_str());
         let title = self.titles.get(run).cloned().unwrap_or_default();
         let text = if note_text.is_empty() {
             state.name().to_owned()

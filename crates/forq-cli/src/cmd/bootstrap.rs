@@ -8,18 +8,25 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use forq_bootstrap::{CloneOptions, GateOptions, Observer, Phase, Progress};
+use forq_bootstrap::{CloneOptions, Event, GateOptions, Observer, Phase};
 
 use crate::cli::BootstrapArgs;
 
 /// Progress on stderr, one line per step, so stdout holds the result alone.
-pub(crate) struct Lines;
+/// The gate and the provisioning after it each look for a golden; why
+/// none applies is said once.
+#[derive(Default)]
+pub(crate) struct Lines {
+    skipped: std::sync::Mutex<Option<String>>,
+}
 
-impl Observer for Lines {
-    fn progress(&self, event: &Progress<'_>) {
+impl Observer<Event> for Lines {
+    fn event(&self, event: &Event) {
         let line = match event {
-            Progress::Detected([]) => "detect: no stack matched".to_owned(),
-            Progress::Detected(stacks) => format!(
+            Event::Detected { stacks } if stacks.is_empty() => {
+                "detect: no stack matched".to_owned()
+            }
+            Event::Detected { stacks } => format!(
                 "detect: {}",
                 stacks
                     .iter()
@@ -27,7 +34,7 @@ impl Observer for Lines {
                     .collect::<Vec<_>>()
                     .join(", ")
             ),
-            Progress::Cached(record) => match record.stacks.iter().find(|s| s.name == "agentic") {
+            Event::Cached { record } => match record.stacks.iter().find(|s| s.name == "agentic") {
                 Some(agentic) => format!(
                     "cache hit: the agentic fallback's recipe for this commit ({} step(s), {:.1} s saved)",
                     agentic.install.len() + 1,
@@ -35,15 +42,15 @@ impl Observer for Lines {
                 ),
                 None => "cache: this commit's green verdict, nothing run".to_owned(),
             },
-            Progress::Configuring => {
+            Event::Configuring => {
                 "agentic fallback: a model sets the environment up, one step at a time".to_owned()
             }
-            Progress::Step {
+            Event::Step {
                 stack,
                 phase,
                 command,
             } => format!("{} {stack}: {command}", phase_name(*phase)),
-            Progress::StepDone {
+            Event::StepDone {
                 stack,
                 phase,
                 exit_code,
@@ -54,18 +61,25 @@ impl Observer for Lines {
                 phase_name(*phase),
                 *duration_ms as f64 / 1000.0
             ),
-            Progress::Fallback(stacks) => format!("fallback: {} recipe(s) proposed", stacks.len()),
-            Progress::GoldenForked(used) => format!(
+            Event::Fallback { stacks } => format!("fallback: {} recipe(s) proposed", stacks.len()),
+            Event::GoldenForked { golden } => format!(
                 "golden: forked {} (generation {}), nothing installed",
-                used.name, used.generation
+                golden.name, golden.generation
             ),
-            Progress::GoldenSkipped(why) => format!("golden: none used ({why})"),
-            Progress::GoldenBuilding {
+            Event::GoldenSkipped { reason } => {
+                let mut said = self.skipped.lock().unwrap_or_else(|p| p.into_inner());
+                if said.as_deref() == Some(reason.as_str()) {
+                    return;
+                }
+                *said = Some(reason.clone());
+                format!("golden: none used ({reason})")
+            }
+            Event::GoldenBuilding {
                 name,
                 from_generation: Some(g),
             } => format!("golden: syncing {name} from generation {g}"),
-            Progress::GoldenBuilding { name, .. } => format!("golden: building {name}"),
-            Progress::GoldenSaved {
+            Event::GoldenBuilding { name, .. } => format!("golden: building {name}"),
+            Event::GoldenSaved {
                 golden,
                 bytes,
                 duration_ms,
@@ -164,7 +178,7 @@ pub(crate) async fn run(args: BootstrapArgs) -> anyhow::Result<ExitCode> {
         options = options.store(db);
     }
     if !args.json {
-        options = options.observer(Arc::new(Lines));
+        options = options.observer(Arc::new(Lines::default()));
     }
     if !args.offline {
         match super::agent::open_provider(&args.model) {

@@ -276,7 +276,7 @@ async fn run(
     gate.golden =
         super::golden::options(args.golden.golden, &*backend, &repo.display().to_string())?;
     if !args.json {
-        gate = gate.observer(Arc::new(super::bootstrap::Lines));
+        gate = gate.observer(Arc::new(super::bootstrap::Lines::default()));
     }
     let done = forq_search::change::run_guarded(
         &*backend,

@@ -17,7 +17,8 @@ use forq_agent::tools::Toolbox;
 use forq_bootstrap::GateOptions;
 use forq_graph::Index;
 use forq_search::brancher::{AgentReproducer, Patches};
-use forq_search::tree::{Event, Status, Subscriber};
+use forq_search::tree::{Event, Status};
+use forq_search::Observer;
 use forq_search::{Budget, FixStrategy, Order, Prepared, SearchOptions};
 
 use super::agent::{note, open_provider, prices, run_id};
@@ -30,7 +31,7 @@ struct Progress {
     counts: Mutex<(usize, usize, usize, Option<usize>)>,
 }
 
-impl Subscriber for Progress {
+impl Observer<Event> for Progress {
     fn event(&self, event: &Event) {
         let Event::Node(node) = event else { return };
         if node.id == 0 || !matches!(node.status, Status::Red | Status::Green) {
@@ -183,7 +184,7 @@ pub(crate) async fn run(args: FixArgs) -> anyhow::Result<ExitCode> {
     gate.golden =
         super::golden::options(args.golden.golden, &*backend, &repo.display().to_string())?;
     if !args.json {
-        gate = gate.observer(Arc::new(super::bootstrap::Lines));
+        gate = gate.observer(Arc::new(super::bootstrap::Lines::default()));
     }
     // With a model configured, an issue that no test catches yet gets a
     // reproduction test first (written by the agent, checked to fail).
@@ -304,7 +305,7 @@ async fn search(
         .keep_searching(args.keep_searching)
         .seed(prepared.seed.clone());
     if !args.json {
-        options = options.subscribe(Arc::new(Progress::default()));
+        options = options.observer(Arc::new(Progress::default()));
     }
     let outcome = strategy
         .run(

@@ -138,7 +138,7 @@ async fn target(args: &GoldenBuildArgs) -> anyhow::Result<Result<Target, ExitCod
         gate = gate.timeout(Duration::from_secs(secs));
     }
     if !args.json {
-        gate = gate.observer(Arc::new(super::bootstrap::Lines));
+        gate = gate.observer(Arc::new(super::bootstrap::Lines::default()));
     }
     let record = forq_bootstrap::run(&*backend, &path, &gate).await?;
     let Some(stack) = record.green_stack() else {
