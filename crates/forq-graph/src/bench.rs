@@ -52,6 +52,8 @@ pub struct BenchReport {
     pub statements: usize,
     /// The database's size in bytes (with its WAL).
     pub db_bytes: u64,
+    /// `db_bytes / bytes`: what the index costs per byte of source.
+    pub db_over_source: f64,
 }
 
 /// Latencies of one kind of query.
@@ -277,5 +279,6 @@ pub fn bench(root: &Path, threads: usize, samples: usize) -> Result<BenchReport>
         edges: stats.edges,
         statements: stats.statements,
         db_bytes,
+        db_over_source: db_bytes as f64 / (bytes as f64).max(1.0),
     })
 }

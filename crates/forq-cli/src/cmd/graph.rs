@@ -547,11 +547,12 @@ pub(crate) fn bench(args: GraphBenchArgs) -> anyhow::Result<ExitCode> {
     )?;
     writeln!(
         out,
-        "{} symbols, {} edges, {} statements; database {:.1} MB; peak RSS {} MB",
+        "{} symbols, {} edges, {} statements; database {:.1} MB ({:.1}x the source); peak RSS {} MB",
         report.symbols,
         report.edges,
         report.statements,
         report.db_bytes as f64 / 1e6,
+        report.db_over_source,
         peak_rss_mb.map_or("?".to_owned(), |m| m.to_string())
     )?;
     Ok(ExitCode::SUCCESS)

@@ -771,6 +771,12 @@ async fn graph_bench_reports_every_figure_side_by_side() {
     }
     assert!(report["files"].as_u64().unwrap() >= 10, "{report}");
     assert!(report["symbols"].as_u64().unwrap() > 50, "{report}");
+    // The database's cost per source byte, beside the two it divides.
+    let ratio = report["db_bytes"].as_f64().unwrap() / report["bytes"].as_f64().unwrap();
+    assert!(
+        (report["db_over_source"].as_f64().unwrap() - ratio).abs() < 1e-6,
+        "{report}"
+    );
 }
 
 #[tokio::test]
