@@ -484,6 +484,12 @@ impl Index {
         if cold {
             let started = std::time::Instant::now();
             store.create_indexes()?;
+            // The indexes just built sit in the WAL: fold them into the
+            // database now, so the disk holds them once.
+            store
+                .conn
+                .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+                .map_err(store.db())?;
             report.build_indexes_ms = started.elapsed().as_millis() as u64;
         }
         tracing::debug!(?report, "index updated");
@@ -506,22 +512,22 @@ impl Index {
         let c = |sql: &str| self.store.counts(sql);
         let one = |sql: &str| -> Result<usize> { Ok(total(&c(sql)?)) };
         let files_by_language = c("SELECT lang, COUNT(*) FROM files GROUP BY lang ORDER BY lang")?;
-        let symbols_by_kind = c("SELECT kind, COUNT(*) FROM symbols GROUP BY kind ORDER BY kind")?;
+        let symbols_by_kind = c("SELECT kind, COUNT(*) FROM sym GROUP BY kind ORDER BY kind")?;
         Ok(Stats {
             files: total(&files_by_language),
             symbols: total(&symbols_by_kind),
-            tests: one("SELECT 'tests', COUNT(*) FROM symbols WHERE test")?,
-            references: one("SELECT 'refs', COUNT(*) FROM refs")?,
-            imports: one("SELECT 'imports', COUNT(*) FROM imports")?,
-            edges: one("SELECT 'edges', COUNT(*) FROM edges")?,
-            statements: one("SELECT 'statements', COUNT(*) FROM statements")?,
+            tests: one("SELECT 'tests', COUNT(*) FROM sym WHERE test")?,
+            references: one("SELECT 'refs', COUNT(*) FROM ref")?,
+            imports: one("SELECT 'imports', COUNT(*) FROM imp")?,
+            edges: one("SELECT 'edges', COUNT(*) FROM edge")?,
+            statements: one("SELECT 'statements', COUNT(*) FROM stmt")?,
             def_use: one("SELECT 'defuse', COUNT(*) FROM defuse")?,
             files_by_language: files_by_language.into_iter().collect(),
             files_by_status: c("SELECT status, COUNT(*) FROM files GROUP BY status ORDER BY status")?
                 .into_iter()
                 .collect(),
             symbols_by_kind: symbols_by_kind.into_iter().collect(),
-            edges_by_kind: c("SELECT kind || ' ' || confidence, COUNT(*) FROM edges GROUP BY kind, confidence ORDER BY 1")?
+            edges_by_kind: c("SELECT kind || ' ' || confidence, COUNT(*) FROM edge GROUP BY kind, confidence ORDER BY 1")?
                 .into_iter()
                 .collect(),
         })

@@ -744,7 +744,7 @@ impl Index {
         let mut stmt = self
             .store
             .conn
-            .prepare("SELECT src, dst, confidence FROM edges")
+            .prepare("SELECT s.name, d.name, e.confidence FROM edge e JOIN node s ON s.nid = e.src JOIN node d ON d.nid = e.dst")
             .map_err(&db)?;
         let rows = stmt
             .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))

@@ -185,16 +185,17 @@ pub(crate) fn resolve(conn: &Connection, dirty: &Dirty) -> rusqlite::Result<usiz
     let mut r = Resolver::new(conn, dirty.all)?;
     let (refs, imports) = r.dirty_rows(dirty)?;
     if dirty.all {
-        conn.execute("DELETE FROM edges", [])?;
+        conn.execute("DELETE FROM edge", [])?;
+        conn.execute("DELETE FROM node", [])?;
     } else {
         let mut del_ref = conn.prepare_cached(
-            "DELETE FROM edges WHERE kind IN ('calls', 'inherits') AND origin = ?1",
+            "DELETE FROM edge WHERE kind IN ('calls', 'inherits') AND origin = ?1",
         )?;
         for row in &refs {
             del_ref.execute([row.id])?;
         }
         let mut del_imp =
-            conn.prepare_cached("DELETE FROM edges WHERE kind = 'imports' AND origin = ?1")?;
+            conn.prepare_cached("DELETE FROM edge WHERE kind = 'imports' AND origin = ?1")?;
         for row in &imports {
             del_imp.execute([row.id])?;
         }
@@ -207,6 +208,9 @@ pub(crate) fn resolve(conn: &Connection, dirty: &Dirty) -> rusqlite::Result<usiz
         r.resolve_import(row, &mut edges)?;
     }
     crate::store::Store::write_edges(conn, &edges)?;
+    if !dirty.all {
+        crate::store::Store::forget_unused_nodes(conn)?;
+    }
     Ok(edges.len())
 }
 

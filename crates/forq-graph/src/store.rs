@@ -1,5 +1,6 @@
 //! The SQLite schema, the rows it holds, and the one writer.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use rusqlite::{params, Connection, OptionalExtension};
@@ -9,87 +10,102 @@ use crate::error::{Error, Result};
 use crate::extract::FileFacts;
 
 /// The schema version this build reads and writes (`PRAGMA user_version`).
-pub(crate) const SCHEMA_VERSION: i64 = 5;
+pub(crate) const SCHEMA_VERSION: i64 = 6;
 
 /// Secondary indexes: dropped for a cold load and built once after it
 /// (cheaper than keeping them up to date row by row).
 const INDEXES: &str = "
-CREATE INDEX IF NOT EXISTS symbols_name ON symbols(name);
-CREATE INDEX IF NOT EXISTS symbols_file ON symbols(file, line);
-CREATE INDEX IF NOT EXISTS symbols_qualname ON symbols(qualname);
-CREATE INDEX IF NOT EXISTS refs_file ON refs(file);
-CREATE INDEX IF NOT EXISTS refs_name ON refs(name);
-CREATE INDEX IF NOT EXISTS refs_bases ON refs(scope) WHERE kind = 'base';
-CREATE INDEX IF NOT EXISTS refs_receiver ON refs(receiver) WHERE receiver IS NOT NULL;
-CREATE INDEX IF NOT EXISTS imports_file ON imports(file);
-CREATE INDEX IF NOT EXISTS edges_src ON edges(src, kind);
-CREATE INDEX IF NOT EXISTS edges_dst ON edges(dst, kind);
-CREATE INDEX IF NOT EXISTS edges_origin ON edges(kind, origin);
-CREATE INDEX IF NOT EXISTS edges_file ON edges(file);
-CREATE INDEX IF NOT EXISTS statements_file ON statements(file, line);
+CREATE INDEX IF NOT EXISTS sym_name ON sym(name);
+CREATE INDEX IF NOT EXISTS sym_file ON sym(fid, line);
+CREATE INDEX IF NOT EXISTS sym_qualname ON sym(qualname);
+CREATE INDEX IF NOT EXISTS ref_file ON ref(fid);
+CREATE INDEX IF NOT EXISTS ref_name ON ref(name);
+CREATE INDEX IF NOT EXISTS ref_bases ON ref(scope) WHERE kind = 'base';
+CREATE INDEX IF NOT EXISTS ref_receiver ON ref(receiver) WHERE receiver IS NOT NULL;
+CREATE INDEX IF NOT EXISTS imp_file ON imp(fid);
+CREATE INDEX IF NOT EXISTS edge_src ON edge(src, kind);
+CREATE INDEX IF NOT EXISTS edge_dst ON edge(dst, kind);
+CREATE INDEX IF NOT EXISTS edge_origin ON edge(kind, origin);
+CREATE INDEX IF NOT EXISTS stmt_file ON stmt(fid, line);
 CREATE INDEX IF NOT EXISTS vars_name ON vars(name);
 CREATE INDEX IF NOT EXISTS defuse_def ON defuse(def);
 ";
 
-/// Tables. Every row names its file, so a file's rows go in one delete;
-/// no foreign keys (a cascade would cost an index per child on every
-/// write and the writer deletes explicitly instead).
+/// Tables. A file's path, a symbol's id and an edge's end (a symbol id,
+/// or a file path for module-level code) are stored once (`files`, `sym`,
+/// `node`) and every other row names them by integer (`fid`, `sid`,
+/// `nid`): the text repeated in every edge, reference and statement was
+/// most of the database. A `sid` is only ever used inside its own file
+/// (parents, scopes), so a file's rows are rewritten together; edges name
+/// their ends by `nid`, which stays while the name is used, so an edge into
+/// a re-indexed file stays valid. Every row names its file, so a file's
+/// rows go in one delete; no foreign keys (a cascade would cost
+/// an index per child on every write and the writer deletes explicitly
+/// instead). The views under the old names (`symbols`, `refs`,
+/// `imports`, `edges`, `statements`) show the text again: the queries,
+/// and anyone reading the database, use those.
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS files (
-    path   TEXT PRIMARY KEY,
+    fid    INTEGER PRIMARY KEY,
+    path   TEXT NOT NULL UNIQUE,
     lang   TEXT NOT NULL,
     hash   TEXT NOT NULL,
     size   INTEGER NOT NULL,
     status TEXT NOT NULL
 );
-CREATE TABLE IF NOT EXISTS symbols (
-    id        TEXT PRIMARY KEY,
-    file      TEXT NOT NULL,
+CREATE TABLE IF NOT EXISTS sym (
+    sid       INTEGER PRIMARY KEY,
+    id        TEXT NOT NULL UNIQUE,
+    fid       INTEGER NOT NULL,
     name      TEXT NOT NULL,
     qualname  TEXT NOT NULL,
     kind      TEXT NOT NULL,
     line      INTEGER NOT NULL,
     end_line  INTEGER NOT NULL,
-    parent    TEXT,
+    parent    INTEGER,
     signature TEXT NOT NULL,
     doc       TEXT,
     test      INTEGER NOT NULL
 );
-CREATE TABLE IF NOT EXISTS refs (
+CREATE TABLE IF NOT EXISTS ref (
     id       INTEGER PRIMARY KEY,
-    file     TEXT NOT NULL,
+    fid      INTEGER NOT NULL,
     kind     TEXT NOT NULL,
-    scope    TEXT,
+    scope    INTEGER,
     name     TEXT NOT NULL,
     receiver TEXT,
     line     INTEGER NOT NULL,
     col      INTEGER NOT NULL
 );
-CREATE TABLE IF NOT EXISTS imports (
+CREATE TABLE IF NOT EXISTS imp (
     id     INTEGER PRIMARY KEY,
-    file   TEXT NOT NULL,
-    scope  TEXT,
+    fid    INTEGER NOT NULL,
+    scope  INTEGER,
     module TEXT NOT NULL,
     name   TEXT,
     local  TEXT,
     line   INTEGER NOT NULL,
     col    INTEGER NOT NULL
 );
-CREATE TABLE IF NOT EXISTS edges (
-    file       TEXT NOT NULL,
+CREATE TABLE IF NOT EXISTS node (
+    nid  INTEGER PRIMARY KEY,
+    name TEXT NOT NULL UNIQUE
+);
+CREATE TABLE IF NOT EXISTS edge (
+    fid        INTEGER NOT NULL,
     origin     INTEGER NOT NULL,
     kind       TEXT NOT NULL,
-    src        TEXT NOT NULL,
-    dst        TEXT NOT NULL,
+    src        INTEGER NOT NULL,
+    dst        INTEGER NOT NULL,
     confidence TEXT NOT NULL,
     candidates INTEGER NOT NULL,
     line       INTEGER NOT NULL
 );
-CREATE TABLE IF NOT EXISTS statements (
+CREATE TABLE IF NOT EXISTS stmt (
     id       INTEGER PRIMARY KEY,
-    file     TEXT NOT NULL,
-    scope    TEXT,
+    fid      INTEGER NOT NULL,
+    scope    INTEGER,
     kind     TEXT NOT NULL,
     line     INTEGER NOT NULL,
     end_line INTEGER NOT NULL,
@@ -110,6 +126,21 @@ CREATE TABLE IF NOT EXISTS defuse (
     name TEXT NOT NULL,
     PRIMARY KEY (use, def, name)
 ) WITHOUT ROWID;
+CREATE VIEW IF NOT EXISTS symbols (id, file, name, qualname, kind, line, end_line, parent, signature, doc, test) AS
+    SELECT s.id, f.path, s.name, s.qualname, s.kind, s.line, s.end_line, p.id, s.signature, s.doc, s.test
+    FROM sym s JOIN files f ON f.fid = s.fid LEFT JOIN sym p ON p.sid = s.parent;
+CREATE VIEW IF NOT EXISTS refs (id, file, kind, scope, name, receiver, line, col) AS
+    SELECT r.id, f.path, r.kind, sc.id, r.name, r.receiver, r.line, r.col
+    FROM ref r JOIN files f ON f.fid = r.fid LEFT JOIN sym sc ON sc.sid = r.scope;
+CREATE VIEW IF NOT EXISTS imports (id, file, scope, module, name, local, line, col) AS
+    SELECT i.id, f.path, sc.id, i.module, i.name, i.local, i.line, i.col
+    FROM imp i JOIN files f ON f.fid = i.fid LEFT JOIN sym sc ON sc.sid = i.scope;
+CREATE VIEW IF NOT EXISTS edges (file, origin, kind, src, dst, confidence, candidates, line) AS
+    SELECT f.path, e.origin, e.kind, s.name, d.name, e.confidence, e.candidates, e.line
+    FROM edge e JOIN files f ON f.fid = e.fid JOIN node s ON s.nid = e.src JOIN node d ON d.nid = e.dst;
+CREATE VIEW IF NOT EXISTS statements (id, file, scope, kind, line, end_line, text) AS
+    SELECT st.id, f.path, sc.id, st.kind, st.line, st.end_line, st.text
+    FROM stmt st JOIN files f ON f.fid = st.fid LEFT JOIN sym sc ON sc.sid = st.scope;
 -- Every occurrence of a name, with its role.
 CREATE VIEW IF NOT EXISTS occurrences (file, line, col, name, role, scope) AS
     SELECT file, line, 1, name, CASE WHEN test THEN 'test' ELSE 'definition' END, parent FROM symbols
@@ -119,12 +150,13 @@ CREATE VIEW IF NOT EXISTS occurrences (file, line, col, name, role, scope) AS
         FROM vars v JOIN statements s ON s.id = v.stmt;
 -- A test and what it calls directly; deeper coverage walks the call edges.
 CREATE VIEW IF NOT EXISTS covers (test, symbol, confidence) AS
-    SELECT e.src, e.dst, e.confidence FROM edges e JOIN symbols t ON t.id = e.src
-    WHERE e.kind = 'calls' AND t.test;
+    SELECT s.name, d.name, e.confidence FROM edge e JOIN node s ON s.nid = e.src JOIN node d ON d.nid = e.dst
+    JOIN sym t ON t.id = s.name WHERE e.kind = 'calls' AND t.test;
 ";
 
-/// The tables whose rows name their file.
-const FILE_TABLES: [&str; 6] = ["files", "symbols", "refs", "imports", "edges", "statements"];
+/// The tables whose rows name their file by `fid` (edges go by their
+/// origin: an index on `edge.fid` would cost more than it saves).
+const FILE_TABLES: [&str; 4] = ["sym", "ref", "imp", "stmt"];
 
 /// A definition in the code.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -380,20 +412,41 @@ impl Store {
 
     /// Deletes every row of a file (inside the caller's transaction).
     pub(crate) fn delete_file(tx: &Connection, path: &str) -> rusqlite::Result<()> {
+        let Some(fid) = Self::fid(tx, path)? else {
+            return Ok(());
+        };
+        Self::delete_rows(tx, fid)?;
+        tx.prepare_cached("DELETE FROM files WHERE fid = ?1")?
+            .execute([fid])?;
+        Ok(())
+    }
+
+    fn fid(tx: &Connection, path: &str) -> rusqlite::Result<Option<i64>> {
+        tx.prepare_cached("SELECT fid FROM files WHERE path = ?1")?
+            .query_row([path], |r| r.get(0))
+            .optional()
+    }
+
+    /// Deletes the rows file `fid` holds, its `files` row aside.
+    fn delete_rows(tx: &Connection, fid: i64) -> rusqlite::Result<()> {
         // Variables and def-use links belong to the file's statements (a
         // def-use link never leaves its file): go through them.
+        tx.prepare_cached("DELETE FROM vars WHERE stmt IN (SELECT id FROM stmt WHERE fid = ?1)")?
+            .execute([fid])?;
+        tx.prepare_cached("DELETE FROM defuse WHERE use IN (SELECT id FROM stmt WHERE fid = ?1)")?
+            .execute([fid])?;
+        // A file's edges are those resolved from its references and imports.
         tx.prepare_cached(
-            "DELETE FROM vars WHERE stmt IN (SELECT id FROM statements WHERE file = ?1)",
+            "DELETE FROM edge WHERE kind IN ('calls', 'inherits') AND origin IN (SELECT id FROM ref WHERE fid = ?1)",
         )?
-        .execute([path])?;
+        .execute([fid])?;
         tx.prepare_cached(
-            "DELETE FROM defuse WHERE use IN (SELECT id FROM statements WHERE file = ?1)",
+            "DELETE FROM edge WHERE kind = 'imports' AND origin IN (SELECT id FROM imp WHERE fid = ?1)",
         )?
-        .execute([path])?;
+        .execute([fid])?;
         for table in FILE_TABLES {
-            let column = if table == "files" { "path" } else { "file" };
-            tx.prepare_cached(&format!("DELETE FROM {table} WHERE {column} = ?1"))?
-                .execute([path])?;
+            tx.prepare_cached(&format!("DELETE FROM {table} WHERE fid = ?1"))?
+                .execute([fid])?;
         }
         Ok(())
     }
@@ -407,46 +460,78 @@ impl Store {
         facts: &FileFacts,
         fresh: bool,
     ) -> rusqlite::Result<()> {
-        if !fresh {
-            Self::delete_file(tx, &row.path)?;
+        let old_fid = if fresh {
+            None
+        } else {
+            Self::fid(tx, &row.path)?
+        };
+        if let Some(fid) = old_fid {
+            Self::delete_rows(tx, fid)?;
+            tx.prepare_cached(
+                "UPDATE files SET lang = ?2, hash = ?3, size = ?4, status = ?5 WHERE fid = ?1",
+            )?
+            .execute(params![
+                fid,
+                row.lang,
+                row.hash,
+                row.size as i64,
+                row.status
+            ])?;
         }
-        tx.prepare_cached(
-            "INSERT INTO files (path, lang, hash, size, status) VALUES (?1, ?2, ?3, ?4, ?5)",
-        )?
-        .execute(params![
-            row.path,
-            row.lang,
-            row.hash,
-            row.size as i64,
-            row.status
-        ])?;
+        let fid = match old_fid {
+            Some(fid) => fid,
+            None => tx
+                .prepare_cached(
+                    "INSERT INTO files (path, lang, hash, size, status) VALUES (?1, ?2, ?3, ?4, ?5)",
+                )?
+                .insert(params![
+                    row.path,
+                    row.lang,
+                    row.hash,
+                    row.size as i64,
+                    row.status
+                ])?,
+        };
+        // Numbered before writing, so a parent's number is known whatever
+        // the order.
+        let first: i64 = tx
+            .prepare_cached("SELECT COALESCE(MAX(sid), 0) + 1 FROM sym")?
+            .query_row([], |r| r.get(0))?;
+        let sids: HashMap<&str, i64> = facts
+            .symbols
+            .iter()
+            .zip(first..)
+            .map(|(s, sid)| (s.id.as_str(), sid))
+            .collect();
+        let sid_of = |id: &Option<String>| id.as_deref().and_then(|id| sids.get(id).copied());
         let mut insert = tx.prepare_cached(
-            "INSERT INTO symbols (id, file, name, qualname, kind, line, end_line, parent, signature, doc, test)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+            "INSERT INTO sym (sid, id, fid, name, qualname, kind, line, end_line, parent, signature, doc, test)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
         )?;
         for s in &facts.symbols {
             insert.execute(params![
+                sids[s.id.as_str()],
                 s.id,
-                s.file,
+                fid,
                 s.name,
                 s.qualname,
                 s.kind,
                 s.line,
                 s.end_line,
-                s.parent,
+                sid_of(&s.parent),
                 s.signature,
                 s.doc,
                 s.test
             ])?;
         }
         let mut insert = tx.prepare_cached(
-            "INSERT INTO refs (file, kind, scope, name, receiver, line, col) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            "INSERT INTO ref (fid, kind, scope, name, receiver, line, col) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         )?;
         for r in &facts.refs {
             insert.execute(params![
-                row.path,
+                fid,
                 r.kind.as_str(),
-                r.scope,
+                sid_of(&r.scope),
                 r.name,
                 r.receiver,
                 r.line,
@@ -454,20 +539,31 @@ impl Store {
             ])?;
         }
         let mut insert = tx.prepare_cached(
-            "INSERT INTO imports (file, scope, module, name, local, line, col) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            "INSERT INTO imp (fid, scope, module, name, local, line, col) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         )?;
         for i in &facts.imports {
             insert.execute(params![
-                row.path, i.scope, i.module, i.name, i.local, i.line, i.col
+                fid,
+                sid_of(&i.scope),
+                i.module,
+                i.name,
+                i.local,
+                i.line,
+                i.col
             ])?;
         }
         let mut ids = Vec::with_capacity(facts.statements.len());
         let mut insert = tx.prepare_cached(
-            "INSERT INTO statements (file, scope, kind, line, end_line, text) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            "INSERT INTO stmt (fid, scope, kind, line, end_line, text) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
         )?;
         for s in &facts.statements {
             ids.push(insert.insert(params![
-                row.path, s.scope, s.kind, s.line, s.end_line, s.text
+                fid,
+                sid_of(&s.scope),
+                s.kind,
+                s.line,
+                s.end_line,
+                s.text
             ])?);
         }
         let mut insert = tx.prepare_cached(
@@ -490,24 +586,64 @@ impl Store {
         Ok(())
     }
 
-    /// Writes resolved edges (inside the caller's transaction).
+    /// Writes resolved edges (inside the caller's transaction), naming
+    /// their ends in `node`.
     pub(crate) fn write_edges(tx: &Connection, edges: &[EdgeRow]) -> rusqlite::Result<()> {
+        let mut nids: HashMap<&str, i64> = HashMap::new();
+        let mut fids: HashMap<&str, i64> = HashMap::new();
+        let mut add_node = tx.prepare_cached("INSERT OR IGNORE INTO node (name) VALUES (?1)")?;
+        let mut find_node = tx.prepare_cached("SELECT nid FROM node WHERE name = ?1")?;
+        let mut nid = |name: &'_ str| -> rusqlite::Result<i64> {
+            add_node.execute([name])?;
+            find_node.query_row([name], |r| r.get(0))
+        };
         let mut insert = tx.prepare_cached(
-            "INSERT INTO edges (file, origin, kind, src, dst, confidence, candidates, line)
+            "INSERT INTO edge (fid, origin, kind, src, dst, confidence, candidates, line)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
         )?;
         for e in edges {
+            let fid = match fids.get(e.file.as_str()) {
+                Some(&fid) => fid,
+                None => {
+                    let fid =
+                        Self::fid(tx, &e.file)?.ok_or(rusqlite::Error::QueryReturnedNoRows)?;
+                    fids.insert(&e.file, fid);
+                    fid
+                }
+            };
+            let mut ends = [0i64; 2];
+            for (slot, name) in ends.iter_mut().zip([e.src.as_str(), e.dst.as_str()]) {
+                *slot = match nids.get(name) {
+                    Some(&n) => n,
+                    None => {
+                        let n = nid(name)?;
+                        nids.insert(name, n);
+                        n
+                    }
+                };
+            }
             insert.execute(params![
-                e.file,
+                fid,
                 e.origin,
                 e.kind,
-                e.src,
-                e.dst,
+                ends[0],
+                ends[1],
                 e.confidence,
                 e.candidates as i64,
                 e.line
             ])?;
         }
+        Ok(())
+    }
+
+    /// Forgets edge ends no edge names any more (after an update that
+    /// removed edges).
+    pub(crate) fn forget_unused_nodes(tx: &Connection) -> rusqlite::Result<()> {
+        tx.execute(
+            "DELETE FROM node WHERE NOT EXISTS (SELECT 1 FROM edge WHERE src = nid)
+             AND NOT EXISTS (SELECT 1 FROM edge WHERE dst = nid)",
+            [],
+        )?;
         Ok(())
     }
 
