@@ -108,6 +108,12 @@ pub struct TestConfig {
     pub targets: Vec<String>,
     /// Cap on one test run, in seconds.
     pub timeout_s: u64,
+    /// Each test's budget on the unmodified code, in seconds: a test
+    /// silent this long hangs, is killed and counts as failing (0: none;
+    /// default: 60 for runners that print each test as it runs, none for
+    /// those that build first). Candidates get budgets from the
+    /// unmodified code's measured time.
+    pub idle_s: Option<f64>,
 }
 
 impl Default for TestConfig {
@@ -116,6 +122,7 @@ impl Default for TestConfig {
             command: None,
             targets: Vec::new(),
             timeout_s: forq_search::oracle::DEFAULT_TEST_TIMEOUT_S,
+            idle_s: None,
         }
     }
 }
@@ -445,6 +452,14 @@ impl Config {
                 ),
             ));
         }
+        if let Some(idle) = self.test.idle_s.filter(|s| !s.is_finite() || *s < 0.0) {
+            out.push((
+                "test.idle_s",
+                format!(
+                    "{idle} is not a number of seconds; write 0 or more (0: no per-test budget)"
+                ),
+            ));
+        }
         if self.actions.fix.budget.max_nodes == 0 {
             out.push((
                 "actions.fix.budget.max_nodes",
@@ -565,7 +580,15 @@ impl Config {
     /// The gate's options this file asks for: the golden recipe (when a
     /// test command is given), limits, environment and image.
     pub fn gate_options(&self) -> GateOptions {
-        let mut gate = GateOptions::default().image(self.sandbox.image.clone());
+        let mut gate = GateOptions::default()
+            .image(self.sandbox.image.clone())
+            // Checked at parse (see `problems`); anything else is none.
+            .test_idle(
+                self.test
+                    .idle_s
+                    .filter(|s| s.is_finite() && *s >= 0.0)
+                    .map(std::time::Duration::from_secs_f64),
+            );
         if let Some(test) = self.test.command.as_ref().or(self.golden.test.as_ref()) {
             let steps = self
                 .golden
@@ -692,6 +715,13 @@ mod tests {
             .expect_err("out of range")
             .to_string();
         assert!(e.starts_with("f.yml:3: actions.fix.ripple_depth:"), "{e}");
+        let e = Config::parse("test:\n  idle_s: -1\n", "f.yml")
+            .expect_err("negative")
+            .to_string();
+        assert!(
+            e.starts_with("f.yml:2: test.idle_s:") && e.contains("write 0 or more"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -716,6 +746,7 @@ golden:
 test:
   targets: [tests/test_x.py::test_y]
   timeout_s: 60
+  idle_s: 2.5
 triage:
   enabled: false
   threshold: 0.8
@@ -739,6 +770,11 @@ sandbox:
         assert_eq!(c.golden.install, ["pip install -e ."]);
         assert_eq!(c.golden.env["PYTHONHASHSEED"], "0");
         assert_eq!(c.test.timeout_s, 60);
+        assert_eq!(c.test.idle_s, Some(2.5));
+        assert_eq!(
+            c.gate_options().test_idle,
+            Some(std::time::Duration::from_millis(2500))
+        );
         assert!(!c.triage.enabled);
         assert_eq!(c.actions.fix.mode, Mode::Auto);
         assert_eq!(c.actions.fix.brancher, Some(BrancherName::Agent));

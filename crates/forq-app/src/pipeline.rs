@@ -182,6 +182,9 @@ struct Provisioned {
     target: Vec<String>,
     guard: Vec<String>,
     timeout_ms: u64,
+    /// A candidate test's budget (none in a checkpoint from before it).
+    #[serde(default)]
+    idle_ms: Option<u64>,
     gate_cached: bool,
 }
 
@@ -882,6 +885,7 @@ impl Pipeline {
             target: provisioned.target,
             guard: provisioned.guard,
             timeout: Duration::from_millis(provisioned.timeout_ms),
+            idle: provisioned.idle_ms.map(Duration::from_millis),
         };
         Ok((sandbox, oracle))
     }
@@ -1230,6 +1234,7 @@ impl Pipeline {
             target: prepared.oracle.target.clone(),
             guard: prepared.oracle.guard.clone(),
             timeout_ms: prepared.oracle.timeout.as_millis() as u64,
+            idle_ms: prepared.oracle.idle.map(|d| d.as_millis() as u64),
             gate_cached: prepared.record.cached,
         };
         self.store

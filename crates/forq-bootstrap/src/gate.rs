@@ -97,6 +97,16 @@ pub enum Event {
         /// The generation it starts from, when syncing.
         from_generation: Option<u32>,
     },
+    /// Tests hung (silent past the per-test budget): each was killed and
+    /// counts as failed.
+    TestsHung {
+        /// The stack.
+        stack: String,
+        /// The tests, in the order found.
+        tests: Vec<String>,
+        /// The per-test budget, when one applied (else the run's).
+        idle_ms: Option<u64>,
+    },
     /// The agentic fallback starts.
     Configuring,
     /// A golden was saved.
@@ -132,6 +142,9 @@ pub struct GateOptions {
     pub install_timeout: Duration,
     /// Cap on the test command (default 15 minutes).
     pub test_timeout: Duration,
+    /// Each test's budget: a test silent this long hangs and is killed.
+    /// `None`: the stack's default ([`crate::default_idle`]); zero: none.
+    pub test_idle: Option<Duration>,
     /// Network for the test run (default none: the registries are reached
     /// by the install steps only).
     pub test_network: Network,
@@ -181,6 +194,7 @@ impl std::fmt::Debug for GateOptions {
         f.debug_struct("GateOptions")
             .field("install_timeout", &self.install_timeout)
             .field("test_timeout", &self.test_timeout)
+            .field("test_idle", &self.test_idle)
             .field("test_network", &self.test_network)
             .field("install_network", &self.install_network)
             .field("egress_allow", &self.egress_allow)
@@ -204,6 +218,7 @@ impl Default for GateOptions {
         GateOptions {
             install_timeout: Duration::from_secs(600),
             test_timeout: Duration::from_secs(900),
+            test_idle: None,
             test_network: Network::None,
             install_network: Network::Proxy,
             egress_allow: forq_sandbox::EgressAllow::from_env().entries().to_vec(),
@@ -229,6 +244,21 @@ impl GateOptions {
         self.install_timeout = timeout;
         self.test_timeout = timeout;
         self
+    }
+    /// Each test's budget (see [`GateOptions::test_idle`]).
+    pub fn test_idle(mut self, idle: Option<Duration>) -> Self {
+        self.test_idle = idle;
+        self
+    }
+    /// The budgets of `stack`'s test runs: [`GateOptions::test_timeout`]
+    /// for the whole run, [`GateOptions::test_idle`] (or the stack's
+    /// default) for each test.
+    pub fn test_limits(&self, stack: &Stack) -> crate::TestLimits {
+        let idle = match self.test_idle {
+            Some(idle) => (!idle.is_zero()).then_some(idle),
+            None => crate::hang::default_idle(stack.kind),
+        };
+        crate::TestLimits::new(stack, self.test_timeout).idle(idle)
     }
     /// Skips the gate.
     pub fn skip(mut self, skip: bool) -> Self {
@@ -929,21 +959,32 @@ pub(crate) async fn run_stack_in(
         run.reason = reason;
     } else {
         let at = step(Phase::Test, &stack.command)?;
-        // Room for one line per test of a large suite (the head and tail
-        // of anything longer are kept).
-        let out = sandbox
-            .exec(
-                exec(&stack.command, options.test_timeout, options.test_network)
-                    .output_cap(crate::runner::TEST_OUTPUT_CAP),
-            )
-            .await
-            .map_err(sandbox_error)?;
-        done(Phase::Test, &stack.command, &out, at);
+        // The whole-run and per-test budgets; a hanging test is killed,
+        // named, failed, and the suite runs on without it where it can.
+        let limits = options.test_limits(stack);
+        let suite = crate::hang::run_suite(
+            sandbox,
+            stack,
+            &stack.command,
+            &limits,
+            (!fixed_network).then_some(options.test_network),
+        )
+        .await
+        .map_err(sandbox_error)?;
+        let out = &suite.out;
+        done(Phase::Test, &stack.command, out, at);
+        if !suite.hung.is_empty() {
+            options.tell(|| Event::TestsHung {
+                stack: stack.name().to_owned(),
+                tests: suite.hung.clone(),
+                idle_ms: limits.idle.map(|d| d.as_millis() as u64),
+            });
+        }
         let code = out.shell_code();
         run.exit_code = Some(code);
-        run.output_tail = tail(&out);
-        let text = format!("{}\n{}", out.stdout_text(), out.stderr_text());
-        run.evidence = stack.parse(&text);
+        run.output_tail = tail(out);
+        let text = suite.text.clone();
+        run.evidence = suite.evidence.clone();
         // Build tools that name no passing test on the console: their XML
         // reports are the per-test evidence.
         if let Some(pattern) = stack.reports() {
@@ -957,7 +998,12 @@ pub(crate) async fn run_stack_in(
                 run.evidence = Some(xml);
             }
         }
-        run.reason = match (&run.evidence, out.timed_out, code) {
+        run.reason = match (&run.evidence, suite.timed_out, code) {
+            (_, true, _) if out.idle_timed_out => format!(
+                "`{}` printed nothing for {} s and no test could be named as hanging",
+                stack.command,
+                limits.idle.map_or(0, secs)
+            ),
             (_, true, _) => format!(
                 "`{}` timed out after {} s",
                 stack.command,
@@ -987,8 +1033,12 @@ pub(crate) async fn run_stack_in(
             (Some(ev), _, _) if ev.executed() == 0 => format!("no tests ran (exit {code})"),
             (Some(ev), _, _) => {
                 run.verdict = Verdict::Bootstrapped;
+                let hung = match suite.hung.len() {
+                    0 => String::new(),
+                    n => format!(" ({n} hung: {})", suite.hung.join(", ")),
+                };
                 format!(
-                    "`{}` ran {} test(s): {} passed, {} failed, {} errored",
+                    "`{}` ran {} test(s): {} passed, {} failed{hung}, {} errored",
                     stack.command,
                     ev.executed(),
                     ev.passed,

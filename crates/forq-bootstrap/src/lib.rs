@@ -8,6 +8,7 @@ mod detect;
 pub mod evidence;
 mod gate;
 mod golden;
+mod hang;
 mod journal;
 mod runner;
 mod verdict;
@@ -21,8 +22,10 @@ pub use evidence::{Evidence, Outcome};
 pub use forq_events::Observer;
 pub use gate::{run, Error, Event, Fallback, GateOptions, Phase, Record, StackRun};
 pub use golden::{golden_key, GoldenKey, GoldenOptions, GoldenUse};
+pub use hang::{default_idle, in_progress, TestLimits, DEFAULT_TEST_IDLE_S};
 pub use journal::{run_record_path, JournalError};
 pub use runner::{
-    provision, provision_warm, run_tests, same_test, selection_command, TestRun, Warm,
+    provision, provision_warm, run_tests, run_tests_within, same_test, selection_command, TestRun,
+    Warm,
 };
 pub use verdict::Verdict;

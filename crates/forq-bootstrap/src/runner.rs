@@ -5,7 +5,7 @@
 //! `run_tests` tool and the fix search's oracle both run tests this way.
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use forq_sandbox::{Backend, ExecOutcome, ExecRequest, Network, Sandbox, SandboxSpec};
 use serde::Serialize;
@@ -13,6 +13,7 @@ use serde::Serialize;
 use crate::detect::{Stack, StackKind};
 use crate::evidence::Evidence;
 use crate::gate::{Error, GateOptions, Record};
+use crate::hang::TestLimits;
 
 /// Output kept of a test run: room for one line per test of a large suite
 /// (the head and tail of anything longer are kept).
@@ -24,6 +25,9 @@ pub(crate) const TEST_OUTPUT_CAP: usize = 64 << 20;
 pub(crate) fn shell(script: &str, timeout: Duration) -> ExecRequest {
     ExecRequest::shell(format!("exec 2>&1\n{script}"))
         .env("PYTHONDONTWRITEBYTECODE", "1")
+        // Each test's line as it is written: a buffered runner would look
+        // silent to the per-test budget (crate::hang).
+        .env("PYTHONUNBUFFERED", "1")
         .timeout(timeout)
         .stdin(Vec::new())
 }
@@ -183,8 +187,14 @@ pub struct TestRun {
     pub evidence: Option<Evidence>,
     /// The last 40 lines of the output.
     pub tail: String,
-    /// How long it took.
+    /// How long it took (every run, when a hang made the suite run again).
     pub duration_ms: u64,
+    /// Tests that hung (silent past the per-test budget), failed in the
+    /// evidence with the cause in its lines.
+    pub hung: Vec<String>,
+    /// Time the tests ran while answering: `duration_ms` less the silence
+    /// that ended each killed run. What a candidate's budget is made from.
+    pub active_ms: u64,
 }
 
 impl TestRun {
@@ -242,7 +252,7 @@ pub fn selection_command(stack: &Stack, selection: &[String]) -> String {
 }
 
 /// `s` as one shell word.
-fn quote(s: &str) -> String {
+pub(crate) fn quote(s: &str) -> String {
     if s.chars()
         .all(|c| c.is_ascii_alphanumeric() || "-_./:=@%+,".contains(c))
     {
@@ -253,30 +263,41 @@ fn quote(s: &str) -> String {
 
 /// Runs `stack`'s tests (or `selection` of them, see [`selection_command`])
 /// in `sandbox` without the network where the backend allows, and parses
-/// the output.
+/// the output: `timeout` for the whole run, the stack's default per-test
+/// budget ([`TestLimits::new`]) for each test.
 pub async fn run_tests(
     sandbox: &dyn Sandbox,
     stack: &Stack,
     selection: &[String],
     timeout: Duration,
 ) -> Result<TestRun, forq_sandbox::Error> {
+    run_tests_within(sandbox, stack, selection, &TestLimits::new(stack, timeout)).await
+}
+
+/// [`run_tests`] under `limits`: a test silent past the per-test budget is
+/// killed and reported as hanging ([`TestRun::hung`]), and the suite runs
+/// again without it where the runner allows (see [`crate::in_progress`]).
+pub async fn run_tests_within(
+    sandbox: &dyn Sandbox,
+    stack: &Stack,
+    selection: &[String],
+    limits: &TestLimits,
+) -> Result<TestRun, forq_sandbox::Error> {
     let command = selection_command(stack, selection);
-    let started = Instant::now();
-    let mut req = shell(&command, timeout).output_cap(TEST_OUTPUT_CAP);
-    // A container the operator gave the host's network keeps it; every
-    // other sandbox runs the tests with none.
-    req = req.network(Network::None);
-    let out = sandbox.exec(req).await?;
-    let text = out.stdout_text();
-    let lines: Vec<&str> = text.lines().collect();
+    let suite =
+        crate::hang::run_suite(sandbox, stack, &command, limits, Some(Network::None)).await?;
+    let lines: Vec<&str> = suite.text.lines().collect();
     let tail = lines[lines.len().saturating_sub(40)..].join("\n");
+    let killed = suite.out.timed_out || suite.out.idle_timed_out;
     Ok(TestRun {
-        exit_code: if out.timed_out { 124 } else { out.shell_code() },
-        timed_out: out.timed_out,
-        evidence: stack.parse(&text),
+        exit_code: if killed { 124 } else { suite.out.shell_code() },
+        timed_out: suite.timed_out,
+        evidence: suite.evidence,
         tail,
-        command,
-        duration_ms: started.elapsed().as_millis() as u64,
+        command: suite.command,
+        duration_ms: suite.duration_ms,
+        hung: suite.hung,
+        active_ms: suite.active_ms,
     })
 }
 

@@ -848,6 +848,12 @@ pub(crate) struct FixArgs {
     /// Cap on each test run, in seconds (a candidate that hangs is red).
     #[arg(long, default_value_t = forq_search::oracle::DEFAULT_TEST_TIMEOUT_S, value_name = "S")]
     pub(crate) test_timeout: u64,
+    /// Each test's budget on the unmodified code, in seconds: a test
+    /// silent this long hangs, is killed and failed (0: none; default 60
+    /// for runners that print each test, none for those that build first).
+    /// Candidates get budgets from the unmodified code's measured time.
+    #[arg(long, value_name = "S", value_parser = seconds)]
+    pub(crate) test_idle: Option<f64>,
     /// Most model calls of the agent (--brancher agent).
     #[arg(long, default_value_t = forq_agent::agent::DEFAULT_MAX_STEPS)]
     pub(crate) max_steps: u32,
@@ -1374,6 +1380,16 @@ pub(crate) fn init_logging(verbose: u8) {
         .with_writer(std::io::stderr)
         .with_target(false)
         .init();
+}
+
+/// A number of seconds, zero or more (fractions allowed).
+fn seconds(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(s) if s.is_finite() && s >= 0.0 => Ok(s),
+        _ => Err(format!(
+            "`{text}` is not a number of seconds (0 or more, such as 2.5)"
+        )),
+    }
 }
 
 #[cfg(test)]

@@ -194,9 +194,11 @@ pub struct Prepared {
 }
 
 /// The gate (cached), the warm root, and the oracle from the unmodified
-/// code's tests (`targets`, or every failing test when empty). Each
-/// candidate's test run is capped at ten times the original's (at least
-/// 20 s), and never above `test_timeout`.
+/// code's tests (`targets`, or every failing test when empty; a test that
+/// hangs is one of them). Each candidate's test run is capped at ten
+/// times the original's (20 s at least), each of its tests, where the
+/// runner has a per-test budget, at twice the original's whole run (see
+/// [`Oracle::budget_from`]); never above `test_timeout`.
 pub async fn prepare(
     backend: &dyn Backend,
     repo: &Path,
@@ -283,7 +285,11 @@ async fn prepare_for(
     let mut made = match want {
         Want::Guard => Oracle::guard_only(&*probe, stack.clone(), test_timeout).await,
         Want::Fix { .. } => {
-            Oracle::from_genesis(&*probe, stack.clone(), targets, test_timeout).await
+            // The gate's per-test budget, when one was set, for the
+            // unmodified code's run too.
+            let mut limits = gate.test_limits(&stack);
+            limits.timeout = test_timeout;
+            Oracle::from_genesis_within(&*probe, stack.clone(), targets, limits).await
         }
     }
     .map_err(FixError::from);
@@ -305,8 +311,9 @@ async fn prepare_for(
         }
     };
     // A candidate's run should take about what the original's did: one
-    // that takes ten times as long (and 20 s) is hanging, within the cap.
-    oracle.timeout = test_timeout.min(Duration::from_millis((genesis.test_ms * 10).max(20_000)));
+    // past ten times that, or with a test silent past twice that, is
+    // hanging (see Oracle::budget_from).
+    oracle = oracle.budget_from(genesis.test_ms);
     Ok(Prepared {
         record,
         stack,

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use forq_bootstrap::{same_test, Outcome, Stack, TestRun};
+use forq_bootstrap::{same_test, Outcome, Stack, TestLimits, TestRun};
 use forq_sandbox::Sandbox;
 use serde::{Deserialize, Serialize};
 
@@ -26,6 +26,9 @@ pub struct Oracle {
     pub guard: Vec<String>,
     /// Cap on each test run: a candidate that hangs is red when it is hit.
     pub timeout: Duration,
+    /// Each test's budget in a candidate's run: silent this long, it hangs,
+    /// the run is killed and the candidate is red. `None`: only `timeout`.
+    pub idle: Option<Duration>,
 }
 
 /// Why an oracle could not be set up.
@@ -84,6 +87,9 @@ pub struct Judgement {
     pub ran: bool,
     /// Target tests still failing, by id.
     pub failing: Vec<String>,
+    /// Tests that hung (silent past the per-test budget) and were killed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hung: Vec<String>,
     /// The end of the last run's output.
     pub tail: String,
     /// Time spent running tests.
@@ -96,6 +102,7 @@ impl Judgement {
     pub fn green(&self) -> bool {
         self.ran
             && !self.timed_out
+            && self.hung.is_empty()
             && self.full_run
             && self.target_passed == self.target_total
             && self.broken.is_empty()
@@ -114,7 +121,19 @@ impl Oracle {
         target: &[String],
         timeout: Duration,
     ) -> Result<(Oracle, Judgement), OracleError> {
-        Oracle::genesis(sandbox, stack, target, timeout, true).await
+        let limits = TestLimits::new(&stack, timeout);
+        Oracle::genesis(sandbox, stack, target, limits, true).await
+    }
+
+    /// [`Oracle::from_genesis`] under `limits` (a per-test budget other
+    /// than the stack's default, say).
+    pub async fn from_genesis_within(
+        sandbox: &dyn Sandbox,
+        stack: Stack,
+        target: &[String],
+        limits: TestLimits,
+    ) -> Result<(Oracle, Judgement), OracleError> {
+        Oracle::genesis(sandbox, stack, target, limits, true).await
     }
 
     /// An oracle for a change that must keep behaviour (a rename, say):
@@ -125,17 +144,22 @@ impl Oracle {
         stack: Stack,
         timeout: Duration,
     ) -> Result<(Oracle, Judgement), OracleError> {
-        Oracle::genesis(sandbox, stack, &[], timeout, false).await
+        let limits = TestLimits::new(&stack, timeout);
+        Oracle::genesis(sandbox, stack, &[], limits, false).await
     }
 
     async fn genesis(
         sandbox: &dyn Sandbox,
         stack: Stack,
         target: &[String],
-        timeout: Duration,
+        limits: TestLimits,
         require_target: bool,
     ) -> Result<(Oracle, Judgement), OracleError> {
-        let run = forq_bootstrap::run_tests(sandbox, &stack, &[], timeout).await?;
+        // A hanging test is named and failed (it may be the bug itself),
+        // and the suite runs on without it where the runner can.
+        let limits = limits.continue_after_hang(true);
+        let timeout = limits.timeout;
+        let run = forq_bootstrap::run_tests_within(sandbox, &stack, &[], &limits).await?;
         let Some(ev) = &run.evidence else {
             return Err(OracleError::NoEvidence {
                 command: run.command.clone(),
@@ -177,14 +201,37 @@ impl Oracle {
             .filter(|(id, o)| **o == Outcome::Passed && !target.iter().any(|t| same_test(id, t)))
             .map(|(id, _)| id.clone())
             .collect();
+        let idle = limits.idle;
         let oracle = Oracle {
             stack,
             target,
             guard,
             timeout,
+            idle,
         };
-        let judgement = oracle.read(&run, true);
+        let mut judgement = oracle.read(&run, true);
+        // What a candidate's budget is made from: the time the tests ran
+        // while answering, not the silence that ended a hang.
+        judgement.test_ms = run.active_ms;
         Ok((oracle, judgement))
+    }
+
+    /// Budgets for candidates from the unmodified code's run (`active_ms`,
+    /// the time its tests ran while answering): the whole run at ten times
+    /// that (20 s at least: a candidate may rebuild what the original did
+    /// not), and — where the runner prints each test as it runs, so a
+    /// per-test budget applies — each test silent at most twice that (a
+    /// second at least: a runner's start is silent too, and a machine
+    /// under load starts slowly). Neither goes past what the oracle had. A
+    /// looping candidate of a small pytest or unittest suite is killed in
+    /// about a second. Too tight a budget only turns a candidate red,
+    /// never green.
+    pub fn budget_from(mut self, active_ms: u64) -> Oracle {
+        let whole = Duration::from_millis(active_ms.saturating_mul(10).max(20_000));
+        let idle = Duration::from_millis(active_ms.saturating_mul(2).max(1_000));
+        self.timeout = self.timeout.min(whole);
+        self.idle = self.idle.map(|configured| configured.min(idle));
+        self
     }
 
     /// Judges the code in `sandbox`: the target tests first (alone, when
@@ -193,17 +240,26 @@ impl Oracle {
     pub async fn judge(&self, sandbox: &dyn Sandbox) -> Result<Judgement, forq_sandbox::Error> {
         let stack = &self.stack;
         let selected = forq_bootstrap::selection_command(stack, &self.target) != stack.command;
-        let first = forq_bootstrap::run_tests(
+        // A candidate's first hang makes it red: no run past it.
+        let limits = TestLimits::new(stack, self.timeout)
+            .idle(self.idle)
+            .continue_after_hang(false);
+        let first = forq_bootstrap::run_tests_within(
             sandbox,
             stack,
             if selected { &self.target } else { &[] },
-            self.timeout,
+            &limits,
         )
         .await?;
         let mut j = self.read(&first, !selected);
         j.test_ms = first.duration_ms;
-        if selected && j.ran && !j.timed_out && j.target_passed == j.target_total {
-            let full = forq_bootstrap::run_tests(sandbox, stack, &[], self.timeout).await?;
+        if selected
+            && j.ran
+            && !j.timed_out
+            && j.hung.is_empty()
+            && j.target_passed == j.target_total
+        {
+            let full = forq_bootstrap::run_tests_within(sandbox, stack, &[], &limits).await?;
             let test_ms = j.test_ms + full.duration_ms;
             j = self.read(&full, true);
             j.test_ms = test_ms;
@@ -234,6 +290,7 @@ impl Oracle {
             timed_out: run.timed_out,
             ran: run.evidence.as_ref().is_some_and(|e| e.executed() > 0),
             failing,
+            hung: run.hung.clone(),
             tail: run.tail.clone(),
             test_ms: run.duration_ms,
         }

@@ -833,6 +833,10 @@ fn reason(j: &Judgement) -> String {
     if j.timed_out {
         return "the tests timed out".to_owned();
     }
+    if let Some(first) = j.hung.first() {
+        // Its budget came from the unmodified code's measured time.
+        return format!("{first} hung: killed, a loop or a wait that never ends");
+    }
     if !j.ran {
         return "no test ran (a build or import failure)".to_owned();
     }

@@ -71,7 +71,7 @@ impl Evidence {
     }
 
     /// Counts one test that ended with `outcome`.
-    fn tally(&mut self, outcome: Outcome) {
+    pub(crate) fn tally(&mut self, outcome: Outcome) {
         match outcome {
             Outcome::Passed => self.passed += 1,
             Outcome::Failed => self.failed += 1,

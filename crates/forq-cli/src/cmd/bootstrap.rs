@@ -42,6 +42,18 @@ impl Observer<Event> for Lines {
                 ),
                 None => "cache: this commit's green verdict, nothing run".to_owned(),
             },
+            Event::TestsHung {
+                stack,
+                tests,
+                idle_ms,
+            } => format!(
+                "test {stack}: {} hung ({}), killed and counted as failing",
+                tests.join(", "),
+                match idle_ms {
+                    Some(ms) => format!("silent for {:.1} s", *ms as f64 / 1000.0),
+                    None => "past the run's time".to_owned(),
+                }
+            ),
             Event::Configuring => {
                 "agentic fallback: a model sets the environment up, one step at a time".to_owned()
             }

@@ -180,7 +180,9 @@ pub(crate) async fn run(args: FixArgs) -> anyhow::Result<ExitCode> {
         .unwrap_or_else(|| repo.join(".forq").join("fix").join(run_id()));
     forq_sandbox::refuse_link(&repo.join(".forq"))?;
     let backend = super::sandbox::open(args.backend.backend).await?;
-    let mut gate = GateOptions::default().image(args.backend.image.clone());
+    let mut gate = GateOptions::default()
+        .image(args.backend.image.clone())
+        .test_idle(args.test_idle.map(Duration::from_secs_f64));
     gate.golden =
         super::golden::options(args.golden.golden, &*backend, &repo.display().to_string())?;
     if !args.json {

@@ -74,6 +74,81 @@ async fn fix_solves_every_example_with_a_small_patch() {
 }
 
 #[tokio::test]
+async fn fix_names_a_hanging_test_and_kills_looping_candidates_fast() {
+    // `digits` loops forever (`n * 10` where `n // 10` is meant): the
+    // unmodified code's run is killed at the per-test budget, the hanging
+    // test becomes the target, and every candidate that still loops is
+    // killed within its measured budget, not the run's five minutes.
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = tmp.path().join("digits");
+    for (path, text) in [
+        (
+            "digits.py",
+            "def digits(n):\n    count = 0\n    while n > 0:\n        n = n * 10\n        count += 1\n    return count\n\n\ndef double(n):\n    return n * 2\n",
+        ),
+        ("tests/__init__.py", ""),
+        (
+            "tests/test_a.py",
+            "import unittest\nfrom digits import double\n\nclass DoubleTest(unittest.TestCase):\n    def test_double(self):\n        self.assertEqual(double(4), 8)\n",
+        ),
+        (
+            "tests/test_b.py",
+            "import unittest\nfrom digits import digits\n\nclass DigitsTest(unittest.TestCase):\n    def test_digits(self):\n        self.assertEqual(digits(1234), 4)\n        self.assertEqual(digits(7), 1)\n",
+        ),
+    ] {
+        let full = repo.join(path);
+        std::fs::create_dir_all(full.parent().unwrap()).unwrap();
+        std::fs::write(full, text).unwrap();
+    }
+    let out_dir = tmp.path().join("out");
+    let started = std::time::Instant::now();
+    let out = forq_env(
+        &[
+            "fix",
+            repo.to_str().unwrap(),
+            "--test-idle",
+            "2",
+            "--json",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ],
+        &[],
+    )
+    .await;
+    let took = started.elapsed();
+    check_exit(&out, 0);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["solved"], true, "{report}");
+    assert_eq!(
+        report["target"],
+        serde_json::json!(["tests.test_b.DigitsTest.test_digits"]),
+        "{report}"
+    );
+    let patch = std::fs::read_to_string(out_dir.join("fix.patch")).unwrap();
+    assert!(patch.contains("+        n = n // 10"), "{patch}");
+    // Candidates that loop were judged hanging, each within a budget made
+    // from the unmodified code's measured time (a second here).
+    let tree: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out_dir.join("tree.json")).unwrap()).unwrap();
+    let hung: Vec<&serde_json::Value> = tree["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| {
+            n["judgement"]["hung"]
+                .as_array()
+                .is_some_and(|h| !h.is_empty())
+        })
+        .collect();
+    assert!(!hung.is_empty(), "no candidate hung: {tree}");
+    for node in &hung {
+        let ms = node["judgement"]["test_ms"].as_u64().unwrap();
+        assert!(ms < 10_000, "a looping candidate ran {ms} ms: {node}");
+    }
+    assert!(took < std::time::Duration::from_secs(240), "{took:?}");
+}
+
+#[tokio::test]
 async fn fix_with_scripted_patches_picks_the_green_one_and_says_so() {
     let tmp = tempfile::tempdir().unwrap();
     let repo = copy_example("calc", tmp.path());

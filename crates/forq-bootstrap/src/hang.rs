@@ -1,0 +1,356 @@
+//! Test runs that stop answering. Every run has a whole-run budget and, for
+//! runners that print a line per test, a per-test one: no output for that
+//! long means a test hangs, and the run is killed. The test in progress is
+//! read from the output's last line; it becomes a failing test like any
+//! other (its cause in the evidence), and where the runner can leave a test
+//! out (pytest's `--deselect`) the suite runs again without it, so the
+//! tests after it still count. Where it cannot (unittest), the tests that
+//! finished before the hang count and the evidence says the rest did not
+//! run.
+
+use std::time::{Duration, Instant};
+
+use forq_sandbox::{ExecOutcome, Network, Sandbox};
+
+use crate::detect::{Stack, StackKind};
+use crate::evidence::{Evidence, Outcome};
+
+/// A hang is looked for this many times in one suite; a suite with more
+/// hanging tests keeps the rest unrun.
+const MAX_HANGS: usize = 5;
+
+/// The per-test budget of runners that print a line per test, unless told
+/// otherwise: a test silent for a minute is taken to hang. Compiling
+/// runners (cargo, go, Maven, CMake) build silently first and get none.
+pub const DEFAULT_TEST_IDLE_S: u64 = 60;
+
+/// Budgets of one test run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TestLimits {
+    /// The whole run: killed past it.
+    pub timeout: Duration,
+    /// One test: the run is killed when it prints nothing for this long
+    /// and the test in progress counts as hanging. `None`: no such budget.
+    pub idle: Option<Duration>,
+    /// After a hang, run the suite again without the hanging tests (where
+    /// the runner can leave tests out), so that the tests after them count.
+    /// Off for a candidate's run: its first hang already makes it red.
+    pub continue_after_hang: bool,
+}
+
+impl TestLimits {
+    /// `timeout` for the whole run and `stack`'s default per-test budget;
+    /// a hang is looked past.
+    pub fn new(stack: &Stack, timeout: Duration) -> TestLimits {
+        TestLimits {
+            timeout,
+            idle: default_idle(stack.kind),
+            continue_after_hang: true,
+        }
+    }
+
+    /// With this per-test budget (`None`: none).
+    pub fn idle(mut self, idle: Option<Duration>) -> TestLimits {
+        self.idle = idle;
+        self
+    }
+
+    /// Whether to run again past a hanging test.
+    pub fn continue_after_hang(mut self, yes: bool) -> TestLimits {
+        self.continue_after_hang = yes;
+        self
+    }
+}
+
+/// The per-test budget a stack gets by default: runners that print each
+/// test as it runs, and start printing at once.
+pub fn default_idle(kind: StackKind) -> Option<Duration> {
+    match kind {
+        StackKind::Pytest | StackKind::Unittest | StackKind::Node => {
+            Some(Duration::from_secs(DEFAULT_TEST_IDLE_S))
+        }
+        _ => None,
+    }
+}
+
+/// The test a runner was in when its output stopped: the last line names a
+/// test and no outcome (pytest `-v`: `tests/test_x.py::test_y `; unittest
+/// `-v`: `test_y (tests.test_x.T.test_y) ... `). `None` when the output
+/// does not say.
+pub fn in_progress(kind: StackKind, output: &str) -> Option<String> {
+    let text = crate::evidence::strip_ansi(output);
+    let last = text.lines().rev().find(|l| !l.trim().is_empty())?;
+    match kind {
+        StackKind::Pytest => {
+            let id = last.trim();
+            (id.contains("::") && !id.contains(char::is_whitespace)).then(|| id.to_owned())
+        }
+        StackKind::Unittest => {
+            // The line as it will read once the test ends, parsed as such.
+            let line = last.trim_end();
+            if !line.ends_with(" ...") {
+                return None;
+            }
+            // The name stands above when a docstring's line replaces it;
+            // a finished test's line above is another test.
+            let above = text
+                .lines()
+                .rev()
+                .filter(|l| !l.trim().is_empty())
+                .nth(1)
+                .filter(|l| !l.contains(" ... "))
+                .unwrap_or("");
+            let done = format!("{above}\n{line} ok\n\nRan 1 test in 0.0s\n\nOK\n");
+            let ev = crate::evidence::unittest(&done)?;
+            ev.tests.into_keys().next()
+        }
+        _ => None,
+    }
+}
+
+/// The arguments that leave `tests` out of a run, where the runner has
+/// them.
+fn deselect(kind: StackKind, tests: &[String]) -> Option<String> {
+    match kind {
+        StackKind::Pytest => Some(
+            tests
+                .iter()
+                .map(|t| format!(" --deselect {}", crate::runner::quote(t)))
+                .collect(),
+        ),
+        _ => None,
+    }
+}
+
+/// What the tests of a killed run showed: the per-test lines written before
+/// the kill (a runner's summary never came), counted.
+fn partial(stack: &Stack, output: &str) -> Option<Evidence> {
+    let text = match stack.kind {
+        // unittest reads per-test lines only once it sees its summary.
+        StackKind::Unittest => format!("{output}\n\nRan 0 tests in 0.000s\n\nOK\n"),
+        _ => output.to_owned(),
+    };
+    let mut ev = stack.parse(&text)?;
+    if !ev.tests.is_empty() {
+        recount(&mut ev);
+    }
+    ev.lines
+        .retain(|l| !l.starts_with("Ran 0 tests") && l != "OK");
+    Some(ev)
+}
+
+/// Counts from the per-test outcomes.
+fn recount(ev: &mut Evidence) {
+    let outcomes: Vec<Outcome> = ev.tests.values().copied().collect();
+    ev.passed = 0;
+    ev.failed = 0;
+    ev.skipped = 0;
+    ev.errors = 0;
+    for o in outcomes {
+        ev.tally(o);
+    }
+}
+
+/// One suite's run, past its hangs.
+#[derive(Debug)]
+pub(crate) struct Suite {
+    /// The last run's outcome.
+    pub(crate) out: ExecOutcome,
+    /// The last run's command.
+    pub(crate) command: String,
+    /// Its output (stdout and stderr joined).
+    pub(crate) text: String,
+    /// The tests' results over every run, hanging tests failed.
+    pub(crate) evidence: Option<Evidence>,
+    /// Tests that hung, in the order found.
+    pub(crate) hung: Vec<String>,
+    /// A run was killed and no test could be named for it.
+    pub(crate) timed_out: bool,
+    /// Every run, end to end.
+    pub(crate) duration_ms: u64,
+    /// Time the tests ran while answering: the runs, less the silence that
+    /// ended each killed one.
+    pub(crate) active_ms: u64,
+}
+
+/// Runs `command` (a stack's test command, or a selection of it) under
+/// `limits`, past hangs as described in the module's docs.
+pub(crate) async fn run_suite(
+    sandbox: &dyn Sandbox,
+    stack: &Stack,
+    command: &str,
+    limits: &TestLimits,
+    network: Option<Network>,
+) -> Result<Suite, forq_sandbox::Error> {
+    let started = Instant::now();
+    let mut hung: Vec<String> = Vec::new();
+    let mut merged: Option<Evidence> = None;
+    let mut active_ms = 0;
+    loop {
+        let run_command = match (hung.is_empty(), deselect(stack.kind, &hung)) {
+            (true, _) | (false, None) => command.to_owned(),
+            (false, Some(args)) => format!("{command}{args}"),
+        };
+        let mut req = crate::runner::shell(&run_command, limits.timeout)
+            .output_cap(crate::runner::TEST_OUTPUT_CAP);
+        if let Some(network) = network {
+            req = req.network(network);
+        }
+        if let Some(idle) = limits.idle {
+            req = req.idle_timeout(idle);
+        }
+        let out = sandbox.exec(req).await?;
+        let text = format!("{}{}", out.stdout_text(), out.stderr_text());
+        let killed = out.timed_out || out.idle_timed_out;
+        let silence = match (out.idle_timed_out, limits.idle) {
+            (true, Some(idle)) => idle.as_millis() as u64,
+            _ => 0,
+        };
+        active_ms += out.duration_ms.saturating_sub(silence);
+        let ev = if killed {
+            partial(stack, &text)
+        } else {
+            stack.parse(&text)
+        };
+        merged = merge(merged, ev);
+        let current = killed.then(|| in_progress(stack.kind, &text)).flatten();
+        let again = match &current {
+            Some(test) if !hung.contains(test) => {
+                hung.push(test.clone());
+                limits.continue_after_hang
+                    && hung.len() < MAX_HANGS
+                    && deselect(stack.kind, &hung).is_some()
+            }
+            _ => false,
+        };
+        if !again {
+            let evidence = merged.map(|mut ev| {
+                mark_hung(&mut ev, &hung, limits, killed && current.is_some());
+                ev
+            });
+            return Ok(Suite {
+                timed_out: killed && current.is_none(),
+                out,
+                command: run_command,
+                text,
+                evidence,
+                hung,
+                duration_ms: started.elapsed().as_millis() as u64,
+                active_ms,
+            });
+        }
+    }
+}
+
+/// `next`'s results over `sofar`'s: a later run's outcome of a test wins.
+fn merge(sofar: Option<Evidence>, next: Option<Evidence>) -> Option<Evidence> {
+    match (sofar, next) {
+        (None, next) => next,
+        (sofar, None) => sofar,
+        (Some(mut a), Some(b)) => {
+            a.tests.extend(b.tests);
+            a.collection_errors = a.collection_errors.max(b.collection_errors);
+            a.lines = b.lines;
+            if a.tests.is_empty() {
+                a.passed = b.passed;
+                a.failed = b.failed;
+                a.skipped = b.skipped;
+                a.errors = b.errors;
+            } else {
+                recount(&mut a);
+            }
+            Some(a)
+        }
+    }
+}
+
+/// Hanging tests failed, with the cause in the evidence's lines.
+fn mark_hung(ev: &mut Evidence, hung: &[String], limits: &TestLimits, rest_unrun: bool) {
+    if hung.is_empty() {
+        return;
+    }
+    for test in hung {
+        ev.tests.insert(test.clone(), Outcome::Failed);
+    }
+    recount(ev);
+    let budget = match limits.idle {
+        Some(idle) => format!("no output for {:.1} s", idle.as_secs_f64()),
+        None => format!("past the run's {} s", limits.timeout.as_secs()),
+    };
+    for test in hung {
+        ev.lines.push(format!("{test}: hung ({budget}); killed"));
+    }
+    if rest_unrun {
+        ev.lines.push(
+            "the tests after the hang did not run (the runner cannot leave a test out)".to_owned(),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_test_in_progress_is_read_from_the_last_line() {
+        let pytest = "collected 3 items\n\ntests/test_a.py::test_one PASSED [ 33%]\ntests/test_a.py::test_loop ";
+        assert_eq!(
+            in_progress(StackKind::Pytest, pytest).as_deref(),
+            Some("tests/test_a.py::test_loop")
+        );
+        // The finished test above sorts first: it must not be taken.
+        let unittest =
+            "test_a (tests.test_a.A.test_a) ... ok\ntest_loop (tests.test_a.A.test_loop) ... ";
+        assert_eq!(
+            in_progress(StackKind::Unittest, unittest).as_deref(),
+            Some("tests.test_a.A.test_loop")
+        );
+        // A docstring's first line stands in for the name; the name is above.
+        let doc = "test_loop (tests.test_a.A.test_loop)\nLoops forever ... ";
+        assert_eq!(
+            in_progress(StackKind::Unittest, doc).as_deref(),
+            Some("tests.test_a.A.test_loop")
+        );
+        // A finished line, or a runner without per-test lines, names none.
+        assert_eq!(
+            in_progress(StackKind::Unittest, "test_one (a.A.test_one) ... ok"),
+            None
+        );
+        assert_eq!(in_progress(StackKind::Rust, "test a ... "), None);
+    }
+
+    #[test]
+    fn a_hanging_test_is_failed_with_its_cause_and_the_counts_follow() {
+        let stack = Stack::custom("unittest", Vec::new(), "python3 -m unittest -v");
+        let stack = Stack {
+            kind: StackKind::Unittest,
+            ..stack
+        };
+        let text =
+            "test_one (tests.test_a.A.test_one) ... ok\ntest_loop (tests.test_a.A.test_loop) ... ";
+        let mut ev = partial(&stack, text).unwrap();
+        assert_eq!((ev.passed, ev.failed), (1, 0));
+        let limits = TestLimits::new(&stack, Duration::from_secs(60));
+        mark_hung(
+            &mut ev,
+            &["tests.test_a.A.test_loop".to_owned()],
+            &limits,
+            true,
+        );
+        assert_eq!((ev.passed, ev.failed, ev.executed()), (1, 1, 2));
+        assert_eq!(ev.tests["tests.test_a.A.test_loop"], Outcome::Failed);
+        assert!(
+            ev.lines
+                .iter()
+                .any(|l| l.contains("hung (no output for 60.0 s)")),
+            "{:?}",
+            ev.lines
+        );
+        assert!(
+            ev.lines.iter().any(|l| l.contains("did not run")),
+            "{:?}",
+            ev.lines
+        );
+    }
+}
