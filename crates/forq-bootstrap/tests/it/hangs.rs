@@ -7,23 +7,17 @@ use forq_bootstrap::{GateOptions, Outcome, TestLimits, Verdict};
 
 use super::{gate, repo};
 
-/// unittest runs modules in name order: `test_a` passes, `test_b` loops
-/// forever in `digits` (`n * 10` where `n // 10` is meant).
+/// `tests/fixtures/looping` in a directory of its own: unittest runs
+/// modules in name order, `test_a` passes, `test_b` loops forever in
+/// `digits` (`n * 10` where `n // 10` is meant).
 fn looping() -> tempfile::TempDir {
+    let from = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/looping");
+    let read = |p: &str| std::fs::read_to_string(from.join(p)).unwrap();
     repo(&[
-        (
-            "digits.py",
-            "def digits(n):\n    count = 0\n    while n > 0:\n        n = n * 10\n        count += 1\n    return count\n\n\ndef double(n):\n    return n * 2\n",
-        ),
+        ("digits.py", &read("digits.py")),
         ("tests/__init__.py", ""),
-        (
-            "tests/test_a.py",
-            "import unittest\nfrom digits import double\n\nclass DoubleTest(unittest.TestCase):\n    def test_double(self):\n        self.assertEqual(double(4), 8)\n",
-        ),
-        (
-            "tests/test_b.py",
-            "import unittest\nfrom digits import digits\n\nclass DigitsTest(unittest.TestCase):\n    def test_digits(self):\n        self.assertEqual(digits(1234), 4)\n",
-        ),
+        ("tests/test_a.py", &read("tests/test_a.py")),
+        ("tests/test_b.py", &read("tests/test_b.py")),
     ])
 }
 

@@ -81,25 +81,11 @@ async fn fix_names_a_hanging_test_and_kills_looping_candidates_fast() {
     // killed within its measured budget, not the run's five minutes.
     let tmp = tempfile::tempdir().unwrap();
     let repo = tmp.path().join("digits");
-    for (path, text) in [
-        (
-            "digits.py",
-            "def digits(n):\n    count = 0\n    while n > 0:\n        n = n * 10\n        count += 1\n    return count\n\n\ndef double(n):\n    return n * 2\n",
-        ),
-        ("tests/__init__.py", ""),
-        (
-            "tests/test_a.py",
-            "import unittest\nfrom digits import double\n\nclass DoubleTest(unittest.TestCase):\n    def test_double(self):\n        self.assertEqual(double(4), 8)\n",
-        ),
-        (
-            "tests/test_b.py",
-            "import unittest\nfrom digits import digits\n\nclass DigitsTest(unittest.TestCase):\n    def test_digits(self):\n        self.assertEqual(digits(1234), 4)\n        self.assertEqual(digits(7), 1)\n",
-        ),
-    ] {
-        let full = repo.join(path);
-        std::fs::create_dir_all(full.parent().unwrap()).unwrap();
-        std::fs::write(full, text).unwrap();
-    }
+    forq_search::bench::copy_tree(
+        &repo_root().join("crates/forq-bootstrap/tests/fixtures/looping"),
+        &repo,
+    )
+    .unwrap();
     let out_dir = tmp.path().join("out");
     let started = std::time::Instant::now();
     let out = forq_env(
