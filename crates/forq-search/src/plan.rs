@@ -37,6 +37,9 @@ pub enum StrategyKind {
 pub enum BrancherKind {
     /// Mechanical mutations at the suspects (no model).
     Mutate,
+    /// The mutations and the repair templates (no model): off-by-one
+    /// bounds, reduced conditions, swapped statements.
+    Templates,
     /// Candidates given as files (unified diffs, search/replace blocks).
     Patches,
     /// A model's hypotheses.
@@ -50,8 +53,9 @@ const STRATEGIES: [(StrategyKind, &str); 2] = [
     (StrategyKind::Speculative, "speculative"),
 ];
 
-const BRANCHERS: [(BrancherKind, &str); 4] = [
+const BRANCHERS: [(BrancherKind, &str); 5] = [
     (BrancherKind::Mutate, "mutate"),
+    (BrancherKind::Templates, "templates"),
     (BrancherKind::Patches, "patches"),
     (BrancherKind::Llm, "llm"),
     (BrancherKind::Agent, "agent"),
@@ -278,6 +282,7 @@ impl Plan {
         };
         match kind {
             BrancherKind::Mutate => Ok(Box::new(mutate(index)?)),
+            BrancherKind::Templates => Ok(Box::new(mutate(index)?.templates(true))),
             BrancherKind::Patches => Ok(Box::new(self.patches.ok_or(PlanError::NoPatches)?)),
             #[cfg(feature = "llm")]
             BrancherKind::Llm => {

@@ -129,7 +129,7 @@ async fn strategy(
     let r = repo.to_owned();
     let index = tokio::task::spawn_blocking(move || open_index(&r)).await?;
     let index = match (kind, index) {
-        (BrancherKind::Mutate | BrancherKind::Llm, index) => Some(index?),
+        (BrancherKind::Mutate | BrancherKind::Templates | BrancherKind::Llm, index) => Some(index?),
         (BrancherKind::Agent, index) => index.ok(),
         (_, _) => None,
     };

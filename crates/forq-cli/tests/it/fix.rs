@@ -135,6 +135,52 @@ async fn fix_names_a_hanging_test_and_kills_looping_candidates_fast() {
 }
 
 #[tokio::test]
+async fn the_templates_brancher_mends_a_boundary_the_mutate_brancher_cannot() {
+    // `lo = mid` where `lo = mid + 1` is meant: a search that moves right
+    // never ends. Side by side with the same budget: no mutation operator
+    // writes the fix; the boundary template on the loop's step does.
+    let tmp = tempfile::tempdir().unwrap();
+    let mut solved = Vec::new();
+    for brancher in ["mutate", "templates"] {
+        let repo = tmp.path().join(brancher);
+        forq_search::bench::copy_tree(
+            &repo_root().join("crates/forq-search/tests/fixtures/bsearch-loop"),
+            &repo,
+        )
+        .unwrap();
+        let out_dir = tmp.path().join(format!("{brancher}.out"));
+        let out = forq_env(
+            &[
+                "fix",
+                repo.to_str().unwrap(),
+                "--brancher",
+                brancher,
+                "--test-idle",
+                "2",
+                "--max-nodes",
+                "40",
+                "--json",
+                "--out",
+                out_dir.to_str().unwrap(),
+            ],
+            &[],
+        )
+        .await;
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(report["brancher"], brancher, "{report}");
+        if report["solved"] == true {
+            check_exit(&out, 0);
+            let patch = std::fs::read_to_string(out_dir.join("fix.patch")).unwrap();
+            assert!(patch.contains("+            lo = mid + 1"), "{patch}");
+        } else {
+            check_exit(&out, 1);
+        }
+        solved.push(report["solved"] == true);
+    }
+    assert_eq!(solved, [false, true]);
+}
+
+#[tokio::test]
 async fn fix_with_scripted_patches_picks_the_green_one_and_says_so() {
     let tmp = tempfile::tempdir().unwrap();
     let repo = copy_example("calc", tmp.path());

@@ -46,6 +46,9 @@ pub struct Suspect {
 pub struct Mutate {
     index: Mutex<Index>,
     stack: Stack,
+    /// The repair templates beside the mutation operators (the
+    /// `templates` brancher).
+    templates: bool,
     /// Test files the graph does not hold (a reproduction test).
     seed: Vec<String>,
     suspects: Mutex<Option<Vec<Suspect>>>,
@@ -66,9 +69,21 @@ impl Mutate {
         Mutate {
             index: Mutex::new(index),
             stack,
+            templates: false,
             seed: Vec::new(),
             suspects: Mutex::new(None),
         }
+    }
+
+    /// Adds the repair templates of the program-repair literature to the
+    /// mutation operators (the `templates` brancher): an operand one more
+    /// or less where it bounds something (an assignment's value, a
+    /// comparison's side, a slice bound, `range`'s arguments), a compound
+    /// condition reduced to one of its sides, two adjacent statements
+    /// swapped.
+    pub fn templates(mut self, on: bool) -> Self {
+        self.templates = on;
+        self
     }
 
     /// Knows the test files written after the graph was built (a
@@ -403,7 +418,7 @@ fn operator_swaps(op: &str, lang: Lang) -> &'static [&'static str] {
 /// lead): a mutant's prior is its class's share split over the class's
 /// mutants in the function (by their weights), so a function with many
 /// sites of one kind does not crowd out the others.
-const CLASS_SHARE: [(&str, f64); 10] = [
+const CLASS_SHARE: [(&str, f64); 13] = [
     ("operator", 0.24),
     ("replace variable", 0.22),
     ("constant", 0.14),
@@ -414,6 +429,10 @@ const CLASS_SHARE: [(&str, f64); 10] = [
     ("swap arguments", 0.05),
     ("delete statement", 0.05),
     ("negate return", 0.04),
+    // The templates (only with `Mutate::templates`).
+    ("boundary", 0.14),
+    ("reduce condition", 0.04),
+    ("move statement", 0.03),
 ];
 
 fn class_share(class: &str) -> f64 {
@@ -534,13 +553,15 @@ fn is_read(n: tree_sitter::Node<'_>) -> bool {
         || pk.contains("import"))
 }
 
-/// Every mutation of the nodes inside `start..end` (bytes) of `source`.
+/// Every mutation of the nodes inside `start..end` (bytes) of `source`;
+/// with `templates`, the repair templates too.
 fn mutations(
     lang: Lang,
     source: &str,
     tree: &tree_sitter::Tree,
     start: usize,
     end: usize,
+    templates: bool,
 ) -> Vec<Mutation> {
     let bytes = source.as_bytes();
     let text = |n: tree_sitter::Node<'_>| n.utf8_text(bytes).unwrap_or("").to_owned();
@@ -714,8 +735,177 @@ fn mutations(
                 });
             }
         }
+        if templates {
+            repair_templates(n, &children, source, &mut out);
+        }
     }
     out
+}
+
+/// The repair templates at node `n` (TBar's and PraPR's commonest fix
+/// patterns that the mutation operators above do not make).
+fn repair_templates(
+    n: tree_sitter::Node<'_>,
+    children: &[tree_sitter::Node<'_>],
+    source: &str,
+    out: &mut Vec<Mutation>,
+) {
+    let bytes = source.as_bytes();
+    let text = |n: tree_sitter::Node<'_>| n.utf8_text(bytes).unwrap_or("").to_owned();
+    let kind = n.kind();
+    // Off by one where a value bounds something: `lo = mid` for
+    // `lo = mid + 1`, `i < n` for `i < n - 1`, `xs[a:b]`, `range(a, b)`.
+    if is_operand(n) && bounds_something(n, source) {
+        // A loop's step (`lo = mid` inside `while lo < hi`) is where an
+        // off-by-one most often hides, and where a loop that never ends
+        // is most often mended.
+        let weight = if steps_a_loop(n, source) { 2.0 } else { 0.6 };
+        for d in ["+ 1", "- 1"] {
+            out.push(Mutation {
+                start: n.start_byte(),
+                end: n.end_byte(),
+                text: format!("{} {d}", text(n)),
+                operator: "boundary",
+                weight,
+            });
+        }
+    }
+    // A compound condition with a side too many: `a and b` for `a`.
+    let op = children
+        .iter()
+        .find(|c| !c.is_named())
+        .map(|c| text(*c))
+        .unwrap_or_default();
+    if (kind == "boolean_operator" || (is_binary(kind) && matches!(op.as_str(), "&&" | "||")))
+        && n.named_child_count() == 2
+    {
+        for side in [n.named_child(0), n.named_child(1)].into_iter().flatten() {
+            out.push(Mutation {
+                start: n.start_byte(),
+                end: n.end_byte(),
+                text: text(side),
+                operator: "reduce condition",
+                weight: 0.6,
+            });
+        }
+    }
+    // Two statements in the wrong order: each adjacent pair swapped.
+    if matches!(kind, "block" | "statement_block" | "compound_statement") {
+        let statements: Vec<tree_sitter::Node<'_>> = children
+            .iter()
+            .copied()
+            .filter(|c| {
+                let k = c.kind();
+                c.is_named()
+                    && (k.ends_with("statement") || k.ends_with("declaration"))
+                    && !k.contains("function")
+                    && !k.contains("class")
+            })
+            .collect();
+        for pair in statements.windows(2) {
+            let (a, b) = (pair[0], pair[1]);
+            // A docstring stays first.
+            if [a, b]
+                .iter()
+                .any(|s| s.named_child(0).is_some_and(|c| c.kind() == "string"))
+            {
+                continue;
+            }
+            // Only neighbours: nothing but blanks between them.
+            let between = &source[a.end_byte()..b.start_byte()];
+            if !between.trim().is_empty() || text(a).contains('\n') || text(b).contains('\n') {
+                continue;
+            }
+            out.push(Mutation {
+                start: a.start_byte(),
+                end: b.end_byte(),
+                text: format!("{}{between}{}", text(b), text(a)),
+                operator: "move statement",
+                weight: 0.3,
+            });
+        }
+    }
+}
+
+/// Whether `n` is the value assigned to a variable that an enclosing
+/// `while` loop's condition reads: the loop's step.
+fn steps_a_loop(n: tree_sitter::Node<'_>, source: &str) -> bool {
+    let bytes = source.as_bytes();
+    let Some(assignment) = n.parent().filter(|p| p.kind().contains("assignment")) else {
+        return false;
+    };
+    let Some(target) = assignment
+        .child_by_field_name("left")
+        .and_then(|l| l.utf8_text(bytes).ok())
+    else {
+        return false;
+    };
+    let mut up = assignment.parent();
+    while let Some(a) = up {
+        if a.kind().starts_with("while") {
+            let reads = a
+                .child_by_field_name("condition")
+                .and_then(|c| c.utf8_text(bytes).ok())
+                .is_some_and(|c| {
+                    c.split(|ch: char| !(ch.is_alphanumeric() || ch == '_'))
+                        .any(|w| w == target)
+                });
+            if reads {
+                return true;
+            }
+        }
+        up = a.parent();
+    }
+    false
+}
+
+/// An expression a boundary template may add one to: a variable read, a
+/// call, an attribute (a literal is the constant operator's).
+fn is_operand(n: tree_sitter::Node<'_>) -> bool {
+    match n.kind() {
+        "identifier" => is_read(n),
+        "call"
+        | "call_expression"
+        | "attribute"
+        | "member_expression"
+        | "field_expression"
+        | "selector_expression" => true,
+        _ => false,
+    }
+}
+
+/// Whether `n` bounds something: an assignment's whole value, a side of
+/// a comparison, a slice bound, or an argument of `range`.
+fn bounds_something(n: tree_sitter::Node<'_>, source: &str) -> bool {
+    let Some(parent) = n.parent() else {
+        return false;
+    };
+    let is_field = |name: &str| {
+        parent
+            .child_by_field_name(name)
+            .is_some_and(|c| c.id() == n.id())
+    };
+    let pk = parent.kind();
+    if pk.contains("assignment") || pk == "variable_declarator" || pk == "init_declarator" {
+        return is_field("right") || is_field("value");
+    }
+    if pk == "let_declaration" {
+        return is_field("value");
+    }
+    if pk == "slice" {
+        return true;
+    }
+    if is_binary(pk) && parent.named_child_count() == 2 {
+        return is_single_comparison(parent, source);
+    }
+    if matches!(pk, "argument_list" | "arguments") {
+        return parent
+            .parent()
+            .and_then(|call| call.child_by_field_name("function"))
+            .and_then(|f| f.utf8_text(source.as_bytes()).ok())
+            .is_some_and(|f| f == "range");
+    }
+    false
 }
 
 /// Byte offsets of 1-based lines `first..=last` of `source`.
@@ -739,7 +929,11 @@ fn line_span(source: &str, first: u32, last: u32) -> (usize, usize) {
 #[async_trait]
 impl Brancher for Mutate {
     fn name(&self) -> &str {
-        "mutate"
+        if self.templates {
+            "templates"
+        } else {
+            "mutate"
+        }
     }
 
     async fn branch(
@@ -784,7 +978,7 @@ impl Brancher for Mutate {
             }
             let (source, tree) = &files[&s.file];
             let (start, end) = line_span(source, s.line, s.end_line);
-            let found = mutations(lang, source, tree, start, end);
+            let found = mutations(lang, source, tree, start, end, self.templates);
             let mut class_weight: HashMap<&str, f64> = HashMap::new();
             for m in &found {
                 *class_weight.entry(m.operator).or_default() += m.weight;
@@ -840,10 +1034,14 @@ mod tests {
     use super::*;
 
     fn mutants(lang: Lang, src: &str) -> Vec<String> {
+        mutants_of(lang, src, false)
+    }
+
+    fn mutants_of(lang: Lang, src: &str, templates: bool) -> Vec<String> {
         let mut p = tree_sitter::Parser::new();
         p.set_language(&lang.grammar()).unwrap();
         let tree = p.parse(src, None).unwrap();
-        mutations(lang, src, &tree, 0, src.len())
+        mutations(lang, src, &tree, 0, src.len(), templates)
             .into_iter()
             .map(|m| {
                 let mut s = src.to_owned();
@@ -851,6 +1049,65 @@ mod tests {
                 s
             })
             .collect()
+    }
+
+    #[test]
+    fn templates_add_bounds_reduced_conditions_and_moved_statements() {
+        let src = "def f(xs, lo, hi, ok):\n    while lo < hi:\n        mid = (lo + hi) // 2\n        if xs[mid] < 5 and ok:\n            lo = mid\n        else:\n            hi = mid\n    total = 0\n    total = lo\n    return xs[lo:hi], range(lo, hi)\n";
+        let with = mutants_of(Lang::Python, src, true);
+        for expected in [
+            "            lo = mid + 1\n",
+            "            hi = mid - 1\n",
+            "    while lo < hi - 1:\n",
+            "        if xs[mid] < 5:\n",
+            "        if ok:\n",
+            "    total = lo\n    total = 0\n",
+            "xs[lo:hi + 1]",
+            "range(lo, hi - 1)",
+        ] {
+            assert!(
+                with.iter().any(|s| s.contains(expected)),
+                "no template with {expected:?}"
+            );
+        }
+        assert!(with.iter().all(|s| Lang::Python.syntax_error(s).is_none()));
+        // The mutate brancher alone makes none of them.
+        let without = mutants_of(Lang::Python, src, false);
+        assert!(!without.iter().any(|s| s.contains("lo = mid + 1")));
+        assert!(!without.iter().any(|s| s.contains("if ok:")));
+        assert!(with.len() > without.len());
+    }
+
+    #[test]
+    fn templates_apply_to_c_like_languages() {
+        for (lang, src, expected) in [
+            (
+                Lang::JavaScript,
+                "function f(a, n) { let i = n; if (a && i > 0) { i = n; } return i; }\n",
+                "let i = n - 1;",
+            ),
+            (
+                Lang::JavaScript,
+                "function f(a, b) { if (a && b) { return 1; } return 0; }\n",
+                "if (b)",
+            ),
+            (
+                Lang::Rust,
+                "fn f(n: i32, m: i32) -> bool { n < m }\n",
+                "n < m + 1",
+            ),
+            (
+                Lang::C,
+                "int f(int n) { int x = 0; int y = 1; return x + y + n; }\n",
+                "int y = 1; int x = 0;",
+            ),
+        ] {
+            let m = mutants_of(lang, src, true);
+            assert!(
+                m.iter().any(|s| s.contains(expected)),
+                "{lang:?}: no {expected:?} in {m:#?}"
+            );
+        }
     }
 
     #[test]
