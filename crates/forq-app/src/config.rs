@@ -110,8 +110,8 @@ pub struct TestConfig {
     pub timeout_s: u64,
     /// Each test's budget on the unmodified code, in seconds: a test
     /// silent this long hangs, is killed and counts as failing (0: none;
-    /// default: 60 for runners that print each test as it runs, none for
-    /// those that build first). Candidates get budgets from the
+    /// default: 60 for pytest and unittest, which print each test as it
+    /// starts; none for the others). Candidates get budgets from the
     /// unmodified code's measured time.
     pub idle_s: Option<f64>,
 }

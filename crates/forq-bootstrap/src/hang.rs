@@ -19,9 +19,11 @@ use crate::evidence::{Evidence, Outcome};
 /// hanging tests keeps the rest unrun.
 const MAX_HANGS: usize = 5;
 
-/// The per-test budget of runners that print a line per test, unless told
-/// otherwise: a test silent for a minute is taken to hang. Compiling
-/// runners (cargo, go, Maven, CMake) build silently first and get none.
+/// The per-test budget of runners that print each test as it starts,
+/// unless told otherwise: a test silent for a minute is taken to hang.
+/// Runners that build silently first (cargo, go, Maven, CMake) or print a
+/// file's results only once the file is done (node's test runner without
+/// a terminal, jest) get none: a silent minute is no hang there.
 pub const DEFAULT_TEST_IDLE_S: u64 = 60;
 
 /// Budgets of one test run.
@@ -64,12 +66,11 @@ impl TestLimits {
 }
 
 /// The per-test budget a stack gets by default: runners that print each
-/// test as it runs, and start printing at once.
+/// test as it starts, and start printing at once (pytest `-v`, unittest
+/// `-v`).
 pub fn default_idle(kind: StackKind) -> Option<Duration> {
     match kind {
-        StackKind::Pytest | StackKind::Unittest | StackKind::Node => {
-            Some(Duration::from_secs(DEFAULT_TEST_IDLE_S))
-        }
+        StackKind::Pytest | StackKind::Unittest => Some(Duration::from_secs(DEFAULT_TEST_IDLE_S)),
         _ => None,
     }
 }

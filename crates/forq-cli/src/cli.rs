@@ -850,7 +850,8 @@ pub(crate) struct FixArgs {
     pub(crate) test_timeout: u64,
     /// Each test's budget on the unmodified code, in seconds: a test
     /// silent this long hangs, is killed and failed (0: none; default 60
-    /// for runners that print each test, none for those that build first).
+    /// for pytest and unittest, which print each test as it starts; none
+    /// for the others).
     /// Candidates get budgets from the unmodified code's measured time.
     #[arg(long, value_name = "S", value_parser = seconds)]
     pub(crate) test_idle: Option<f64>,
