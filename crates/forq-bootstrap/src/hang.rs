@@ -77,10 +77,35 @@ pub fn default_idle(kind: StackKind) -> Option<Duration> {
 
 /// The test a runner was in when its output stopped: the last line names a
 /// test and no outcome (pytest `-v`: `tests/test_x.py::test_y `; unittest
-/// `-v`: `test_y (tests.test_x.T.test_y) ... `). `None` when the output
-/// does not say.
+/// `-v`: `test_y (tests.test_x.T.test_y) ... `), or, for cargo's libtest,
+/// the last test it said "has been running for over 60 seconds" that
+/// never ended. `None` when the output does not say.
 pub fn in_progress(kind: StackKind, output: &str) -> Option<String> {
     let text = crate::evidence::strip_ansi(output);
+    if kind == StackKind::Rust {
+        // Named as the cargo parser names tests: by the test binary's
+        // source (`Running unittests src/lib.rs (…)`), then the name.
+        let mut binary = "";
+        let mut running: Vec<String> = Vec::new();
+        for line in text.lines() {
+            if let Some(rest) = line.trim_start().strip_prefix("Running ") {
+                let source = rest.split(" (").next().unwrap_or(rest);
+                binary = source.strip_prefix("unittests ").unwrap_or(source).trim();
+            } else if let Some(name) = line
+                .strip_prefix("test ")
+                .and_then(|l| l.strip_suffix(" has been running for over 60 seconds"))
+            {
+                running.push(format!("{binary}::{}", name.trim()));
+            } else if let Some((name, _)) = line
+                .strip_prefix("test ")
+                .and_then(|l| l.split_once(" ... "))
+            {
+                let id = format!("{binary}::{}", name.trim());
+                running.retain(|r| *r != id);
+            }
+        }
+        return running.pop();
+    }
     let last = text.lines().rev().find(|l| !l.trim().is_empty())?;
     match kind {
         StackKind::Pytest => {
@@ -112,8 +137,20 @@ pub fn in_progress(kind: StackKind, output: &str) -> Option<String> {
 
 /// The arguments that leave `tests` out of a run, where the runner has
 /// them.
-fn deselect(kind: StackKind, tests: &[String]) -> Option<String> {
+fn deselect(kind: StackKind, command: &str, tests: &[String]) -> Option<String> {
     match kind {
+        // libtest's own flags, after cargo's `--`; `--exact` so a name
+        // skips itself and not every test it is a prefix of.
+        StackKind::Rust => {
+            // libtest knows the name without the binary's source.
+            let skips: String = tests
+                .iter()
+                .map(|t| t.split_once(".rs::").map_or(t.as_str(), |(_, name)| name))
+                .map(|name| format!(" --skip {}", crate::runner::quote(name)))
+                .collect();
+            let dashes = if command.contains(" -- ") { "" } else { " --" };
+            Some(format!("{dashes}{skips} --exact"))
+        }
         StackKind::Pytest => Some(
             tests
                 .iter()
@@ -127,19 +164,26 @@ fn deselect(kind: StackKind, tests: &[String]) -> Option<String> {
 /// What the tests of a killed run showed: the per-test lines written before
 /// the kill (a runner's summary never came), counted.
 fn partial(stack: &Stack, output: &str) -> Option<Evidence> {
+    // unittest and cargo read per-test lines only once they see their
+    // summary: one that adds nothing stands in for it.
     let text = match stack.kind {
-        // unittest reads per-test lines only once it sees its summary.
         StackKind::Unittest => format!("{output}\n\nRan 0 tests in 0.000s\n\nOK\n"),
+        StackKind::Rust => format!("{output}\n{NO_RESULT}\n"),
         _ => output.to_owned(),
     };
     let mut ev = stack.parse(&text)?;
     if !ev.tests.is_empty() {
         recount(&mut ev);
     }
-    ev.lines
-        .retain(|l| !l.starts_with("Ran 0 tests") && l != "OK");
+    ev.lines.retain(|l| {
+        !l.starts_with("Ran 0 tests") && l != "OK" && !NO_RESULT.starts_with(l.as_str())
+    });
     Some(ev)
 }
+
+/// A libtest summary that counts nothing.
+const NO_RESULT: &str =
+    "test result: ok. 0 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s";
 
 /// Counts from the per-test outcomes.
 fn recount(ev: &mut Evidence) {
@@ -189,7 +233,7 @@ pub(crate) async fn run_suite(
     let mut merged: Option<Evidence> = None;
     let mut active_ms = 0;
     loop {
-        let run_command = match (hung.is_empty(), deselect(stack.kind, &hung)) {
+        let run_command = match (hung.is_empty(), deselect(stack.kind, command, &hung)) {
             (true, _) | (false, None) => command.to_owned(),
             (false, Some(args)) => format!("{command}{args}"),
         };
@@ -221,7 +265,7 @@ pub(crate) async fn run_suite(
                 hung.push(test.clone());
                 limits.continue_after_hang
                     && hung.len() < MAX_HANGS
-                    && deselect(stack.kind, &hung).is_some()
+                    && deselect(stack.kind, command, &hung).is_some()
             }
             _ => false,
         };
@@ -318,7 +362,44 @@ mod tests {
             in_progress(StackKind::Unittest, "test_one (a.A.test_one) ... ok"),
             None
         );
-        assert_eq!(in_progress(StackKind::Rust, "test a ... "), None);
+        assert_eq!(in_progress(StackKind::Go, "=== RUN   TestLoop"), None);
+        // cargo, captured: libtest names a test running past a minute.
+        let cargo = include_str!("../tests/fixtures/output/cargo_hang.txt");
+        assert_eq!(
+            in_progress(StackKind::Rust, cargo).as_deref(),
+            Some("src/lib.rs::tests::counts_digits")
+        );
+        let ended = format!("{cargo}\ntest tests::counts_digits ... ok\n");
+        assert_eq!(in_progress(StackKind::Rust, &ended), None);
+    }
+
+    #[test]
+    fn a_hanging_cargo_test_is_skipped_by_name_and_what_finished_counts() {
+        let stack = Stack {
+            kind: StackKind::Rust,
+            ..Stack::custom("cargo", Vec::new(), "cargo test")
+        };
+        let hung = ["src/lib.rs::tests::counts_digits".to_owned()];
+        assert_eq!(
+            deselect(stack.kind, "cargo test", &hung).as_deref(),
+            Some(" -- --skip tests::counts_digits --exact")
+        );
+        assert_eq!(
+            deselect(stack.kind, "cargo test -- --test-threads 1", &hung).as_deref(),
+            Some(" --skip tests::counts_digits --exact")
+        );
+        let ev = partial(
+            &stack,
+            include_str!("../tests/fixtures/output/cargo_hang.txt"),
+        )
+        .unwrap();
+        assert_eq!((ev.passed, ev.failed), (1, 0));
+        assert_eq!(ev.tests["src/lib.rs::tests::adds"], Outcome::Passed);
+        assert!(
+            ev.lines.iter().all(|l| !l.contains("0 measured")),
+            "{:?}",
+            ev.lines
+        );
     }
 
     #[test]
