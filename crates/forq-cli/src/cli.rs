@@ -687,6 +687,14 @@ pub(crate) struct SearchBenchArgs {
     /// Skip the throughput comparison.
     #[arg(long)]
     pub(crate) no_throughput: bool,
+    /// Compare the repair spaces (the `mutate` brancher against
+    /// `templates`, best-first) instead of the expansion orders.
+    #[arg(long)]
+    pub(crate) spaces: bool,
+    /// Each test's budget on the unmodified code, in seconds (as `forq
+    /// fix --test-idle`).
+    #[arg(long, value_name = "S", value_parser = seconds)]
+    pub(crate) test_idle: Option<f64>,
     /// Evaluations at once.
     #[arg(long)]
     pub(crate) jobs: Option<usize>,

@@ -1,7 +1,9 @@
 //! Measurements side by side in one run (never timed assertions):
 //! expansion orders over the same brancher and budget
-//! ([`compare_orders`]), and fork-based evaluation against a cold copy of
-//! the repository per candidate ([`throughput`]).
+//! ([`compare_orders`]), repair spaces (the `mutate` brancher against
+//! `templates`) over the same bugs and budget ([`compare_spaces`]), and
+//! fork-based evaluation against a cold copy of the repository per
+//! candidate ([`throughput`]).
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -140,6 +142,150 @@ pub async fn compare_orders(
         let _ = prepared.root.destroy().await;
     }
     let summaries = summarize(&runs);
+    Ok((runs, summaries))
+}
+
+/// One search of one bug with one repair space.
+#[derive(Debug, Clone, Serialize)]
+pub struct SpaceRun {
+    /// The bug's directory name.
+    pub example: String,
+    /// `mutate` or `templates`.
+    pub brancher: String,
+    /// Whether a green node was found.
+    pub solved: bool,
+    /// Candidates evaluated.
+    pub nodes: usize,
+    /// Candidates killed for hanging.
+    pub hung: usize,
+    /// Wall time of the search, in seconds.
+    pub wall_s: f64,
+    /// The patch's size, when solved.
+    pub diff_lines: usize,
+}
+
+/// Per repair space, over all bugs.
+#[derive(Debug, Clone, Serialize)]
+pub struct SpaceSummary {
+    /// The brancher.
+    pub brancher: String,
+    /// Bugs solved.
+    pub solved: usize,
+    /// Bugs run.
+    pub examples: usize,
+    /// Mean candidates over the bugs both spaces solved.
+    pub mean_nodes_common: f64,
+    /// Median wall time of a solved bug's search, in seconds.
+    pub median_solved_s: f64,
+    /// Candidates killed for hanging, over all bugs.
+    pub hung: usize,
+}
+
+/// The repair spaces compared: the mutation operators, and the same with
+/// the repair templates.
+pub const SPACES: [bool; 2] = [false, true];
+
+/// Searches each bug best-first with `mutate` and with `templates`, the
+/// same budget each time, the oracle under `gate`'s test budgets (a
+/// per-test budget makes looping bugs cheap); `progress` hears of each.
+pub async fn compare_spaces(
+    backend: &dyn Backend,
+    examples: &[PathBuf],
+    budget: &Budget,
+    gate: &GateOptions,
+    progress: &(dyn Fn(&SpaceRun) + Sync),
+) -> Result<(Vec<SpaceRun>, Vec<SpaceSummary>), BenchError> {
+    let mut runs = Vec::new();
+    for dir in examples {
+        let example = dir
+            .file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+        let prepared = prepare(backend, dir, gate, &[], Duration::from_secs(300))
+            .await
+            .map_err(|source| BenchError::Prepare {
+                example: example.clone(),
+                source,
+            })?;
+        for templates in SPACES {
+            let fail = |message: String| BenchError::Example {
+                example: example.clone(),
+                message,
+            };
+            let brancher = mutate_for(dir, &prepared)
+                .map_err(|e| fail(e.to_string()))?
+                .templates(templates);
+            let options = SearchOptions::default().budget(budget.clone());
+            let out = search(
+                &*prepared.root,
+                &prepared.oracle,
+                &prepared.genesis,
+                &brancher,
+                &options,
+            )
+            .await
+            .map_err(|e| fail(e.to_string()))?;
+            let hung = out
+                .tree
+                .nodes
+                .iter()
+                .skip(1)
+                .filter(|n| n.judgement.as_ref().is_some_and(|j| !j.hung.is_empty()))
+                .count();
+            let run = SpaceRun {
+                example: example.clone(),
+                brancher: brancher.name().to_owned(),
+                solved: out.winner.is_some(),
+                nodes: out.evaluated,
+                hung,
+                wall_s: out.elapsed.as_secs_f64(),
+                diff_lines: out.winner.as_ref().map_or(0, |w| w.diff_lines),
+            };
+            if let Some(w) = out.winner {
+                let _ = w.sandbox.destroy().await;
+            }
+            progress(&run);
+            runs.push(run);
+        }
+        let _ = prepared.root.destroy().await;
+    }
+    let names: Vec<String> = {
+        let mut n: Vec<String> = runs.iter().map(|r| r.brancher.clone()).collect();
+        n.dedup();
+        n.sort();
+        n.dedup();
+        n
+    };
+    let solved_by_all = |ex: &str| {
+        names.iter().all(|b| {
+            runs.iter()
+                .any(|r| r.example == ex && &r.brancher == b && r.solved)
+        })
+    };
+    let summaries = names
+        .iter()
+        .map(|b| {
+            let mine: Vec<&SpaceRun> = runs.iter().filter(|r| &r.brancher == b).collect();
+            let common: Vec<f64> = mine
+                .iter()
+                .filter(|r| solved_by_all(&r.example))
+                .map(|r| r.nodes as f64)
+                .collect();
+            SpaceSummary {
+                brancher: b.clone(),
+                solved: mine.iter().filter(|r| r.solved).count(),
+                examples: mine.len(),
+                mean_nodes_common: if common.is_empty() {
+                    0.0
+                } else {
+                    common.iter().sum::<f64>() / common.len() as f64
+                },
+                median_solved_s: median(
+                    mine.iter().filter(|r| r.solved).map(|r| r.wall_s).collect(),
+                ),
+                hung: mine.iter().map(|r| r.hung).sum(),
+            }
+        })
+        .collect();
     Ok((runs, summaries))
 }
 

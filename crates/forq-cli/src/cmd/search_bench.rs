@@ -1,14 +1,14 @@
-//! `forq search bench`: expansion orders side by side over the examples,
-//! and fork-based against cold-copy evaluation on one with a non-trivial
-//! install. Copies of the examples are measured, so nothing is written
-//! into them.
+//! `forq search bench`: expansion orders (or, with `--spaces`, repair
+//! spaces) side by side over the examples, and fork-based against
+//! cold-copy evaluation on one with a non-trivial install. Copies of the
+//! examples are measured, so nothing is written into them.
 
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use forq_search::bench::{self, OrderRun};
+use forq_search::bench::{self, OrderRun, SpaceRun};
 use forq_search::Budget;
 use serde_json::json;
 
@@ -64,6 +64,9 @@ pub(crate) async fn run(args: SearchBenchArgs) -> anyhow::Result<ExitCode> {
         .max_nodes(args.max_nodes)
         .jobs(args.jobs.unwrap_or(1));
     let quiet = args.json;
+    if args.spaces {
+        return spaces(&args, &*backend, &copies, &budget).await;
+    }
     let progress = move |r: &OrderRun| {
         if !quiet {
             note(&format!(
@@ -133,6 +136,55 @@ pub(crate) async fn run(args: SearchBenchArgs) -> anyhow::Result<ExitCode> {
             )?;
         }
         writeln!(out, "  fork / cold: {:.1}x", t.ratio)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `--spaces`: `mutate` against `templates` on the same bugs and budget.
+async fn spaces(
+    args: &SearchBenchArgs,
+    backend: &dyn forq_sandbox::Backend,
+    copies: &[PathBuf],
+    budget: &Budget,
+) -> anyhow::Result<ExitCode> {
+    let quiet = args.json;
+    let progress = move |r: &SpaceRun| {
+        if !quiet {
+            note(&format!(
+                "{:<18} {:<10} {} in {} candidates ({} hung), {:.1} s",
+                r.example,
+                r.brancher,
+                if r.solved { "solved" } else { "not solved" },
+                r.nodes,
+                r.hung,
+                r.wall_s
+            ));
+        }
+    };
+    let gate = forq_bootstrap::GateOptions::default()
+        .test_idle(args.test_idle.map(std::time::Duration::from_secs_f64));
+    let (runs, summary) = bench::compare_spaces(backend, copies, budget, &gate, &progress).await?;
+    if args.json {
+        super::print_json(&json!({
+            "backend": backend.kind().to_string(),
+            "budget": {"max_nodes": args.max_nodes, "jobs": budget.jobs},
+            "runs": runs,
+            "spaces": summary,
+        }))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "{:<10} {:>8} {:>22} {:>20} {:>6}",
+        "brancher", "solved", "mean nodes (common)", "median solved", "hung"
+    )?;
+    for s in &summary {
+        writeln!(
+            out,
+            "{:<10} {:>5}/{:<2} {:>22.1} {:>18.2} s {:>6}",
+            s.brancher, s.solved, s.examples, s.mean_nodes_common, s.median_solved_s, s.hung
+        )?;
     }
     Ok(ExitCode::SUCCESS)
 }

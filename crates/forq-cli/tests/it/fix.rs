@@ -325,6 +325,60 @@ async fn search_bench_reports_orders_and_throughput_side_by_side() {
 }
 
 #[tokio::test]
+async fn search_bench_compares_the_repair_spaces_side_by_side() {
+    let out = forq_env(
+        &[
+            "search",
+            "bench",
+            "--spaces",
+            "examples/calc",
+            "crates/forq-search/tests/fixtures/bsearch-loop",
+            "--test-idle",
+            "2",
+            "--max-nodes",
+            "40",
+            "--json",
+        ],
+        &[],
+    )
+    .await;
+    check_exit(&out, 0);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let solved = |example: &str, brancher: &str| {
+        report["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["example"] == example && r["brancher"] == brancher)
+            .map(|r| r["solved"] == true)
+    };
+    assert_eq!(solved("calc", "mutate"), Some(true), "{report}");
+    assert_eq!(solved("calc", "templates"), Some(true), "{report}");
+    assert_eq!(solved("bsearch-loop", "mutate"), Some(false), "{report}");
+    assert_eq!(solved("bsearch-loop", "templates"), Some(true), "{report}");
+    let spaces: Vec<(&str, u64)> = report["spaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["brancher"].as_str().unwrap(),
+                s["solved"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(spaces, [("mutate", 1), ("templates", 2)], "{report}");
+    // The looping bug's candidates that still loop were killed as hanging.
+    let hung: u64 = report["spaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["hung"].as_u64().unwrap())
+        .sum();
+    assert!(hung > 0, "{report}");
+}
+
+#[tokio::test]
 async fn fix_with_claude_code_as_the_agent_in_a_native_sandbox() {
     if !crate::native_or_skip("fix_with_claude_code_as_the_agent_in_a_native_sandbox") {
         return;
