@@ -16,7 +16,7 @@ use serde::Serialize;
 use crate::brancher::{BranchContext, Brancher, Mutate};
 use crate::candidate::Candidate;
 use crate::fix::{prepare, FixError, Prepared};
-use crate::search::{search, Budget, Order, SearchOptions};
+use crate::search::{search, Budget, Order, SearchOptions, SearchOutcome};
 use crate::tree::Status;
 
 /// One search of one example in one order.
@@ -84,6 +84,53 @@ pub enum BenchError {
     },
 }
 
+/// Prepares each example once under `gate` and searches it once per
+/// variant, `setup` making the brancher and options of each (from
+/// `mutate` over the example's graph); `visit` reads each outcome.
+async fn search_each<V: Copy>(
+    backend: &dyn Backend,
+    examples: &[PathBuf],
+    gate: &GateOptions,
+    variants: &[V],
+    setup: impl Fn(Mutate, V) -> (Mutate, SearchOptions),
+    mut visit: impl FnMut(&str, V, &Mutate, &SearchOutcome),
+) -> Result<(), BenchError> {
+    for dir in examples {
+        let example = dir
+            .file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+        let prepared = prepare(backend, dir, gate, &[], Duration::from_secs(300))
+            .await
+            .map_err(|source| BenchError::Prepare {
+                example: example.clone(),
+                source,
+            })?;
+        for &variant in variants {
+            let fail = |message: String| BenchError::Example {
+                example: example.clone(),
+                message,
+            };
+            let mutate = mutate_for(dir, &prepared).map_err(|e| fail(e.to_string()))?;
+            let (brancher, options) = setup(mutate, variant);
+            let out = search(
+                &*prepared.root,
+                &prepared.oracle,
+                &prepared.genesis,
+                &brancher,
+                &options,
+            )
+            .await
+            .map_err(|e| fail(e.to_string()))?;
+            visit(&example, variant, &brancher, &out);
+            if let Some(w) = out.winner {
+                let _ = w.sandbox.destroy().await;
+            }
+        }
+        let _ = prepared.root.destroy().await;
+    }
+    Ok(())
+}
+
 /// Searches each example with `mutate` in every order of [`ORDERS`], the
 /// same budget each time; `progress` hears of each run.
 pub async fn compare_orders(
@@ -93,54 +140,29 @@ pub async fn compare_orders(
     progress: &(dyn Fn(&OrderRun) + Sync),
 ) -> Result<(Vec<OrderRun>, Vec<OrderSummary>), BenchError> {
     let mut runs = Vec::new();
-    for dir in examples {
-        let example = dir
-            .file_name()
-            .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
-        let prepared = prepare(
-            backend,
-            dir,
-            &GateOptions::default(),
-            &[],
-            Duration::from_secs(300),
-        )
-        .await
-        .map_err(|source| BenchError::Prepare {
-            example: example.clone(),
-            source,
-        })?;
-        for order in ORDERS {
-            let fail = |message: String| BenchError::Example {
-                example: example.clone(),
-                message,
-            };
-            let mutate = mutate_for(dir, &prepared).map_err(|e| fail(e.to_string()))?;
+    search_each(
+        backend,
+        examples,
+        &GateOptions::default(),
+        &ORDERS,
+        |mutate, order| {
             let options = SearchOptions::default().budget(budget.clone()).order(order);
-            let out = search(
-                &*prepared.root,
-                &prepared.oracle,
-                &prepared.genesis,
-                &mutate,
-                &options,
-            )
-            .await
-            .map_err(|e| fail(e.to_string()))?;
+            (mutate, options)
+        },
+        |example, order, _, out| {
             let run = OrderRun {
-                example: example.clone(),
+                example: example.to_owned(),
                 order: order.name().to_owned(),
                 solved: out.winner.is_some(),
                 nodes: out.evaluated,
                 wall_s: out.elapsed.as_secs_f64(),
                 diff_lines: out.winner.as_ref().map_or(0, |w| w.diff_lines),
             };
-            if let Some(w) = out.winner {
-                let _ = w.sandbox.destroy().await;
-            }
             progress(&run);
             runs.push(run);
-        }
-        let _ = prepared.root.destroy().await;
-    }
+        },
+    )
+    .await?;
     let summaries = summarize(&runs);
     Ok((runs, summaries))
 }
@@ -196,34 +218,16 @@ pub async fn compare_spaces(
     progress: &(dyn Fn(&SpaceRun) + Sync),
 ) -> Result<(Vec<SpaceRun>, Vec<SpaceSummary>), BenchError> {
     let mut runs = Vec::new();
-    for dir in examples {
-        let example = dir
-            .file_name()
-            .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
-        let prepared = prepare(backend, dir, gate, &[], Duration::from_secs(300))
-            .await
-            .map_err(|source| BenchError::Prepare {
-                example: example.clone(),
-                source,
-            })?;
-        for templates in SPACES {
-            let fail = |message: String| BenchError::Example {
-                example: example.clone(),
-                message,
-            };
-            let brancher = mutate_for(dir, &prepared)
-                .map_err(|e| fail(e.to_string()))?
-                .templates(templates);
+    search_each(
+        backend,
+        examples,
+        gate,
+        &SPACES,
+        |mutate, templates| {
             let options = SearchOptions::default().budget(budget.clone());
-            let out = search(
-                &*prepared.root,
-                &prepared.oracle,
-                &prepared.genesis,
-                &brancher,
-                &options,
-            )
-            .await
-            .map_err(|e| fail(e.to_string()))?;
+            (mutate.templates(templates), options)
+        },
+        |example, _, brancher, out| {
             let hung = out
                 .tree
                 .nodes
@@ -232,7 +236,7 @@ pub async fn compare_spaces(
                 .filter(|n| n.judgement.as_ref().is_some_and(|j| !j.hung.is_empty()))
                 .count();
             let run = SpaceRun {
-                example: example.clone(),
+                example: example.to_owned(),
                 brancher: brancher.name().to_owned(),
                 solved: out.winner.is_some(),
                 nodes: out.evaluated,
@@ -240,14 +244,11 @@ pub async fn compare_spaces(
                 wall_s: out.elapsed.as_secs_f64(),
                 diff_lines: out.winner.as_ref().map_or(0, |w| w.diff_lines),
             };
-            if let Some(w) = out.winner {
-                let _ = w.sandbox.destroy().await;
-            }
             progress(&run);
             runs.push(run);
-        }
-        let _ = prepared.root.destroy().await;
-    }
+        },
+    )
+    .await?;
     let names: Vec<String> = {
         let mut n: Vec<String> = runs.iter().map(|r| r.brancher.clone()).collect();
         n.dedup();
