@@ -106,6 +106,37 @@ pub fn in_progress(kind: StackKind, output: &str) -> Option<String> {
         }
         return running.pop();
     }
+    if kind == StackKind::Go {
+        // `=== RUN   Name` with no `--- PASS|FAIL|SKIP: Name` after it,
+        // in the package whose `FAIL`/`ok` line follows.
+        let mut running: Option<(&str, usize)> = None;
+        let lines: Vec<&str> = text.lines().collect();
+        for (i, line) in lines.iter().enumerate() {
+            let trimmed = line.trim_start();
+            if let Some(name) = trimmed.strip_prefix("=== RUN") {
+                running = Some((name.trim(), i));
+            } else if let Some(rest) = trimmed.strip_prefix("--- ") {
+                let name = rest
+                    .split_once(": ")
+                    .map(|(_, r)| r.split(" (").next().unwrap_or(r));
+                if running.is_some_and(|(r, _)| Some(r) == name.map(str::trim)) {
+                    running = None;
+                }
+            }
+        }
+        let (name, at) = running?;
+        let package = lines[at..].iter().find_map(|l| {
+            let mut words = l.split_whitespace();
+            match (words.next(), words.next()) {
+                (Some("FAIL" | "ok"), Some(p)) => Some(p),
+                _ => None,
+            }
+        });
+        return Some(match package {
+            Some(p) => format!("{p}::{name}"),
+            None => name.to_owned(),
+        });
+    }
     let last = text.lines().rev().find(|l| !l.trim().is_empty())?;
     match kind {
         StackKind::Pytest => {
@@ -131,6 +162,18 @@ pub fn in_progress(kind: StackKind, output: &str) -> Option<String> {
             let ev = crate::evidence::unittest(&done)?;
             ev.tests.into_keys().next()
         }
+        _ => None,
+    }
+}
+
+/// The line in which a runner says its own clock ran out (go test's
+/// `-timeout`: `panic: test timed out after 10m0s`), if it did.
+fn runner_timeout(kind: StackKind, output: &str) -> Option<String> {
+    match kind {
+        StackKind::Go => output
+            .lines()
+            .find(|l| l.starts_with("panic: test timed out after"))
+            .map(|l| l.trim_start_matches("panic: ").to_owned()),
         _ => None,
     }
 }
@@ -230,6 +273,7 @@ pub(crate) async fn run_suite(
 ) -> Result<Suite, forq_sandbox::Error> {
     let started = Instant::now();
     let mut hung: Vec<String> = Vec::new();
+    let mut causes: Vec<String> = Vec::new();
     let mut merged: Option<Evidence> = None;
     let mut active_ms = 0;
     loop {
@@ -247,7 +291,16 @@ pub(crate) async fn run_suite(
         }
         let out = sandbox.exec(req).await?;
         let text = format!("{}{}", out.stdout_text(), out.stderr_text());
-        let killed = out.timed_out || out.idle_timed_out;
+        // Killed here, or by the runner's own clock (go test's -timeout).
+        let own = runner_timeout(stack.kind, &text);
+        let killed = out.timed_out || out.idle_timed_out || own.is_some();
+        let cause = match (&own, limits.idle) {
+            (Some(line), _) => format!("the runner's own timeout: {line}"),
+            (None, Some(idle)) if out.idle_timed_out => {
+                format!("no output for {:.1} s", idle.as_secs_f64())
+            }
+            (None, _) => format!("past the run's {} s", limits.timeout.as_secs()),
+        };
         let silence = match (out.idle_timed_out, limits.idle) {
             (true, Some(idle)) => idle.as_millis() as u64,
             _ => 0,
@@ -263,6 +316,7 @@ pub(crate) async fn run_suite(
         let again = match &current {
             Some(test) if !hung.contains(test) => {
                 hung.push(test.clone());
+                causes.push(cause);
                 limits.continue_after_hang
                     && hung.len() < MAX_HANGS
                     && deselect(stack.kind, command, &hung).is_some()
@@ -270,8 +324,11 @@ pub(crate) async fn run_suite(
             _ => false,
         };
         if !again {
+            // A run killed before the runner summed anything still shows
+            // the test that hung.
+            let merged = merged.or_else(|| (!hung.is_empty()).then(|| Evidence::new(stack.name())));
             let evidence = merged.map(|mut ev| {
-                mark_hung(&mut ev, &hung, limits, killed && current.is_some());
+                mark_hung(&mut ev, &hung, &causes, killed && current.is_some());
                 ev
             });
             return Ok(Suite {
@@ -311,7 +368,7 @@ fn merge(sofar: Option<Evidence>, next: Option<Evidence>) -> Option<Evidence> {
 }
 
 /// Hanging tests failed, with the cause in the evidence's lines.
-fn mark_hung(ev: &mut Evidence, hung: &[String], limits: &TestLimits, rest_unrun: bool) {
+fn mark_hung(ev: &mut Evidence, hung: &[String], causes: &[String], rest_unrun: bool) {
     if hung.is_empty() {
         return;
     }
@@ -319,12 +376,8 @@ fn mark_hung(ev: &mut Evidence, hung: &[String], limits: &TestLimits, rest_unrun
         ev.tests.insert(test.clone(), Outcome::Failed);
     }
     recount(ev);
-    let budget = match limits.idle {
-        Some(idle) => format!("no output for {:.1} s", idle.as_secs_f64()),
-        None => format!("past the run's {} s", limits.timeout.as_secs()),
-    };
-    for test in hung {
-        ev.lines.push(format!("{test}: hung ({budget}); killed"));
+    for (test, cause) in hung.iter().zip(causes) {
+        ev.lines.push(format!("{test}: hung ({cause}); killed"));
     }
     if rest_unrun {
         ev.lines.push(
@@ -362,7 +415,7 @@ mod tests {
             in_progress(StackKind::Unittest, "test_one (a.A.test_one) ... ok"),
             None
         );
-        assert_eq!(in_progress(StackKind::Go, "=== RUN   TestLoop"), None);
+        assert_eq!(in_progress(StackKind::Node, "TAP version 13"), None);
         // cargo, captured: libtest names a test running past a minute.
         let cargo = include_str!("../tests/fixtures/output/cargo_hang.txt");
         assert_eq!(
@@ -371,6 +424,23 @@ mod tests {
         );
         let ended = format!("{cargo}\ntest tests::counts_digits ... ok\n");
         assert_eq!(in_progress(StackKind::Rust, &ended), None);
+    }
+
+    #[test]
+    fn go_tests_own_timeout_names_the_test_that_was_running() {
+        let go = include_str!("../tests/fixtures/output/go_hang.txt");
+        assert_eq!(
+            runner_timeout(StackKind::Go, go).as_deref(),
+            Some("test timed out after 3s")
+        );
+        assert_eq!(
+            in_progress(StackKind::Go, go).as_deref(),
+            Some("example.com/digits::TestDigits")
+        );
+        assert_eq!(runner_timeout(StackKind::Go, "ok  \tm\t0.1s"), None);
+        // A test that ended is not running.
+        let done = "=== RUN   TestA\n--- PASS: TestA (0.00s)\nok  \tm\t0.1s\n";
+        assert_eq!(in_progress(StackKind::Go, done), None);
     }
 
     #[test]
@@ -413,11 +483,10 @@ mod tests {
             "test_one (tests.test_a.A.test_one) ... ok\ntest_loop (tests.test_a.A.test_loop) ... ";
         let mut ev = partial(&stack, text).unwrap();
         assert_eq!((ev.passed, ev.failed), (1, 0));
-        let limits = TestLimits::new(&stack, Duration::from_secs(60));
         mark_hung(
             &mut ev,
             &["tests.test_a.A.test_loop".to_owned()],
-            &limits,
+            &["no output for 60.0 s".to_owned()],
             true,
         );
         assert_eq!((ev.passed, ev.failed, ev.executed()), (1, 1, 2));

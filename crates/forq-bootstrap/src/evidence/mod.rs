@@ -57,7 +57,7 @@ pub struct Evidence {
 }
 
 impl Evidence {
-    fn new(runner: &str) -> Evidence {
+    pub(crate) fn new(runner: &str) -> Evidence {
         Evidence {
             runner: runner.to_owned(),
             ..Evidence::default()

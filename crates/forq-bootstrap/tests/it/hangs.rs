@@ -90,3 +90,44 @@ async fn run_tests_within_reports_the_hang_and_the_time_the_tests_answered() {
     );
     sandbox.destroy().await.unwrap();
 }
+
+#[tokio::test]
+async fn go_tests_own_timeout_names_the_test_it_stopped() {
+    // go test's -timeout panics and names nothing by itself; the gate
+    // reads the test that was running and fails it, not the package.
+    let dir = repo(&[
+        ("go.mod", "module example.com/digits\n\ngo 1.19\n"),
+        (
+            "digits.go",
+            "package digits\n\nfunc Digits(n uint64) int {\n\tcount := 0\n\tfor n > 0 {\n\t\tn = n*10 + 1\n\t\tcount++\n\t}\n\treturn count\n}\n\nfunc Double(n int) int { return n * 2 }\n",
+        ),
+        (
+            "digits_test.go",
+            "package digits\n\nimport \"testing\"\n\nfunc TestDouble(t *testing.T) {\n\tif Double(4) != 8 {\n\t\tt.Fatal(\"double\")\n\t}\n}\n\nfunc TestDigits(t *testing.T) {\n\tif Digits(1234) != 4 {\n\t\tt.Fatal(\"digits\")\n\t}\n}\n",
+        ),
+    ]);
+    let mut stack = forq_bootstrap::detect(dir.path()).remove(0);
+    assert_eq!(stack.kind, forq_bootstrap::StackKind::Go);
+    stack.command = format!("{} -timeout 3s", stack.command);
+    let record = gate(dir.path(), GateOptions::default().recipes(vec![stack])).await;
+    assert_eq!(record.verdict, Verdict::Bootstrapped, "{}", record.reason);
+    assert!(
+        record
+            .reason
+            .contains("1 hung: example.com/digits::TestDigits"),
+        "{}",
+        record.reason
+    );
+    let ev = record.stacks[0].evidence.as_ref().unwrap();
+    assert_eq!(
+        ev.tests.get("example.com/digits::TestDouble"),
+        Some(&Outcome::Passed)
+    );
+    assert!(
+        ev.lines
+            .iter()
+            .any(|l| l.contains("the runner's own timeout: test timed out after 3s")),
+        "{:?}",
+        ev.lines
+    );
+}
