@@ -450,7 +450,9 @@ async fn wait_for_state(state_dir: &str, state: &str) -> String {
                     .unwrap_or_default();
                 seen.push(format!("{id} {}: {last:?}", run["state"]));
             }
-            panic!("never reached {state}; runs: {seen:?}");
+            let queue_said =
+                std::fs::read_to_string(format!("{state_dir}.queue-stderr")).unwrap_or_default();
+            panic!("never reached {state}; runs: {seen:?}; the queue said:\n{queue_said}");
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
@@ -460,6 +462,9 @@ async fn wait_for_state(state_dir: &str, state: &str) -> String {
 /// model, kills it with SIGKILL (no cleanup, no last words) once a run is
 /// implementing, and returns that run's id.
 async fn queue_killed_mid_search(args: &[&std::ffi::OsStr], state_s: &str) -> String {
+    // Its progress lines go to a file, so a queue that stops early says why.
+    let log_path = format!("{state_s}.queue-stderr");
+    let log = std::fs::File::create(&log_path).unwrap();
     let mut child = forq_sandbox::host_command(forq_bin())
         .arg("queue")
         .args(args)
@@ -467,10 +472,16 @@ async fn queue_killed_mid_search(args: &[&std::ffi::OsStr], state_s: &str) -> St
         .env_remove("OPENAI_API_KEY")
         .env_remove("ANTHROPIC_API_KEY")
         .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
+        .stderr(log)
         .spawn()
         .unwrap();
-    let id = wait_for_state(state_s, "implementing").await;
+    let id = tokio::select! {
+        id = wait_for_state(state_s, "implementing") => id,
+        status = child.wait() => panic!(
+            "forq queue exited ({status:?}) before a run was implementing; it said:\n{}",
+            std::fs::read_to_string(&log_path).unwrap_or_default()
+        ),
+    };
     child.start_kill().unwrap();
     let status = child.wait().await.unwrap();
     assert_eq!(
