@@ -206,7 +206,7 @@ impl Index {
                AND NOT EXISTS (SELECT 1 FROM edges e WHERE e.dst = s.id)
                AND NOT EXISTS (SELECT 1 FROM refs r WHERE r.name = s.name)
                AND NOT EXISTS (SELECT 1 FROM imports i WHERE i.name = s.name OR i.local = s.name)
-               AND NOT EXISTS (SELECT 1 FROM vars v WHERE v.name = s.name AND NOT v.write)
+               AND NOT EXISTS (SELECT 1 FROM flow_name v WHERE v.name = s.name AND v.reads)
              ORDER BY s.file, s.line"
         ))?;
         Ok(unused

@@ -75,6 +75,13 @@ pub enum Error {
         /// Why.
         reason: String,
     },
+    /// A file changed since it was indexed: what the index holds of it no
+    /// longer matches its lines.
+    #[error("{file:?} changed since it was indexed; bring the index up to date (Index::update) and ask again")]
+    Stale {
+        /// The file, relative to the indexed root.
+        file: String,
+    },
     /// A `FILE:LINE` argument names no indexed file.
     #[error("{file:?} is not in the index; pass a path relative to the indexed root")]
     NoSuchFile {

@@ -109,7 +109,7 @@ impl std::fmt::Debug for Index {
 }
 
 /// The id git gives a blob: SHA-1 of `blob <len>\0<content>`, in hex.
-fn git_blob_id(content: &[u8]) -> String {
+pub(crate) fn git_blob_id(content: &[u8]) -> String {
     let mut h = sha1::Sha1::new();
     h.update(format!("blob {}\0", content.len()).as_bytes());
     h.update(content);
@@ -520,8 +520,8 @@ impl Index {
             references: one("SELECT 'refs', COUNT(*) FROM ref")?,
             imports: one("SELECT 'imports', COUNT(*) FROM imp")?,
             edges: one("SELECT 'edges', COUNT(*) FROM edge")?,
-            statements: one("SELECT 'statements', COUNT(*) FROM stmt")?,
-            def_use: one("SELECT 'defuse', COUNT(*) FROM defuse")?,
+            statements: one("SELECT 'statements', COALESCE(SUM(statements), 0) FROM flow")?,
+            def_use: one("SELECT 'links', COALESCE(SUM(links), 0) FROM flow")?,
             files_by_language: files_by_language.into_iter().collect(),
             files_by_status: c("SELECT status, COUNT(*) FROM files GROUP BY status ORDER BY status")?
                 .into_iter()

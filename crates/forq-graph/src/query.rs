@@ -30,7 +30,7 @@ pub struct Bounded<T> {
 }
 
 impl<T> Bounded<T> {
-    fn new(mut items: Vec<T>, capped: bool, hint: &str) -> Bounded<T> {
+    pub(crate) fn new(mut items: Vec<T>, capped: bool, hint: &str) -> Bounded<T> {
         let truncated = capped || items.len() > MAX_ROWS;
         items.truncate(MAX_ROWS);
         Bounded {
@@ -577,93 +577,7 @@ impl Index {
         Ok((out, capped))
     }
 
-    /// Statements within `radius` lines of `file:line`, with their def-use
-    /// links: what defined the values used there, and what uses the values
-    /// defined there.
-    pub fn statements(&self, file: &str, line: u32, radius: u32) -> Result<Bounded<StatementInfo>> {
-        self.check_complete()?;
-        self.known_file(file)?;
-        let db = self.store.db();
-        let conn = &self.store.conn;
-        let mut stmt = conn
-            .prepare_cached(
-                "SELECT id, line, end_line, kind, text, scope FROM statements
-                 WHERE file = ?1 AND line <= ?3 AND end_line >= ?2 ORDER BY line, id",
-            )
-            .map_err(&db)?;
-        let rows: Vec<(i64, u32, u32, String, String, Option<String>)> = stmt
-            .query_map(
-                params![file, line.saturating_sub(radius), line + radius],
-                |r| {
-                    Ok((
-                        r.get(0)?,
-                        r.get(1)?,
-                        r.get(2)?,
-                        r.get(3)?,
-                        r.get(4)?,
-                        r.get(5)?,
-                    ))
-                },
-            )
-            .map_err(&db)?
-            .collect::<rusqlite::Result<_>>()
-            .map_err(&db)?;
-        // A compound statement that encloses the window (a whole function
-        // body) says little: keep statements that start in the window, and
-        // the innermost one holding `line`.
-        let innermost = rows
-            .iter()
-            .filter(|r| r.1 <= line && r.2 >= line)
-            .min_by_key(|r| r.2 - r.1)
-            .map(|r| r.0);
-        let lo = line.saturating_sub(radius);
-        let mut out = Vec::new();
-        for (id, l, end, kind, text, scope) in rows {
-            if l < lo && Some(id) != innermost {
-                continue;
-            }
-            out.push(StatementInfo {
-                file: file.to_owned(),
-                line: l,
-                end_line: end,
-                kind,
-                text,
-                scope,
-                reads: self.links(id, "use", "def")?,
-                writes: self.links(id, "def", "use")?,
-            });
-        }
-        Ok(Bounded::new(out, false, "lower --radius"))
-    }
-
-    fn links(&self, stmt: i64, this_end: &str, other_end: &str) -> Result<Vec<VarLinks>> {
-        let sql = format!(
-            "SELECT d.name, s.line, s.text FROM defuse d JOIN statements s ON s.id = d.{other_end}
-             WHERE d.{this_end} = ?1 ORDER BY d.name, s.line LIMIT 200"
-        );
-        let db = self.store.db();
-        let mut q = self.store.conn.prepare_cached(&sql).map_err(&db)?;
-        let rows: Vec<(String, u32, String)> = q
-            .query_map([stmt], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-            .map_err(&db)?
-            .collect::<rusqlite::Result<_>>()
-            .map_err(&db)?;
-        let mut out: Vec<VarLinks> = Vec::new();
-        for (name, line, text) in rows {
-            if out.last().is_none_or(|v| v.name != name) {
-                out.push(VarLinks {
-                    name: name.clone(),
-                    links: Vec::new(),
-                });
-            }
-            if let Some(v) = out.last_mut() {
-                v.links.push(LineText { line, text });
-            }
-        }
-        Ok(out)
-    }
-
-    fn known_file(&self, file: &str) -> Result<()> {
+    pub(crate) fn known_file(&self, file: &str) -> Result<()> {
         let n: i64 = self
             .store
             .conn
@@ -677,64 +591,6 @@ impl Index {
             });
         }
         Ok(())
-    }
-
-    /// Statements that read `name`; with `file` (and `line`), those in the
-    /// function holding that line come first, then the rest of the file,
-    /// then other files.
-    pub fn uses(
-        &self,
-        name: &str,
-        file: Option<&str>,
-        line: Option<u32>,
-    ) -> Result<Bounded<UseSite>> {
-        self.check_complete()?;
-        if let Some(f) = file {
-            self.known_file(f)?;
-        }
-        let scope: Option<String> = match (file, line) {
-            (Some(f), Some(l)) => self
-                .store
-                .conn
-                .query_row(
-                    "SELECT id FROM symbols WHERE file = ?1 AND line <= ?2 AND end_line >= ?2
-                     AND kind IN ('function', 'method', 'test') ORDER BY line DESC LIMIT 1",
-                    params![f, l],
-                    |r| r.get(0),
-                )
-                .ok(),
-            _ => None,
-        };
-        let db = self.store.db();
-        let mut stmt = self
-            .store
-            .conn
-            .prepare_cached(
-                "SELECT s.file, v.line, v.col, s.text, s.scope FROM vars v JOIN statements s ON s.id = v.stmt
-                 WHERE v.name = ?1 AND NOT v.write
-                 ORDER BY (s.scope IS NOT ?2), (s.file IS NOT ?3), s.file, v.line LIMIT ?4",
-            )
-            .map_err(&db)?;
-        let rows: Vec<UseSite> = stmt
-            .query_map(params![name, scope, file, (MAX_ROWS + 1) as i64], |r| {
-                let scope_of: Option<String> = r.get(4)?;
-                Ok(UseSite {
-                    file: r.get(0)?,
-                    line: r.get(1)?,
-                    col: r.get(2)?,
-                    text: r.get(3)?,
-                    same_function: scope.is_some() && scope_of == scope,
-                    scope: scope_of,
-                })
-            })
-            .map_err(&db)?
-            .collect::<rusqlite::Result<_>>()
-            .map_err(&db)?;
-        Ok(Bounded::new(
-            rows,
-            false,
-            "pass --file and --line to rank, or a rarer name",
-        ))
     }
 
     /// Ids of the symbols and files one step from `node` along any edge,

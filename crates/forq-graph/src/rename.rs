@@ -260,33 +260,12 @@ impl Index {
         name: &str,
         files: &BTreeSet<String>,
     ) -> Result<Vec<(String, u32, u32)>> {
-        self.var_rows(
-            "SELECT s.file, v.line, v.col FROM vars v JOIN statements s ON s.id = v.stmt
-             WHERE v.name = ?1 AND v.write AND s.file = ?2 AND s.scope IS NULL
-               AND s.text LIKE '%require(%'",
-            name,
-            files,
-        )
-    }
-
-    /// Rows of `sql` (file, line, col; parameters: name, file) per file.
-    fn var_rows(
-        &self,
-        sql: &str,
-        name: &str,
-        files: &BTreeSet<String>,
-    ) -> Result<Vec<(String, u32, u32)>> {
-        let db = self.store.db();
-        let mut stmt = self.store.conn.prepare_cached(sql).map_err(&db)?;
         let mut out = Vec::new();
         for file in files {
-            let rows = stmt
-                .query_map(params![name, file], |r| {
-                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-                })
-                .map_err(&db)?;
-            for row in rows {
-                out.push(row.map_err(&db)?);
+            for v in self.var_occurrences(file, name)? {
+                if v.write && v.scope.is_none() && v.text.contains("require(") {
+                    out.push((file.clone(), v.line, v.col));
+                }
             }
         }
         Ok(out)
@@ -295,15 +274,23 @@ impl Index {
     /// Reads of `name` as a value in `files`, outside functions that
     /// assign a `name` of their own.
     fn value_reads(&self, name: &str, files: &BTreeSet<String>) -> Result<Vec<(String, u32, u32)>> {
-        self.var_rows(
-            "SELECT s.file, v.line, v.col FROM vars v JOIN statements s ON s.id = v.stmt
-             WHERE v.name = ?1 AND NOT v.write AND s.file = ?2
-               AND NOT EXISTS (SELECT 1 FROM vars w JOIN statements t ON t.id = w.stmt
-                               WHERE w.name = ?1 AND w.write AND t.file = s.file AND t.scope IS s.scope
-                                 AND NOT (t.scope IS NULL AND t.text LIKE '%require(%'))",
-            name,
-            files,
-        )
+        let mut out = Vec::new();
+        for file in files {
+            let occurrences = self.var_occurrences(file, name)?;
+            // Scopes that bind a `name` of their own (a module-level
+            // `require` binding is the imported name itself, not a rival).
+            let binders: BTreeSet<Option<&str>> = occurrences
+                .iter()
+                .filter(|v| v.write && !(v.scope.is_none() && v.text.contains("require(")))
+                .map(|v| v.scope.as_deref())
+                .collect();
+            for v in &occurrences {
+                if !v.write && !binders.contains(&v.scope.as_deref()) {
+                    out.push((file.clone(), v.line, v.col));
+                }
+            }
+        }
+        Ok(out)
     }
 }
 

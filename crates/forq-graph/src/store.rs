@@ -8,9 +8,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::extract::FileFacts;
+use crate::flowcode;
 
 /// The schema version this build reads and writes (`PRAGMA user_version`).
-pub(crate) const SCHEMA_VERSION: i64 = 6;
+pub(crate) const SCHEMA_VERSION: i64 = 7;
 
 /// Secondary indexes: dropped for a cold load and built once after it
 /// (cheaper than keeping them up to date row by row).
@@ -26,9 +27,6 @@ CREATE INDEX IF NOT EXISTS imp_file ON imp(fid);
 CREATE INDEX IF NOT EXISTS edge_src ON edge(src, kind);
 CREATE INDEX IF NOT EXISTS edge_dst ON edge(dst, kind);
 CREATE INDEX IF NOT EXISTS edge_origin ON edge(kind, origin);
-CREATE INDEX IF NOT EXISTS stmt_file ON stmt(fid, line);
-CREATE INDEX IF NOT EXISTS vars_name ON vars(name);
-CREATE INDEX IF NOT EXISTS defuse_def ON defuse(def);
 ";
 
 /// Tables. A file's path, a symbol's id and an edge's end (a symbol id,
@@ -102,29 +100,22 @@ CREATE TABLE IF NOT EXISTS edge (
     candidates INTEGER NOT NULL,
     line       INTEGER NOT NULL
 );
-CREATE TABLE IF NOT EXISTS stmt (
-    id       INTEGER PRIMARY KEY,
-    fid      INTEGER NOT NULL,
-    scope    INTEGER,
-    kind     TEXT NOT NULL,
-    line     INTEGER NOT NULL,
-    end_line INTEGER NOT NULL,
-    text     TEXT NOT NULL
+-- A file's statements, variable occurrences and def-use links, in the
+-- compact form of `flowcode.rs` (counts beside it for the statistics).
+CREATE TABLE IF NOT EXISTS flow (
+    fid        INTEGER PRIMARY KEY,
+    statements INTEGER NOT NULL,
+    vars       INTEGER NOT NULL,
+    links      INTEGER NOT NULL,
+    data       BLOB NOT NULL
 );
--- Clustered by statement: a file's rows are contiguous, no extra index.
-CREATE TABLE IF NOT EXISTS vars (
-    stmt  INTEGER NOT NULL,
+-- The files that bind or read a variable name, and whether they read it
+-- (a query by name decodes only those files' flow).
+CREATE TABLE IF NOT EXISTS flow_name (
     name  TEXT NOT NULL,
-    write INTEGER NOT NULL,
-    line  INTEGER NOT NULL,
-    col   INTEGER NOT NULL,
-    PRIMARY KEY (stmt, line, col, write)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS defuse (
-    def  INTEGER NOT NULL,
-    use  INTEGER NOT NULL,
-    name TEXT NOT NULL,
-    PRIMARY KEY (use, def, name)
+    fid   INTEGER NOT NULL,
+    reads INTEGER NOT NULL,
+    PRIMARY KEY (name, fid)
 ) WITHOUT ROWID;
 CREATE VIEW IF NOT EXISTS symbols (id, file, name, qualname, kind, line, end_line, parent, signature, doc, test) AS
     SELECT s.id, f.path, s.name, s.qualname, s.kind, s.line, s.end_line, p.id, s.signature, s.doc, s.test
@@ -138,16 +129,12 @@ CREATE VIEW IF NOT EXISTS imports (id, file, scope, module, name, local, line, c
 CREATE VIEW IF NOT EXISTS edges (file, origin, kind, src, dst, confidence, candidates, line) AS
     SELECT f.path, e.origin, e.kind, s.name, d.name, e.confidence, e.candidates, e.line
     FROM edge e JOIN files f ON f.fid = e.fid JOIN node s ON s.nid = e.src JOIN node d ON d.nid = e.dst;
-CREATE VIEW IF NOT EXISTS statements (id, file, scope, kind, line, end_line, text) AS
-    SELECT st.id, f.path, sc.id, st.kind, st.line, st.end_line, st.text
-    FROM stmt st JOIN files f ON f.fid = st.fid LEFT JOIN sym sc ON sc.sid = st.scope;
--- Every occurrence of a name, with its role.
+-- Every occurrence of a name as a definition, reference or import, with
+-- its role (variables' reads and writes are in `flow`: `Index::flow`).
 CREATE VIEW IF NOT EXISTS occurrences (file, line, col, name, role, scope) AS
     SELECT file, line, 1, name, CASE WHEN test THEN 'test' ELSE 'definition' END, parent FROM symbols
     UNION ALL SELECT file, line, col, name, 'reference', scope FROM refs
-    UNION ALL SELECT file, line, col, COALESCE(local, module), 'import', scope FROM imports
-    UNION ALL SELECT s.file, v.line, v.col, v.name, CASE WHEN v.write THEN 'write' ELSE 'read' END, s.scope
-        FROM vars v JOIN statements s ON s.id = v.stmt;
+    UNION ALL SELECT file, line, col, COALESCE(local, module), 'import', scope FROM imports;
 -- A test and what it calls directly; deeper coverage walks the call edges.
 CREATE VIEW IF NOT EXISTS covers (test, symbol, confidence) AS
     SELECT s.name, d.name, e.confidence FROM edge e JOIN node s ON s.nid = e.src JOIN node d ON d.nid = e.dst
@@ -156,7 +143,7 @@ CREATE VIEW IF NOT EXISTS covers (test, symbol, confidence) AS
 
 /// The tables whose rows name their file by `fid` (edges go by their
 /// origin: an index on `edge.fid` would cost more than it saves).
-const FILE_TABLES: [&str; 4] = ["sym", "ref", "imp", "stmt"];
+const FILE_TABLES: [&str; 4] = ["sym", "ref", "imp", "flow"];
 
 /// A definition in the code.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -429,12 +416,27 @@ impl Store {
 
     /// Deletes the rows file `fid` holds, its `files` row aside.
     fn delete_rows(tx: &Connection, fid: i64) -> rusqlite::Result<()> {
-        // Variables and def-use links belong to the file's statements (a
-        // def-use link never leaves its file): go through them.
-        tx.prepare_cached("DELETE FROM vars WHERE stmt IN (SELECT id FROM stmt WHERE fid = ?1)")?
-            .execute([fid])?;
-        tx.prepare_cached("DELETE FROM defuse WHERE use IN (SELECT id FROM stmt WHERE fid = ?1)")?
-            .execute([fid])?;
+        // The names of the file's variables are in its flow.
+        let data: Option<Vec<u8>> = tx
+            .prepare_cached("SELECT data FROM flow WHERE fid = ?1")?
+            .query_row([fid], |r| r.get(0))
+            .optional()?;
+        if let Some(data) = data {
+            let mut delete =
+                tx.prepare_cached("DELETE FROM flow_name WHERE name = ?1 AND fid = ?2")?;
+            match flowcode::names(&data) {
+                Some(names) => {
+                    for name in names {
+                        delete.execute(params![name, fid])?;
+                    }
+                }
+                // Unreadable: forget every name of the file, the slow way.
+                None => {
+                    tx.prepare_cached("DELETE FROM flow_name WHERE fid = ?1")?
+                        .execute([fid])?;
+                }
+            }
+        }
         // A file's edges are those resolved from its references and imports.
         tx.prepare_cached(
             "DELETE FROM edge WHERE kind IN ('calls', 'inherits') AND origin IN (SELECT id FROM ref WHERE fid = ?1)",
@@ -552,36 +554,22 @@ impl Store {
                 i.col
             ])?;
         }
-        let mut ids = Vec::with_capacity(facts.statements.len());
-        let mut insert = tx.prepare_cached(
-            "INSERT INTO stmt (fid, scope, kind, line, end_line, text) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-        )?;
-        for s in &facts.statements {
-            ids.push(insert.insert(params![
+        if let Some(flow) = flowcode::encode(facts) {
+            tx.prepare_cached(
+                "INSERT INTO flow (fid, statements, vars, links, data) VALUES (?1, ?2, ?3, ?4, ?5)",
+            )?
+            .execute(params![
                 fid,
-                sid_of(&s.scope),
-                s.kind,
-                s.line,
-                s.end_line,
-                s.text
-            ])?);
-        }
-        let mut insert = tx.prepare_cached(
-            "INSERT OR IGNORE INTO vars (stmt, name, write, line, col) VALUES (?1, ?2, ?3, ?4, ?5)",
-        )?;
-        for v in &facts.vars {
-            insert.execute(params![
-                ids[v.stmt as usize],
-                v.name,
-                v.write,
-                v.line,
-                v.col
+                facts.statements.len() as i64,
+                facts.vars.len() as i64,
+                facts.defuse.len() as i64,
+                flow.data
             ])?;
-        }
-        let mut insert =
-            tx.prepare_cached("INSERT INTO defuse (def, use, name) VALUES (?1, ?2, ?3)")?;
-        for d in &facts.defuse {
-            insert.execute(params![ids[d.def as usize], ids[d.use_ as usize], d.name])?;
+            let mut insert =
+                tx.prepare_cached("INSERT INTO flow_name (name, fid, reads) VALUES (?1, ?2, ?3)")?;
+            for (name, reads) in &flow.names {
+                insert.execute(params![name, fid, reads])?;
+            }
         }
         Ok(())
     }

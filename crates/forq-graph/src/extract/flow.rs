@@ -14,12 +14,9 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use super::{line_of, squeeze, text, Import, Span};
+use super::{line_of, text, Import, Span};
 use crate::lang::{Lang, Syntax};
 use crate::store::Symbol;
-
-/// Longest statement text kept.
-const STATEMENT_CHARS: usize = 200;
 
 /// A statement of a scope.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,8 +28,10 @@ pub(crate) struct Statement {
     pub(crate) kind: String,
     pub(crate) line: u32,
     pub(crate) end_line: u32,
-    /// The statement's text, whitespace collapsed, cut to 200 characters.
-    pub(crate) text: String,
+    /// The statement's bytes in the file (its text is read back from
+    /// them; a signature's text is its function's signature).
+    pub(crate) start: usize,
+    pub(crate) end: usize,
 }
 
 /// A variable written or read by a statement.
@@ -156,14 +155,14 @@ impl Walker<'_> {
         scope: Option<&str>,
         kind: &str,
         node: tree_sitter::Node<'_>,
-        text_of: &str,
     ) -> u32 {
         self.flow.statements.push(Statement {
             scope: scope.map(str::to_owned),
             kind: kind.to_owned(),
             line: line_of(node),
             end_line: node.end_position().row as u32 + 1,
-            text: squeeze(text_of, STATEMENT_CHARS),
+            start: node.start_byte(),
+            end: node.end_byte(),
         });
         self.flow.statements.len() as u32 - 1
     }
@@ -178,9 +177,10 @@ impl Walker<'_> {
     ) -> ScopeVars {
         let mut vars = ScopeVars::default();
         let whole = (node.start_byte(), node.end_byte());
-        let signature_stmt = signature.map(|s| {
-            let id = self.new_statement(scope, "signature", node, &s.signature);
-            self.flow.statements[id as usize].end_line = self.flow.statements[id as usize].line;
+        let signature_stmt = signature.map(|_| {
+            let id = self.new_statement(scope, "signature", node);
+            let s = &mut self.flow.statements[id as usize];
+            (s.end_line, s.end) = (s.line, s.start);
             id
         });
         // Open statements: (end byte, index, block span).
@@ -260,7 +260,7 @@ impl Walker<'_> {
             && parent.is_some_and(|p| syntax.blocks.contains(&p.kind()))
         {
             let block = parent.map_or(whole, |p| (p.start_byte(), p.end_byte()));
-            let id = self.new_statement(scope, current.kind(), current, text(current, self.source));
+            let id = self.new_statement(scope, current.kind(), current);
             open.push((current.end_byte(), id, block));
         }
         let Some(&(_, stmt, block)) = open.last() else {

@@ -195,3 +195,39 @@ fn def_use_can_be_turned_off() {
     assert_eq!((stats.statements, stats.def_use), (0, 0));
     assert!(stats.symbols > 0);
 }
+
+#[test]
+fn a_file_changed_since_indexing_is_refused_until_the_index_catches_up() {
+    let repo = tempfile::tempdir().unwrap();
+    std::fs::write(repo.path().join("m.py"), PYTHON).unwrap();
+    let mut index = forq_graph::Index::open(&repo.path().join("g.db"), repo.path()).unwrap();
+    index.update().unwrap();
+    let before = index.flow("m.py").unwrap();
+    assert!(!before.statements.is_empty() && !before.links.is_empty());
+    // The text shown is the file's own, read back by byte range.
+    assert!(
+        before.statements.iter().any(|s| s.text == "import os"),
+        "{:?}",
+        before.statements
+    );
+    std::fs::write(repo.path().join("m.py"), format!("\n\n{PYTHON}")).unwrap();
+    for err in [
+        index.statements("m.py", 3, 1).map(drop).unwrap_err(),
+        index.uses("os", Some("m.py"), None).map(drop).unwrap_err(),
+        index.flow("m.py").map(drop).unwrap_err(),
+    ] {
+        assert!(
+            matches!(&err, forq_graph::Error::Stale { file } if file == "m.py"),
+            "{err}"
+        );
+        assert!(err.to_string().contains("Index::update"), "{err}");
+    }
+    index.update().unwrap();
+    let after = index.flow("m.py").unwrap();
+    let lines = |f: &forq_graph::FileFlow| f.statements.iter().map(|s| s.line).collect::<Vec<_>>();
+    assert_eq!(
+        lines(&after),
+        lines(&before).iter().map(|l| l + 2).collect::<Vec<_>>()
+    );
+    assert_eq!(after.links, before.links);
+}

@@ -8,9 +8,9 @@ use std::path::Path;
 use forq_graph::Index;
 use proptest::prelude::*;
 
-/// Every row of the index that an answer can depend on, in a canonical
-/// order (row ids left out: they differ between runs).
-fn dump(db: &Path) -> Vec<String> {
+/// Every row of the index that an answer can depend on, and every file's
+/// flow, in a canonical order (row ids left out: they differ between runs).
+fn dump(db: &Path, root: &Path) -> Vec<String> {
     let conn = rusqlite::Connection::open(db).unwrap();
     let queries = [
         "SELECT 'file', path, lang, hash, status FROM files",
@@ -18,15 +18,13 @@ fn dump(db: &Path) -> Vec<String> {
         "SELECT 'ref', file, kind, scope, name, receiver, line, col FROM refs",
         "SELECT 'import', file, scope, module, name, local, line FROM imports",
         "SELECT 'edge', file, kind, src, dst, confidence, candidates, line FROM edges",
-        "SELECT 'stmt', file, scope, kind, line, end_line, text FROM statements",
-        "SELECT 'var', s.file, v.name, v.write, v.line, v.col, s.line FROM vars v JOIN statements s ON s.id = v.stmt",
-        "SELECT 'defuse', b.file, d.name, a.line, b.line FROM defuse d JOIN statements a ON a.id = d.def JOIN statements b ON b.id = d.use",
+        "SELECT 'flow name', f.path, n.name, n.reads FROM flow_name n JOIN files f ON f.fid = n.fid",
         // The views hide a row whose file or symbol is gone: count those
         // in the tables beneath (a cold index has none).
         "SELECT 'dangling edges', COUNT(*) FROM edge e WHERE NOT EXISTS (SELECT 1 FROM node WHERE nid = e.src) OR NOT EXISTS (SELECT 1 FROM node WHERE nid = e.dst) OR NOT EXISTS (SELECT 1 FROM files WHERE fid = e.fid)",
         "SELECT 'dangling scopes', COUNT(*) FROM ref r WHERE r.scope IS NOT NULL AND NOT EXISTS (SELECT 1 FROM sym WHERE sid = r.scope)",
         "SELECT 'unused nodes', COUNT(*) FROM node n WHERE NOT EXISTS (SELECT 1 FROM edge WHERE src = n.nid OR dst = n.nid)",
-        "SELECT 'orphan rows', (SELECT COUNT(*) FROM sym WHERE fid NOT IN (SELECT fid FROM files)) + (SELECT COUNT(*) FROM stmt WHERE fid NOT IN (SELECT fid FROM files))",
+        "SELECT 'orphan rows', (SELECT COUNT(*) FROM sym WHERE fid NOT IN (SELECT fid FROM files)) + (SELECT COUNT(*) FROM flow WHERE fid NOT IN (SELECT fid FROM files)) + (SELECT COUNT(*) FROM flow_name WHERE fid NOT IN (SELECT fid FROM flow))",
     ];
     let mut rows = Vec::new();
     for sql in queries {
@@ -45,6 +43,31 @@ fn dump(db: &Path) -> Vec<String> {
             rows.push(cols.join("|"));
         }
     }
+    let index = Index::open(db, root).unwrap();
+    let files: Vec<String> = conn
+        .prepare("SELECT path FROM files")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    for file in files {
+        let flow = index.flow(&file).unwrap();
+        for s in &flow.statements {
+            rows.push(format!("stmt|{file}|{s:?}"));
+        }
+        for v in &flow.vars {
+            let at = flow.statements[v.statement].line;
+            rows.push(format!(
+                "var|{file}|{}|{}|{}|{}|{at}",
+                v.name, v.write, v.line, v.col
+            ));
+        }
+        for l in &flow.links {
+            let (def, use_) = (&flow.statements[l.def], &flow.statements[l.use_]);
+            rows.push(format!("link|{file}|{}|{}|{}", l.name, def.line, use_.line));
+        }
+    }
     rows.sort();
     rows
 }
@@ -57,7 +80,7 @@ fn assert_equals_cold(db: &Path, root: &Path) {
         .unwrap()
         .update()
         .unwrap();
-    let (warm, fresh) = (dump(db), dump(&cold.path().join("g.db")));
+    let (warm, fresh) = (dump(db, root), dump(&cold.path().join("g.db"), root));
     if warm != fresh {
         let only_warm: Vec<&String> = warm.iter().filter(|r| !fresh.contains(r)).collect();
         let only_cold: Vec<&String> = fresh.iter().filter(|r| !warm.contains(r)).collect();
