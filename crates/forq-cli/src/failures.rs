@@ -157,6 +157,7 @@ fn graph(e: &forq_graph::Error) -> Option<&'static str> {
         forq_graph::Error::Rename { reason, .. } if reason.contains("older than the file") => {
             Some("run `forq graph index`, then try again")
         }
+        forq_graph::Error::Stale { .. } => Some("run `forq graph index`, then try again"),
         _ => None,
     }
 }

@@ -85,14 +85,28 @@ fn render<T: Serialize>(b: &Bounded<T>) -> String {
     out.join("\n")
 }
 
+/// Why a graph tool did not answer.
+enum Refused {
+    /// The graph's own error.
+    Graph(forq_graph::Error),
+    /// The call's arguments.
+    Tool(ToolOutput),
+}
+
+impl From<ToolOutput> for Refused {
+    fn from(out: ToolOutput) -> Refused {
+        Refused::Tool(out)
+    }
+}
+
 impl GraphTool {
-    fn answer(&self, index: &Index, args: &Value) -> Result<String, ToolOutput> {
+    fn answer(&self, index: &Index, args: &Value) -> Result<String, Refused> {
         let depth = args
             .get("depth")
             .and_then(Value::as_u64)
             .unwrap_or(1)
             .clamp(1, 5) as u32;
-        let failed = |e: forq_graph::Error| ToolOutput::error(e.to_string());
+        let failed = Refused::Graph;
         Ok(match self.kind {
             GraphKind::Callers | GraphKind::Callees => {
                 let symbol = index
@@ -164,12 +178,23 @@ impl Tool for GraphTool {
     }
 
     async fn call(&self, _cx: &ToolContext<'_>, args: &Value) -> ToolOutput {
-        let Ok(index) = self.index.lock() else {
+        let Ok(mut index) = self.index.lock() else {
             return ToolOutput::error("the code graph is unavailable (a previous call panicked)");
         };
-        match self.answer(&index, args) {
+        let mut answer = self.answer(&index, args);
+        // A file the agent edited since the graph was built: bring the
+        // graph up to date (only changed files are parsed) and ask again.
+        if let Err(Refused::Graph(stale @ forq_graph::Error::Stale { .. })) = &answer {
+            tracing::debug!(%stale, "updating the code graph before answering");
+            if let Err(e) = index.update() {
+                return ToolOutput::error(format!("{stale}, and the update failed: {e}"));
+            }
+            answer = self.answer(&index, args);
+        }
+        match answer {
             Ok(text) => ToolOutput::ok(text),
-            Err(e) => e,
+            Err(Refused::Graph(e)) => ToolOutput::error(e.to_string()),
+            Err(Refused::Tool(out)) => out,
         }
     }
 }

@@ -369,6 +369,24 @@ async fn graph_tools_answer_from_the_repositorys_index() {
         "{}",
         map.content
     );
+    // A file changed since the graph was built: the tool brings the graph
+    // up to date and answers from the file as it is now.
+    let calc = dir.path().join("calc.py");
+    let before = std::fs::read_to_string(&calc).unwrap();
+    std::fs::write(&calc, format!("# moved down two lines\n\n{before}")).unwrap();
+    let moved = tools
+        .call(
+            &cx,
+            "statements_near",
+            &json!({"file": "calc.py", "line": 4}),
+        )
+        .await;
+    assert!(!moved.is_error, "{moved:?}");
+    assert!(
+        moved.content.contains(r#""line":4"#) && moved.content.contains("return a - b"),
+        "{}",
+        moved.content
+    );
     // A name the graph does not know: forq-graph's own error, as an answer.
     let unknown = tools
         .call(&cx, "callers", &json!({"symbol": "no_such_function"}))
