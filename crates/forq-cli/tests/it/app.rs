@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use super::server::{Reply, Server};
-use super::{check_exit, native_or_skip, repo_root};
+use super::{check_exit, git, native_or_skip, repo_root};
 use crate::agent::forq_env;
 
 /// Copies examples `names` into `dir` (each with its ISSUE.md): an issue
@@ -33,21 +33,6 @@ fn json_of(out: &Output) -> Value {
             String::from_utf8_lossy(&out.stderr)
         )
     })
-}
-
-pub(crate) async fn git(dir: &Path, args: &[&str]) -> String {
-    let out = forq_sandbox::host_command("git")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .await
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_owned()
 }
 
 async fn sh(script: &str) -> Output {

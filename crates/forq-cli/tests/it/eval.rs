@@ -7,8 +7,7 @@ use std::path::Path;
 use serde_json::{json, Value};
 
 use super::agent::forq_env;
-use super::app::git;
-use super::{check_exit, native_or_skip, repo_root};
+use super::{check_exit, git, native_or_skip, repo_root};
 
 /// The bundled instances, by id.
 fn bundled() -> Vec<Value> {
@@ -228,20 +227,7 @@ async fn instances_from_history_with_the_tests_hidden_or_shown() {
     std::fs::write(repo.join("tests/test_calc.py"), test_mul).unwrap();
     git(&repo, &["init", "-q", "-b", "main"]).await;
     git(&repo, &["add", "-A"]).await;
-    git(
-        &repo,
-        &[
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@localhost",
-            "commit",
-            "-q",
-            "-m",
-            "calc",
-        ],
-    )
-    .await;
+    git(&repo, &["commit", "-q", "-m", "calc"]).await;
     std::fs::write(
         repo.join("calc.py"),
         "def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a * b\n",
@@ -255,10 +241,6 @@ async fn instances_from_history_with_the_tests_hidden_or_shown() {
     git(
         &repo,
         &[
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@localhost",
             "commit",
             "-q",
             "-am",

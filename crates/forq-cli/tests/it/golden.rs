@@ -4,25 +4,7 @@
 use std::path::Path;
 use std::process::Output;
 
-use super::{check_exit, native_or_skip, repo_root};
-
-async fn git(dir: &Path, args: &[&str]) {
-    let out = forq_sandbox::host_command("git")
-        .args([
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            "-c",
-            "commit.gpgsign=false",
-        ])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .await
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}: {out:?}");
-}
+use super::{check_exit, git, native_or_skip, repo_root};
 
 /// examples/calc as a git repository of its own.
 async fn calc_repo() -> tempfile::TempDir {

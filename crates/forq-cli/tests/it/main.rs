@@ -23,6 +23,32 @@ mod serve;
 #[path = "../../../forq-agent/tests/it/server.rs"]
 mod server;
 
+/// Runs git in `dir` with a committer identity of its own (and no
+/// signing), failing the test on an error; its trimmed standard output.
+/// A later `-c user.name=…` in `args` overrides the identity.
+async fn git(dir: &std::path::Path, args: &[&str]) -> String {
+    let out = forq_sandbox::host_command("git")
+        .args([
+            "-c",
+            "user.name=forq",
+            "-c",
+            "user.email=forq@localhost",
+            "-c",
+            "commit.gpgsign=false",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
 fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
@@ -920,14 +946,7 @@ async fn bootstrap_clones_a_git_url_shallow_and_keeps_it_when_asked() {
         &["commit", "-q", "-m", "one"],
         &["commit", "-q", "--allow-empty", "-m", "two"],
     ] {
-        let out = forq_sandbox::host_command("git")
-            .args(["-c", "user.name=forq", "-c", "user.email=forq@localhost"])
-            .args(args)
-            .current_dir(origin.path())
-            .output()
-            .await
-            .unwrap();
-        assert!(out.status.success(), "git {args:?}: {out:?}");
+        git(origin.path(), args).await;
     }
     let url = format!("file://{}", origin.path().display());
     let keep = tempfile::tempdir().unwrap();
