@@ -418,7 +418,7 @@ fn operator_swaps(op: &str, lang: Lang) -> &'static [&'static str] {
 /// lead): a mutant's prior is its class's share split over the class's
 /// mutants in the function (by their weights), so a function with many
 /// sites of one kind does not crowd out the others.
-const CLASS_SHARE: [(&str, f64); 13] = [
+const CLASS_SHARE: [(&str, f64); 17] = [
     ("operator", 0.24),
     ("replace variable", 0.22),
     ("constant", 0.14),
@@ -433,6 +433,10 @@ const CLASS_SHARE: [(&str, f64); 13] = [
     ("boundary", 0.14),
     ("reduce condition", 0.04),
     ("move statement", 0.03),
+    ("expand condition", 0.05),
+    ("guard", 0.05),
+    ("return value", 0.04),
+    ("remove argument", 0.02),
 ];
 
 fn class_share(class: &str) -> f64 {
@@ -573,6 +577,10 @@ fn mutations(
     };
     // The smallest node covering the span is the definition (or its body).
     let vars = variables(func, source);
+    let ingredients = match function_within(func, start, end).filter(|_| templates) {
+        Some(f) => Ingredients::of(lang, f, source),
+        None => Ingredients::default(),
+    };
     let mut stack = vec![func];
     while let Some(n) = stack.pop() {
         let mut c = n.walk();
@@ -737,6 +745,7 @@ fn mutations(
         }
         if templates {
             repair_templates(n, &children, source, &mut out);
+            ingredient_templates(lang, n, source, &ingredients, &mut out);
         }
     }
     out
@@ -821,6 +830,264 @@ fn repair_templates(
                 end: b.end_byte(),
                 text: format!("{}{between}{}", text(b), text(a)),
                 operator: "move statement",
+                weight: 0.3,
+            });
+        }
+    }
+}
+
+/// What the templates reuse from the function under repair (its
+/// "ingredients", in the program-repair literature's word): the
+/// conditions it tests, the values it returns, its parameters, and its
+/// body's first statement (where a guard goes).
+#[derive(Default)]
+struct Ingredients {
+    /// `(start byte, text)` of each `if`/`while` condition and comparison.
+    conditions: Vec<(usize, String)>,
+    /// Each distinct returned expression.
+    returns: Vec<String>,
+    /// Parameter names (`self`, `cls` and `this` left out).
+    params: Vec<String>,
+    /// The body's first statement (a docstring skipped), by node id.
+    first_statement: Option<usize>,
+}
+
+impl Ingredients {
+    fn of(lang: Lang, func: tree_sitter::Node<'_>, source: &str) -> Ingredients {
+        let bytes = source.as_bytes();
+        let text = |n: tree_sitter::Node<'_>| n.utf8_text(bytes).unwrap_or("").to_owned();
+        let mut out = Ingredients::default();
+        if let Some(params) = func.child_by_field_name("parameters") {
+            let mut c = params.walk();
+            for p in params.named_children(&mut c) {
+                let name = if p.kind() == "identifier" {
+                    Some(p)
+                } else {
+                    p.child_by_field_name("name")
+                        .or_else(|| p.child_by_field_name("pattern"))
+                        .or_else(|| p.child_by_field_name("left"))
+                        .filter(|n| n.kind() == "identifier")
+                };
+                if let Some(name) = name.map(text) {
+                    if !matches!(name.as_str(), "self" | "cls" | "this") {
+                        out.params.push(name);
+                    }
+                }
+            }
+        }
+        if let Some(body) = func.child_by_field_name("body") {
+            let mut c = body.walk();
+            out.first_statement = body
+                .named_children(&mut c)
+                .find(|s| {
+                    let docstring = s.kind() == "expression_statement"
+                        && s.named_child(0).is_some_and(|c| c.kind() == "string");
+                    !s.kind().contains("comment") && !docstring
+                })
+                .filter(|_| matches!(lang, Lang::Python | Lang::JavaScript | Lang::TypeScript))
+                .map(|s| s.id());
+        }
+        let mut stack = vec![func];
+        while let Some(n) = stack.pop() {
+            let mut c = n.walk();
+            stack.extend(n.children(&mut c));
+            if let Some(cond) = n.child_by_field_name("condition") {
+                let inner = unparenthesized(cond);
+                out.conditions.push((inner.start_byte(), text(inner)));
+            } else if is_single_comparison(n, source) {
+                out.conditions.push((n.start_byte(), text(n)));
+            }
+            if n.kind() == "return_statement" {
+                if let Some(value) = n.named_child(0) {
+                    let value = text(value);
+                    if !out.returns.contains(&value) {
+                        out.returns.push(value);
+                    }
+                }
+            }
+        }
+        out.conditions.sort();
+        out.conditions.dedup_by(|a, b| a.1 == b.1);
+        out
+    }
+}
+
+/// The outermost function definition inside `start..end` (bytes) at or
+/// below `node`: what a suspect's span holds.
+fn function_within(
+    node: tree_sitter::Node<'_>,
+    start: usize,
+    end: usize,
+) -> Option<tree_sitter::Node<'_>> {
+    let mut queue = std::collections::VecDeque::from([node]);
+    while let Some(n) = queue.pop_front() {
+        if n.start_byte() >= start
+            && n.end_byte() <= end
+            && n.child_by_field_name("parameters").is_some()
+            && n.child_by_field_name("body").is_some()
+        {
+            return Some(n);
+        }
+        let mut c = n.walk();
+        queue.extend(
+            n.named_children(&mut c)
+                .filter(|k| k.end_byte() > start && k.start_byte() < end),
+        );
+    }
+    None
+}
+
+/// `cond` without the parentheses C-like syntax requires around it.
+fn unparenthesized(cond: tree_sitter::Node<'_>) -> tree_sitter::Node<'_> {
+    if cond.kind() == "parenthesized_expression" {
+        cond.named_child(0).unwrap_or(cond)
+    } else {
+        cond
+    }
+}
+
+/// `text` in parentheses when it holds a boolean operator of its own.
+fn grouped(text: &str) -> String {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    if words
+        .iter()
+        .any(|w| matches!(*w, "and" | "or" | "&&" | "||"))
+    {
+        format!("({text})")
+    } else {
+        text.to_owned()
+    }
+}
+
+/// Whether a returned expression is a literal (`0`, `None`, `[]`, `""`,
+/// `-1`, `false`): a guard's plausible answer for an empty input.
+fn is_literal(text: &str) -> bool {
+    let t = text.trim_start_matches('-');
+    matches!(
+        t,
+        "None"
+            | "True"
+            | "False"
+            | "null"
+            | "undefined"
+            | "true"
+            | "false"
+            | "[]"
+            | "{}"
+            | "()"
+            | "\"\""
+            | "''"
+    ) || t.parse::<f64>().is_ok()
+}
+
+/// The templates that reuse what the function already holds: a condition
+/// widened or narrowed by another of its conditions, a guard for an empty
+/// or missing argument, a return value replaced by another it returns,
+/// and an argument too many removed.
+fn ingredient_templates(
+    lang: Lang,
+    n: tree_sitter::Node<'_>,
+    source: &str,
+    ingredients: &Ingredients,
+    out: &mut Vec<Mutation>,
+) {
+    let bytes = source.as_bytes();
+    let text = |n: tree_sitter::Node<'_>| n.utf8_text(bytes).unwrap_or("").to_owned();
+    let kind = n.kind();
+    let py = lang == Lang::Python;
+    // `if a:` → `if a and b:` / `if a or b:`, `b` another condition of
+    // the function, the nearest first.
+    if let Some(cond) = n.child_by_field_name("condition") {
+        if kind.contains("if") || kind.contains("while") || kind == "elif_clause" {
+            let inner = unparenthesized(cond);
+            let own = text(inner);
+            let mut others: Vec<&(usize, String)> = ingredients
+                .conditions
+                .iter()
+                .filter(|(_, c)| !own.contains(c.as_str()) && !c.contains(own.as_str()))
+                .collect();
+            others.sort_by_key(|(at, _)| at.abs_diff(inner.start_byte()));
+            let (and, or) = if py { ("and", "or") } else { ("&&", "||") };
+            for (_, other) in others.into_iter().take(3) {
+                for op in [and, or] {
+                    out.push(Mutation {
+                        start: inner.start_byte(),
+                        end: inner.end_byte(),
+                        text: format!("{} {op} {}", grouped(&own), grouped(other)),
+                        operator: "expand condition",
+                        weight: 0.5,
+                    });
+                }
+            }
+        }
+    }
+    // A guard before the body: `if not xs: return xs` (or a literal the
+    // function returns elsewhere).
+    if ingredients.first_statement == Some(n.id()) {
+        let line_start = source[..n.start_byte()].rfind('\n').map_or(0, |i| i + 1);
+        let indent = &source[line_start..n.start_byte()];
+        if indent.trim().is_empty() {
+            // The literals the function returns elsewhere, else "nothing".
+            let mut literals: Vec<&str> = ingredients
+                .returns
+                .iter()
+                .map(String::as_str)
+                .filter(|r| is_literal(r))
+                .take(2)
+                .collect();
+            if literals.is_empty() {
+                literals.push(if py { "None" } else { "null" });
+            }
+            for p in ingredients.params.iter().take(4) {
+                for value in std::iter::once(p.as_str()).chain(literals.iter().copied()) {
+                    let guard = if py {
+                        format!("if not {p}:\n{indent}    return {value}\n{indent}")
+                    } else {
+                        format!("if (!{p}) return {value};\n{indent}")
+                    };
+                    out.push(Mutation {
+                        start: n.start_byte(),
+                        end: n.start_byte(),
+                        text: guard,
+                        operator: "guard",
+                        weight: 0.5,
+                    });
+                }
+            }
+        }
+    }
+    // `return a` → `return b`, `b` another value the function returns.
+    if kind == "return_statement" {
+        if let Some(value) = n.named_child(0) {
+            let own = text(value);
+            for other in ingredients.returns.iter().filter(|r| **r != own).take(4) {
+                out.push(Mutation {
+                    start: value.start_byte(),
+                    end: value.end_byte(),
+                    text: other.clone(),
+                    operator: "return value",
+                    weight: 0.5,
+                });
+            }
+        }
+    }
+    // An argument too many: each one removed, with its separator.
+    if matches!(kind, "argument_list" | "arguments") && n.named_child_count() >= 2 {
+        let mut c = n.walk();
+        let args: Vec<tree_sitter::Node<'_>> = n
+            .named_children(&mut c)
+            .filter(|a| !a.kind().contains("comment"))
+            .collect();
+        for (i, a) in args.iter().enumerate() {
+            let (start, end) = match args.get(i + 1) {
+                Some(next) => (a.start_byte(), next.start_byte()),
+                None => (args[i - 1].end_byte(), a.end_byte()),
+            };
+            out.push(Mutation {
+                start,
+                end,
+                text: String::new(),
+                operator: "remove argument",
                 weight: 0.3,
             });
         }
@@ -1076,6 +1343,49 @@ mod tests {
         assert!(!without.iter().any(|s| s.contains("lo = mid + 1")));
         assert!(!without.iter().any(|s| s.contains("if ok:")));
         assert!(with.len() > without.len());
+    }
+
+    #[test]
+    fn ingredient_templates_guard_widen_return_and_drop_arguments() {
+        let src = "def find(xs, target):\n    \"\"\"Where target is.\"\"\"\n    i = 0\n    while i < len(xs):\n        if xs[i] == target:\n            return max(i, 0)\n        i += 1\n    return -1\n";
+        let with = mutants_of(Lang::Python, src, true);
+        for expected in [
+            // A guard after the docstring, answering with the argument or
+            // a literal the function returns.
+            "\"\"\"Where target is.\"\"\"\n    if not xs:\n        return xs\n    i = 0\n",
+            "    if not xs:\n        return -1\n    i = 0\n",
+            // A condition widened or narrowed by another of the function's.
+            "while i < len(xs) and xs[i] == target:",
+            "if xs[i] == target or i < len(xs):",
+            // Another value the function returns.
+            "            return -1\n        i += 1",
+            "    return max(i, 0)\n",
+            // An argument too many.
+            "return max(0)",
+            "return max(i)",
+        ] {
+            assert!(
+                with.iter().any(|s| s.contains(expected)),
+                "no template with {expected:?}"
+            );
+        }
+        assert!(with.iter().all(|s| Lang::Python.syntax_error(s).is_none()));
+        let without = mutants_of(Lang::Python, src, false);
+        assert!(!without.iter().any(|s| s.contains("if not xs:")));
+        // JavaScript: the same guard in its own syntax, and `&&`/`||`
+        // with parentheses kept around a compound ingredient.
+        let js = "function f(xs, n) {\n  if (xs.length > n || n < 0) { return null; }\n  while (n > 0) { n = n - 1; }\n  return xs[n];\n}\n";
+        let with = mutants_of(Lang::JavaScript, js, true);
+        for expected in [
+            "{\n  if (!xs) return xs;\n  if (xs.length",
+            "{\n  if (!xs) return null;\n",
+            "while (n > 0 && (xs.length > n || n < 0))",
+        ] {
+            assert!(
+                with.iter().any(|s| s.contains(expected)),
+                "no template with {expected:?} in {with:#?}"
+            );
+        }
     }
 
     #[test]
