@@ -1033,10 +1033,17 @@ pub(crate) async fn run_stack_in(
             (Some(ev), _, _) if ev.executed() == 0 => format!("no tests ran (exit {code})"),
             (Some(ev), _, _) => {
                 run.verdict = Verdict::Bootstrapped;
-                let hung = match suite.hung.len() {
+                let mut hung = match suite.hung.len() {
                     0 => String::new(),
                     n => format!(" ({n} hung: {})", suite.hung.join(", ")),
                 };
+                if !suite.crashed.is_empty() {
+                    hung.push_str(&format!(
+                        " ({} crashed: {})",
+                        suite.crashed.len(),
+                        suite.crashed.join(", ")
+                    ));
+                }
                 format!(
                     "`{}` ran {} test(s): {} passed, {} failed{hung}, {} errored",
                     stack.command,

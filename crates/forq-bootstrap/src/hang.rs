@@ -7,6 +7,11 @@
 //! tests after it still count. Where it cannot (unittest), the tests that
 //! finished before the hang count and the evidence says the rest did not
 //! run.
+//!
+//! A run whose process dies of a crash signal (a segmentation fault, an
+//! abort) is read the same way: the test whose line was still open when
+//! the crash's report came fails with the signal as its cause, and the
+//! suite runs on without it where the runner allows.
 
 use std::time::{Duration, Instant};
 
@@ -166,6 +171,81 @@ pub fn in_progress(kind: StackKind, output: &str) -> Option<String> {
     }
 }
 
+/// The crash signal a run died of: the process's own, or the shell's
+/// `128 + signal` exit code. Only the signals of a crash (illegal
+/// instruction, abort, bus error, arithmetic fault, segmentation fault):
+/// a kill is not a crash.
+fn crash_signal(out: &ExecOutcome) -> Option<i32> {
+    let signal = out.signal.or_else(|| {
+        out.exit_code
+            .filter(|c| (129..160).contains(c))
+            .map(|c| c - 128)
+    })?;
+    matches!(signal, 4 | 6 | 7 | 8 | 11).then_some(signal)
+}
+
+fn signal_name(signal: i32) -> String {
+    let name = match signal {
+        4 => "SIGILL",
+        6 => "SIGABRT",
+        7 => "SIGBUS",
+        8 => "SIGFPE",
+        11 => "SIGSEGV",
+        _ => return format!("signal {signal}"),
+    };
+    format!("{name}, signal {signal}")
+}
+
+/// The test a runner was in when its process crashed: the last test line
+/// without an outcome. The crash's report follows it, often on the same
+/// line (the test's line never got its outcome or its newline:
+/// `test_x (m.T.test_x) ... Segmentation fault`). `None` when the last
+/// test line has an outcome (the crash came between tests) or the runner
+/// does not print a line per test.
+fn crashed_in(kind: StackKind, output: &str) -> Option<String> {
+    let text = crate::evidence::strip_ansi(output);
+    let lines: Vec<&str> = text.lines().collect();
+    for end in (0..lines.len()).rev() {
+        let line = lines[end];
+        let (open, rest) = match kind {
+            StackKind::Unittest => match line.find(" ... ") {
+                Some(i) => (&line[..i + 4], line[i + 5..].trim()),
+                None if line.trim_end().ends_with(" ...") => (line.trim_end(), ""),
+                None => continue,
+            },
+            StackKind::Pytest => {
+                let first = line.split_whitespace().next().unwrap_or("");
+                if !first.contains("::") || first.starts_with("FAILED") {
+                    continue;
+                }
+                (first, line.trim_start()[first.len()..].trim())
+            }
+            _ => return None,
+        };
+        let outcome = rest.split_whitespace().next().is_some_and(|w| {
+            matches!(
+                w,
+                "ok" | "FAIL"
+                    | "ERROR"
+                    | "skipped"
+                    | "expected"
+                    | "unexpected"
+                    | "PASSED"
+                    | "FAILED"
+                    | "SKIPPED"
+                    | "XFAIL"
+                    | "XPASS"
+            )
+        });
+        if outcome {
+            return None;
+        }
+        let before = lines[..end].join("\n");
+        return in_progress(kind, &format!("{before}\n{open}"));
+    }
+    None
+}
+
 /// The line in which a runner says its own clock ran out (go test's
 /// `-timeout`: `panic: test timed out after 10m0s`), if it did.
 fn runner_timeout(kind: StackKind, output: &str) -> Option<String> {
@@ -253,6 +333,8 @@ pub(crate) struct Suite {
     pub(crate) evidence: Option<Evidence>,
     /// Tests that hung, in the order found.
     pub(crate) hung: Vec<String>,
+    /// Tests whose process crashed (a signal), in the order found.
+    pub(crate) crashed: Vec<String>,
     /// A run was killed and no test could be named for it.
     pub(crate) timed_out: bool,
     /// Every run, end to end.
@@ -291,15 +373,21 @@ pub(crate) async fn run_suite(
         }
         let out = sandbox.exec(req).await?;
         let text = format!("{}{}", out.stdout_text(), out.stderr_text());
-        // Killed here, or by the runner's own clock (go test's -timeout).
+        // Killed here, or by the runner's own clock (go test's -timeout),
+        // or dead of a crash.
         let own = runner_timeout(stack.kind, &text);
-        let killed = out.timed_out || out.idle_timed_out || own.is_some();
-        let cause = match (&own, limits.idle) {
-            (Some(line), _) => format!("the runner's own timeout: {line}"),
-            (None, Some(idle)) if out.idle_timed_out => {
-                format!("no output for {:.1} s", idle.as_secs_f64())
+        let crash = crash_signal(&out).filter(|_| !out.timed_out && !out.idle_timed_out);
+        let killed = out.timed_out || out.idle_timed_out || own.is_some() || crash.is_some();
+        let cause = match (&own, crash, limits.idle) {
+            (_, Some(signal), _) => format!("crashed ({})", signal_name(signal)),
+            (Some(line), _, _) => format!("hung (the runner's own timeout: {line}); killed"),
+            (None, None, Some(idle)) if out.idle_timed_out => {
+                format!("hung (no output for {:.1} s); killed", idle.as_secs_f64())
             }
-            (None, _) => format!("past the run's {} s", limits.timeout.as_secs()),
+            (None, None, _) => format!(
+                "hung (past the run's {} s); killed",
+                limits.timeout.as_secs()
+            ),
         };
         let silence = match (out.idle_timed_out, limits.idle) {
             (true, Some(idle)) => idle.as_millis() as u64,
@@ -312,7 +400,10 @@ pub(crate) async fn run_suite(
             stack.parse(&text)
         };
         merged = merge(merged, ev);
-        let current = killed.then(|| in_progress(stack.kind, &text)).flatten();
+        let current = match crash {
+            Some(_) => crashed_in(stack.kind, &text),
+            None => killed.then(|| in_progress(stack.kind, &text)).flatten(),
+        };
         let again = match &current {
             Some(test) if !hung.contains(test) => {
                 hung.push(test.clone());
@@ -331,13 +422,18 @@ pub(crate) async fn run_suite(
                 mark_hung(&mut ev, &hung, &causes, killed && current.is_some());
                 ev
             });
+            let (crashed, hung): (Vec<_>, Vec<_>) = hung
+                .into_iter()
+                .zip(causes)
+                .partition(|(_, cause): &(String, String)| cause.starts_with("crashed"));
             return Ok(Suite {
-                timed_out: killed && current.is_none(),
+                timed_out: killed && current.is_none() && crash.is_none(),
                 out,
                 command: run_command,
                 text,
                 evidence,
-                hung,
+                hung: hung.into_iter().map(|(t, _)| t).collect(),
+                crashed: crashed.into_iter().map(|(t, _)| t).collect(),
                 duration_ms: started.elapsed().as_millis() as u64,
                 active_ms,
             });
@@ -367,7 +463,8 @@ fn merge(sofar: Option<Evidence>, next: Option<Evidence>) -> Option<Evidence> {
     }
 }
 
-/// Hanging tests failed, with the cause in the evidence's lines.
+/// Tests that hung or crashed, failed, each with its cause in the
+/// evidence's lines.
 fn mark_hung(ev: &mut Evidence, hung: &[String], causes: &[String], rest_unrun: bool) {
     if hung.is_empty() {
         return;
@@ -377,18 +474,52 @@ fn mark_hung(ev: &mut Evidence, hung: &[String], causes: &[String], rest_unrun: 
     }
     recount(ev);
     for (test, cause) in hung.iter().zip(causes) {
-        ev.lines.push(format!("{test}: hung ({cause}); killed"));
+        ev.lines.push(format!("{test}: {cause}"));
     }
     if rest_unrun {
-        ev.lines.push(
-            "the tests after the hang did not run (the runner cannot leave a test out)".to_owned(),
-        );
+        ev.lines
+            .push("the tests after it did not run (the runner cannot leave a test out)".to_owned());
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_crashed_test_is_the_one_whose_line_the_crash_report_cut() {
+        // unittest: the shell's report lands on the test's open line.
+        let unittest = "test_a (tests.test_a.A.test_a) ... ok\ntest_crash (tests.test_b.B.test_crash) ... Segmentation fault\n";
+        assert_eq!(
+            crashed_in(StackKind::Unittest, unittest).as_deref(),
+            Some("tests.test_b.B.test_crash")
+        );
+        // pytest: faulthandler's dump follows the id on its line.
+        let pytest = "tests/test_a.py::test_a PASSED [ 50%]\ntests/test_b.py::test_crash Fatal Python error: Segmentation fault\n\nCurrent thread 0x00007f (most recent call first):\n  File \"/w/tests/test_b.py\", line 4 in test_crash\n  File \"/usr/lib/python3/site-packages/_pytest/python.py\", line 159 in pytest_pyfunc_call\nSegmentation fault\n";
+        assert_eq!(
+            crashed_in(StackKind::Pytest, pytest).as_deref(),
+            Some("tests/test_b.py::test_crash")
+        );
+        // A crash after the last test ended names nobody.
+        let between = "test_a (tests.test_a.A.test_a) ... ok\nSegmentation fault\n";
+        assert_eq!(crashed_in(StackKind::Unittest, between), None);
+        let between = "tests/test_a.py::test_a PASSED [100%]\nAborted\n";
+        assert_eq!(crashed_in(StackKind::Pytest, between), None);
+    }
+
+    #[test]
+    fn only_crash_signals_are_crashes() {
+        let out = |exit_code: Option<i32>, signal: Option<i32>| {
+            let mut out = ExecOutcome::default();
+            (out.exit_code, out.signal) = (exit_code, signal);
+            out
+        };
+        assert_eq!(crash_signal(&out(Some(139), None)), Some(11));
+        assert_eq!(crash_signal(&out(None, Some(6))), Some(6));
+        assert_eq!(crash_signal(&out(Some(137), None)), None, "a kill");
+        assert_eq!(crash_signal(&out(Some(1), None)), None);
+        assert_eq!(signal_name(11), "SIGSEGV, signal 11");
+    }
 
     #[test]
     fn the_test_in_progress_is_read_from_the_last_line() {
@@ -486,7 +617,7 @@ mod tests {
         mark_hung(
             &mut ev,
             &["tests.test_a.A.test_loop".to_owned()],
-            &["no output for 60.0 s".to_owned()],
+            &["hung (no output for 60.0 s); killed".to_owned()],
             true,
         );
         assert_eq!((ev.passed, ev.failed, ev.executed()), (1, 1, 2));

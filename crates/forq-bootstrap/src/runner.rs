@@ -192,6 +192,9 @@ pub struct TestRun {
     /// Tests that hung (silent past the per-test budget), failed in the
     /// evidence with the cause in its lines.
     pub hung: Vec<String>,
+    /// Tests whose process died of a crash signal while they ran, failed
+    /// in the evidence with the signal in its lines.
+    pub crashed: Vec<String>,
     /// Time the tests ran while answering: `duration_ms` less the silence
     /// that ended each killed run. What a candidate's budget is made from.
     pub active_ms: u64,
@@ -297,6 +300,7 @@ pub async fn run_tests_within(
         command: suite.command,
         duration_ms: suite.duration_ms,
         hung: suite.hung,
+        crashed: suite.crashed,
         active_ms: suite.active_ms,
     })
 }

@@ -131,3 +131,52 @@ async fn go_tests_own_timeout_names_the_test_it_stopped() {
         ev.lines
     );
 }
+
+#[tokio::test]
+async fn a_test_that_crashes_its_interpreter_is_named_failed_with_its_signal() {
+    // unittest runs modules in name order: test_a passes, then test_b's
+    // first test reads address 0 and the interpreter dies of SIGSEGV.
+    let dir = repo(&[
+        ("tests/__init__.py", ""),
+        (
+            "tests/test_a.py",
+            "import unittest\n\n\nclass A(unittest.TestCase):\n    def test_a(self):\n        self.assertEqual(1, 1)\n",
+        ),
+        (
+            "tests/test_b.py",
+            "import ctypes\nimport unittest\n\n\nclass B(unittest.TestCase):\n    def test_crash(self):\n        ctypes.string_at(0)\n\n    def test_z(self):\n        pass\n",
+        ),
+    ]);
+    let record = gate(dir.path(), GateOptions::default()).await;
+    assert_eq!(record.verdict, Verdict::Bootstrapped, "{}", record.reason);
+    assert!(
+        record
+            .reason
+            .contains("(1 crashed: tests.test_b.B.test_crash)"),
+        "{}",
+        record.reason
+    );
+    let run = record.stacks.iter().find(|s| s.name == "unittest").unwrap();
+    let ev = run.evidence.as_ref().unwrap();
+    assert_eq!(
+        ev.tests.get("tests.test_a.A.test_a"),
+        Some(&Outcome::Passed)
+    );
+    assert_eq!(
+        ev.tests.get("tests.test_b.B.test_crash"),
+        Some(&Outcome::Failed)
+    );
+    assert!(
+        ev.lines
+            .iter()
+            .any(|l| l == "tests.test_b.B.test_crash: crashed (SIGSEGV, signal 11)"),
+        "{:?}",
+        ev.lines
+    );
+    // unittest cannot leave the crashed test out: the evidence says so.
+    assert!(
+        ev.lines.iter().any(|l| l.contains("did not run")),
+        "{:?}",
+        ev.lines
+    );
+}
