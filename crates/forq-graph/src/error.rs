@@ -75,17 +75,19 @@ pub enum Error {
         /// Why.
         reason: String,
     },
+    /// A `FILE:LINE` argument names no indexed file.
+    #[error("{file:?} is not in the index; pass a path relative to the indexed root")]
+    NoSuchFile {
+        /// The file asked for.
+        file: String,
+    },
+    // New variants go last: a variant's position is part of the API
+    // (cargo-semver-checks holds it).
     /// A file changed since it was indexed: what the index holds of it no
     /// longer matches its lines.
     #[error("{file:?} changed since it was indexed; bring the index up to date (Index::update) and ask again")]
     Stale {
         /// The file, relative to the indexed root.
-        file: String,
-    },
-    /// A `FILE:LINE` argument names no indexed file.
-    #[error("{file:?} is not in the index; pass a path relative to the indexed root")]
-    NoSuchFile {
-        /// The file asked for.
         file: String,
     },
 }
