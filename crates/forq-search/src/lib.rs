@@ -9,6 +9,7 @@ pub mod fix;
 pub mod oracle;
 pub mod plan;
 mod search;
+pub mod spectrum;
 pub mod tree;
 
 pub use fix::{

@@ -766,6 +766,7 @@ pub async fn search(
         budget_spent,
         "search done"
     );
+    engine.tree.suspected = brancher.suspected();
     engine.tell(Event::Finished {
         solved: winner.is_some(),
         best: engine.tree.best,

@@ -126,6 +126,11 @@ pub struct Tree {
     pub brancher: String,
     /// The expansion order.
     pub order: String,
+    /// The statements the brancher suspected, most suspicious first, with
+    /// the failing and passing tests that ran each (statement-level
+    /// localisation; empty without it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub suspected: Vec<crate::spectrum::LineSuspect>,
 }
 
 impl Tree {

@@ -72,4 +72,10 @@ pub trait Brancher: Send + Sync {
     fn cost_usd(&self) -> f64 {
         0.0
     }
+
+    /// The statements it suspected, most suspicious first, and why (for
+    /// `tree.json`); empty for a brancher that does not localise by line.
+    fn suspected(&self) -> Vec<crate::spectrum::LineSuspect> {
+        Vec::new()
+    }
 }

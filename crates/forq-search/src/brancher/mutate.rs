@@ -19,6 +19,13 @@ use forq_graph::{Index, Lang, SymbolFilter};
 
 use super::{BranchContext, BranchError, Brancher};
 use crate::candidate::{Candidate, Change};
+use crate::spectrum::LineSuspect;
+
+/// Lines reported as suspected at most.
+const MAX_LINES_REPORTED: usize = 20;
+
+/// A mutation's weight on a line no failing test runs.
+const UNRUN_LINE: f64 = 0.05;
 
 /// How far from a test the call paths are followed.
 const CALL_DEPTH: u32 = 3;
@@ -52,6 +59,11 @@ pub struct Mutate {
     /// Test files the graph does not hold (a reproduction test).
     seed: Vec<String>,
     suspects: Mutex<Option<Vec<Suspect>>>,
+    /// Statement-level localisation (a traced run at the root; on with
+    /// the templates).
+    statements: bool,
+    /// The suspected lines, once traced (empty when there is no spectrum).
+    lines: Mutex<Option<Vec<LineSuspect>>>,
 }
 
 impl std::fmt::Debug for Mutate {
@@ -72,6 +84,8 @@ impl Mutate {
             templates: false,
             seed: Vec::new(),
             suspects: Mutex::new(None),
+            statements: false,
+            lines: Mutex::new(None),
         }
     }
 
@@ -81,8 +95,23 @@ impl Mutate {
     /// comparison's side, a slice bound, `range`'s arguments), a compound
     /// condition reduced to one of its sides, two adjacent statements
     /// swapped.
+    ///
+    /// With them comes statement-level localisation
+    /// ([`Mutate::statements`]).
     pub fn templates(mut self, on: bool) -> Self {
         self.templates = on;
+        self.statements = on;
+        self
+    }
+
+    /// Weighs each mutation by how suspicious its lines are: one traced run
+    /// of the failing tests and the passing tests nearest them in a fork of
+    /// the unmodified code ([`crate::spectrum`]; Python stacks), Ochiai per
+    /// line. A line no failing test runs keeps a twentieth of its prior.
+    /// Without a spectrum (another stack, a failed trace) priors stay as
+    /// they are.
+    pub fn statements(mut self, on: bool) -> Self {
+        self.statements = on;
         self
     }
 
@@ -1193,8 +1222,46 @@ fn line_span(source: &str, first: u32, last: u32) -> (usize, usize) {
     (start.min(end), end)
 }
 
+impl Mutate {
+    /// The lines the spectrum suspects, traced once at the root (empty
+    /// without statement-level localisation or a spectrum).
+    async fn suspected_lines(&self, cx: &BranchContext<'_>) -> Vec<LineSuspect> {
+        if !self.statements {
+            return Vec::new();
+        }
+        if let Some(lines) = self.lines.lock().unwrap_or_else(|p| p.into_inner()).clone() {
+            return lines;
+        }
+        // Traced in the unmodified code: only the root's sandbox is that.
+        if cx.node.parent.is_some() {
+            return Vec::new();
+        }
+        let lines = match crate::spectrum::trace(cx.sandbox, cx.oracle).await {
+            // Tests are never edited: their lines are no suspects.
+            Ok(spectrum) => spectrum
+                .ochiai()
+                .into_iter()
+                .filter(|l| !self.stack.is_test_file(&l.file))
+                .collect(),
+            Err(why) => {
+                tracing::info!(%why, "no statement-level localisation");
+                Vec::new()
+            }
+        };
+        *self.lines.lock().unwrap_or_else(|p| p.into_inner()) = Some(lines.clone());
+        lines
+    }
+}
+
 #[async_trait]
 impl Brancher for Mutate {
+    fn suspected(&self) -> Vec<LineSuspect> {
+        let lines = self.lines.lock().unwrap_or_else(|p| p.into_inner());
+        let mut out = lines.clone().unwrap_or_default();
+        out.truncate(MAX_LINES_REPORTED);
+        out
+    }
+
     fn name(&self) -> &str {
         if self.templates {
             "templates"
@@ -1214,6 +1281,11 @@ impl Brancher for Mutate {
                 .get_or_insert_with(|| self.localize(&cx.oracle.target, &cx.oracle.guard))
                 .clone()
         };
+        let lines = self.suspected_lines(cx).await;
+        let line_score: HashMap<(&str, u32), f64> = lines
+            .iter()
+            .map(|l| ((l.file.as_str(), l.line), l.score))
+            .collect();
         // Each file read and parsed once, however many suspects it holds.
         let mut files: BTreeMap<String, (String, tree_sitter::Tree)> = BTreeMap::new();
         let mut all: Vec<(f64, String, usize, Candidate)> = Vec::new();
@@ -1266,12 +1338,22 @@ impl Brancher for Mutate {
                     was.lines().next().unwrap_or(""),
                     m.text.lines().next().unwrap_or("")
                 );
-                let prior = s.score * class_share(m.operator) * m.weight
+                let mut prior = s.score * class_share(m.operator) * m.weight
                     / class_weight
                         .get(m.operator)
                         .copied()
                         .unwrap_or(1.0)
                         .max(1e-9);
+                let mut hypothesis = hypothesis;
+                if !line_score.is_empty() {
+                    // The most suspicious line the mutation touches.
+                    let last = line + was.matches('\n').count();
+                    let score = (line..=last)
+                        .filter_map(|l| line_score.get(&(s.file.as_str(), l as u32)))
+                        .fold(0.0f64, |a, &b| a.max(b));
+                    prior *= UNRUN_LINE + score;
+                    hypothesis.push_str(&format!(" (line suspicion {score:.2})"));
+                }
                 all.push((
                     prior,
                     s.file.clone(),

@@ -9,6 +9,7 @@ mod invariants;
 mod llm;
 mod plan;
 mod search;
+mod spectrum;
 
 use std::path::Path;
 use std::sync::Arc;

@@ -1,0 +1,317 @@
+//! Statement-level fault localisation: the lines the failing tests run and
+//! the passing ones do not. One run of the target tests and the guard
+//! tests nearest them, in a fork of the unmodified code, under a line
+//! tracer that knows which test is running (a `sitecustomize` module put
+//! first on the interpreter's path, a pytest plugin or a wrapper of
+//! unittest's `TestCase.run` naming the test); each line scored by Ochiai,
+//! `failed(l) / sqrt(failed_total * (failed(l) + passed(l)))`. Python
+//! stacks (pytest, unittest) only: other runners have no tracer here.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use forq_bootstrap::StackKind;
+use forq_sandbox::{ExecRequest, Network, Sandbox};
+use serde::{Deserialize, Serialize};
+
+use crate::oracle::Oracle;
+
+/// Passing tests traced beside the failing ones at most.
+pub const MAX_PASSING: usize = 30;
+
+/// Where the tracer's files go in the fork (never in the root).
+const DIR: &str = ".forq-trace";
+
+/// The state and the line tracer, imported by `sitecustomize` and the
+/// pytest plugin alike.
+const TRACER: &str = r#"import atexit, json, os, sys, threading
+
+_root = os.environ.get("FORQ_TRACE_ROOT")
+_out = os.environ.get("FORQ_TRACE_OUT")
+_state = {"test": None, "pytest": False}
+_cover = {}
+_files = {}
+
+
+def _rel(filename):
+    rel = _files.get(filename, 0)
+    if rel == 0:
+        path = os.path.realpath(filename)
+        rel = None
+        if path.startswith(_root) and ".forq" not in path and "site-packages" not in path:
+            rel = path[len(_root):]
+        _files[filename] = rel
+    return rel
+
+
+def _local(frame, event, arg):
+    if event == "line" and _state["test"] is not None:
+        rel = _rel(frame.f_code.co_filename)
+        if rel is not None:
+            _cover.setdefault(_state["test"], {}).setdefault(rel, set()).add(frame.f_lineno)
+    return _local
+
+
+def _global(frame, event, arg):
+    if _state["test"] is None or _rel(frame.f_code.co_filename) is None:
+        return None
+    return _local
+
+
+def start(test):
+    _state["test"] = test
+
+
+def stop():
+    _state["test"] = None
+
+
+def _dump():
+    data = {t: {f: sorted(ls) for f, ls in fs.items()} for t, fs in _cover.items()}
+    with open(_out, "w") as out:
+        json.dump(data, out)
+
+
+if _root and _out:
+    _root = os.path.realpath(_root) + os.sep
+    atexit.register(_dump)
+    sys.settrace(_global)
+    threading.settrace(_global)
+    import unittest.case
+
+    _run = unittest.case.TestCase.run
+
+    def _traced_run(self, result=None):
+        if _state["pytest"]:
+            return _run(self, result)
+        start(self.id())
+        try:
+            return _run(self, result)
+        finally:
+            stop()
+
+    unittest.case.TestCase.run = _traced_run
+"#;
+
+const SITECUSTOMIZE: &str = "import forq_trace\n";
+
+const PYTEST_PLUGIN: &str = r#"import forq_trace
+
+
+def pytest_configure(config):
+    forq_trace._state["pytest"] = True
+
+
+def pytest_runtest_setup(item):
+    forq_trace.start(item.nodeid)
+
+
+def pytest_runtest_logfinish(nodeid, location):
+    forq_trace.stop()
+"#;
+
+/// A line and why it is suspected.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct LineSuspect {
+    /// The file, relative to the repository.
+    pub file: String,
+    /// 1-based line.
+    pub line: u32,
+    /// Ochiai: 1 when every failing test and no passing one runs it.
+    pub score: f64,
+    /// Failing tests that ran it.
+    pub failing: usize,
+    /// Passing tests that ran it.
+    pub passing: usize,
+}
+
+/// The lines each traced test ran.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Spectrum {
+    /// Test id → file → lines.
+    pub coverage: BTreeMap<String, BTreeMap<String, BTreeSet<u32>>>,
+    /// The failing tests among them.
+    pub failing: BTreeSet<String>,
+}
+
+impl Spectrum {
+    /// Every line a failing test ran, scored (Ochiai), best first; ties by
+    /// file and line.
+    pub fn ochiai(&self) -> Vec<LineSuspect> {
+        let mut counts: BTreeMap<(&str, u32), (usize, usize)> = BTreeMap::new();
+        for (test, files) in &self.coverage {
+            let failing = self.failing.contains(test);
+            for (file, lines) in files {
+                for &line in lines {
+                    let c = counts.entry((file.as_str(), line)).or_default();
+                    if failing {
+                        c.0 += 1;
+                    } else {
+                        c.1 += 1;
+                    }
+                }
+            }
+        }
+        let total = self
+            .failing
+            .iter()
+            .filter(|t| self.coverage.contains_key(*t))
+            .count();
+        let mut out: Vec<LineSuspect> = counts
+            .into_iter()
+            .filter(|(_, (f, _))| *f > 0)
+            .map(|((file, line), (f, p))| LineSuspect {
+                file: file.to_owned(),
+                line,
+                score: f as f64 / ((total * (f + p)) as f64).sqrt(),
+                failing: f,
+                passing: p,
+            })
+            .collect();
+        out.sort_by(|a, b| {
+            b.score
+                .total_cmp(&a.score)
+                .then_with(|| a.file.cmp(&b.file))
+                .then(a.line.cmp(&b.line))
+        });
+        out
+    }
+}
+
+/// How close a passing test is to the failing ones: the length of the
+/// longest id prefix it shares with one (same module, same class first).
+fn closeness(test: &str, failing: &[String]) -> usize {
+    failing
+        .iter()
+        .map(|f| {
+            f.chars()
+                .zip(test.chars())
+                .take_while(|(a, b)| a == b)
+                .count()
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+/// Traces the oracle's target tests and the [`MAX_PASSING`] guard tests
+/// nearest them in a fork of `sandbox` (the unmodified code). `Err` says
+/// why there is no spectrum (not a Python stack, the run failed, nothing
+/// traced); the caller goes on without one.
+pub async fn trace(sandbox: &dyn Sandbox, oracle: &Oracle) -> Result<Spectrum, String> {
+    if !matches!(oracle.stack.kind, StackKind::Pytest | StackKind::Unittest) {
+        return Err(format!("no line tracer for {}", oracle.stack.name()));
+    }
+    if oracle.target.is_empty() {
+        return Err("no failing test to localise from".to_owned());
+    }
+    let mut passing: Vec<&String> = oracle.guard.iter().collect();
+    passing.sort_by_key(|t| std::cmp::Reverse(closeness(t, &oracle.target)));
+    passing.truncate(MAX_PASSING);
+    let mut selection: Vec<String> = oracle.target.clone();
+    selection.extend(passing.into_iter().cloned());
+    let fork = sandbox.fork().await.map_err(|e| e.to_string())?;
+    let traced = run_traced(&*fork, oracle, &selection).await;
+    if let Err(e) = fork.destroy().await {
+        tracing::debug!(%e, "the tracer's fork was not destroyed cleanly");
+    }
+    let coverage = traced?;
+    if !oracle.target.iter().any(|t| coverage.contains_key(t)) {
+        return Err("the tracer saw no failing test run".to_owned());
+    }
+    Ok(Spectrum {
+        coverage,
+        failing: oracle.target.iter().cloned().collect(),
+    })
+}
+
+type Coverage = BTreeMap<String, BTreeMap<String, BTreeSet<u32>>>;
+
+async fn run_traced(
+    fork: &dyn Sandbox,
+    oracle: &Oracle,
+    selection: &[String],
+) -> Result<Coverage, String> {
+    let write = |name: &str, text: &'static str| {
+        let path = Path::new(DIR).join(name);
+        async move { fork.write_file(&path, text.as_bytes()).await }
+    };
+    for (name, text) in [
+        ("forq_trace.py", TRACER),
+        ("sitecustomize.py", SITECUSTOMIZE),
+        ("forq_trace_plugin.py", PYTEST_PLUGIN),
+    ] {
+        write(name, text).await.map_err(|e| e.to_string())?;
+    }
+    let command = forq_bootstrap::selection_command(&oracle.stack, selection);
+    let plugin = if oracle.stack.kind == StackKind::Pytest {
+        "export PYTEST_PLUGINS=forq_trace_plugin\n"
+    } else {
+        ""
+    };
+    let script = format!(
+        "exec 2>&1\nexport PYTHONPATH=\"$PWD/{DIR}${{PYTHONPATH:+:$PYTHONPATH}}\" FORQ_TRACE_ROOT=\"$PWD\" FORQ_TRACE_OUT=\"$PWD/{DIR}/out.json\" PYTHONDONTWRITEBYTECODE=1\n{plugin}{command}"
+    );
+    // Tracing slows the tests down several times: the oracle's whole
+    // budget, not a candidate's.
+    let mut req = ExecRequest::shell(script)
+        .timeout(oracle.timeout * 3)
+        .stdin(Vec::new())
+        .network(Network::None);
+    if let Some(idle) = oracle.idle {
+        req = req.idle_timeout(idle * 5);
+    }
+    let out = fork.exec(req).await.map_err(|e| e.to_string())?;
+    if out.timed_out || out.idle_timed_out {
+        return Err("the traced run was killed at its budget".to_owned());
+    }
+    let data = fork
+        .read_file(&Path::new(DIR).join("out.json"))
+        .await
+        .map_err(|e| format!("the tracer wrote nothing ({e})"))?;
+    serde_json::from_slice(&data).map_err(|e| format!("the tracer's output is unreadable: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines(pairs: &[(&str, &[u32])]) -> BTreeMap<String, BTreeSet<u32>> {
+        pairs
+            .iter()
+            .map(|(f, ls)| ((*f).to_owned(), ls.iter().copied().collect()))
+            .collect()
+    }
+
+    #[test]
+    fn ochiai_ranks_the_line_only_failing_tests_run_first() {
+        let mut s = Spectrum::default();
+        // Line 3 runs only in the failing test; lines 1-2 run in all.
+        s.coverage
+            .insert("t_fail".into(), lines(&[("m.py", &[1, 2, 3])]));
+        s.coverage
+            .insert("t_pass1".into(), lines(&[("m.py", &[1, 2, 4])]));
+        s.coverage
+            .insert("t_pass2".into(), lines(&[("m.py", &[1, 4])]));
+        s.failing.insert("t_fail".into());
+        let ranked = s.ochiai();
+        assert_eq!((ranked[0].line, ranked[0].score), (3, 1.0));
+        assert_eq!((ranked[0].failing, ranked[0].passing), (1, 0));
+        // 1 / sqrt(1 * 2) for line 2, 1 / sqrt(1 * 3) for line 1; line 4
+        // (no failing test runs it) is not listed.
+        assert_eq!(
+            ranked.iter().map(|l| l.line).collect::<Vec<_>>(),
+            vec![3, 2, 1]
+        );
+        assert!((ranked[1].score - 1.0 / 2f64.sqrt()).abs() < 1e-12);
+    }
+
+    #[test]
+    fn passing_tests_nearest_the_failing_ones_are_traced_first() {
+        let failing = vec!["tests.test_calc.CalcTest.test_add".to_owned()];
+        assert!(
+            closeness("tests.test_calc.CalcTest.test_mul", &failing)
+                > closeness("tests.test_io.IoTest.test_read", &failing)
+        );
+    }
+}

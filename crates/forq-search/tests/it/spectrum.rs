@@ -1,0 +1,94 @@
+//! Statement-level localisation on a real sandbox: the traced run of the
+//! failing test and the passing ones, scored by Ochiai.
+
+use std::time::Duration;
+
+use super::{backend, prepare, project, stack_of};
+
+#[tokio::test]
+async fn the_lines_only_the_failing_test_runs_are_suspected_first() {
+    let repo = project();
+    let backend = backend().await;
+    let stack = stack_of(repo.path());
+    let (root, oracle, _) = prepare(&*backend, repo.path(), stack, Duration::from_secs(120)).await;
+    assert_eq!(
+        oracle.target,
+        ["tests.test_stats.StatsTest.test_count_above"]
+    );
+    let spectrum = forq_search::spectrum::trace(&*root, &oracle).await.unwrap();
+    // Every traced test ran, each under its own name.
+    assert_eq!(spectrum.coverage.len(), 3, "{:?}", spectrum.coverage.keys());
+    let ranked = spectrum.ochiai();
+    let top: Vec<(&str, u32)> = ranked
+        .iter()
+        .filter(|l| l.score == 1.0)
+        .map(|l| (l.file.as_str(), l.line))
+        .collect();
+    // count_above's body (lines 10-14 of stats.py, the `>=` on 12) is run
+    // by the failing test alone; so is the test's own assertion.
+    for line in 10..=14 {
+        assert!(top.contains(&("stats.py", line)), "{line}: {top:?}");
+    }
+    // mean's and span's lines run only in passing tests: not suspected.
+    assert!(
+        !ranked
+            .iter()
+            .any(|l| l.file == "stats.py" && (l.line == 2 || l.line == 6)),
+        "{ranked:?}"
+    );
+    // The root was not touched: the tracer worked in a fork.
+    assert!(root
+        .read_file(std::path::Path::new(".forq-trace/out.json"))
+        .await
+        .is_err());
+    root.destroy().await.unwrap();
+}
+
+#[tokio::test]
+async fn the_templates_search_reports_the_statements_it_suspected() {
+    use forq_search::brancher::Mutate;
+    use forq_search::{search, Budget, SearchOptions};
+    let repo = project();
+    let backend = backend().await;
+    let stack = stack_of(repo.path());
+    let (root, oracle, genesis) = prepare(
+        &*backend,
+        repo.path(),
+        stack.clone(),
+        Duration::from_secs(120),
+    )
+    .await;
+    let db = tempfile::tempdir().unwrap();
+    let mut index = forq_graph::Index::open(&db.path().join("g.db"), repo.path()).unwrap();
+    index.update().unwrap();
+    let templates = Mutate::new(index, stack).templates(true);
+    let options = SearchOptions::default().budget(Budget::default().max_nodes(60).jobs(2));
+    let out = search(&*root, &oracle, &genesis, &templates, &options)
+        .await
+        .unwrap();
+    let winner = out.winner.expect("a green candidate");
+    assert!(
+        winner.patch.contains("+        if x > limit:\n"),
+        "{}",
+        winner.patch
+    );
+    // tree.json says which statements were suspected and why; the test
+    // files are never among them.
+    let suspected = &out.tree.suspected;
+    let twelve = suspected
+        .iter()
+        .find(|l| l.file == "stats.py" && l.line == 12)
+        .unwrap_or_else(|| panic!("{suspected:#?}"));
+    assert_eq!((twelve.score, twelve.failing, twelve.passing), (1.0, 1, 0));
+    assert!(suspected.iter().all(|l| !l.file.starts_with("tests/")));
+    let json = serde_json::to_value(&out.tree).unwrap();
+    assert_eq!(json["suspected"][0]["score"], 1.0);
+    // Each candidate's hypothesis carries its line's suspicion.
+    let node = &out.tree.nodes[winner.node];
+    assert!(
+        node.hypothesis.contains("(line suspicion 1.00)"),
+        "{}",
+        node.hypothesis
+    );
+    root.destroy().await.unwrap();
+}
