@@ -36,10 +36,12 @@ _files = {}
 def _rel(filename):
     rel = _files.get(filename, 0)
     if rel == 0:
-        path = os.path.realpath(filename)
         rel = None
-        if path.startswith(_root) and ".forq" not in path and "site-packages" not in path:
-            rel = path[len(_root):]
+        # `<frozen …>`, `<string>`: code without a file.
+        if not filename.startswith("<"):
+            path = os.path.realpath(filename)
+            if path.startswith(_root) and ".forq" not in path and "site-packages" not in path:
+                rel = path[len(_root):]
         _files[filename] = rel
     return rel
 
