@@ -504,6 +504,33 @@ fn is_single_comparison(n: tree_sitter::Node<'_>, source: &str) -> bool {
     matches!(ops.as_slice(), [op] if is_comparison(op))
 }
 
+/// The operand that `n` (a binary operation) would reduce to with `op` as
+/// its operator, when the other operand makes it an identity: `x * 1`,
+/// `x / 1`, `x // 1`, `1 * x`, `x + 0`, `0 + x`, `x - 0`, `x | 0`,
+/// `x ^ 0`, `x << 0`, `x >> 0`.
+fn identity_operand(n: tree_sitter::Node<'_>, op: &str, source: &str) -> Option<String> {
+    if n.named_child_count() != 2 {
+        return None;
+    }
+    let (left, right) = (n.named_child(0)?, n.named_child(1)?);
+    let text = |c: tree_sitter::Node<'_>| c.utf8_text(source.as_bytes()).ok().map(str::trim);
+    let (l, r) = (text(left)?, text(right)?);
+    let neutral_right = match op {
+        "*" | "/" | "//" => "1",
+        "+" | "-" | "|" | "^" | "<<" | ">>" => "0",
+        _ => return None,
+    };
+    if r == neutral_right {
+        return Some(l.to_owned());
+    }
+    let neutral_left = match op {
+        "*" => "1",
+        "+" | "|" | "^" => "0",
+        _ => return None,
+    };
+    (l == neutral_left).then(|| r.to_owned())
+}
+
 /// Node kinds whose operator token is swapped.
 fn is_binary(kind: &str) -> bool {
     matches!(
@@ -623,10 +650,17 @@ fn mutations(
             for op in children.iter().filter(|c| !c.is_named()) {
                 let o = text(*op);
                 for swap in operator_swaps(&o, lang) {
+                    // A swap that makes the operation do nothing (`mid - 1`
+                    // → `mid * 1`) is written as a person would: the
+                    // operand alone (`mid`).
+                    let (start, end, new) = match identity_operand(n, swap, source) {
+                        Some(kept) => (n.start_byte(), n.end_byte(), kept),
+                        None => (op.start_byte(), op.end_byte(), (*swap).to_owned()),
+                    };
                     out.push(Mutation {
-                        start: op.start_byte(),
-                        end: op.end_byte(),
-                        text: (*swap).to_owned(),
+                        start,
+                        end,
+                        text: new,
                         operator: "operator",
                         weight: operator_weight(&o),
                     });
@@ -1425,6 +1459,20 @@ mod tests {
         assert!(!without.iter().any(|s| s.contains("lo = mid + 1")));
         assert!(!without.iter().any(|s| s.contains("if ok:")));
         assert!(with.len() > without.len());
+    }
+
+    #[test]
+    fn a_swap_that_makes_an_operation_do_nothing_leaves_the_operand_alone() {
+        let src = "def f(ys, mid, k):\n    return ys[mid - 1] + (1 + k)\n";
+        let m = mutants(Lang::Python, src);
+        // `mid - 1` → `mid * 1` reads `mid`; `1 + k` → `1 * k` reads `k`.
+        assert!(m.iter().any(|s| s.contains("ys[mid] + (1 + k)")), "{m:#?}");
+        assert!(m.iter().any(|s| s.contains("ys[mid - 1] + (k)")), "{m:#?}");
+        assert!(!m.iter().any(|s| s.contains("* 1") || s.contains("1 *")), "{m:#?}");
+        // Swaps that change the value stay as they were.
+        assert!(m.iter().any(|s| s.contains("ys[mid + 1]")));
+        let c = mutants(Lang::C, "int f(int a) { return a << 1; }\n");
+        assert!(c.iter().any(|s| s.contains("return a >> 1;")), "{c:#?}");
     }
 
     #[test]
