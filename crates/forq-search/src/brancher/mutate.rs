@@ -1468,7 +1468,10 @@ mod tests {
         // `mid - 1` → `mid * 1` reads `mid`; `1 + k` → `1 * k` reads `k`.
         assert!(m.iter().any(|s| s.contains("ys[mid] + (1 + k)")), "{m:#?}");
         assert!(m.iter().any(|s| s.contains("ys[mid - 1] + (k)")), "{m:#?}");
-        assert!(!m.iter().any(|s| s.contains("* 1") || s.contains("1 *")), "{m:#?}");
+        assert!(
+            !m.iter().any(|s| s.contains("* 1") || s.contains("1 *")),
+            "{m:#?}"
+        );
         // Swaps that change the value stay as they were.
         assert!(m.iter().any(|s| s.contains("ys[mid + 1]")));
         let c = mutants(Lang::C, "int f(int a) { return a << 1; }\n");
