@@ -663,15 +663,26 @@ async fn a_live_run_aborts_on_request_and_tail_follows_it_to_the_end() {
     let repo = slow_repo(tmp.path());
     let state = tmp.path().join("state");
     let state_s = state.to_str().unwrap();
-    let queue = forq_sandbox::host_command(forq_bin())
+    // Its progress lines go to a file, so a queue that stops early, or
+    // never records its run, says why.
+    let log_path = format!("{state_s}.queue-stderr");
+    let mut queue = forq_sandbox::host_command(forq_bin())
         .args(["queue", "--text", "# clamp() is wrong", "--repo"])
         .arg(&repo)
         .args(["--backend", "native", "--state", state_s])
         .env_remove("OPENAI_API_KEY")
         .env_remove("ANTHROPIC_API_KEY")
-        .output();
-    let queue = tokio::spawn(queue);
-    let id = wait_for_state(state_s, "implementing").await;
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&log_path).unwrap())
+        .spawn()
+        .unwrap();
+    let id = tokio::select! {
+        id = wait_for_state(state_s, "implementing") => id,
+        status = queue.wait() => panic!(
+            "forq queue exited ({status:?}) before a run was implementing; it said:\n{}",
+            std::fs::read_to_string(&log_path).unwrap_or_default()
+        ),
+    };
     let tail = forq_sandbox::host_command(forq_bin())
         .args(["runs", "tail", &id, "--state", state_s])
         .env("NO_COLOR", "1")
@@ -680,12 +691,12 @@ async fn a_live_run_aborts_on_request_and_tail_follows_it_to_the_end() {
     let out = forq_env(&["runs", "abort", &id, "--state", state_s], &[]).await;
     check_exit(&out, 0);
     assert!(String::from_utf8_lossy(&out.stdout).contains("aborted"));
-    let queued = queue.await.unwrap().unwrap();
+    let queued = queue.wait().await.unwrap();
     assert_eq!(
-        queued.status.code(),
+        queued.code(),
         Some(1),
         "{}",
-        String::from_utf8_lossy(&queued.stderr)
+        std::fs::read_to_string(&log_path).unwrap_or_default()
     );
     let tailed = tail.await.unwrap().unwrap();
     check_exit(&tailed, 0);
