@@ -671,12 +671,17 @@ pub(crate) enum SearchCommand {
 #[derive(Debug, Args)]
 pub(crate) struct SearchBenchArgs {
     /// Example directories (default: every directory under examples/ with
-    /// an ISSUE.md).
+    /// an ISSUE.md). A directory's TARGETS file, if any, names the tests
+    /// to fix, one per line (else every failing test is a target).
     #[arg(value_name = "DIR")]
     pub(crate) examples: Vec<PathBuf>,
     /// Most candidates evaluated per search.
     #[arg(long, default_value_t = 60)]
     pub(crate) max_nodes: usize,
+    /// Most wall-clock seconds per search (a search that runs out unsolved
+    /// counts as timed out).
+    #[arg(long, value_name = "S")]
+    pub(crate) max_time: Option<u64>,
     /// Candidates evaluated each way for the throughput comparison.
     #[arg(long, default_value_t = 6)]
     pub(crate) throughput_candidates: usize,

@@ -84,9 +84,27 @@ pub enum BenchError {
     },
 }
 
-/// Prepares each example once under `gate` and searches it once per
-/// variant, `setup` making the brancher and options of each (from
-/// `mutate` over the example's graph); `visit` reads each outcome.
+/// The tests a bug directory names as its targets: `TARGETS`, one test
+/// id per line (blank lines and `#` comments aside); empty when there is
+/// no such file (then every failing test is a target).
+pub fn targets_of(dir: &Path) -> std::io::Result<Vec<String>> {
+    match std::fs::read_to_string(dir.join("TARGETS")) {
+        Ok(text) => Ok(text
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with('#'))
+            .map(str::to_owned)
+            .collect()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Prepares each example once under `gate` (its targets from
+/// [`targets_of`]) and searches it once per variant, `setup` making the
+/// brancher and options of each (from `mutate` over the example's graph);
+/// `visit` reads each outcome. An example that cannot be prepared or
+/// searched goes to `failed` and the others go on.
 async fn search_each<V: Copy>(
     backend: &dyn Backend,
     examples: &[PathBuf],
@@ -94,25 +112,43 @@ async fn search_each<V: Copy>(
     variants: &[V],
     setup: impl Fn(Mutate, V) -> (Mutate, SearchOptions),
     mut visit: impl FnMut(&str, V, &Mutate, &SearchOutcome),
-) -> Result<(), BenchError> {
+    mut failed: impl FnMut(BenchError),
+) {
     for dir in examples {
         let example = dir
             .file_name()
             .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
-        let prepared = prepare(backend, dir, gate, &[], Duration::from_secs(300))
-            .await
-            .map_err(|source| BenchError::Prepare {
-                example: example.clone(),
-                source,
-            })?;
+        let fail = |message: String| BenchError::Example {
+            example: example.clone(),
+            message,
+        };
+        let targets = match targets_of(dir) {
+            Ok(t) => t,
+            Err(e) => {
+                failed(fail(format!("cannot read its TARGETS: {e}")));
+                continue;
+            }
+        };
+        let prepared = match prepare(backend, dir, gate, &targets, Duration::from_secs(300)).await {
+            Ok(p) => p,
+            Err(source) => {
+                failed(BenchError::Prepare {
+                    example: example.clone(),
+                    source,
+                });
+                continue;
+            }
+        };
         for &variant in variants {
-            let fail = |message: String| BenchError::Example {
-                example: example.clone(),
-                message,
+            let mutate = match mutate_for(dir, &prepared) {
+                Ok(m) => m,
+                Err(e) => {
+                    failed(fail(e.to_string()));
+                    break;
+                }
             };
-            let mutate = mutate_for(dir, &prepared).map_err(|e| fail(e.to_string()))?;
             let (brancher, options) = setup(mutate, variant);
-            let out = search(
+            match search(
                 &*prepared.root,
                 &prepared.oracle,
                 &prepared.genesis,
@@ -120,15 +156,21 @@ async fn search_each<V: Copy>(
                 &options,
             )
             .await
-            .map_err(|e| fail(e.to_string()))?;
-            visit(&example, variant, &brancher, &out);
-            if let Some(w) = out.winner {
-                let _ = w.sandbox.destroy().await;
+            {
+                Ok(out) => {
+                    visit(&example, variant, &brancher, &out);
+                    if let Some(w) = out.winner {
+                        let _ = w.sandbox.destroy().await;
+                    }
+                }
+                Err(e) => {
+                    failed(fail(e.to_string()));
+                    break;
+                }
             }
         }
         let _ = prepared.root.destroy().await;
     }
-    Ok(())
 }
 
 /// Searches each example with `mutate` in every order of [`ORDERS`], the
@@ -140,6 +182,7 @@ pub async fn compare_orders(
     progress: &(dyn Fn(&OrderRun) + Sync),
 ) -> Result<(Vec<OrderRun>, Vec<OrderSummary>), BenchError> {
     let mut runs = Vec::new();
+    let mut failure = None;
     search_each(
         backend,
         examples,
@@ -161,8 +204,14 @@ pub async fn compare_orders(
             progress(&run);
             runs.push(run);
         },
+        |e| {
+            failure.get_or_insert(e);
+        },
     )
-    .await?;
+    .await;
+    if let Some(e) = failure {
+        return Err(e);
+    }
     let summaries = summarize(&runs);
     Ok((runs, summaries))
 }
@@ -180,10 +229,33 @@ pub struct SpaceRun {
     pub nodes: usize,
     /// Candidates killed for hanging.
     pub hung: usize,
+    /// Whether the search's wall clock ran out before it was solved.
+    pub timed_out: bool,
     /// Wall time of the search, in seconds.
     pub wall_s: f64,
     /// The patch's size, when solved.
     pub diff_lines: usize,
+}
+
+/// A bug that could not be measured, and why (it could not be set up:
+/// its tests do not run, or its targets are not among them).
+#[derive(Debug, Clone, Serialize)]
+pub struct Unmeasured {
+    /// The bug's directory name.
+    pub example: String,
+    /// Why.
+    pub reason: String,
+}
+
+/// [`compare_spaces`]'s answer.
+#[derive(Debug, Clone, Serialize)]
+pub struct SpacesReport {
+    /// Every search.
+    pub runs: Vec<SpaceRun>,
+    /// Per repair space, over the bugs that could be set up.
+    pub spaces: Vec<SpaceSummary>,
+    /// The bugs that could not be, each with its reason.
+    pub unmeasured: Vec<Unmeasured>,
 }
 
 /// Per repair space, over all bugs.
@@ -201,6 +273,8 @@ pub struct SpaceSummary {
     pub median_solved_s: f64,
     /// Candidates killed for hanging, over all bugs.
     pub hung: usize,
+    /// Bugs whose search ran out of wall clock unsolved.
+    pub timed_out: usize,
 }
 
 /// The repair spaces compared: the mutation operators, and the same with
@@ -210,14 +284,17 @@ pub const SPACES: [bool; 2] = [false, true];
 /// Searches each bug best-first with `mutate` and with `templates`, the
 /// same budget each time, the oracle under `gate`'s test budgets (a
 /// per-test budget makes looping bugs cheap); `progress` hears of each.
+/// A bug that cannot be set up is reported in
+/// [`SpacesReport::unmeasured`], not counted as unsolved.
 pub async fn compare_spaces(
     backend: &dyn Backend,
     examples: &[PathBuf],
     budget: &Budget,
     gate: &GateOptions,
     progress: &(dyn Fn(&SpaceRun) + Sync),
-) -> Result<(Vec<SpaceRun>, Vec<SpaceSummary>), BenchError> {
+) -> SpacesReport {
     let mut runs = Vec::new();
+    let mut unmeasured = Vec::new();
     search_each(
         backend,
         examples,
@@ -241,14 +318,32 @@ pub async fn compare_spaces(
                 solved: out.winner.is_some(),
                 nodes: out.evaluated,
                 hung,
+                timed_out: out.winner.is_none()
+                    && budget.wall_clock.is_some_and(|w| out.elapsed >= w),
                 wall_s: out.elapsed.as_secs_f64(),
                 diff_lines: out.winner.as_ref().map_or(0, |w| w.diff_lines),
             };
             progress(&run);
             runs.push(run);
         },
+        |e| {
+            let example = match &e {
+                BenchError::Prepare { example, .. } | BenchError::Example { example, .. } => {
+                    example.clone()
+                }
+            };
+            unmeasured.push(Unmeasured {
+                example,
+                reason: match e {
+                    BenchError::Prepare { source, .. } => source.to_string(),
+                    BenchError::Example { message, .. } => message,
+                },
+            });
+        },
     )
-    .await?;
+    .await;
+    // A bug whose search failed part-way is not measured at all.
+    runs.retain(|r| !unmeasured.iter().any(|u| u.example == r.example));
     let names: Vec<String> = {
         let mut n: Vec<String> = runs.iter().map(|r| r.brancher.clone()).collect();
         n.dedup();
@@ -284,10 +379,15 @@ pub async fn compare_spaces(
                     mine.iter().filter(|r| r.solved).map(|r| r.wall_s).collect(),
                 ),
                 hung: mine.iter().map(|r| r.hung).sum(),
+                timed_out: mine.iter().filter(|r| r.timed_out).count(),
             }
         })
         .collect();
-    Ok((runs, summaries))
+    SpacesReport {
+        runs,
+        spaces: summaries,
+        unmeasured,
+    }
 }
 
 fn median(mut xs: Vec<f64>) -> f64 {

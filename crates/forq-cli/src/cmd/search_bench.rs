@@ -60,9 +60,12 @@ pub(crate) async fn run(args: SearchBenchArgs) -> anyhow::Result<ExitCode> {
     let backend = super::sandbox::open(args.backend.backend).await?;
     // One evaluation at a time unless asked: node counts then depend on
     // the order alone.
-    let budget = Budget::default()
+    let mut budget = Budget::default()
         .max_nodes(args.max_nodes)
         .jobs(args.jobs.unwrap_or(1));
+    if let Some(s) = args.max_time {
+        budget = budget.wall_clock(std::time::Duration::from_secs(s));
+    }
     let quiet = args.json;
     if args.spaces {
         return spaces(&args, &*backend, &copies, &budget).await;
@@ -163,28 +166,42 @@ async fn spaces(
     };
     let gate = forq_bootstrap::GateOptions::default()
         .test_idle(args.test_idle.map(std::time::Duration::from_secs_f64));
-    let (runs, summary) = bench::compare_spaces(backend, copies, budget, &gate, &progress).await?;
+    let report = bench::compare_spaces(backend, copies, budget, &gate, &progress).await;
     if args.json {
         super::print_json(&json!({
             "backend": backend.kind().to_string(),
-            "budget": {"max_nodes": args.max_nodes, "jobs": budget.jobs},
-            "runs": runs,
-            "spaces": summary,
+            "budget": {
+                "max_nodes": args.max_nodes,
+                "max_time_s": args.max_time,
+                "jobs": budget.jobs,
+            },
+            "runs": report.runs,
+            "spaces": report.spaces,
+            "unmeasured": report.unmeasured,
         }))?;
         return Ok(ExitCode::SUCCESS);
     }
     let mut out = std::io::stdout().lock();
     writeln!(
         out,
-        "{:<10} {:>8} {:>22} {:>20} {:>6}",
-        "brancher", "solved", "mean nodes (common)", "median solved", "hung"
+        "{:<10} {:>8} {:>22} {:>16} {:>6} {:>10}",
+        "brancher", "solved", "mean nodes (common)", "median solved", "hung", "timed out"
     )?;
-    for s in &summary {
+    for s in &report.spaces {
         writeln!(
             out,
-            "{:<10} {:>5}/{:<2} {:>22.1} {:>18.2} s {:>6}",
-            s.brancher, s.solved, s.examples, s.mean_nodes_common, s.median_solved_s, s.hung
+            "{:<10} {:>5}/{:<2} {:>22.1} {:>14.2} s {:>6} {:>10}",
+            s.brancher,
+            s.solved,
+            s.examples,
+            s.mean_nodes_common,
+            s.median_solved_s,
+            s.hung,
+            s.timed_out
         )?;
+    }
+    for u in &report.unmeasured {
+        writeln!(out, "not measured: {}: {}", u.example, u.reason)?;
     }
     Ok(ExitCode::SUCCESS)
 }

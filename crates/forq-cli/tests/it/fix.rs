@@ -326,12 +326,25 @@ async fn search_bench_reports_orders_and_throughput_side_by_side() {
 
 #[tokio::test]
 async fn search_bench_compares_the_repair_spaces_side_by_side() {
+    // A bug whose TARGETS names a test its suite does not have cannot be
+    // set up: it is reported as not measured, and the others go on.
+    let tmp = tempfile::tempdir().unwrap();
+    let untestable = tmp.path().join("calc-untestable");
+    let copied = std::process::Command::new("cp")
+        .arg("-r")
+        .arg(repo_root().join("examples/calc"))
+        .arg(&untestable)
+        .status()
+        .unwrap();
+    assert!(copied.success());
+    std::fs::write(untestable.join("TARGETS"), "# the test to fix\nno_such_test\n").unwrap();
     let out = forq_env(
         &[
             "search",
             "bench",
             "--spaces",
             "examples/calc",
+            untestable.to_str().unwrap(),
             "crates/forq-search/tests/fixtures/bsearch-loop",
             "--test-idle",
             "2",
@@ -368,6 +381,28 @@ async fn search_bench_compares_the_repair_spaces_side_by_side() {
         })
         .collect();
     assert_eq!(spaces, [("mutate", 1), ("templates", 2)], "{report}");
+    for s in report["spaces"].as_array().unwrap() {
+        assert_eq!(s["examples"], 2, "{report}");
+        assert_eq!(s["timed_out"], 0, "{report}");
+    }
+    let unmeasured = report["unmeasured"].as_array().unwrap();
+    assert_eq!(unmeasured.len(), 1, "{report}");
+    assert_eq!(unmeasured[0]["example"], "calc-untestable", "{report}");
+    assert!(
+        unmeasured[0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("no_such_test"),
+        "{report}"
+    );
+    assert!(
+        report["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["example"] != "calc-untestable"),
+        "{report}"
+    );
     // The looping bug's candidates that still loop were killed as hanging.
     let hung: u64 = report["spaces"]
         .as_array()
