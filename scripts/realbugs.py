@@ -207,6 +207,10 @@ def test_files(root):
     return sorted(out)
 
 
+def bug_id(package, version, function):
+    return re.sub(r"[^a-z0-9.]+", "-", f"{package}-{version}-{function}".lower()).strip("-")
+
+
 def splice(new_text, new_span, old_text, old_span):
     new_lines = new_text.splitlines(keepends=True)
     old_lines = old_text.splitlines(keepends=True)
@@ -265,7 +269,7 @@ def mine(args):
                         log(f"{package} {new_v} {name}: {lines} line(s) changed, no test tells")
                         continue
                     bug = {
-                        "id": re.sub(r"[^a-z0-9.]+", "-", f"{package}-{new_v}-{name}".lower()).strip("-"),
+                        "id": bug_id(package, new_v, name),
                         "package": package,
                         "buggy": old_v,
                         "fixed": new_v,
@@ -329,6 +333,7 @@ def pick(args):
         pair = (bug["package"], bug["fixed"])
         if per_release.get(pair, 0) >= args.per_release or per_package.get(bug["package"], 0) >= args.per_package:
             continue
+        bug["id"] = bug_id(bug["package"], bug["fixed"], bug["function"])
         per_release[pair] = per_release.get(pair, 0) + 1
         per_package[bug["package"]] = per_package.get(bug["package"], 0) + 1
         print(json.dumps(bug))

@@ -213,14 +213,34 @@ impl TestRun {
 
 /// Whether a parser's test id names `wanted`: equal, or `wanted` is a
 /// suffix on a `::`, `.`, `/` or space boundary (`test_calc.py::test_add`
-/// names `tests/test_calc.py::test_add`; `test_add` names both).
+/// names `tests/test_calc.py::test_add`; `test_add` names both). A pytest
+/// node id and a unittest id name the same test when their dotted forms
+/// do (`tests/test_m.py::C::test_x` and `tests.test_m.C.test_x`), so a
+/// test can be named either way whichever runner the stack uses.
 pub fn same_test(id: &str, wanted: &str) -> bool {
-    if id == wanted {
+    fn suffix(id: &str, wanted: &str) -> bool {
+        id == wanted
+            || id.strip_suffix(wanted).is_some_and(|head| {
+                head.ends_with("::")
+                    || head.ends_with('.')
+                    || head.ends_with('/')
+                    || head.ends_with(' ')
+            })
+    }
+    fn dotted(id: &str) -> Option<String> {
+        let (file, rest) = id.split_once(".py::")?;
+        Some(format!("{}.{}", file.replace('/', "."), rest.replace("::", ".")))
+    }
+    if suffix(id, wanted) {
         return true;
     }
-    id.strip_suffix(wanted).is_some_and(|head| {
-        head.ends_with("::") || head.ends_with('.') || head.ends_with('/') || head.ends_with(' ')
-    })
+    match (dotted(id), dotted(wanted)) {
+        (None, None) => false,
+        (a, b) => suffix(
+            a.as_deref().unwrap_or(id),
+            b.as_deref().unwrap_or(wanted),
+        ),
+    }
 }
 
 /// The command that runs `selection` (test ids) with `stack`'s runner: the
@@ -335,6 +355,23 @@ mod tests {
         ));
         assert!(!same_test("tests/test_calc.py::test_add", "add"));
         assert!(same_test("calc::tests::adds", "tests::adds"));
+        // pytest's node ids and unittest's dotted ids name the same test.
+        assert!(same_test(
+            "tests.test_more.SlicedTests.test_numpy_like_array",
+            "tests/test_more.py::SlicedTests::test_numpy_like_array"
+        ));
+        assert!(same_test(
+            "tests/test_more.py::SlicedTests::test_numpy_like_array",
+            "tests.test_more.SlicedTests.test_numpy_like_array"
+        ));
+        assert!(same_test(
+            "tests.test_more.SlicedTests.test_numpy_like_array",
+            "test_more.py::SlicedTests::test_numpy_like_array"
+        ));
+        assert!(!same_test(
+            "tests.test_more.SlicedTests.test_numpy_like_array",
+            "tests/test_more.py::SlicedTests::test_numpy"
+        ));
     }
 
     #[test]

@@ -185,15 +185,25 @@ impl Oracle {
             }
             failing
         } else {
+            // Each target as the runner names it, so the selection commands
+            // that run it again (and the reports) use the runner's own ids.
+            let mut named = Vec::new();
             for id in target {
-                if !ev.tests.keys().any(|t| same_test(t, id)) {
+                let matched: Vec<&String> =
+                    ev.tests.keys().filter(|t| same_test(t, id)).collect();
+                if matched.is_empty() {
                     return Err(OracleError::UnknownTarget(id.clone()));
                 }
                 if run.passed(id) {
                     return Err(OracleError::TargetPasses(id.clone()));
                 }
+                for t in matched {
+                    if !named.contains(t) {
+                        named.push(t.clone());
+                    }
+                }
             }
-            target.to_vec()
+            named
         };
         let guard = ev
             .tests
