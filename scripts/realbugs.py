@@ -20,7 +20,7 @@ the package's tests, nothing else.
     realbugs.py pick [--per-release N] [--per-package N] < MINED > MANIFEST
         Keeps bugs of minor and patch releases only (a major release
         changes behaviour on purpose), in the order mined, at most N per
-        release pair (default 2) and N per package (default 6), so no one
+        release pair (default 2) and N per package (default 8), so no one
         release or package makes the set.
 
     realbugs.py make MANIFEST.jsonl DIR
@@ -349,7 +349,7 @@ def main():
     m.add_argument("--max-lines", type=int, default=3)
     k = sub.add_parser("pick")
     k.add_argument("--per-release", type=int, default=2)
-    k.add_argument("--per-package", type=int, default=6)
+    k.add_argument("--per-package", type=int, default=8)
     k = sub.add_parser("make")
     k.add_argument("manifest")
     k.add_argument("dir")

@@ -229,17 +229,18 @@ pub fn same_test(id: &str, wanted: &str) -> bool {
     }
     fn dotted(id: &str) -> Option<String> {
         let (file, rest) = id.split_once(".py::")?;
-        Some(format!("{}.{}", file.replace('/', "."), rest.replace("::", ".")))
+        Some(format!(
+            "{}.{}",
+            file.replace('/', "."),
+            rest.replace("::", ".")
+        ))
     }
     if suffix(id, wanted) {
         return true;
     }
     match (dotted(id), dotted(wanted)) {
         (None, None) => false,
-        (a, b) => suffix(
-            a.as_deref().unwrap_or(id),
-            b.as_deref().unwrap_or(wanted),
-        ),
+        (a, b) => suffix(a.as_deref().unwrap_or(id), b.as_deref().unwrap_or(wanted)),
     }
 }
 

@@ -189,8 +189,7 @@ impl Oracle {
             // that run it again (and the reports) use the runner's own ids.
             let mut named = Vec::new();
             for id in target {
-                let matched: Vec<&String> =
-                    ev.tests.keys().filter(|t| same_test(t, id)).collect();
+                let matched: Vec<&String> = ev.tests.keys().filter(|t| same_test(t, id)).collect();
                 if matched.is_empty() {
                     return Err(OracleError::UnknownTarget(id.clone()));
                 }

@@ -337,7 +337,11 @@ async fn search_bench_compares_the_repair_spaces_side_by_side() {
         .status()
         .unwrap();
     assert!(copied.success());
-    std::fs::write(untestable.join("TARGETS"), "# the test to fix\nno_such_test\n").unwrap();
+    std::fs::write(
+        untestable.join("TARGETS"),
+        "# the test to fix\nno_such_test\n",
+    )
+    .unwrap();
     let out = forq_env(
         &[
             "search",
