@@ -330,13 +330,7 @@ async fn search_bench_compares_the_repair_spaces_side_by_side() {
     // set up: it is reported as not measured, and the others go on.
     let tmp = tempfile::tempdir().unwrap();
     let untestable = tmp.path().join("calc-untestable");
-    let copied = std::process::Command::new("cp")
-        .arg("-r")
-        .arg(repo_root().join("examples/calc"))
-        .arg(&untestable)
-        .status()
-        .unwrap();
-    assert!(copied.success());
+    forq_search::bench::copy_tree(&repo_root().join("examples/calc"), &untestable).unwrap();
     std::fs::write(
         untestable.join("TARGETS"),
         "# the test to fix\nno_such_test\n",
