@@ -17,6 +17,7 @@ use async_trait::async_trait;
 use forq_bootstrap::Stack;
 use forq_graph::{Index, Lang, SymbolFilter};
 
+use super::reach::{reach_templates, FileNames};
 use super::{BranchContext, BranchError, Brancher};
 use crate::candidate::{Candidate, Change};
 use crate::spectrum::LineSuspect;
@@ -94,7 +95,11 @@ impl Mutate {
     /// or less where it bounds something (an assignment's value, a
     /// comparison's side, a slice bound, `range`'s arguments), a compound
     /// condition reduced to one of its sides, two adjacent statements
-    /// swapped.
+    /// swapped; conditions widened by another of the function's, guards
+    /// for an empty argument, another returned value, an argument
+    /// removed; a call replaced by one of its arguments, one operand of
+    /// `and`/`or` negated, a name replaced by a similar one of the file,
+    /// a type added to an `isinstance` check, a `try` unwrapped.
     ///
     /// With them comes statement-level localisation
     /// ([`Mutate::statements`]).
@@ -399,13 +404,13 @@ fn localize(
 
 /// One mutation: replace bytes `start..end` with `text`.
 #[derive(Debug, Clone, PartialEq)]
-struct Mutation {
-    start: usize,
-    end: usize,
-    text: String,
+pub(super) struct Mutation {
+    pub(super) start: usize,
+    pub(super) end: usize,
+    pub(super) text: String,
     /// The operator, for the hypothesis and its weight.
-    operator: &'static str,
-    weight: f64,
+    pub(super) operator: &'static str,
+    pub(super) weight: f64,
 }
 
 /// Swaps of a binary operator token.
@@ -447,7 +452,7 @@ fn operator_swaps(op: &str, lang: Lang) -> &'static [&'static str] {
 /// lead): a mutant's prior is its class's share split over the class's
 /// mutants in the function (by their weights), so a function with many
 /// sites of one kind does not crowd out the others.
-const CLASS_SHARE: [(&str, f64); 17] = [
+const CLASS_SHARE: [(&str, f64); 22] = [
     ("operator", 0.24),
     ("replace variable", 0.22),
     ("constant", 0.14),
@@ -466,6 +471,11 @@ const CLASS_SHARE: [(&str, f64); 17] = [
     ("guard", 0.05),
     ("return value", 0.04),
     ("remove argument", 0.02),
+    ("unwrap call", 0.05),
+    ("negate operand", 0.04),
+    ("similar name", 0.05),
+    ("widen type check", 0.03),
+    ("unwrap try", 0.02),
 ];
 
 fn class_share(class: &str) -> f64 {
@@ -636,6 +646,11 @@ fn mutations(
     let ingredients = match function_within(func, start, end).filter(|_| templates) {
         Some(f) => Ingredients::of(lang, f, source),
         None => Ingredients::default(),
+    };
+    let names = if templates {
+        FileNames::of(root, source)
+    } else {
+        FileNames::default()
     };
     let mut stack = vec![func];
     while let Some(n) = stack.pop() {
@@ -809,6 +824,7 @@ fn mutations(
         if templates {
             repair_templates(n, &children, source, &mut out);
             ingredient_templates(lang, n, source, &ingredients, &mut out);
+            reach_templates(lang, n, source, &names, &mut out);
         }
     }
     out
@@ -1513,6 +1529,58 @@ mod tests {
             "{\n  if (!xs) return xs;\n  if (xs.length",
             "{\n  if (!xs) return null;\n",
             "while (n > 0 && (xs.length > n || n < 0))",
+        ] {
+            assert!(
+                with.iter().any(|s| s.contains(expected)),
+                "no template with {expected:?} in {with:#?}"
+            );
+        }
+    }
+
+    #[test]
+    fn reach_templates_unwrap_calls_negate_operands_and_mend_names() {
+        let src = "from .util import finalize_tokens\n\ndef render(self, text, item, ok):\n    alt = escape(strip(text))\n    if isinstance(item, int) and ok:\n        return wraps(alt, item)\n    try:\n        check(alt)\n    except ValueError:\n        raise KeyError(alt)\n    return _finalize_tokens(alt.lower())\n";
+        let with = mutants_of(Lang::Python, src, true);
+        for expected in [
+            // A call replaced by its argument, or a method call by its
+            // receiver.
+            "    alt = strip(text)\n",
+            "    alt = escape(text)\n",
+            "        return alt\n",
+            "        return item\n",
+            "_finalize_tokens(alt)",
+            // One side of `and` negated.
+            "if isinstance(item, int) and not ok:",
+            "if not isinstance(item, int) and ok:",
+            // A type the check missed.
+            "isinstance(item, (int, slice))",
+            // A name mistaken for a similar one of the file.
+            "return finalize_tokens(alt.lower())",
+            // The `try` that hid the error, unwrapped.
+            "        return wraps(alt, item)\n    check(alt)\n    return _finalize",
+        ] {
+            assert!(
+                with.iter().any(|s| s.contains(expected)),
+                "no template with {expected:?}"
+            );
+        }
+        assert!(with.iter().all(|s| Lang::Python.syntax_error(s).is_none()));
+        // Definitions, parameters and imports keep their names.
+        assert!(!with
+            .iter()
+            .any(|s| s.contains("from .util import _finalize")));
+        let without = mutants_of(Lang::Python, src, false);
+        assert!(!without.iter().any(|s| s.contains("alt = strip(text)")));
+        assert!(!without.iter().any(|s| s.contains("(int, slice)")));
+        // JavaScript: the same calls and operands in its syntax.
+        let js = "function f(a, ok) {\n  const b = trim(pad(a));\n  if (a.length && ok) { return b.toLowerCase(); }\n  return paddd(b);\n}\nfunction padd(x) { return x; }\n";
+        let with = mutants_of(Lang::JavaScript, js, true);
+        for expected in [
+            "const b = pad(a);",
+            "if (a.length && !ok)",
+            "if (!a.length && ok)",
+            "return b; }",
+            "return padd(b);",
         ] {
             assert!(
                 with.iter().any(|s| s.contains(expected)),

@@ -1,0 +1,357 @@
+//! Repair templates that look past the operators of one expression, after
+//! the fix patterns most often found in real one-line fixes (PraPR's
+//! method-call and name mutators, TBar's condition and type-check
+//! templates): a call replaced by one of its arguments (or a method call
+//! by its receiver), one operand of `and`/`or` negated, a name replaced by
+//! a similar name of the same file (`_finalize` for `finalize`, a typo),
+//! a type added to an `isinstance` check, and a `try` whose handler hides
+//! the error unwrapped. Only with `Mutate::templates`.
+
+use forq_graph::Lang;
+
+use super::mutate::Mutation;
+
+/// Names a similar-name replacement picks from, at most this many per site.
+const MAX_SIMILAR: usize = 3;
+
+/// The distinct identifiers of a file (definitions, imports and uses
+/// alike): where a similar name is looked for.
+#[derive(Debug, Default)]
+pub(super) struct FileNames(Vec<String>);
+
+impl FileNames {
+    pub(super) fn of(root: tree_sitter::Node<'_>, source: &str) -> FileNames {
+        let mut names: Vec<String> = Vec::new();
+        let mut stack = vec![root];
+        while let Some(n) = stack.pop() {
+            if is_name(n.kind()) {
+                if let Ok(t) = n.utf8_text(source.as_bytes()) {
+                    names.push(t.to_owned());
+                }
+            }
+            let mut c = n.walk();
+            stack.extend(n.children(&mut c));
+        }
+        names.sort();
+        names.dedup();
+        FileNames(names)
+    }
+
+    /// Names of the file close to `name`, most alike first.
+    fn similar(&self, name: &str) -> Vec<&str> {
+        let mut found: Vec<(usize, &str)> = self
+            .0
+            .iter()
+            .filter(|other| other.as_str() != name)
+            .filter_map(|other| alike(name, other).map(|d| (d, other.as_str())))
+            .collect();
+        found.sort();
+        found
+            .into_iter()
+            .take(MAX_SIMILAR)
+            .map(|(_, n)| n)
+            .collect()
+    }
+}
+
+fn is_name(kind: &str) -> bool {
+    matches!(
+        kind,
+        "identifier" | "property_identifier" | "field_identifier" | "type_identifier"
+    )
+}
+
+/// How far apart two names are, when they are alike enough to be mistaken
+/// for each other: equal but for underscores and case (0), else an edit
+/// distance of one for names of four or more characters, two for eight
+/// or more.
+fn alike(a: &str, b: &str) -> Option<usize> {
+    let norm = |s: &str| {
+        s.chars()
+            .filter(|c| *c != '_')
+            .flat_map(char::to_lowercase)
+            .collect::<String>()
+    };
+    if norm(a) == norm(b) && !norm(a).is_empty() {
+        return Some(0);
+    }
+    let shortest = a.chars().count().min(b.chars().count());
+    let allowed = match shortest {
+        0..=3 => return None,
+        4..=7 => 1,
+        _ => 2,
+    };
+    let d = edit_distance(a, b);
+    (d <= allowed).then_some(d)
+}
+
+/// Levenshtein distance over chars.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = if ca == *cb {
+                diagonal
+            } else {
+                1 + diagonal.min(above).min(row[j])
+            };
+            diagonal = above;
+        }
+    }
+    row[b.len()]
+}
+
+/// Python's builtin types a type check most plausibly missed beside each.
+fn type_neighbours(t: &str) -> &'static [&'static str] {
+    match t {
+        "int" => &["slice", "float", "bool"],
+        "float" => &["int"],
+        "str" => &["bytes"],
+        "bytes" => &["str", "bytearray"],
+        "list" => &["tuple", "set"],
+        "tuple" => &["list"],
+        "set" => &["frozenset", "list"],
+        "dict" => &["list"],
+        _ => &[],
+    }
+}
+
+/// The templates at node `n`.
+pub(super) fn reach_templates(
+    lang: Lang,
+    n: tree_sitter::Node<'_>,
+    source: &str,
+    names: &FileNames,
+    out: &mut Vec<Mutation>,
+) {
+    let bytes = source.as_bytes();
+    let text = |n: tree_sitter::Node<'_>| n.utf8_text(bytes).unwrap_or("").to_owned();
+    let kind = n.kind();
+    let py = lang == Lang::Python;
+    let mut push = |node: tree_sitter::Node<'_>, text: String, operator, weight| {
+        out.push(Mutation {
+            start: node.start_byte(),
+            end: node.end_byte(),
+            text,
+            operator,
+            weight,
+        })
+    };
+
+    // A call too many: `escape(strip(t))` → `strip(t)`, `wraps(w, f)` →
+    // `w`, `s.strip()` → `s`. A call that is a whole statement is the
+    // statement deletion's.
+    let statement = n
+        .parent()
+        .is_some_and(|p| p.kind() == "expression_statement");
+    if matches!(kind, "call" | "call_expression") && !statement {
+        let args = positional_args(n);
+        if (1..=3).contains(&args.len()) {
+            for a in &args {
+                push(n, text(*a), "unwrap call", 0.5);
+            }
+        }
+        let receiver = n
+            .child_by_field_name("function")
+            .filter(|f| matches!(f.kind(), "attribute" | "member_expression"))
+            .and_then(|f| f.child_by_field_name("object"));
+        if let Some(r) = receiver.filter(|_| args.is_empty()) {
+            push(n, text(r), "unwrap call", 0.4);
+        }
+    }
+
+    // One side of `and`/`or` negated: `a and b` → `a and not b`.
+    let op = {
+        let mut c = n.walk();
+        let op = n
+            .children(&mut c)
+            .find(|c| !c.is_named())
+            .map(&text)
+            .unwrap_or_default();
+        op
+    };
+    let boolean = kind == "boolean_operator"
+        || (kind == "binary_expression" && matches!(op.as_str(), "&&" | "||"));
+    if boolean && n.named_child_count() == 2 {
+        for side in [n.named_child(0), n.named_child(1)].into_iter().flatten() {
+            let plain = matches!(
+                side.kind(),
+                "identifier"
+                    | "attribute"
+                    | "member_expression"
+                    | "call"
+                    | "call_expression"
+                    | "subscript"
+                    | "subscript_expression"
+            );
+            if plain {
+                let negated = if py {
+                    format!("not {}", text(side))
+                } else {
+                    format!("!{}", text(side))
+                };
+                push(side, negated, "negate operand", 0.6);
+            }
+        }
+    }
+
+    // A name mistaken for a similar one of the file.
+    if is_name(kind) && names_a_use(n) {
+        for other in names.similar(&text(n)) {
+            push(n, other.to_owned(), "similar name", 0.6);
+        }
+    }
+
+    // `isinstance(x, int)` → `isinstance(x, (int, slice))`.
+    if py && kind == "call" {
+        let is_check = n
+            .child_by_field_name("function")
+            .is_some_and(|f| text(f) == "isinstance");
+        let args = positional_args(n);
+        if let (true, [_, types]) = (is_check, args.as_slice()) {
+            let listed: Vec<String> = if types.kind() == "tuple" {
+                let mut c = types.walk();
+                types.named_children(&mut c).map(&text).collect()
+            } else {
+                vec![text(*types)]
+            };
+            let mut added: Vec<&str> = listed
+                .iter()
+                .flat_map(|t| type_neighbours(t).iter().copied())
+                .filter(|t| !listed.iter().any(|l| l == t))
+                .collect();
+            added.dedup();
+            for t in added {
+                let widened = format!("({}, {t})", listed.join(", "));
+                push(*types, widened, "widen type check", 0.6);
+            }
+        }
+    }
+
+    // A `try` whose handler turns the error into another: its body alone.
+    if py && kind == "try_statement" {
+        if let Some(body) = n.child_by_field_name("body") {
+            if let Some(unwrapped) = dedented_body(n, body, source) {
+                push(n, unwrapped, "unwrap try", 0.4);
+            }
+        }
+    }
+}
+
+/// A call's positional arguments (no keywords, splats or comments).
+fn positional_args(call: tree_sitter::Node<'_>) -> Vec<tree_sitter::Node<'_>> {
+    let Some(args) = call.child_by_field_name("arguments") else {
+        return Vec::new();
+    };
+    let mut c = args.walk();
+    let all: Vec<tree_sitter::Node<'_>> = args.named_children(&mut c).collect();
+    if all.iter().any(|a| {
+        matches!(
+            a.kind(),
+            "keyword_argument" | "list_splat" | "dictionary_splat" | "spread_element"
+        )
+    }) {
+        // `f(x, key=k)` without `f` changes more than one thing.
+        return Vec::new();
+    }
+    all.into_iter()
+        .filter(|a| !a.kind().contains("comment"))
+        .collect()
+}
+
+/// Whether the name at `n` is used rather than defined (not a
+/// definition's, a parameter's, an import's or a keyword's name).
+fn names_a_use(n: tree_sitter::Node<'_>) -> bool {
+    let Some(parent) = n.parent() else {
+        return false;
+    };
+    let pk = parent.kind();
+    let is_field = |name: &str| {
+        parent
+            .child_by_field_name(name)
+            .is_some_and(|c| c.id() == n.id())
+    };
+    if (pk.contains("definition") || pk.contains("declaration") || pk.contains("declarator"))
+        && is_field("name")
+    {
+        return false;
+    }
+    if pk == "keyword_argument" && is_field("name") {
+        return false;
+    }
+    // Assigned, not read: a new name there is a new variable.
+    if (pk.contains("assignment") && is_field("left")) || pk.contains("parameter") {
+        return false;
+    }
+    !(pk.contains("import") || pk == "dotted_name" || pk == "aliased_import")
+}
+
+/// The body of `try_statement` one level less indented, to replace the
+/// whole statement (which starts after its line's indentation).
+fn dedented_body(
+    try_statement: tree_sitter::Node<'_>,
+    body: tree_sitter::Node<'_>,
+    source: &str,
+) -> Option<String> {
+    let own = try_statement.start_position().column;
+    let inner = body.start_position().column;
+    if inner <= own || body.start_position().row == try_statement.start_position().row {
+        return None;
+    }
+    let line_start = source[..body.start_byte()].rfind('\n').map_or(0, |i| i + 1);
+    let block = &source[line_start..body.end_byte()];
+    let shift = inner - own;
+    let mut lines = Vec::new();
+    for line in block.split('\n') {
+        let spaces = line.len() - line.trim_start_matches(' ').len();
+        if !line.trim().is_empty() && spaces < shift {
+            return None; // not indented with spaces as the body's first line
+        }
+        lines.push(line.get(shift.min(spaces)..).unwrap_or(""));
+    }
+    let text = lines.join("\n");
+    Some(text.get(own..).map(str::to_owned).unwrap_or(text))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_alike_by_underscore_case_or_a_typo() {
+        assert_eq!(alike("_finalize_tokens", "finalize_tokens"), Some(0));
+        assert_eq!(alike("getValue", "get_value"), Some(0));
+        assert_eq!(alike("recieved_items", "received_items"), Some(2));
+        assert_eq!(alike("lenght", "length"), None); // two edits in six letters
+        assert_eq!(alike("count", "counts"), Some(1));
+        assert_eq!(alike("len", "min"), None); // too short to guess
+        assert_eq!(alike("count", "total"), None);
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+    }
+
+    #[test]
+    fn try_bodies_come_out_one_level_less_indented() {
+        let src = "def f(x):\n    try:\n        y = g(x)\n        h(y)\n    except E:\n        raise F()\n    return y\n";
+        let mut p = tree_sitter::Parser::new();
+        p.set_language(&Lang::Python.grammar()).unwrap();
+        let tree = p.parse(src, None).unwrap();
+        let mut stack = vec![tree.root_node()];
+        let mut found = None;
+        while let Some(n) = stack.pop() {
+            if n.kind() == "try_statement" {
+                let body = n.child_by_field_name("body").unwrap();
+                found = Some((n, dedented_body(n, body, src).unwrap()));
+            }
+            let mut c = n.walk();
+            stack.extend(n.children(&mut c));
+        }
+        let (n, text) = found.unwrap();
+        let mut out = src.to_owned();
+        out.replace_range(n.start_byte()..n.end_byte(), &text);
+        assert_eq!(out, "def f(x):\n    y = g(x)\n    h(y)\n    return y\n");
+    }
+}
