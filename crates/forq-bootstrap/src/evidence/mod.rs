@@ -50,6 +50,11 @@ pub struct Evidence {
     /// Test files or modules that could not even be loaded (an import
     /// error during collection): no test of theirs ran.
     pub collection_errors: u32,
+    /// The files that could not be loaded, as the runner names them
+    /// (pytest's `ERROR tests/test_x.py` lines): a test named in one of
+    /// them did not run, and fails until the file loads.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub uncollected: Vec<String>,
     /// Per-test outcomes, where the runner prints them, by test id.
     pub tests: BTreeMap<String, Outcome>,
     /// The lines the counts were read from.
@@ -172,11 +177,16 @@ pub fn pytest(output: &str) -> Option<Evidence> {
     }
     // An `ERROR path` line without a test id is a file that failed to
     // collect, not a test that ran.
-    ev.collection_errors = text
+    ev.uncollected = text
         .lines()
         .filter_map(|l| l.strip_prefix("ERROR "))
-        .filter(|rest| !rest.split(" - ").next().unwrap_or(rest).contains("::"))
-        .count() as u32;
+        .map(|rest| rest.split(" - ").next().unwrap_or(rest).trim())
+        .filter(|path| !path.contains("::") && !path.is_empty())
+        .map(str::to_owned)
+        .collect();
+    ev.uncollected.sort();
+    ev.uncollected.dedup();
+    ev.collection_errors = ev.uncollected.len() as u32;
     ev.errors = ev.errors.saturating_sub(ev.collection_errors);
     for line in text.lines() {
         let (outcome, rest) = if let Some(r) = line.strip_prefix("PASSED ") {

@@ -234,6 +234,36 @@ async fn an_oracle_without_a_failing_test_says_why() {
             got.expect_err("no oracle without a failing test")
         }
     };
+    // A target in a file pytest could not load (the bug breaks its
+    // import) fails as named; a target in no file the runner knows is
+    // still refused.
+    let uncollected = "printf '%s\\n' 'collected 1 item / 1 error' \
+        'ERROR tests/test_cli.py' 'PASSED tests/test_a.py::test_ok' \
+        '==== 1 passed, 1 error in 0.10s ===='; exit 2";
+    {
+        let stack = Stack::custom("script", Vec::new(), uncollected);
+        let root = forq_bootstrap::provision(
+            &*backend,
+            repo.path(),
+            &stack,
+            &forq_bootstrap::GateOptions::default(),
+        )
+        .await
+        .unwrap();
+        let target = ["tests/test_cli.py::TestCli::test_one".to_owned()];
+        let (oracle, _) =
+            Oracle::from_genesis(&*root, stack.clone(), &target, Duration::from_secs(30))
+                .await
+                .expect("a target of a file that failed to load");
+        assert_eq!(oracle.target, target);
+        assert_eq!(oracle.guard, ["tests/test_a.py::test_ok"]);
+        let elsewhere = ["tests/test_b.py::test_two".to_owned()];
+        let err = Oracle::from_genesis(&*root, stack, &elsewhere, Duration::from_secs(30))
+            .await
+            .expect_err("a target in no file the runner knows");
+        assert!(matches!(err, OracleError::UnknownTarget(_)), "{err}");
+        root.destroy().await.unwrap();
+    }
     // Every test passes.
     let green = "printf 'test_a (t.T.test_a) ... ok\\n\\nRan 1 test in 0.1s\\n\\nOK\\n'";
     assert!(matches!(genesis(green).await, OracleError::NothingFails));
