@@ -287,9 +287,10 @@ fn deselect(kind: StackKind, command: &str, tests: &[String]) -> Option<String> 
 /// What the tests of a killed run showed: the per-test lines written before
 /// the kill (a runner's summary never came), counted.
 fn partial(stack: &Stack, output: &str) -> Option<Evidence> {
-    // unittest and cargo read per-test lines only once they see their
-    // summary: one that adds nothing stands in for it.
+    // pytest, unittest and cargo read per-test lines only once they see
+    // their summary: one that adds nothing stands in for it.
     let text = match stack.kind {
+        StackKind::Pytest => format!("{output}\n{NO_PYTEST_RESULT}\n"),
         StackKind::Unittest => format!("{output}\n\nRan 0 tests in 0.000s\n\nOK\n"),
         StackKind::Rust => format!("{output}\n{NO_RESULT}\n"),
         _ => output.to_owned(),
@@ -299,10 +300,16 @@ fn partial(stack: &Stack, output: &str) -> Option<Evidence> {
         recount(&mut ev);
     }
     ev.lines.retain(|l| {
-        !l.starts_with("Ran 0 tests") && l != "OK" && !NO_RESULT.starts_with(l.as_str())
+        !l.starts_with("Ran 0 tests")
+            && l != "OK"
+            && !NO_RESULT.starts_with(l.as_str())
+            && l != NO_PYTEST_RESULT
     });
     Some(ev)
 }
+
+/// A pytest summary that counts nothing.
+const NO_PYTEST_RESULT: &str = "=== no tests ran in 0.00s ===";
 
 /// A libtest summary that counts nothing.
 const NO_RESULT: &str =
@@ -598,6 +605,29 @@ mod tests {
         assert_eq!(ev.tests["src/lib.rs::tests::adds"], Outcome::Passed);
         assert!(
             ev.lines.iter().all(|l| !l.contains("0 measured")),
+            "{:?}",
+            ev.lines
+        );
+    }
+
+    #[test]
+    fn what_a_killed_pytest_run_reported_before_it_hung_counts() {
+        // pytest sums up only at the end: a run killed mid-way has no
+        // summary, and the tests it had reported must not be lost.
+        let stack = Stack {
+            kind: StackKind::Pytest,
+            ..Stack::custom("pytest", Vec::new(), "python -m pytest -v")
+        };
+        let text = "collecting ... collected 3 items\n\ntests/test_cli.py::T::test_one FAILED [ 33%]\ntests/test_a.py::test_ok PASSED [ 66%]\ntests/test_a.py::test_slow ";
+        let ev = partial(&stack, text).unwrap();
+        assert_eq!((ev.passed, ev.failed), (1, 1));
+        assert_eq!(ev.tests["tests/test_cli.py::T::test_one"], Outcome::Failed);
+        assert_eq!(
+            in_progress(stack.kind, text).as_deref(),
+            Some("tests/test_a.py::test_slow")
+        );
+        assert!(
+            ev.lines.iter().all(|l| !l.contains("no tests ran")),
             "{:?}",
             ev.lines
         );
