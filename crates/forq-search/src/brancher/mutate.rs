@@ -22,6 +22,10 @@ use super::{BranchContext, BranchError, Brancher};
 use crate::candidate::{Candidate, Change};
 use crate::spectrum::LineSuspect;
 
+/// Definitions added to the call graph's suspects for holding the lines
+/// the spectrum suspects most.
+const MAX_LINE_SUSPECTS: usize = 6;
+
 /// Lines reported as suspected at most.
 const MAX_LINES_REPORTED: usize = 20;
 
@@ -411,6 +415,68 @@ pub(super) struct Mutation {
     /// The operator, for the hypothesis and its weight.
     pub(super) operator: &'static str,
     pub(super) weight: f64,
+}
+
+/// The functions holding the lines a failing test ran, each scored by its
+/// most suspicious line, best first: a definition the call graph cannot
+/// reach from the test (called through a table, `getattr`, a renderer's
+/// method by name) is still mutated where the tests say the fault ran.
+fn line_suspects(index: &Index, lines: &[LineSuspect]) -> Vec<Suspect> {
+    let mut by_file: BTreeMap<&str, Vec<&LineSuspect>> = BTreeMap::new();
+    for l in lines.iter().filter(|l| l.failing > 0 && l.score > 0.0) {
+        by_file.entry(l.file.as_str()).or_default().push(l);
+    }
+    let mut out: Vec<Suspect> = Vec::new();
+    for (file, lines) in by_file {
+        let symbols = index
+            .symbols(&SymbolFilter::default().file(file))
+            .unwrap_or_default();
+        for l in lines {
+            let holder = symbols
+                .iter()
+                .filter(|s| matches!(s.kind.as_str(), "function" | "method"))
+                .filter(|s| s.line <= l.line && l.line <= s.end_line)
+                .min_by_key(|s| s.end_line - s.line);
+            let Some(s) = holder else { continue };
+            match out
+                .iter_mut()
+                .find(|o| o.file == s.file && o.line == s.line && o.end_line == s.end_line)
+            {
+                Some(known) => known.score = known.score.max(l.score),
+                None => out.push(Suspect {
+                    file: s.file.clone(),
+                    name: s.name.clone(),
+                    line: s.line,
+                    end_line: s.end_line,
+                    score: l.score,
+                }),
+            }
+        }
+    }
+    out.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.line.cmp(&b.line)));
+    out.truncate(MAX_LINE_SUSPECTS);
+    out
+}
+
+/// The call graph's suspects with the spectrum's: a definition both name
+/// keeps the higher score; best first.
+fn with_line_suspects(mut graph: Vec<Suspect>, lines: Vec<Suspect>) -> Vec<Suspect> {
+    for l in lines {
+        match graph
+            .iter_mut()
+            .find(|g| g.file == l.file && g.line == l.line && g.end_line == l.end_line)
+        {
+            Some(g) => g.score = g.score.max(l.score),
+            None => graph.push(l),
+        }
+    }
+    graph.sort_by(|a, b| {
+        b.score
+            .total_cmp(&a.score)
+            .then(a.file.cmp(&b.file))
+            .then(a.line.cmp(&b.line))
+    });
+    graph
 }
 
 /// Swaps of a binary operator token.
@@ -1325,13 +1391,17 @@ impl Brancher for Mutate {
         cx: &BranchContext<'_>,
         k: usize,
     ) -> Result<Vec<Candidate>, BranchError> {
+        let lines = self.suspected_lines(cx).await;
         let suspects = {
             let mut cached = self.suspects.lock().unwrap_or_else(|p| p.into_inner());
             cached
-                .get_or_insert_with(|| self.localize(&cx.oracle.target, &cx.oracle.guard))
+                .get_or_insert_with(|| {
+                    let graph = self.localize(&cx.oracle.target, &cx.oracle.guard);
+                    let index = self.index.lock().unwrap_or_else(|p| p.into_inner());
+                    with_line_suspects(graph, line_suspects(&index, &lines))
+                })
                 .clone()
         };
-        let lines = self.suspected_lines(cx).await;
         let line_score: HashMap<(&str, u32), f64> = lines
             .iter()
             .map(|l| ((l.file.as_str(), l.line), l.score))

@@ -92,3 +92,60 @@ async fn the_templates_search_reports_the_statements_it_suspected() {
     );
     root.destroy().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_function_the_call_graph_cannot_reach_is_mutated_where_the_spectrum_points() {
+    use forq_search::brancher::Mutate;
+    use forq_search::{search, Budget, SearchOptions};
+    // `apply` calls the operations by name, through `globals()`: the graph
+    // sees the test reach `apply` and nothing past it. Only the traced run
+    // says `halve` ran in the failing test and in no passing one.
+    let repo = tempfile::tempdir().unwrap();
+    std::fs::write(
+        repo.path().join("ops.py"),
+        "def double(x):\n    return x * 2\n\n\ndef halve(x):\n    return x // 3\n\n\ndef apply(name, x):\n    return globals()[name](x)\n",
+    )
+    .unwrap();
+    std::fs::create_dir(repo.path().join("tests")).unwrap();
+    std::fs::write(repo.path().join("tests/__init__.py"), "").unwrap();
+    std::fs::write(
+        repo.path().join("tests/test_ops.py"),
+        "import unittest\n\nfrom ops import apply\n\n\nclass OpsTest(unittest.TestCase):\n    def test_double(self):\n        self.assertEqual(apply(\"double\", 4), 8)\n\n    def test_halve(self):\n        self.assertEqual(apply(\"halve\", 8), 4)\n",
+    )
+    .unwrap();
+    let backend = backend().await;
+    let stack = stack_of(repo.path());
+    let (root, oracle, genesis) = prepare(
+        &*backend,
+        repo.path(),
+        stack.clone(),
+        Duration::from_secs(120),
+    )
+    .await;
+    assert_eq!(oracle.target, ["tests.test_ops.OpsTest.test_halve"]);
+    let db = tempfile::tempdir().unwrap();
+    let mut index = forq_graph::Index::open(&db.path().join("g.db"), repo.path()).unwrap();
+    index.update().unwrap();
+    let templates = Mutate::new(index, stack).templates(true);
+    // The call graph alone never suspects `halve`.
+    let graph = templates.localize(&oracle.target, &oracle.guard);
+    assert!(graph.iter().all(|s| s.name != "halve"), "{graph:#?}");
+    let options = SearchOptions::default().budget(Budget::default().max_nodes(40).jobs(2));
+    let out = search(&*root, &oracle, &genesis, &templates, &options)
+        .await
+        .unwrap();
+    let winner = out.winner.expect("a green candidate");
+    assert!(
+        winner.patch.contains("+    return x // 2\n"),
+        "{}",
+        winner.patch
+    );
+    assert!(
+        out.tree.nodes[winner.node]
+            .hypothesis
+            .contains(" in halve: "),
+        "{}",
+        out.tree.nodes[winner.node].hypothesis
+    );
+    root.destroy().await.unwrap();
+}
