@@ -727,9 +727,14 @@ fn mutations(
             continue;
         }
         let kind = n.kind();
+        // `"<img " + src` joins strings: no other arithmetic applies.
+        let joins_strings = is_string(n);
         if is_binary(kind) {
             for op in children.iter().filter(|c| !c.is_named()) {
                 let o = text(*op);
+                if joins_strings && matches!(o.as_str(), "+" | "-" | "*" | "/" | "//" | "%") {
+                    continue;
+                }
                 for swap in operator_swaps(&o, lang) {
                     // A swap that makes the operation do nothing (`mid - 1`
                     // → `mid * 1`) is written as a person would: the
@@ -853,7 +858,7 @@ fn mutations(
             }
         }
         if kind == "return_statement" {
-            if let Some(value) = n.named_child(0) {
+            if let Some(value) = n.named_child(0).filter(|v| !is_string(*v)) {
                 out.push(Mutation {
                     start: value.start_byte(),
                     end: value.end_byte(),
@@ -909,7 +914,7 @@ fn repair_templates(
     let kind = n.kind();
     // Off by one where a value bounds something: `lo = mid` for
     // `lo = mid + 1`, `i < n` for `i < n - 1`, `xs[a:b]`, `range(a, b)`.
-    if is_operand(n) && bounds_something(n, source) {
+    if is_operand(n, source) && bounds_something(n, source) {
         // A loop's step (`lo = mid` inside `while lo < hi`) is where an
         // off-by-one most often hides, and where a loop that never ends
         // is most often mended.
@@ -1273,17 +1278,40 @@ fn steps_a_loop(n: tree_sitter::Node<'_>, source: &str) -> bool {
 
 /// An expression a boundary template may add one to: a variable read, a
 /// call, an attribute (a literal is the constant operator's).
-fn is_operand(n: tree_sitter::Node<'_>) -> bool {
+fn is_operand(n: tree_sitter::Node<'_>, source: &str) -> bool {
     match n.kind() {
         "identifier" => is_read(n),
-        "call"
-        | "call_expression"
-        | "attribute"
-        | "member_expression"
-        | "field_expression"
-        | "selector_expression" => true,
+        // A call only where it counts something: `escape(text) + 1` is
+        // no bound.
+        "call" | "call_expression" => n
+            .child_by_field_name("function")
+            .and_then(|f| f.utf8_text(source.as_bytes()).ok())
+            .map(|f| f.rsplit(['.', ':']).next().unwrap_or(f))
+            .is_some_and(|name| NUMERIC_CALLS.contains(&name)),
+        "attribute" | "member_expression" | "field_expression" | "selector_expression" => true,
         _ => false,
     }
+}
+
+/// Calls whose value is a count, an index or a number.
+const NUMERIC_CALLS: [&str; 16] = [
+    "len", "int", "abs", "min", "max", "sum", "round", "count", "index", "find", "rfind", "ord",
+    "size", "length", "floor", "ceil",
+];
+
+/// Whether `n` is a string literal, or an operation on one (`'<' + s +
+/// '>'`): a value arithmetic and negation make no sense of.
+fn is_string(n: tree_sitter::Node<'_>) -> bool {
+    let literal = matches!(
+        n.kind(),
+        "string"
+            | "concatenated_string"
+            | "string_literal"
+            | "template_string"
+            | "raw_string_literal"
+    );
+    let mut c = n.walk();
+    literal || (is_binary(n.kind()) && n.named_children(&mut c).any(is_string))
 }
 
 /// Whether `n` bounds something: an assignment's whole value, a side of
@@ -1635,6 +1663,27 @@ mod tests {
             );
         }
         assert!(with.iter().all(|s| Lang::Python.syntax_error(s).is_none()));
+        // A string-valued call is no bound, and strings joined by `+`
+        // take no other arithmetic; a count is a bound, and a comparison
+        // with a string still swaps.
+        assert!(!with.iter().any(|s| s.contains("escape(strip(text)) + 1")));
+        let joined = mutants_of(
+            Lang::Python,
+            "def f(xs, s):\n    n = len(xs)\n    return '<' + s if s == 'a' else n\n",
+            true,
+        );
+        assert!(!joined
+            .iter()
+            .any(|s| s.contains("'<' - s") || s.contains("'<' * s")));
+        assert!(joined.iter().any(|s| s.contains("n = len(xs) + 1")));
+        assert!(joined.iter().any(|s| s.contains("s != 'a'")));
+        let chained = mutants_of(Lang::Python, "def g(a, b):\n    return '<' + a + b\n", true);
+        assert!(
+            !chained
+                .iter()
+                .any(|s| s.contains(" - ") || s.contains(" * ") || s.contains("not (")),
+            "{chained:#?}"
+        );
         // Definitions, parameters and imports keep their names.
         assert!(!with
             .iter()
