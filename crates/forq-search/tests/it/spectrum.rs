@@ -3,7 +3,30 @@
 
 use std::time::Duration;
 
+use forq_sandbox::Sandbox;
+use forq_search::brancher::Mutate;
+use forq_search::oracle::{Judgement, Oracle};
+
 use super::{backend, prepare, project, stack_of};
+
+/// The warm root of `repo`, its oracle and judgement, and the templates
+/// brancher over a fresh graph of it.
+async fn with_templates(repo: &std::path::Path) -> (Box<dyn Sandbox>, Oracle, Judgement, Mutate) {
+    let backend = backend().await;
+    let stack = stack_of(repo);
+    let (root, oracle, genesis) =
+        prepare(&*backend, repo, stack.clone(), Duration::from_secs(120)).await;
+    // Beside the sources, so it lives as long as the repository (the root
+    // was copied from it before).
+    let mut index = forq_graph::Index::open(&repo.join(".graph.db"), repo).unwrap();
+    index.update().unwrap();
+    (
+        root,
+        oracle,
+        genesis,
+        Mutate::new(index, stack).templates(true),
+    )
+}
 
 #[tokio::test]
 async fn the_lines_only_the_failing_test_runs_are_suspected_first() {
@@ -46,22 +69,9 @@ async fn the_lines_only_the_failing_test_runs_are_suspected_first() {
 
 #[tokio::test]
 async fn the_templates_search_reports_the_statements_it_suspected() {
-    use forq_search::brancher::Mutate;
     use forq_search::{search, Budget, SearchOptions};
     let repo = project();
-    let backend = backend().await;
-    let stack = stack_of(repo.path());
-    let (root, oracle, genesis) = prepare(
-        &*backend,
-        repo.path(),
-        stack.clone(),
-        Duration::from_secs(120),
-    )
-    .await;
-    let db = tempfile::tempdir().unwrap();
-    let mut index = forq_graph::Index::open(&db.path().join("g.db"), repo.path()).unwrap();
-    index.update().unwrap();
-    let templates = Mutate::new(index, stack).templates(true);
+    let (root, oracle, genesis, templates) = with_templates(repo.path()).await;
     let options = SearchOptions::default().budget(Budget::default().max_nodes(60).jobs(2));
     let out = search(&*root, &oracle, &genesis, &templates, &options)
         .await
@@ -95,7 +105,6 @@ async fn the_templates_search_reports_the_statements_it_suspected() {
 
 #[tokio::test]
 async fn a_function_the_call_graph_cannot_reach_is_mutated_where_the_spectrum_points() {
-    use forq_search::brancher::Mutate;
     use forq_search::{search, Budget, SearchOptions};
     // `apply` calls the operations by name, through `globals()`: the graph
     // sees the test reach `apply` and nothing past it. Only the traced run
@@ -113,20 +122,8 @@ async fn a_function_the_call_graph_cannot_reach_is_mutated_where_the_spectrum_po
         "import unittest\n\nfrom ops import apply\n\n\nclass OpsTest(unittest.TestCase):\n    def test_double(self):\n        self.assertEqual(apply(\"double\", 4), 8)\n\n    def test_halve(self):\n        self.assertEqual(apply(\"halve\", 8), 4)\n",
     )
     .unwrap();
-    let backend = backend().await;
-    let stack = stack_of(repo.path());
-    let (root, oracle, genesis) = prepare(
-        &*backend,
-        repo.path(),
-        stack.clone(),
-        Duration::from_secs(120),
-    )
-    .await;
+    let (root, oracle, genesis, templates) = with_templates(repo.path()).await;
     assert_eq!(oracle.target, ["tests.test_ops.OpsTest.test_halve"]);
-    let db = tempfile::tempdir().unwrap();
-    let mut index = forq_graph::Index::open(&db.path().join("g.db"), repo.path()).unwrap();
-    index.update().unwrap();
-    let templates = Mutate::new(index, stack).templates(true);
     // The call graph alone never suspects `halve`.
     let graph = templates.localize(&oracle.target, &oracle.guard);
     assert!(graph.iter().all(|s| s.name != "halve"), "{graph:#?}");
