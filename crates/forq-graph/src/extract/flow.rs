@@ -12,7 +12,7 @@
 //! use. Uses in a function of a name the function never binds link to the
 //! file's top-level definitions of it (its imports and globals).
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 
 use super::{line_of, text, Import, Span};
 use crate::lang::{Lang, Syntax};
@@ -83,6 +83,43 @@ struct ScopeVars {
     reads: BTreeMap<String, Vec<Occ>>,
 }
 
+/// The node kinds the walk tests at every node, as tables by kind id:
+/// `Node::kind` reads and checks the kind's name each time, which cost
+/// the walk more than anything it does with the answer.
+struct Kinds {
+    identifier: Vec<bool>,
+    block: Vec<bool>,
+    import: Vec<bool>,
+    loop_: Vec<bool>,
+    comment: Vec<bool>,
+}
+
+impl Kinds {
+    fn of(language: &tree_sitter::Language, syntax: &Syntax) -> Kinds {
+        let n = language.node_kind_count();
+        let table = |wanted: &dyn Fn(&str) -> bool| -> Vec<bool> {
+            (0..n)
+                .map(|id| language.node_kind_for_id(id as u16).is_some_and(wanted))
+                .collect()
+        };
+        Kinds {
+            identifier: table(&|k| syntax.identifiers.contains(&k)),
+            block: table(&|k| syntax.blocks.contains(&k)),
+            import: table(&|k| syntax.imports.contains(&k)),
+            loop_: table(&|k| syntax.loops.contains(&k)),
+            comment: table(&|k| k.contains("comment")),
+        }
+    }
+}
+
+/// Whether `node`'s kind is marked in `table`.
+fn is(table: &[bool], node: tree_sitter::Node<'_>) -> bool {
+    table
+        .get(usize::from(node.kind_id()))
+        .copied()
+        .unwrap_or(false)
+}
+
 /// Statements, variables and def-use links of every scope of a file.
 pub(super) fn analyse(
     lang: Lang,
@@ -99,7 +136,9 @@ pub(super) fn analyse(
         .filter(|(_, s)| matches!(s.kind.as_str(), "function" | "method" | "test"))
         .map(|(i, _)| i)
         .collect();
-    let scope_spans: HashSet<Span> = scopes.iter().map(|&i| spans[i]).collect();
+    let mut scope_spans: Vec<Span> = scopes.iter().map(|&i| spans[i]).collect();
+    scope_spans.sort_unstable();
+    let kinds = Kinds::of(&tree.language(), syntax);
     let mut import_locals: HashMap<usize, Vec<&Import>> = HashMap::new();
     for import in imports.iter().filter(|i| i.local.is_some()) {
         import_locals
@@ -110,6 +149,7 @@ pub(super) fn analyse(
     let mut flow = Flow::default();
     let mut walker = Walker {
         syntax,
+        kinds: &kinds,
         source,
         scope_spans: &scope_spans,
         import_locals: &import_locals,
@@ -136,8 +176,10 @@ pub(super) fn analyse(
 
 struct Walker<'a> {
     syntax: &'static Syntax,
+    kinds: &'a Kinds,
     source: &'a [u8],
-    scope_spans: &'a HashSet<Span>,
+    /// The scopes' spans, sorted.
+    scope_spans: &'a [Span],
     import_locals: &'a HashMap<usize, Vec<&'a Import>>,
     flow: &'a mut Flow,
 }
@@ -198,7 +240,7 @@ impl Walker<'_> {
                     open.pop();
                 }
                 let span = (current.start_byte(), current.end_byte());
-                if self.scope_spans.contains(&span) {
+                if self.scope_spans.binary_search(&span).is_ok() {
                     descend = false; // a nested function is its own scope
                 } else {
                     descend = self.visit(
@@ -251,13 +293,13 @@ impl Walker<'_> {
         open: &mut Vec<(usize, u32, Span)>,
         vars: &mut ScopeVars,
     ) -> bool {
-        let syntax = self.syntax;
+        let kinds = self.kinds;
         // The path ends with `current`; its parent is the step before
         // (`Node::parent` would walk down from the root again).
         let parent = path.len().checked_sub(2).map(|i| path[i].node);
         if current.is_named()
-            && !current.kind().contains("comment")
-            && parent.is_some_and(|p| syntax.blocks.contains(&p.kind()))
+            && !is(&kinds.comment, current)
+            && parent.is_some_and(|p| is(&kinds.block, p))
         {
             let block = parent.map_or(whole, |p| (p.start_byte(), p.end_byte()));
             let id = self.new_statement(scope, current.kind(), current);
@@ -266,13 +308,13 @@ impl Walker<'_> {
         let Some(&(_, stmt, block)) = open.last() else {
             // Outside every statement: a function's signature.
             if let Some(stmt) = signature_stmt {
-                if syntax.identifiers.contains(&current.kind()) {
+                if is(&kinds.identifier, current) {
                     self.record(current, path, stmt, whole, vars);
                 }
             }
             return true;
         };
-        if syntax.imports.contains(&current.kind()) {
+        if is(&kinds.import, current) {
             if let Some(locals) = self.import_locals.get(&current.start_byte()) {
                 for import in locals {
                     let Some(local) = import.local.as_deref() else {
@@ -297,7 +339,7 @@ impl Walker<'_> {
             }
             return false;
         }
-        if syntax.identifiers.contains(&current.kind()) {
+        if is(&kinds.identifier, current) {
             self.record(current, path, stmt, block, vars);
         }
         true
@@ -342,7 +384,7 @@ impl Walker<'_> {
         }
         let outer_loop = path
             .iter()
-            .find(|s| syntax.loops.contains(&s.node.kind()))
+            .find(|s| is(&self.kinds.loop_, s.node))
             .map(|s| (s.node.start_byte(), s.node.end_byte()));
         let read = Occ {
             stmt,
