@@ -457,6 +457,22 @@ impl Engine<'_> {
         node.files = state.keys().cloned().collect();
         node.score.applies = true;
         (node.score.diff_lines, node.change) = self.change(&state).await;
+        // The tests judge: a candidate that changes or deletes one of the
+        // repository's test files is refused without a run (a new test
+        // file, or the reproduction test the search began with, is not).
+        for path in delta.files.keys() {
+            let existing = self.original(path).await.is_some();
+            if existing
+                && self.oracle.stack.is_test_file(path)
+                && !self.options.seed.contains_key(path)
+            {
+                node.status = Status::Red;
+                node.reason = format!("{path}: edits a test file (tests are never edited)");
+                self.evaluated += 1;
+                self.add_node(node);
+                return;
+            }
+        }
         // A change that breaks a file's syntax is red without a test run.
         for (path, content) in &delta.files {
             let (Some(lang), Some(text)) = (Lang::of_path(Path::new(path)), content) else {

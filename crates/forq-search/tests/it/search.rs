@@ -104,7 +104,7 @@ fn processes_with(marker: &str) -> usize {
 }
 
 #[tokio::test]
-async fn of_five_scripted_candidates_only_the_green_one_wins() {
+async fn of_six_scripted_candidates_only_the_green_one_wins() {
     let repo = project();
     let backend = backend().await;
     // The runner's command carries a marker, to find any process left.
@@ -132,6 +132,17 @@ async fn of_five_scripted_candidates_only_the_green_one_wins() {
         }),
         replace("4-loops-forever", "    n = 0\n", "    n = 0\n    while True:\n        pass\n"),
         replace("5-right", "x >= limit", "x > limit"),
+        // Green by the tests' own measure, had it been run: the test no
+        // longer asks for what the issue wants.
+        Candidate {
+            hypothesis: "6-weakens-the-test".to_owned(),
+            changes: vec![Change::Replace {
+                path: "tests/test_stats.py".to_owned(),
+                old: "count_above([1, 2, 3, 4, 5], 2), 3)".to_owned(),
+                new: "count_above([1, 2, 3, 4, 5], 2), 4)".to_owned(),
+            }],
+            prior: 0.0,
+        },
     ];
     let patches = Patches::new(candidates);
     // One at a time: the loop runs to its timeout before the right one.
@@ -155,6 +166,13 @@ async fn of_five_scripted_candidates_only_the_green_one_wins() {
         ["tests.test_stats.StatsTest.test_span"],
         "{guard:?}"
     );
+    let weakened = by_name("6-weakens-the-test");
+    assert_eq!(weakened.status, Status::Red);
+    assert_eq!(
+        weakened.reason,
+        "tests/test_stats.py: edits a test file (tests are never edited)"
+    );
+    assert!(weakened.judgement.is_none(), "{weakened:?}");
     let looped = by_name("4-loops-forever");
     assert_eq!(looped.status, Status::Red);
     assert!(looped.judgement.as_ref().unwrap().timed_out, "{looped:?}");
