@@ -412,6 +412,36 @@ pub struct FixReport {
     /// The reproduction test files written first (they ship in the patch).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub reproduction: Vec<String>,
+    /// Every green candidate, smallest first: each is plausible (the
+    /// tests pass), none is proven right; the patch is the first.
+    pub plausible: Vec<Plausible>,
+}
+
+/// A green candidate of a fix run.
+#[derive(Debug, Clone, Serialize)]
+pub struct Plausible {
+    /// Its node in `tree.json`.
+    pub node: usize,
+    /// Lines added plus removed.
+    pub diff_lines: usize,
+    /// What it changed, as the brancher put it.
+    pub hypothesis: String,
+}
+
+/// The green nodes of `tree`, the winner first, then by size.
+fn plausible(tree: &crate::tree::Tree, winner: Option<usize>) -> Vec<Plausible> {
+    let mut green: Vec<Plausible> = tree
+        .nodes
+        .iter()
+        .filter(|n| n.status == Status::Green)
+        .map(|n| Plausible {
+            node: n.id,
+            diff_lines: n.score.diff_lines,
+            hypothesis: n.hypothesis.clone(),
+        })
+        .collect();
+    green.sort_by_key(|p| (Some(p.node) != winner, p.diff_lines, p.node));
+    green
 }
 
 /// Writes `fix.patch` (when solved), `tree.json` and `summary.json` into
@@ -468,6 +498,7 @@ pub fn write_report(
             .map(|w| tree.nodes[w.node].hypothesis.clone()),
         cost_usd: strategy.cost_usd(),
         reproduction: prepared.seed.keys().cloned().collect(),
+        plausible: plausible(tree, outcome.winner.as_ref().map(|w| w.node)),
     };
     let summary = out.join("summary.json");
     let json = serde_json::to_vec_pretty(&report).unwrap_or_default();

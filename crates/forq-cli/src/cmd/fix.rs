@@ -386,6 +386,22 @@ async fn search(
         } else {
             "no fix".to_owned()
         };
+        if report.plausible.len() > 1 {
+            // Green is plausible, not proven: say what else passed.
+            writeln!(
+                so,
+                "plausible: {} green patches (the tests cannot tell them apart); kept the smallest, {} lines; the others:",
+                report.plausible.len(),
+                report.diff_lines
+            )?;
+            for p in report.plausible.iter().skip(1) {
+                writeln!(
+                    so,
+                    "  node {} ({} lines): {}",
+                    p.node, p.diff_lines, p.hypothesis
+                )?;
+            }
+        }
         writeln!(
             so,
             "1 issue · {} candidates · {} green · {best} · {:.1} s",

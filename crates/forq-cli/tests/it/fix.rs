@@ -240,6 +240,16 @@ async fn fix_with_scripted_patches_picks_the_green_one_and_says_so() {
         last.starts_with("1 issue · 4 candidates · 2 green · best 2 lines · "),
         "{last}"
     );
+    // Green is plausible, not proven: the other green patch is named.
+    assert!(
+        stdout.contains("plausible: 2 green patches (the tests cannot tell them apart); kept the smallest, 2 lines; the others:\n"),
+        "{stdout}"
+    );
+    let other = stdout
+        .lines()
+        .find(|l| l.starts_with("  node "))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(other.ends_with("(2 lines): c-right.patch"), "{other}");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("d-breaks-mul.txt"), "{stderr}");
     assert!(
