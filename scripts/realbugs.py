@@ -23,6 +23,11 @@ the package's tests, nothing else.
         release pair (default 2) and N per package (default 8), so no one
         release or package makes the set.
 
+    realbugs.py report < BENCH.json
+        Prints the table of a `forq search bench --spaces --json` run over
+        the bugs (solved, median search, hung candidates, timed out, not
+        measured) and the bugs each brancher solved.
+
     realbugs.py make MANIFEST.jsonl DIR
         Writes each bug of the manifest as DIR/ID: the fixed release's
         source with the old function put back, an ISSUE.md, and TARGETS
@@ -339,6 +344,27 @@ def pick(args):
         print(json.dumps(bug))
 
 
+def report(args):
+    """Reads `forq search bench --spaces --json` output on stdin and prints
+    the README's table (Markdown) and, per brancher, the bugs it solved
+    (candidates, seconds) and those not measured (with the gate's reason)."""
+    data = json.load(sys.stdin)
+    runs = data.get("runs", [])
+    print("| brancher | solved | median search, solved | candidates killed for hanging | timed out | not measured |")
+    print("|---|---|---|---|---|---|")
+    unmeasured = data.get("unmeasured", [])
+    for s in data.get("spaces", []):
+        median = f"{s['median_solved_s']:.1f} s" if s["solved"] else "—"
+        print(f"| {s['brancher']} | {s['solved']}/{s['examples']} | {median} | {s['hung']} | "
+              f"{s['timed_out']} | {len(unmeasured)} |")
+    for s in data.get("spaces", []):
+        solved = [r for r in runs if r["brancher"] == s["brancher"] and r["solved"]]
+        names = ", ".join(f"{r['example']} ({r['nodes']}, {r['wall_s']:.1f} s)" for r in solved)
+        print(f"\n{s['brancher']} solved: {names or 'none'}")
+    for u in unmeasured:
+        print(f"\nnot measured: {u['example']}: {u['reason']}")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--cache", default="~/.cache/forq-realbugs")
@@ -353,8 +379,9 @@ def main():
     k = sub.add_parser("make")
     k.add_argument("manifest")
     k.add_argument("dir")
+    sub.add_parser("report")
     args = p.parse_args()
-    {"mine": mine, "pick": pick, "make": make}[args.cmd](args)
+    {"mine": mine, "pick": pick, "make": make, "report": report}[args.cmd](args)
 
 
 if __name__ == "__main__":
