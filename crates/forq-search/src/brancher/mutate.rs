@@ -709,6 +709,7 @@ fn mutations(
     };
     // The smallest node covering the span is the definition (or its body).
     let vars = variables(func, source);
+    let strings = string_names(root, source);
     let ingredients = match function_within(func, start, end).filter(|_| templates) {
         Some(f) => Ingredients::of(lang, f, source),
         None => Ingredients::default(),
@@ -728,7 +729,7 @@ fn mutations(
         }
         let kind = n.kind();
         // `"<img " + src` joins strings: no other arithmetic applies.
-        let joins_strings = is_string(n);
+        let joins_strings = is_string(n, &strings, source);
         if is_binary(kind) {
             for op in children.iter().filter(|c| !c.is_named()) {
                 let o = text(*op);
@@ -858,7 +859,10 @@ fn mutations(
             }
         }
         if kind == "return_statement" {
-            if let Some(value) = n.named_child(0).filter(|v| !is_string(*v)) {
+            if let Some(value) = n
+                .named_child(0)
+                .filter(|v| !is_string(*v, &strings, source))
+            {
                 out.push(Mutation {
                     start: value.start_byte(),
                     end: value.end_byte(),
@@ -1299,19 +1303,63 @@ const NUMERIC_CALLS: [&str; 16] = [
     "size", "length", "floor", "ceil",
 ];
 
-/// Whether `n` is a string literal, or an operation on one (`'<' + s +
-/// '>'`): a value arithmetic and negation make no sense of.
-fn is_string(n: tree_sitter::Node<'_>) -> bool {
-    let literal = matches!(
+/// Names the file binds to a string literal (`PREFIX = "xn--"`, `const
+/// sep = ", "`): operands arithmetic makes no sense of, like the literals.
+fn string_names<'s>(root: tree_sitter::Node<'_>, source: &'s str) -> HashSet<&'s str> {
+    let mut names = HashSet::new();
+    let mut stack = vec![root];
+    while let Some(n) = stack.pop() {
+        let (name, value) = match n.kind() {
+            "assignment" => (
+                n.child_by_field_name("left"),
+                n.child_by_field_name("right"),
+            ),
+            "variable_declarator" => (
+                n.child_by_field_name("name"),
+                n.child_by_field_name("value"),
+            ),
+            _ => (None, None),
+        };
+        if let (Some(name), Some(value)) = (name, value) {
+            if name.kind() == "identifier" && is_string_literal(value) {
+                if let Ok(text) = name.utf8_text(source.as_bytes()) {
+                    names.insert(text);
+                }
+            }
+        }
+        let mut c = n.walk();
+        stack.extend(n.children(&mut c));
+    }
+    names
+}
+
+fn is_string_literal(n: tree_sitter::Node<'_>) -> bool {
+    matches!(
         n.kind(),
         "string"
             | "concatenated_string"
             | "string_literal"
             | "template_string"
             | "raw_string_literal"
-    );
+    )
+}
+
+/// Whether `n` is a string: a literal, a name the file binds to one, or
+/// an operation on either (`'<' + s + '>'`): a value arithmetic and
+/// negation make no sense of.
+fn is_string(n: tree_sitter::Node<'_>, strings: &HashSet<&str>, source: &str) -> bool {
+    if is_string_literal(n) {
+        return true;
+    }
+    if n.kind() == "identifier" {
+        return n
+            .utf8_text(source.as_bytes())
+            .is_ok_and(|t| strings.contains(t));
+    }
     let mut c = n.walk();
-    literal || (is_binary(n.kind()) && n.named_children(&mut c).any(is_string))
+    is_binary(n.kind())
+        && n.named_children(&mut c)
+            .any(|child| is_string(child, strings, source))
 }
 
 /// Whether `n` bounds something: an assignment's whole value, a side of
@@ -1677,7 +1725,11 @@ mod tests {
             .any(|s| s.contains("'<' - s") || s.contains("'<' * s")));
         assert!(joined.iter().any(|s| s.contains("n = len(xs) + 1")));
         assert!(joined.iter().any(|s| s.contains("s != 'a'")));
-        let chained = mutants_of(Lang::Python, "def g(a, b):\n    return '<' + a + b\n", true);
+        let chained = mutants_of(
+            Lang::Python,
+            "PREFIX = 'xn--'\n\ndef g(a, b):\n    c = PREFIX + b\n    return '<' + a + b\n",
+            true,
+        );
         assert!(
             !chained
                 .iter()
