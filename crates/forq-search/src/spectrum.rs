@@ -30,6 +30,7 @@ _root = os.environ.get("FORQ_TRACE_ROOT")
 _out = os.environ.get("FORQ_TRACE_OUT")
 _state = {"test": None, "pytest": False}
 _cover = {}
+_raised = {}
 _files = {}
 
 
@@ -64,6 +65,32 @@ def start(test):
     _state["test"] = test
 
 
+def failed(test, tb):
+    # The failure's traceback through the repository's files, outermost
+    # frame first: where the error was raised, and who called it.
+    frames = []
+    while tb is not None:
+        rel = _rel(tb.tb_frame.f_code.co_filename)
+        if rel is not None:
+            frames.append([rel, tb.tb_lineno])
+        tb = tb.tb_next
+    _raised[test] = frames
+
+
+def _watch(result):
+    if getattr(result, "_forq_watched", False):
+        return
+    for name in ("addError", "addFailure"):
+        original = getattr(result, name)
+
+        def report(test, err, _original=original):
+            failed(test.id(), err[2] if isinstance(err, tuple) else None)
+            return _original(test, err)
+
+        setattr(result, name, report)
+    result._forq_watched = True
+
+
 def stop():
     _state["test"] = None
 
@@ -72,6 +99,8 @@ def _dump():
     data = {t: {f: sorted(ls) for f, ls in fs.items()} for t, fs in _cover.items()}
     with open(_out, "w") as out:
         json.dump(data, out)
+    with open(_out[: -len(".json")] + ".raised.json", "w") as out:
+        json.dump(_raised, out)
 
 
 if _root and _out:
@@ -87,6 +116,8 @@ if _root and _out:
         if _state["pytest"]:
             return _run(self, result)
         start(self.id())
+        if result is not None:
+            _watch(result)
         try:
             return _run(self, result)
         finally:
@@ -108,6 +139,11 @@ def pytest_runtest_setup(item):
     forq_trace.start(item.nodeid)
 
 
+def pytest_runtest_makereport(item, call):
+    if call.when == "call" and call.excinfo is not None:
+        forq_trace.failed(item.nodeid, call.excinfo.tb)
+
+
 def pytest_runtest_logfinish(nodeid, location):
     forq_trace.stop()
 "#;
@@ -126,6 +162,11 @@ pub struct LineSuspect {
     pub failing: usize,
     /// Passing tests that ran it.
     pub passing: usize,
+    /// In a failing test's traceback: where its error was raised, or a
+    /// caller on the way (its score is at least 1 for the innermost
+    /// frame, 0.1 less per frame outwards).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub raised: bool,
 }
 
 /// The lines each traced test ran.
@@ -135,6 +176,9 @@ pub struct Spectrum {
     pub coverage: BTreeMap<String, BTreeMap<String, BTreeSet<u32>>>,
     /// The failing tests among them.
     pub failing: BTreeSet<String>,
+    /// Per failing test, its failure's traceback through the repository's
+    /// files (file, line), outermost frame first.
+    pub raised: BTreeMap<String, Vec<(String, u32)>>,
 }
 
 impl Spectrum {
@@ -169,8 +213,38 @@ impl Spectrum {
                 score: f as f64 / ((total * (f + p)) as f64).sqrt(),
                 failing: f,
                 passing: p,
+                raised: false,
             })
             .collect();
+        out.sort_by(|a, b| {
+            b.score
+                .total_cmp(&a.score)
+                .then_with(|| a.file.cmp(&b.file))
+                .then(a.line.cmp(&b.line))
+        });
+        out
+    }
+}
+
+impl Spectrum {
+    /// [`Spectrum::ochiai`] with the failing tests' tracebacks: the line
+    /// where a failing test's error was raised scores at least 1, each
+    /// caller outwards 0.1 less (down to 0.5), whatever else ran it;
+    /// best first.
+    pub fn suspects(&self) -> Vec<LineSuspect> {
+        let mut out = self.ochiai();
+        for (test, frames) in &self.raised {
+            if !self.failing.contains(test) {
+                continue;
+            }
+            for (k, (file, line)) in frames.iter().rev().enumerate() {
+                let floor = (1.0 - 0.1 * k as f64).max(0.5);
+                if let Some(l) = out.iter_mut().find(|l| l.file == *file && l.line == *line) {
+                    l.score = l.score.max(floor);
+                    l.raised = true;
+                }
+            }
+        }
         out.sort_by(|a, b| {
             b.score
                 .total_cmp(&a.score)
@@ -217,23 +291,25 @@ pub async fn trace(sandbox: &dyn Sandbox, oracle: &Oracle) -> Result<Spectrum, S
     if let Err(e) = fork.destroy().await {
         tracing::debug!(%e, "the tracer's fork was not destroyed cleanly");
     }
-    let coverage = traced?;
+    let (coverage, raised) = traced?;
     if !oracle.target.iter().any(|t| coverage.contains_key(t)) {
         return Err("the tracer saw no failing test run".to_owned());
     }
     Ok(Spectrum {
         coverage,
         failing: oracle.target.iter().cloned().collect(),
+        raised,
     })
 }
 
 type Coverage = BTreeMap<String, BTreeMap<String, BTreeSet<u32>>>;
+type Raised = BTreeMap<String, Vec<(String, u32)>>;
 
 async fn run_traced(
     fork: &dyn Sandbox,
     oracle: &Oracle,
     selection: &[String],
-) -> Result<Coverage, String> {
+) -> Result<(Coverage, Raised), String> {
     let write = |name: &str, text: &'static str| {
         let path = Path::new(DIR).join(name);
         async move { fork.write_file(&path, text.as_bytes()).await }
@@ -271,7 +347,16 @@ async fn run_traced(
         .read_file(&Path::new(DIR).join("out.json"))
         .await
         .map_err(|e| format!("the tracer wrote nothing ({e})"))?;
-    serde_json::from_slice(&data).map_err(|e| format!("the tracer's output is unreadable: {e}"))
+    let coverage = serde_json::from_slice(&data)
+        .map_err(|e| format!("the tracer's output is unreadable: {e}"))?;
+    // Tracebacks are a bonus: none read is none known.
+    let raised = fork
+        .read_file(&Path::new(DIR).join("out.raised.json"))
+        .await
+        .ok()
+        .and_then(|data| serde_json::from_slice(&data).ok())
+        .unwrap_or_default();
+    Ok((coverage, raised))
 }
 
 #[cfg(test)]
@@ -306,6 +391,35 @@ mod tests {
             vec![3, 2, 1]
         );
         assert!((ranked[1].score - 1.0 / 2f64.sqrt()).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_failing_tests_traceback_lifts_where_its_error_was_raised() {
+        let mut s = Spectrum::default();
+        // Lines 2 (raised there) and 5 (its caller) also run in a passing
+        // test, so Ochiai alone puts line 9 first.
+        s.coverage
+            .insert("t_fail".into(), lines(&[("m.py", &[2, 5, 9])]));
+        s.coverage
+            .insert("t_pass".into(), lines(&[("m.py", &[2, 5])]));
+        s.failing.insert("t_fail".into());
+        assert_eq!(s.ochiai()[0].line, 9);
+        s.raised.insert(
+            "t_fail".into(),
+            vec![("t.py".into(), 7), ("m.py".into(), 5), ("m.py".into(), 2)],
+        );
+        // A passing test's traceback (there is none that counts) is ignored.
+        s.raised.insert("t_pass".into(), vec![("m.py".into(), 9)]);
+        let ranked = s.suspects();
+        let at = |line| ranked.iter().find(|l| l.line == line).unwrap();
+        assert_eq!(
+            (ranked[0].line, ranked[0].score, ranked[0].raised),
+            (2, 1.0, true)
+        );
+        assert!((at(5).score - 0.9).abs() < 1e-12 && at(5).raised);
+        assert!(!at(9).raised);
+        // The test file's frame ran in no traced coverage: not listed.
+        assert!(ranked.iter().all(|l| l.file == "m.py"));
     }
 
     #[test]

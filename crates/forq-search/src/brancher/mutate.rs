@@ -1431,7 +1431,7 @@ impl Mutate {
         let lines = match crate::spectrum::trace(cx.sandbox, cx.oracle).await {
             // Tests are never edited: their lines are no suspects.
             Ok(spectrum) => spectrum
-                .ochiai()
+                .suspects()
                 .into_iter()
                 .filter(|l| !self.stack.is_test_file(&l.file))
                 .collect(),

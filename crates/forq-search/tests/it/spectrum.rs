@@ -146,3 +146,55 @@ async fn a_function_the_call_graph_cannot_reach_is_mutated_where_the_spectrum_po
     );
     root.destroy().await.unwrap();
 }
+
+#[tokio::test]
+async fn the_traced_run_keeps_where_a_failing_tests_error_was_raised() {
+    // `share([5], 0)` divides by the sum of no parts: the error is raised
+    // in `ratio`, called from `share`; both lines also run in passing
+    // tests, so only the traceback says where the failure came from.
+    let repo = tempfile::tempdir().unwrap();
+    std::fs::write(
+        repo.path().join("parts.py"),
+        "def ratio(a, b):\n    return a / b\n\n\ndef share(parts, i):\n    return ratio(parts[i], sum(parts[1:]))\n",
+    )
+    .unwrap();
+    std::fs::create_dir(repo.path().join("tests")).unwrap();
+    std::fs::write(repo.path().join("tests/__init__.py"), "").unwrap();
+    std::fs::write(
+        repo.path().join("tests/test_parts.py"),
+        "import unittest\n\nfrom parts import ratio, share\n\n\nclass PartsTest(unittest.TestCase):\n    def test_ratio(self):\n        self.assertEqual(ratio(1, 2), 0.5)\n\n    def test_share_of_nothing(self):\n        self.assertEqual(share([0, 1], 0), 0.0)\n\n    def test_share_of_one_part(self):\n        self.assertEqual(share([5], 0), 1.0)\n",
+    )
+    .unwrap();
+    let (root, oracle, _, _) = with_templates(repo.path()).await;
+    assert_eq!(
+        oracle.target,
+        ["tests.test_parts.PartsTest.test_share_of_one_part"]
+    );
+    let spectrum = forq_search::spectrum::trace(&*root, &oracle).await.unwrap();
+    let frames = &spectrum.raised[&oracle.target[0]];
+    let in_parts: Vec<u32> = frames
+        .iter()
+        .filter(|(f, _)| f == "parts.py")
+        .map(|(_, l)| *l)
+        .collect();
+    assert_eq!(in_parts, [6, 2], "{frames:?}");
+    let ranked = spectrum.suspects();
+    let line = |n: u32| {
+        ranked
+            .iter()
+            .find(|l| l.file == "parts.py" && l.line == n)
+            .unwrap_or_else(|| panic!("{ranked:#?}"))
+    };
+    assert!(line(2).raised && line(2).score == 1.0, "{ranked:#?}");
+    assert!(
+        line(6).raised && (line(6).score - 0.9).abs() < 1e-9,
+        "{ranked:#?}"
+    );
+    // Ochiai alone ranks them lower: other tests ran them too.
+    let plain = spectrum.ochiai();
+    assert!(
+        plain.iter().all(|l| l.file != "parts.py" || l.score < 0.9),
+        "{plain:#?}"
+    );
+    root.destroy().await.unwrap();
+}
