@@ -48,7 +48,8 @@ pub async fn run_guarded(
         &*prepared.root,
         &prepared.oracle,
         &prepared.genesis,
-        &SearchOptions::default(),
+        // A rename reaches the tests' calls; a doc change, their docs.
+        &SearchOptions::default().edit_tests(true),
     )
     .await
     .map_err(FixError::from)

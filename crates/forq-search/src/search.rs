@@ -135,6 +135,10 @@ pub struct SearchOptions {
     /// Changes every candidate carries and the patch ships (a reproduction
     /// test written before the search): new contents by path.
     pub seed: BTreeMap<String, Option<String>>,
+    /// Whether a candidate may change or delete the repository's test
+    /// files: a rename or a doc change may; a fix never (the tests judge
+    /// it), so by default a candidate that does is red without a run.
+    pub edit_tests: bool,
 }
 
 impl std::fmt::Debug for SearchOptions {
@@ -143,6 +147,7 @@ impl std::fmt::Debug for SearchOptions {
             .field("budget", &self.budget)
             .field("order", &self.order)
             .field("keep_searching", &self.keep_searching)
+            .field("edit_tests", &self.edit_tests)
             .finish()
     }
 }
@@ -161,6 +166,12 @@ impl SearchOptions {
     /// Keeps looking for a smaller green diff after the first.
     pub fn keep_searching(mut self, yes: bool) -> Self {
         self.keep_searching = yes;
+        self
+    }
+    /// Lets candidates change the repository's test files (a rename, a doc
+    /// change; never a fix).
+    pub fn edit_tests(mut self, yes: bool) -> Self {
+        self.edit_tests = yes;
         self
     }
     /// Every candidate carries `seed`, and so does the patch.
@@ -460,7 +471,8 @@ impl Engine<'_> {
         // The tests judge: a candidate that changes or deletes one of the
         // repository's test files is refused without a run (a new test
         // file, or the reproduction test the search began with, is not).
-        for path in delta.files.keys() {
+        let guarded = !self.options.edit_tests;
+        for path in delta.files.keys().filter(|_| guarded) {
             let existing = self.original(path).await.is_some();
             if existing
                 && self.oracle.stack.is_test_file(path)
