@@ -602,7 +602,8 @@ pub async fn throughput(
 }
 
 /// Copies a repository's files (not `.forq`, `target`, `node_modules`:
-/// what forq or a build made).
+/// what forq or a build made); a symbolic link stays a link to the same
+/// target (wcwidth's `README.rst` is one, and its build needs it).
 pub fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
     std::fs::create_dir_all(to)?;
     for e in std::fs::read_dir(from)? {
@@ -616,7 +617,49 @@ pub fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
             copy_tree(&e.path(), &to.join(&name))?;
         } else if kind.is_file() {
             std::fs::copy(e.path(), to.join(&name))?;
+        } else if kind.is_symlink() {
+            copy_link(&e.path(), &to.join(&name))?;
         }
     }
     Ok(())
+}
+
+#[cfg(unix)]
+fn copy_link(link: &Path, to: &Path) -> std::io::Result<()> {
+    std::os::unix::fs::symlink(std::fs::read_link(link)?, to)
+}
+
+/// Elsewhere a link's contents are copied (a dangling one is left out).
+#[cfg(not(unix))]
+fn copy_link(link: &Path, to: &Path) -> std::io::Result<()> {
+    match std::fs::metadata(link) {
+        Ok(m) if m.is_dir() => copy_tree(link, to),
+        Ok(_) => std::fs::copy(link, to).map(drop),
+        Err(_) => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod copy_tests {
+    #[cfg(unix)]
+    #[test]
+    fn copy_tree_keeps_links_and_leaves_out_what_builds_made() {
+        let from = tempfile::tempdir().unwrap();
+        let to = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(from.path().join("docs")).unwrap();
+        std::fs::create_dir_all(from.path().join(".forq/venv")).unwrap();
+        std::fs::write(from.path().join("docs/intro.rst"), "intro\n").unwrap();
+        std::os::unix::fs::symlink("docs/intro.rst", from.path().join("README.rst")).unwrap();
+        super::copy_tree(from.path(), &to.path().join("copy")).unwrap();
+        let copy = to.path().join("copy");
+        assert_eq!(
+            std::fs::read_link(copy.join("README.rst")).unwrap(),
+            std::path::Path::new("docs/intro.rst")
+        );
+        assert_eq!(
+            std::fs::read_to_string(copy.join("README.rst")).unwrap(),
+            "intro\n"
+        );
+        assert!(!copy.join(".forq").exists());
+    }
 }
