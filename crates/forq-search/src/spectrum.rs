@@ -216,12 +216,7 @@ impl Spectrum {
                 raised: false,
             })
             .collect();
-        out.sort_by(|a, b| {
-            b.score
-                .total_cmp(&a.score)
-                .then_with(|| a.file.cmp(&b.file))
-                .then(a.line.cmp(&b.line))
-        });
+        best_first(&mut out);
         out
     }
 }
@@ -245,14 +240,19 @@ impl Spectrum {
                 }
             }
         }
-        out.sort_by(|a, b| {
-            b.score
-                .total_cmp(&a.score)
-                .then_with(|| a.file.cmp(&b.file))
-                .then(a.line.cmp(&b.line))
-        });
+        best_first(&mut out);
         out
     }
+}
+
+/// Highest score first; ties by file and line.
+fn best_first(lines: &mut [LineSuspect]) {
+    lines.sort_by(|a, b| {
+        b.score
+            .total_cmp(&a.score)
+            .then_with(|| a.file.cmp(&b.file))
+            .then(a.line.cmp(&b.line))
+    });
 }
 
 /// How close a passing test is to the failing ones: the length of the
