@@ -350,6 +350,19 @@ async fn the_dashboard_burns_down_a_queue_and_draws_the_search_live_in_chromium(
         .iter()
         .map(|e| e.id)
         .collect();
+    // The page may still be drawing what its last reconnect fetched (CI
+    // once read an empty log here on a loaded machine): wait until it
+    // holds as many events as the store, then compare them one by one.
+    browser
+        .until(
+            "the page's log to hold every stored event",
+            &format!(
+                "return document.querySelectorAll('#log div').length >= {}",
+                stored.len()
+            ),
+            60,
+        )
+        .await;
     let logged: Vec<u64> = browser
         .js("return [...document.querySelectorAll('#log div')].map(d => Number(d.dataset.id))")
         .await
