@@ -615,6 +615,17 @@ fn is_binary(kind: &str) -> bool {
     )
 }
 
+/// Whether `n` joins two conditions: Python's `and`/`or`, or `&&`/`||`.
+pub(super) fn is_boolean_op(n: tree_sitter::Node<'_>, source: &str) -> bool {
+    if n.kind() == "boolean_operator" {
+        return true;
+    }
+    let mut c = n.walk();
+    let op = n.children(&mut c).find(|c| !c.is_named());
+    is_binary(n.kind())
+        && op.is_some_and(|op| matches!(op.utf8_text(source.as_bytes()), Ok("&&" | "||")))
+}
+
 fn is_integer(kind: &str) -> bool {
     matches!(
         kind,
@@ -689,35 +700,60 @@ fn is_read(n: tree_sitter::Node<'_>) -> bool {
         || pk.contains("import"))
 }
 
-/// Every mutation of the nodes inside `start..end` (bytes) of `source`;
-/// with `templates`, the repair templates too.
-fn mutations(
+/// One file read and parsed, with the facts every suspect in it shares
+/// (each a walk of the whole file, so made once per file, not per suspect).
+struct Parsed {
     lang: Lang,
-    source: &str,
-    tree: &tree_sitter::Tree,
-    start: usize,
-    end: usize,
-    templates: bool,
-) -> Vec<Mutation> {
+    source: String,
+    tree: tree_sitter::Tree,
+    /// Names the file binds to a string literal.
+    strings: HashSet<String>,
+    /// Every name of the file, for the similar-name template (empty
+    /// without templates).
+    names: FileNames,
+}
+
+impl Parsed {
+    /// `source` parsed as `lang`; `None` when the grammar gives up.
+    fn new(lang: Lang, source: String, templates: bool) -> Option<Parsed> {
+        let mut parser = tree_sitter::Parser::new();
+        parser.set_language(&lang.grammar()).ok()?;
+        let tree = parser.parse(&source, None)?;
+        let root = tree.root_node();
+        let strings = string_names(root, &source);
+        let names = if templates {
+            FileNames::of(root, &source)
+        } else {
+            FileNames::default()
+        };
+        Some(Parsed {
+            lang,
+            source,
+            tree,
+            strings,
+            names,
+        })
+    }
+}
+
+/// Every mutation of the nodes inside `start..end` (bytes) of the file;
+/// with `templates`, the repair templates too.
+fn mutations(file: &Parsed, start: usize, end: usize, templates: bool) -> Vec<Mutation> {
+    let (lang, source, strings, names) =
+        (file.lang, file.source.as_str(), &file.strings, &file.names);
     let bytes = source.as_bytes();
     let text = |n: tree_sitter::Node<'_>| n.utf8_text(bytes).unwrap_or("").to_owned();
     let mut out = Vec::new();
-    let root = tree.root_node();
+    let root = file.tree.root_node();
     let Some(func) = root.descendant_for_byte_range(start, end.max(start + 1).min(source.len()))
     else {
         return out;
     };
     // The smallest node covering the span is the definition (or its body).
     let vars = variables(func, source);
-    let strings = string_names(root, source);
     let ingredients = match function_within(func, start, end).filter(|_| templates) {
         Some(f) => Ingredients::of(lang, f, source),
         None => Ingredients::default(),
-    };
-    let names = if templates {
-        FileNames::of(root, source)
-    } else {
-        FileNames::default()
     };
     let mut stack = vec![func];
     while let Some(n) = stack.pop() {
@@ -729,7 +765,7 @@ fn mutations(
         }
         let kind = n.kind();
         // `"<img " + src` joins strings: no other arithmetic applies.
-        let joins_strings = is_string(n, &strings, source);
+        let joins_strings = is_string(n, strings, source);
         if is_binary(kind) {
             for op in children.iter().filter(|c| !c.is_named()) {
                 let o = text(*op);
@@ -859,10 +895,7 @@ fn mutations(
             }
         }
         if kind == "return_statement" {
-            if let Some(value) = n
-                .named_child(0)
-                .filter(|v| !is_string(*v, &strings, source))
-            {
+            if let Some(value) = n.named_child(0).filter(|v| !is_string(*v, strings, source)) {
                 out.push(Mutation {
                     start: value.start_byte(),
                     end: value.end_byte(),
@@ -899,7 +932,7 @@ fn mutations(
         if templates {
             repair_templates(n, &children, source, &mut out);
             ingredient_templates(lang, n, source, &ingredients, &mut out);
-            reach_templates(lang, n, source, &names, &mut out);
+            reach_templates(lang, n, source, names, &mut out);
         }
     }
     out
@@ -934,14 +967,7 @@ fn repair_templates(
         }
     }
     // A compound condition with a side too many: `a and b` for `a`.
-    let op = children
-        .iter()
-        .find(|c| !c.is_named())
-        .map(|c| text(*c))
-        .unwrap_or_default();
-    if (kind == "boolean_operator" || (is_binary(kind) && matches!(op.as_str(), "&&" | "||")))
-        && n.named_child_count() == 2
-    {
+    if is_boolean_op(n, source) && n.named_child_count() == 2 {
         for side in [n.named_child(0), n.named_child(1)].into_iter().flatten() {
             out.push(Mutation {
                 start: n.start_byte(),
@@ -1305,7 +1331,7 @@ const NUMERIC_CALLS: [&str; 16] = [
 
 /// Names the file binds to a string literal (`PREFIX = "xn--"`, `const
 /// sep = ", "`): operands arithmetic makes no sense of, like the literals.
-fn string_names<'s>(root: tree_sitter::Node<'_>, source: &'s str) -> HashSet<&'s str> {
+fn string_names(root: tree_sitter::Node<'_>, source: &str) -> HashSet<String> {
     let mut names = HashSet::new();
     let mut stack = vec![root];
     while let Some(n) = stack.pop() {
@@ -1323,7 +1349,7 @@ fn string_names<'s>(root: tree_sitter::Node<'_>, source: &'s str) -> HashSet<&'s
         if let (Some(name), Some(value)) = (name, value) {
             if name.kind() == "identifier" && is_string_literal(value) {
                 if let Ok(text) = name.utf8_text(source.as_bytes()) {
-                    names.insert(text);
+                    names.insert(text.to_owned());
                 }
             }
         }
@@ -1347,7 +1373,7 @@ fn is_string_literal(n: tree_sitter::Node<'_>) -> bool {
 /// Whether `n` is a string: a literal, a name the file binds to one, or
 /// an operation on either (`'<' + s + '>'`): a value arithmetic and
 /// negation make no sense of.
-fn is_string(n: tree_sitter::Node<'_>, strings: &HashSet<&str>, source: &str) -> bool {
+fn is_string(n: tree_sitter::Node<'_>, strings: &HashSet<String>, source: &str) -> bool {
     if is_string_literal(n) {
         return true;
     }
@@ -1483,7 +1509,7 @@ impl Brancher for Mutate {
             .map(|l| ((l.file.as_str(), l.line), l.score))
             .collect();
         // Each file read and parsed once, however many suspects it holds.
-        let mut files: BTreeMap<String, (String, tree_sitter::Tree)> = BTreeMap::new();
+        let mut files: BTreeMap<String, Parsed> = BTreeMap::new();
         let mut all: Vec<(f64, String, usize, Candidate)> = Vec::new();
         let mut seen = HashSet::new();
         for s in &suspects {
@@ -1502,18 +1528,15 @@ impl Brancher for Mutate {
                         .and_then(|b| String::from_utf8(b).ok()),
                 };
                 let Some(current) = current else { continue };
-                let mut parser = tree_sitter::Parser::new();
-                if parser.set_language(&lang.grammar()).is_err() {
-                    continue;
-                }
-                let Some(tree) = parser.parse(&current, None) else {
+                let Some(parsed) = Parsed::new(lang, current, self.templates) else {
                     continue;
                 };
-                files.insert(s.file.clone(), (current, tree));
+                files.insert(s.file.clone(), parsed);
             }
-            let (source, tree) = &files[&s.file];
+            let file = &files[&s.file];
+            let source = &file.source;
             let (start, end) = line_span(source, s.line, s.end_line);
-            let found = mutations(lang, source, tree, start, end, self.templates);
+            let found = mutations(file, start, end, self.templates);
             let mut class_weight: HashMap<&str, f64> = HashMap::new();
             for m in &found {
                 *class_weight.entry(m.operator).or_default() += m.weight;
@@ -1583,10 +1606,8 @@ mod tests {
     }
 
     fn mutants_of(lang: Lang, src: &str, templates: bool) -> Vec<String> {
-        let mut p = tree_sitter::Parser::new();
-        p.set_language(&lang.grammar()).unwrap();
-        let tree = p.parse(src, None).unwrap();
-        mutations(lang, src, &tree, 0, src.len(), templates)
+        let file = Parsed::new(lang, src.to_owned(), templates).unwrap();
+        mutations(&file, 0, src.len(), templates)
             .into_iter()
             .map(|m| {
                 let mut s = src.to_owned();

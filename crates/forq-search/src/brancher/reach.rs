@@ -9,7 +9,7 @@
 
 use forq_graph::Lang;
 
-use super::mutate::Mutation;
+use super::mutate::{is_boolean_op, Mutation};
 
 /// Names a similar-name replacement picks from, at most this many per site.
 const MAX_SIMILAR: usize = 3;
@@ -165,18 +165,7 @@ pub(super) fn reach_templates(
     }
 
     // One side of `and`/`or` negated: `a and b` → `a and not b`.
-    let op = {
-        let mut c = n.walk();
-        let op = n
-            .children(&mut c)
-            .find(|c| !c.is_named())
-            .map(&text)
-            .unwrap_or_default();
-        op
-    };
-    let boolean = kind == "boolean_operator"
-        || (kind == "binary_expression" && matches!(op.as_str(), "&&" | "||"));
-    if boolean && n.named_child_count() == 2 {
+    if is_boolean_op(n, source) && n.named_child_count() == 2 {
         for side in [n.named_child(0), n.named_child(1)].into_iter().flatten() {
             let plain = matches!(
                 side.kind(),
