@@ -227,13 +227,27 @@ fn imports_pytest(dir: &Path) -> bool {
 fn python_install(root: &Path) -> Vec<String> {
     let mut steps = vec!["python3 -m venv .forq/venv".to_owned()];
     let pyproject = read(root, "pyproject.toml").unwrap_or_default();
+    // A setup.cfg alone is not a project pip installs (it wants a
+    // setup.py or a pyproject.toml beside it).
     let setup = exists(root, "setup.py")
-        || exists(root, "setup.cfg")
         || pyproject.contains("[project]")
         || pyproject.contains("[build-system]");
     if setup {
+        // setup.cfg's extras are the keys of `[options.extras_require]`.
+        let cfg_extras: Vec<String> = read(root, "setup.cfg")
+            .and_then(|cfg| section(&cfg, "[options.extras_require]"))
+            .map(|body| {
+                body.lines()
+                    .filter(|l| !l.starts_with(char::is_whitespace))
+                    .filter_map(|l| l.split_once('='))
+                    .map(|(key, _)| key.trim().to_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
         let extra = ["test", "tests", "testing", "dev"].into_iter().find(|e| {
-            pyproject.contains(&format!("\n{e} = [")) || pyproject.contains(&format!("\n{e}=["))
+            pyproject.contains(&format!("\n{e} = ["))
+                || pyproject.contains(&format!("\n{e}=["))
+                || cfg_extras.iter().any(|k| k == e)
         });
         steps.push(match extra {
             Some(e) => format!(".forq/venv/bin/pip install -e '.[{e}]'"),
@@ -283,6 +297,131 @@ fn test_requirements(root: &Path) -> Vec<String> {
         }));
     }
     found
+}
+
+/// The pytest configuration pytest itself would read, as text: the first
+/// of `pytest.ini`, `.pytest.ini`, `pyproject.toml`'s
+/// `[tool.pytest.ini_options]`, `tox.ini`'s `[pytest]`, `setup.cfg`'s
+/// `[tool:pytest]`.
+fn pytest_config(root: &Path) -> Option<String> {
+    for (file, header) in [
+        ("pytest.ini", "[pytest]"),
+        (".pytest.ini", "[pytest]"),
+        ("pyproject.toml", "[tool.pytest.ini_options]"),
+        ("tox.ini", "[pytest]"),
+        ("setup.cfg", "[tool:pytest]"),
+    ] {
+        let Some(text) = read(root, file) else {
+            continue;
+        };
+        match section(&text, header) {
+            Some(body) => return Some(body),
+            // pytest.ini wins even without its section.
+            None if file.contains("pytest.ini") => return Some(String::new()),
+            None => {}
+        }
+    }
+    None
+}
+
+/// The lines of an INI or TOML section, up to the next header.
+fn section(text: &str, header: &str) -> Option<String> {
+    let mut lines = text.lines();
+    lines.by_ref().find(|l| l.trim() == header)?;
+    let body: Vec<&str> = lines
+        .take_while(|l| {
+            let t = l.trim_end();
+            !(l.starts_with('[') && t.ends_with(']') && t.len() > 2 && !t.starts_with("[\""))
+        })
+        .collect();
+    Some(body.join("\n"))
+}
+
+/// What a pytest configuration needs beyond pytest: plugins its options
+/// name (pytest alone stops at an option it does not know, exit 4), and
+/// flags that keep the run one process reporting each test in order.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct PytestNeeds {
+    plugins: Vec<&'static str>,
+    flags: Vec<&'static str>,
+}
+
+impl PytestNeeds {
+    /// From the text of a pytest section: its `addopts` options, and the
+    /// ini keys plugins add.
+    fn of(config: &str) -> PytestNeeds {
+        let mut needs = PytestNeeds::default();
+        let mut add = |plugin: &'static str, flag: Option<&'static str>| {
+            if !needs.plugins.contains(&plugin) {
+                needs.plugins.push(plugin);
+                needs.flags.extend(flag);
+            }
+        };
+        for option in addopts(config) {
+            let name = option.split('=').next().unwrap_or_default();
+            if name.starts_with("--cov") || name.starts_with("--no-cov") {
+                // Coverage is not the tests: measuring it slows every
+                // run, fights forq's own line tracer, and its
+                // `--cov-fail-under` would fail a green suite.
+                add("pytest-cov", Some("--no-cov"));
+            } else if matches!(name, "--numprocesses" | "--dist" | "--maxprocesses")
+                || name.strip_prefix("-n").is_some_and(|n| {
+                    n.is_empty() || n == "auto" || n.bytes().all(|b| b.is_ascii_digit())
+                })
+            {
+                // Workers print outcomes out of order and hide which test
+                // hangs: `-n 0` runs the tests in this process.
+                add("pytest-xdist", Some("-n 0"));
+            } else if name.starts_with("--timeout") {
+                add("pytest-timeout", None);
+            } else if name.starts_with("--reruns") {
+                add("pytest-rerunfailures", None);
+            } else if name.starts_with("--benchmark-") {
+                add("pytest-benchmark", None);
+            } else if name == "--asyncio-mode" {
+                add("pytest-asyncio", None);
+            }
+        }
+        for line in config.lines() {
+            let key = line.split('=').next().unwrap_or_default().trim();
+            if line.contains('=') && !line.starts_with(char::is_whitespace) {
+                match key {
+                    "timeout" | "timeout_method" => add("pytest-timeout", None),
+                    "asyncio_mode" => add("pytest-asyncio", None),
+                    _ => {}
+                }
+            }
+        }
+        needs
+    }
+}
+
+/// The options of a pytest section's `addopts`: an INI value (continued
+/// on indented lines) or a TOML string or array.
+fn addopts(config: &str) -> Vec<String> {
+    let mut lines = config.lines();
+    let Some(first) = lines.by_ref().find(|l| {
+        l.split('=')
+            .next()
+            .is_some_and(|k| k.trim() == "addopts" && l.contains('='))
+    }) else {
+        return Vec::new();
+    };
+    let mut value = first.split_once('=').map_or("", |(_, v)| v).to_owned();
+    for line in lines {
+        let continued = line.starts_with(char::is_whitespace) && !line.trim().is_empty()
+            || line.trim_start().starts_with(['"', '\'', ']']);
+        if !continued {
+            break;
+        }
+        value.push(' ');
+        value.push_str(line);
+    }
+    value
+        .split(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | ',' | '[' | ']'))
+        .filter(|t| !t.is_empty())
+        .map(str::to_owned)
+        .collect()
 }
 
 /// The pytest marker of a repository, if any.
@@ -356,13 +495,21 @@ pub fn detect(root: &Path) -> Vec<Stack> {
         if install.is_empty() {
             install.push("python3 -m venv .forq/venv".to_owned());
         }
-        install.push(".forq/venv/bin/pip install pytest".to_owned());
-        out.push(stack(
-            StackKind::Pytest,
-            &marker,
-            install,
-            ".forq/venv/bin/python -m pytest -v",
-        ));
+        let needs = pytest_config(root)
+            .map(|c| PytestNeeds::of(&c))
+            .unwrap_or_default();
+        let mut pip = String::from(".forq/venv/bin/pip install pytest");
+        for plugin in &needs.plugins {
+            pip.push(' ');
+            pip.push_str(plugin);
+        }
+        install.push(pip);
+        let mut command = String::from(".forq/venv/bin/python -m pytest -v");
+        for flag in &needs.flags {
+            command.push(' ');
+            command.push_str(flag);
+        }
+        out.push(stack(StackKind::Pytest, &marker, install, &command));
     } else if has_test_files(root, 2) {
         let install = python_install(root);
         let python = if install.is_empty() {

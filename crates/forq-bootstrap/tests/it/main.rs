@@ -380,6 +380,65 @@ fn python_projects_get_pytest_when_they_say_so_else_unittest() {
 }
 
 #[test]
+fn pytest_plugins_the_configuration_names_are_installed() {
+    let pytest = |files: &[(&str, &str)]| {
+        let stack = forq_bootstrap::detect(repo(files).path()).remove(0);
+        (
+            stack.install.last().cloned().unwrap_or_default(),
+            stack.command,
+        )
+    };
+    // pydash 5.0.1's setup.cfg: coverage options on indented lines, and
+    // a `dev` extra (with what its docs and tasks import) to install.
+    let setup_cfg = "[metadata]\nname = x\n\n[options.extras_require]\ndev =\n\tinvoke\n\tpytest-cov\n\n[tool:pytest]\njunit_family = xunit2\naddopts =\n\t--verbose\n\t--no-cov-on-fail\n\t--cov-fail-under=100\n\n[coverage:run]\nbranch = True\n";
+    assert_eq!(
+        pytest(&[
+            ("setup.py", "import setuptools\nsetuptools.setup()\n"),
+            ("setup.cfg", setup_cfg),
+            ("tests/test_x.py", "")
+        ]),
+        (
+            ".forq/venv/bin/pip install pytest pytest-cov".to_owned(),
+            ".forq/venv/bin/python -m pytest -v --no-cov".to_owned()
+        )
+    );
+    let dir = repo(&[("setup.py", ""), ("setup.cfg", setup_cfg)]);
+    assert_eq!(
+        forq_bootstrap::detect(dir.path())[0].install[1],
+        ".forq/venv/bin/pip install -e '.[dev]'"
+    );
+    // A TOML array over several lines, workers and a timeout key.
+    let pyproject = "[tool.pytest.ini_options]\naddopts = [\n    \"-n\", \"auto\",\n    \"--cov=pkg\",\n]\ntimeout = 30\n\n[tool.coverage.run]\nbranch = true\n";
+    assert_eq!(
+        pytest(&[("pyproject.toml", pyproject)]),
+        (
+            ".forq/venv/bin/pip install pytest pytest-xdist pytest-cov pytest-timeout".to_owned(),
+            ".forq/venv/bin/python -m pytest -v -n 0 --no-cov".to_owned()
+        )
+    );
+    // pytest.ini wins over tox.ini, as pytest reads them.
+    assert_eq!(
+        pytest(&[
+            ("pytest.ini", "[pytest]\naddopts = -ra --strict-markers\n"),
+            ("tox.ini", "[pytest]\naddopts = --cov=x\n"),
+        ]),
+        (
+            ".forq/venv/bin/pip install pytest".to_owned(),
+            ".forq/venv/bin/python -m pytest -v".to_owned()
+        )
+    );
+    // A section that ends before an option-like line of the next one.
+    assert_eq!(
+        pytest(&[(
+            "tox.ini",
+            "[pytest]\naddopts = -ra\n[testenv]\ncommands = pytest -n 4 --cov\n"
+        )])
+        .0,
+        ".forq/venv/bin/pip install pytest"
+    );
+}
+
+#[test]
 fn node_needs_a_real_test_script() {
     assert!(detected(&[(
         "package.json",

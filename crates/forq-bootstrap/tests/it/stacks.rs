@@ -58,6 +58,39 @@ async fn a_pytest_project_installs_pytest_into_a_virtualenv() {
 }
 
 #[tokio::test]
+async fn a_pytest_configuration_naming_coverage_and_workers_gets_their_plugins() {
+    // Without pytest-cov and pytest-xdist, pytest stops at the first
+    // option it does not know (exit 4) and no test runs.
+    let dir = repo(&[
+        (
+            "setup.cfg",
+            "[tool:pytest]\naddopts =\n\t--cov=calc\n\t--cov-fail-under=100\n\t-n auto\n",
+        ),
+        ("calc.py", "def add(a, b):\n    return a - b\n"),
+        (
+            "tests/test_calc.py",
+            "from calc import add\n\ndef test_add():\n    assert add(2, 3) == 5\n\ndef test_zero():\n    assert add(0, 0) == 0\n",
+        ),
+    ]);
+    let record = gate(dir.path(), GateOptions::default()).await;
+    // Outcomes per test, read from one in-process run (`-n 0`); coverage
+    // off (`--no-cov`), so its 100% floor does not fail the run.
+    assert_green(
+        &record,
+        &[
+            ("tests/test_calc.py::test_add", Outcome::Failed),
+            ("tests/test_calc.py::test_zero", Outcome::Passed),
+        ],
+        "python",
+    );
+    let stack = &record.stacks[0];
+    assert!(
+        stack.command.ends_with("pytest -v --no-cov -n 0"),
+        "{stack:#?}"
+    );
+}
+
+#[tokio::test]
 async fn a_rust_crate_is_fetched_then_tested_offline() {
     let dir = repo(&[
         ("Cargo.toml", "[package]\nname = \"calc\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n"),
