@@ -185,12 +185,36 @@ def pytest_outcomes(venv, root, files, timeout=300):
         )
     except subprocess.TimeoutExpired:
         return {}
+    # A parametrised id may hold spaces (`test_wrap[hello world-3]`), and a
+    # failure's line goes on after it (` - AssertionError`): the ids come
+    # from pytest's own collection, and each line is matched against them.
+    ids = collected(venv, root, files, env, timeout)
     found = {}
     for line in out.stdout.splitlines():
-        m = re.match(r"^(PASSED|FAILED|ERROR|XPASS|XFAIL|SKIPPED) (\S+::\S+)", line)
-        if m:
-            found[m.group(2)] = m.group(1) == "PASSED"
+        m = re.match(r"^(PASSED|FAILED|ERROR|XPASS|XFAIL) (\S+::.+)$", line)
+        if not m:
+            continue
+        rest = m.group(2)
+        if rest in ids:
+            test = rest
+        else:
+            known = [i for i in ids if rest.startswith(i + " - ")]
+            test = max(known, key=len) if known else rest.split(" - ")[0]
+        found[test] = m.group(1) == "PASSED"
     return found
+
+
+def collected(venv, root, files, env, timeout):
+    """The node ids pytest collects from FILES, exactly as it prints them."""
+    try:
+        out = subprocess.run(
+            [os.path.join(venv, "bin", "python"), "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+             "--rootdir", root, "-o", "addopts=", *files],
+            cwd=root, env=env, capture_output=True, text=True, timeout=timeout,
+        )
+    except subprocess.TimeoutExpired:
+        return set()
+    return {line for line in out.stdout.splitlines() if "::" in line}
 
 
 def mining_venv(cache):
