@@ -17,7 +17,7 @@ use async_trait::async_trait;
 use forq_bootstrap::Stack;
 use forq_graph::{Index, Lang, SymbolFilter};
 
-use super::reach::{reach_templates, FileNames};
+use super::reach::{reach_templates, FileIngredients};
 use super::{BranchContext, BranchError, Brancher};
 use crate::candidate::{Candidate, Change};
 use crate::spectrum::LineSuspect;
@@ -518,7 +518,7 @@ fn operator_swaps(op: &str, lang: Lang) -> &'static [&'static str] {
 /// lead): a mutant's prior is its class's share split over the class's
 /// mutants in the function (by their weights), so a function with many
 /// sites of one kind does not crowd out the others.
-const CLASS_SHARE: [(&str, f64); 22] = [
+const CLASS_SHARE: [(&str, f64); 25] = [
     ("operator", 0.24),
     ("replace variable", 0.22),
     ("constant", 0.14),
@@ -542,6 +542,9 @@ const CLASS_SHARE: [(&str, f64); 22] = [
     ("similar name", 0.05),
     ("widen type check", 0.03),
     ("unwrap try", 0.02),
+    ("wrap call", 0.04),
+    ("guard yield", 0.03),
+    ("precondition", 0.04),
 ];
 
 fn class_share(class: &str) -> f64 {
@@ -708,9 +711,9 @@ struct Parsed {
     tree: tree_sitter::Tree,
     /// Names the file binds to a string literal.
     strings: HashSet<String>,
-    /// Every name of the file, for the similar-name template (empty
-    /// without templates).
-    names: FileNames,
+    /// The file's names, functions and exceptions, for the templates
+    /// (empty without them).
+    names: FileIngredients,
 }
 
 impl Parsed {
@@ -722,9 +725,9 @@ impl Parsed {
         let root = tree.root_node();
         let strings = string_names(root, &source);
         let names = if templates {
-            FileNames::of(root, &source)
+            FileIngredients::of(root, &source)
         } else {
-            FileNames::default()
+            FileIngredients::default()
         };
         Some(Parsed {
             lang,
@@ -751,7 +754,11 @@ fn mutations(file: &Parsed, start: usize, end: usize, templates: bool) -> Vec<Mu
     };
     // The smallest node covering the span is the definition (or its body).
     let vars = variables(func, source);
-    let ingredients = match function_within(func, start, end).filter(|_| templates) {
+    let repaired = function_within(func, start, end);
+    let within = repaired
+        .and_then(|f| f.child_by_field_name("name"))
+        .and_then(|n| n.utf8_text(bytes).ok());
+    let ingredients = match repaired.filter(|_| templates) {
         Some(f) => Ingredients::of(lang, f, source),
         None => Ingredients::default(),
     };
@@ -931,8 +938,8 @@ fn mutations(file: &Parsed, start: usize, end: usize, templates: bool) -> Vec<Mu
         }
         if templates {
             repair_templates(n, &children, source, &mut out);
-            ingredient_templates(lang, n, source, &ingredients, &mut out);
-            reach_templates(lang, n, source, names, &mut out);
+            ingredient_templates(lang, n, source, &ingredients, &names.exceptions, &mut out);
+            reach_templates(lang, n, source, names, within, &mut out);
         }
     }
     out
@@ -1169,6 +1176,7 @@ fn ingredient_templates(
     n: tree_sitter::Node<'_>,
     source: &str,
     ingredients: &Ingredients,
+    exceptions: &[String],
     out: &mut Vec<Mutation>,
 ) {
     let bytes = source.as_bytes();
@@ -1231,6 +1239,37 @@ fn ingredient_templates(
                         text: guard,
                         operator: "guard",
                         weight: 0.5,
+                    });
+                }
+            }
+            // A missing precondition: `if maxsize < 0: raise ValueError(…)`,
+            // raising what the file raises most (else the language's
+            // usual error for a bad argument).
+            let error = exceptions
+                .first()
+                .map_or(if py { "ValueError" } else { "Error" }, String::as_str);
+            for p in ingredients.params.iter().take(4) {
+                let checks = if py {
+                    [
+                        format!("{p} is None"),
+                        format!("{p} < 0"),
+                        format!("not {p}"),
+                    ]
+                } else {
+                    [format!("{p} == null"), format!("{p} < 0"), format!("!{p}")]
+                };
+                for check in checks {
+                    let raise = if py {
+                        format!("if {check}:\n{indent}    raise {error}(\"invalid {p}\")\n{indent}")
+                    } else {
+                        format!("if ({check}) throw new {error}(\"invalid {p}\");\n{indent}")
+                    };
+                    out.push(Mutation {
+                        start: n.start_byte(),
+                        end: n.start_byte(),
+                        text: raise,
+                        operator: "precondition",
+                        weight: 0.4,
                     });
                 }
             }
@@ -1702,6 +1741,57 @@ mod tests {
                 "no template with {expected:?} in {with:#?}"
             );
         }
+    }
+
+    #[test]
+    fn templates_add_preconditions_wrap_values_and_guard_yields() {
+        let cache = "class Cache:\n    def __init__(self, maxsize, getsizeof=None):\n        self.maxsize = maxsize\n\n    def clear(self):\n        raise KeyError(self)\n";
+        let with = mutants_of(Lang::Python, cache, true);
+        for expected in [
+            // A precondition on a parameter, raising what the file raises.
+            "        if maxsize < 0:\n            raise KeyError(\"invalid maxsize\")\n        self.maxsize = maxsize\n",
+            "        if getsizeof is None:\n            raise KeyError(\"invalid getsizeof\")\n",
+        ] {
+            assert!(
+                with.iter().any(|s| s.contains(expected)),
+                "no template with {expected:?}"
+            );
+        }
+        let without = mutants_of(Lang::Python, cache, false);
+        assert!(!without.iter().any(|s| s.contains("invalid maxsize")));
+        let src = "def link(url, title):\n    return '<' + url + ' \"' + title + '\">'\n\n\ndef _escape_title(title):\n    return title.replace('\"', '')\n\n\ndef split(it):\n    yield list(it)\n    yield it\n\n\ndef check(x):\n    if x:\n        raise KeyError(x)\n    raise KeyError(x)\n";
+        let with = mutants_of(Lang::Python, src, true);
+        for expected in [
+            // A value passed through the file's function named after it.
+            "' \"' + _escape_title(title) + '\">'",
+            // A yield of an empty value guarded, through a new name.
+            "    value = list(it)\n    if value:\n        yield value\n",
+            "    if it:\n        yield it\n",
+        ] {
+            assert!(
+                with.iter().any(|s| s.contains(expected)),
+                "no template with {expected:?}"
+            );
+        }
+        assert!(with.iter().all(|s| Lang::Python.syntax_error(s).is_none()));
+        // Not the called name, not an attribute's, not `url` (no function
+        // of the file is named for it).
+        assert!(!with.iter().any(|s| s.contains("_escape_title(url)")));
+        assert!(!with.iter().any(|s| s.contains("self._escape_title(")));
+        let js = mutants_of(
+            Lang::JavaScript,
+            "function f(n) {\n  return n * 2;\n}\n",
+            true,
+        );
+        assert!(
+            js.iter()
+                .any(|s| s
+                    .contains("  if (n == null) throw new Error(\"invalid n\");\n  return n * 2;")),
+            "{js:#?}"
+        );
+        assert!(js
+            .iter()
+            .all(|s| Lang::JavaScript.syntax_error(s).is_none()));
     }
 
     #[test]

@@ -4,8 +4,10 @@
 //! templates): a call replaced by one of its arguments (or a method call
 //! by its receiver), one operand of `and`/`or` negated, a name replaced by
 //! a similar name of the same file (`_finalize` for `finalize`, a typo),
-//! a type added to an `isinstance` check, and a `try` whose handler hides
-//! the error unwrapped. Only with `Mutate::templates`.
+//! a type added to an `isinstance` check, a `try` whose handler hides
+//! the error unwrapped, a value passed through the file's function named
+//! after it (`title` → `_escape_title(title)`), and a `yield` of a value
+//! that may be empty guarded. Only with `Mutate::templates`.
 
 use forq_graph::Lang;
 
@@ -14,19 +16,59 @@ use super::mutate::{is_boolean_op, Mutation};
 /// Names a similar-name replacement picks from, at most this many per site.
 const MAX_SIMILAR: usize = 3;
 
-/// The distinct identifiers of a file (definitions, imports and uses
-/// alike): where a similar name is looked for.
+/// What the whole file offers the templates: its distinct identifiers
+/// (where a similar name is looked for), its functions (what a value may
+/// have been meant to pass through) and the exceptions it raises (what a
+/// missing precondition raises).
 #[derive(Debug, Default)]
-pub(super) struct FileNames(Vec<String>);
+pub(super) struct FileIngredients {
+    names: Vec<String>,
+    functions: Vec<FileFunction>,
+    /// Exception classes raised in the file, the most raised first.
+    pub(super) exceptions: Vec<String>,
+}
 
-impl FileNames {
-    pub(super) fn of(root: tree_sitter::Node<'_>, source: &str) -> FileNames {
+/// A function of the file: its name and its parameters (`self`, `cls`
+/// left out), of which the first `required` have no default.
+#[derive(Debug)]
+struct FileFunction {
+    name: String,
+    params: Vec<String>,
+    required: usize,
+}
+
+impl FileIngredients {
+    pub(super) fn of(root: tree_sitter::Node<'_>, source: &str) -> FileIngredients {
+        let text = |n: tree_sitter::Node<'_>| n.utf8_text(source.as_bytes()).unwrap_or("");
         let mut names: Vec<String> = Vec::new();
+        let mut functions = Vec::new();
+        let mut raised: Vec<(usize, String)> = Vec::new();
         let mut stack = vec![root];
         while let Some(n) = stack.pop() {
-            if is_name(n.kind()) {
-                if let Ok(t) = n.utf8_text(source.as_bytes()) {
-                    names.push(t.to_owned());
+            let kind = n.kind();
+            if is_name(kind) {
+                names.push(text(n).to_owned());
+            }
+            if matches!(kind, "function_definition" | "function_declaration") {
+                if let Some(f) = file_function(n, source) {
+                    functions.push(f);
+                }
+            }
+            // `raise E(...)`, `throw new E(...)`: the class raised.
+            if matches!(kind, "raise_statement" | "throw_statement") {
+                let class = n
+                    .named_child(0)
+                    .and_then(|v| {
+                        v.child_by_field_name("function")
+                            .or_else(|| v.child_by_field_name("constructor"))
+                    })
+                    .filter(|c| c.kind() == "identifier")
+                    .map(text);
+                if let Some(class) = class {
+                    match raised.iter_mut().find(|(_, c)| c == class) {
+                        Some((count, _)) => *count += 1,
+                        None => raised.push((1, class.to_owned())),
+                    }
                 }
             }
             let mut c = n.walk();
@@ -34,13 +76,51 @@ impl FileNames {
         }
         names.sort();
         names.dedup();
-        FileNames(names)
+        // Most raised first; ties in the order met.
+        raised.sort_by_key(|r| std::cmp::Reverse(r.0));
+        FileIngredients {
+            names,
+            functions,
+            exceptions: raised.into_iter().map(|(_, c)| c).collect(),
+        }
+    }
+
+    /// Whether the file holds this identifier.
+    pub(super) fn has_name(&self, name: &str) -> bool {
+        self.names
+            .binary_search_by(|n| n.as_str().cmp(name))
+            .is_ok()
+    }
+
+    /// Functions of the file taking exactly one argument that `name`
+    /// could have been meant to go through: the function's name holds
+    /// it (`_escape_title` for `title`) or its one parameter is called
+    /// so. Never `within`, the function being repaired.
+    fn wrappers(&self, name: &str, within: Option<&str>) -> Vec<&str> {
+        if name.chars().count() < 3 {
+            return Vec::new();
+        }
+        let lower = name.to_lowercase();
+        let mut found: Vec<&str> = self
+            .functions
+            .iter()
+            .filter(|f| f.required == 1 && Some(f.name.as_str()) != within && f.name != name)
+            .filter(|f| {
+                f.name.to_lowercase().contains(&lower)
+                    || f.params.first().is_some_and(|p| p == name)
+            })
+            .map(|f| f.name.as_str())
+            .collect();
+        found.sort();
+        found.dedup();
+        found.truncate(MAX_SIMILAR);
+        found
     }
 
     /// Names of the file close to `name`, most alike first.
     fn similar(&self, name: &str) -> Vec<&str> {
         let mut found: Vec<(usize, &str)> = self
-            .0
+            .names
             .iter()
             .filter(|other| other.as_str() != name)
             .filter_map(|other| alike(name, other).map(|d| (d, other.as_str())))
@@ -52,6 +132,52 @@ impl FileNames {
             .map(|(_, n)| n)
             .collect()
     }
+}
+
+/// The name and parameters of a function definition, if it is named.
+fn file_function(def: tree_sitter::Node<'_>, source: &str) -> Option<FileFunction> {
+    let text = |n: tree_sitter::Node<'_>| n.utf8_text(source.as_bytes()).unwrap_or("").to_owned();
+    let name = text(def.child_by_field_name("name")?);
+    let params = def.child_by_field_name("parameters")?;
+    let mut c = params.walk();
+    let mut out = FileFunction {
+        name,
+        params: Vec::new(),
+        required: 0,
+    };
+    for p in params.named_children(&mut c) {
+        let (name, required) = match p.kind() {
+            "identifier" => (Some(p), true),
+            // `x: int` in Python; a destructured or typed one elsewhere.
+            "typed_parameter" | "required_parameter" => (
+                p.named_child(0)
+                    .or_else(|| p.child_by_field_name("pattern"))
+                    .filter(|n| n.kind() == "identifier"),
+                true,
+            ),
+            "default_parameter" | "typed_default_parameter" => {
+                (p.child_by_field_name("name"), false)
+            }
+            "assignment_pattern" | "optional_parameter" => (
+                p.child_by_field_name("left")
+                    .or_else(|| p.child_by_field_name("pattern")),
+                false,
+            ),
+            // `*args`, `**kw`, `...rest`, `*`, `/`: not one argument.
+            _ => (None, false),
+        };
+        let Some(name) = name.map(text) else {
+            continue;
+        };
+        if matches!(name.as_str(), "self" | "cls" | "this") {
+            continue;
+        }
+        if required {
+            out.required += 1;
+        }
+        out.params.push(name);
+    }
+    Some(out)
 }
 
 fn is_name(kind: &str) -> bool {
@@ -125,7 +251,8 @@ pub(super) fn reach_templates(
     lang: Lang,
     n: tree_sitter::Node<'_>,
     source: &str,
-    names: &FileNames,
+    file: &FileIngredients,
+    within: Option<&str>,
     out: &mut Vec<Mutation>,
 ) {
     let bytes = source.as_bytes();
@@ -190,8 +317,24 @@ pub(super) fn reach_templates(
 
     // A name mistaken for a similar one of the file.
     if is_name(kind) && names_a_use(n) {
-        for other in names.similar(&text(n)) {
+        for other in file.similar(&text(n)) {
             push(n, other.to_owned(), "similar name", 0.6);
+        }
+    }
+
+    // A value that should have gone through one of the file's functions:
+    // `' "' + title + '"'` → `' "' + _escape_title(title) + '"'`.
+    if kind == "identifier" && names_a_use(n) && is_plain_value(n) {
+        let name = text(n);
+        for f in file.wrappers(&name, within) {
+            push(n, format!("{f}({name})"), "wrap call", 0.5);
+        }
+    }
+
+    // A value yielded even when empty: `yield list(it)` → a guard.
+    if py && kind == "expression_statement" {
+        if let Some(guarded) = guarded_yield(n, source, file) {
+            push(n, guarded, "guard yield", 0.4);
         }
     }
 
@@ -304,6 +447,57 @@ fn dedented_body(
     }
     let text = lines.join("\n");
     Some(text.get(own..).map(str::to_owned).unwrap_or(text))
+}
+
+/// Whether identifier `n` stands for a value on its own: not the called
+/// function, not an attribute's name, not the target of an assignment.
+fn is_plain_value(n: tree_sitter::Node<'_>) -> bool {
+    let Some(parent) = n.parent() else {
+        return false;
+    };
+    let field_is = |field: &str| {
+        parent
+            .child_by_field_name(field)
+            .is_some_and(|c| c.id() == n.id())
+    };
+    let called = matches!(parent.kind(), "call" | "call_expression") && field_is("function");
+    let member = matches!(parent.kind(), "attribute" | "member_expression")
+        && (field_is("attribute") || field_is("property"));
+    let target = matches!(parent.kind(), "for_statement" | "for_in_statement") && field_is("left");
+    !(called || member || target || parent.kind() == "expression_statement")
+}
+
+/// A Python `yield VALUE` statement rewritten to yield only a truthy
+/// value, through a new variable when the value is not a name.
+fn guarded_yield(
+    statement: tree_sitter::Node<'_>,
+    source: &str,
+    file: &FileIngredients,
+) -> Option<String> {
+    let text = |n: tree_sitter::Node<'_>| n.utf8_text(source.as_bytes()).unwrap_or("");
+    let y = statement.named_child(0).filter(|y| y.kind() == "yield")?;
+    if text(y).starts_with("yield from") {
+        return None;
+    }
+    let value = y.named_child(0)?;
+    let line_start = source[..statement.start_byte()]
+        .rfind('\n')
+        .map_or(0, |i| i + 1);
+    let indent = &source[line_start..statement.start_byte()];
+    if !indent.trim().is_empty() || text(statement).contains('\n') {
+        return None;
+    }
+    if value.kind() == "identifier" {
+        let v = text(value);
+        return Some(format!("if {v}:\n{indent}    yield {v}"));
+    }
+    let fresh = ["value", "item", "chunk"]
+        .into_iter()
+        .find(|n| !file.has_name(n))?;
+    Some(format!(
+        "{fresh} = {}\n{indent}if {fresh}:\n{indent}    yield {fresh}",
+        text(value)
+    ))
 }
 
 #[cfg(test)]
