@@ -656,23 +656,93 @@ fn negate(lang: Lang, text: &str) -> String {
     }
 }
 
-/// Identifiers that name variables in `func` (parameters and locals are
-/// the ones assigned or declared; any name read is a candidate target).
-fn variables<'t>(func: tree_sitter::Node<'t>, source: &'t str) -> Vec<&'t str> {
-    let mut names: Vec<&str> = Vec::new();
-    let mut stack = vec![func];
-    while let Some(n) = stack.pop() {
-        if n.kind() == "identifier" && is_read(n) {
-            if let Ok(t) = n.utf8_text(source.as_bytes()) {
-                if !names.contains(&t) {
-                    names.push(t);
+/// The variables a function binds (its parameters, and names assigned,
+/// declared or bound by a loop, `with` or `except`), each with where it is
+/// bound: the candidates of a wrong-variable replacement, restricted, as
+/// a def-use analysis would, to what is in scope where the name is read.
+struct Bindings<'t> {
+    /// `(byte where bound, name)`, parameters at 0.
+    bound: Vec<(usize, &'t str)>,
+}
+
+/// Most replacements of one read name.
+const MAX_REPLACEMENTS: usize = 4;
+
+impl<'t> Bindings<'t> {
+    fn of(func: tree_sitter::Node<'t>, source: &'t str) -> Bindings<'t> {
+        let mut bound = Vec::new();
+        let mut stack = vec![func];
+        while let Some(n) = stack.pop() {
+            if n.kind() == "identifier" {
+                if let Some(at) = binding_site(n) {
+                    if let Ok(t) = n.utf8_text(source.as_bytes()) {
+                        if !matches!(t, "self" | "cls" | "this" | "_") {
+                            bound.push((at, t));
+                        }
+                    }
                 }
             }
+            let mut c = n.walk();
+            stack.extend(n.children(&mut c));
         }
-        let mut c = n.walk();
-        stack.extend(n.children(&mut c));
+        Bindings { bound }
     }
-    names
+
+    /// Other variables bound before byte `at` (parameters always), the
+    /// most recently bound first.
+    fn visible_at(&self, at: usize, own: &str) -> Vec<&'t str> {
+        let mut before: Vec<(usize, &str)> = self
+            .bound
+            .iter()
+            .copied()
+            .filter(|&(pos, name)| pos < at && name != own)
+            .collect();
+        before.sort_by_key(|&(pos, _)| std::cmp::Reverse(pos));
+        let mut out: Vec<&str> = Vec::new();
+        for (_, name) in before {
+            if !out.contains(&name) {
+                out.push(name);
+            }
+            if out.len() == MAX_REPLACEMENTS {
+                break;
+            }
+        }
+        out
+    }
+}
+
+/// Where identifier `n` binds a variable, if it does: 0 for a parameter,
+/// else the start of the statement or clause that binds it.
+fn binding_site(n: tree_sitter::Node<'_>) -> Option<usize> {
+    let mut child = n;
+    let mut parent = n.parent()?;
+    // Through tuple and list patterns: `a, b = …`, `for i, x in …`.
+    while matches!(
+        parent.kind(),
+        "pattern_list" | "tuple_pattern" | "list_pattern" | "array_pattern" | "object_pattern"
+    ) {
+        child = parent;
+        parent = parent.parent()?;
+    }
+    let is = |field: &str| {
+        parent
+            .child_by_field_name(field)
+            .is_some_and(|c| c.id() == child.id())
+    };
+    let pk = parent.kind();
+    if pk.contains("parameter")
+        || matches!(pk, "parameters" | "formal_parameters" | "lambda_parameters")
+    {
+        return Some(0);
+    }
+    let binds = (pk.contains("assignment") && is("left"))
+        || (matches!(pk, "for_statement" | "for_in_statement" | "for_in_clause") && is("left"))
+        || (matches!(pk, "variable_declarator" | "init_declarator")
+            && (is("name") || is("declarator")))
+        || (pk == "let_declaration" && is("pattern"))
+        || (pk == "named_expression" && is("name"))
+        || pk == "as_pattern_target";
+    binds.then(|| parent.start_byte())
 }
 
 /// An identifier read as a value: not a called function's name, an
@@ -753,7 +823,7 @@ fn mutations(file: &Parsed, start: usize, end: usize, templates: bool) -> Vec<Mu
         return out;
     };
     // The smallest node covering the span is the definition (or its body).
-    let vars = variables(func, source);
+    let vars = Bindings::of(func, source);
     let repaired = function_within(func, start, end);
     let within = repaired
         .and_then(|f| f.child_by_field_name("name"))
@@ -926,7 +996,7 @@ fn mutations(file: &Parsed, start: usize, end: usize, templates: bool) -> Vec<Mu
         }
         if kind == "identifier" && is_read(n) {
             let name = text(n);
-            for other in vars.iter().filter(|v| **v != name).take(4) {
+            for other in vars.visible_at(n.start_byte(), &name) {
                 out.push(Mutation {
                     start: n.start_byte(),
                     end: n.end_byte(),
@@ -1741,6 +1811,24 @@ mod tests {
                 "no template with {expected:?} in {with:#?}"
             );
         }
+    }
+
+    #[test]
+    fn a_variable_is_replaced_only_by_one_in_scope_where_it_is_read() {
+        let src = "def f(xs, key):\n    total = 0\n    for i, x in enumerate(xs):\n        total += x\n    result = len(xs)\n    return total\n";
+        let all = mutants(Lang::Python, src);
+        for expected in [
+            "total += i\n",
+            "total += xs\n",
+            "total += key\n",
+            "return result\n",
+        ] {
+            assert!(all.iter().any(|s| s.contains(expected)), "no {expected:?}");
+        }
+        // `result` is bound after the loop: not a candidate inside it.
+        assert!(!all.iter().any(|s| s.contains("total += result")));
+        // Nor a name the function never binds (a builtin, a global).
+        assert!(!all.iter().any(|s| s.contains("total += enumerate")));
     }
 
     #[test]
