@@ -4,7 +4,8 @@
 //! mutation operators rewrite the suspicious statements through
 //! tree-sitter: comparison, arithmetic, boolean and bitwise operator swaps,
 //! negated conditions, ±1 on integer constants and index expressions,
-//! swapped call arguments, a variable replaced by another of the function,
+//! swapped call arguments, a variable replaced by another the function
+//! binds before the read (in scope there, nearest first),
 //! statement deletion, negated return values, flipped boolean literals.
 //! Python, JavaScript/TypeScript, Rust, Go, Java and C/C++: the operators
 //! read node kinds the grammars share.
