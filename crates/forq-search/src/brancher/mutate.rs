@@ -519,7 +519,7 @@ fn operator_swaps(op: &str, lang: Lang) -> &'static [&'static str] {
 /// lead): a mutant's prior is its class's share split over the class's
 /// mutants in the function (by their weights), so a function with many
 /// sites of one kind does not crowd out the others.
-const CLASS_SHARE: [(&str, f64); 25] = [
+const CLASS_SHARE: [(&str, f64); 26] = [
     ("operator", 0.24),
     ("replace variable", 0.22),
     ("constant", 0.14),
@@ -546,6 +546,7 @@ const CLASS_SHARE: [(&str, f64); 25] = [
     ("wrap call", 0.04),
     ("guard yield", 0.03),
     ("precondition", 0.04),
+    ("saturate", 0.03),
 ];
 
 fn class_share(class: &str) -> f64 {
@@ -766,6 +767,10 @@ fn is_read(n: tree_sitter::Node<'_>) -> bool {
     {
         return false;
     }
+    // C's declared names: `int *xs`, `int f(…)`, `int n = 0`'s `n`.
+    if pk.contains("declarator") && field_of("declarator") {
+        return false;
+    }
     !(pk.contains("definition")
         || pk.contains("declaration")
         || pk == "parameters"
@@ -865,6 +870,19 @@ fn mutations(file: &Parsed, start: usize, end: usize, templates: bool) -> Vec<Mu
                         operator: "operator",
                         weight: operator_weight(&o),
                     });
+                }
+                // Rust: an unsigned subtraction that can go below zero
+                // panics in tests; the fix is the saturating one.
+                if templates && lang == Lang::Rust && o == "-" {
+                    if let Some(overflow) = saturating(n, source) {
+                        out.push(Mutation {
+                            start: n.start_byte(),
+                            end: n.end_byte(),
+                            text: overflow,
+                            operator: "saturate",
+                            weight: 0.5,
+                        });
+                    }
                 }
             }
         } else if is_integer(kind) && n.child_count() == 0 {
@@ -1106,6 +1124,10 @@ struct Ingredients {
     returns: Vec<String>,
     /// Parameter names (`self`, `cls` and `this` left out).
     params: Vec<String>,
+    /// Each parameter's declared type as written ("" when none).
+    param_types: Vec<String>,
+    /// The function returns no value (`void` in C, no `->` in Rust).
+    returns_nothing: bool,
     /// The body's first statement (a docstring skipped), by node id.
     first_statement: Option<usize>,
 }
@@ -1115,7 +1137,7 @@ impl Ingredients {
         let bytes = source.as_bytes();
         let text = |n: tree_sitter::Node<'_>| n.utf8_text(bytes).unwrap_or("").to_owned();
         let mut out = Ingredients::default();
-        if let Some(params) = func.child_by_field_name("parameters") {
+        if let Some(params) = parameters_of(func) {
             let mut c = params.walk();
             for p in params.named_children(&mut c) {
                 let name = if p.kind() == "identifier" {
@@ -1124,15 +1146,25 @@ impl Ingredients {
                     p.child_by_field_name("name")
                         .or_else(|| p.child_by_field_name("pattern"))
                         .or_else(|| p.child_by_field_name("left"))
+                        .or_else(|| declared_name(p))
                         .filter(|n| n.kind() == "identifier")
                 };
                 if let Some(name) = name.map(text) {
                     if !matches!(name.as_str(), "self" | "cls" | "this") {
                         out.params.push(name);
+                        out.param_types
+                            .push(p.child_by_field_name("type").map(text).unwrap_or_default());
                     }
                 }
             }
         }
+        out.returns_nothing = match lang {
+            Lang::C | Lang::Cpp => func
+                .child_by_field_name("type")
+                .is_some_and(|t| text(t) == "void"),
+            Lang::Rust => func.child_by_field_name("return_type").is_none(),
+            _ => false,
+        };
         if let Some(body) = func.child_by_field_name("body") {
             let mut c = body.walk();
             out.first_statement = body
@@ -1142,7 +1174,17 @@ impl Ingredients {
                         && s.named_child(0).is_some_and(|c| c.kind() == "string");
                     !s.kind().contains("comment") && !docstring
                 })
-                .filter(|_| matches!(lang, Lang::Python | Lang::JavaScript | Lang::TypeScript))
+                .filter(|_| {
+                    matches!(
+                        lang,
+                        Lang::Python
+                            | Lang::JavaScript
+                            | Lang::TypeScript
+                            | Lang::C
+                            | Lang::Cpp
+                            | Lang::Rust
+                    )
+                })
                 .map(|s| s.id());
         }
         let mut stack = vec![func];
@@ -1155,7 +1197,7 @@ impl Ingredients {
             } else if is_single_comparison(n, source) {
                 out.conditions.push((n.start_byte(), text(n)));
             }
-            if n.kind() == "return_statement" {
+            if matches!(n.kind(), "return_statement" | "return_expression") {
                 if let Some(value) = n.named_child(0) {
                     let value = text(value);
                     if !out.returns.contains(&value) {
@@ -1170,6 +1212,93 @@ impl Ingredients {
     }
 }
 
+/// `a - b` as `a.saturating_sub(b)` (the left side parenthesised unless
+/// it is a name, a field, a call or an index); `None` for a float
+/// literal on either side.
+fn saturating(n: tree_sitter::Node<'_>, source: &str) -> Option<String> {
+    let text = |n: tree_sitter::Node<'_>| n.utf8_text(source.as_bytes()).unwrap_or("");
+    let left = n.child_by_field_name("left")?;
+    let right = n.child_by_field_name("right")?;
+    if [left, right].iter().any(|s| s.kind() == "float_literal") {
+        return None;
+    }
+    let simple = matches!(
+        left.kind(),
+        "identifier"
+            | "field_expression"
+            | "call_expression"
+            | "index_expression"
+            | "integer_literal"
+    );
+    let receiver = if simple {
+        text(left).to_owned()
+    } else {
+        format!("({})", text(left))
+    };
+    Some(format!("{receiver}.saturating_sub({})", text(right)))
+}
+
+/// The name a C declarator declares, through pointers and arrays
+/// (`int *xs` → `xs`).
+fn declared_name(p: tree_sitter::Node<'_>) -> Option<tree_sitter::Node<'_>> {
+    let mut d = p.child_by_field_name("declarator")?;
+    while d.kind() != "identifier" {
+        d = d.child_by_field_name("declarator")?;
+    }
+    Some(d)
+}
+
+/// A guard that returns `value` early when parameter `p` (of declared
+/// type `ty`) is empty or missing, in `lang`'s syntax; `value` empty
+/// means a bare `return`. `None` where the language cannot say "empty"
+/// of that type.
+fn guard_text(lang: Lang, p: &str, ty: &str, value: &str, indent: &str) -> Option<String> {
+    let ret = if value.is_empty() {
+        "return".to_owned()
+    } else {
+        format!("return {value}")
+    };
+    Some(match lang {
+        Lang::Python => format!("if not {p}:\n{indent}    {ret}\n{indent}"),
+        Lang::Rust => {
+            let empty = if ty.contains('[')
+                || ty.contains("Vec<")
+                || ty.contains("str")
+                || ty.contains("String")
+            {
+                format!("{p}.is_empty()")
+            } else if ty.starts_with("Option<") {
+                format!("{p}.is_none()")
+            } else if matches!(
+                ty,
+                "u8" | "u16" | "u32" | "u64" | "usize" | "i8" | "i16" | "i32" | "i64" | "isize"
+            ) {
+                format!("{p} == 0")
+            } else {
+                return None;
+            };
+            format!("if {empty} {{\n{indent}    {ret};\n{indent}}}\n{indent}")
+        }
+        _ => format!("if (!{p}) {ret};\n{indent}"),
+    })
+}
+
+/// A function's parameter list: its own field, or in C and C++ its
+/// declarator's (`int *f(int n)`: through the pointer to the function
+/// declarator).
+pub(super) fn parameters_of(func: tree_sitter::Node<'_>) -> Option<tree_sitter::Node<'_>> {
+    if let Some(p) = func.child_by_field_name("parameters") {
+        return Some(p);
+    }
+    let mut d = func.child_by_field_name("declarator")?;
+    loop {
+        if d.kind() == "function_declarator" {
+            return d.child_by_field_name("parameters");
+        }
+        d = d.child_by_field_name("declarator")?;
+    }
+}
+
 /// The outermost function definition inside `start..end` (bytes) at or
 /// below `node`: what a suspect's span holds.
 fn function_within(
@@ -1181,7 +1310,7 @@ fn function_within(
     while let Some(n) = queue.pop_front() {
         if n.start_byte() >= start
             && n.end_byte() <= end
-            && n.child_by_field_name("parameters").is_some()
+            && parameters_of(n).is_some()
             && n.child_by_field_name("body").is_some()
         {
             return Some(n);
@@ -1294,15 +1423,27 @@ fn ingredient_templates(
                 .filter(|r| is_literal(r))
                 .take(2)
                 .collect();
-            if literals.is_empty() {
+            let native = matches!(lang, Lang::C | Lang::Cpp | Lang::Rust);
+            if literals.is_empty() && !native {
                 literals.push(if py { "None" } else { "null" });
             }
-            for p in ingredients.params.iter().take(4) {
-                for value in std::iter::once(p.as_str()).chain(literals.iter().copied()) {
-                    let guard = if py {
-                        format!("if not {p}:\n{indent}    return {value}\n{indent}")
-                    } else {
-                        format!("if (!{p}) return {value};\n{indent}")
+            for (i, p) in ingredients.params.iter().enumerate().take(4) {
+                let ty = ingredients.param_types.get(i).map_or("", String::as_str);
+                // C and Rust return what the function returns elsewhere
+                // (the parameter itself only when it is what is returned).
+                let mut values: Vec<&str> = if native {
+                    let own = ingredients.returns.iter().any(|r| r == p);
+                    own.then_some(p.as_str()).into_iter().collect()
+                } else {
+                    vec![p.as_str()]
+                };
+                values.extend(literals.iter().copied());
+                if native && ingredients.returns_nothing {
+                    values = vec![""];
+                }
+                for value in values {
+                    let Some(guard) = guard_text(lang, p, ty, value, indent) else {
+                        continue;
                     };
                     out.push(Mutation {
                         start: n.start_byte(),
@@ -1319,7 +1460,7 @@ fn ingredient_templates(
             let error = exceptions
                 .first()
                 .map_or(if py { "ValueError" } else { "Error" }, String::as_str);
-            for p in ingredients.params.iter().take(4) {
+            for p in ingredients.params.iter().take(4).filter(|_| !native) {
                 let checks = if py {
                     [
                         format!("{p} is None"),
@@ -1347,7 +1488,7 @@ fn ingredient_templates(
         }
     }
     // `return a` → `return b`, `b` another value the function returns.
-    if kind == "return_statement" {
+    if matches!(kind, "return_statement" | "return_expression") {
         if let Some(value) = n.named_child(0) {
             let own = text(value);
             for other in ingredients.returns.iter().filter(|r| **r != own).take(4) {
@@ -1990,6 +2131,52 @@ mod tests {
                 "{lang:?}: no {expected:?} in {m:#?}"
             );
         }
+    }
+
+    #[test]
+    fn c_and_rust_get_guards_and_rust_saturating_subtraction() {
+        for (lang, src, expected) in [
+            (
+                Lang::C,
+                "int sum(int *xs, int n) {\n    int s = 0;\n    if (n > 99) return -1;\n    for (int i = 0; i < n; i++) s += xs[i];\n    return s;\n}\n",
+                "    if (!xs) return -1;\n    int s = 0;",
+            ),
+            (
+                Lang::C,
+                "void fill(char *buf, int n) {\n    buf[n - 1] = 0;\n}\n",
+                "    if (!buf) return;\n    buf[n - 1] = 0;",
+            ),
+            (
+                Lang::Rust,
+                "fn last(xs: &[i32]) -> Option<i32> {\n    if xs.len() > 5 {\n        return None;\n    }\n    Some(xs[xs.len() - 1])\n}\n",
+                "    if xs.is_empty() {\n        return None;\n    }\n    if xs.len() > 5",
+            ),
+            (
+                Lang::Rust,
+                "fn gap(a: usize, b: usize) -> usize {\n    a - b\n}\n",
+                "    a.saturating_sub(b)\n",
+            ),
+        ] {
+            let m = mutants_of(lang, src, true);
+            assert!(
+                m.iter().any(|s| s.contains(expected)),
+                "{lang:?}: no {expected:?} in {m:#?}"
+            );
+            assert!(m.iter().all(|s| lang.syntax_error(s).is_none()), "{lang:?}");
+        }
+        // A guard needs a value to return: none for a C function that
+        // returns only computed values, and no saturation of floats.
+        let c = mutants_of(Lang::C, "int twice(int n) {\n    return n * 2;\n}\n", true);
+        assert!(!c.iter().any(|s| s.contains("if (!n)")), "{c:#?}");
+        let f = mutants_of(Lang::Rust, "fn h(x: f64) -> f64 {\n    x - 1.0\n}\n", true);
+        assert!(!f.iter().any(|s| s.contains("saturating_sub")));
+        // Without templates, neither.
+        let plain = mutants_of(
+            Lang::Rust,
+            "fn gap(a: usize, b: usize) -> usize {\n    a - b\n}\n",
+            false,
+        );
+        assert!(!plain.iter().any(|s| s.contains("saturating_sub")));
     }
 
     #[test]

@@ -137,8 +137,12 @@ impl FileIngredients {
 /// The name and parameters of a function definition, if it is named.
 fn file_function(def: tree_sitter::Node<'_>, source: &str) -> Option<FileFunction> {
     let text = |n: tree_sitter::Node<'_>| n.utf8_text(source.as_bytes()).unwrap_or("").to_owned();
-    let name = text(def.child_by_field_name("name")?);
-    let params = def.child_by_field_name("parameters")?;
+    let name = text(def.child_by_field_name("name").or_else(|| {
+        super::mutate::parameters_of(def)
+            .and_then(|p| p.parent())
+            .and_then(|d| d.child_by_field_name("declarator"))
+    })?);
+    let params = super::mutate::parameters_of(def)?;
     let mut c = params.walk();
     let mut out = FileFunction {
         name,
