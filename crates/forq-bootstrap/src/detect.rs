@@ -265,8 +265,9 @@ fn python_install(root: &Path) -> Vec<String> {
     steps
 }
 
-/// Requirement files for the tests: `requirements*test*.txt` at the top
-/// or in `requirements/`, and any `requirements*.txt` in `tests/` or `test/`.
+/// Requirement files for the tests: `requirements*test*.txt` at the top,
+/// `*test*.txt` in `requirements/`, and any `requirements*.txt` in
+/// `tests/` or `test/` (where other `.txt` files are test data).
 fn test_requirements(root: &Path) -> Vec<String> {
     let mut found = Vec::new();
     for (dir, any) in [
@@ -284,7 +285,8 @@ fn test_requirements(root: &Path) -> Vec<String> {
             .filter(|n| {
                 n.ends_with(".txt")
                     && (any && n.starts_with("requirements")
-                        || n.contains("test") && (n.starts_with("requirements") || !dir.is_empty()))
+                        || n.contains("test")
+                            && (n.starts_with("requirements") || dir == "requirements"))
             })
             .collect();
         names.sort();

@@ -366,6 +366,8 @@ fn python_projects_get_pytest_when_they_say_so_else_unittest() {
     let dir = repo(&[
         ("pyproject.toml", "[project]\nname = \"x\"\n[project.optional-dependencies]\ntest = [\"pytest\"]\n[tool.pytest.ini_options]\n"),
         ("requirements-test.txt", "hypothesis\n"),
+        // Test data, not requirements (boltons keeps such a file in tests/).
+        ("tests/jsonl_test_data.txt", "{\"a\": 1}\n"),
     ]);
     let stacks = forq_bootstrap::detect(dir.path());
     assert_eq!(
