@@ -224,7 +224,8 @@ pub struct SearchOutcome {
     /// Candidates evaluated.
     pub evaluated: usize,
     /// Whether the budget (candidates or time) ended the search with
-    /// candidates still waiting: no winner, but the space was not spent.
+    /// candidates still waiting, or while the brancher was still proposing
+    /// them: no winner, but the space was not spent.
     pub budget_spent: bool,
     /// Wall time.
     pub elapsed: Duration,
@@ -257,6 +258,8 @@ struct Engine<'a> {
     options: &'a SearchOptions,
     tree: Tree,
     started: Instant,
+    /// The wall clock ran out while the brancher was still proposing.
+    cut_short: bool,
     /// Fingerprints of every state queued or evaluated.
     seen: HashSet<String>,
     /// The original contents of every file a candidate touched.
@@ -392,9 +395,29 @@ impl Engine<'_> {
                 oracle: &self.oracle,
                 changed: &state,
             };
-            self.brancher
-                .branch(&cx, self.options.budget.branching)
-                .await?
+            let branching = self.brancher.branch(&cx, self.options.budget.branching);
+            // The wall clock holds for the brancher too (a model call, a
+            // traced run of the tests): past it, its work is dropped and
+            // the search ends as timed out.
+            let left = self
+                .options
+                .budget
+                .wall_clock
+                .map(|d| d.saturating_sub(self.started.elapsed()));
+            match left {
+                Some(left) => match tokio::time::timeout(left, branching).await {
+                    Ok(found) => found?,
+                    Err(_) => {
+                        tracing::info!(
+                            node = parent,
+                            "the brancher ran past the search's wall clock"
+                        );
+                        self.cut_short = true;
+                        return Ok(());
+                    }
+                },
+                None => branching.await?,
+            }
         };
         if candidates.is_empty() {
             return Ok(());
@@ -621,6 +644,7 @@ pub async fn search(
             ..Tree::default()
         },
         started: Instant::now(),
+        cut_short: false,
         seen: HashSet::new(),
         originals: HashMap::new(),
         states: HashMap::new(),
@@ -767,7 +791,7 @@ pub async fn search(
     }
     // What was never evaluated is pruned.
     let left: Vec<usize> = engine.queue.drain(..).map(|q| q.node).collect();
-    let budget_spent = winner.is_none() && !left.is_empty();
+    let budget_spent = winner.is_none() && (!left.is_empty() || engine.cut_short);
     for id in left {
         engine.update(id, |n| {
             n.status = Status::Pruned;

@@ -217,6 +217,50 @@ async fn a_search_cut_short_by_its_budget_says_so_and_an_exhausted_one_does_not(
     root.destroy().await.unwrap();
 }
 
+/// A brancher that takes longer than any budget before proposing the fix.
+struct Slow;
+
+#[async_trait::async_trait]
+impl forq_search::brancher::Brancher for Slow {
+    fn name(&self) -> &str {
+        "slow"
+    }
+
+    async fn branch(
+        &self,
+        _cx: &forq_search::brancher::BranchContext<'_>,
+        _k: usize,
+    ) -> Result<Vec<Candidate>, forq_search::brancher::BranchError> {
+        tokio::time::sleep(Duration::from_secs(120)).await;
+        Ok(vec![replace("right", "x >= limit", "x > limit")])
+    }
+}
+
+#[tokio::test]
+async fn the_wall_clock_holds_for_a_brancher_that_takes_too_long() {
+    let repo = project();
+    let backend = backend().await;
+    let stack = stack_of(repo.path());
+    let (root, oracle, genesis) =
+        prepare(&*backend, repo.path(), stack, Duration::from_secs(30)).await;
+    let options = SearchOptions::default()
+        .budget(Budget::default().wall_clock(Duration::from_secs(3)).jobs(1));
+    let started = std::time::Instant::now();
+    let out = search(&*root, &oracle, &genesis, &Slow, &options)
+        .await
+        .unwrap();
+    // Cut at its wall clock (plus the root's run), not after the
+    // brancher's two minutes.
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(out.winner.is_none());
+    assert!(out.budget_spent, "the search ran out of time");
+    root.destroy().await.unwrap();
+}
+
 trait WithExtra {
     fn with_extra(self, change: Change) -> Self;
 }
