@@ -749,7 +749,7 @@ fn binding_site(n: tree_sitter::Node<'_>) -> Option<usize> {
 
 /// An identifier read as a value: not a called function's name, an
 /// attribute/field name, or a definition's name.
-fn is_read(n: tree_sitter::Node<'_>) -> bool {
+pub(super) fn is_read(n: tree_sitter::Node<'_>) -> bool {
     let Some(parent) = n.parent() else {
         return false;
     };

@@ -11,7 +11,7 @@
 
 use forq_graph::Lang;
 
-use super::mutate::{is_boolean_op, Mutation};
+use super::mutate::{is_boolean_op, is_read, Mutation};
 
 /// Names a similar-name replacement picks from, at most this many per site.
 const MAX_SIMILAR: usize = 3;
@@ -453,22 +453,18 @@ fn dedented_body(
     Some(text.get(own..).map(str::to_owned).unwrap_or(text))
 }
 
-/// Whether identifier `n` stands for a value on its own: not the called
-/// function, not an attribute's name, not the target of an assignment.
+/// Whether identifier `n` stands for a value on its own: read (not the
+/// called function, not an attribute's name, not a declared one), and
+/// neither a loop's target nor a statement by itself.
 fn is_plain_value(n: tree_sitter::Node<'_>) -> bool {
     let Some(parent) = n.parent() else {
         return false;
     };
-    let field_is = |field: &str| {
-        parent
-            .child_by_field_name(field)
-            .is_some_and(|c| c.id() == n.id())
-    };
-    let called = matches!(parent.kind(), "call" | "call_expression") && field_is("function");
-    let member = matches!(parent.kind(), "attribute" | "member_expression")
-        && (field_is("attribute") || field_is("property"));
-    let target = matches!(parent.kind(), "for_statement" | "for_in_statement") && field_is("left");
-    !(called || member || target || parent.kind() == "expression_statement")
+    let target = matches!(parent.kind(), "for_statement" | "for_in_statement")
+        && parent
+            .child_by_field_name("left")
+            .is_some_and(|c| c.id() == n.id());
+    is_read(n) && !target && parent.kind() != "expression_statement"
 }
 
 /// A Python `yield VALUE` statement rewritten to yield only a truthy
