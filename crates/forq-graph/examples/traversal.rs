@@ -94,22 +94,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     });
     let ratio = |d: Duration| d.as_secs_f64() / parse.as_secs_f64();
-    println!("{} files, {nodes} nodes, one thread", sources.len());
-    println!("parse                      {:>8.3} s", parse.as_secs_f64());
-    println!(
-        "index queries, together    {:>8.3} s  {:.2}x the parse  ({all_matches} matches)",
-        all.as_secs_f64(),
-        ratio(all)
+    let report = format!(
+        "{files} files, {nodes} nodes, one thread\n\
+         parse                      {p:>8.3} s\n\
+         index queries, together    {a:>8.3} s  {ar:.2}x the parse  ({all_matches} matches)\n\
+         one pattern, (call) @call  {o:>8.3} s  {or:.2}x the parse  ({one_matches} matches)\n\
+         bare TreeCursor walk       {w:>8.3} s  {wr:.2}x the parse\n",
+        files = sources.len(),
+        p = parse.as_secs_f64(),
+        a = all.as_secs_f64(),
+        ar = ratio(all),
+        o = one.as_secs_f64(),
+        or = ratio(one),
+        w = walk.as_secs_f64(),
+        wr = ratio(walk),
     );
-    println!(
-        "one pattern, (call) @call  {:>8.3} s  {:.2}x the parse  ({one_matches} matches)",
-        one.as_secs_f64(),
-        ratio(one)
-    );
-    println!(
-        "bare TreeCursor walk       {:>8.3} s  {:.2}x the parse",
-        walk.as_secs_f64(),
-        ratio(walk)
-    );
+    std::io::Write::write_all(&mut std::io::stdout(), report.as_bytes())?;
     Ok(())
 }
