@@ -1455,12 +1455,24 @@ fn ingredient_templates(
                 }
             }
             // A missing precondition: `if maxsize < 0: raise ValueError(…)`,
-            // raising what the file raises most (else the language's
-            // usual error for a bad argument).
-            let error = exceptions
-                .first()
-                .map_or(if py { "ValueError" } else { "Error" }, String::as_str);
-            for p in ingredients.params.iter().take(4).filter(|_| !native) {
+            // raising the language's usual error for a bad argument, and
+            // what the file raises most when that is another (cachetools
+            // raises KeyError ten times, but a bad size is a ValueError).
+            let usual = if py { "ValueError" } else { "Error" };
+            let mut errors = vec![usual];
+            errors.extend(
+                exceptions
+                    .first()
+                    .map(String::as_str)
+                    .filter(|e| *e != usual),
+            );
+            for (p, error) in ingredients
+                .params
+                .iter()
+                .take(4)
+                .filter(|_| !native)
+                .flat_map(|p| errors.iter().map(move |e| (p, e)))
+            {
                 let checks = if py {
                     [
                         format!("{p} is None"),
@@ -1978,7 +1990,9 @@ mod tests {
         let cache = "class Cache:\n    def __init__(self, maxsize, getsizeof=None):\n        self.maxsize = maxsize\n\n    def clear(self):\n        raise KeyError(self)\n";
         let with = mutants_of(Lang::Python, cache, true);
         for expected in [
-            // A precondition on a parameter, raising what the file raises.
+            // A precondition on a parameter, raising the usual error for
+            // a bad argument, and what the file raises.
+            "        if maxsize < 0:\n            raise ValueError(\"invalid maxsize\")\n        self.maxsize = maxsize\n",
             "        if maxsize < 0:\n            raise KeyError(\"invalid maxsize\")\n        self.maxsize = maxsize\n",
             "        if getsizeof is None:\n            raise KeyError(\"invalid getsizeof\")\n",
         ] {
