@@ -1234,9 +1234,14 @@ pub(crate) struct GraphIndexArgs {
     pub(crate) path: PathBuf,
     #[command(flatten)]
     pub(crate) db: GraphDb,
-    /// Leave out statements and def-use (a smaller, faster index).
-    #[arg(long)]
+    /// Leave out statements and def-use (questions about them answer
+    /// empty).
+    #[arg(long, conflicts_with = "eager_flow")]
     pub(crate) no_flow: bool,
+    /// Compute every file's statements and def-use now, not on the first
+    /// question about each file.
+    #[arg(long)]
+    pub(crate) eager_flow: bool,
     /// Parser threads (default: one per core).
     #[arg(long, default_value_t = 0)]
     pub(crate) threads: usize,

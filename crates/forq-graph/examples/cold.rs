@@ -4,19 +4,21 @@
 //! instructions of the parse, the extraction, the writes and the
 //! resolution (the same on a busy machine as on an idle one). Prints the
 //! wall time and the index's report; the database is a temporary file.
-//! `cold DIR --no-flow` leaves statements and def-use out.
+//! Statements and def-use are left for the first question about a file,
+//! as the index does by default; `cold DIR --eager-flow` computes them
+//! for every file during the index.
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dir = std::env::args()
         .nth(1)
-        .ok_or("usage: cold DIR [--no-flow]")?;
-    let flow = std::env::args().nth(2).as_deref() != Some("--no-flow");
+        .ok_or("usage: cold DIR [--eager-flow]")?;
+    let eager = std::env::args().nth(2).as_deref() == Some("--eager-flow");
     let db = tempfile::tempdir()?;
     let started = std::time::Instant::now();
     let mut index = forq_graph::Index::open_with(
         &db.path().join("g.db"),
         std::path::Path::new(&dir),
-        forq_graph::IndexOptions::default().flow(flow),
+        forq_graph::IndexOptions::default().eager_flow(eager),
     )?;
     let report = index.update()?;
     let line = format!("{:.3} s {report:?}\n", started.elapsed().as_secs_f64());

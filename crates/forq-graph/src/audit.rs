@@ -199,6 +199,9 @@ impl Index {
     }
 
     fn unused(&self) -> Result<Vec<AuditFinding>> {
+        // A definition read as a variable anywhere is used: every file's
+        // reads are needed.
+        self.fill_flow(crate::flowfill::Needed::All)?;
         let unused = self.symbols_sql(&format!(
             "SELECT {SYMBOL_COLUMNS} FROM symbols s
              WHERE NOT s.test AND s.kind IN ('function', 'method', 'class', 'struct', 'enum', 'trait', 'interface')

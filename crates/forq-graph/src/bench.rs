@@ -25,24 +25,36 @@ pub struct BenchReport {
     pub threads: usize,
     /// Tree-sitter parsing of every file and nothing else: the floor.
     pub parse_only_s: f64,
-    /// A cold index into an empty database.
+    /// A cold index into an empty database (statements and def-use left
+    /// for the first question about each file, as by default).
     pub cold_index_s: f64,
     /// `cold_index_s / parse_only_s`.
     pub cold_over_parse: f64,
     /// A cold index without statements and def-use (`--no-flow`).
     pub cold_index_no_flow_s: f64,
+    /// A cold index computing every file's statements and def-use during
+    /// the update (`--eager-flow`).
+    pub cold_index_eager_flow_s: f64,
+    /// After the cold index, computing every file's statements and def-use
+    /// at once ([`Index::compute_flow`]): what the first questions cost in
+    /// all, were every file asked about.
+    pub flow_on_demand_s: f64,
     /// Re-indexing the unchanged tree.
     pub noop_reindex_s: f64,
     /// Re-indexing after one file's body changed (a file of median size).
     pub one_file_reindex_s: f64,
     /// The same for the largest file.
     pub largest_file_reindex_s: f64,
-    /// p95 over every query sampled below, in milliseconds.
+    /// p95 over every query sampled below, in milliseconds (the first
+    /// `statements` question of each sampled file, which computes its flow,
+    /// included).
     pub query_p95_ms: f64,
     /// p50 over every query sampled.
     pub query_p50_ms: f64,
-    /// p50 and p95 per query kind (`callers_d3`, `callees_d3`, `path`,
-    /// `statements`, `uses`), in milliseconds.
+    /// p50 and p95 per query kind (`statements_first`, the first question
+    /// about a file's statements, then, with every file's flow computed,
+    /// `callers_d3`, `callees_d3`, `path`, `statements`, `uses`), in
+    /// milliseconds.
     pub queries: Vec<QueryTiming>,
     /// Symbols indexed.
     pub symbols: usize,
@@ -157,16 +169,15 @@ pub fn bench(root: &Path, threads: usize, samples: usize) -> Result<BenchReport>
         Queries::get(lang)?; // compiled before the clock starts, as in a long-lived process
     }
 
-    // The same cold load without statements and def-use, for the trade-off.
-    let lean_db = work.path().join("lean.db");
-    let started = Instant::now();
-    Index::open_with(
-        &lean_db,
-        &tree,
-        IndexOptions::default().threads(threads).flow(false),
-    )?
-    .update()?;
-    let cold_no_flow = started.elapsed();
+    // The same cold load without statements and def-use, and with them for
+    // every file, for the trade-off.
+    let cold_with = |name: &str, options: IndexOptions| -> Result<Duration> {
+        let started = Instant::now();
+        Index::open_with(&work.path().join(name), &tree, options.threads(threads))?.update()?;
+        Ok(started.elapsed())
+    };
+    let cold_no_flow = cold_with("lean.db", IndexOptions::default().flow(false))?;
+    let cold_eager = cold_with("eager.db", IndexOptions::default().eager_flow(true))?;
 
     let db = work.path().join("graph.db");
     let options = IndexOptions::default().threads(threads);
@@ -237,8 +248,15 @@ pub fn bench(root: &Path, threads: usize, samples: usize) -> Result<BenchReport>
         });
         Ok(())
     };
+    let mut flow_on_demand = Duration::ZERO;
     if !callables.is_empty() {
         let c = &callables;
+        time("statements_first", &mut |i| {
+            index.statements(&c[i].file, c[i].line + 1, 3).map(drop)
+        })?;
+        let started = Instant::now();
+        index.compute_flow()?;
+        flow_on_demand = started.elapsed();
         time("callers_d3", &mut |i| index.callers(&c[i].id, 3).map(drop))?;
         time("callees_d3", &mut |i| index.callees(&c[i].id, 3).map(drop))?;
         let n = c.len();
@@ -269,6 +287,8 @@ pub fn bench(root: &Path, threads: usize, samples: usize) -> Result<BenchReport>
         cold_index_s: cold.as_secs_f64(),
         cold_over_parse: cold.as_secs_f64() / parse_only.as_secs_f64().max(1e-9),
         cold_index_no_flow_s: cold_no_flow.as_secs_f64(),
+        cold_index_eager_flow_s: cold_eager.as_secs_f64(),
+        flow_on_demand_s: flow_on_demand.as_secs_f64(),
         noop_reindex_s: noop.as_secs_f64(),
         one_file_reindex_s: one_file.as_secs_f64(),
         largest_file_reindex_s: largest_file.as_secs_f64(),

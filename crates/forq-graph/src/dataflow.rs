@@ -9,6 +9,7 @@ use serde::Serialize;
 use crate::error::{Error, Result};
 use crate::extract::squeeze;
 use crate::flowcode::{self, Flow};
+use crate::flowfill::Needed;
 use crate::index::{git_blob_id, Index};
 use crate::query::{Bounded, LineText, StatementInfo, UseSite, VarLinks, MAX_ROWS};
 
@@ -305,6 +306,7 @@ impl Index {
                 .map_err(&db)?,
             _ => None,
         };
+        self.fill_flow(Needed::Mentioning(name))?;
         let files = self.files_with_var(name, true, file)?;
         let mut out: Vec<UseSite> = Vec::new();
         for f in files {
@@ -388,11 +390,13 @@ impl Index {
     /// The stored flow of `file` and what shows it; `None` when it has
     /// none.
     fn load_flow(&self, file: &str) -> Result<Option<Loaded>> {
+        self.fill_flow(Needed::File(file))?;
         let db = self.store.db();
         let conn = &self.store.conn;
         let row: Option<(i64, String, Vec<u8>)> = conn
             .prepare_cached(
-                "SELECT f.fid, f.hash, l.data FROM files f JOIN flow l ON l.fid = f.fid WHERE f.path = ?1",
+                "SELECT f.fid, f.hash, l.data FROM files f JOIN flow l ON l.fid = f.fid
+                 WHERE f.path = ?1 AND l.statements > 0",
             )
             .map_err(&db)?
             .query_row([file], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))

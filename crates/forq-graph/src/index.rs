@@ -32,9 +32,14 @@ const PENDING: &str = "update_pending";
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct IndexOptions {
-    /// Record statements, variables and def-use links (on by default; off
-    /// saves about half the database).
+    /// Statements, variables and def-use links: on by default, computed
+    /// for a file when first asked about (and kept); off, questions about
+    /// them answer empty.
     pub flow: bool,
+    /// Compute every file's statements and def-use during the update
+    /// instead of on the first question (off by default: most files are
+    /// never asked about, and the index is ready sooner).
+    pub eager_flow: bool,
     /// Parser threads; 0 means one per core.
     pub threads: usize,
 }
@@ -43,6 +48,7 @@ impl Default for IndexOptions {
     fn default() -> Self {
         IndexOptions {
             flow: true,
+            eager_flow: false,
             threads: 0,
         }
     }
@@ -52,6 +58,12 @@ impl IndexOptions {
     /// Turns statements and def-use on or off.
     pub fn flow(mut self, on: bool) -> Self {
         self.flow = on;
+        self
+    }
+    /// Computes statements and def-use for every file during the update
+    /// rather than on the first question about each.
+    pub fn eager_flow(mut self, on: bool) -> Self {
+        self.eager_flow = on;
         self
     }
     /// Sets the number of parser threads (0: one per core).
@@ -96,7 +108,7 @@ pub struct IndexReport {
 pub struct Index {
     pub(crate) root: PathBuf,
     pub(crate) store: Store,
-    options: IndexOptions,
+    pub(crate) options: IndexOptions,
 }
 
 impl std::fmt::Debug for Index {
@@ -185,6 +197,52 @@ enum Outcome {
     Changed(FileRow, Box<FileFacts>),
 }
 
+/// Runs `work` on jobs `0..count` over `threads` worker threads (each with
+/// its own parser) and hands each result to `sink` on the calling thread,
+/// in the order they finish. The first error `sink` returns stops the
+/// workers and is returned.
+pub(crate) fn on_threads<T: Send>(
+    threads: usize,
+    count: usize,
+    work: impl Fn(&mut tree_sitter::Parser, usize) -> T + Sync,
+    mut sink: impl FnMut(T) -> Result<()>,
+) -> Result<()> {
+    let next = AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        let (tx, rx) = mpsc::sync_channel::<T>(64);
+        for _ in 0..threads.clamp(1, count.max(1)) {
+            let (tx, next, work) = (tx.clone(), &next, &work);
+            s.spawn(move || {
+                let mut parser = tree_sitter::Parser::new();
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= count || tx.send(work(&mut parser, i)).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(tx);
+        let result = rx.iter().try_for_each(&mut sink);
+        if result.is_err() {
+            // Stop the workers: nothing more will be received, and a
+            // worker waiting to send is woken by the closed channel.
+            next.store(usize::MAX / 2, Ordering::Relaxed);
+            drop(rx);
+        }
+        result
+    })
+}
+
+/// Parser threads for `options` and `jobs` jobs: one per core unless told.
+pub(crate) fn thread_count(options: &IndexOptions, jobs: usize) -> usize {
+    match options.threads {
+        0 => std::thread::available_parallelism().map_or(2, |n| n.get()),
+        n => n,
+    }
+    .min(jobs.max(1))
+}
+
 /// The source files under `root` (`.gitignore` honoured, hidden files and
 /// `.forq/` left out), with paths relative to it.
 fn walk(root: &Path) -> Vec<Found> {
@@ -225,7 +283,7 @@ fn process(
     known: Option<&String>,
     queries: &HashMap<Lang, &'static Queries>,
     parser: &mut tree_sitter::Parser,
-    options: &IndexOptions,
+    options: extract::Options,
 ) -> Result<Outcome> {
     let io = |source| Error::Io {
         op: "read",
@@ -255,13 +313,7 @@ fn process(
     if row.status == "parsed" {
         match extract::parse(parser, lang, &content) {
             Some(tree) => {
-                facts = extract::extract(
-                    queries[&lang],
-                    &tree,
-                    &found.rel,
-                    &content,
-                    extract::Options { flow: options.flow },
-                );
+                facts = extract::extract(queries[&lang], &tree, &found.rel, &content, options);
             }
             None => row.status = "parse_failed",
         }
@@ -386,11 +438,7 @@ impl Index {
         stems.sort();
         stems.dedup();
 
-        let threads = match self.options.threads {
-            0 => std::thread::available_parallelism().map_or(2, |n| n.get()),
-            n => n,
-        }
-        .min(found.len().max(1));
+        let threads = thread_count(&self.options, found.len());
         let mut queries: HashMap<Lang, &'static Queries> = HashMap::new();
         for f in &found {
             // A `.h` may turn out to be C++.
@@ -405,55 +453,41 @@ impl Index {
                 }
             }
         }
-        let next = AtomicUsize::new(0);
-        let (tx, rx) = mpsc::sync_channel::<Result<(usize, Outcome)>>(64);
-        let options = self.options.clone();
-        let store = &mut self.store;
-        std::thread::scope(|s| -> Result<()> {
-            for _ in 0..threads {
-                let tx = tx.clone();
-                let (next, found, known, queries, options) =
-                    (&next, &found, &known, &queries, &options);
-                s.spawn(move || {
-                    let mut parser = tree_sitter::Parser::new();
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(f) = found.get(i) else { break };
-                        let outcome = process(f, known.get(&f.rel), queries, &mut parser, options);
-                        if tx.send(outcome.map(|o| (i, o))).is_err() {
-                            break;
+        // Statements and def-use wait for the first question about a file
+        // (flowfill.rs) unless asked for now.
+        let eager = extract::Options {
+            flow: self.options.flow && self.options.eager_flow,
+        };
+        let mut writer = Writer::new(&mut self.store, cold);
+        on_threads(
+            threads,
+            found.len(),
+            |parser, i| {
+                let f = &found[i];
+                process(f, known.get(&f.rel), &queries, parser, eager)
+            },
+            |outcome| {
+                match outcome? {
+                    Outcome::Unchanged => report.unchanged += 1,
+                    Outcome::Changed(row, facts) => {
+                        match row.status {
+                            "parsed" => report.parsed += 1,
+                            "parse_failed" => report.failed += 1,
+                            _ => report.skipped += 1,
                         }
-                    }
-                });
-            }
-            drop(tx);
-            let mut writer = Writer::new(store, cold);
-            let result = (|| {
-                for outcome in rx.iter() {
-                    match outcome? {
-                        (_, Outcome::Unchanged) => report.unchanged += 1,
-                        (_, Outcome::Changed(row, facts)) => {
-                            match row.status {
-                                "parsed" => report.parsed += 1,
-                                "parse_failed" => report.failed += 1,
-                                _ => report.skipped += 1,
-                            }
-                            report.symbols_written += facts.symbols.len();
-                            writer.write(&row, &facts, &mut dirty)?;
-                        }
+                        report.symbols_written += facts.symbols.len();
+                        writer.write(&row, &facts, &mut dirty)?;
                     }
                 }
-                for path in &gone {
-                    writer.remove(path, &mut dirty)?;
-                    report.removed += 1;
-                }
-                writer.finish()
-            })();
-            if result.is_err() {
-                // Stop the workers: nothing more will be received.
-                next.store(usize::MAX / 2, Ordering::Relaxed);
+                Ok(())
+            },
+        )
+        .and_then(|()| {
+            for path in &gone {
+                writer.remove(path, &mut dirty)?;
+                report.removed += 1;
             }
-            result
+            writer.finish()
         })?;
         if !stems.is_empty() && !dirty.all {
             // Imports of an added or removed module resolve differently.
@@ -522,6 +556,7 @@ impl Index {
             edges: one("SELECT 'edges', COUNT(*) FROM edge")?,
             statements: one("SELECT 'statements', COALESCE(SUM(statements), 0) FROM flow")?,
             def_use: one("SELECT 'links', COALESCE(SUM(links), 0) FROM flow")?,
+            flow_files: one("SELECT 'flow', COUNT(*) FROM flow")?,
             files_by_language: files_by_language.into_iter().collect(),
             files_by_status: c("SELECT status, COUNT(*) FROM files GROUP BY status ORDER BY status")?
                 .into_iter()
@@ -706,10 +741,13 @@ pub struct Stats {
     pub imports: usize,
     /// Resolved edges (calls, inherits, imports).
     pub edges: usize,
-    /// Statements.
+    /// Statements, of the files whose flow has been computed (see
+    /// [`Index::compute_flow`]).
     pub statements: usize,
-    /// Def-use links.
+    /// Def-use links, of the same files.
     pub def_use: usize,
+    /// Files whose statements and def-use have been computed.
+    pub flow_files: usize,
     /// Files per language.
     pub files_by_language: BTreeMap<String, usize>,
     /// Files per status (`parsed`, `binary`, `minified`, `generated`,

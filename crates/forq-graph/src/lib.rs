@@ -9,6 +9,7 @@ mod docs;
 mod error;
 mod extract;
 mod flowcode;
+mod flowfill;
 mod index;
 mod lang;
 mod map;

@@ -421,7 +421,7 @@ impl Store {
             .prepare_cached("SELECT data FROM flow WHERE fid = ?1")?
             .query_row([fid], |r| r.get(0))
             .optional()?;
-        if let Some(data) = data {
+        if let Some(data) = data.filter(|d| !d.is_empty()) {
             let mut delete =
                 tx.prepare_cached("DELETE FROM flow_name WHERE name = ?1 AND fid = ?2")?;
             match flowcode::names(&data) {
@@ -554,22 +554,34 @@ impl Store {
                 i.col
             ])?;
         }
-        if let Some(flow) = flowcode::encode(facts) {
-            tx.prepare_cached(
-                "INSERT INTO flow (fid, statements, vars, links, data) VALUES (?1, ?2, ?3, ?4, ?5)",
-            )?
-            .execute(params![
-                fid,
-                facts.statements.len() as i64,
-                facts.vars.len() as i64,
-                facts.defuse.len() as i64,
-                flow.data
-            ])?;
-            let mut insert =
-                tx.prepare_cached("INSERT INTO flow_name (name, fid, reads) VALUES (?1, ?2, ?3)")?;
-            for (name, reads) in &flow.names {
-                insert.execute(params![name, fid, reads])?;
-            }
+        if facts.flow {
+            Self::write_flow(tx, fid, facts)?;
+        }
+        Ok(())
+    }
+
+    /// Writes a file's statements, variables and def-use (inside the
+    /// caller's transaction). A file without statements gets an empty row:
+    /// a row says its flow was computed, so it is not computed again.
+    pub(crate) fn write_flow(tx: &Connection, fid: i64, facts: &FileFacts) -> rusqlite::Result<()> {
+        let mut insert = tx.prepare_cached(
+            "INSERT INTO flow (fid, statements, vars, links, data) VALUES (?1, ?2, ?3, ?4, ?5)",
+        )?;
+        let Some(flow) = flowcode::encode(facts) else {
+            insert.execute(params![fid, 0, 0, 0, Vec::<u8>::new()])?;
+            return Ok(());
+        };
+        insert.execute(params![
+            fid,
+            facts.statements.len() as i64,
+            facts.vars.len() as i64,
+            facts.defuse.len() as i64,
+            flow.data
+        ])?;
+        let mut insert =
+            tx.prepare_cached("INSERT INTO flow_name (name, fid, reads) VALUES (?1, ?2, ?3)")?;
+        for (name, reads) in &flow.names {
+            insert.execute(params![name, fid, reads])?;
         }
         Ok(())
     }

@@ -785,6 +785,8 @@ async fn graph_bench_reports_every_figure_side_by_side() {
         "bytes",
         "parse_only_s",
         "cold_index_s",
+        "cold_index_eager_flow_s",
+        "flow_on_demand_s",
         "noop_reindex_s",
         "one_file_reindex_s",
         "query_p95_ms",
@@ -797,6 +799,16 @@ async fn graph_bench_reports_every_figure_side_by_side() {
     }
     assert!(report["files"].as_u64().unwrap() >= 10, "{report}");
     assert!(report["symbols"].as_u64().unwrap() > 50, "{report}");
+    // The statements counted are every file's: the bench computes them all
+    // (on demand) before the queries it times.
+    assert!(report["statements"].as_u64().unwrap() > 50, "{report}");
+    let kinds: Vec<&str> = report["queries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|q| q["query"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds[0], "statements_first", "{report}");
     // The database's cost per source byte, beside the two it divides.
     let ratio = report["db_bytes"].as_f64().unwrap() / report["bytes"].as_f64().unwrap();
     assert!(

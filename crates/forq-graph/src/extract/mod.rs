@@ -126,6 +126,9 @@ pub(crate) struct FileFacts {
     pub(crate) statements: Vec<Statement>,
     pub(crate) vars: Vec<VarOcc>,
     pub(crate) defuse: Vec<DefUse>,
+    /// Whether statements and def-use were computed (an empty list then
+    /// means the file has none).
+    pub(crate) flow: bool,
 }
 
 /// Options of extraction.
@@ -169,6 +172,7 @@ pub(crate) fn extract(
         imports,
         ..FileFacts::default()
     };
+    facts.flow = options.flow;
     if options.flow {
         let flow = flow::analyse(
             queries.lang,

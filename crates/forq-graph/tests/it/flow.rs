@@ -191,9 +191,103 @@ fn def_use_can_be_turned_off() {
     let mut index =
         forq_graph::Index::open_with(&repo.path().join("g.db"), repo.path(), options).unwrap();
     index.update().unwrap();
+    // Asked about, a file still has none: nothing is computed.
+    assert!(index.flow("m.py").unwrap().statements.is_empty());
+    assert!(index.statements("m.py", 5, 2).unwrap().items.is_empty());
+    assert_eq!(index.compute_flow().unwrap(), 0);
     let stats = index.stats().unwrap();
-    assert_eq!((stats.statements, stats.def_use), (0, 0));
+    assert_eq!(
+        (stats.statements, stats.def_use, stats.flow_files),
+        (0, 0, 0)
+    );
     assert!(stats.symbols > 0);
+}
+
+/// Files of which only `mentions` reads `shared`.
+const OTHERS: [(&str, &str); 3] = [
+    ("a.py", "def a(shared):\n    return shared + 1\n"),
+    ("b.py", "def b(n):\n    return n * 2\n"),
+    ("c.py", "x = 1\n"),
+];
+
+#[test]
+fn flow_is_computed_for_the_files_a_question_needs_and_kept() {
+    let repo = tempfile::tempdir().unwrap();
+    std::fs::write(repo.path().join("m.py"), PYTHON).unwrap();
+    for (file, text) in OTHERS {
+        std::fs::write(repo.path().join(file), text).unwrap();
+    }
+    let mut index = forq_graph::Index::open(&repo.path().join("g.db"), repo.path()).unwrap();
+    index.update().unwrap();
+    let flow_files = |index: &forq_graph::Index| index.stats().unwrap().flow_files;
+    assert_eq!(flow_files(&index), 0, "a cold index computes no flow");
+    // One file's statements: that file alone.
+    assert_eq!(reads(&index, "m.py", 5), ["a<-3", "x<-4"]);
+    assert_eq!(flow_files(&index), 1);
+    // The uses of a name: the files whose text mentions it.
+    let uses = index.uses("shared", None, None).unwrap();
+    assert_eq!(uses.items.len(), 1, "{uses:?}");
+    assert_eq!(uses.items[0].file, "a.py");
+    assert_eq!(flow_files(&index), 2);
+    // A file without statements is remembered as computed: `c.py` has
+    // one, an empty file none.
+    std::fs::write(repo.path().join("empty.py"), "").unwrap();
+    index.update().unwrap();
+    assert_eq!(index.compute_flow().unwrap(), 3, "b.py, c.py, empty.py");
+    assert_eq!(index.compute_flow().unwrap(), 0);
+    assert_eq!(flow_files(&index), 5);
+    // A changed file's flow is dropped by the update and computed again
+    // from its new text when asked.
+    std::fs::write(
+        repo.path().join("b.py"),
+        "def b(n):\n    m = n\n    return m\n",
+    )
+    .unwrap();
+    index.update().unwrap();
+    assert_eq!(flow_files(&index), 4);
+    assert_eq!(reads(&index, "b.py", 3), ["m<-2"]);
+    assert_eq!(flow_files(&index), 5);
+}
+
+#[test]
+fn eager_flow_computes_every_file_during_the_update_and_agrees_with_lazy() {
+    let repo = tempfile::tempdir().unwrap();
+    std::fs::write(repo.path().join("m.py"), PYTHON).unwrap();
+    for (file, text) in OTHERS {
+        std::fs::write(repo.path().join(file), text).unwrap();
+    }
+    let eager_options = forq_graph::IndexOptions::default().eager_flow(true);
+    let mut eager =
+        forq_graph::Index::open_with(&repo.path().join("e.db"), repo.path(), eager_options)
+            .unwrap();
+    eager.update().unwrap();
+    assert_eq!(eager.stats().unwrap().flow_files, 4);
+    assert_eq!(eager.compute_flow().unwrap(), 0);
+    let mut lazy = forq_graph::Index::open(&repo.path().join("l.db"), repo.path()).unwrap();
+    lazy.update().unwrap();
+    for (file, _) in OTHERS.iter().chain([&("m.py", "")]) {
+        assert_eq!(
+            lazy.flow(file).unwrap(),
+            eager.flow(file).unwrap(),
+            "{file}"
+        );
+    }
+    assert_eq!(lazy.stats().unwrap(), eager.stats().unwrap());
+}
+
+#[test]
+fn a_file_changed_before_its_flow_was_computed_is_refused() {
+    let repo = tempfile::tempdir().unwrap();
+    std::fs::write(repo.path().join("m.py"), PYTHON).unwrap();
+    let mut index = forq_graph::Index::open(&repo.path().join("g.db"), repo.path()).unwrap();
+    index.update().unwrap();
+    std::fs::write(repo.path().join("m.py"), format!("\n{PYTHON}")).unwrap();
+    let err = index.statements("m.py", 5, 1).map(drop).unwrap_err();
+    assert!(
+        matches!(&err, forq_graph::Error::Stale { file } if file == "m.py"),
+        "{err}"
+    );
+    assert_eq!(index.stats().unwrap().flow_files, 0, "nothing was kept");
 }
 
 #[test]

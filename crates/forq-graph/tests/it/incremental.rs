@@ -9,8 +9,12 @@ use forq_graph::Index;
 use proptest::prelude::*;
 
 /// Every row of the index that an answer can depend on, and every file's
-/// flow, in a canonical order (row ids left out: they differ between runs).
+/// flow (computed first where it was not), in a canonical order (row ids left out: they differ between runs).
 fn dump(db: &Path, root: &Path) -> Vec<String> {
+    // Flow is computed when first asked for: ask for all of it first, so
+    // that both indexes hold every file's.
+    let index = Index::open(db, root).unwrap();
+    index.compute_flow().unwrap();
     let conn = rusqlite::Connection::open(db).unwrap();
     let queries = [
         "SELECT 'file', path, lang, hash, status FROM files",
@@ -43,7 +47,6 @@ fn dump(db: &Path, root: &Path) -> Vec<String> {
             rows.push(cols.join("|"));
         }
     }
-    let index = Index::open(db, root).unwrap();
     let files: Vec<String> = conn
         .prepare("SELECT path FROM files")
         .unwrap()
