@@ -236,13 +236,7 @@ fn python_install(root: &Path) -> Vec<String> {
         // setup.cfg's extras are the keys of `[options.extras_require]`.
         let cfg_extras: Vec<String> = read(root, "setup.cfg")
             .and_then(|cfg| section(&cfg, "[options.extras_require]"))
-            .map(|body| {
-                body.lines()
-                    .filter(|l| !l.starts_with(char::is_whitespace))
-                    .filter_map(|l| l.split_once('='))
-                    .map(|(key, _)| key.trim().to_owned())
-                    .collect()
-            })
+            .map(|body| entries(&body).map(|(key, _)| key.to_owned()).collect())
             .unwrap_or_default();
         let extra = ["test", "tests", "testing", "dev"].into_iter().find(|e| {
             pyproject.contains(&format!("\n{e} = ["))
@@ -301,29 +295,55 @@ fn test_requirements(root: &Path) -> Vec<String> {
     found
 }
 
-/// The pytest configuration pytest itself would read, as text: the first
-/// of `pytest.ini`, `.pytest.ini`, `pyproject.toml`'s
-/// `[tool.pytest.ini_options]`, `tox.ini`'s `[pytest]`, `setup.cfg`'s
-/// `[tool:pytest]`.
-fn pytest_config(root: &Path) -> Option<String> {
-    for (file, header) in [
-        ("pytest.ini", "[pytest]"),
-        (".pytest.ini", "[pytest]"),
-        ("pyproject.toml", "[tool.pytest.ini_options]"),
-        ("tox.ini", "[pytest]"),
-        ("setup.cfg", "[tool:pytest]"),
-    ] {
-        let Some(text) = read(root, file) else {
+/// The files pytest reads its configuration from, with the section it
+/// reads, in the order it looks (the first found wins).
+const PYTEST_CONFIGS: [(&str, &str); 5] = [
+    ("pytest.ini", "[pytest]"),
+    (".pytest.ini", "[pytest]"),
+    ("pyproject.toml", "[tool.pytest.ini_options]"),
+    ("tox.ini", "[pytest]"),
+    ("setup.cfg", "[tool:pytest]"),
+];
+
+/// The pytest configuration pytest itself would read: the first file of
+/// [`PYTEST_CONFIGS`] holding its section (a `pytest.ini` wins even
+/// without one), with the section's text.
+fn pytest_config(root: &Path) -> Option<(&'static str, &'static str, String)> {
+    PYTEST_CONFIGS.into_iter().find_map(|(file, header)| {
+        let text = read(root, file)?;
+        match section(&text, header) {
+            Some(body) => Some((file, header, body)),
+            None if file.contains("pytest.ini") => Some((file, header, String::new())),
+            None => None,
+        }
+    })
+}
+
+/// The `key = value` entries of an INI or TOML section's text, a value
+/// continued on the indented lines (and TOML array lines) after it.
+fn entries(section: &str) -> impl Iterator<Item = (&str, String)> {
+    let mut lines = section.lines().peekable();
+    std::iter::from_fn(move || loop {
+        let line = lines.next()?;
+        let Some((key, first)) = line.split_once('=') else {
             continue;
         };
-        match section(&text, header) {
-            Some(body) => return Some(body),
-            // pytest.ini wins even without its section.
-            None if file.contains("pytest.ini") => return Some(String::new()),
-            None => {}
+        if line.starts_with(char::is_whitespace) {
+            continue;
         }
-    }
-    None
+        let mut value = first.trim().to_owned();
+        while let Some(next) = lines.peek() {
+            let continued = next.starts_with(char::is_whitespace) && !next.trim().is_empty()
+                || next.trim_start().starts_with(['"', '\'', ']']);
+            if !continued {
+                break;
+            }
+            value.push(' ');
+            value.push_str(next.trim());
+            lines.next();
+        }
+        return Some((key.trim(), value));
+    })
 }
 
 /// The lines of an INI or TOML section, up to the next header.
@@ -384,14 +404,11 @@ impl PytestNeeds {
                 add("pytest-asyncio", None);
             }
         }
-        for line in config.lines() {
-            let key = line.split('=').next().unwrap_or_default().trim();
-            if line.contains('=') && !line.starts_with(char::is_whitespace) {
-                match key {
-                    "timeout" | "timeout_method" => add("pytest-timeout", None),
-                    "asyncio_mode" => add("pytest-asyncio", None),
-                    _ => {}
-                }
+        for (key, _) in entries(config) {
+            match key {
+                "timeout" | "timeout_method" => add("pytest-timeout", None),
+                "asyncio_mode" => add("pytest-asyncio", None),
+                _ => {}
             }
         }
         needs
@@ -401,24 +418,9 @@ impl PytestNeeds {
 /// The options of a pytest section's `addopts`: an INI value (continued
 /// on indented lines) or a TOML string or array.
 fn addopts(config: &str) -> Vec<String> {
-    let mut lines = config.lines();
-    let Some(first) = lines.by_ref().find(|l| {
-        l.split('=')
-            .next()
-            .is_some_and(|k| k.trim() == "addopts" && l.contains('='))
-    }) else {
+    let Some((_, value)) = entries(config).find(|(key, _)| *key == "addopts") else {
         return Vec::new();
     };
-    let mut value = first.split_once('=').map_or("", |(_, v)| v).to_owned();
-    for line in lines {
-        let continued = line.starts_with(char::is_whitespace) && !line.trim().is_empty()
-            || line.trim_start().starts_with(['"', '\'', ']']);
-        if !continued {
-            break;
-        }
-        value.push(' ');
-        value.push_str(line);
-    }
     value
         .split(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | ',' | '[' | ']'))
         .filter(|t| !t.is_empty())
@@ -428,17 +430,12 @@ fn addopts(config: &str) -> Vec<String> {
 
 /// The pytest marker of a repository, if any.
 fn pytest_marker(root: &Path) -> Option<String> {
-    if exists(root, "pytest.ini") {
-        return Some("pytest.ini".to_owned());
-    }
-    if read(root, "pyproject.toml").is_some_and(|t| t.contains("[tool.pytest.ini_options]")) {
-        return Some("pyproject.toml [tool.pytest.ini_options]".to_owned());
-    }
-    if read(root, "setup.cfg").is_some_and(|t| t.contains("[tool:pytest]")) {
-        return Some("setup.cfg [tool:pytest]".to_owned());
-    }
-    if read(root, "tox.ini").is_some_and(|t| t.contains("[pytest]")) {
-        return Some("tox.ini [pytest]".to_owned());
+    if let Some((file, header, _)) = pytest_config(root) {
+        return Some(if file.contains("pytest.ini") {
+            file.to_owned()
+        } else {
+            format!("{file} {header}")
+        });
     }
     if exists(root, "conftest.py") || exists(root, "tests/conftest.py") {
         return Some("conftest.py".to_owned());
@@ -498,7 +495,7 @@ pub fn detect(root: &Path) -> Vec<Stack> {
             install.push("python3 -m venv .forq/venv".to_owned());
         }
         let needs = pytest_config(root)
-            .map(|c| PytestNeeds::of(&c))
+            .map(|(_, _, body)| PytestNeeds::of(&body))
             .unwrap_or_default();
         let mut pip = String::from(".forq/venv/bin/pip install pytest");
         for plugin in &needs.plugins {

@@ -354,6 +354,24 @@ fn python_projects_get_pytest_when_they_say_so_else_unittest() {
         detected(&[("conftest.py", ""), ("test_a.py", "")])[0],
         "pytest: conftest.py => .forq/venv/bin/python -m pytest -v"
     );
+    // The marker names the file pytest itself reads: tox.ini before
+    // setup.cfg, and a hidden `.pytest.ini`.
+    assert_eq!(
+        detected(&[
+            ("setup.cfg", "[tool:pytest]
+addopts = -q
+"),
+            ("tox.ini", "[pytest]
+addopts = -q
+")
+        ])[0],
+        "pytest: tox.ini [pytest] => .forq/venv/bin/python -m pytest -v"
+    );
+    assert_eq!(
+        detected(&[(".pytest.ini", "[pytest]
+")])[0],
+        "pytest: .pytest.ini => .forq/venv/bin/python -m pytest -v"
+    );
     assert_eq!(
         detected(&[
             ("calc.py", ""),

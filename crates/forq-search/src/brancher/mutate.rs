@@ -789,7 +789,7 @@ struct Parsed {
     strings: HashSet<String>,
     /// The file's names, functions and exceptions, for the templates
     /// (empty without them).
-    names: FileIngredients,
+    ingredients: FileIngredients,
 }
 
 impl Parsed {
@@ -800,7 +800,7 @@ impl Parsed {
         let tree = parser.parse(&source, None)?;
         let root = tree.root_node();
         let strings = string_names(root, &source);
-        let names = if templates {
+        let ingredients = if templates {
             FileIngredients::of(root, &source)
         } else {
             FileIngredients::default()
@@ -810,7 +810,7 @@ impl Parsed {
             source,
             tree,
             strings,
-            names,
+            ingredients,
         })
     }
 }
@@ -818,8 +818,12 @@ impl Parsed {
 /// Every mutation of the nodes inside `start..end` (bytes) of the file;
 /// with `templates`, the repair templates too.
 fn mutations(file: &Parsed, start: usize, end: usize, templates: bool) -> Vec<Mutation> {
-    let (lang, source, strings, names) =
-        (file.lang, file.source.as_str(), &file.strings, &file.names);
+    let (lang, source, strings, in_file) = (
+        file.lang,
+        file.source.as_str(),
+        &file.strings,
+        &file.ingredients,
+    );
     let bytes = source.as_bytes();
     let text = |n: tree_sitter::Node<'_>| n.utf8_text(bytes).unwrap_or("").to_owned();
     let mut out = Vec::new();
@@ -832,7 +836,7 @@ fn mutations(file: &Parsed, start: usize, end: usize, templates: bool) -> Vec<Mu
     let vars = Bindings::of(func, source);
     let repaired = function_within(func, start, end);
     let within = repaired
-        .and_then(|f| f.child_by_field_name("name"))
+        .and_then(function_name)
         .and_then(|n| n.utf8_text(bytes).ok());
     let ingredients = match repaired.filter(|_| templates) {
         Some(f) => Ingredients::of(lang, f, source),
@@ -1027,8 +1031,8 @@ fn mutations(file: &Parsed, start: usize, end: usize, templates: bool) -> Vec<Mu
         }
         if templates {
             repair_templates(n, &children, source, &mut out);
-            ingredient_templates(lang, n, source, &ingredients, &names.exceptions, &mut out);
-            reach_templates(lang, n, source, names, within, &mut out);
+            ingredient_templates(lang, n, source, &ingredients, &in_file.exceptions, &mut out);
+            reach_templates(lang, n, source, in_file, within, &mut out);
         }
     }
     out
@@ -1240,7 +1244,7 @@ fn saturating(n: tree_sitter::Node<'_>, source: &str) -> Option<String> {
 
 /// The name a C declarator declares, through pointers and arrays
 /// (`int *xs` → `xs`).
-fn declared_name(p: tree_sitter::Node<'_>) -> Option<tree_sitter::Node<'_>> {
+pub(super) fn declared_name(p: tree_sitter::Node<'_>) -> Option<tree_sitter::Node<'_>> {
     let mut d = p.child_by_field_name("declarator")?;
     while d.kind() != "identifier" {
         d = d.child_by_field_name("declarator")?;
@@ -1297,6 +1301,16 @@ pub(super) fn parameters_of(func: tree_sitter::Node<'_>) -> Option<tree_sitter::
         }
         d = d.child_by_field_name("declarator")?;
     }
+}
+
+/// The node naming a function definition: its `name` field, or in C and
+/// C++ the identifier its function declarator declares (`int *f(int n)`).
+pub(super) fn function_name(def: tree_sitter::Node<'_>) -> Option<tree_sitter::Node<'_>> {
+    def.child_by_field_name("name").or_else(|| {
+        parameters_of(def)
+            .and_then(|p| p.parent())
+            .and_then(|d| d.child_by_field_name("declarator"))
+    })
 }
 
 /// The outermost function definition inside `start..end` (bytes) at or
@@ -2036,6 +2050,38 @@ mod tests {
         assert!(js
             .iter()
             .all(|s| Lang::JavaScript.syntax_error(s).is_none()));
+    }
+
+    #[test]
+    fn a_c_function_is_never_wrapped_around_its_own_values_nor_renamed() {
+        // `count` could go through `count_of` (one argument, named for
+        // it), never through `count_up`, the function being repaired: C
+        // names a function through its declarator, not a `name` field.
+        let src = "int count_of(int count) {\n  return count;\n}\n\nint count_up(int count) {\n  return count + 1;\n}\n";
+        let file = Parsed::new(Lang::C, src.to_owned(), true).unwrap();
+        let start = src.find("int count_up").unwrap();
+        let mutants: Vec<String> = mutations(&file, start, src.len(), true)
+            .into_iter()
+            .map(|m| {
+                let mut s = src.to_owned();
+                s.replace_range(m.start..m.end, &m.text);
+                s
+            })
+            .collect();
+        assert!(
+            mutants
+                .iter()
+                .any(|s| s.contains("return count_of(count) + 1;")),
+            "{mutants:#?}"
+        );
+        assert!(!mutants.iter().any(|s| s.contains("count_up(count)")));
+        // Nor is the name it declares mended into another's.
+        assert!(
+            !mutants
+                .iter()
+                .any(|s| s.matches("int count_of(").count() > 1),
+            "{mutants:#?}"
+        );
     }
 
     #[test]

@@ -137,11 +137,7 @@ impl FileIngredients {
 /// The name and parameters of a function definition, if it is named.
 fn file_function(def: tree_sitter::Node<'_>, source: &str) -> Option<FileFunction> {
     let text = |n: tree_sitter::Node<'_>| n.utf8_text(source.as_bytes()).unwrap_or("").to_owned();
-    let name = text(def.child_by_field_name("name").or_else(|| {
-        super::mutate::parameters_of(def)
-            .and_then(|p| p.parent())
-            .and_then(|d| d.child_by_field_name("declarator"))
-    })?);
+    let name = text(super::mutate::function_name(def)?);
     let params = super::mutate::parameters_of(def)?;
     let mut c = params.walk();
     let mut out = FileFunction {
@@ -156,6 +152,13 @@ fn file_function(def: tree_sitter::Node<'_>, source: &str) -> Option<FileFunctio
             "typed_parameter" | "required_parameter" => (
                 p.named_child(0)
                     .or_else(|| p.child_by_field_name("pattern"))
+                    .filter(|n| n.kind() == "identifier"),
+                true,
+            ),
+            // C and C++ `int *count`, Rust `count: usize`.
+            "parameter_declaration" => (super::mutate::declared_name(p), true),
+            "parameter" => (
+                p.child_by_field_name("pattern")
                     .filter(|n| n.kind() == "identifier"),
                 true,
             ),
@@ -414,6 +417,10 @@ fn names_a_use(n: tree_sitter::Node<'_>) -> bool {
     if (pk.contains("definition") || pk.contains("declaration") || pk.contains("declarator"))
         && is_field("name")
     {
+        return false;
+    }
+    // What a C or C++ declarator declares (`int count_up(…)`, `int n = 0`).
+    if pk.contains("declarator") && is_field("declarator") {
         return false;
     }
     if pk == "keyword_argument" && is_field("name") {
