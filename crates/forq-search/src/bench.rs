@@ -537,6 +537,7 @@ pub async fn throughput(
             judgement: &prepared.genesis,
             oracle: &prepared.oracle,
             changed: &changed,
+            time_left: None,
         };
         let candidates: Vec<Candidate> = mutate
             .branch(&cx, n)

@@ -388,22 +388,23 @@ impl Engine<'_> {
         }
         let state = self.states.get(&parent).cloned().unwrap_or_default();
         let candidates = {
+            let left = self
+                .options
+                .budget
+                .wall_clock
+                .map(|d| d.saturating_sub(self.started.elapsed()));
             let cx = BranchContext {
                 sandbox,
                 node: &node,
                 judgement,
                 oracle: &self.oracle,
                 changed: &state,
+                time_left: left,
             };
             let branching = self.brancher.branch(&cx, self.options.budget.branching);
             // The wall clock holds for the brancher too (a model call, a
             // traced run of the tests): past it, its work is dropped and
             // the search ends as timed out.
-            let left = self
-                .options
-                .budget
-                .wall_clock
-                .map(|d| d.saturating_sub(self.started.elapsed()));
             match left {
                 Some(left) => match tokio::time::timeout(left, branching).await {
                     Ok(found) => found?,

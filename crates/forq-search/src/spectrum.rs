@@ -9,6 +9,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
+use std::time::Duration;
 
 use forq_bootstrap::StackKind;
 use forq_sandbox::{ExecRequest, Network, Sandbox};
@@ -270,11 +271,32 @@ fn closeness(test: &str, failing: &[String]) -> usize {
         .unwrap_or(0)
 }
 
+/// The share of a search's remaining wall clock a traced run may take:
+/// tracing slows a suite several times, and a search that spends its
+/// whole clock on localisation tries nothing.
+pub const TRACE_SHARE: u32 = 3;
+
+/// The traced run's budget: three times the oracle's (tracing slows the
+/// tests down several times), and at most [`TRACE_SHARE`]'s part of
+/// `time_left`, the search's remaining wall clock.
+pub fn trace_budget(oracle_timeout: Duration, time_left: Option<Duration>) -> Duration {
+    let own = oracle_timeout * 3;
+    match time_left {
+        Some(left) => own.min(left / TRACE_SHARE),
+        None => own,
+    }
+}
+
 /// Traces the oracle's target tests and the [`MAX_PASSING`] guard tests
-/// nearest them in a fork of `sandbox` (the unmodified code). `Err` says
-/// why there is no spectrum (not a Python stack, the run failed, nothing
-/// traced); the caller goes on without one.
-pub async fn trace(sandbox: &dyn Sandbox, oracle: &Oracle) -> Result<Spectrum, String> {
+/// nearest them in a fork of `sandbox` (the unmodified code), within
+/// `budget` ([`trace_budget`]). `Err` says why there is no spectrum (not a
+/// Python stack, the run failed or ran past its budget, nothing traced);
+/// the caller goes on without one.
+pub async fn trace(
+    sandbox: &dyn Sandbox,
+    oracle: &Oracle,
+    budget: Duration,
+) -> Result<Spectrum, String> {
     if !matches!(oracle.stack.kind, StackKind::Pytest | StackKind::Unittest) {
         return Err(format!("no line tracer for {}", oracle.stack.name()));
     }
@@ -287,7 +309,7 @@ pub async fn trace(sandbox: &dyn Sandbox, oracle: &Oracle) -> Result<Spectrum, S
     let mut selection: Vec<String> = oracle.target.clone();
     selection.extend(passing.into_iter().cloned());
     let fork = sandbox.fork().await.map_err(|e| e.to_string())?;
-    let traced = run_traced(&*fork, oracle, &selection).await;
+    let traced = run_traced(&*fork, oracle, &selection, budget).await;
     if let Err(e) = fork.destroy().await {
         tracing::debug!(%e, "the tracer's fork was not destroyed cleanly");
     }
@@ -309,6 +331,7 @@ async fn run_traced(
     fork: &dyn Sandbox,
     oracle: &Oracle,
     selection: &[String],
+    budget: Duration,
 ) -> Result<(Coverage, Raised), String> {
     let write = |name: &str, text: &'static str| {
         let path = Path::new(DIR).join(name);
@@ -330,10 +353,8 @@ async fn run_traced(
     let script = format!(
         "exec 2>&1\nexport PYTHONPATH=\"$PWD/{DIR}${{PYTHONPATH:+:$PYTHONPATH}}\" FORQ_TRACE_ROOT=\"$PWD\" FORQ_TRACE_OUT=\"$PWD/{DIR}/out.json\" PYTHONDONTWRITEBYTECODE=1\n{plugin}{command}"
     );
-    // Tracing slows the tests down several times: the oracle's whole
-    // budget, not a candidate's.
     let mut req = ExecRequest::shell(script)
-        .timeout(oracle.timeout * 3)
+        .timeout(budget)
         .stdin(Vec::new())
         .network(Network::None);
     if let Some(idle) = oracle.idle {
@@ -341,7 +362,10 @@ async fn run_traced(
     }
     let out = fork.exec(req).await.map_err(|e| e.to_string())?;
     if out.timed_out || out.idle_timed_out {
-        return Err("the traced run was killed at its budget".to_owned());
+        return Err(format!(
+            "the traced run was killed at its budget ({:.1} s)",
+            budget.as_secs_f64()
+        ));
     }
     let data = fork
         .read_file(&Path::new(DIR).join("out.json"))
@@ -368,6 +392,20 @@ mod tests {
             .iter()
             .map(|(f, ls)| ((*f).to_owned(), ls.iter().copied().collect()))
             .collect()
+    }
+
+    #[test]
+    fn the_traced_run_takes_a_third_of_what_is_left_at_most() {
+        let oracle = Duration::from_secs(10);
+        assert_eq!(trace_budget(oracle, None), Duration::from_secs(30));
+        assert_eq!(
+            trace_budget(oracle, Some(Duration::from_secs(60))),
+            Duration::from_secs(20)
+        );
+        assert_eq!(
+            trace_budget(oracle, Some(Duration::from_secs(600))),
+            Duration::from_secs(30)
+        );
     }
 
     #[test]

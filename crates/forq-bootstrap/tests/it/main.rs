@@ -358,18 +358,27 @@ fn python_projects_get_pytest_when_they_say_so_else_unittest() {
     // setup.cfg, and a hidden `.pytest.ini`.
     assert_eq!(
         detected(&[
-            ("setup.cfg", "[tool:pytest]
+            (
+                "setup.cfg",
+                "[tool:pytest]
 addopts = -q
-"),
-            ("tox.ini", "[pytest]
+"
+            ),
+            (
+                "tox.ini",
+                "[pytest]
 addopts = -q
-")
+"
+            )
         ])[0],
         "pytest: tox.ini [pytest] => .forq/venv/bin/python -m pytest -v"
     );
     assert_eq!(
-        detected(&[(".pytest.ini", "[pytest]
-")])[0],
+        detected(&[(
+            ".pytest.ini",
+            "[pytest]
+"
+        )])[0],
         "pytest: .pytest.ini => .forq/venv/bin/python -m pytest -v"
     );
     assert_eq!(

@@ -37,6 +37,10 @@ pub struct BranchContext<'a> {
     /// The node's changes against the root: new contents by path (`None`
     /// deleted).
     pub changed: &'a BTreeMap<String, Option<String>>,
+    /// What is left of the search's wall clock (`None`: no wall clock). A
+    /// brancher's own slow work (a traced run) should take a share of it,
+    /// not all: past it the search drops the brancher's work.
+    pub time_left: Option<std::time::Duration>,
 }
 
 /// Why a brancher could not propose.

@@ -1731,7 +1731,8 @@ impl Mutate {
         if cx.node.parent.is_some() {
             return Vec::new();
         }
-        let lines = match crate::spectrum::trace(cx.sandbox, cx.oracle).await {
+        let budget = crate::spectrum::trace_budget(cx.oracle.timeout, cx.time_left);
+        let lines = match crate::spectrum::trace(cx.sandbox, cx.oracle, budget).await {
             // Tests are never edited: their lines are no suspects.
             Ok(spectrum) => spectrum
                 .suspects()

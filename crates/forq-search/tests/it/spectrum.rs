@@ -28,6 +28,36 @@ async fn with_templates(repo: &std::path::Path) -> (Box<dyn Sandbox>, Oracle, Ju
     )
 }
 
+/// A traced run's budget with no search clock to share.
+fn full(oracle: &Oracle) -> Duration {
+    forq_search::spectrum::trace_budget(oracle.timeout, None)
+}
+
+#[tokio::test]
+async fn a_traced_run_past_its_budget_is_killed_and_gives_no_spectrum() {
+    // A passing test the tracer runs beside the failing one takes 3 s.
+    let repo = project();
+    let slow = super::TESTS.replace(
+        "        self.assertEqual(mean([1, 2, 3]), 2)\n",
+        "        self.assertEqual(mean([1, 2, 3]), 2)\n        import time\n        time.sleep(3)\n",
+    );
+    std::fs::write(repo.path().join("tests/test_stats.py"), slow).unwrap();
+    let backend = backend().await;
+    let stack = stack_of(repo.path());
+    let (root, oracle, _) = prepare(&*backend, repo.path(), stack, Duration::from_secs(120)).await;
+    // A search with 3 s left gives the tracer a third of it.
+    let budget = forq_search::spectrum::trace_budget(oracle.timeout, Some(Duration::from_secs(3)));
+    assert_eq!(budget, Duration::from_secs(1));
+    let err = forq_search::spectrum::trace(&*root, &oracle, budget)
+        .await
+        .unwrap_err();
+    assert!(err.contains("killed at its budget (1.0 s)"), "{err}");
+    // With the whole budget the same run traces.
+    assert!(forq_search::spectrum::trace(&*root, &oracle, full(&oracle))
+        .await
+        .is_ok());
+}
+
 #[tokio::test]
 async fn the_lines_only_the_failing_test_runs_are_suspected_first() {
     let repo = project();
@@ -38,7 +68,9 @@ async fn the_lines_only_the_failing_test_runs_are_suspected_first() {
         oracle.target,
         ["tests.test_stats.StatsTest.test_count_above"]
     );
-    let spectrum = forq_search::spectrum::trace(&*root, &oracle).await.unwrap();
+    let spectrum = forq_search::spectrum::trace(&*root, &oracle, full(&oracle))
+        .await
+        .unwrap();
     // Every traced test ran, each under its own name.
     assert_eq!(spectrum.coverage.len(), 3, "{:?}", spectrum.coverage.keys());
     let ranked = spectrum.ochiai();
@@ -170,7 +202,9 @@ async fn the_traced_run_keeps_where_a_failing_tests_error_was_raised() {
         oracle.target,
         ["tests.test_parts.PartsTest.test_share_of_one_part"]
     );
-    let spectrum = forq_search::spectrum::trace(&*root, &oracle).await.unwrap();
+    let spectrum = forq_search::spectrum::trace(&*root, &oracle, full(&oracle))
+        .await
+        .unwrap();
     let frames = &spectrum.raised[&oracle.target[0]];
     let in_parts: Vec<u32> = frames
         .iter()
