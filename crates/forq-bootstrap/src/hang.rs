@@ -8,6 +8,9 @@
 //! finished before the hang count and the evidence says the rest did not
 //! run.
 //!
+//! Node's own test runner keeps the per-test budget itself
+//! (`--test-timeout`) and names the file it gave up on.
+//!
 //! A run whose process dies of a crash signal (a segmentation fault, an
 //! abort) is read the same way: the test whose line was still open when
 //! the crash's report came fails with the signal as its cause, and the
@@ -27,8 +30,9 @@ const MAX_HANGS: usize = 5;
 /// The per-test budget of runners that print each test as it starts,
 /// unless told otherwise: a test silent for a minute is taken to hang.
 /// Runners that build silently first (cargo, go, Maven, CMake) or print a
-/// file's results only once the file is done (node's test runner without
-/// a terminal, jest) get none: a silent minute is no hang there.
+/// file's results only once the file is done (jest) get none: a silent
+/// minute is no hang there. Node's own runner prints a file at its end
+/// too, but keeps the budget itself (`--test-timeout`).
 pub const DEFAULT_TEST_IDLE_S: u64 = 60;
 
 /// Budgets of one test run.
@@ -50,9 +54,14 @@ impl TestLimits {
     /// `timeout` for the whole run and `stack`'s default per-test budget;
     /// a hang is looked past.
     pub fn new(stack: &Stack, timeout: Duration) -> TestLimits {
+        let idle = match node_runner(stack) {
+            // Node's own runner enforces it (`--test-timeout`).
+            Some(_) => Some(Duration::from_secs(DEFAULT_TEST_IDLE_S)),
+            None => default_idle(stack.kind),
+        };
         TestLimits {
             timeout,
-            idle: default_idle(stack.kind),
+            idle,
             continue_after_hang: true,
         }
     }
@@ -78,6 +87,43 @@ pub fn default_idle(kind: StackKind) -> Option<Duration> {
         StackKind::Pytest | StackKind::Unittest => Some(Duration::from_secs(DEFAULT_TEST_IDLE_S)),
         _ => None,
     }
+}
+
+/// The `node --test` invocation a Node stack runs, when its tests are
+/// node's own runner's: its command, or the package's test script (the
+/// marker records it) when that is `node --test` and nothing else. Node
+/// prints a file's results only once the file is done, so silence proves
+/// nothing; its runner's `--test-timeout` is the per-test budget instead,
+/// and a file it gives up on is failed by name (a synchronous loop holds
+/// the whole file: the file is what is named).
+pub(crate) fn node_runner(stack: &Stack) -> Option<String> {
+    if stack.kind != StackKind::Node {
+        return None;
+    }
+    let script = stack
+        .marker
+        .strip_prefix("package.json test script: ")
+        .filter(|_| {
+            matches!(
+                stack.command.as_str(),
+                "npm test" | "npx --yes pnpm test" | "npx --yes yarn test"
+            )
+        })
+        .unwrap_or(&stack.command);
+    let plain = script
+        .split_whitespace()
+        .all(|w| !matches!(w, "&&" | "||" | ";" | "|"));
+    (script.starts_with("node --test") && plain).then(|| script.to_owned())
+}
+
+/// `invocation` (a `node --test …` command) with the per-test budget.
+fn with_test_timeout(invocation: &str, idle: Duration) -> String {
+    let rest = invocation.strip_prefix("node --test").unwrap_or_default();
+    format!(
+        "printf '{}%s\\n' \"$PWD\"; node --test --test-timeout={}{rest}",
+        crate::evidence::NODE_CWD,
+        idle.as_millis().max(1)
+    )
 }
 
 /// The test a runner was in when its output stopped: the last line names a
@@ -365,17 +411,23 @@ pub(crate) async fn run_suite(
     let mut causes: Vec<String> = Vec::new();
     let mut merged: Option<Evidence> = None;
     let mut active_ms = 0;
+    // Node's runner keeps the per-test budget itself, and goes on past a
+    // file it gave up on.
+    let node = node_runner(stack)
+        .filter(|_| command == stack.command)
+        .zip(limits.idle);
     loop {
-        let run_command = match (hung.is_empty(), deselect(stack.kind, command, &hung)) {
-            (true, _) | (false, None) => command.to_owned(),
-            (false, Some(args)) => format!("{command}{args}"),
+        let run_command = match (&node, hung.is_empty(), deselect(stack.kind, command, &hung)) {
+            (Some((invocation, idle)), _, _) => with_test_timeout(invocation, *idle),
+            (None, true, _) | (None, false, None) => command.to_owned(),
+            (None, false, Some(args)) => format!("{command}{args}"),
         };
         let mut req = crate::runner::shell(&run_command, limits.timeout)
             .output_cap(crate::runner::TEST_OUTPUT_CAP);
         if let Some(network) = network {
             req = req.network(network);
         }
-        if let Some(idle) = limits.idle {
+        if let Some(idle) = limits.idle.filter(|_| node.is_none()) {
             req = req.idle_timeout(idle);
         }
         let out = sandbox.exec(req).await?;
@@ -407,6 +459,20 @@ pub(crate) async fn run_suite(
             stack.parse(&text)
         };
         merged = merge(merged, ev);
+        if let Some((_, idle)) = &node {
+            for test in crate::evidence::node_timeouts(&text) {
+                if !hung.contains(&test) {
+                    // The runner waited out the budget on it: not the
+                    // tests' time.
+                    active_ms = active_ms.saturating_sub(idle.as_millis() as u64);
+                    hung.push(test);
+                    causes.push(format!(
+                        "hung (past node's per-test budget of {:.1} s); killed by node",
+                        idle.as_secs_f64()
+                    ));
+                }
+            }
+        }
         let current = match crash {
             Some(_) => crashed_in(stack.kind, &text),
             None => killed.then(|| in_progress(stack.kind, &text)).flatten(),

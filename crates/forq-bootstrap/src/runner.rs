@@ -202,12 +202,32 @@ pub struct TestRun {
 
 impl TestRun {
     /// Whether the test `id` (see [`same_test`]) ran and passed.
+    ///
+    /// A test file node's runner gave up on (see [`crate::TestLimits`]) is
+    /// named by its path until it runs to its end, when only its tests are
+    /// named: it passed when the run ended on its own with every test
+    /// passing and the file no longer named failing.
     pub fn passed(&self, id: &str) -> bool {
-        self.evidence.as_ref().is_some_and(|ev| {
-            ev.tests
-                .iter()
-                .any(|(t, o)| same_test(t, id) && *o == crate::Outcome::Passed)
-        })
+        let Some(ev) = &self.evidence else {
+            return false;
+        };
+        if ev
+            .tests
+            .iter()
+            .any(|(t, o)| same_test(t, id) && *o == crate::Outcome::Passed)
+        {
+            return true;
+        }
+        let js_file = [".js", ".mjs", ".cjs", ".ts", ".mts"]
+            .iter()
+            .any(|ext| id.ends_with(ext));
+        ev.runner == "node"
+            && js_file
+            && !self.timed_out
+            && self.hung.is_empty()
+            && ev.failed + ev.errors == 0
+            && ev.executed() > 0
+            && !ev.tests.keys().any(|t| same_test(t, id))
     }
 }
 

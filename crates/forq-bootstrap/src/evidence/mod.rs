@@ -412,6 +412,10 @@ pub fn node_test(output: &str) -> Option<Evidence> {
     ev.failed = get("fail");
     ev.errors = get("cancelled");
     ev.skipped = get("skipped") + get("todo");
+    // A file node's runner gave up on is named by its absolute path: the
+    // directory the run started in (see [`NODE_CWD`]) is cut off it, so
+    // the name is the same in every fork.
+    let cwd = text.lines().find_map(|l| l.strip_prefix(NODE_CWD));
     // TAP: a stack of open subtests (indent, name, has children).
     let mut open: Vec<(usize, String, bool)> = Vec::new();
     for line in text.lines() {
@@ -448,7 +452,7 @@ pub fn node_test(output: &str) -> Option<Evidence> {
         }
         let id = open[..=at]
             .iter()
-            .map(|(_, n, _)| n.as_str())
+            .map(|(_, n, _)| relative_to(cwd, n))
             .collect::<Vec<_>>()
             .join(" > ");
         let upper = directive.to_ascii_uppercase();
@@ -462,6 +466,42 @@ pub fn node_test(output: &str) -> Option<Evidence> {
         ev.tests.insert(id, outcome);
     }
     Some(ev)
+}
+
+/// The line forq prints before a node run, naming the directory it runs
+/// in (`forq-cwd: /path`).
+pub(crate) const NODE_CWD: &str = "forq-cwd: ";
+
+/// `name` relative to `cwd` when it is a path under it.
+fn relative_to<'n>(cwd: Option<&str>, name: &'n str) -> &'n str {
+    cwd.and_then(|c| name.strip_prefix(c))
+        .and_then(|rest| rest.strip_prefix('/'))
+        .unwrap_or(name)
+}
+
+/// The tests (or whole files) node's runner failed for running past its
+/// `--test-timeout`, as [`node_test`] names them.
+pub fn node_timeouts(output: &str) -> Vec<String> {
+    let text = strip_ansi(output);
+    let cwd = text.lines().find_map(|l| l.strip_prefix(NODE_CWD));
+    let mut out = Vec::new();
+    let mut last: Option<&str> = None;
+    for line in text.lines() {
+        let trimmed = line.trim_start();
+        if let Some(rest) = trimmed.strip_prefix("not ok ") {
+            last = rest.split_once(" - ").map(|(_, name)| name);
+        } else if trimmed.starts_with("ok ") {
+            last = None;
+        } else if trimmed == "failureType: 'testTimeoutFailure'" {
+            if let Some(name) = last.take() {
+                let name = relative_to(cwd, name).to_owned();
+                if !out.contains(&name) {
+                    out.push(name);
+                }
+            }
+        }
+    }
+    out
 }
 
 /// The tests of an indented tree report (jest `--verbose`, mocha's spec

@@ -180,3 +180,87 @@ async fn a_test_that_crashes_its_interpreter_is_named_failed_with_its_signal() {
         ev.lines
     );
 }
+
+/// `tests/fixtures/looping-node` in a directory of its own: node's own
+/// runner, `test/a.test.js` passes, `test/b.test.js` loops forever in
+/// `digits` (`p / 10` where `p * 10` is meant).
+fn looping_node() -> tempfile::TempDir {
+    let from = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/looping-node");
+    let read = |p: &str| std::fs::read_to_string(from.join(p)).unwrap();
+    repo(&[
+        ("package.json", &read("package.json")),
+        ("digits.js", &read("digits.js")),
+        ("test/a.test.js", &read("test/a.test.js")),
+        ("test/b.test.js", &read("test/b.test.js")),
+    ])
+}
+
+#[tokio::test]
+async fn node_runs_get_a_per_test_budget_and_name_the_file_that_hangs() {
+    let dir = looping_node();
+    let record = gate(
+        dir.path(),
+        GateOptions::default().test_idle(Some(Duration::from_secs(2))),
+    )
+    .await;
+    assert_eq!(record.verdict, Verdict::Bootstrapped, "{}", record.reason);
+    assert!(
+        record.reason.contains("1 hung: test/b.test.js"),
+        "{}",
+        record.reason
+    );
+    let run = record.stacks.iter().find(|s| s.name == "node").unwrap();
+    let ev = run.evidence.as_ref().unwrap();
+    // The other file's tests count; the file that hung fails by its path
+    // (relative: the same in every fork), its cause in the evidence.
+    assert_eq!(ev.tests.get("double"), Some(&Outcome::Passed));
+    assert_eq!(ev.tests.get("one digit"), Some(&Outcome::Passed));
+    assert_eq!(ev.tests.get("test/b.test.js"), Some(&Outcome::Failed));
+    assert!(
+        ev.lines
+            .iter()
+            .any(|l| l.contains("test/b.test.js: hung (past node's per-test budget of 2.0 s)")),
+        "{:?}",
+        ev.lines
+    );
+}
+
+#[tokio::test]
+async fn a_node_file_that_hung_passes_once_its_run_ends_green() {
+    let dir = looping_node();
+    let backend = forq_sandbox::open_backend(forq_sandbox::BackendChoice::Auto)
+        .await
+        .unwrap()
+        .backend;
+    let stack = forq_bootstrap::detect(dir.path()).remove(0);
+    // Node's runner keeps the per-test budget: forq does not kill a silent
+    // node run, the runner gives up on the file.
+    let limits = TestLimits::new(&stack, Duration::from_secs(300));
+    assert_eq!(limits.idle, Some(Duration::from_secs(60)));
+    let limits = limits.idle(Some(Duration::from_secs(1)));
+    let sandbox = backend
+        .create(&forq_sandbox::SandboxSpec::new(dir.path()))
+        .await
+        .unwrap();
+    let run = forq_bootstrap::run_tests_within(&*sandbox, &stack, &[], &limits)
+        .await
+        .unwrap();
+    assert_eq!(run.hung, ["test/b.test.js"]);
+    assert!(!run.timed_out);
+    assert!(!run.passed("test/b.test.js") && run.passed("double"));
+    // The fix: the file runs to its end and is its tests again.
+    let fixed = std::fs::read_to_string(dir.path().join("digits.js"))
+        .unwrap()
+        .replace("p = p / 10", "p = p * 10");
+    sandbox
+        .write_file(std::path::Path::new("digits.js"), fixed.as_bytes())
+        .await
+        .unwrap();
+    let run = forq_bootstrap::run_tests_within(&*sandbox, &stack, &[], &limits)
+        .await
+        .unwrap();
+    assert!(run.hung.is_empty(), "{:?}", run.hung);
+    assert!(run.passed("test/b.test.js"), "{:?}", run.evidence);
+    assert!(run.passed("five digits"));
+    sandbox.destroy().await.unwrap();
+}

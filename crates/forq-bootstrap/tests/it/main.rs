@@ -208,6 +208,23 @@ fn node_test_runner_tap_and_spec() {
 }
 
 #[test]
+fn a_file_node_gave_up_on_is_named_by_its_path_under_the_run() {
+    let out = capture!("node_hang");
+    let ev = evidence::node_test(out).unwrap();
+    assert_eq!(
+        outcomes(&ev),
+        [
+            ("double".to_owned(), Outcome::Passed),
+            ("one digit".to_owned(), Outcome::Passed),
+            ("test/b.test.js".to_owned(), Outcome::Failed),
+        ]
+    );
+    assert_eq!((ev.passed, ev.errors), (2, 1), "node counts it cancelled");
+    assert_eq!(evidence::node_timeouts(out), ["test/b.test.js"]);
+    assert!(evidence::node_timeouts(capture!("node_tap")).is_empty());
+}
+
+#[test]
 fn jest_and_mocha_counts_and_per_test_results() {
     let jest = evidence::jest(capture!("jest_mixed")).unwrap();
     assert_eq!((jest.passed, jest.failed, jest.skipped), (1, 1, 1));

@@ -135,6 +135,66 @@ async fn fix_names_a_hanging_test_and_kills_looping_candidates_fast() {
 }
 
 #[tokio::test]
+async fn fix_mends_a_node_file_that_hangs_through_nodes_own_runner() {
+    // `digits` loops forever (`p / 10` where `p * 10` is meant): node's
+    // runner gives up on `test/b.test.js` at the per-test budget and names
+    // the file; a candidate that ends the loop turns the file green.
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = tmp.path().join("digits");
+    forq_search::bench::copy_tree(
+        &repo_root().join("crates/forq-bootstrap/tests/fixtures/looping-node"),
+        &repo,
+    )
+    .unwrap();
+    let out_dir = tmp.path().join("out");
+    let out = forq_env(
+        &[
+            "fix",
+            repo.to_str().unwrap(),
+            "--test-idle",
+            "2",
+            "--json",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ],
+        &[],
+    )
+    .await;
+    check_exit(&out, 0);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["solved"], true, "{report}");
+    assert_eq!(
+        report["target"],
+        serde_json::json!(["test/b.test.js"]),
+        "{report}"
+    );
+    let patch = std::fs::read_to_string(out_dir.join("fix.patch")).unwrap();
+    assert!(
+        patch.contains("+  for (let p = 10; p <= n; p = p * 10) {"),
+        "{patch}"
+    );
+    // Candidates that still loop were judged hanging, within their budget.
+    let tree: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out_dir.join("tree.json")).unwrap()).unwrap();
+    let hung: Vec<&serde_json::Value> = tree["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .skip(1)
+        .filter(|n| {
+            n["judgement"]["hung"]
+                .as_array()
+                .is_some_and(|h| !h.is_empty())
+        })
+        .collect();
+    assert!(!hung.is_empty(), "no candidate hung: {tree}");
+    for node in &hung {
+        let ms = node["judgement"]["test_ms"].as_u64().unwrap();
+        assert!(ms < 10_000, "a looping candidate ran {ms} ms: {node}");
+    }
+}
+
+#[tokio::test]
 async fn the_templates_brancher_mends_a_boundary_the_mutate_brancher_cannot() {
     // `lo = mid` where `lo = mid + 1` is meant: a search that moves right
     // never ends. Side by side with the same budget: no mutation operator
