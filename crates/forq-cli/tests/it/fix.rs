@@ -73,19 +73,15 @@ async fn fix_solves_every_example_with_a_small_patch() {
     }
 }
 
-#[tokio::test]
-async fn fix_names_a_hanging_test_and_kills_looping_candidates_fast() {
-    // `digits` loops forever (`n * 10` where `n // 10` is meant): the
-    // unmodified code's run is killed at the per-test budget, the hanging
-    // test becomes the target, and every candidate that still loops is
-    // killed within its measured budget, not the run's five minutes.
+/// `forq fix FIXTURE --test-idle 2` on a project whose bug loops: solved,
+/// with `target` the test the unmodified code's run named hanging and a
+/// patch holding `fixed_line`; every candidate that still loops judged
+/// hanging within a budget made from the unmodified code's measured time
+/// (about a second), not the run's five minutes. Returns the wall time.
+async fn fix_mends_a_loop(fixture: &str, target: &str, fixed_line: &str) -> std::time::Duration {
     let tmp = tempfile::tempdir().unwrap();
     let repo = tmp.path().join("digits");
-    forq_search::bench::copy_tree(
-        &repo_root().join("crates/forq-bootstrap/tests/fixtures/looping"),
-        &repo,
-    )
-    .unwrap();
+    forq_search::bench::copy_tree(&repo_root().join(fixture), &repo).unwrap();
     let out_dir = tmp.path().join("out");
     let started = std::time::Instant::now();
     let out = forq_env(
@@ -105,75 +101,9 @@ async fn fix_names_a_hanging_test_and_kills_looping_candidates_fast() {
     check_exit(&out, 0);
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["solved"], true, "{report}");
-    assert_eq!(
-        report["target"],
-        serde_json::json!(["tests.test_b.DigitsTest.test_digits"]),
-        "{report}"
-    );
+    assert_eq!(report["target"], serde_json::json!([target]), "{report}");
     let patch = std::fs::read_to_string(out_dir.join("fix.patch")).unwrap();
-    assert!(patch.contains("+        n = n // 10"), "{patch}");
-    // Candidates that loop were judged hanging, each within a budget made
-    // from the unmodified code's measured time (a second here).
-    let tree: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(out_dir.join("tree.json")).unwrap()).unwrap();
-    let hung: Vec<&serde_json::Value> = tree["nodes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|n| {
-            n["judgement"]["hung"]
-                .as_array()
-                .is_some_and(|h| !h.is_empty())
-        })
-        .collect();
-    assert!(!hung.is_empty(), "no candidate hung: {tree}");
-    for node in &hung {
-        let ms = node["judgement"]["test_ms"].as_u64().unwrap();
-        assert!(ms < 10_000, "a looping candidate ran {ms} ms: {node}");
-    }
-    assert!(took < std::time::Duration::from_secs(240), "{took:?}");
-}
-
-#[tokio::test]
-async fn fix_mends_a_node_file_that_hangs_through_nodes_own_runner() {
-    // `digits` loops forever (`p / 10` where `p * 10` is meant): node's
-    // runner gives up on `test/b.test.js` at the per-test budget and names
-    // the file; a candidate that ends the loop turns the file green.
-    let tmp = tempfile::tempdir().unwrap();
-    let repo = tmp.path().join("digits");
-    forq_search::bench::copy_tree(
-        &repo_root().join("crates/forq-bootstrap/tests/fixtures/looping-node"),
-        &repo,
-    )
-    .unwrap();
-    let out_dir = tmp.path().join("out");
-    let out = forq_env(
-        &[
-            "fix",
-            repo.to_str().unwrap(),
-            "--test-idle",
-            "2",
-            "--json",
-            "--out",
-            out_dir.to_str().unwrap(),
-        ],
-        &[],
-    )
-    .await;
-    check_exit(&out, 0);
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(report["solved"], true, "{report}");
-    assert_eq!(
-        report["target"],
-        serde_json::json!(["test/b.test.js"]),
-        "{report}"
-    );
-    let patch = std::fs::read_to_string(out_dir.join("fix.patch")).unwrap();
-    assert!(
-        patch.contains("+  for (let p = 10; p <= n; p = p * 10) {"),
-        "{patch}"
-    );
-    // Candidates that still loop were judged hanging, within their budget.
+    assert!(patch.contains(fixed_line), "{patch}");
     let tree: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out_dir.join("tree.json")).unwrap()).unwrap();
     let hung: Vec<&serde_json::Value> = tree["nodes"]
@@ -192,6 +122,34 @@ async fn fix_mends_a_node_file_that_hangs_through_nodes_own_runner() {
         let ms = node["judgement"]["test_ms"].as_u64().unwrap();
         assert!(ms < 10_000, "a looping candidate ran {ms} ms: {node}");
     }
+    took
+}
+
+#[tokio::test]
+async fn fix_names_a_hanging_test_and_kills_looping_candidates_fast() {
+    // `digits` loops forever (`n * 10` where `n // 10` is meant): the
+    // unmodified code's run is killed at the per-test budget and the
+    // hanging test becomes the target.
+    let took = fix_mends_a_loop(
+        "crates/forq-bootstrap/tests/fixtures/looping",
+        "tests.test_b.DigitsTest.test_digits",
+        "+        n = n // 10",
+    )
+    .await;
+    assert!(took < std::time::Duration::from_secs(240), "{took:?}");
+}
+
+#[tokio::test]
+async fn fix_mends_a_node_file_that_hangs_through_nodes_own_runner() {
+    // `digits` loops forever (`p / 10` where `p * 10` is meant): node's
+    // runner gives up on `test/b.test.js` at the per-test budget and names
+    // the file; a candidate that ends the loop turns the file green.
+    fix_mends_a_loop(
+        "crates/forq-bootstrap/tests/fixtures/looping-node",
+        "test/b.test.js",
+        "+  for (let p = 10; p <= n; p = p * 10) {",
+    )
+    .await;
 }
 
 #[tokio::test]
