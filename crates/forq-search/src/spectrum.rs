@@ -32,6 +32,7 @@ _out = os.environ.get("FORQ_TRACE_OUT")
 _state = {"test": None, "pytest": False}
 _cover = {}
 _raised = {}
+_errors = {}
 _files = {}
 
 
@@ -66,7 +67,7 @@ def start(test):
     _state["test"] = test
 
 
-def failed(test, tb):
+def failed(test, tb, error=None):
     # The failure's traceback through the repository's files, outermost
     # frame first: where the error was raised, and who called it.
     frames = []
@@ -76,6 +77,12 @@ def failed(test, tb):
             frames.append([rel, tb.tb_lineno])
         tb = tb.tb_next
     _raised[test] = frames
+    if error is not None:
+        try:
+            text = "%s: %s" % (type(error).__name__, error)
+        except Exception:
+            text = type(error).__name__
+        _errors[test] = text[:300]
 
 
 def _watch(result):
@@ -85,7 +92,10 @@ def _watch(result):
         original = getattr(result, name)
 
         def report(test, err, _original=original):
-            failed(test.id(), err[2] if isinstance(err, tuple) else None)
+            if isinstance(err, tuple):
+                failed(test.id(), err[2], err[1])
+            else:
+                failed(test.id(), None)
             return _original(test, err)
 
         setattr(result, name, report)
@@ -102,6 +112,8 @@ def _dump():
         json.dump(data, out)
     with open(_out[: -len(".json")] + ".raised.json", "w") as out:
         json.dump(_raised, out)
+    with open(_out[: -len(".json")] + ".errors.json", "w") as out:
+        json.dump(_errors, out)
 
 
 if _root and _out:
@@ -142,7 +154,7 @@ def pytest_runtest_setup(item):
 
 def pytest_runtest_makereport(item, call):
     if call.when == "call" and call.excinfo is not None:
-        forq_trace.failed(item.nodeid, call.excinfo.tb)
+        forq_trace.failed(item.nodeid, call.excinfo.tb, call.excinfo.value)
 
 
 def pytest_runtest_logfinish(nodeid, location):
@@ -168,6 +180,18 @@ pub struct LineSuspect {
     /// frame, 0.1 less per frame outwards).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub raised: bool,
+    /// The error a failing test raised here, where this is its innermost
+    /// frame in the repository (`NameError: name 'x' is not defined`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl LineSuspect {
+    /// The name a `NameError` raised on this line says is not defined.
+    pub fn undefined_name(&self) -> Option<&str> {
+        let rest = self.error.as_deref()?.strip_prefix("NameError: name '")?;
+        rest.split_once('\'').map(|(name, _)| name)
+    }
 }
 
 /// The lines each traced test ran.
@@ -180,6 +204,8 @@ pub struct Spectrum {
     /// Per failing test, its failure's traceback through the repository's
     /// files (file, line), outermost frame first.
     pub raised: BTreeMap<String, Vec<(String, u32)>>,
+    /// Per failing test, the error it raised (`Type: message`).
+    pub errors: BTreeMap<String, String>,
 }
 
 impl Spectrum {
@@ -215,6 +241,7 @@ impl Spectrum {
                 failing: f,
                 passing: p,
                 raised: false,
+                error: None,
             })
             .collect();
         best_first(&mut out);
@@ -238,6 +265,9 @@ impl Spectrum {
                 if let Some(l) = out.iter_mut().find(|l| l.file == *file && l.line == *line) {
                     l.score = l.score.max(floor);
                     l.raised = true;
+                    if k == 0 && l.error.is_none() {
+                        l.error = self.errors.get(test).cloned();
+                    }
                 }
             }
         }
@@ -313,7 +343,7 @@ pub async fn trace(
     if let Err(e) = fork.destroy().await {
         tracing::debug!(%e, "the tracer's fork was not destroyed cleanly");
     }
-    let (coverage, raised) = traced?;
+    let (coverage, raised, errors) = traced?;
     if !oracle.target.iter().any(|t| coverage.contains_key(t)) {
         return Err("the tracer saw no failing test run".to_owned());
     }
@@ -321,18 +351,20 @@ pub async fn trace(
         coverage,
         failing: oracle.target.iter().cloned().collect(),
         raised,
+        errors,
     })
 }
 
 type Coverage = BTreeMap<String, BTreeMap<String, BTreeSet<u32>>>;
 type Raised = BTreeMap<String, Vec<(String, u32)>>;
+type Errors = BTreeMap<String, String>;
 
 async fn run_traced(
     fork: &dyn Sandbox,
     oracle: &Oracle,
     selection: &[String],
     budget: Duration,
-) -> Result<(Coverage, Raised), String> {
+) -> Result<(Coverage, Raised, Errors), String> {
     let write = |name: &str, text: &'static str| {
         let path = Path::new(DIR).join(name);
         async move { fork.write_file(&path, text.as_bytes()).await }
@@ -373,14 +405,19 @@ async fn run_traced(
         .map_err(|e| format!("the tracer wrote nothing ({e})"))?;
     let coverage = serde_json::from_slice(&data)
         .map_err(|e| format!("the tracer's output is unreadable: {e}"))?;
-    // Tracebacks are a bonus: none read is none known.
-    let raised = fork
-        .read_file(&Path::new(DIR).join("out.raised.json"))
+    // Tracebacks and errors are a bonus: none read is none known.
+    let raised = bonus(fork, "out.raised.json").await;
+    let errors = bonus(fork, "out.errors.json").await;
+    Ok((coverage, raised, errors))
+}
+
+/// The tracer's file `name`, read; empty when it is missing or unreadable.
+async fn bonus<T: serde::de::DeserializeOwned + Default>(fork: &dyn Sandbox, name: &str) -> T {
+    fork.read_file(&Path::new(DIR).join(name))
         .await
         .ok()
         .and_then(|data| serde_json::from_slice(&data).ok())
-        .unwrap_or_default();
-    Ok((coverage, raised))
+        .unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -446,6 +483,10 @@ mod tests {
             "t_fail".into(),
             vec![("t.py".into(), 7), ("m.py".into(), 5), ("m.py".into(), 2)],
         );
+        s.errors.insert(
+            "t_fail".into(),
+            "NameError: name '_width' is not defined".into(),
+        );
         // A passing test's traceback (there is none that counts) is ignored.
         s.raised.insert("t_pass".into(), vec![("m.py".into(), 9)]);
         let ranked = s.suspects();
@@ -455,6 +496,12 @@ mod tests {
             (2, 1.0, true)
         );
         assert!((at(5).score - 0.9).abs() < 1e-12 && at(5).raised);
+        assert_eq!(at(2).undefined_name(), Some("_width"));
+        assert_eq!(
+            at(5).error,
+            None,
+            "only the innermost frame holds the error"
+        );
         assert!(!at(9).raised);
         // The test file's frame ran in no traced coverage: not listed.
         assert!(ranked.iter().all(|l| l.file == "m.py"));

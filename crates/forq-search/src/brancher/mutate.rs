@@ -261,9 +261,16 @@ fn reached(index: &Index, stack: &Stack, tests: &[String]) -> HashMap<String, u3
     }
     out.retain(|id, _| {
         let file = id.split('#').next().unwrap_or(id);
-        !stack.is_test_file(file)
+        repairable(stack, file)
     });
     out
+}
+
+/// Whether the code of `file` may be repaired: not a test (tests are never
+/// edited), not a type stub or declaration file (`.pyi`, `.d.ts`: nothing
+/// in them runs).
+fn repairable(stack: &Stack, file: &str) -> bool {
+    !stack.is_test_file(file) && !file.ends_with(".pyi") && !file.ends_with(".d.ts")
 }
 
 /// Non-test definitions named in the source of the test `id` (calls the
@@ -297,7 +304,7 @@ fn names_in(index: &Index, stack: &Stack, text: &str, except: &str) -> HashMap<S
             .symbols(&SymbolFilter::default().name(word))
             .unwrap_or_default()
         {
-            if !s.test && !stack.is_test_file(&s.file) && s.id != except {
+            if !s.test && repairable(stack, &s.file) && s.id != except {
                 out.insert(s.id, 1);
             }
         }
@@ -360,7 +367,7 @@ fn localize(
         if fail.is_empty() {
             for s in symbols
                 .iter()
-                .filter(|s| !s.test && !stack.is_test_file(&s.file))
+                .filter(|s| !s.test && repairable(stack, &s.file))
             {
                 if matches!(s.kind.as_str(), "function" | "method") {
                     fail.insert(s.id.clone(), (1, CALL_DEPTH));
@@ -519,7 +526,10 @@ fn operator_swaps(op: &str, lang: Lang) -> &'static [&'static str] {
 /// lead): a mutant's prior is its class's share split over the class's
 /// mutants in the function (by their weights), so a function with many
 /// sites of one kind does not crowd out the others.
-const CLASS_SHARE: [(&str, f64); 26] = [
+const CLASS_SHARE: [(&str, f64); 27] = [
+    // A name the failing test's `NameError` says is not defined, on the
+    // line it was raised: the error says where the fix is.
+    ("undefined name", 1.0),
     ("operator", 0.24),
     ("replace variable", 0.22),
     ("constant", 0.14),
@@ -554,6 +564,37 @@ fn class_share(class: &str) -> f64 {
         .iter()
         .find(|(c, _)| *c == class)
         .map_or(0.02, |(_, s)| *s)
+}
+
+/// Replacements of `name`, which a `NameError` raised on the line
+/// `start..end` (bytes) says is not defined, by the file's names it may
+/// have been meant as.
+fn undefined_name(file: &Parsed, start: usize, end: usize, name: &str) -> Vec<Mutation> {
+    let meant = file.ingredients.meant_for_undefined(name);
+    let mut out = Vec::new();
+    let mut stack = vec![file.tree.root_node()];
+    while let Some(n) = stack.pop() {
+        if n.end_byte() <= start || n.start_byte() >= end {
+            continue;
+        }
+        if n.kind() == "identifier"
+            && n.utf8_text(file.source.as_bytes()) == Ok(name)
+            && super::reach::names_a_use(n)
+        {
+            for other in &meant {
+                out.push(Mutation {
+                    start: n.start_byte(),
+                    end: n.end_byte(),
+                    text: (*other).to_owned(),
+                    operator: "undefined name",
+                    weight: 1.0,
+                });
+            }
+        }
+        let mut c = n.walk();
+        stack.extend(n.children(&mut c));
+    }
+    out
 }
 
 /// Whether `op` compares (each has its negation among its swaps).
@@ -1737,7 +1778,7 @@ impl Mutate {
             Ok(spectrum) => spectrum
                 .suspects()
                 .into_iter()
-                .filter(|l| !self.stack.is_test_file(&l.file))
+                .filter(|l| repairable(&self.stack, &l.file))
                 .collect(),
             Err(why) => {
                 tracing::info!(%why, "no statement-level localisation");
@@ -1814,7 +1855,19 @@ impl Brancher for Mutate {
             let file = &files[&s.file];
             let source = &file.source;
             let (start, end) = line_span(source, s.line, s.end_line);
-            let found = mutations(file, start, end, self.templates);
+            // A name a failing test's `NameError` names, on its line in
+            // this definition, comes first.
+            let mut found: Vec<Mutation> = lines
+                .iter()
+                .filter(|l| self.templates && l.file == s.file)
+                .filter(|l| (s.line..=s.end_line).contains(&l.line))
+                .filter_map(|l| Some((l.line, l.undefined_name()?)))
+                .flat_map(|(line, name)| {
+                    let (a, b) = line_span(source, line, line);
+                    undefined_name(file, a, b, name)
+                })
+                .collect();
+            found.extend(mutations(file, start, end, self.templates));
             let mut class_weight: HashMap<&str, f64> = HashMap::new();
             for m in &found {
                 *class_weight.entry(m.operator).or_default() += m.weight;
@@ -2033,6 +2086,24 @@ mod tests {
             );
         }
         assert!(with.iter().all(|s| Lang::Python.syntax_error(s).is_none()));
+        // The fresh name need only be free in the function: the file using
+        // `value`, `item` and `chunk` elsewhere is no clash (more-itertools
+        // 9.1.0's `split_after`, whose fix is this guard).
+        let busy = "def f(value, item, chunk):\n    return value, item, chunk\n\n\ndef split(it):\n    for x in it:\n        yield list(it)\n";
+        assert!(
+            mutants_of(Lang::Python, busy, true)
+                .iter()
+                .any(|s| s.contains(
+                    "        value = list(it)\n        if value:\n            yield value\n"
+                )),
+            "no guarded yield"
+        );
+        // A method or a dunder is no function a value goes through: a call
+        // of it needs its receiver.
+        let methods = "class Box:\n    def __init__(self):\n        pass\n\n    def title_of(self):\n        return 1\n\n\ndef show(title):\n    return '<' + title + '>'\n";
+        let wrapped = mutants_of(Lang::Python, methods, true);
+        assert!(!wrapped.iter().any(|s| s.contains("__init__(title)")));
+        assert!(!wrapped.iter().any(|s| s.contains("title_of(title)")));
         // Not the called name, not an attribute's, not `url` (no function
         // of the file is named for it).
         assert!(!with.iter().any(|s| s.contains("_escape_title(url)")));
@@ -2051,6 +2122,15 @@ mod tests {
         assert!(js
             .iter()
             .all(|s| Lang::JavaScript.syntax_error(s).is_none()));
+    }
+
+    #[test]
+    fn type_stubs_and_tests_are_never_repaired() {
+        let stack = forq_bootstrap::Stack::custom("forq.yml", Vec::new(), "python -m pytest");
+        assert!(repairable(&stack, "pkg/more.py"));
+        assert!(!repairable(&stack, "pkg/more.pyi"));
+        assert!(!repairable(&stack, "types/index.d.ts"));
+        assert!(!repairable(&stack, "tests/test_more.py"));
     }
 
     #[test]

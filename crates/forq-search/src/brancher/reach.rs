@@ -23,6 +23,9 @@ const MAX_SIMILAR: usize = 3;
 #[derive(Debug, Default)]
 pub(super) struct FileIngredients {
     names: Vec<String>,
+    /// Names imported under another (`width` of `import width as w`):
+    /// written in the file, bound to nothing.
+    renamed: Vec<String>,
     functions: Vec<FileFunction>,
     /// Exception classes raised in the file, the most raised first.
     pub(super) exceptions: Vec<String>,
@@ -43,14 +46,25 @@ impl FileIngredients {
         let mut names: Vec<String> = Vec::new();
         let mut functions = Vec::new();
         let mut raised: Vec<(usize, String)> = Vec::new();
+        let mut renamed = Vec::new();
         let mut stack = vec![root];
         while let Some(n) = stack.pop() {
             let kind = n.kind();
             if is_name(kind) {
                 names.push(text(n).to_owned());
             }
-            if matches!(kind, "function_definition" | "function_declaration") {
-                if let Some(f) = file_function(n, source) {
+            if kind == "aliased_import" {
+                if let Some(original) = n.child_by_field_name("name") {
+                    renamed.push(text(original).to_owned());
+                }
+            }
+            // Functions a value can go through: not methods (a call of
+            // one needs its receiver), not dunders.
+            let method = std::iter::successors(n.parent(), |p| p.parent())
+                .find(|p| p.kind().starts_with("class") || p.kind().starts_with("function"))
+                .is_some_and(|p| p.kind().starts_with("class"));
+            if matches!(kind, "function_definition" | "function_declaration") && !method {
+                if let Some(f) = file_function(n, source).filter(|f| !f.name.starts_with("__")) {
                     functions.push(f);
                 }
             }
@@ -80,16 +94,10 @@ impl FileIngredients {
         raised.sort_by_key(|r| std::cmp::Reverse(r.0));
         FileIngredients {
             names,
+            renamed,
             functions,
             exceptions: raised.into_iter().map(|(_, c)| c).collect(),
         }
-    }
-
-    /// Whether the file holds this identifier.
-    pub(super) fn has_name(&self, name: &str) -> bool {
-        self.names
-            .binary_search_by(|n| n.as_str().cmp(name))
-            .is_ok()
     }
 
     /// Functions of the file taking exactly one argument that `name`
@@ -115,6 +123,36 @@ impl FileIngredients {
         found.dedup();
         found.truncate(MAX_SIMILAR);
         found
+    }
+
+    /// Names of the file that `name`, which a `NameError` says is not
+    /// defined, may have been meant as: those alike to it (as
+    /// [`FileIngredients::similar`]), then those that end with it past an
+    /// underscore (`_width` for `wcwidth_width`, bound by an import's
+    /// `as`), most alike first.
+    pub(super) fn meant_for_undefined(&self, name: &str) -> Vec<&str> {
+        let bare = name.trim_start_matches('_');
+        let mut found: Vec<(usize, &str)> = self
+            .names
+            .iter()
+            .filter(|other| other.as_str() != name && !self.renamed.contains(other))
+            .filter_map(|other| {
+                let alike = alike(name, other);
+                let ends = bare.len() >= 3
+                    && other
+                        .strip_suffix(bare)
+                        .is_some_and(|head| head.ends_with('_'));
+                alike
+                    .or(ends.then_some(usize::MAX))
+                    .map(|d| (d, other.as_str()))
+            })
+            .collect();
+        found.sort();
+        found
+            .into_iter()
+            .take(MAX_SIMILAR)
+            .map(|(_, n)| n)
+            .collect()
     }
 
     /// Names of the file close to `name`, most alike first.
@@ -340,7 +378,7 @@ pub(super) fn reach_templates(
 
     // A value yielded even when empty: `yield list(it)` → a guard.
     if py && kind == "expression_statement" {
-        if let Some(guarded) = guarded_yield(n, source, file) {
+        if let Some(guarded) = guarded_yield(n, source) {
             push(n, guarded, "guard yield", 0.4);
         }
     }
@@ -404,7 +442,7 @@ fn positional_args(call: tree_sitter::Node<'_>) -> Vec<tree_sitter::Node<'_>> {
 
 /// Whether the name at `n` is used rather than defined (not a
 /// definition's, a parameter's, an import's or a keyword's name).
-fn names_a_use(n: tree_sitter::Node<'_>) -> bool {
+pub(super) fn names_a_use(n: tree_sitter::Node<'_>) -> bool {
     let Some(parent) = n.parent() else {
         return false;
     };
@@ -475,12 +513,10 @@ fn is_plain_value(n: tree_sitter::Node<'_>) -> bool {
 }
 
 /// A Python `yield VALUE` statement rewritten to yield only a truthy
-/// value, through a new variable when the value is not a name.
-fn guarded_yield(
-    statement: tree_sitter::Node<'_>,
-    source: &str,
-    file: &FileIngredients,
-) -> Option<String> {
+/// value, through a new variable when the value is not a name (one the
+/// enclosing function does not use: a name of the file elsewhere is no
+/// clash).
+fn guarded_yield(statement: tree_sitter::Node<'_>, source: &str) -> Option<String> {
     let text = |n: tree_sitter::Node<'_>| n.utf8_text(source.as_bytes()).unwrap_or("");
     let y = statement.named_child(0).filter(|y| y.kind() == "yield")?;
     if text(y).starts_with("yield from") {
@@ -498,9 +534,25 @@ fn guarded_yield(
         let v = text(value);
         return Some(format!("if {v}:\n{indent}    yield {v}"));
     }
-    let fresh = ["value", "item", "chunk"]
+    let mut scope = statement;
+    while let Some(p) = scope.parent() {
+        scope = p;
+        if scope.kind() == "function_definition" {
+            break;
+        }
+    }
+    let mut used = std::collections::HashSet::new();
+    let mut stack = vec![scope];
+    while let Some(n) = stack.pop() {
+        if n.kind() == "identifier" {
+            used.insert(text(n));
+        }
+        let mut c = n.walk();
+        stack.extend(n.children(&mut c));
+    }
+    let fresh = ["value", "item", "chunk", "part"]
         .into_iter()
-        .find(|n| !file.has_name(n))?;
+        .find(|n| !used.contains(n))?;
     Some(format!(
         "{fresh} = {}\n{indent}if {fresh}:\n{indent}    yield {fresh}",
         text(value)
@@ -510,6 +562,7 @@ fn guarded_yield(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use forq_graph::Lang;
 
     #[test]
     fn names_alike_by_underscore_case_or_a_typo() {
@@ -521,6 +574,22 @@ mod tests {
         assert_eq!(alike("len", "min"), None); // too short to guess
         assert_eq!(alike("count", "total"), None);
         assert_eq!(edit_distance("kitten", "sitting"), 3);
+    }
+
+    #[test]
+    fn an_undefined_name_may_mean_a_bound_name_alike_or_ending_with_it() {
+        let src = "from ._width import width as wcwidth_width\nfrom .emphasis import finalize_tokens\n\ndef f(text):\n    return _width(text) + _finalize_tokens(text)\n";
+        let mut parser = tree_sitter::Parser::new();
+        parser.set_language(&Lang::Python.grammar()).unwrap();
+        let tree = parser.parse(src, None).unwrap();
+        let file = FileIngredients::of(tree.root_node(), src);
+        // `width` is written in the file but bound to nothing.
+        assert_eq!(file.meant_for_undefined("_width"), ["wcwidth_width"]);
+        assert_eq!(
+            file.meant_for_undefined("_finalize_tokens"),
+            ["finalize_tokens"]
+        );
+        assert!(file.meant_for_undefined("zz").is_empty());
     }
 
     #[test]

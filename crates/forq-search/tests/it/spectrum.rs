@@ -232,3 +232,80 @@ async fn the_traced_run_keeps_where_a_failing_tests_error_was_raised() {
     );
     root.destroy().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_name_error_puts_the_names_it_may_have_meant_first() {
+    use forq_search::{search, Budget, SearchOptions};
+    // `_width` is not defined: the module imports `width` as
+    // `text_width` (wcwidth 0.7.0's bug, in small). The function around it
+    // offers a dozen other candidates; the error says which line and which
+    // name, so the name the file binds comes first.
+    let repo = tempfile::tempdir().unwrap();
+    std::fs::write(
+        repo.path().join("widths.py"),
+        "def width(text):\n    return len(text)\n",
+    )
+    .unwrap();
+    std::fs::write(
+        repo.path().join("wrap.py"),
+        "from widths import width as text_width\n\n\ndef pad(text, size, fill=' '):\n    if size < 0 or fill == '':\n        return text\n    gap = size - _width(text)\n    return text + fill * max(gap, 0)\n\n\ndef trim(text, size):\n    return text[:size]\n",
+    )
+    .unwrap();
+    std::fs::create_dir(repo.path().join("tests")).unwrap();
+    std::fs::write(repo.path().join("tests/__init__.py"), "").unwrap();
+    std::fs::write(
+        repo.path().join("tests/test_wrap.py"),
+        "import unittest\n\nfrom wrap import pad, trim\n\n\nclass WrapTest(unittest.TestCase):\n    def test_trim(self):\n        self.assertEqual(trim('abc', 2), 'ab')\n\n    def test_pad(self):\n        self.assertEqual(pad('ab', 4), 'ab  ')\n",
+    )
+    .unwrap();
+    let (root, oracle, genesis, templates) = with_templates(repo.path()).await;
+    let spectrum = forq_search::spectrum::trace(&*root, &oracle, full(&oracle))
+        .await
+        .unwrap();
+    let raised = spectrum
+        .suspects()
+        .into_iter()
+        .find(|l| l.file == "wrap.py" && l.line == 7)
+        .expect("line 7 suspected");
+    assert_eq!(raised.undefined_name(), Some("_width"), "{raised:?}");
+    let options = SearchOptions::default().budget(Budget::default().max_nodes(60).jobs(1));
+    let out = search(&*root, &oracle, &genesis, &templates, &options)
+        .await
+        .unwrap();
+    let winner = out.winner.expect("a green candidate");
+    assert!(
+        winner
+            .patch
+            .contains("+    gap = size - text_width(text)\n"),
+        "{}",
+        winner.patch
+    );
+    // The first candidate tried: the likeliest by far.
+    let tried: Vec<String> = out
+        .tree
+        .nodes
+        .iter()
+        .skip(1)
+        .filter(|n| {
+            matches!(
+                n.status,
+                forq_search::tree::Status::Red | forq_search::tree::Status::Green
+            )
+        })
+        .map(|n| format!("{:.4} {}", n.prior, n.hypothesis))
+        .collect();
+    assert_eq!(out.evaluated, 1, "{tried:#?}");
+    assert!(
+        tried[0].contains("undefined name `_width` -> `text_width`"),
+        "{tried:#?}"
+    );
+    let json = serde_json::to_value(&out.tree).unwrap();
+    let line7 = json["suspected"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["line"] == 7)
+        .unwrap();
+    assert_eq!(line7["error"], "NameError: name '_width' is not defined");
+    root.destroy().await.unwrap();
+}
