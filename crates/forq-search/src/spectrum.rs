@@ -20,6 +20,11 @@ use crate::oracle::Oracle;
 /// Passing tests traced beside the failing ones at most.
 pub const MAX_PASSING: usize = 30;
 
+/// Failing tests traced at most: a bug that breaks hundreds of tests
+/// (a name no longer defined in a parser) says where it is in a few of
+/// them, and tracing them all would eat the budget.
+pub const MAX_FAILING: usize = 20;
+
 /// Where the tracer's files go in the fork (never in the root).
 const DIR: &str = ".forq-trace";
 
@@ -286,6 +291,15 @@ fn best_first(lines: &mut [LineSuspect]) {
     });
 }
 
+/// At most `n` of `tests`, evenly spread over them (the first kept), so
+/// that a cut list still reaches tests of every file.
+fn spread(tests: &[String], n: usize) -> Vec<String> {
+    if tests.len() <= n {
+        return tests.to_vec();
+    }
+    (0..n).map(|i| tests[i * tests.len() / n].clone()).collect()
+}
+
 /// How close a passing test is to the failing ones: the length of the
 /// longest id prefix it shares with one (same module, same class first).
 fn closeness(test: &str, failing: &[String]) -> usize {
@@ -336,7 +350,7 @@ pub async fn trace(
     let mut passing: Vec<&String> = oracle.guard.iter().collect();
     passing.sort_by_key(|t| std::cmp::Reverse(closeness(t, &oracle.target)));
     passing.truncate(MAX_PASSING);
-    let mut selection: Vec<String> = oracle.target.clone();
+    let mut selection = spread(&oracle.target, MAX_FAILING);
     selection.extend(passing.into_iter().cloned());
     let fork = sandbox.fork().await.map_err(|e| e.to_string())?;
     let traced = run_traced(&*fork, oracle, &selection, budget).await;
@@ -505,6 +519,17 @@ mod tests {
         assert!(!at(9).raised);
         // The test file's frame ran in no traced coverage: not listed.
         assert!(ranked.iter().all(|l| l.file == "m.py"));
+    }
+
+    #[test]
+    fn many_failing_tests_are_traced_a_spread_of_them() {
+        let tests: Vec<String> = (0..407).map(|i| format!("t{i}")).collect();
+        let picked = spread(&tests, MAX_FAILING);
+        assert_eq!(picked.len(), MAX_FAILING);
+        assert_eq!(picked[0], "t0");
+        assert_eq!(picked[1], "t20");
+        assert_eq!(picked[19], "t386");
+        assert_eq!(spread(&tests[..3], MAX_FAILING), tests[..3]);
     }
 
     #[test]

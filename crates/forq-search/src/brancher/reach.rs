@@ -26,6 +26,9 @@ pub(super) struct FileIngredients {
     /// Names imported under another (`width` of `import width as w`):
     /// written in the file, bound to nothing.
     renamed: Vec<String>,
+    /// Names the module's top level binds: imports, definitions,
+    /// assignments.
+    top: Vec<String>,
     functions: Vec<FileFunction>,
     /// Exception classes raised in the file, the most raised first.
     pub(super) exceptions: Vec<String>,
@@ -95,6 +98,7 @@ impl FileIngredients {
         FileIngredients {
             names,
             renamed,
+            top: top_level_names(root, source),
             functions,
             exceptions: raised.into_iter().map(|(_, c)| c).collect(),
         }
@@ -132,7 +136,7 @@ impl FileIngredients {
     /// `as`), most alike first.
     pub(super) fn meant_for_undefined(&self, name: &str) -> Vec<&str> {
         let bare = name.trim_start_matches('_');
-        let mut found: Vec<(usize, &str)> = self
+        let mut found: Vec<((bool, usize), &str)> = self
             .names
             .iter()
             .filter(|other| other.as_str() != name && !self.renamed.contains(other))
@@ -142,9 +146,12 @@ impl FileIngredients {
                     && other
                         .strip_suffix(bare)
                         .is_some_and(|head| head.ends_with('_'));
+                // The module's own names first: a name used where it is not
+                // defined is mostly one the module binds.
+                let local = !self.top.contains(other);
                 alike
                     .or(ends.then_some(usize::MAX))
-                    .map(|d| (d, other.as_str()))
+                    .map(|d| ((local, d), other.as_str()))
             })
             .collect();
         found.sort();
@@ -170,6 +177,45 @@ impl FileIngredients {
             .map(|(_, n)| n)
             .collect()
     }
+}
+
+/// The names a Python module's top level binds: what it imports (the
+/// alias where there is one), defines and assigns.
+fn top_level_names(root: tree_sitter::Node<'_>, source: &str) -> Vec<String> {
+    let text = |n: tree_sitter::Node<'_>| n.utf8_text(source.as_bytes()).unwrap_or("").to_owned();
+    let mut out = Vec::new();
+    let mut c = root.walk();
+    for stmt in root.named_children(&mut c) {
+        let stmt = match stmt.kind() {
+            "decorated_definition" => stmt.child_by_field_name("definition").unwrap_or(stmt),
+            "expression_statement" => stmt.named_child(0).unwrap_or(stmt),
+            _ => stmt,
+        };
+        match stmt.kind() {
+            "function_definition" | "class_definition" => {
+                out.extend(stmt.child_by_field_name("name").map(text));
+            }
+            "assignment" => {
+                out.extend(
+                    stmt.child_by_field_name("left")
+                        .filter(|l| l.kind() == "identifier")
+                        .map(text),
+                );
+            }
+            "import_statement" | "import_from_statement" => {
+                let mut w = stmt.walk();
+                for name in stmt.children_by_field_name("name", &mut w) {
+                    let bound = match name.kind() {
+                        "aliased_import" => name.child_by_field_name("alias"),
+                        _ => name.named_child(name.named_child_count().saturating_sub(1) as u32),
+                    };
+                    out.extend(bound.map(text));
+                }
+            }
+            _ => {}
+        }
+    }
+    out
 }
 
 /// The name and parameters of a function definition, if it is named.
@@ -590,6 +636,12 @@ mod tests {
             ["finalize_tokens"]
         );
         assert!(file.meant_for_undefined("zz").is_empty());
+        // Names the module binds before others ending the same way
+        // (wcwidth 0.7.0: parameters `ambiguous_width`, `chunk_width`).
+        let busy = "from ._width import width as wcwidth_width\n\ndef g(ambiguous_width, chunk_width, current_width):\n    return _width(chunk_width)\n";
+        let tree = parser.parse(busy, None).unwrap();
+        let file = FileIngredients::of(tree.root_node(), busy);
+        assert_eq!(file.meant_for_undefined("_width")[0], "wcwidth_width");
     }
 
     #[test]
