@@ -197,6 +197,17 @@ impl LineSuspect {
         let rest = self.error.as_deref()?.strip_prefix("NameError: name '")?;
         rest.split_once('\'').map(|(name, _)| name)
     }
+
+    /// The attribute an `AttributeError` raised on this line says a
+    /// function does not have (`'function' object has no attribute
+    /// 'get'`): the function was used where its result was meant.
+    pub fn attribute_of_function(&self) -> Option<&str> {
+        let rest = self
+            .error
+            .as_deref()?
+            .strip_prefix("AttributeError: 'function' object has no attribute '")?;
+        rest.split_once('\'').map(|(name, _)| name)
+    }
 }
 
 /// The lines each traced test ran.
@@ -511,6 +522,10 @@ mod tests {
         );
         assert!((at(5).score - 0.9).abs() < 1e-12 && at(5).raised);
         assert_eq!(at(2).undefined_name(), Some("_width"));
+        let mut attr = at(2).clone();
+        attr.error = Some("AttributeError: 'function' object has no attribute 'get'".into());
+        assert_eq!(attr.attribute_of_function(), Some("get"));
+        assert_eq!(attr.undefined_name(), None);
         assert_eq!(
             at(5).error,
             None,

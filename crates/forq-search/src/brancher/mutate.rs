@@ -526,10 +526,13 @@ fn operator_swaps(op: &str, lang: Lang) -> &'static [&'static str] {
 /// lead): a mutant's prior is its class's share split over the class's
 /// mutants in the function (by their weights), so a function with many
 /// sites of one kind does not crowd out the others.
-const CLASS_SHARE: [(&str, f64); 27] = [
+const CLASS_SHARE: [(&str, f64); 28] = [
     // A name the failing test's `NameError` says is not defined, on the
     // line it was raised: the error says where the fix is.
     ("undefined name", 1.0),
+    // A function used where its result was meant, on the line the failing
+    // test's `AttributeError` says a function has no such attribute.
+    ("call function", 1.0),
     ("operator", 0.24),
     ("replace variable", 0.22),
     ("constant", 0.14),
@@ -587,6 +590,37 @@ fn undefined_name(file: &Parsed, start: usize, end: usize, name: &str) -> Vec<Mu
                     end: n.end_byte(),
                     text: (*other).to_owned(),
                     operator: "undefined name",
+                    weight: 1.0,
+                });
+            }
+        }
+        let mut c = n.walk();
+        stack.extend(n.children(&mut c));
+    }
+    out
+}
+
+/// `f.attr` → `f().attr` for each `f.attr` on the line `start..end`
+/// (bytes), where an `AttributeError` says a function has no `attr`.
+fn call_function(file: &Parsed, start: usize, end: usize, attr: &str) -> Vec<Mutation> {
+    let bytes = file.source.as_bytes();
+    let mut out = Vec::new();
+    let mut stack = vec![file.tree.root_node()];
+    while let Some(n) = stack.pop() {
+        if n.end_byte() <= start || n.start_byte() >= end {
+            continue;
+        }
+        let named = n
+            .child_by_field_name("attribute")
+            .is_some_and(|a| a.utf8_text(bytes) == Ok(attr));
+        if n.kind() == "attribute" && named {
+            if let Some(object) = n.child_by_field_name("object") {
+                let text = object.utf8_text(bytes).unwrap_or("");
+                out.push(Mutation {
+                    start: object.start_byte(),
+                    end: object.end_byte(),
+                    text: format!("{text}()"),
+                    operator: "call function",
                     weight: 1.0,
                 });
             }
@@ -1855,18 +1889,21 @@ impl Brancher for Mutate {
             let file = &files[&s.file];
             let source = &file.source;
             let (start, end) = line_span(source, s.line, s.end_line);
-            // A name a failing test's `NameError` names, on its line in
-            // this definition, comes first.
-            let mut found: Vec<Mutation> = lines
-                .iter()
-                .filter(|l| self.templates && l.file == s.file)
-                .filter(|l| (s.line..=s.end_line).contains(&l.line))
-                .filter_map(|l| Some((l.line, l.undefined_name()?)))
-                .flat_map(|(line, name)| {
-                    let (a, b) = line_span(source, line, line);
-                    undefined_name(file, a, b, name)
-                })
-                .collect();
+            // What a failing test's error says of a line in this
+            // definition comes first: a name not defined, a function used
+            // where its result was meant.
+            let mut found: Vec<Mutation> = Vec::new();
+            for l in lines.iter().filter(|l| {
+                self.templates && l.file == s.file && (s.line..=s.end_line).contains(&l.line)
+            }) {
+                let (a, b) = line_span(source, l.line, l.line);
+                if let Some(name) = l.undefined_name() {
+                    found.extend(undefined_name(file, a, b, name));
+                }
+                if let Some(attr) = l.attribute_of_function() {
+                    found.extend(call_function(file, a, b, attr));
+                }
+            }
             found.extend(mutations(file, start, end, self.templates));
             let mut class_weight: HashMap<&str, f64> = HashMap::new();
             for m in &found {
@@ -2122,6 +2159,32 @@ mod tests {
         assert!(js
             .iter()
             .all(|s| Lang::JavaScript.syntax_error(s).is_none()));
+    }
+
+    #[test]
+    fn errors_name_their_repairs() {
+        // idna 3.12: `joining_types` became a function.
+        let src = "from . import idnadata\n\ndef kind(c):\n    return idnadata.joining_types.get(ord(c))\n";
+        let file = Parsed::new(Lang::Python, src.to_owned(), true).unwrap();
+        let (a, b) = line_span(src, 4, 4);
+        let called: Vec<String> = call_function(&file, a, b, "get")
+            .into_iter()
+            .map(|m| {
+                let mut s = src.to_owned();
+                s.replace_range(m.start..m.end, &m.text);
+                s
+            })
+            .collect();
+        assert_eq!(called.len(), 1);
+        assert!(called[0].contains("    return idnadata.joining_types().get(ord(c))\n"));
+        assert!(call_function(&file, a, b, "put").is_empty());
+        // A name not defined, replaced by the module's.
+        let src = "from .emphasis import finalize_tokens\n\ndef parse(t):\n    return _finalize_tokens(t)\n";
+        let file = Parsed::new(Lang::Python, src.to_owned(), true).unwrap();
+        let (a, b) = line_span(src, 4, 4);
+        let named = undefined_name(&file, a, b, "_finalize_tokens");
+        assert_eq!(named.len(), 1);
+        assert_eq!(named[0].text, "finalize_tokens");
     }
 
     #[test]
