@@ -63,11 +63,12 @@ impl FileIngredients {
             }
             // Functions a value can go through: not methods (a call of
             // one needs its receiver), not dunders.
-            let method = std::iter::successors(n.parent(), |p| p.parent())
-                .find(|p| p.kind().starts_with("class") || p.kind().starts_with("function"))
-                .is_some_and(|p| p.kind().starts_with("class"));
-            if matches!(kind, "function_definition" | "function_declaration") && !method {
-                if let Some(f) = file_function(n, source).filter(|f| !f.name.starts_with("__")) {
+            if matches!(kind, "function_definition" | "function_declaration") {
+                let method = std::iter::successors(n.parent(), |p| p.parent())
+                    .find(|p| p.kind().starts_with("class") || p.kind().starts_with("function"))
+                    .is_some_and(|p| p.kind().starts_with("class"));
+                let f = file_function(n, source).filter(|f| !f.name.starts_with("__"));
+                if let Some(f) = f.filter(|_| !method) {
                     functions.push(f);
                 }
             }
@@ -136,7 +137,7 @@ impl FileIngredients {
     /// `as`), most alike first.
     pub(super) fn meant_for_undefined(&self, name: &str) -> Vec<&str> {
         let bare = name.trim_start_matches('_');
-        let mut found: Vec<((bool, usize), &str)> = self
+        let found: Vec<((bool, usize), &str)> = self
             .names
             .iter()
             .filter(|other| other.as_str() != name && !self.renamed.contains(other))
@@ -154,29 +155,30 @@ impl FileIngredients {
                     .map(|d| ((local, d), other.as_str()))
             })
             .collect();
-        found.sort();
-        found
-            .into_iter()
-            .take(MAX_SIMILAR)
-            .map(|(_, n)| n)
-            .collect()
+        closest(found)
     }
 
     /// Names of the file close to `name`, most alike first.
     fn similar(&self, name: &str) -> Vec<&str> {
-        let mut found: Vec<(usize, &str)> = self
+        let found: Vec<(usize, &str)> = self
             .names
             .iter()
             .filter(|other| other.as_str() != name)
             .filter_map(|other| alike(name, other).map(|d| (d, other.as_str())))
             .collect();
-        found.sort();
-        found
-            .into_iter()
-            .take(MAX_SIMILAR)
-            .map(|(_, n)| n)
-            .collect()
+        closest(found)
     }
+}
+
+/// The [`MAX_SIMILAR`] names of `found` with the least distance (ties by
+/// name).
+fn closest<K: Ord>(mut found: Vec<(K, &str)>) -> Vec<&str> {
+    found.sort();
+    found
+        .into_iter()
+        .take(MAX_SIMILAR)
+        .map(|(_, n)| n)
+        .collect()
 }
 
 /// The names a Python module's top level binds: what it imports (the
