@@ -38,6 +38,8 @@ _state = {"test": None, "pytest": False}
 _cover = {}
 _raised = {}
 _errors = {}
+_expect = {}
+_expected = {}
 _files = {}
 
 
@@ -88,6 +90,44 @@ def failed(test, tb, error=None):
         except Exception:
             text = type(error).__name__
         _errors[test] = text[:300]
+    if test in _expect:
+        _expected[test] = _expect[test]
+
+
+def expecting(classes, pattern):
+    # A test entered `assertRaises(E)` / `pytest.raises(E, match=…)`: the
+    # class it expects (name, module) and the message pattern, until the
+    # context is met.
+    test = _state["test"]
+    if test is None:
+        return
+    if not isinstance(classes, tuple):
+        classes = (classes,)
+    if not classes or not isinstance(classes[0], type):
+        return
+    pattern = getattr(pattern, "pattern", pattern)
+    if not isinstance(pattern, str):
+        pattern = None
+    _expect[test] = [classes[0].__name__, classes[0].__module__, pattern]
+
+
+def watch_raises(cls, classes_of, pattern_of):
+    enter, leave = cls.__enter__, cls.__exit__
+
+    def __enter__(self):
+        try:
+            expecting(classes_of(self), pattern_of(self))
+        except Exception:
+            pass
+        return enter(self)
+
+    def __exit__(self, *exc):
+        handled = leave(self, *exc)
+        if handled and _state["test"] is not None:
+            _expect.pop(_state["test"], None)
+        return handled
+
+    cls.__enter__, cls.__exit__ = __enter__, __exit__
 
 
 def _watch(result):
@@ -119,6 +159,8 @@ def _dump():
         json.dump(_raised, out)
     with open(_out[: -len(".json")] + ".errors.json", "w") as out:
         json.dump(_errors, out)
+    with open(_out[: -len(".json")] + ".expected.json", "w") as out:
+        json.dump(_expected, out)
 
 
 if _root and _out:
@@ -142,11 +184,29 @@ if _root and _out:
             stop()
 
     unittest.case.TestCase.run = _traced_run
+    watch_raises(
+        unittest.case._AssertRaisesContext,
+        lambda c: c.expected,
+        lambda c: c.expected_regex,
+    )
 "#;
 
 const SITECUSTOMIZE: &str = "import forq_trace\n";
 
 const PYTEST_PLUGIN: &str = r#"import forq_trace
+
+try:
+    import pytest
+
+    # `RaisesExc` (pytest 8.4 on: `expected_exceptions`, `match`) or
+    # `RaisesContext` (before: `expected_exception`, `match_expr`).
+    forq_trace.watch_raises(
+        type(pytest.raises(Exception)),
+        lambda c: getattr(c, "expected_exceptions", None) or getattr(c, "expected_exception", None),
+        lambda c: getattr(c, "match", None) if hasattr(c, "expected_exceptions") else getattr(c, "match_expr", None),
+    )
+except Exception:
+    pass
 
 
 def pytest_configure(config):
@@ -189,9 +249,66 @@ pub struct LineSuspect {
     /// frame in the repository (`NameError: name 'x' is not defined`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The exception the failing test expected instead of `error`
+    /// (`assertRaises(IDNAError)` met an `IndexError` raised here).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected: Option<Expected>,
+}
+
+/// An exception a test expected (`assertRaises`, `pytest.raises`) when
+/// it failed.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Expected {
+    /// The class's name (`ValueError`).
+    pub class: String,
+    /// The module that defines it (`builtins`, `idna.core`).
+    pub module: String,
+    /// The message pattern it had to match, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pattern: Option<String>,
+}
+
+impl Expected {
+    /// `class`, defined in `module`, expected matching `pattern`.
+    pub fn new(class: &str, module: &str, pattern: Option<&str>) -> Expected {
+        Expected {
+            class: class.to_owned(),
+            module: module.to_owned(),
+            pattern: pattern.map(str::to_owned),
+        }
+    }
+
+    /// The message the pattern asks for, as text (`re.escape`'s
+    /// backslashes dropped); `None` without a pattern or for one that is
+    /// more than an escaped string (`\d+`, `.*`).
+    pub fn message(&self) -> Option<String> {
+        let pattern = self.pattern.as_deref()?;
+        let mut out = String::new();
+        let mut chars = pattern.chars();
+        while let Some(c) = chars.next() {
+            match c {
+                '\\' => match chars.next() {
+                    Some(e) if !e.is_ascii_alphanumeric() => out.push(e),
+                    _ => return None,
+                },
+                '*' | '+' | '?' | '[' | ']' | '(' | ')' | '{' | '}' | '|' | '^' | '$' => {
+                    return None
+                }
+                c => out.push(c),
+            }
+        }
+        Some(out)
+    }
 }
 
 impl LineSuspect {
+    /// The class of the error raised on this line (`IndexError`).
+    pub fn error_class(&self) -> Option<&str> {
+        let error = self.error.as_deref()?;
+        Some(error.split_once(':').map_or(error, |(class, _)| class))
+    }
+
     /// The name a `NameError` raised on this line says is not defined.
     pub fn undefined_name(&self) -> Option<&str> {
         let rest = self.error.as_deref()?.strip_prefix("NameError: name '")?;
@@ -222,6 +339,8 @@ pub struct Spectrum {
     pub raised: BTreeMap<String, Vec<(String, u32)>>,
     /// Per failing test, the error it raised (`Type: message`).
     pub errors: BTreeMap<String, String>,
+    /// Per failing test, the exception it expected when it failed.
+    pub expected: BTreeMap<String, Expected>,
 }
 
 impl Spectrum {
@@ -258,6 +377,7 @@ impl Spectrum {
                 passing: p,
                 raised: false,
                 error: None,
+                expected: None,
             })
             .collect();
         best_first(&mut out);
@@ -283,11 +403,41 @@ impl Spectrum {
                     l.raised = true;
                     if k == 0 && l.error.is_none() {
                         l.error = self.errors.get(test).cloned();
+                        // Another exception than the one expected escaped
+                        // from here.
+                        l.expected = self
+                            .expected
+                            .get(test)
+                            .filter(|e| l.error_class() != Some(e.class.as_str()))
+                            .cloned();
                     }
                 }
             }
         }
         best_first(&mut out);
+        out
+    }
+}
+
+impl Spectrum {
+    /// The exceptions failing tests expected and the code never raised
+    /// (`ValueError not raised`, pytest's `DID NOT RAISE`), or raised with
+    /// another message than the pattern asked: a raise is missing. Each
+    /// once.
+    pub fn unmet(&self) -> Vec<Expected> {
+        let mut out: Vec<Expected> = self
+            .expected
+            .iter()
+            .filter(|(test, _)| self.failing.contains(*test))
+            .filter(|(test, _)| {
+                self.errors.get(*test).is_some_and(|e| {
+                    e.starts_with("AssertionError:") || e.starts_with("Failed: DID NOT RAISE")
+                })
+            })
+            .map(|(_, e)| e.clone())
+            .collect();
+        out.sort();
+        out.dedup();
         out
     }
 }
@@ -368,28 +518,24 @@ pub async fn trace(
     if let Err(e) = fork.destroy().await {
         tracing::debug!(%e, "the tracer's fork was not destroyed cleanly");
     }
-    let (coverage, raised, errors) = traced?;
-    if !oracle.target.iter().any(|t| coverage.contains_key(t)) {
+    let mut spectrum = traced?;
+    if !oracle
+        .target
+        .iter()
+        .any(|t| spectrum.coverage.contains_key(t))
+    {
         return Err("the tracer saw no failing test run".to_owned());
     }
-    Ok(Spectrum {
-        coverage,
-        failing: oracle.target.iter().cloned().collect(),
-        raised,
-        errors,
-    })
+    spectrum.failing = oracle.target.iter().cloned().collect();
+    Ok(spectrum)
 }
-
-type Coverage = BTreeMap<String, BTreeMap<String, BTreeSet<u32>>>;
-type Raised = BTreeMap<String, Vec<(String, u32)>>;
-type Errors = BTreeMap<String, String>;
 
 async fn run_traced(
     fork: &dyn Sandbox,
     oracle: &Oracle,
     selection: &[String],
     budget: Duration,
-) -> Result<(Coverage, Raised, Errors), String> {
+) -> Result<Spectrum, String> {
     let write = |name: &str, text: &'static str| {
         let path = Path::new(DIR).join(name);
         async move { fork.write_file(&path, text.as_bytes()).await }
@@ -430,10 +576,22 @@ async fn run_traced(
         .map_err(|e| format!("the tracer wrote nothing ({e})"))?;
     let coverage = serde_json::from_slice(&data)
         .map_err(|e| format!("the tracer's output is unreadable: {e}"))?;
-    // Tracebacks and errors are a bonus: none read is none known.
-    let raised = bonus(fork, "out.raised.json").await;
-    let errors = bonus(fork, "out.errors.json").await;
-    Ok((coverage, raised, errors))
+    // Tracebacks, errors and expectations are a bonus: none read is none
+    // known.
+    let expected: BTreeMap<String, (String, String, Option<String>)> =
+        bonus(fork, "out.expected.json").await;
+    Ok(Spectrum {
+        coverage,
+        failing: BTreeSet::new(),
+        raised: bonus(fork, "out.raised.json").await,
+        errors: bonus(fork, "out.errors.json").await,
+        expected: expected
+            .into_iter()
+            .map(|(test, (class, module, pattern))| {
+                (test, Expected::new(&class, &module, pattern.as_deref()))
+            })
+            .collect(),
+    })
 }
 
 /// The tracer's file `name`, read; empty when it is missing or unreadable.

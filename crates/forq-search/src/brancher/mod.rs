@@ -16,6 +16,7 @@ use crate::tree::Node;
 pub mod llm;
 pub mod mutate;
 pub mod patches;
+mod raises;
 mod reach;
 
 #[cfg(feature = "llm")]

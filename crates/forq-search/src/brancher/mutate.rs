@@ -18,10 +18,11 @@ use async_trait::async_trait;
 use forq_bootstrap::Stack;
 use forq_graph::{Index, Lang, SymbolFilter};
 
+use super::raises::{class_name, missing_raise, raised_instead};
 use super::reach::{reach_templates, FileIngredients};
 use super::{BranchContext, BranchError, Brancher};
 use crate::candidate::{Candidate, Change};
-use crate::spectrum::LineSuspect;
+use crate::spectrum::{Expected, LineSuspect};
 
 /// Definitions added to the call graph's suspects for holding the lines
 /// the spectrum suspects most.
@@ -68,8 +69,19 @@ pub struct Mutate {
     /// Statement-level localisation (a traced run at the root; on with
     /// the templates).
     statements: bool,
-    /// The suspected lines, once traced (empty when there is no spectrum).
-    lines: Mutex<Option<Vec<LineSuspect>>>,
+    /// What the traced run said, once traced (empty when there is no
+    /// spectrum).
+    localised: Mutex<Option<Localised>>,
+}
+
+/// What statement-level localisation found.
+#[derive(Debug, Clone, Default)]
+struct Localised {
+    /// The suspected lines, best first.
+    lines: Vec<LineSuspect>,
+    /// Exceptions failing tests expected and never got
+    /// ([`crate::spectrum::Spectrum::unmet`]).
+    unmet: Vec<Expected>,
 }
 
 impl std::fmt::Debug for Mutate {
@@ -91,7 +103,7 @@ impl Mutate {
             seed: Vec::new(),
             suspects: Mutex::new(None),
             statements: false,
-            lines: Mutex::new(None),
+            localised: Mutex::new(None),
         }
     }
 
@@ -526,13 +538,17 @@ fn operator_swaps(op: &str, lang: Lang) -> &'static [&'static str] {
 /// lead): a mutant's prior is its class's share split over the class's
 /// mutants in the function (by their weights), so a function with many
 /// sites of one kind does not crowd out the others.
-const CLASS_SHARE: [(&str, f64); 28] = [
+const CLASS_SHARE: [(&str, f64); 30] = [
     // A name the failing test's `NameError` says is not defined, on the
     // line it was raised: the error says where the fix is.
     ("undefined name", 1.0),
     // A function used where its result was meant, on the line the failing
     // test's `AttributeError` says a function has no such attribute.
     ("call function", 1.0),
+    // The exception a failing test expected, raised where another escaped
+    // (a guard, a `try`, the `raise` itself), or where a check is missing.
+    ("raise expected", 1.0),
+    ("missing raise", 1.0),
     ("operator", 0.24),
     ("replace variable", 0.22),
     ("constant", 0.14),
@@ -598,6 +614,34 @@ fn undefined_name(file: &Parsed, start: usize, end: usize, name: &str) -> Vec<Mu
         stack.extend(n.children(&mut c));
     }
     out
+}
+
+/// The checks that may be missing in the function spanning `start..end`
+/// (bytes) for each exception a failing test expected and never got
+/// ([`missing_raise`]).
+fn missing_raises(
+    file: &Parsed,
+    start: usize,
+    end: usize,
+    unmet: &[Expected],
+    ran: &dyn Fn(u32) -> bool,
+) -> Vec<Mutation> {
+    let source = file.source.as_str();
+    let binds = |name: &str| file.ingredients.top.iter().any(|t| t == name);
+    let root = file.tree.root_node();
+    let Some(node) = root.descendant_for_byte_range(start, end.max(start + 1).min(source.len()))
+    else {
+        return Vec::new();
+    };
+    let Some(func) = function_within(node, start, end) else {
+        return Vec::new();
+    };
+    let params = Ingredients::of(file.lang, func, source).params;
+    unmet
+        .iter()
+        .filter_map(|e| class_name(e, binds).map(|c| (e, c)))
+        .flat_map(|(e, class)| missing_raise(func, source, &params, class, e, ran))
+        .collect()
 }
 
 /// `f.attr` → `f().attr` for each `f.attr` on the line `start..end`
@@ -1795,40 +1839,48 @@ fn line_span(source: &str, first: u32, last: u32) -> (usize, usize) {
 impl Mutate {
     /// The lines the spectrum suspects, traced once at the root (empty
     /// without statement-level localisation or a spectrum).
-    async fn suspected_lines(&self, cx: &BranchContext<'_>) -> Vec<LineSuspect> {
+    async fn localised(&self, cx: &BranchContext<'_>) -> Localised {
         if !self.statements {
-            return Vec::new();
+            return Localised::default();
         }
-        if let Some(lines) = self.lines.lock().unwrap_or_else(|p| p.into_inner()).clone() {
-            return lines;
+        if let Some(known) = self
+            .localised
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+        {
+            return known;
         }
         // Traced in the unmodified code: only the root's sandbox is that.
         if cx.node.parent.is_some() {
-            return Vec::new();
+            return Localised::default();
         }
         let budget = crate::spectrum::trace_budget(cx.oracle.timeout, cx.time_left);
-        let lines = match crate::spectrum::trace(cx.sandbox, cx.oracle, budget).await {
-            // Tests are never edited: their lines are no suspects.
-            Ok(spectrum) => spectrum
-                .suspects()
-                .into_iter()
-                .filter(|l| repairable(&self.stack, &l.file))
-                .collect(),
+        let found = match crate::spectrum::trace(cx.sandbox, cx.oracle, budget).await {
+            Ok(spectrum) => Localised {
+                // Tests are never edited: their lines are no suspects.
+                lines: spectrum
+                    .suspects()
+                    .into_iter()
+                    .filter(|l| repairable(&self.stack, &l.file))
+                    .collect(),
+                unmet: spectrum.unmet(),
+            },
             Err(why) => {
                 tracing::info!(%why, "no statement-level localisation");
-                Vec::new()
+                Localised::default()
             }
         };
-        *self.lines.lock().unwrap_or_else(|p| p.into_inner()) = Some(lines.clone());
-        lines
+        *self.localised.lock().unwrap_or_else(|p| p.into_inner()) = Some(found.clone());
+        found
     }
 }
 
 #[async_trait]
 impl Brancher for Mutate {
     fn suspected(&self) -> Vec<LineSuspect> {
-        let lines = self.lines.lock().unwrap_or_else(|p| p.into_inner());
-        let mut out = lines.clone().unwrap_or_default();
+        let known = self.localised.lock().unwrap_or_else(|p| p.into_inner());
+        let mut out = known.as_ref().map(|l| l.lines.clone()).unwrap_or_default();
         out.truncate(MAX_LINES_REPORTED);
         out
     }
@@ -1846,7 +1898,7 @@ impl Brancher for Mutate {
         cx: &BranchContext<'_>,
         k: usize,
     ) -> Result<Vec<Candidate>, BranchError> {
-        let lines = self.suspected_lines(cx).await;
+        let Localised { lines, unmet } = self.localised(cx).await;
         let suspects = {
             let mut cached = self.suspects.lock().unwrap_or_else(|p| p.into_inner());
             cached
@@ -1903,6 +1955,25 @@ impl Brancher for Mutate {
                 if let Some(attr) = l.attribute_of_function() {
                     found.extend(call_function(file, a, b, attr));
                 }
+                let binds = |name: &str| file.ingredients.top.iter().any(|t| t == name);
+                if let (Some(expected), Some(raised)) = (&l.expected, l.error_class()) {
+                    if let Some(class) = class_name(expected, binds) {
+                        let root = file.tree.root_node();
+                        found.extend(raised_instead(
+                            root,
+                            source,
+                            (a, b),
+                            raised,
+                            class,
+                            expected,
+                            &binds,
+                        ));
+                    }
+                }
+            }
+            if self.templates && file.lang == Lang::Python {
+                let ran = |line: u32| line_score.contains_key(&(s.file.as_str(), line));
+                found.extend(missing_raises(file, start, end, &unmet, &ran));
             }
             found.extend(mutations(file, start, end, self.templates));
             let mut class_weight: HashMap<&str, f64> = HashMap::new();

@@ -28,7 +28,7 @@ pub(super) struct FileIngredients {
     renamed: Vec<String>,
     /// Names the module's top level binds: imports, definitions,
     /// assignments.
-    top: Vec<String>,
+    pub(super) top: Vec<String>,
     functions: Vec<FileFunction>,
     /// Exception classes raised in the file, the most raised first.
     pub(super) exceptions: Vec<String>,
@@ -582,7 +582,21 @@ fn guarded_yield(statement: tree_sitter::Node<'_>, source: &str) -> Option<Strin
         let v = text(value);
         return Some(format!("if {v}:\n{indent}    yield {v}"));
     }
-    let mut scope = statement;
+    let fresh = free_name(statement, source, &["value", "item", "chunk", "part"])?;
+    Some(format!(
+        "{fresh} = {}\n{indent}if {fresh}:\n{indent}    yield {fresh}",
+        text(value)
+    ))
+}
+
+/// The first of `candidates` that the function holding `at` (the module,
+/// outside one) never names: a new variable there clashes with nothing.
+pub(super) fn free_name<'c>(
+    at: tree_sitter::Node<'_>,
+    source: &str,
+    candidates: &[&'c str],
+) -> Option<&'c str> {
+    let mut scope = at;
     while let Some(p) = scope.parent() {
         scope = p;
         if scope.kind() == "function_definition" {
@@ -593,18 +607,12 @@ fn guarded_yield(statement: tree_sitter::Node<'_>, source: &str) -> Option<Strin
     let mut stack = vec![scope];
     while let Some(n) = stack.pop() {
         if n.kind() == "identifier" {
-            used.insert(text(n));
+            used.insert(n.utf8_text(source.as_bytes()).unwrap_or(""));
         }
         let mut c = n.walk();
         stack.extend(n.children(&mut c));
     }
-    let fresh = ["value", "item", "chunk", "part"]
-        .into_iter()
-        .find(|n| !used.contains(n))?;
-    Some(format!(
-        "{fresh} = {}\n{indent}if {fresh}:\n{indent}    yield {fresh}",
-        text(value)
-    ))
+    candidates.iter().copied().find(|n| !used.contains(n))
 }
 
 #[cfg(test)]

@@ -309,3 +309,135 @@ async fn a_name_error_puts_the_names_it_may_have_meant_first() {
     assert_eq!(line7["error"], "NameError: name '_width' is not defined");
     root.destroy().await.unwrap();
 }
+
+/// Writes `files` (path, text) under a new temporary directory.
+fn repo_of(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let repo = tempfile::tempdir().unwrap();
+    for (path, text) in files {
+        let path = repo.path().join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    repo
+}
+
+/// The hypothesis of the first candidate the search tried, and the
+/// winner's patch.
+async fn first_try(
+    root: &dyn Sandbox,
+    oracle: &Oracle,
+    genesis: &Judgement,
+    templates: &Mutate,
+) -> (String, String) {
+    use forq_search::{search, Budget, SearchOptions};
+    let options = SearchOptions::default().budget(Budget::default().max_nodes(60).jobs(1));
+    let out = search(root, oracle, genesis, templates, &options)
+        .await
+        .unwrap();
+    let tried = out
+        .tree
+        .nodes
+        .iter()
+        .skip(1)
+        .find(|n| {
+            matches!(
+                n.status,
+                forq_search::tree::Status::Red | forq_search::tree::Status::Green
+            )
+        })
+        .map(|n| n.hypothesis.clone())
+        .unwrap_or_default();
+    let winner = out
+        .winner
+        .unwrap_or_else(|| panic!("no green candidate; first tried: {tried}"));
+    (tried, winner.patch)
+}
+
+#[tokio::test]
+async fn an_error_escaping_where_the_test_expected_another_is_turned_into_it() {
+    // `first(b'')` indexes an empty label: `IndexError` escapes where the
+    // test expected the module's own `LabelError` (idna 2.10's bug, in
+    // small). The tracer keeps the expectation beside the error.
+    let repo = repo_of(&[
+        (
+            "labels.py",
+            "class LabelError(Exception):\n    pass\n\n\ndef first(label):\n    head = label.strip()\n    if head[0] == '-':\n        raise LabelError('leading hyphen')\n    return head[0]\n\n\ndef size(label):\n    return len(label.strip())\n",
+        ),
+        ("tests/__init__.py", ""),
+        (
+            "tests/test_labels.py",
+            "import unittest\n\nfrom labels import LabelError, first, size\n\n\nclass LabelsTest(unittest.TestCase):\n    def test_first(self):\n        self.assertEqual(first(' ab '), 'a')\n        self.assertRaises(LabelError, first, '-a')\n\n    def test_size(self):\n        self.assertEqual(size(' ab '), 2)\n\n    def test_empty(self):\n        self.assertRaises(LabelError, first, '  ')\n",
+        ),
+    ]);
+    let (root, oracle, genesis, templates) = with_templates(repo.path()).await;
+    assert_eq!(oracle.target, ["tests.test_labels.LabelsTest.test_empty"]);
+    let spectrum = forq_search::spectrum::trace(&*root, &oracle, full(&oracle))
+        .await
+        .unwrap();
+    let expected = &spectrum.expected[&oracle.target[0]];
+    assert_eq!(
+        (expected.class.as_str(), expected.module.as_str()),
+        ("LabelError", "labels")
+    );
+    // The met expectation of test_first left nothing behind.
+    assert_eq!(spectrum.expected.len(), 1, "{:?}", spectrum.expected);
+    let line7 = spectrum
+        .suspects()
+        .into_iter()
+        .find(|l| l.file == "labels.py" && l.line == 7)
+        .unwrap();
+    assert_eq!(line7.error_class(), Some("IndexError"));
+    assert_eq!(line7.expected.as_ref(), Some(expected));
+    assert!(spectrum.unmet().is_empty());
+    let (tried, patch) = first_try(&*root, &oracle, &genesis, &templates).await;
+    assert!(tried.contains("raise expected"), "{tried}");
+    assert!(
+        patch.contains("+    if not head:\n+        raise LabelError(\"invalid head\")\n"),
+        "{patch}"
+    );
+    root.destroy().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_check_pytest_expected_and_never_saw_raised_is_added() {
+    // pytest's `raises(ValueError, match=…)` saw nothing raised: the
+    // check is missing (more-itertools 8.9.0's `chunked`, in small). The
+    // message the test asks for names the parameter and the check.
+    let repo = repo_of(&[
+        (
+            "chunks.py",
+            "def chunked(items, n, strict=False):\n    \"\"\"Lists of n items.\"\"\"\n    size = len(items) if n is None else n\n    out = [items[i : i + size] for i in range(0, len(items), size)]\n    if strict:\n        if out and len(out[-1]) != size:\n            raise ValueError(\"items is not divisible by n\")\n    return out\n",
+        ),
+        ("requirements-test.txt", "pytest\n"),
+        (
+            "tests/test_chunks.py",
+            "import pytest\n\nfrom chunks import chunked\n\n\ndef test_chunks():\n    assert chunked([1, 2, 3], 2) == [[1, 2], [3]]\n\n\ndef test_whole():\n    assert chunked([1, 2], None) == [[1, 2]]\n\n\ndef test_strict():\n    with pytest.raises(ValueError, match=\"divisible\"):\n        chunked([1, 2, 3], 2, strict=True)\n\n\ndef test_strict_needs_a_size():\n    with pytest.raises(ValueError, match=\"n must not be None when strict\"):\n        chunked([1, 2, 3], None, strict=True)\n",
+        ),
+    ]);
+    let (root, oracle, genesis, templates) = with_templates(repo.path()).await;
+    assert_eq!(
+        oracle.target,
+        ["tests/test_chunks.py::test_strict_needs_a_size"]
+    );
+    let spectrum = forq_search::spectrum::trace(&*root, &oracle, full(&oracle))
+        .await
+        .unwrap();
+    let error = &spectrum.errors[&oracle.target[0]];
+    assert!(error.starts_with("Failed: DID NOT RAISE"), "{error}");
+    let unmet = spectrum.unmet();
+    assert_eq!(unmet.len(), 1, "{unmet:?}");
+    assert_eq!(unmet[0].class, "ValueError");
+    assert_eq!(
+        unmet[0].message().as_deref(),
+        Some("n must not be None when strict")
+    );
+    let (tried, patch) = first_try(&*root, &oracle, &genesis, &templates).await;
+    assert!(tried.contains("missing raise"), "{tried}");
+    assert!(
+        patch.contains(
+            "+        if n is None:\n+            raise ValueError(\"n must not be None when strict\")\n"
+        ),
+        "{patch}"
+    );
+    root.destroy().await.unwrap();
+}
