@@ -12,6 +12,7 @@ use crate::candidate::Candidate;
 use crate::oracle::{Judgement, Oracle};
 use crate::tree::Node;
 
+mod errors;
 #[cfg(feature = "llm")]
 pub mod llm;
 pub mod mutate;

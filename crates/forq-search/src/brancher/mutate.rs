@@ -18,7 +18,8 @@ use async_trait::async_trait;
 use forq_bootstrap::Stack;
 use forq_graph::{Index, Lang, SymbolFilter};
 
-use super::raises::{class_name, missing_raise, raised_instead};
+use super::errors::from_error;
+use super::raises::{class_name, missing_raise};
 use super::reach::{reach_templates, FileIngredients};
 use super::{BranchContext, BranchError, Brancher};
 use crate::candidate::{Candidate, Change};
@@ -538,13 +539,16 @@ fn operator_swaps(op: &str, lang: Lang) -> &'static [&'static str] {
 /// lead): a mutant's prior is its class's share split over the class's
 /// mutants in the function (by their weights), so a function with many
 /// sites of one kind does not crowd out the others.
-const CLASS_SHARE: [(&str, f64); 30] = [
+const CLASS_SHARE: [(&str, f64); 32] = [
     // A name the failing test's `NameError` says is not defined, on the
     // line it was raised: the error says where the fix is.
     ("undefined name", 1.0),
     // A function used where its result was meant, on the line the failing
     // test's `AttributeError` says a function has no such attribute.
     ("call function", 1.0),
+    // A `{}` string formatted with `%`, where a `TypeError` says the
+    // arguments did not fit.
+    ("format string", 1.0),
     // The exception a failing test expected, raised where another escaped
     // (a guard, a `try`, the `raise` itself), or where a check is missing.
     ("raise expected", 1.0),
@@ -572,6 +576,7 @@ const CLASS_SHARE: [(&str, f64); 30] = [
     ("similar name", 0.05),
     ("widen type check", 0.03),
     ("unwrap try", 0.02),
+    ("chain raise", 0.02),
     ("wrap call", 0.04),
     ("guard yield", 0.03),
     ("precondition", 0.04),
@@ -585,37 +590,6 @@ fn class_share(class: &str) -> f64 {
         .map_or(0.02, |(_, s)| *s)
 }
 
-/// Replacements of `name`, which a `NameError` raised on the line
-/// `start..end` (bytes) says is not defined, by the file's names it may
-/// have been meant as.
-fn undefined_name(file: &Parsed, start: usize, end: usize, name: &str) -> Vec<Mutation> {
-    let meant = file.ingredients.meant_for_undefined(name);
-    let mut out = Vec::new();
-    let mut stack = vec![file.tree.root_node()];
-    while let Some(n) = stack.pop() {
-        if n.end_byte() <= start || n.start_byte() >= end {
-            continue;
-        }
-        if n.kind() == "identifier"
-            && n.utf8_text(file.source.as_bytes()) == Ok(name)
-            && super::reach::names_a_use(n)
-        {
-            for other in &meant {
-                out.push(Mutation {
-                    start: n.start_byte(),
-                    end: n.end_byte(),
-                    text: (*other).to_owned(),
-                    operator: "undefined name",
-                    weight: 1.0,
-                });
-            }
-        }
-        let mut c = n.walk();
-        stack.extend(n.children(&mut c));
-    }
-    out
-}
-
 /// The checks that may be missing in the function spanning `start..end`
 /// (bytes) for each exception a failing test expected and never got
 /// ([`missing_raise`]).
@@ -627,7 +601,7 @@ fn missing_raises(
     ran: &dyn Fn(u32) -> bool,
 ) -> Vec<Mutation> {
     let source = file.source.as_str();
-    let binds = |name: &str| file.ingredients.top.iter().any(|t| t == name);
+    let binds = |name: &str| file.ingredients.binds(name);
     let root = file.tree.root_node();
     let Some(node) = root.descendant_for_byte_range(start, end.max(start + 1).min(source.len()))
     else {
@@ -642,37 +616,6 @@ fn missing_raises(
         .filter_map(|e| class_name(e, binds).map(|c| (e, c)))
         .flat_map(|(e, class)| missing_raise(func, source, &params, class, e, ran))
         .collect()
-}
-
-/// `f.attr` → `f().attr` for each `f.attr` on the line `start..end`
-/// (bytes), where an `AttributeError` says a function has no `attr`.
-fn call_function(file: &Parsed, start: usize, end: usize, attr: &str) -> Vec<Mutation> {
-    let bytes = file.source.as_bytes();
-    let mut out = Vec::new();
-    let mut stack = vec![file.tree.root_node()];
-    while let Some(n) = stack.pop() {
-        if n.end_byte() <= start || n.start_byte() >= end {
-            continue;
-        }
-        let named = n
-            .child_by_field_name("attribute")
-            .is_some_and(|a| a.utf8_text(bytes) == Ok(attr));
-        if n.kind() == "attribute" && named {
-            if let Some(object) = n.child_by_field_name("object") {
-                let text = object.utf8_text(bytes).unwrap_or("");
-                out.push(Mutation {
-                    start: object.start_byte(),
-                    end: object.end_byte(),
-                    text: format!("{text}()"),
-                    operator: "call function",
-                    weight: 1.0,
-                });
-            }
-        }
-        let mut c = n.walk();
-        stack.extend(n.children(&mut c));
-    }
-    out
 }
 
 /// Whether `op` compares (each has its negation among its swaps).
@@ -1948,28 +1891,14 @@ impl Brancher for Mutate {
             for l in lines.iter().filter(|l| {
                 self.templates && l.file == s.file && (s.line..=s.end_line).contains(&l.line)
             }) {
-                let (a, b) = line_span(source, l.line, l.line);
-                if let Some(name) = l.undefined_name() {
-                    found.extend(undefined_name(file, a, b, name));
-                }
-                if let Some(attr) = l.attribute_of_function() {
-                    found.extend(call_function(file, a, b, attr));
-                }
-                let binds = |name: &str| file.ingredients.top.iter().any(|t| t == name);
-                if let (Some(expected), Some(raised)) = (&l.expected, l.error_class()) {
-                    if let Some(class) = class_name(expected, binds) {
-                        let root = file.tree.root_node();
-                        found.extend(raised_instead(
-                            root,
-                            source,
-                            (a, b),
-                            raised,
-                            class,
-                            expected,
-                            &binds,
-                        ));
-                    }
-                }
+                let span = line_span(source, l.line, l.line);
+                found.extend(from_error(
+                    file.tree.root_node(),
+                    source,
+                    &file.ingredients,
+                    l,
+                    span,
+                ));
             }
             if self.templates && file.lang == Lang::Python {
                 let ran = |line: u32| line_score.contains_key(&(s.file.as_str(), line));
@@ -2230,32 +2159,6 @@ mod tests {
         assert!(js
             .iter()
             .all(|s| Lang::JavaScript.syntax_error(s).is_none()));
-    }
-
-    #[test]
-    fn errors_name_their_repairs() {
-        // idna 3.12: `joining_types` became a function.
-        let src = "from . import idnadata\n\ndef kind(c):\n    return idnadata.joining_types.get(ord(c))\n";
-        let file = Parsed::new(Lang::Python, src.to_owned(), true).unwrap();
-        let (a, b) = line_span(src, 4, 4);
-        let called: Vec<String> = call_function(&file, a, b, "get")
-            .into_iter()
-            .map(|m| {
-                let mut s = src.to_owned();
-                s.replace_range(m.start..m.end, &m.text);
-                s
-            })
-            .collect();
-        assert_eq!(called.len(), 1);
-        assert!(called[0].contains("    return idnadata.joining_types().get(ord(c))\n"));
-        assert!(call_function(&file, a, b, "put").is_empty());
-        // A name not defined, replaced by the module's.
-        let src = "from .emphasis import finalize_tokens\n\ndef parse(t):\n    return _finalize_tokens(t)\n";
-        let file = Parsed::new(Lang::Python, src.to_owned(), true).unwrap();
-        let (a, b) = line_span(src, 4, 4);
-        let named = undefined_name(&file, a, b, "_finalize_tokens");
-        assert_eq!(named.len(), 1);
-        assert_eq!(named[0].text, "finalize_tokens");
     }
 
     #[test]

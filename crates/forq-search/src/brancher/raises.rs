@@ -277,6 +277,20 @@ pub(super) fn raised_instead(
             operator: "raise expected",
             weight: 1.0,
         });
+        // In a handler, the raise may hide the very error expected (a
+        // subclass of what it catches): let that go on as it was.
+        let handler = std::iter::successors(statement.parent(), |p| p.parent())
+            .take_while(|p| !p.kind().contains("definition"))
+            .any(|p| p.kind() == "except_clause");
+        if handler {
+            out.push(Mutation {
+                start: statement.start_byte(),
+                end: statement.end_byte(),
+                text: "raise".to_owned(),
+                operator: "raise expected",
+                weight: 1.0,
+            });
+        }
     }
     // The statement in a `try` that turns its error into the expected one
     // (re-indenting would change a multi-line string's text: not then).
@@ -438,6 +452,29 @@ mod tests {
         assert!(at5
             .iter()
             .any(|m| apply(src, m).contains("        raise IDNAError('bad')\n")));
+        // A raise in a handler that hides the expected error: re-raised.
+        let src2 = "def alabel(label):\n    try:\n        check(label)\n    except LabelError:\n        raise LabelError('bad label')\n    return label\n";
+        let tree2 = parse(src2);
+        let expected2 = Expected::new("InvalidCodepoint", "idna.core", None);
+        let binds2 = |n: &str| n == "InvalidCodepoint" || n == "LabelError";
+        let at5 = raised_instead(
+            tree2.root_node(),
+            src2,
+            line(src2, 5),
+            "LabelError",
+            "InvalidCodepoint",
+            &expected2,
+            &binds2,
+        );
+        let all: Vec<String> = at5.iter().map(|m| apply(src2, m)).collect();
+        assert!(
+            all.iter()
+                .any(|a| a.contains("    except LabelError:\n        raise\n")),
+            "{all:#?}"
+        );
+        assert!(all
+            .iter()
+            .any(|a| a.contains("        raise InvalidCodepoint('bad label')\n")));
         // An error the module cannot name is not caught.
         let other = raised_instead(
             root,

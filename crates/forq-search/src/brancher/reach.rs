@@ -28,7 +28,7 @@ pub(super) struct FileIngredients {
     renamed: Vec<String>,
     /// Names the module's top level binds: imports, definitions,
     /// assignments.
-    pub(super) top: Vec<String>,
+    top: Vec<String>,
     functions: Vec<FileFunction>,
     /// Exception classes raised in the file, the most raised first.
     pub(super) exceptions: Vec<String>,
@@ -103,6 +103,12 @@ impl FileIngredients {
             functions,
             exceptions: raised.into_iter().map(|(_, c)| c).collect(),
         }
+    }
+
+    /// Whether the module's top level binds `name` (imports it, defines
+    /// it or assigns it).
+    pub(super) fn binds(&self, name: &str) -> bool {
+        self.top.iter().any(|t| t == name)
     }
 
     /// Functions of the file taking exactly one argument that `name`
@@ -465,6 +471,57 @@ pub(super) fn reach_templates(
             }
         }
     }
+
+    // A handler that raises another error without saying why: `raise
+    // E(…)` → `raise E(…) from error`, naming what it handles.
+    if py && kind == "raise_statement" {
+        if let Some((start, end, chained)) = chained_raise(n, source) {
+            out.push(Mutation {
+                start,
+                end,
+                text: chained,
+                operator: "chain raise",
+                weight: 0.6,
+            });
+        }
+    }
+}
+
+/// `raise E(…)` in an `except X:` handler, chained to what it handles:
+/// the bytes from the handler's `except` to the end of the raise, with
+/// the handler naming its exception (`except X as error:`, through a name
+/// the function does not use, unless it names it already) and the raise
+/// ending `from error`. `None` for a bare `raise`, one already chained,
+/// one outside a handler (or in a function nested in it) and a bare
+/// `except:`.
+fn chained_raise(raise: tree_sitter::Node<'_>, source: &str) -> Option<(usize, usize, String)> {
+    let own = raise.utf8_text(source.as_bytes()).ok()?;
+    if raise.named_child(0).is_none() || raise.child_by_field_name("cause").is_some() {
+        return None;
+    }
+    let clause = std::iter::successors(raise.parent(), |p| p.parent())
+        .take_while(|p| !p.kind().contains("definition"))
+        .find(|p| p.kind() == "except_clause")?;
+    let mut c = clause.walk();
+    let colon = clause.children(&mut c).find(|k| k.kind() == ":")?;
+    let header = source.get(clause.start_byte()..colon.start_byte())?;
+    let caught = header.strip_prefix("except")?.trim();
+    if caught.is_empty() {
+        return None;
+    }
+    let (header, name) = match caught.rsplit_once(" as ") {
+        Some((_, name)) => (header.to_owned(), name.trim().to_owned()),
+        None => {
+            let name = free_name(raise, source, &["error", "exc", "caught"])?;
+            (format!("{header} as {name}"), name.to_owned())
+        }
+    };
+    let between = source.get(colon.start_byte()..raise.start_byte())?;
+    Some((
+        clause.start_byte(),
+        raise.end_byte(),
+        format!("{header}{between}{own} from {name}"),
+    ))
 }
 
 /// A call's positional arguments (no keywords, splats or comments).
@@ -652,6 +709,54 @@ mod tests {
         let tree = parser.parse(busy, None).unwrap();
         let file = FileIngredients::of(tree.root_node(), busy);
         assert_eq!(file.meant_for_undefined("_width")[0], "wcwidth_width");
+    }
+
+    #[test]
+    fn a_raise_in_a_handler_is_chained_to_what_it_handles() {
+        let chain = |src: &str| {
+            let mut parser = tree_sitter::Parser::new();
+            parser.set_language(&Lang::Python.grammar()).unwrap();
+            let tree = parser.parse(src, None).unwrap();
+            let mut stack = vec![tree.root_node()];
+            let mut out = Vec::new();
+            while let Some(n) = stack.pop() {
+                if n.kind() == "raise_statement" {
+                    if let Some((start, end, text)) = chained_raise(n, src) {
+                        let mut new = src.to_owned();
+                        new.replace_range(start..end, &text);
+                        out.push(new);
+                    }
+                }
+                let mut c = n.walk();
+                stack.extend(n.children(&mut c));
+            }
+            out
+        };
+        assert_eq!(
+            chain("def first(it):\n    try:\n        return next(it)\n    except StopIteration:\n        raise ValueError('empty')\n"),
+            ["def first(it):\n    try:\n        return next(it)\n    except StopIteration as error:\n        raise ValueError('empty') from error\n"]
+        );
+        // A handler that names what it handles keeps its name; `error`
+        // taken, another name.
+        assert_eq!(
+            chain("def f(error):\n    try:\n        g()\n    except (KeyError, IndexError) as e:\n        if error:\n            raise ValueError(error)\n"),
+            ["def f(error):\n    try:\n        g()\n    except (KeyError, IndexError) as e:\n        if error:\n            raise ValueError(error) from e\n"]
+        );
+        assert_eq!(
+            chain("def f():\n    try:\n        g()\n    except KeyError:\n        error = 1\n        raise ValueError(error)\n"),
+            ["def f():\n    try:\n        g()\n    except KeyError as exc:\n        error = 1\n        raise ValueError(error) from exc\n"]
+        );
+        // Bare, chained already, outside a handler, a bare `except:`.
+        assert!(
+            chain("def f():\n    try:\n        g()\n    except KeyError:\n        raise\n")
+                .is_empty()
+        );
+        assert!(chain("def f():\n    try:\n        g()\n    except KeyError as e:\n        raise ValueError() from None\n").is_empty());
+        assert!(chain("def f():\n    raise ValueError()\n").is_empty());
+        assert!(chain(
+            "def f():\n    try:\n        g()\n    except:\n        raise ValueError()\n"
+        )
+        .is_empty());
     }
 
     #[test]
