@@ -539,7 +539,7 @@ fn operator_swaps(op: &str, lang: Lang) -> &'static [&'static str] {
 /// lead): a mutant's prior is its class's share split over the class's
 /// mutants in the function (by their weights), so a function with many
 /// sites of one kind does not crowd out the others.
-const CLASS_SHARE: [(&str, f64); 32] = [
+const CLASS_SHARE: [(&str, f64); 33] = [
     // A name the failing test's `NameError` says is not defined, on the
     // line it was raised: the error says where the fix is.
     ("undefined name", 1.0),
@@ -577,6 +577,7 @@ const CLASS_SHARE: [(&str, f64); 32] = [
     ("widen type check", 0.03),
     ("unwrap try", 0.02),
     ("chain raise", 0.02),
+    ("named tuple", 0.03),
     ("wrap call", 0.04),
     ("guard yield", 0.03),
     ("precondition", 0.04),

@@ -30,6 +30,9 @@ pub(super) struct FileIngredients {
     /// assignments.
     top: Vec<String>,
     functions: Vec<FileFunction>,
+    /// Named tuple types the module defines (`X = namedtuple(…)`, `class
+    /// X(NamedTuple)`).
+    named_tuples: Vec<String>,
     /// Exception classes raised in the file, the most raised first.
     pub(super) exceptions: Vec<String>,
 }
@@ -101,6 +104,7 @@ impl FileIngredients {
             renamed,
             top: top_level_names(root, source),
             functions,
+            named_tuples: named_tuples(root, source),
             exceptions: raised.into_iter().map(|(_, c)| c).collect(),
         }
     }
@@ -222,6 +226,61 @@ fn top_level_names(root: tree_sitter::Node<'_>, source: &str) -> Vec<String> {
             }
             _ => {}
         }
+    }
+    out
+}
+
+/// The named tuple types a Python module's top level defines: `X =
+/// namedtuple(…)` (through any module) and `class X(NamedTuple)`.
+fn named_tuples(root: tree_sitter::Node<'_>, source: &str) -> Vec<String> {
+    let text = |n: tree_sitter::Node<'_>| n.utf8_text(source.as_bytes()).unwrap_or("");
+    let mut out = Vec::new();
+    let mut c = root.walk();
+    for stmt in root.named_children(&mut c) {
+        let stmt = match stmt.kind() {
+            "decorated_definition" => stmt.child_by_field_name("definition").unwrap_or(stmt),
+            "expression_statement" => stmt.named_child(0).unwrap_or(stmt),
+            _ => stmt,
+        };
+        let name = match stmt.kind() {
+            "assignment" => stmt
+                .child_by_field_name("right")
+                .and_then(|r| r.child_by_field_name("function"))
+                .filter(|f| text(*f).ends_with("namedtuple"))
+                .and(stmt.child_by_field_name("left")),
+            "class_definition" => stmt
+                .child_by_field_name("superclasses")
+                .filter(|b| text(*b).contains("NamedTuple"))
+                .and(stmt.child_by_field_name("name")),
+            _ => None,
+        };
+        out.extend(
+            name.filter(|n| n.kind() == "identifier")
+                .map(|n| text(n).to_owned()),
+        );
+    }
+    out
+}
+
+/// The lower-case words of a name: `normalize_integer_triplet` →
+/// normalize, integer, triplet; `IntegerRGB` → integer, rgb.
+fn words(name: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut word = String::new();
+    let mut prev_lower = false;
+    for c in name.chars() {
+        if c == '_' || (c.is_uppercase() && prev_lower) {
+            if !word.is_empty() {
+                out.push(std::mem::take(&mut word));
+            }
+        }
+        if c != '_' {
+            word.extend(c.to_lowercase());
+        }
+        prev_lower = c.is_lowercase() || c.is_ascii_digit();
+    }
+    if !word.is_empty() {
+        out.push(word);
     }
     out
 }
@@ -459,6 +518,36 @@ pub(super) fn reach_templates(
             for t in added {
                 let widened = format!("({}, {t})", listed.join(", "));
                 push(*types, widened, "widen type check", 0.6);
+            }
+        }
+    }
+
+    // A plain tuple built where the module has a named one for it:
+    // `tuple(f(v) for v in rgb)` → `IntegerRGB._make(f(v) for v in rgb)`,
+    // the types named like the function first.
+    if py && kind == "call" {
+        let plain = n
+            .child_by_field_name("function")
+            .is_some_and(|f| text(f) == "tuple");
+        let args = n.child_by_field_name("arguments");
+        let one =
+            args.is_some_and(|a| a.kind() == "generator_expression" || a.named_child_count() == 1);
+        if let (true, true, Some(args)) = (plain, one, args) {
+            let own = within.map(words).unwrap_or_default();
+            let mut types: Vec<(usize, &str)> = file
+                .named_tuples
+                .iter()
+                .map(|t| {
+                    (
+                        words(t).iter().filter(|w| own.contains(w)).count(),
+                        t.as_str(),
+                    )
+                })
+                .collect();
+            types.sort_by_key(|(shared, _)| std::cmp::Reverse(*shared));
+            for (shared, t) in types.into_iter().take(MAX_SIMILAR) {
+                let weight = if shared > 0 { 1.0 } else { 0.3 };
+                push(n, format!("{t}._make{}", text(args)), "named tuple", weight);
             }
         }
     }
@@ -757,6 +846,54 @@ mod tests {
             "def f():\n    try:\n        g()\n    except:\n        raise ValueError()\n"
         )
         .is_empty());
+    }
+
+    #[test]
+    fn a_plain_tuple_becomes_the_named_one_named_like_the_function() {
+        assert_eq!(
+            words("normalize_integer_triplet"),
+            ["normalize", "integer", "triplet"]
+        );
+        assert_eq!(words("IntegerRGB"), ["integer", "rgb"]);
+        assert_eq!(words("HTML5SimpleColor"), ["html5", "simple", "color"]);
+        let src = "import collections\nPercentRGB = collections.namedtuple('PercentRGB', 'r g b')\nIntegerRGB = collections.namedtuple('IntegerRGB', 'r g b')\n\n\nclass Pair(typing.NamedTuple):\n    a: int\n\n\ndef normalize_integer_triplet(rgb):\n    return tuple(clip(v) for v in rgb)\n";
+        let mut parser = tree_sitter::Parser::new();
+        parser.set_language(&Lang::Python.grammar()).unwrap();
+        let tree = parser.parse(src, None).unwrap();
+        let file = FileIngredients::of(tree.root_node(), src);
+        assert_eq!(file.named_tuples, ["PercentRGB", "IntegerRGB", "Pair"]);
+        let call = tree
+            .root_node()
+            .descendant_for_byte_range(
+                src.find("tuple(clip").unwrap(),
+                src.find("tuple(clip").unwrap() + 5,
+            )
+            .unwrap()
+            .parent()
+            .unwrap();
+        assert_eq!(call.kind(), "call");
+        let mut out = Vec::new();
+        reach_templates(
+            Lang::Python,
+            call,
+            src,
+            &file,
+            Some("normalize_integer_triplet"),
+            &mut out,
+        );
+        let named: Vec<(&str, f64)> = out
+            .iter()
+            .filter(|m| m.operator == "named tuple")
+            .map(|m| (m.text.as_str(), m.weight))
+            .collect();
+        assert_eq!(
+            named,
+            [
+                ("IntegerRGB._make(clip(v) for v in rgb)", 1.0),
+                ("PercentRGB._make(clip(v) for v in rgb)", 0.3),
+                ("Pair._make(clip(v) for v in rgb)", 0.3)
+            ]
+        );
     }
 
     #[test]
