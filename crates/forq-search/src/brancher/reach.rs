@@ -269,10 +269,8 @@ fn words(name: &str) -> Vec<String> {
     let mut word = String::new();
     let mut prev_lower = false;
     for c in name.chars() {
-        if c == '_' || (c.is_uppercase() && prev_lower) {
-            if !word.is_empty() {
-                out.push(std::mem::take(&mut word));
-            }
+        if (c == '_' || (c.is_uppercase() && prev_lower)) && !word.is_empty() {
+            out.push(std::mem::take(&mut word));
         }
         if c != '_' {
             word.extend(c.to_lowercase());
