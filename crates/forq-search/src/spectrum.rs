@@ -30,16 +30,16 @@ const DIR: &str = ".forq-trace";
 
 /// The state and the line tracer, imported by `sitecustomize` and the
 /// pytest plugin alike.
-const TRACER: &str = r#"import atexit, json, os, sys, threading
+const TRACER: &str = r#"import json, os, sys, threading
 
 _root = os.environ.get("FORQ_TRACE_ROOT")
 _out = os.environ.get("FORQ_TRACE_OUT")
 _state = {"test": None, "pytest": False}
+# What the running test did: its lines by file, and when it failed, its
+# traceback, error and the exception it expected.
 _cover = {}
-_raised = {}
-_errors = {}
+_failure = {}
 _expect = {}
-_expected = {}
 _files = {}
 
 
@@ -60,7 +60,7 @@ def _local(frame, event, arg):
     if event == "line" and _state["test"] is not None:
         rel = _rel(frame.f_code.co_filename)
         if rel is not None:
-            _cover.setdefault(_state["test"], {}).setdefault(rel, set()).add(frame.f_lineno)
+            _cover.setdefault(rel, set()).add(frame.f_lineno)
     return _local
 
 
@@ -72,6 +72,9 @@ def _global(frame, event, arg):
 
 def start(test):
     _state["test"] = test
+    _cover.clear()
+    _failure.clear()
+    _expect.pop(test, None)
 
 
 def failed(test, tb, error=None):
@@ -83,15 +86,15 @@ def failed(test, tb, error=None):
         if rel is not None:
             frames.append([rel, tb.tb_lineno])
         tb = tb.tb_next
-    _raised[test] = frames
+    _failure["raised"] = frames
     if error is not None:
         try:
             text = "%s: %s" % (type(error).__name__, error)
         except Exception:
             text = type(error).__name__
-        _errors[test] = text[:300]
+        _failure["error"] = text[:300]
     if test in _expect:
-        _expected[test] = _expect[test]
+        _failure["expected"] = _expect[test]
 
 
 def expecting(classes, pattern):
@@ -148,24 +151,22 @@ def _watch(result):
 
 
 def stop():
+    # One line per test as it ends: a run killed at its budget keeps
+    # every test it finished.
+    test = _state["test"]
     _state["test"] = None
-
-
-def _dump():
-    data = {t: {f: sorted(ls) for f, ls in fs.items()} for t, fs in _cover.items()}
-    with open(_out, "w") as out:
-        json.dump(data, out)
-    with open(_out[: -len(".json")] + ".raised.json", "w") as out:
-        json.dump(_raised, out)
-    with open(_out[: -len(".json")] + ".errors.json", "w") as out:
-        json.dump(_errors, out)
-    with open(_out[: -len(".json")] + ".expected.json", "w") as out:
-        json.dump(_expected, out)
+    if test is None:
+        return
+    record = {"test": test, "cover": {f: sorted(ls) for f, ls in _cover.items()}}
+    record.update(_failure)
+    with open(_out, "a") as out:
+        out.write(json.dumps(record) + "\n")
+    _cover.clear()
+    _failure.clear()
 
 
 if _root and _out:
     _root = os.path.realpath(_root) + os.sep
-    atexit.register(_dump)
     sys.settrace(_global)
     threading.settrace(_global)
     import unittest.case
@@ -554,7 +555,7 @@ async fn run_traced(
         ""
     };
     let script = format!(
-        "exec 2>&1\nexport PYTHONPATH=\"$PWD/{DIR}${{PYTHONPATH:+:$PYTHONPATH}}\" FORQ_TRACE_ROOT=\"$PWD\" FORQ_TRACE_OUT=\"$PWD/{DIR}/out.json\" PYTHONDONTWRITEBYTECODE=1\n{plugin}{command}"
+        "exec 2>&1\nexport PYTHONPATH=\"$PWD/{DIR}${{PYTHONPATH:+:$PYTHONPATH}}\" FORQ_TRACE_ROOT=\"$PWD\" FORQ_TRACE_OUT=\"$PWD/{DIR}/out.jsonl\" PYTHONDONTWRITEBYTECODE=1\n{plugin}{command}"
     );
     let mut req = ExecRequest::shell(script)
         .timeout(budget)
@@ -564,43 +565,67 @@ async fn run_traced(
         req = req.idle_timeout(idle * 5);
     }
     let out = fork.exec(req).await.map_err(|e| e.to_string())?;
-    if out.timed_out || out.idle_timed_out {
-        return Err(format!(
-            "the traced run was killed at its budget ({:.1} s)",
-            budget.as_secs_f64()
-        ));
-    }
+    let killed = out.timed_out || out.idle_timed_out;
     let data = fork
-        .read_file(&Path::new(DIR).join("out.json"))
+        .read_file(&Path::new(DIR).join("out.jsonl"))
         .await
-        .map_err(|e| format!("the tracer wrote nothing ({e})"))?;
-    let coverage = serde_json::from_slice(&data)
-        .map_err(|e| format!("the tracer's output is unreadable: {e}"))?;
-    // Tracebacks, errors and expectations are a bonus: none read is none
-    // known.
-    let expected: BTreeMap<String, (String, String, Option<String>)> =
-        bonus(fork, "out.expected.json").await;
-    Ok(Spectrum {
-        coverage,
-        failing: BTreeSet::new(),
-        raised: bonus(fork, "out.raised.json").await,
-        errors: bonus(fork, "out.errors.json").await,
-        expected: expected
-            .into_iter()
-            .map(|(test, (class, module, pattern))| {
-                (test, Expected::new(&class, &module, pattern.as_deref()))
-            })
-            .collect(),
-    })
+        .unwrap_or_default();
+    let spectrum = Spectrum::from_records(&String::from_utf8_lossy(&data));
+    if spectrum.coverage.is_empty() {
+        return Err(if killed {
+            format!(
+                "the traced run was killed at its budget ({:.1} s) before a test ended",
+                budget.as_secs_f64()
+            )
+        } else {
+            "the tracer wrote nothing".to_owned()
+        });
+    }
+    if killed {
+        tracing::info!(
+            traced = spectrum.coverage.len(),
+            "the traced run was killed at its budget; localising from the tests it finished"
+        );
+    }
+    Ok(spectrum)
 }
 
-/// The tracer's file `name`, read; empty when it is missing or unreadable.
-async fn bonus<T: serde::de::DeserializeOwned + Default>(fork: &dyn Sandbox, name: &str) -> T {
-    fork.read_file(&Path::new(DIR).join(name))
-        .await
-        .ok()
-        .and_then(|data| serde_json::from_slice(&data).ok())
-        .unwrap_or_default()
+/// One test as the tracer wrote it when the test ended.
+#[derive(Deserialize)]
+struct Record {
+    test: String,
+    cover: BTreeMap<String, BTreeSet<u32>>,
+    #[serde(default)]
+    raised: Option<Vec<(String, u32)>>,
+    #[serde(default)]
+    error: Option<String>,
+    #[serde(default)]
+    expected: Option<(String, String, Option<String>)>,
+}
+
+impl Spectrum {
+    /// The tracer's records (one JSON object a line, a test each); a line
+    /// cut short by a killed run is left out. `failing` is left empty.
+    fn from_records(text: &str) -> Spectrum {
+        let mut out = Spectrum::default();
+        for r in text
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Record>(l).ok())
+        {
+            if let Some(frames) = r.raised {
+                out.raised.insert(r.test.clone(), frames);
+            }
+            if let Some(error) = r.error {
+                out.errors.insert(r.test.clone(), error);
+            }
+            if let Some((class, module, pattern)) = r.expected {
+                let e = Expected::new(&class, &module, pattern.as_deref());
+                out.expected.insert(r.test.clone(), e);
+            }
+            out.coverage.insert(r.test, r.cover);
+        }
+        out
+    }
 }
 
 #[cfg(test)]
@@ -692,6 +717,24 @@ mod tests {
         assert!(!at(9).raised);
         // The test file's frame ran in no traced coverage: not listed.
         assert!(ranked.iter().all(|l| l.file == "m.py"));
+    }
+
+    #[test]
+    fn the_tracers_records_are_read_a_test_a_line_and_a_cut_line_left_out() {
+        let text = concat!(
+            r#"{"test": "t1", "cover": {"m.py": [1, 2]}}"#,
+            "\n",
+            r#"{"test": "t2", "cover": {"m.py": [3]}, "raised": [["m.py", 3]], "error": "IndexError: x", "expected": ["E", "m", null]}"#,
+            "\n",
+            r#"{"test": "t3", "cover": {"m.py": [4"#,
+        );
+        let s = Spectrum::from_records(text);
+        assert_eq!(s.coverage.len(), 2);
+        assert_eq!(s.coverage["t1"]["m.py"], BTreeSet::from([1, 2]));
+        assert_eq!(s.raised["t2"], [("m.py".to_owned(), 3)]);
+        assert_eq!(s.errors["t2"], "IndexError: x");
+        assert_eq!(s.expected["t2"], Expected::new("E", "m", None));
+        assert!(s.failing.is_empty() && !s.raised.contains_key("t1"));
     }
 
     #[test]

@@ -20,7 +20,7 @@ use forq_graph::{Index, Lang, SymbolFilter};
 
 use super::errors::from_error;
 use super::raises::{class_name, missing_raise};
-use super::reach::{reach_templates, FileIngredients};
+use super::reach::{reach_templates, words, FileIngredients};
 use super::{BranchContext, BranchError, Brancher};
 use crate::candidate::{Candidate, Change};
 use crate::spectrum::{Expected, LineSuspect};
@@ -438,11 +438,44 @@ pub(super) struct Mutation {
     pub(super) weight: f64,
 }
 
+/// How much of a definition's qualified name the failing tests' ids name:
+/// the share of its words (`MarkdownRenderer.link` → markdown, renderer,
+/// link) among theirs (`TestMarkdownRendererRoundTrip::test_link_title`),
+/// 0 to 1. Tests are named after what they test; lines that every failing
+/// test runs and no passing one tie, and the name tells them apart.
+fn affinity(qualname: &str, test_words: &HashSet<String>) -> f64 {
+    let own: Vec<String> = qualname
+        .split('.')
+        .flat_map(words)
+        .filter(|w| w.len() > 1)
+        .collect();
+    if own.is_empty() {
+        return 0.0;
+    }
+    own.iter().filter(|w| test_words.contains(*w)).count() as f64 / own.len() as f64
+}
+
+/// The words of test ids (path, class and function, split at case and
+/// underscores).
+fn test_words(ids: &[String]) -> HashSet<String> {
+    ids.iter()
+        .flat_map(|id| {
+            id.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .flat_map(words)
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
 /// The functions holding the lines a failing test ran, each scored by its
 /// most suspicious line, best first: a definition the call graph cannot
 /// reach from the test (called through a table, `getattr`, a renderer's
 /// method by name) is still mutated where the tests say the fault ran.
-fn line_suspects(index: &Index, lines: &[LineSuspect]) -> Vec<Suspect> {
+/// Where lines tie, the function the failing tests' ids name
+/// ([`affinity`]) goes first: a score is halved for a name they do not
+/// share at all.
+fn line_suspects(index: &Index, lines: &[LineSuspect], failing: &[String]) -> Vec<Suspect> {
+    let named = test_words(failing);
     let mut by_file: BTreeMap<&str, Vec<&LineSuspect>> = BTreeMap::new();
     for l in lines.iter().filter(|l| l.failing > 0 && l.score > 0.0) {
         by_file.entry(l.file.as_str()).or_default().push(l);
@@ -459,17 +492,18 @@ fn line_suspects(index: &Index, lines: &[LineSuspect]) -> Vec<Suspect> {
                 .filter(|s| s.line <= l.line && l.line <= s.end_line)
                 .min_by_key(|s| s.end_line - s.line);
             let Some(s) = holder else { continue };
+            let score = l.score * (0.5 + 0.5 * affinity(&s.qualname, &named));
             match out
                 .iter_mut()
                 .find(|o| o.file == s.file && o.line == s.line && o.end_line == s.end_line)
             {
-                Some(known) => known.score = known.score.max(l.score),
+                Some(known) => known.score = known.score.max(score),
                 None => out.push(Suspect {
                     file: s.file.clone(),
                     name: s.name.clone(),
                     line: s.line,
                     end_line: s.end_line,
-                    score: l.score,
+                    score,
                 }),
             }
         }
@@ -1849,7 +1883,8 @@ impl Brancher for Mutate {
                 .get_or_insert_with(|| {
                     let graph = self.localize(&cx.oracle.target, &cx.oracle.guard);
                     let index = self.index.lock().unwrap_or_else(|p| p.into_inner());
-                    with_line_suspects(graph, line_suspects(&index, &lines))
+                    let lines = line_suspects(&index, &lines, &cx.oracle.target);
+                    with_line_suspects(graph, lines)
                 })
                 .clone()
         };
@@ -2415,6 +2450,18 @@ mod tests {
                 "{lang:?}: no {expected:?} in {m:#?}"
             );
         }
+    }
+
+    #[test]
+    fn a_function_the_failing_tests_name_comes_first_among_ties() {
+        let named = test_words(&[
+            "tests/test_renderers.py::TestMarkdownRendererRoundTrip::test_link_title".to_owned(),
+        ]);
+        assert!(named.contains("markdown") && named.contains("link"));
+        assert_eq!(affinity("MarkdownRenderer.link", &named), 1.0);
+        assert!((affinity("HTMLRenderer.link", &named) - 2.0 / 3.0).abs() < 1e-9);
+        assert_eq!(affinity("InlineParser.parse_emphasis", &named), 0.0);
+        assert_eq!(affinity("_", &named), 0.0);
     }
 
     #[test]

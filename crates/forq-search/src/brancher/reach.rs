@@ -264,18 +264,24 @@ fn named_tuples(root: tree_sitter::Node<'_>, source: &str) -> Vec<String> {
 
 /// The lower-case words of a name: `normalize_integer_triplet` →
 /// normalize, integer, triplet; `IntegerRGB` → integer, rgb.
-fn words(name: &str) -> Vec<String> {
+pub(super) fn words(name: &str) -> Vec<String> {
+    let chars: Vec<char> = name.chars().collect();
     let mut out = Vec::new();
     let mut word = String::new();
-    let mut prev_lower = false;
-    for c in name.chars() {
-        if (c == '_' || (c.is_uppercase() && prev_lower)) && !word.is_empty() {
+    for (i, &c) in chars.iter().enumerate() {
+        let prev = i.checked_sub(1).map(|p| chars[p]);
+        let next = chars.get(i + 1);
+        // `fooBar`, and the end of an acronym: `HTMLRenderer` → html, renderer.
+        let boundary = c.is_uppercase()
+            && (prev.is_some_and(|p| p.is_lowercase() || p.is_ascii_digit())
+                || (prev.is_some_and(char::is_uppercase)
+                    && next.is_some_and(|n| n.is_lowercase())));
+        if (c == '_' || boundary) && !word.is_empty() {
             out.push(std::mem::take(&mut word));
         }
         if c != '_' {
             word.extend(c.to_lowercase());
         }
-        prev_lower = c.is_lowercase() || c.is_ascii_digit();
     }
     if !word.is_empty() {
         out.push(word);
@@ -854,6 +860,7 @@ mod tests {
         );
         assert_eq!(words("IntegerRGB"), ["integer", "rgb"]);
         assert_eq!(words("HTML5SimpleColor"), ["html5", "simple", "color"]);
+        assert_eq!(words("HTMLRenderer"), ["html", "renderer"]);
         let src = "import collections\nPercentRGB = collections.namedtuple('PercentRGB', 'r g b')\nIntegerRGB = collections.namedtuple('IntegerRGB', 'r g b')\n\n\nclass Pair(typing.NamedTuple):\n    a: int\n\n\ndef normalize_integer_triplet(rgb):\n    return tuple(clip(v) for v in rgb)\n";
         let mut parser = tree_sitter::Parser::new();
         parser.set_language(&Lang::Python.grammar()).unwrap();

@@ -34,28 +34,37 @@ fn full(oracle: &Oracle) -> Duration {
 }
 
 #[tokio::test]
-async fn a_traced_run_past_its_budget_is_killed_and_gives_no_spectrum() {
-    // A passing test the tracer runs beside the failing one takes 3 s.
+async fn a_traced_run_killed_at_its_budget_keeps_the_tests_it_finished() {
+    // A passing test the tracer runs after the failing one takes 6 s.
     let repo = project();
     let slow = super::TESTS.replace(
         "        self.assertEqual(mean([1, 2, 3]), 2)\n",
-        "        self.assertEqual(mean([1, 2, 3]), 2)\n        import time\n        time.sleep(3)\n",
+        "        self.assertEqual(mean([1, 2, 3]), 2)\n        import time\n        time.sleep(6)\n",
     );
     std::fs::write(repo.path().join("tests/test_stats.py"), slow).unwrap();
     let backend = backend().await;
     let stack = stack_of(repo.path());
     let (root, oracle, _) = prepare(&*backend, repo.path(), stack, Duration::from_secs(120)).await;
-    // A search with 3 s left gives the tracer a third of it.
-    let budget = forq_search::spectrum::trace_budget(oracle.timeout, Some(Duration::from_secs(3)));
-    assert_eq!(budget, Duration::from_secs(1));
-    let err = forq_search::spectrum::trace(&*root, &oracle, budget)
+    let spectrum = forq_search::spectrum::trace(&*root, &oracle, Duration::from_secs(3))
+        .await
+        .expect("the failing test ended before the kill");
+    assert!(spectrum.coverage.contains_key(&oracle.target[0]));
+    assert!(
+        !spectrum
+            .coverage
+            .contains_key("tests.test_stats.StatsTest.test_mean"),
+        "{:?}",
+        spectrum.coverage.keys()
+    );
+    // Killed before any test ended: no spectrum, and why.
+    let err = forq_search::spectrum::trace(&*root, &oracle, Duration::from_millis(1))
         .await
         .unwrap_err();
-    assert!(err.contains("killed at its budget (1.0 s)"), "{err}");
-    // With the whole budget the same run traces.
-    assert!(forq_search::spectrum::trace(&*root, &oracle, full(&oracle))
-        .await
-        .is_ok());
+    assert!(
+        err.contains("killed at its budget (0.0 s) before a test ended"),
+        "{err}"
+    );
+    root.destroy().await.unwrap();
 }
 
 #[tokio::test]
