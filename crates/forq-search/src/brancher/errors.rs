@@ -35,6 +35,9 @@ pub(super) fn from_error(
     {
         out.extend(format_string(root, &on_line, source));
     }
+    if line.error_class() == Some("IndexError") {
+        out.extend(bound_index(&on_line, source));
+    }
     if let (Some(expected), Some(raised)) = (&line.expected, line.error_class()) {
         let binds = |name: &str| file.binds(name);
         if let Some(class) = class_name(expected, binds) {
@@ -108,6 +111,74 @@ fn call_function(on_line: &[tree_sitter::Node<'_>], source: &str, attr: &str) ->
                 end: object.end_byte(),
                 text: format!("{text}()"),
                 operator: "call function",
+                weight: 1.0,
+            });
+        }
+    }
+    out
+}
+
+/// `X[I]` where an `IndexError` says `I` ran past `X`: the loop that
+/// steps `I` bounded by `len(X)` too — `while I < end` → `while I < end
+/// and I < len(X)`, `for I in range(a, b)` → `range(a, min(b, len(X)))`
+/// (wcwidth 0.8.2: `n` past the string's end).
+fn bound_index(on_line: &[tree_sitter::Node<'_>], source: &str) -> Vec<Mutation> {
+    let text = |n: tree_sitter::Node<'_>| n.utf8_text(source.as_bytes()).unwrap_or("");
+    let mut out = Vec::new();
+    for n in on_line.iter().filter(|n| n.kind() == "subscript") {
+        let (Some(seq), Some(index)) = (
+            n.child_by_field_name("value"),
+            n.child_by_field_name("subscript"),
+        ) else {
+            continue;
+        };
+        if index.kind() != "identifier" || !matches!(seq.kind(), "identifier" | "attribute") {
+            continue;
+        }
+        let (seq, index) = (text(seq), text(index));
+        let length = format!("len({seq})");
+        let loops = std::iter::successors(n.parent(), |p| p.parent())
+            .take_while(|p| !p.kind().contains("definition"))
+            .filter(|p| matches!(p.kind(), "while_statement" | "for_statement"));
+        for l in loops {
+            if l.kind() == "while_statement" {
+                let Some(cond) = l.child_by_field_name("condition") else {
+                    continue;
+                };
+                let steps = nodes_on(cond, (cond.start_byte(), cond.end_byte()))
+                    .iter()
+                    .any(|c| c.kind() == "identifier" && text(*c) == index);
+                if steps && !text(cond).contains(&length) {
+                    out.push(Mutation {
+                        start: cond.start_byte(),
+                        end: cond.end_byte(),
+                        text: format!("{} and {index} < {length}", text(cond)),
+                        operator: "bound index",
+                        weight: 1.0,
+                    });
+                }
+                continue;
+            }
+            let over_range = l.child_by_field_name("left").map(text) == Some(index)
+                && l.child_by_field_name("right")
+                    .and_then(|r| r.child_by_field_name("function"))
+                    .is_some_and(|f| text(f) == "range");
+            let args = l
+                .child_by_field_name("right")
+                .and_then(|r| r.child_by_field_name("arguments"))
+                .filter(|_| over_range);
+            let Some(args) = args else { continue };
+            let mut c = args.walk();
+            let bounds: Vec<tree_sitter::Node<'_>> = args.named_children(&mut c).collect();
+            let end = match bounds.as_slice() {
+                [end] | [_, end] | [_, end, _] => *end,
+                _ => continue,
+            };
+            out.push(Mutation {
+                start: end.start_byte(),
+                end: end.end_byte(),
+                text: format!("min({}, {length})", text(end)),
+                operator: "bound index",
                 weight: 1.0,
             });
         }
@@ -326,6 +397,21 @@ mod tests {
         let src = "from .emphasis import finalize_tokens\n\ndef parse(t):\n    return _finalize_tokens(t)\n";
         let named = repairs(src, 4, "NameError: name '_finalize_tokens' is not defined");
         assert_eq!(named, ["from .emphasis import finalize_tokens\n\ndef parse(t):\n    return finalize_tokens(t)\n"]);
+    }
+
+    #[test]
+    fn an_index_past_the_end_is_bounded_by_the_length_in_its_loop() {
+        let src = "def width(s, n):\n    end = n\n    i = 0\n    while i < end:\n        c = s[i]\n        i += 1\n    for j in range(1, end):\n        c = s[j]\n";
+        let error = "IndexError: string index out of range";
+        assert_eq!(
+            repairs(src, 5, error),
+            ["def width(s, n):\n    end = n\n    i = 0\n    while i < end and i < len(s):\n        c = s[i]\n        i += 1\n    for j in range(1, end):\n        c = s[j]\n"]
+        );
+        assert_eq!(
+            repairs(src, 8, error),
+            ["def width(s, n):\n    end = n\n    i = 0\n    while i < end:\n        c = s[i]\n        i += 1\n    for j in range(1, min(end, len(s))):\n        c = s[j]\n"]
+        );
+        assert!(repairs(src, 8, "KeyError: 3").is_empty());
     }
 
     #[test]

@@ -13,6 +13,7 @@ use crate::oracle::{Judgement, Oracle};
 use crate::tree::Node;
 
 mod errors;
+mod forward;
 #[cfg(feature = "llm")]
 pub mod llm;
 pub mod mutate;

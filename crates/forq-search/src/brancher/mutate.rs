@@ -19,6 +19,7 @@ use forq_bootstrap::Stack;
 use forq_graph::{Index, Lang, SymbolFilter};
 
 use super::errors::from_error;
+use super::forward::{forward_arguments, keyword_params};
 use super::raises::{class_name, missing_raise};
 use super::reach::{reach_templates, words, FileIngredients};
 use super::{BranchContext, BranchError, Brancher};
@@ -144,6 +145,30 @@ impl Mutate {
     pub fn seeded(mut self, files: &BTreeMap<String, Option<String>>) -> Self {
         self.seed = files.values().flatten().cloned().collect();
         self
+    }
+
+    /// The keyword parameters of the repository's Python functions named
+    /// `name` (every definition of that name, outside the tests).
+    fn keyword_params(&self, name: &str) -> Vec<String> {
+        let index = self.index.lock().unwrap_or_else(|p| p.into_inner());
+        let mut out: Vec<String> = Vec::new();
+        for s in index
+            .symbols(&SymbolFilter::default().name(name))
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|s| matches!(s.kind.as_str(), "function" | "method"))
+            .filter(|s| s.file.ends_with(".py") && repairable(&self.stack, &s.file))
+        {
+            let Ok(text) = std::fs::read_to_string(index.root().join(&s.file)) else {
+                continue;
+            };
+            for p in keyword_params(&text, s.line) {
+                if !out.contains(&p) {
+                    out.push(p);
+                }
+            }
+        }
+        out
     }
 
     /// The ranked suspects for these failing and passing tests.
@@ -573,7 +598,7 @@ fn operator_swaps(op: &str, lang: Lang) -> &'static [&'static str] {
 /// lead): a mutant's prior is its class's share split over the class's
 /// mutants in the function (by their weights), so a function with many
 /// sites of one kind does not crowd out the others.
-const CLASS_SHARE: [(&str, f64); 33] = [
+const CLASS_SHARE: [(&str, f64); 35] = [
     // A name the failing test's `NameError` says is not defined, on the
     // line it was raised: the error says where the fix is.
     ("undefined name", 1.0),
@@ -583,6 +608,9 @@ const CLASS_SHARE: [(&str, f64); 33] = [
     // A `{}` string formatted with `%`, where a `TypeError` says the
     // arguments did not fit.
     ("format string", 1.0),
+    // The loop stepping an index an `IndexError` says ran past the end,
+    // bounded by the length.
+    ("bound index", 1.0),
     // The exception a failing test expected, raised where another escaped
     // (a guard, a `try`, the `raise` itself), or where a check is missing.
     ("raise expected", 1.0),
@@ -612,6 +640,7 @@ const CLASS_SHARE: [(&str, f64); 33] = [
     ("unwrap try", 0.02),
     ("chain raise", 0.02),
     ("named tuple", 0.03),
+    ("forward argument", 0.05),
     ("wrap call", 0.04),
     ("guard yield", 0.03),
     ("precondition", 0.04),
@@ -1896,6 +1925,7 @@ impl Brancher for Mutate {
         let mut files: BTreeMap<String, Parsed> = BTreeMap::new();
         let mut all: Vec<(f64, String, usize, Candidate)> = Vec::new();
         let mut seen = HashSet::new();
+        let mut callee_keywords: HashMap<String, Vec<String>> = HashMap::new();
         for s in &suspects {
             let Some(lang) = Lang::of_path(Path::new(&s.file)) else {
                 continue;
@@ -1939,6 +1969,20 @@ impl Brancher for Mutate {
             if self.templates && file.lang == Lang::Python {
                 let ran = |line: u32| line_score.contains_key(&(s.file.as_str(), line));
                 found.extend(missing_raises(file, start, end, &unmet, &ran));
+                let mut keywords = |name: &str| {
+                    let original = file.ingredients.original(name).to_owned();
+                    callee_keywords
+                        .entry(original.clone())
+                        .or_insert_with(|| self.keyword_params(&original))
+                        .clone()
+                };
+                let root = file.tree.root_node();
+                let func = root
+                    .descendant_for_byte_range(start, end.max(start + 1).min(source.len()))
+                    .and_then(|n| function_within(n, start, end));
+                if let Some(func) = func {
+                    found.extend(forward_arguments(func, source, &mut keywords));
+                }
             }
             found.extend(mutations(file, start, end, self.templates));
             let mut class_weight: HashMap<&str, f64> = HashMap::new();

@@ -26,6 +26,8 @@ pub(super) struct FileIngredients {
     /// Names imported under another (`width` of `import width as w`):
     /// written in the file, bound to nothing.
     renamed: Vec<String>,
+    /// `(alias, original)` of each import under another name.
+    aliases: Vec<(String, String)>,
     /// Names the module's top level binds: imports, definitions,
     /// assignments.
     top: Vec<String>,
@@ -53,6 +55,7 @@ impl FileIngredients {
         let mut functions = Vec::new();
         let mut raised: Vec<(usize, String)> = Vec::new();
         let mut renamed = Vec::new();
+        let mut aliases = Vec::new();
         let mut stack = vec![root];
         while let Some(n) = stack.pop() {
             let kind = n.kind();
@@ -62,6 +65,10 @@ impl FileIngredients {
             if kind == "aliased_import" {
                 if let Some(original) = n.child_by_field_name("name") {
                     renamed.push(text(original).to_owned());
+                    if let Some(alias) = n.child_by_field_name("alias") {
+                        let last = text(original).rsplit('.').next().unwrap_or_default();
+                        aliases.push((text(alias).to_owned(), last.to_owned()));
+                    }
                 }
             }
             // Functions a value can go through: not methods (a call of
@@ -102,11 +109,22 @@ impl FileIngredients {
         FileIngredients {
             names,
             renamed,
+            aliases,
             top: top_level_names(root, source),
             functions,
             named_tuples: named_tuples(root, source),
             exceptions: raised.into_iter().map(|(_, c)| c).collect(),
         }
+    }
+
+    /// The name `name` is imported as, where an import renames it
+    /// (`width` for `wcwidth_width` of `import width as wcwidth_width`);
+    /// else `name`.
+    pub(super) fn original<'n>(&'n self, name: &'n str) -> &'n str {
+        self.aliases
+            .iter()
+            .find(|(alias, _)| alias == name)
+            .map_or(name, |(_, original)| original.as_str())
     }
 
     /// Whether the module's top level binds `name` (imports it, defines
@@ -796,6 +814,9 @@ mod tests {
             ["finalize_tokens"]
         );
         assert!(file.meant_for_undefined("zz").is_empty());
+        // An alias leads back to the name it imports.
+        assert_eq!(file.original("wcwidth_width"), "width");
+        assert_eq!(file.original("finalize_tokens"), "finalize_tokens");
         // Names the module binds before others ending the same way
         // (wcwidth 0.7.0: parameters `ambiguous_width`, `chunk_width`).
         let busy = "from ._width import width as wcwidth_width\n\ndef g(ambiguous_width, chunk_width, current_width):\n    return _width(chunk_width)\n";
