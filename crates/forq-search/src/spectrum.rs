@@ -318,13 +318,19 @@ impl LineSuspect {
 
     /// The attribute an `AttributeError` raised on this line says a
     /// function does not have (`'function' object has no attribute
-    /// 'get'`): the function was used where its result was meant.
+    /// 'get'`, and so for a method, a builtin, a `functools.partial` or an
+    /// `lru_cache`d function): the function was used where its result was
+    /// meant.
     pub fn attribute_of_function(&self) -> Option<&str> {
-        let rest = self
-            .error
-            .as_deref()?
-            .strip_prefix("AttributeError: 'function' object has no attribute '")?;
-        rest.split_once('\'').map(|(name, _)| name)
+        let rest = self.error.as_deref()?.strip_prefix("AttributeError: '")?;
+        let (kind, rest) = rest.split_once("' object has no attribute '")?;
+        let callable = kind.ends_with("function")
+            || kind.ends_with("method")
+            || kind.ends_with("_lru_cache_wrapper")
+            || kind.ends_with("partial");
+        rest.split_once('\'')
+            .map(|(name, _)| name)
+            .filter(|_| callable)
     }
 }
 
@@ -708,6 +714,12 @@ mod tests {
         let mut attr = at(2).clone();
         attr.error = Some("AttributeError: 'function' object has no attribute 'get'".into());
         assert_eq!(attr.attribute_of_function(), Some("get"));
+        attr.error = Some(
+            "AttributeError: 'functools._lru_cache_wrapper' object has no attribute 'get'".into(),
+        );
+        assert_eq!(attr.attribute_of_function(), Some("get"));
+        attr.error = Some("AttributeError: 'dict' object has no attribute 'get'".into());
+        assert_eq!(attr.attribute_of_function(), None);
         assert_eq!(attr.undefined_name(), None);
         assert_eq!(
             at(5).error,
