@@ -504,10 +504,13 @@ pub(super) fn reach_templates(
 
     // A value that should have gone through one of the file's functions:
     // `' "' + title + '"'` → `' "' + _escape_title(title) + '"'`.
+    // Where only the value's truth is read (`if title`, `not title`), a
+    // function of it rarely changes anything.
     if kind == "identifier" && names_a_use(n) && is_plain_value(n) {
         let name = text(n);
+        let weight = if tested_for_truth(n) { 0.1 } else { 0.5 };
         for f in file.wrappers(&name, within) {
-            push(n, format!("{f}({name})"), "wrap call", 0.5);
+            push(n, format!("{f}({name})"), "wrap call", weight);
         }
     }
 
@@ -712,6 +715,22 @@ fn dedented_body(
     }
     let text = lines.join("\n");
     Some(text.get(own..).map(str::to_owned).unwrap_or(text))
+}
+
+/// Whether only the truth of `n` is read: it is a condition, negated, or
+/// an operand of `and`/`or`.
+fn tested_for_truth(n: tree_sitter::Node<'_>) -> bool {
+    let Some(parent) = n.parent() else {
+        return false;
+    };
+    let condition = parent
+        .child_by_field_name("condition")
+        .is_some_and(|c| c.id() == n.id());
+    condition
+        || matches!(
+            parent.kind(),
+            "not_operator" | "boolean_operator" | "unary_expression"
+        )
 }
 
 /// Whether identifier `n` stands for a value on its own: read (not the
