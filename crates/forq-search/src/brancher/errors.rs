@@ -9,7 +9,7 @@
 
 use super::mutate::Mutation;
 use super::raises::{class_name, raised_instead};
-use super::reach::{names_a_use, FileIngredients};
+use super::reach::{names_a_use, top_level, FileIngredients};
 use crate::spectrum::LineSuspect;
 
 /// The candidates `line`'s error asks for, on its bytes `span` of the
@@ -293,19 +293,15 @@ fn module_value<'t>(
     source: &str,
     name: &str,
 ) -> Option<tree_sitter::Node<'t>> {
-    let mut c = root.walk();
-    let found = root
-        .named_children(&mut c)
-        .filter(|s| s.kind() == "expression_statement")
-        .filter_map(|s| s.named_child(0))
+    top_level(root)
+        .into_iter()
         .filter(|a| a.kind() == "assignment")
         .filter(|a| {
             a.child_by_field_name("left")
                 .is_some_and(|l| l.utf8_text(source.as_bytes()) == Ok(name))
         })
         .filter_map(|a| a.child_by_field_name("right"))
-        .last();
-    found
+        .last()
 }
 
 /// The named fields of a `str.format` template, in order, each once
@@ -345,14 +341,8 @@ fn format_fields(template: &str) -> Vec<&str> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::mutate::parse_python as parse;
     use super::*;
-    use forq_graph::Lang;
-
-    fn parse(src: &str) -> tree_sitter::Tree {
-        let mut parser = tree_sitter::Parser::new();
-        parser.set_language(&Lang::Python.grammar()).unwrap();
-        parser.parse(src, None).unwrap()
-    }
 
     /// The candidates for an error raised on line `n` of `src`, applied.
     fn repairs(src: &str, n: u32, error: &str) -> Vec<String> {
@@ -376,11 +366,7 @@ mod tests {
         let end = start + src.split_inclusive('\n').nth(n as usize - 1).unwrap().len();
         from_error(tree.root_node(), src, &file, &line, (start, end))
             .into_iter()
-            .map(|m| {
-                let mut s = src.to_owned();
-                s.replace_range(m.start..m.end, &m.text);
-                s
-            })
+            .map(|m| m.applied_to(src))
             .collect()
     }
 

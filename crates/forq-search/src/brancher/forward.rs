@@ -68,20 +68,10 @@ fn callee(call: tree_sitter::Node<'_>, source: &str) -> Option<String> {
 /// parameters and the names it assigns earlier.
 fn names_before(func: tree_sitter::Node<'_>, source: &str, at: usize) -> Vec<String> {
     let text = |n: tree_sitter::Node<'_>| n.utf8_text(source.as_bytes()).unwrap_or("").to_owned();
-    let mut out = Vec::new();
-    if let Some(params) = func.child_by_field_name("parameters") {
-        let mut c = params.walk();
-        for p in params.named_children(&mut c) {
-            let name = if p.kind() == "identifier" {
-                Some(p)
-            } else {
-                p.child_by_field_name("name")
-                    .or_else(|| p.named_child(0))
-                    .filter(|n| n.kind() == "identifier")
-            };
-            out.extend(name.map(text));
-        }
-    }
+    let mut out: Vec<String> = super::mutate::parameters(func, source)
+        .into_iter()
+        .map(|(name, _)| name)
+        .collect();
     let mut stack = vec![func];
     while let Some(n) = stack.pop() {
         if n.start_byte() >= at {
@@ -207,7 +197,6 @@ pub(super) fn forward_arguments(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use forq_graph::Lang;
 
     #[test]
     fn a_keyword_the_call_leaves_out_is_passed_where_the_caller_holds_it() {
@@ -218,9 +207,7 @@ mod tests {
         );
         assert!(keyword_params(callee_src, 2).is_empty());
         let src = "class Wrapper:\n    def __init__(self, tabsize, term_program):\n        self.tabsize = tabsize\n        self.term_program = term_program\n\n    def _width(self, text):\n        return text_width(text, tabsize=self.tabsize)\n\n\ndef merge(a, b, iteratee=None, _setter=None):\n    setter = _setter\n    return merge(a.x, b.x, _setter=setter)\n";
-        let mut parser = tree_sitter::Parser::new();
-        parser.set_language(&Lang::Python.grammar()).unwrap();
-        let tree = parser.parse(src, None).unwrap();
+        let tree = super::super::mutate::parse_python(src);
         let root = tree.root_node();
         let mut asked = Vec::new();
         let mut keywords = |name: &str| {
@@ -235,11 +222,7 @@ mod tests {
                 _ => Vec::new(),
             }
         };
-        let apply = |m: &Mutation| {
-            let mut s = src.to_owned();
-            s.replace_range(m.start..m.end, &m.text);
-            s
-        };
+        let apply = |m: &Mutation| m.applied_to(src);
         let method = root
             .named_child(0)
             .and_then(|c| c.child_by_field_name("body"))

@@ -463,6 +463,25 @@ pub(super) struct Mutation {
     pub(super) weight: f64,
 }
 
+impl Mutation {
+    /// `source` with the mutation made.
+    pub(super) fn applied_to(&self, source: &str) -> String {
+        let mut out = source.to_owned();
+        out.replace_range(self.start..self.end, &self.text);
+        out
+    }
+}
+
+/// `source` parsed as Python (the templates' tests).
+#[cfg(test)]
+pub(super) fn parse_python(source: &str) -> tree_sitter::Tree {
+    let mut parser = tree_sitter::Parser::new();
+    parser
+        .set_language(&Lang::Python.grammar())
+        .expect("the bundled grammar loads");
+    parser.parse(source, None).expect("a tree")
+}
+
 /// How much of a definition's qualified name the failing tests' ids name:
 /// the share of its words (`MarkdownRenderer.link` → markdown, renderer,
 /// link) among theirs (`TestMarkdownRendererRoundTrip::test_link_title`),
@@ -1267,26 +1286,9 @@ impl Ingredients {
         let bytes = source.as_bytes();
         let text = |n: tree_sitter::Node<'_>| n.utf8_text(bytes).unwrap_or("").to_owned();
         let mut out = Ingredients::default();
-        if let Some(params) = parameters_of(func) {
-            let mut c = params.walk();
-            for p in params.named_children(&mut c) {
-                let name = if p.kind() == "identifier" {
-                    Some(p)
-                } else {
-                    p.child_by_field_name("name")
-                        .or_else(|| p.child_by_field_name("pattern"))
-                        .or_else(|| p.child_by_field_name("left"))
-                        .or_else(|| declared_name(p))
-                        .filter(|n| n.kind() == "identifier")
-                };
-                if let Some(name) = name.map(text) {
-                    if !matches!(name.as_str(), "self" | "cls" | "this") {
-                        out.params.push(name);
-                        out.param_types
-                            .push(p.child_by_field_name("type").map(text).unwrap_or_default());
-                    }
-                }
-            }
+        for (name, ty) in parameters(func, source) {
+            out.params.push(name);
+            out.param_types.push(ty);
         }
         out.returns_nothing = match lang {
             Lang::C | Lang::Cpp => func
@@ -1411,6 +1413,39 @@ fn guard_text(lang: Lang, p: &str, ty: &str, value: &str, indent: &str) -> Optio
         }
         _ => format!("if (!{p}) {ret};\n{indent}"),
     })
+}
+
+/// A function's parameters, each its name and declared type as written
+/// ("" when none); `self`, `cls` and `this` left out.
+pub(super) fn parameters(func: tree_sitter::Node<'_>, source: &str) -> Vec<(String, String)> {
+    let text = |n: tree_sitter::Node<'_>| n.utf8_text(source.as_bytes()).unwrap_or("").to_owned();
+    let Some(params) = parameters_of(func) else {
+        return Vec::new();
+    };
+    let mut c = params.walk();
+    let mut out = Vec::new();
+    for p in params.named_children(&mut c) {
+        let name = match p.kind() {
+            "identifier" => Some(p),
+            // Python's `x: int`.
+            "typed_parameter" => p.named_child(0),
+            _ => p
+                .child_by_field_name("name")
+                .or_else(|| p.child_by_field_name("pattern"))
+                .or_else(|| p.child_by_field_name("left"))
+                .or_else(|| declared_name(p)),
+        };
+        let Some(name) = name.filter(|n| n.kind() == "identifier").map(text) else {
+            continue;
+        };
+        if !matches!(name.as_str(), "self" | "cls" | "this") {
+            out.push((
+                name,
+                p.child_by_field_name("type").map(text).unwrap_or_default(),
+            ));
+        }
+    }
+    out
 }
 
 /// A function's parameter list: its own field, or in C and C++ its
@@ -1990,8 +2025,7 @@ impl Brancher for Mutate {
                 *class_weight.entry(m.operator).or_default() += m.weight;
             }
             for m in found.iter().cloned() {
-                let mut new = source.clone();
-                new.replace_range(m.start..m.end, &m.text);
+                let new = m.applied_to(source);
                 if !seen.insert((s.file.clone(), new.clone())) {
                     continue;
                 }
@@ -2057,11 +2091,7 @@ mod tests {
         let file = Parsed::new(lang, src.to_owned(), templates).unwrap();
         mutations(&file, 0, src.len(), templates)
             .into_iter()
-            .map(|m| {
-                let mut s = src.to_owned();
-                s.replace_range(m.start..m.end, &m.text);
-                s
-            })
+            .map(|m| m.applied_to(src))
             .collect()
     }
 
@@ -2260,11 +2290,7 @@ mod tests {
         let start = src.find("int count_up").unwrap();
         let mutants: Vec<String> = mutations(&file, start, src.len(), true)
             .into_iter()
-            .map(|m| {
-                let mut s = src.to_owned();
-                s.replace_range(m.start..m.end, &m.text);
-                s
-            })
+            .map(|m| m.applied_to(src))
             .collect();
         assert!(
             mutants

@@ -319,19 +319,11 @@ pub(super) fn raised_instead(
 
 #[cfg(test)]
 mod tests {
+    use super::super::mutate::parse_python as parse;
     use super::*;
-    use forq_graph::Lang;
-
-    fn parse(src: &str) -> tree_sitter::Tree {
-        let mut parser = tree_sitter::Parser::new();
-        parser.set_language(&Lang::Python.grammar()).unwrap();
-        parser.parse(src, None).unwrap()
-    }
 
     fn apply(src: &str, m: &Mutation) -> String {
-        let mut out = src.to_owned();
-        out.replace_range(m.start..m.end, &m.text);
-        out
+        m.applied_to(src)
     }
 
     fn line(src: &str, n: usize) -> (usize, usize) {

@@ -209,18 +209,26 @@ fn closest<K: Ord>(mut found: Vec<(K, &str)>) -> Vec<&str> {
         .collect()
 }
 
+/// A Python module's top-level statements, a decorated definition as its
+/// definition and an expression statement as its expression (an
+/// assignment).
+pub(super) fn top_level(root: tree_sitter::Node<'_>) -> Vec<tree_sitter::Node<'_>> {
+    let mut c = root.walk();
+    root.named_children(&mut c)
+        .map(|stmt| match stmt.kind() {
+            "decorated_definition" => stmt.child_by_field_name("definition").unwrap_or(stmt),
+            "expression_statement" => stmt.named_child(0).unwrap_or(stmt),
+            _ => stmt,
+        })
+        .collect()
+}
+
 /// The names a Python module's top level binds: what it imports (the
 /// alias where there is one), defines and assigns.
 fn top_level_names(root: tree_sitter::Node<'_>, source: &str) -> Vec<String> {
     let text = |n: tree_sitter::Node<'_>| n.utf8_text(source.as_bytes()).unwrap_or("").to_owned();
     let mut out = Vec::new();
-    let mut c = root.walk();
-    for stmt in root.named_children(&mut c) {
-        let stmt = match stmt.kind() {
-            "decorated_definition" => stmt.child_by_field_name("definition").unwrap_or(stmt),
-            "expression_statement" => stmt.named_child(0).unwrap_or(stmt),
-            _ => stmt,
-        };
+    for stmt in top_level(root) {
         match stmt.kind() {
             "function_definition" | "class_definition" => {
                 out.extend(stmt.child_by_field_name("name").map(text));
@@ -253,13 +261,7 @@ fn top_level_names(root: tree_sitter::Node<'_>, source: &str) -> Vec<String> {
 fn named_tuples(root: tree_sitter::Node<'_>, source: &str) -> Vec<String> {
     let text = |n: tree_sitter::Node<'_>| n.utf8_text(source.as_bytes()).unwrap_or("");
     let mut out = Vec::new();
-    let mut c = root.walk();
-    for stmt in root.named_children(&mut c) {
-        let stmt = match stmt.kind() {
-            "decorated_definition" => stmt.child_by_field_name("definition").unwrap_or(stmt),
-            "expression_statement" => stmt.named_child(0).unwrap_or(stmt),
-            _ => stmt,
-        };
+    for stmt in top_level(root) {
         let name = match stmt.kind() {
             "assignment" => stmt
                 .child_by_field_name("right")
