@@ -301,7 +301,7 @@ fn module_value<'t>(
                 .is_some_and(|l| l.utf8_text(source.as_bytes()) == Ok(name))
         })
         .filter_map(|a| a.child_by_field_name("right"))
-        .last()
+        .next_back()
 }
 
 /// The named fields of a `str.format` template, in order, each once
