@@ -169,12 +169,16 @@ pub(super) fn forward_arguments(
             .filter_map(|a| a.child_by_field_name("name"))
             .map(text)
             .collect();
-        let bound = names_before(func, source, n.start_byte());
         let Some(last) = given.last() else { continue };
-        for p in keywords_of_callee(&name) {
-            if passed.contains(&p.as_str()) {
-                continue;
-            }
+        let missing: Vec<String> = keywords_of_callee(&name)
+            .into_iter()
+            .filter(|p| !passed.contains(&p.as_str()))
+            .collect();
+        if missing.is_empty() {
+            continue;
+        }
+        let bound = names_before(func, source, n.start_byte());
+        for p in missing {
             let value = if bound.contains(&p) {
                 p.clone()
             } else if attributes.contains(&p) {

@@ -673,27 +673,21 @@ fn class_share(class: &str) -> f64 {
         .map_or(0.02, |(_, s)| *s)
 }
 
-/// The checks that may be missing in the function spanning `start..end`
-/// (bytes) for each exception a failing test expected and never got
+/// The checks that may be missing in the function `func` of the file for
+/// each exception a failing test expected and never got
 /// ([`missing_raise`]).
 fn missing_raises(
     file: &Parsed,
-    start: usize,
-    end: usize,
+    func: tree_sitter::Node<'_>,
     unmet: &[Expected],
     ran: &dyn Fn(u32) -> bool,
 ) -> Vec<Mutation> {
     let source = file.source.as_str();
     let binds = |name: &str| file.ingredients.binds(name);
-    let root = file.tree.root_node();
-    let Some(node) = root.descendant_for_byte_range(start, end.max(start + 1).min(source.len()))
-    else {
-        return Vec::new();
-    };
-    let Some(func) = function_within(node, start, end) else {
-        return Vec::new();
-    };
-    let params = Ingredients::of(file.lang, func, source).params;
+    let params: Vec<String> = parameters(func, source)
+        .into_iter()
+        .map(|(n, _)| n)
+        .collect();
     unmet
         .iter()
         .filter_map(|e| class_name(e, binds).map(|c| (e, c)))
@@ -2001,9 +1995,15 @@ impl Brancher for Mutate {
                     span,
                 ));
             }
-            if self.templates && file.lang == Lang::Python {
+            let func = file
+                .tree
+                .root_node()
+                .descendant_for_byte_range(start, end.max(start + 1).min(source.len()))
+                .and_then(|n| function_within(n, start, end))
+                .filter(|_| self.templates && file.lang == Lang::Python);
+            if let Some(func) = func {
                 let ran = |line: u32| line_score.contains_key(&(s.file.as_str(), line));
-                found.extend(missing_raises(file, start, end, &unmet, &ran));
+                found.extend(missing_raises(file, func, &unmet, &ran));
                 let mut keywords = |name: &str| {
                     let original = file.ingredients.original(name).to_owned();
                     callee_keywords
@@ -2011,13 +2011,7 @@ impl Brancher for Mutate {
                         .or_insert_with(|| self.keyword_params(&original))
                         .clone()
                 };
-                let root = file.tree.root_node();
-                let func = root
-                    .descendant_for_byte_range(start, end.max(start + 1).min(source.len()))
-                    .and_then(|n| function_within(n, start, end));
-                if let Some(func) = func {
-                    found.extend(forward_arguments(func, source, &mut keywords));
-                }
+                found.extend(forward_arguments(func, source, &mut keywords));
             }
             found.extend(mutations(file, start, end, self.templates));
             let mut class_weight: HashMap<&str, f64> = HashMap::new();
