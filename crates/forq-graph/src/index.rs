@@ -459,7 +459,7 @@ impl Index {
             flow: self.options.flow && self.options.eager_flow,
         };
         let mut writer = Writer::new(&mut self.store, cold);
-        on_threads(
+        let written = on_threads(
             threads,
             found.len(),
             |parser, i| {
@@ -476,7 +476,7 @@ impl Index {
                             _ => report.skipped += 1,
                         }
                         report.symbols_written += facts.symbols.len();
-                        writer.write(&row, &facts, &mut dirty)?;
+                        writer.write(&row, facts, &mut dirty)?;
                     }
                 }
                 Ok(())
@@ -488,7 +488,8 @@ impl Index {
                 report.removed += 1;
             }
             writer.finish()
-        })?;
+        });
+        let written = written?;
         if !stems.is_empty() && !dirty.all {
             // Imports of an added or removed module resolve differently.
             let mut stmt = self
@@ -510,7 +511,15 @@ impl Index {
         let started = std::time::Instant::now();
         let store = &self.store;
         let tx = store.conn.unchecked_transaction().map_err(store.db())?;
-        report.edges_written = resolve::resolve(&tx, &dirty).map_err(store.db())?;
+        // A cold load builds the facts' indexes while the names resolve on
+        // the parser threads' cores.
+        report.edges_written = resolve::resolve(&tx, &dirty, written, threads, |tx| {
+            if cold {
+                Store::create_fact_indexes(tx)?;
+            }
+            Ok(())
+        })
+        .map_err(store.db())?;
         tx.execute("DELETE FROM meta WHERE key = ?1", [PENDING])
             .map_err(store.db())?;
         tx.commit().map_err(store.db())?;
@@ -596,6 +605,8 @@ struct Writer<'s> {
     marked: bool,
     /// A cold load: the tables start empty.
     fresh: bool,
+    /// On a cold load, the rows written, for the resolution.
+    written: Option<resolve::Written>,
 }
 
 impl<'s> Writer<'s> {
@@ -605,6 +616,7 @@ impl<'s> Writer<'s> {
             pending: 0,
             marked: false,
             fresh,
+            written: fresh.then(resolve::Written::default),
         }
     }
 
@@ -665,7 +677,7 @@ impl<'s> Writer<'s> {
         Ok((old, bases))
     }
 
-    fn write(&mut self, row: &FileRow, facts: &FileFacts, dirty: &mut Dirty) -> Result<()> {
+    fn write(&mut self, row: &FileRow, facts: Box<FileFacts>, dirty: &mut Dirty) -> Result<()> {
         self.begin()?;
         if !dirty.all {
             let (old, old_bases) = self.note_old(&row.path, dirty)?;
@@ -695,7 +707,12 @@ impl<'s> Writer<'s> {
                 dirty.self_calls = true;
             }
         }
-        Store::write_file(&self.store.conn, row, facts, self.fresh).map_err(self.store.db())?;
+        let (first_ref, first_import) =
+            Store::write_file(&self.store.conn, row, &facts, self.fresh)
+                .map_err(self.store.db())?;
+        if let Some(written) = &mut self.written {
+            written.add(&row.path, *facts, first_ref, first_import);
+        }
         self.end()
     }
 
@@ -710,8 +727,10 @@ impl<'s> Writer<'s> {
         self.end()
     }
 
-    fn finish(mut self) -> Result<()> {
-        self.commit()
+    /// Commits the last batch; returns the rows of a cold load.
+    fn finish(mut self) -> Result<Option<resolve::Written>> {
+        self.commit()?;
+        Ok(self.written.take())
     }
 }
 

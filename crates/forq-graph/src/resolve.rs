@@ -12,7 +12,7 @@
 //! of something outside the repository gets no edge at all.
 
 use std::collections::{HashMap, HashSet};
-use std::rc::Rc;
+use std::sync::Arc;
 
 use rusqlite::{Connection, OptionalExtension};
 
@@ -109,9 +109,9 @@ struct Sym {
 /// type does not walk them all (`new` has thousands in a large tree).
 #[derive(Debug, Default)]
 struct NameGroups {
-    by_file: HashMap<String, Vec<Rc<Sym>>>,
+    by_file: HashMap<String, Vec<Arc<Sym>>>,
     /// Methods by the name of the type (class, impl, trait...) holding them.
-    by_type: HashMap<String, Vec<Rc<Sym>>>,
+    by_type: HashMap<String, Vec<Arc<Sym>>>,
 }
 
 #[derive(Debug, Clone)]
@@ -158,32 +158,119 @@ enum Through {
     Unknown,
 }
 
-struct Resolver<'c> {
-    conn: &'c Connection,
+/// The rows a cold load wrote, kept as they were written so that
+/// resolution does not read them back: the same rows, in the same order,
+/// as the tables give.
+#[derive(Default)]
+pub(crate) struct Written {
+    syms: Vec<Sym>,
+    refs: Vec<RefRow>,
+    imports: Vec<ImportRow>,
+}
+
+impl Written {
+    /// Keeps what resolution needs of one file's facts, written with its
+    /// first reference and first import numbered `first_ref` and
+    /// `first_import`.
+    pub(crate) fn add(
+        &mut self,
+        path: &str,
+        facts: crate::extract::FileFacts,
+        first_ref: i64,
+        first_import: i64,
+    ) {
+        // A scope or parent that is not one of the file's symbols is
+        // written as none.
+        let known: HashSet<String> = facts.symbols.iter().map(|s| s.id.clone()).collect();
+        let within = |id: Option<String>| id.filter(|id| known.contains(id));
+        for s in facts.symbols {
+            self.syms.push(Sym {
+                parent: within(s.parent),
+                id: s.id,
+                name: s.name,
+                kind: s.kind,
+                file: path.to_owned(),
+            });
+        }
+        for (r, id) in facts.refs.into_iter().zip(first_ref..) {
+            self.refs.push(RefRow {
+                id,
+                file: path.to_owned(),
+                kind: r.kind.as_str().to_owned(),
+                scope: within(r.scope),
+                name: r.name,
+                receiver: r.receiver,
+                line: r.line,
+            });
+        }
+        for (i, id) in facts.imports.into_iter().zip(first_import..) {
+            self.imports.push(ImportRow {
+                id,
+                file: path.to_owned(),
+                module: i.module,
+                name: i.name,
+                local: i.local,
+                line: i.line,
+            });
+        }
+    }
+}
+
+/// What resolution looks names up in: every file's language, and (when
+/// preloaded) every definition, import and base, so that resolvers on
+/// several threads can share one load.
+#[derive(Clone, Default)]
+struct Tables {
     langs: HashMap<String, Lang>,
-    by_name: HashMap<String, Rc<Vec<Rc<Sym>>>>,
-    by_id: HashMap<String, Option<Rc<Sym>>>,
-    imports: HashMap<String, Rc<Vec<ImportRow>>>,
-    bases: HashMap<String, Vec<String>>,
     /// Files by base name, for suffix lookups of module paths.
     by_basename: HashMap<String, Vec<String>>,
+    by_name: HashMap<String, Arc<Vec<Arc<Sym>>>>,
+    by_id: HashMap<String, Option<Arc<Sym>>>,
+    imports: HashMap<String, Arc<Vec<ImportRow>>>,
+    bases: HashMap<String, Vec<String>>,
+}
+
+struct Resolver<'c> {
+    /// Where rows not preloaded are read; `None` for a resolver on a
+    /// worker thread, whose tables are preloaded.
+    conn: Option<&'c Connection>,
+    t: Tables,
     /// What each import resolved to.
-    targets: HashMap<i64, std::rc::Rc<Target>>,
+    targets: HashMap<i64, Arc<Target>>,
     /// Per name: its definitions grouped by file and by enclosing type.
-    groups: HashMap<String, Rc<NameGroups>>,
+    groups: HashMap<String, Arc<NameGroups>>,
     /// By-name candidates per (name, receiver or not, language family).
-    by_name_cache: HashMap<(String, bool, &'static str), Rc<Vec<String>>>,
+    by_name_cache: HashMap<(String, bool, &'static str), Arc<Vec<String>>>,
     preloaded: bool,
 }
 
-/// Re-resolves what `dirty` names, inside the caller's transaction.
-/// Returns the number of edges written.
-pub(crate) fn resolve(conn: &Connection, dirty: &Dirty) -> rusqlite::Result<usize> {
+/// Re-resolves what `dirty` names, inside the caller's transaction
+/// (`written`, the rows of a cold load, spares reading them back).
+/// Returns the number of edges written. `meanwhile` runs once on the
+/// calling thread (which holds the connection) while the references are
+/// resolved: on a full resolution, that is on worker threads over
+/// preloaded tables, one per core; otherwise, before resolving.
+pub(crate) fn resolve(
+    conn: &Connection,
+    dirty: &Dirty,
+    written: Option<Written>,
+    threads: usize,
+    meanwhile: impl FnOnce(&Connection) -> rusqlite::Result<()>,
+) -> rusqlite::Result<usize> {
     if dirty.is_empty() {
-        return Ok(0);
+        return meanwhile(conn).map(|()| 0);
     }
-    let mut r = Resolver::new(conn, dirty.all)?;
-    let (refs, imports) = r.dirty_rows(dirty)?;
+    let (mut r, refs, imports) = match written.filter(|_| dirty.all) {
+        Some(written) => {
+            let (t, refs, imports) = Tables::from_written(conn, written)?;
+            (Resolver::with(Some(conn), t, true), refs, imports)
+        }
+        None => {
+            let mut r = Resolver::new(conn, dirty.all)?;
+            let (refs, imports) = r.dirty_rows(dirty)?;
+            (r, refs, imports)
+        }
+    };
     if dirty.all {
         conn.execute("DELETE FROM edge", [])?;
         conn.execute("DELETE FROM node", [])?;
@@ -200,13 +287,49 @@ pub(crate) fn resolve(conn: &Connection, dirty: &Dirty) -> rusqlite::Result<usiz
             del_imp.execute([row.id])?;
         }
     }
-    let mut edges = Vec::new();
-    for row in &refs {
-        r.resolve_ref(row, &mut edges)?;
-    }
-    for row in &imports {
-        r.resolve_import(row, &mut edges)?;
-    }
+    let edges = if r.preloaded && threads > 1 {
+        // Contiguous shares of the references, the imports with the last,
+        // so that the edges come out in the order one thread gives.
+        let share = refs.len().div_ceil(threads);
+        let tables = &r.t;
+        let (imports, refs) = (&imports, &refs);
+        std::thread::scope(|s| {
+            let workers: Vec<_> = (0..threads)
+                .map(|i| {
+                    s.spawn(move || -> rusqlite::Result<Vec<EdgeRow>> {
+                        let mut r = Resolver::with(None, tables.clone(), true);
+                        let mut edges = Vec::new();
+                        let end = ((i + 1) * share).min(refs.len());
+                        for row in refs.get(i * share..end).unwrap_or_default() {
+                            r.resolve_ref(row, &mut edges)?;
+                        }
+                        if i + 1 == threads {
+                            for row in imports {
+                                r.resolve_import(row, &mut edges)?;
+                            }
+                        }
+                        Ok(edges)
+                    })
+                })
+                .collect();
+            let done = meanwhile(conn);
+            let mut edges = Vec::new();
+            for worker in workers {
+                edges.extend(worker.join().expect("a resolver thread panicked")?);
+            }
+            done.map(|()| edges)
+        })?
+    } else {
+        meanwhile(conn)?;
+        let mut edges = Vec::new();
+        for row in &refs {
+            r.resolve_ref(row, &mut edges)?;
+        }
+        for row in &imports {
+            r.resolve_import(row, &mut edges)?;
+        }
+        edges
+    };
     crate::store::Store::write_edges(conn, &edges)?;
     if !dirty.all {
         crate::store::Store::forget_unused_nodes(conn)?;
@@ -251,9 +374,44 @@ const SYM_COLUMNS: &str = "SELECT id, name, kind, parent, file FROM symbols";
 const REF_COLUMNS: &str = "SELECT id, file, kind, scope, name, receiver, line FROM refs";
 const IMPORT_COLUMNS: &str = "SELECT id, file, module, name, local, line FROM imports";
 
-impl<'c> Resolver<'c> {
-    fn new(conn: &'c Connection, preload: bool) -> rusqlite::Result<Resolver<'c>> {
-        let mut langs = HashMap::new();
+impl Tables {
+    /// Every parsed file's language, and every definition, import and base
+    /// of `written`; with the references and imports to resolve.
+    fn from_written(
+        conn: &Connection,
+        written: Written,
+    ) -> rusqlite::Result<(Tables, Vec<RefRow>, Vec<ImportRow>)> {
+        let mut t = Tables::load(conn, false)?;
+        let mut by_name: HashMap<String, Vec<Arc<Sym>>> = HashMap::new();
+        for sym in written.syms {
+            let sym = Arc::new(sym);
+            t.by_id.insert(sym.id.clone(), Some(sym.clone()));
+            by_name.entry(sym.name.clone()).or_default().push(sym);
+        }
+        t.by_name = by_name.into_iter().map(|(k, v)| (k, Arc::new(v))).collect();
+        let mut imports: HashMap<String, Vec<ImportRow>> = HashMap::new();
+        for row in &written.imports {
+            imports
+                .entry(row.file.clone())
+                .or_default()
+                .push(row.clone());
+        }
+        t.imports = imports.into_iter().map(|(k, v)| (k, Arc::new(v))).collect();
+        for r in &written.refs {
+            if let (Some(scope), "base") = (&r.scope, r.kind.as_str()) {
+                t.bases
+                    .entry(scope.clone())
+                    .or_default()
+                    .push(r.name.clone());
+            }
+        }
+        Ok((t, written.refs, written.imports))
+    }
+
+    /// Every parsed file's language; with `preload`, every definition,
+    /// import and base too.
+    fn load(conn: &Connection, preload: bool) -> rusqlite::Result<Tables> {
+        let mut t = Tables::default();
         {
             let mut stmt = conn.prepare("SELECT path, lang FROM files WHERE status = 'parsed'")?;
             let rows =
@@ -261,47 +419,33 @@ impl<'c> Resolver<'c> {
             for row in rows {
                 let (path, lang) = row?;
                 if let Some(lang) = Lang::ALL.into_iter().find(|l| l.name() == lang) {
-                    langs.insert(path, lang);
+                    t.langs.insert(path, lang);
                 }
             }
         }
-        let mut by_basename: HashMap<String, Vec<String>> = HashMap::new();
-        for path in langs.keys() {
+        for path in t.langs.keys() {
             let base = path.rsplit('/').next().unwrap_or(path);
-            by_basename
+            t.by_basename
                 .entry(base.to_owned())
                 .or_default()
                 .push(path.clone());
         }
-        let mut r = Resolver {
-            conn,
-            by_basename,
-            targets: HashMap::new(),
-            groups: HashMap::new(),
-            by_name_cache: HashMap::new(),
-            langs,
-            by_name: HashMap::new(),
-            by_id: HashMap::new(),
-            imports: HashMap::new(),
-            bases: HashMap::new(),
-            preloaded: preload,
-        };
         if preload {
             let mut stmt = conn.prepare(SYM_COLUMNS)?;
-            let mut by_name: HashMap<String, Vec<Rc<Sym>>> = HashMap::new();
+            let mut by_name: HashMap<String, Vec<Arc<Sym>>> = HashMap::new();
             for sym in stmt.query_map([], sym_row)? {
-                let sym = Rc::new(sym?);
-                r.by_id.insert(sym.id.clone(), Some(sym.clone()));
+                let sym = Arc::new(sym?);
+                t.by_id.insert(sym.id.clone(), Some(sym.clone()));
                 by_name.entry(sym.name.clone()).or_default().push(sym);
             }
-            r.by_name = by_name.into_iter().map(|(k, v)| (k, Rc::new(v))).collect();
+            t.by_name = by_name.into_iter().map(|(k, v)| (k, Arc::new(v))).collect();
             let mut stmt = conn.prepare(&format!("{IMPORT_COLUMNS} ORDER BY id"))?;
             let mut imports: HashMap<String, Vec<ImportRow>> = HashMap::new();
             for row in stmt.query_map([], import_row)? {
                 let row = row?;
                 imports.entry(row.file.clone()).or_default().push(row);
             }
-            r.imports = imports.into_iter().map(|(k, v)| (k, Rc::new(v))).collect();
+            t.imports = imports.into_iter().map(|(k, v)| (k, Arc::new(v))).collect();
             let mut stmt = conn.prepare(
                 "SELECT scope, name FROM refs WHERE kind = 'base' AND scope IS NOT NULL",
             )?;
@@ -309,14 +453,41 @@ impl<'c> Resolver<'c> {
                 stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?
             {
                 let (scope, name) = row?;
-                r.bases.entry(scope).or_default().push(name);
+                t.bases.entry(scope).or_default().push(name);
             }
         }
-        Ok(r)
+        Ok(t)
+    }
+}
+
+impl<'c> Resolver<'c> {
+    fn new(conn: &'c Connection, preload: bool) -> rusqlite::Result<Resolver<'c>> {
+        Ok(Resolver::with(
+            Some(conn),
+            Tables::load(conn, preload)?,
+            preload,
+        ))
+    }
+
+    fn with(conn: Option<&'c Connection>, t: Tables, preloaded: bool) -> Resolver<'c> {
+        Resolver {
+            conn,
+            t,
+            targets: HashMap::new(),
+            groups: HashMap::new(),
+            by_name_cache: HashMap::new(),
+            preloaded,
+        }
+    }
+
+    /// The connection for a row that was not preloaded.
+    fn db(&self) -> &'c Connection {
+        self.conn
+            .expect("a resolver without a connection has every row preloaded")
     }
 
     fn dirty_rows(&mut self, dirty: &Dirty) -> rusqlite::Result<(Vec<RefRow>, Vec<ImportRow>)> {
-        let conn = self.conn;
+        let conn = self.db();
         if dirty.all {
             let refs = conn
                 .prepare(&format!("{REF_COLUMNS} ORDER BY id"))?
@@ -374,25 +545,25 @@ impl<'c> Resolver<'c> {
         Ok((refs, imports))
     }
 
-    fn named(&mut self, name: &str) -> rusqlite::Result<Rc<Vec<Rc<Sym>>>> {
-        if let Some(found) = self.by_name.get(name) {
+    fn named(&mut self, name: &str) -> rusqlite::Result<Arc<Vec<Arc<Sym>>>> {
+        if let Some(found) = self.t.by_name.get(name) {
             return Ok(found.clone());
         }
         let found = if self.preloaded {
             Vec::new()
         } else {
-            self.conn
+            self.db()
                 .prepare_cached(&format!("{SYM_COLUMNS} WHERE name = ?1"))?
                 .query_map([name], sym_row)?
-                .map(|r| r.map(Rc::new))
+                .map(|r| r.map(Arc::new))
                 .collect::<rusqlite::Result<Vec<_>>>()?
         };
-        let found = Rc::new(found);
-        self.by_name.insert(name.to_owned(), found.clone());
+        let found = Arc::new(found);
+        self.t.by_name.insert(name.to_owned(), found.clone());
         Ok(found)
     }
 
-    fn groups(&mut self, name: &str) -> rusqlite::Result<Rc<NameGroups>> {
+    fn groups(&mut self, name: &str) -> rusqlite::Result<Arc<NameGroups>> {
         if let Some(g) = self.groups.get(name) {
             return Ok(g.clone());
         }
@@ -407,67 +578,67 @@ impl<'c> Resolver<'c> {
                 }
             }
         }
-        let g = Rc::new(g);
+        let g = Arc::new(g);
         self.groups.insert(name.to_owned(), g.clone());
         Ok(g)
     }
 
     fn family(&self, file: &str) -> &'static str {
-        self.langs.get(file).map_or("", |l| l.family())
+        self.t.langs.get(file).map_or("", |l| l.family())
     }
 
-    fn sym(&mut self, id: &str) -> rusqlite::Result<Option<Rc<Sym>>> {
-        if let Some(found) = self.by_id.get(id) {
+    fn sym(&mut self, id: &str) -> rusqlite::Result<Option<Arc<Sym>>> {
+        if let Some(found) = self.t.by_id.get(id) {
             return Ok(found.clone());
         }
         if self.preloaded {
             return Ok(None);
         }
         let found = self
-            .conn
+            .db()
             .prepare_cached(&format!("{SYM_COLUMNS} WHERE id = ?1"))?
             .query_row([id], sym_row)
             .optional()?
-            .map(Rc::new);
-        self.by_id.insert(id.to_owned(), found.clone());
+            .map(Arc::new);
+        self.t.by_id.insert(id.to_owned(), found.clone());
         Ok(found)
     }
 
-    fn imports_of(&mut self, file: &str) -> rusqlite::Result<Rc<Vec<ImportRow>>> {
-        if let Some(found) = self.imports.get(file) {
+    fn imports_of(&mut self, file: &str) -> rusqlite::Result<Arc<Vec<ImportRow>>> {
+        if let Some(found) = self.t.imports.get(file) {
             return Ok(found.clone());
         }
         let found = if self.preloaded {
             Vec::new()
         } else {
-            self.conn
+            self.db()
                 .prepare_cached(&format!("{IMPORT_COLUMNS} WHERE file = ?1 ORDER BY id"))?
                 .query_map([file], import_row)?
                 .collect::<rusqlite::Result<Vec<_>>>()?
         };
-        let found = Rc::new(found);
-        self.imports.insert(file.to_owned(), found.clone());
+        let found = Arc::new(found);
+        self.t.imports.insert(file.to_owned(), found.clone());
         Ok(found)
     }
 
     fn bases_of(&mut self, type_id: &str) -> rusqlite::Result<Vec<String>> {
-        if let Some(found) = self.bases.get(type_id) {
+        if let Some(found) = self.t.bases.get(type_id) {
             return Ok(found.clone());
         }
         if self.preloaded {
             return Ok(Vec::new());
         }
         let found = self
-            .conn
+            .db()
             .prepare_cached("SELECT name FROM refs WHERE kind = 'base' AND scope = ?1")?
             .query_map([type_id], |r| r.get(0))?
             .collect::<rusqlite::Result<Vec<String>>>()?;
-        self.bases.insert(type_id.to_owned(), found.clone());
+        self.t.bases.insert(type_id.to_owned(), found.clone());
         Ok(found)
     }
 
     /// The chain of enclosing symbols of `scope`, innermost first.
-    fn ancestors(&mut self, scope: Option<&str>) -> rusqlite::Result<Vec<Rc<Sym>>> {
+    fn ancestors(&mut self, scope: Option<&str>) -> rusqlite::Result<Vec<Arc<Sym>>> {
         let mut out = Vec::new();
         let mut at = scope.map(str::to_owned);
         while let Some(id) = at {
@@ -491,13 +662,13 @@ impl<'c> Resolver<'c> {
         let dir = |p: &str| p.rsplit_once('/').map_or("", |(d, _)| d).len();
         let same_dir = dir(from) == dir(file) && from[..dir(from)] == file[..dir(file)];
         same_dir
-            && matches!(self.langs.get(from), Some(Lang::Go | Lang::Java))
-            && self.langs.get(file) == self.langs.get(from)
+            && matches!(self.t.langs.get(from), Some(Lang::Go | Lang::Java))
+            && self.t.langs.get(file) == self.t.langs.get(from)
     }
 
     /// Whether a definition in `file` can be reached by name from `from`.
     fn same_family(&self, from: &str, file: &str) -> bool {
-        match (self.langs.get(from), self.langs.get(file)) {
+        match (self.t.langs.get(from), self.t.langs.get(file)) {
             (Some(a), Some(b)) => a.family() == b.family(),
             _ => false,
         }
@@ -577,7 +748,7 @@ impl<'c> Resolver<'c> {
                 let holder = import.name.clone();
                 return self.call_through_module(row, &import, holder.as_deref());
             } else {
-                let types: Vec<Rc<Sym>> = self
+                let types: Vec<Arc<Sym>> = self
                     .named(recv)?
                     .iter()
                     .filter(|s| {
@@ -611,8 +782,8 @@ impl<'c> Resolver<'c> {
         }
         // Visible in the same file: top level, or in an enclosing scope.
         let groups = self.groups(name)?;
-        let package_scoped = matches!(self.langs.get(&row.file), Some(Lang::Go | Lang::Java));
-        let in_scope: Vec<&Rc<Sym>> = if package_scoped {
+        let package_scoped = matches!(self.t.langs.get(&row.file), Some(Lang::Go | Lang::Java));
+        let in_scope: Vec<&Arc<Sym>> = if package_scoped {
             groups
                 .by_file
                 .iter()
@@ -659,7 +830,7 @@ impl<'c> Resolver<'c> {
                     .map(|s| s.id.clone())
                     .collect();
                 found.sort();
-                let found = Rc::new(found);
+                let found = Arc::new(found);
                 self.by_name_cache.insert(key, found.clone());
                 found
             }
@@ -695,7 +866,7 @@ impl<'c> Resolver<'c> {
         let mut types = vec![type_name.to_owned()];
         let mut seen = HashSet::new();
         for level in 0..3 {
-            let mut found: Vec<&Rc<Sym>> = Vec::new();
+            let mut found: Vec<&Arc<Sym>> = Vec::new();
             for tname in &types {
                 for m in groups.by_type.get(tname).into_iter().flatten() {
                     if self.same_family(from, &m.file) {
@@ -721,7 +892,7 @@ impl<'c> Resolver<'c> {
                 if !seen.insert(tname.clone()) {
                     continue;
                 }
-                let all: Vec<Rc<Sym>> = self
+                let all: Vec<Arc<Sym>> = self
                     .named(tname)?
                     .iter()
                     .filter(|s| {
@@ -731,7 +902,7 @@ impl<'c> Resolver<'c> {
                     .collect();
                 let near: HashSet<String> =
                     nearest(from, all.iter().collect()).into_iter().collect();
-                let mut defs: Vec<Rc<Sym>> =
+                let mut defs: Vec<Arc<Sym>> =
                     all.into_iter().filter(|s| near.contains(&s.id)).collect();
                 if level == 0 {
                     defs.extend(self.sym(type_id)?);
@@ -793,22 +964,18 @@ impl<'c> Resolver<'c> {
             .cloned())
     }
 
-    fn import_target(
-        &mut self,
-        file: &str,
-        import: &ImportRow,
-    ) -> rusqlite::Result<std::rc::Rc<Target>> {
+    fn import_target(&mut self, file: &str, import: &ImportRow) -> rusqlite::Result<Arc<Target>> {
         if let Some(t) = self.targets.get(&import.id) {
             return Ok(t.clone());
         }
-        let target = std::rc::Rc::new(match self.langs.get(file) {
+        let target = Arc::new(match self.t.langs.get(file) {
             Some(&lang) => module_files(
                 lang,
                 file,
                 &import.module,
                 import.name.as_deref(),
-                &self.langs,
-                &self.by_basename,
+                &self.t.langs,
+                &self.t.by_basename,
             ),
             None => Target::Unknown,
         });
@@ -875,7 +1042,7 @@ impl<'c> Resolver<'c> {
         if let Some(decided) = self.name_through_import(row)? {
             return Ok(decided);
         }
-        let types: Vec<Rc<Sym>> = self
+        let types: Vec<Arc<Sym>> = self
             .named(name)?
             .iter()
             .filter(|s| TYPE_KINDS.contains(&s.kind.as_str()) && s.kind != "impl")
@@ -925,7 +1092,7 @@ impl<'c> Resolver<'c> {
 
 /// The ids of the definitions whose files share the longest directory
 /// prefix with `from` (the same file first, then the same package...).
-fn nearest(from: &str, defs: Vec<&Rc<Sym>>) -> Vec<String> {
+fn nearest(from: &str, defs: Vec<&Arc<Sym>>) -> Vec<String> {
     let shared = |file: &str| -> usize {
         if file == from {
             return usize::MAX;

@@ -14,8 +14,24 @@ use crate::flowcode;
 pub(crate) const SCHEMA_VERSION: i64 = 7;
 
 /// Secondary indexes: dropped for a cold load and built once after it
-/// (cheaper than keeping them up to date row by row).
-const INDEXES: &str = "
+/// (cheaper than keeping them up to date row by row). Those of the facts
+/// ([`FACT_INDEXES`]) are built while the names resolve, the edges'
+/// after.
+const INDEXES: &str = concat!(
+    fact_indexes!(),
+    "
+CREATE INDEX IF NOT EXISTS edge_src ON edge(src, kind);
+CREATE INDEX IF NOT EXISTS edge_dst ON edge(dst, kind);
+CREATE INDEX IF NOT EXISTS edge_origin ON edge(kind, origin);
+"
+);
+
+/// The indexes of the tables a file's facts go to (`sym`, `ref`, `imp`).
+const FACT_INDEXES: &str = fact_indexes!();
+
+macro_rules! fact_indexes {
+    () => {
+        "
 CREATE INDEX IF NOT EXISTS sym_name ON sym(name);
 CREATE INDEX IF NOT EXISTS sym_file ON sym(fid, line);
 CREATE INDEX IF NOT EXISTS sym_qualname ON sym(qualname);
@@ -23,11 +39,10 @@ CREATE INDEX IF NOT EXISTS ref_file ON ref(fid);
 CREATE INDEX IF NOT EXISTS ref_name ON ref(name);
 CREATE INDEX IF NOT EXISTS ref_bases ON ref(scope) WHERE kind = 'base';
 CREATE INDEX IF NOT EXISTS ref_receiver ON ref(receiver) WHERE receiver IS NOT NULL;
-CREATE INDEX IF NOT EXISTS imp_file ON imp(fid);
-CREATE INDEX IF NOT EXISTS edge_src ON edge(src, kind);
-CREATE INDEX IF NOT EXISTS edge_dst ON edge(dst, kind);
-CREATE INDEX IF NOT EXISTS edge_origin ON edge(kind, origin);
-";
+CREATE INDEX IF NOT EXISTS imp_file ON imp(fid);"
+    };
+}
+use fact_indexes;
 
 /// Tables. A file's path, a symbol's id and an edge's end (a symbol id,
 /// or a file path for module-level code) are stored once (`files`, `sym`,
@@ -392,6 +407,12 @@ impl Store {
         Ok(())
     }
 
+    /// Builds the indexes of the facts' tables that are missing (inside the
+    /// caller's transaction).
+    pub(crate) fn create_fact_indexes(tx: &Connection) -> rusqlite::Result<()> {
+        tx.execute_batch(FACT_INDEXES)
+    }
+
     /// Builds the secondary indexes that are missing.
     pub(crate) fn create_indexes(&self) -> Result<()> {
         self.conn.execute_batch(INDEXES).map_err(self.db())
@@ -455,13 +476,15 @@ impl Store {
 
     /// Writes a file's rows (inside the caller's transaction), replacing
     /// what was there. `fresh`: the tables hold nothing of this file (a
-    /// cold load), so there is nothing to delete first.
+    /// cold load), so there is nothing to delete first. Returns the ids of
+    /// the file's first reference and first import (the others follow
+    /// them in order).
     pub(crate) fn write_file(
         tx: &Connection,
         row: &FileRow,
         facts: &FileFacts,
         fresh: bool,
-    ) -> rusqlite::Result<()> {
+    ) -> rusqlite::Result<(i64, i64)> {
         let old_fid = if fresh {
             None
         } else {
@@ -540,6 +563,9 @@ impl Store {
                 r.col
             ])?;
         }
+        // Rows inserted one after another in one transaction are numbered
+        // one after another.
+        let first_ref = tx.last_insert_rowid() - facts.refs.len() as i64 + 1;
         let mut insert = tx.prepare_cached(
             "INSERT INTO imp (fid, scope, module, name, local, line, col) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         )?;
@@ -554,10 +580,11 @@ impl Store {
                 i.col
             ])?;
         }
+        let first_import = tx.last_insert_rowid() - facts.imports.len() as i64 + 1;
         if facts.flow {
             Self::write_flow(tx, fid, facts)?;
         }
-        Ok(())
+        Ok((first_ref, first_import))
     }
 
     /// Writes a file's statements, variables and def-use (inside the

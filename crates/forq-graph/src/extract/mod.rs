@@ -4,9 +4,8 @@
 
 mod defs;
 mod flow;
+mod matcher;
 mod refs;
-
-use streaming_iterator::StreamingIterator;
 
 use crate::error::Result;
 use crate::lang::{Lang, QueryKind};
@@ -15,15 +14,13 @@ use crate::store::Symbol;
 pub(crate) use flow::{DefUse, Statement, VarOcc};
 pub(crate) use refs::{Import, Ref, RefKind};
 
-/// The queries of one language, compiled into one: a single pass over a
-/// tree finds every kind of match (five passes cost twice the parse), and
-/// each pattern remembers which file it came from.
+/// The queries of one language, compiled for one walk of each tree
+/// ([`matcher`]): every kind of match is found in a single pass, and each
+/// pattern remembers which file it came from.
 #[derive(Debug)]
 pub(crate) struct Queries {
     lang: Lang,
-    query: tree_sitter::Query,
-    /// The kind of each pattern, by pattern index.
-    kinds: Vec<QueryKind>,
+    matcher: matcher::Matcher,
 }
 
 /// The captures of one match: `(capture name, node)`.
@@ -40,8 +37,7 @@ pub(crate) struct Matches<'t> {
 }
 
 impl Queries {
-    /// The language's queries, compiled once per process (compiling is
-    /// the slow part of opening an index).
+    /// The language's queries, compiled once per process.
     pub(crate) fn get(lang: Lang) -> Result<&'static Queries> {
         static CACHE: [std::sync::OnceLock<Queries>; Lang::ALL.len()] =
             [const { std::sync::OnceLock::new() }; Lang::ALL.len()];
@@ -52,40 +48,18 @@ impl Queries {
         if let Some(q) = slot.get() {
             return Ok(q);
         }
-        let compiled = Queries::new(lang)?;
-        Ok(slot.get_or_init(|| compiled))
-    }
-
-    fn new(lang: Lang) -> Result<Queries> {
-        // Each file compiles alone first, so an error names its file.
-        let mut combined = String::new();
-        let mut parts = Vec::new();
-        for kind in QueryKind::ALL {
-            if lang.query(kind)?.is_some() {
-                let source = lang.query_source(kind).unwrap_or_default();
-                parts.push((combined.len(), kind));
-                combined.push_str(source);
-                combined.push('\n');
-            }
-        }
-        let query = tree_sitter::Query::new(&lang.grammar(), &combined).map_err(|e| {
-            crate::error::Error::Query {
-                lang: lang.name(),
-                name: "(all queries together)",
-                message: e.to_string(),
-            }
-        })?;
-        let kinds = (0..query.pattern_count())
-            .map(|i| {
-                let at = query.start_byte_for_pattern(i);
-                parts
-                    .iter()
-                    .rev()
-                    .find(|(start, _)| *start <= at)
-                    .map_or(QueryKind::Defs, |&(_, kind)| kind)
+        let files: Vec<_> = QueryKind::ALL
+            .into_iter()
+            .filter_map(|kind| {
+                lang.query_source(kind)
+                    .map(|source| (kind.file_name(), kind, source))
             })
             .collect();
-        Ok(Queries { lang, query, kinds })
+        let compiled = Queries {
+            lang,
+            matcher: matcher::Matcher::new(lang, &files)?,
+        };
+        Ok(slot.get_or_init(|| compiled))
     }
 
     /// Every match of every query over `tree`, by kind.
@@ -94,25 +68,17 @@ impl Queries {
         tree: &'t tree_sitter::Tree,
         source: &[u8],
     ) -> Matches<'t> {
-        let names = self.query.capture_names();
-        let mut cursor = tree_sitter::QueryCursor::new();
-        let mut it = cursor.matches(&self.query, tree.root_node(), source);
         let mut out = Matches::default();
-        while let Some(m) = it.next() {
-            let caps: Caps<'t> = m
-                .captures()
-                .iter()
-                .map(|c| (names[c.index as usize], c.node))
-                .collect();
-            let list = match self.kinds[m.pattern_index] {
+        self.matcher.run(tree, source, |found| {
+            let list = match found.kind {
                 QueryKind::Defs => &mut out.defs,
                 QueryKind::Calls => &mut out.calls,
                 QueryKind::Imports => &mut out.imports,
                 QueryKind::Bases => &mut out.bases,
                 QueryKind::Tests => &mut out.tests,
             };
-            list.push(caps);
-        }
+            list.push(found.captures);
+        });
         out
     }
 }
@@ -164,7 +130,7 @@ pub(crate) fn extract(
 ) -> FileFacts {
     let matches = queries.run(tree, source);
     let (symbols, spans) = defs::definitions(queries.lang, &matches, path, source);
-    let refs = refs::references(&matches, source, &symbols, &spans);
+    let refs = refs::references(queries.lang, &matches, source, &symbols, &spans);
     let imports = refs::imports(queries.lang, &matches, source, &symbols, &spans);
     let mut facts = FileFacts {
         symbols,

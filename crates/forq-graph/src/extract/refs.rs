@@ -58,6 +58,7 @@ pub(crate) struct Import {
 
 /// Calls and bases of a file.
 pub(super) fn references(
+    lang: crate::lang::Lang,
     matches: &Matches<'_>,
     source: &[u8],
     symbols: &[Symbol],
@@ -69,10 +70,13 @@ pub(super) fn references(
             return;
         };
         // A path call (`Vec::new()`, `std::max()`) goes through a type or
-        // module, never a variable: its receiver ends with `::`.
-        let path_call = callee
-            .parent()
-            .is_some_and(|p| matches!(p.kind(), "scoped_identifier" | "qualified_identifier"));
+        // module, never a variable: its receiver ends with `::`. Only Rust
+        // and C++ write them (and asking a node for its parent walks down
+        // from the root, so the others do not ask).
+        let path_call = matches!(lang, crate::lang::Lang::Rust | crate::lang::Lang::Cpp)
+            && callee
+                .parent()
+                .is_some_and(|p| matches!(p.kind(), "scoped_identifier" | "qualified_identifier"));
         let receiver = capture(caps, "receiver").map(|n| {
             let mut r: String = text(n, source).chars().take(RECEIVER_CHARS).collect();
             if path_call {
