@@ -330,11 +330,29 @@ pub(crate) fn resolve(
         }
         edges
     };
-    crate::store::Store::write_edges(conn, &edges)?;
+    crate::store::Store::write_edges(conn, &edges, dirty.all)?;
     if !dirty.all {
         crate::store::Store::forget_unused_nodes(conn)?;
     }
-    Ok(edges.len())
+    let n = edges.len();
+    let caches = (
+        std::mem::take(&mut r.groups),
+        std::mem::take(&mut r.by_name_cache),
+        std::mem::take(&mut r.targets),
+    );
+    let tables = (r.t, caches, refs, imports, edges);
+    // Freeing a full resolution's tables takes a while (millions of
+    // strings): a thread of its own does it while the caller commits and
+    // builds the edges' indexes.
+    if n > 10_000 {
+        let spawned = std::thread::Builder::new()
+            .name("forq-graph-free".into())
+            .spawn(move || drop(tables));
+        drop(spawned);
+    } else {
+        drop(tables);
+    }
+    Ok(n)
 }
 
 fn sym_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Sym> {

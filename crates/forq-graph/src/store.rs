@@ -614,13 +614,25 @@ impl Store {
     }
 
     /// Writes resolved edges (inside the caller's transaction), naming
-    /// their ends in `node`.
-    pub(crate) fn write_edges(tx: &Connection, edges: &[EdgeRow]) -> rusqlite::Result<()> {
+    /// their ends in `node`. `empty`: the node table holds nothing (a full
+    /// resolution), so ends are numbered here, not looked up.
+    pub(crate) fn write_edges(
+        tx: &Connection,
+        edges: &[EdgeRow],
+        empty: bool,
+    ) -> rusqlite::Result<()> {
         let mut nids: HashMap<&str, i64> = HashMap::new();
         let mut fids: HashMap<&str, i64> = HashMap::new();
         let mut add_node = tx.prepare_cached("INSERT OR IGNORE INTO node (name) VALUES (?1)")?;
+        let mut new_node = tx.prepare_cached("INSERT INTO node (nid, name) VALUES (?1, ?2)")?;
         let mut find_node = tx.prepare_cached("SELECT nid FROM node WHERE name = ?1")?;
+        let mut numbered = 0;
         let mut nid = |name: &'_ str| -> rusqlite::Result<i64> {
+            if empty {
+                numbered += 1;
+                new_node.execute(params![numbered, name])?;
+                return Ok(numbered);
+            }
             add_node.execute([name])?;
             find_node.query_row([name], |r| r.get(0))
         };

@@ -216,7 +216,8 @@ impl Matcher {
                     order.into_iter().for_each(attempt);
                 }
             }
-            if cursor.goto_first_child() {
+            // A leaf has no child to go to (asking the cursor costs more).
+            if node.child_count() > 0 && cursor.goto_first_child() {
                 continue;
             }
             loop {
