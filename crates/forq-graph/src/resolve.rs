@@ -118,7 +118,8 @@ struct NameGroups {
 struct RefRow {
     id: i64,
     file: String,
-    kind: String,
+    /// `call` or `base`.
+    kind: &'static str,
     scope: Option<String>,
     name: String,
     receiver: Option<String>,
@@ -179,31 +180,28 @@ impl Written {
         first_ref: i64,
         first_import: i64,
     ) {
+        let crate::extract::FileFacts {
+            symbols,
+            refs,
+            imports,
+            ..
+        } = facts;
         // A scope or parent that is not one of the file's symbols is
         // written as none.
-        let known: HashSet<String> = facts.symbols.iter().map(|s| s.id.clone()).collect();
-        let within = |id: Option<String>| id.filter(|id| known.contains(id));
-        for s in facts.symbols {
-            self.syms.push(Sym {
-                parent: within(s.parent),
-                id: s.id,
-                name: s.name,
-                kind: s.kind,
-                file: path.to_owned(),
-            });
-        }
-        for (r, id) in facts.refs.into_iter().zip(first_ref..) {
+        let known: HashSet<&str> = symbols.iter().map(|s| s.id.as_str()).collect();
+        let within = |id: Option<String>| id.filter(|id| known.contains(id.as_str()));
+        for (r, id) in refs.into_iter().zip(first_ref..) {
             self.refs.push(RefRow {
                 id,
                 file: path.to_owned(),
-                kind: r.kind.as_str().to_owned(),
+                kind: r.kind.as_str(),
                 scope: within(r.scope),
                 name: r.name,
                 receiver: r.receiver,
                 line: r.line,
             });
         }
-        for (i, id) in facts.imports.into_iter().zip(first_import..) {
+        for (i, id) in imports.into_iter().zip(first_import..) {
             self.imports.push(ImportRow {
                 id,
                 file: path.to_owned(),
@@ -211,6 +209,18 @@ impl Written {
                 name: i.name,
                 local: i.local,
                 line: i.line,
+            });
+        }
+        let parents: Vec<Option<String>> =
+            symbols.iter().map(|s| within(s.parent.clone())).collect();
+        drop(known);
+        for (s, parent) in symbols.into_iter().zip(parents) {
+            self.syms.push(Sym {
+                parent,
+                id: s.id,
+                name: s.name,
+                kind: s.kind,
+                file: path.to_owned(),
             });
         }
     }
@@ -366,10 +376,11 @@ fn sym_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Sym> {
 }
 
 fn ref_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RefRow> {
+    let kind: String = r.get(2)?;
     Ok(RefRow {
         id: r.get(0)?,
         file: r.get(1)?,
-        kind: r.get(2)?,
+        kind: if kind == "base" { "base" } else { "call" },
         scope: r.get(3)?,
         name: r.get(4)?,
         receiver: r.get(5)?,
@@ -416,7 +427,7 @@ impl Tables {
         }
         t.imports = imports.into_iter().map(|(k, v)| (k, Arc::new(v))).collect();
         for r in &written.refs {
-            if let (Some(scope), "base") = (&r.scope, r.kind.as_str()) {
+            if let (Some(scope), "base") = (&r.scope, r.kind) {
                 t.bases
                     .entry(scope.clone())
                     .or_default()

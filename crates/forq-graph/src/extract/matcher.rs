@@ -35,6 +35,9 @@ type CaptureId = u16;
 /// The captures of a match in progress.
 type Captured<'t> = Vec<(CaptureId, Node<'t>)>;
 
+/// A node's named children with their fields.
+type Kids<'t> = Vec<(Node<'t>, Option<NonZeroU16>)>;
+
 /// One node of a pattern.
 #[derive(Debug)]
 enum Pat {
@@ -192,9 +195,12 @@ impl Matcher {
                     .by_kind
                     .get(kind as usize)
                     .map_or(&[][..], Vec::as_slice);
+                // The node's children, gathered once for all the patterns
+                // rooted at it.
+                let mut kids = None;
                 let mut attempt = |i: usize| {
                     let p = &self.patterns[i];
-                    self.at(&p.root, node, &mut caps, &mut |caps| {
+                    self.at(&p.root, node, &mut kids, &mut caps, &mut |caps| {
                         if p.predicates.iter().all(|pr| holds(pr, caps, source)) {
                             sink(Found {
                                 kind: p.kind,
@@ -238,10 +244,13 @@ impl Matcher {
 
     /// Matches `pat` at `node`, calling `then` once per way it matches with
     /// the captures so far (and restoring them after).
+    /// `kids`: `node`'s children once gathered, kept for the next pattern
+    /// tried at the same node.
     fn at<'t>(
         &self,
         pat: &Pat,
         node: Node<'t>,
+        kids: &mut Option<Kids<'t>>,
         caps: &mut Captured<'t>,
         then: &mut dyn FnMut(&mut Captured<'t>),
     ) {
@@ -251,7 +260,7 @@ impl Matcher {
                 captures,
             } => {
                 for alt in alternatives {
-                    self.at(alt, node, caps, &mut |caps| {
+                    self.at(alt, node, kids, caps, &mut |caps| {
                         let base = caps.len();
                         caps.extend(captures.iter().map(|&c| (c, node)));
                         then(caps);
@@ -280,21 +289,24 @@ impl Matcher {
                 if children.is_empty() {
                     then(caps);
                 } else {
-                    let mut kids = Vec::with_capacity(node.child_count() as usize);
-                    let mut cursor = node.walk();
-                    if cursor.goto_first_child() {
-                        loop {
-                            let kid = cursor.node();
-                            if kid.is_named() {
-                                kids.push((kid, cursor.field_id()));
-                            }
-                            if !cursor.goto_next_sibling() {
-                                break;
+                    let kids = kids.get_or_insert_with(|| {
+                        let mut kids = Vec::with_capacity(node.child_count() as usize);
+                        let mut cursor = node.walk();
+                        if cursor.goto_first_child() {
+                            loop {
+                                let kid = cursor.node();
+                                if kid.is_named() {
+                                    kids.push((kid, cursor.field_id()));
+                                }
+                                if !cursor.goto_next_sibling() {
+                                    break;
+                                }
                             }
                         }
-                    }
+                        kids
+                    });
                     let end = *anchored_end;
-                    self.steps(children, &kids, 0, caps, &mut |caps, next| {
+                    self.steps(children, kids, 0, caps, &mut |caps, next| {
                         if !end || next == kids.len() {
                             then(caps);
                         }
@@ -327,7 +339,7 @@ impl Matcher {
             if step.field.is_some() && field != step.field {
                 continue;
             }
-            self.at(&step.pat, kid, caps, &mut |caps| {
+            self.at(&step.pat, kid, &mut None, caps, &mut |caps| {
                 self.steps(rest, kids, j + 1, caps, then)
             });
         }
