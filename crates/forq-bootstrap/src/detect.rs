@@ -122,9 +122,14 @@ impl Stack {
         let under = |dirs: &[&str]| path.split('/').rev().skip(1).any(|d| dirs.contains(&d));
         let named = stem.starts_with("test") || stem.ends_with("_test") || stem.ends_with("_tests");
         match self.kind {
+            // A test directory's other modules (`tests/__init__.py` holding
+            // a mixin of tests, helpers, fixtures) are tests' too.
             StackKind::Pytest | StackKind::Unittest => {
                 ext == "py"
-                    && (stem.starts_with("test") || stem.ends_with("_test") || stem == "conftest")
+                    && (stem.starts_with("test")
+                        || stem.ends_with("_test")
+                        || stem == "conftest"
+                        || under(&["test", "tests"]))
             }
             StackKind::Node => {
                 matches!(

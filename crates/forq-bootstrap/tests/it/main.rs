@@ -819,6 +819,11 @@ fn each_stack_knows_its_test_files() {
     let py = stack(&[("pytest.ini", "[pytest]\n")]);
     assert!(py.is_test_file("tests/test_calc.py") && py.is_test_file("pkg/calc_test.py"));
     assert!(py.is_test_file("conftest.py") && !py.is_test_file("pkg/calc.py"));
+    // A test directory's support modules are never edited either.
+    assert!(py.is_test_file("tests/__init__.py") && py.is_test_file("pkg/tests/helpers.py"));
+    assert!(
+        !py.is_test_file("pkg/testing_utils/calc.py") && !py.is_test_file("src/pkg/contest.py")
+    );
     let node = stack(&[("package.json", r#"{"scripts": {"test": "jest"}}"#)]);
     assert!(node.is_test_file("src/calc.test.ts") && node.is_test_file("src/__tests__/calc.js"));
     assert!(!node.is_test_file("src/calc.js") && !node.is_test_file("test/fixture.json"));

@@ -681,6 +681,7 @@ fn missing_raises(
     func: tree_sitter::Node<'_>,
     unmet: &[Expected],
     ran: &dyn Fn(u32) -> bool,
+    named: &dyn Fn(&str) -> bool,
 ) -> Vec<Mutation> {
     let source = file.source.as_str();
     let binds = |name: &str| file.ingredients.binds(name);
@@ -691,7 +692,7 @@ fn missing_raises(
     unmet
         .iter()
         .filter_map(|e| class_name(e, binds).map(|c| (e, c)))
-        .flat_map(|(e, class)| missing_raise(func, source, &params, class, e, ran))
+        .flat_map(|(e, class)| missing_raise(func, source, &params, class, e, ran, named))
         .collect()
 }
 
@@ -1950,6 +1951,17 @@ impl Brancher for Mutate {
             .iter()
             .map(|l| ((l.file.as_str(), l.line), l.score))
             .collect();
+        // A missing check belongs where the failing tests pass: a share of
+        // them, not Ochiai, which punishes a place every passing test also
+        // runs (a constructor's validation is on every test's path).
+        let failing_share: HashMap<(&str, u32), f64> = {
+            let all = lines.iter().map(|l| l.failing).max().unwrap_or(0).max(1);
+            lines
+                .iter()
+                .map(|l| ((l.file.as_str(), l.line), l.failing as f64 / all as f64))
+                .collect()
+        };
+        let target_words = test_words(&cx.oracle.target);
         // Each file read and parsed once, however many suspects it holds.
         let mut files: BTreeMap<String, Parsed> = BTreeMap::new();
         let mut all: Vec<(f64, String, usize, Candidate)> = Vec::new();
@@ -2003,7 +2015,8 @@ impl Brancher for Mutate {
                 .filter(|_| self.templates && file.lang == Lang::Python);
             if let Some(func) = func {
                 let ran = |line: u32| line_score.contains_key(&(s.file.as_str(), line));
-                found.extend(missing_raises(file, func, &unmet, &ran));
+                let named = |w: &str| target_words.contains(w);
+                found.extend(missing_raises(file, func, &unmet, &ran, &named));
                 let mut keywords = |name: &str| {
                     let original = file.ingredients.original(name).to_owned();
                     callee_keywords
@@ -2043,11 +2056,20 @@ impl Brancher for Mutate {
                 if !line_score.is_empty() {
                     // The most suspicious line the mutation touches.
                     let last = line + was.matches('\n').count();
+                    let scores = if m.operator == "missing raise" {
+                        &failing_share
+                    } else {
+                        &line_score
+                    };
                     let score = (line..=last)
-                        .filter_map(|l| line_score.get(&(s.file.as_str(), l as u32)))
+                        .filter_map(|l| scores.get(&(s.file.as_str(), l as u32)))
                         .fold(0.0f64, |a, &b| a.max(b));
                     prior *= UNRUN_LINE + score;
-                    hypothesis.push_str(&format!(" (line suspicion {score:.2})"));
+                    hypothesis.push_str(&if m.operator == "missing raise" {
+                        format!(" (failing tests here {score:.2})")
+                    } else {
+                        format!(" (line suspicion {score:.2})")
+                    });
                 }
                 all.push((
                     prior,

@@ -100,6 +100,8 @@ fn first_statement(block: tree_sitter::Node<'_>) -> Option<tree_sitter::Node<'_>
 /// 1-based line), where `E` is written `class`. The checks are those of a
 /// bad argument (`None`, negative, empty); a message pattern the test
 /// gave is the message, and the checks it names (`n`, `None`) weigh more.
+/// So do those the failing tests' names say (`named`, a word at a time:
+/// `test_maxsize_negative` says `maxsize` and negative).
 pub(super) fn missing_raise(
     func: tree_sitter::Node<'_>,
     source: &str,
@@ -107,6 +109,7 @@ pub(super) fn missing_raise(
     class: &str,
     expected: &Expected,
     ran: &dyn Fn(u32) -> bool,
+    named: &dyn Fn(&str) -> bool,
 ) -> Vec<Mutation> {
     let Some(body) = func.child_by_field_name("body") else {
         return Vec::new();
@@ -146,17 +149,30 @@ pub(super) fn missing_raise(
             continue;
         };
         for p in params.iter().take(MAX_PARAMS) {
-            let named = if subject == Some(&p.as_str()) {
+            let tests_name = super::reach::words(p).iter().all(|w| named(w));
+            let weight = if subject == Some(&p.as_str()) {
                 2.0
-            } else if says(p) {
+            } else if says(p) || tests_name {
                 1.5
             } else {
                 1.0
             };
             for (check, default, hint) in [
-                (format!("{p} is None"), "must not be None", says("None")),
-                (format!("{p} < 0"), "must not be negative", says("negative")),
-                (format!("not {p}"), "must not be empty", says("empty")),
+                (
+                    format!("{p} is None"),
+                    "must not be None",
+                    says("None") || named("none"),
+                ),
+                (
+                    format!("{p} < 0"),
+                    "must not be negative",
+                    says("negative") || named("negative"),
+                ),
+                (
+                    format!("not {p}"),
+                    "must not be empty",
+                    says("empty") || named("empty"),
+                ),
             ] {
                 let text = message.clone().unwrap_or_else(|| format!("{p} {default}"));
                 out.push(Mutation {
@@ -167,7 +183,7 @@ pub(super) fn missing_raise(
                         literal(&text)
                     ),
                     operator: "missing raise",
-                    weight: place_weight * named * if hint { 1.5 } else { 1.0 },
+                    weight: place_weight * weight * if hint { 1.5 } else { 1.0 },
                 });
             }
         }
@@ -365,7 +381,15 @@ mod tests {
         );
         let params = ["iterable".to_owned(), "n".to_owned(), "strict".to_owned()];
         // The failing test ran line 5, the `if strict:` block.
-        let found = missing_raise(func, src, &params, "ValueError", &expected, &|l| l == 5);
+        let found = missing_raise(
+            func,
+            src,
+            &params,
+            "ValueError",
+            &expected,
+            &|l| l == 5,
+            &|_| false,
+        );
         let best = found
             .iter()
             .max_by(|a, b| a.weight.total_cmp(&b.weight))
@@ -379,14 +403,61 @@ mod tests {
         // Three checks per parameter, in two places.
         assert_eq!(found.len(), 3 * 3 * 2);
         // A block no failing test ran gets none.
-        let unrun = missing_raise(func, src, &params, "ValueError", &expected, &|_| false);
+        let unrun = missing_raise(
+            func,
+            src,
+            &params,
+            "ValueError",
+            &expected,
+            &|_| false,
+            &|_| false,
+        );
         assert_eq!(unrun.len(), 3 * 3);
         // Without a pattern, the message says what is wrong.
         let plain = Expected::new("ValueError", "builtins", None);
-        let found = missing_raise(func, src, &params[1..2], "ValueError", &plain, &|_| false);
+        let found = missing_raise(
+            func,
+            src,
+            &params[1..2],
+            "ValueError",
+            &plain,
+            &|_| false,
+            &|_| false,
+        );
         assert!(apply(src, &found[1]).contains(
             "    if n < 0:\n        raise ValueError(\"n must not be negative\")\n    it = iter"
         ));
+    }
+
+    #[test]
+    fn the_check_the_failing_tests_names_say_weighs_most() {
+        // cachetools 7.1.8: `test_maxsize_negative` expects a ValueError
+        // and gives no message.
+        let src = "def __init__(self, maxsize, getsizeof=None):\n    self.__maxsize = maxsize\n";
+        let tree = parse(src);
+        let func = tree.root_node().named_child(0).unwrap();
+        let params = ["maxsize".to_owned(), "getsizeof".to_owned()];
+        let plain = Expected::new("ValueError", "builtins", None);
+        let named = |w: &str| ["test", "maxsize", "negative"].contains(&w);
+        let found = missing_raise(func, src, &params, "ValueError", &plain, &|_| false, &named);
+        let best = found
+            .iter()
+            .max_by(|a, b| a.weight.total_cmp(&b.weight))
+            .unwrap();
+        assert!(apply(src, best).starts_with(
+            "def __init__(self, maxsize, getsizeof=None):\n    if maxsize < 0:\n        raise ValueError(\"maxsize must not be negative\")\n"
+        ));
+        // Without the names, every check of every parameter weighs alike.
+        let flat = missing_raise(
+            func,
+            src,
+            &params,
+            "ValueError",
+            &plain,
+            &|_| false,
+            &|_| false,
+        );
+        assert!(flat.iter().all(|m| m.weight == flat[0].weight));
     }
 
     #[test]
