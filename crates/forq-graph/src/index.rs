@@ -677,8 +677,21 @@ impl<'s> Writer<'s> {
         Ok((old, bases))
     }
 
-    fn write(&mut self, row: &FileRow, facts: Box<FileFacts>, dirty: &mut Dirty) -> Result<()> {
+    fn write(&mut self, row: &FileRow, mut facts: Box<FileFacts>, dirty: &mut Dirty) -> Result<()> {
         self.begin()?;
+        // A file's references and imports are numbered within its range of
+        // ids (store.rs); a 1 MiB file cannot fill it, but the range bounds
+        // what is kept whatever the extraction gives.
+        for (what, len) in [
+            ("references", facts.refs.len()),
+            ("imports", facts.imports.len()),
+        ] {
+            if len > crate::store::MAX_REFS_PER_FILE {
+                tracing::warn!(file = %row.path, what, len, kept = crate::store::MAX_REFS_PER_FILE, "more rows than a file's range of ids holds; the rest are not kept");
+            }
+        }
+        facts.refs.truncate(crate::store::MAX_REFS_PER_FILE);
+        facts.imports.truncate(crate::store::MAX_REFS_PER_FILE);
         if !dirty.all {
             let (old, old_bases) = self.note_old(&row.path, dirty)?;
             let new: HashMap<&str, &str> = facts
@@ -707,11 +720,10 @@ impl<'s> Writer<'s> {
                 dirty.self_calls = true;
             }
         }
-        let (first_ref, first_import) =
-            Store::write_file(&self.store.conn, row, &facts, self.fresh)
-                .map_err(self.store.db())?;
+        let fid = Store::write_file(&self.store.conn, row, &facts, self.fresh)
+            .map_err(self.store.db())?;
         if let Some(written) = &mut self.written {
-            written.add(&row.path, *facts, first_ref, first_import);
+            written.add(&row.path, *facts, fid);
         }
         self.end()
     }

@@ -12,6 +12,7 @@
 //! of something outside the repository gets no edge at all.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use rusqlite::{Connection, OptionalExtension};
@@ -170,16 +171,9 @@ pub(crate) struct Written {
 }
 
 impl Written {
-    /// Keeps what resolution needs of one file's facts, written with its
-    /// first reference and first import numbered `first_ref` and
-    /// `first_import`.
-    pub(crate) fn add(
-        &mut self,
-        path: &str,
-        facts: crate::extract::FileFacts,
-        first_ref: i64,
-        first_import: i64,
-    ) {
+    /// Keeps what resolution needs of one file's facts, written as file
+    /// number `fid`.
+    pub(crate) fn add(&mut self, path: &str, facts: crate::extract::FileFacts, fid: i64) {
         let crate::extract::FileFacts {
             symbols,
             refs,
@@ -190,9 +184,9 @@ impl Written {
         // written as none.
         let known: HashSet<&str> = symbols.iter().map(|s| s.id.as_str()).collect();
         let within = |id: Option<String>| id.filter(|id| known.contains(id.as_str()));
-        for (r, id) in refs.into_iter().zip(first_ref..) {
+        for (n, r) in refs.into_iter().enumerate() {
             self.refs.push(RefRow {
-                id,
+                id: crate::store::ref_id(fid, n),
                 file: path.to_owned(),
                 kind: r.kind.as_str(),
                 scope: within(r.scope),
@@ -201,9 +195,9 @@ impl Written {
                 line: r.line,
             });
         }
-        for (i, id) in imports.into_iter().zip(first_import..) {
+        for (n, i) in imports.into_iter().enumerate() {
             self.imports.push(ImportRow {
-                id,
+                id: crate::store::import_id(fid, n),
                 file: path.to_owned(),
                 module: i.module,
                 name: i.name,
@@ -285,16 +279,17 @@ pub(crate) fn resolve(
         conn.execute("DELETE FROM edge", [])?;
         conn.execute("DELETE FROM node", [])?;
     } else {
-        let mut del_ref = conn.prepare_cached(
-            "DELETE FROM edge WHERE kind IN ('calls', 'inherits') AND origin = ?1",
-        )?;
-        for row in &refs {
-            del_ref.execute([row.id])?;
-        }
-        let mut del_imp =
-            conn.prepare_cached("DELETE FROM edge WHERE kind = 'imports' AND origin = ?1")?;
-        for row in &imports {
-            del_imp.execute([row.id])?;
+        // An origin's edges are a range of ids.
+        let mut delete = conn.prepare_cached("DELETE FROM edge WHERE eid >= ?1 AND eid < ?2")?;
+        for origin in refs
+            .iter()
+            .map(|r| r.id)
+            .chain(imports.iter().map(|i| i.id))
+        {
+            delete.execute([
+                crate::store::edge_id(origin, 0),
+                crate::store::edge_id(origin + 1, 0),
+            ])?;
         }
     }
     let edges = if r.preloaded && threads > 1 {
@@ -355,14 +350,33 @@ pub(crate) fn resolve(
     // strings): a thread of its own does it while the caller commits and
     // builds the edges' indexes.
     if n > 10_000 {
+        FREEING.fetch_add(1, Ordering::SeqCst);
         let spawned = std::thread::Builder::new()
             .name("forq-graph-free".into())
-            .spawn(move || drop(tables));
-        drop(spawned);
+            .spawn(move || {
+                drop(tables);
+                FREEING.fetch_sub(1, Ordering::SeqCst);
+            });
+        if let Err(unspawned) = spawned {
+            // No thread to be had: the tables went with the closure.
+            FREEING.fetch_sub(1, Ordering::SeqCst);
+            drop(unspawned);
+        }
     } else {
         drop(tables);
     }
     Ok(n)
+}
+
+/// Resolutions whose tables are still being freed on a thread of their own.
+static FREEING: AtomicUsize = AtomicUsize::new(0);
+
+/// Waits until every resolution's tables are freed (a benchmark does,
+/// so that the next thing it times does not share the cores with that).
+pub(crate) fn wait_for_frees() {
+    while FREEING.load(Ordering::SeqCst) > 0 {
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
 }
 
 fn sym_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Sym> {
@@ -726,7 +740,6 @@ impl<'c> Resolver<'c> {
         let src = row.scope.clone().unwrap_or_else(|| row.file.clone());
         for dst in targets.into_iter().take(MAX_CANDIDATES) {
             out.push(EdgeRow {
-                file: row.file.clone(),
                 origin: row.id,
                 kind: if row.kind == "base" {
                     "inherits"
@@ -1105,7 +1118,6 @@ impl<'c> Resolver<'c> {
         let k = dsts.len();
         for dst in dsts.into_iter().take(MAX_CANDIDATES) {
             out.push(EdgeRow {
-                file: row.file.clone(),
                 origin: row.id,
                 kind: "imports",
                 src: row.file.clone(),

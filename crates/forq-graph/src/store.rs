@@ -11,7 +11,7 @@ use crate::extract::FileFacts;
 use crate::flowcode;
 
 /// The schema version this build reads and writes (`PRAGMA user_version`).
-pub(crate) const SCHEMA_VERSION: i64 = 7;
+pub(crate) const SCHEMA_VERSION: i64 = 8;
 
 /// Secondary indexes: dropped for a cold load and built once after it
 /// (cheaper than keeping them up to date row by row). Those of the facts
@@ -22,7 +22,6 @@ const INDEXES: &str = concat!(
     "
 CREATE INDEX IF NOT EXISTS edge_src ON edge(src, kind);
 CREATE INDEX IF NOT EXISTS edge_dst ON edge(dst, kind);
-CREATE INDEX IF NOT EXISTS edge_origin ON edge(kind, origin);
 "
 );
 
@@ -35,11 +34,9 @@ macro_rules! fact_indexes {
 CREATE INDEX IF NOT EXISTS sym_name ON sym(name);
 CREATE INDEX IF NOT EXISTS sym_file ON sym(fid, line);
 CREATE INDEX IF NOT EXISTS sym_qualname ON sym(qualname);
-CREATE INDEX IF NOT EXISTS ref_file ON ref(fid);
 CREATE INDEX IF NOT EXISTS ref_name ON ref(name);
 CREATE INDEX IF NOT EXISTS ref_bases ON ref(scope) WHERE kind = 'base';
-CREATE INDEX IF NOT EXISTS ref_receiver ON ref(receiver) WHERE receiver IS NOT NULL;
-CREATE INDEX IF NOT EXISTS imp_file ON imp(fid);"
+CREATE INDEX IF NOT EXISTS ref_receiver ON ref(receiver) WHERE receiver IS NOT NULL;"
     };
 }
 use fact_indexes;
@@ -52,9 +49,13 @@ use fact_indexes;
 /// (parents, scopes), so a file's rows are rewritten together; edges name
 /// their ends by `nid`, which stays while the name is used, so an edge into
 /// a re-indexed file stays valid. Every row names its file, so a file's
-/// rows go in one delete; no foreign keys (a cascade would cost
-/// an index per child on every write and the writer deletes explicitly
-/// instead). The views under the old names (`symbols`, `refs`,
+/// rows go in one delete; a file's references and imports, and the
+/// edges resolved from them, are numbered within a range of ids of the
+/// file's own ([`ref_id`], [`import_id`], [`edge_id`]), so that delete is
+/// a range of the table's own key and they need no index by file (three
+/// indexes a cold load would build: the edges' by origin was one). No foreign keys (a cascade would
+/// cost an index per child on every write and the writer deletes
+/// explicitly instead). The views under the old names (`symbols`, `refs`,
 /// `imports`, `edges`, `statements`) show the text again: the queries,
 /// and anyone reading the database, use those.
 const SCHEMA: &str = "
@@ -105,9 +106,11 @@ CREATE TABLE IF NOT EXISTS node (
     nid  INTEGER PRIMARY KEY,
     name TEXT NOT NULL UNIQUE
 );
+-- `eid`: the origin's id (a `ref` or `imp` row) times 64 plus the edge's
+-- place among that origin's (see `edge_id`): a file's edges, and an
+-- origin's, are one range of ids.
 CREATE TABLE IF NOT EXISTS edge (
-    fid        INTEGER NOT NULL,
-    origin     INTEGER NOT NULL,
+    eid        INTEGER PRIMARY KEY,
     kind       TEXT NOT NULL,
     src        INTEGER NOT NULL,
     dst        INTEGER NOT NULL,
@@ -135,15 +138,20 @@ CREATE TABLE IF NOT EXISTS flow_name (
 CREATE VIEW IF NOT EXISTS symbols (id, file, name, qualname, kind, line, end_line, parent, signature, doc, test) AS
     SELECT s.id, f.path, s.name, s.qualname, s.kind, s.line, s.end_line, p.id, s.signature, s.doc, s.test
     FROM sym s JOIN files f ON f.fid = s.fid LEFT JOIN sym p ON p.sid = s.parent;
+-- A file's references and imports are found by their ids' range (the
+-- equality serves a query that starts from the row, the range one that
+-- starts from the file).
 CREATE VIEW IF NOT EXISTS refs (id, file, kind, scope, name, receiver, line, col) AS
     SELECT r.id, f.path, r.kind, sc.id, r.name, r.receiver, r.line, r.col
-    FROM ref r JOIN files f ON f.fid = r.fid LEFT JOIN sym sc ON sc.sid = r.scope;
+    FROM ref r JOIN files f ON f.fid = r.fid AND r.id >= f.fid << 21 AND r.id < (f.fid + 1) << 21
+    LEFT JOIN sym sc ON sc.sid = r.scope;
 CREATE VIEW IF NOT EXISTS imports (id, file, scope, module, name, local, line, col) AS
     SELECT i.id, f.path, sc.id, i.module, i.name, i.local, i.line, i.col
-    FROM imp i JOIN files f ON f.fid = i.fid LEFT JOIN sym sc ON sc.sid = i.scope;
+    FROM imp i JOIN files f ON f.fid = i.fid AND i.id >= f.fid << 21 AND i.id < (f.fid + 1) << 21
+    LEFT JOIN sym sc ON sc.sid = i.scope;
 CREATE VIEW IF NOT EXISTS edges (file, origin, kind, src, dst, confidence, candidates, line) AS
-    SELECT f.path, e.origin, e.kind, s.name, d.name, e.confidence, e.candidates, e.line
-    FROM edge e JOIN files f ON f.fid = e.fid JOIN node s ON s.nid = e.src JOIN node d ON d.nid = e.dst;
+    SELECT f.path, e.eid >> 6, e.kind, s.name, d.name, e.confidence, e.candidates, e.line
+    FROM edge e JOIN files f ON f.fid = e.eid >> 27 JOIN node s ON s.nid = e.src JOIN node d ON d.nid = e.dst;
 -- Every occurrence of a name as a definition, reference or import, with
 -- its role (variables' reads and writes are in `flow`: `Index::flow`).
 CREATE VIEW IF NOT EXISTS occurrences (file, line, col, name, role, scope) AS
@@ -156,9 +164,51 @@ CREATE VIEW IF NOT EXISTS covers (test, symbol, confidence) AS
     JOIN sym t ON t.id = s.name WHERE e.kind = 'calls' AND t.test;
 ";
 
-/// The tables whose rows name their file by `fid` (edges go by their
-/// origin: an index on `edge.fid` would cost more than it saves).
-const FILE_TABLES: [&str; 4] = ["sym", "ref", "imp", "flow"];
+/// The tables whose rows are found by their `fid` column (a file's
+/// references, imports and edges by their range of ids).
+const FILE_TABLES: [&str; 2] = ["sym", "flow"];
+
+/// Bits of a reference's or import's id below the file's number: a file's
+/// references are numbered from `fid << FILE_ID_BITS`, its imports from
+/// the middle of that range. A file is at most
+/// [`MAX_FILE_BYTES`](crate::index::MAX_FILE_BYTES) (1 MiB), and a
+/// reference or import takes at least a byte, so each half
+/// ([`MAX_REFS_PER_FILE`] rows) holds all a file can have; the writer
+/// keeps no more than that whatever the extraction gives.
+const FILE_ID_BITS: u32 = 21;
+/// Where a file's imports start within its range.
+const IMPORTS_FROM: i64 = 1 << (FILE_ID_BITS - 1);
+/// The references, and the imports, a file's range holds.
+pub(crate) const MAX_REFS_PER_FILE: usize = IMPORTS_FROM as usize;
+/// Bits of an edge's id below its origin's id: an origin has at most
+/// [`MAX_CANDIDATES`](crate::resolve::MAX_CANDIDATES) edges.
+const EDGE_ID_BITS: u32 = 6;
+// The views' SQL spells these numbers out: 21, and 21 + 6 = 27.
+const _: () = assert!(FILE_ID_BITS == 21 && FILE_ID_BITS + EDGE_ID_BITS == 27);
+const _: () = assert!(crate::resolve::MAX_CANDIDATES <= 1 << EDGE_ID_BITS);
+const _: () = assert!(crate::index::MAX_FILE_BYTES <= IMPORTS_FROM as u64);
+
+/// The id of a file's `n`-th reference.
+pub(crate) fn ref_id(fid: i64, n: usize) -> i64 {
+    (fid << FILE_ID_BITS) + n as i64
+}
+
+/// The id of a file's `n`-th import.
+pub(crate) fn import_id(fid: i64, n: usize) -> i64 {
+    (fid << FILE_ID_BITS) + IMPORTS_FROM + n as i64
+}
+
+/// The id of the `n`-th edge resolved from the reference or import
+/// `origin`.
+pub(crate) fn edge_id(origin: i64, n: usize) -> i64 {
+    (origin << EDGE_ID_BITS) + n as i64
+}
+
+/// The ids of a file's references, imports and edges: `[start, end)` of
+/// each.
+fn file_range(fid: i64) -> (i64, i64) {
+    (fid << FILE_ID_BITS, (fid + 1) << FILE_ID_BITS)
+}
 
 /// A definition in the code.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -261,9 +311,8 @@ pub(crate) struct FileRow {
 /// A resolved edge, ready to write.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct EdgeRow {
-    pub(crate) file: String,
     /// The `refs` row (calls, inherits) or `imports` row (imports) it
-    /// was resolved from.
+    /// was resolved from (its file's, by the id's range).
     pub(crate) origin: i64,
     pub(crate) kind: &'static str,
     pub(crate) src: String,
@@ -458,15 +507,15 @@ impl Store {
                 }
             }
         }
-        // A file's edges are those resolved from its references and imports.
-        tx.prepare_cached(
-            "DELETE FROM edge WHERE kind IN ('calls', 'inherits') AND origin IN (SELECT id FROM ref WHERE fid = ?1)",
-        )?
-        .execute([fid])?;
-        tx.prepare_cached(
-            "DELETE FROM edge WHERE kind = 'imports' AND origin IN (SELECT id FROM imp WHERE fid = ?1)",
-        )?
-        .execute([fid])?;
+        // A file's edges are those resolved from its references and
+        // imports: the range of ids of theirs.
+        let (start, end) = file_range(fid);
+        tx.prepare_cached("DELETE FROM edge WHERE eid >= ?1 AND eid < ?2")?
+            .execute([edge_id(start, 0), edge_id(end, 0)])?;
+        for table in ["ref", "imp"] {
+            tx.prepare_cached(&format!("DELETE FROM {table} WHERE id >= ?1 AND id < ?2"))?
+                .execute([start, end])?;
+        }
         for table in FILE_TABLES {
             tx.prepare_cached(&format!("DELETE FROM {table} WHERE fid = ?1"))?
                 .execute([fid])?;
@@ -476,15 +525,15 @@ impl Store {
 
     /// Writes a file's rows (inside the caller's transaction), replacing
     /// what was there. `fresh`: the tables hold nothing of this file (a
-    /// cold load), so there is nothing to delete first. Returns the ids of
-    /// the file's first reference and first import (the others follow
-    /// them in order).
+    /// cold load), so there is nothing to delete first. Returns the file's
+    /// number (its references and imports are numbered from it:
+    /// [`ref_id`], [`import_id`]).
     pub(crate) fn write_file(
         tx: &Connection,
         row: &FileRow,
         facts: &FileFacts,
         fresh: bool,
-    ) -> rusqlite::Result<(i64, i64)> {
+    ) -> rusqlite::Result<i64> {
         let old_fid = if fresh {
             None
         } else {
@@ -550,10 +599,11 @@ impl Store {
             ])?;
         }
         let mut insert = tx.prepare_cached(
-            "INSERT INTO ref (fid, kind, scope, name, receiver, line, col) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            "INSERT INTO ref (id, fid, kind, scope, name, receiver, line, col) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
         )?;
-        for r in &facts.refs {
+        for (n, r) in facts.refs.iter().enumerate() {
             insert.execute(params![
+                ref_id(fid, n),
                 fid,
                 r.kind.as_str(),
                 sid_of(&r.scope),
@@ -563,14 +613,12 @@ impl Store {
                 r.col
             ])?;
         }
-        // Rows inserted one after another in one transaction are numbered
-        // one after another.
-        let first_ref = tx.last_insert_rowid() - facts.refs.len() as i64 + 1;
         let mut insert = tx.prepare_cached(
-            "INSERT INTO imp (fid, scope, module, name, local, line, col) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            "INSERT INTO imp (id, fid, scope, module, name, local, line, col) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
         )?;
-        for i in &facts.imports {
+        for (n, i) in facts.imports.iter().enumerate() {
             insert.execute(params![
+                import_id(fid, n),
                 fid,
                 sid_of(&i.scope),
                 i.module,
@@ -580,11 +628,10 @@ impl Store {
                 i.col
             ])?;
         }
-        let first_import = tx.last_insert_rowid() - facts.imports.len() as i64 + 1;
         if facts.flow {
             Self::write_flow(tx, fid, facts)?;
         }
-        Ok((first_ref, first_import))
+        Ok(fid)
     }
 
     /// Writes a file's statements, variables and def-use (inside the
@@ -622,7 +669,6 @@ impl Store {
         empty: bool,
     ) -> rusqlite::Result<()> {
         let mut nids: HashMap<&str, i64> = HashMap::new();
-        let mut fids: HashMap<&str, i64> = HashMap::new();
         let mut add_node = tx.prepare_cached("INSERT OR IGNORE INTO node (name) VALUES (?1)")?;
         let mut new_node = tx.prepare_cached("INSERT INTO node (nid, name) VALUES (?1, ?2)")?;
         let mut find_node = tx.prepare_cached("SELECT nid FROM node WHERE name = ?1")?;
@@ -637,19 +683,23 @@ impl Store {
             find_node.query_row([name], |r| r.get(0))
         };
         let mut insert = tx.prepare_cached(
-            "INSERT INTO edge (fid, origin, kind, src, dst, confidence, candidates, line)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            "INSERT INTO edge (eid, kind, src, dst, confidence, candidates, line)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         )?;
+        // An origin's edges come one after another: the n-th of a run is
+        // numbered n. Numbered first, written in the order of their ids
+        // (each goes at the end of the table).
+        let mut order: Vec<(i64, &EdgeRow)> = Vec::with_capacity(edges.len());
+        let mut run = (None, 0);
         for e in edges {
-            let fid = match fids.get(e.file.as_str()) {
-                Some(&fid) => fid,
-                None => {
-                    let fid =
-                        Self::fid(tx, &e.file)?.ok_or(rusqlite::Error::QueryReturnedNoRows)?;
-                    fids.insert(&e.file, fid);
-                    fid
-                }
+            run = match run {
+                (Some(origin), n) if origin == e.origin => (Some(origin), n + 1),
+                _ => (Some(e.origin), 0),
             };
+            order.push((edge_id(e.origin, run.1), e));
+        }
+        order.sort_unstable_by_key(|(eid, _)| *eid);
+        for (eid, e) in order {
             let mut ends = [0i64; 2];
             for (slot, name) in ends.iter_mut().zip([e.src.as_str(), e.dst.as_str()]) {
                 *slot = match nids.get(name) {
@@ -662,8 +712,7 @@ impl Store {
                 };
             }
             insert.execute(params![
-                fid,
-                e.origin,
+                eid,
                 e.kind,
                 ends[0],
                 ends[1],

@@ -25,7 +25,7 @@ fn dump(db: &Path, root: &Path) -> Vec<String> {
         "SELECT 'flow name', f.path, n.name, n.reads FROM flow_name n JOIN files f ON f.fid = n.fid",
         // The views hide a row whose file or symbol is gone: count those
         // in the tables beneath (a cold index has none).
-        "SELECT 'dangling edges', COUNT(*) FROM edge e WHERE NOT EXISTS (SELECT 1 FROM node WHERE nid = e.src) OR NOT EXISTS (SELECT 1 FROM node WHERE nid = e.dst) OR NOT EXISTS (SELECT 1 FROM files WHERE fid = e.fid)",
+        "SELECT 'dangling edges', COUNT(*) FROM edge e WHERE NOT EXISTS (SELECT 1 FROM node WHERE nid = e.src) OR NOT EXISTS (SELECT 1 FROM node WHERE nid = e.dst) OR NOT EXISTS (SELECT 1 FROM files WHERE fid = e.eid >> 27)",
         "SELECT 'dangling scopes', COUNT(*) FROM ref r WHERE r.scope IS NOT NULL AND NOT EXISTS (SELECT 1 FROM sym WHERE sid = r.scope)",
         "SELECT 'unused nodes', COUNT(*) FROM node n WHERE NOT EXISTS (SELECT 1 FROM edge WHERE src = n.nid OR dst = n.nid)",
         "SELECT 'orphan rows', (SELECT COUNT(*) FROM sym WHERE fid NOT IN (SELECT fid FROM files)) + (SELECT COUNT(*) FROM flow WHERE fid NOT IN (SELECT fid FROM files)) + (SELECT COUNT(*) FROM flow_name WHERE fid NOT IN (SELECT fid FROM flow))",
