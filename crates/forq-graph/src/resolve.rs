@@ -137,6 +137,19 @@ struct ImportRow {
     line: u32,
 }
 
+/// One of a file's imports, as the file's shared list holds it (a
+/// binding is looked up for most references: copying the row, four
+/// strings, each time was 7% of `resolve_ref`'s instructions).
+struct Bound(Arc<Vec<ImportRow>>, usize);
+
+impl std::ops::Deref for Bound {
+    type Target = ImportRow;
+
+    fn deref(&self) -> &ImportRow {
+        &self.0[self.1]
+    }
+}
+
 /// What an import resolves to.
 enum Target {
     /// Files of the repository (the module, or `module/name`).
@@ -953,7 +966,7 @@ impl<'c> Resolver<'c> {
                     for base in self.bases_of(&def.id)? {
                         // `class C(S)` where `from .base import Shape as S`
                         let real = match self.import_binding(&def.file, &base)? {
-                            Some(import) => import.name.unwrap_or(base),
+                            Some(import) => import.name.clone().unwrap_or(base),
                             None => base,
                         };
                         next.push(real);
@@ -997,13 +1010,12 @@ impl<'c> Resolver<'c> {
     }
 
     /// The import of `file` that binds `local`, if any.
-    fn import_binding(&mut self, file: &str, local: &str) -> rusqlite::Result<Option<ImportRow>> {
-        Ok(self
-            .imports_of(file)?
+    fn import_binding(&mut self, file: &str, local: &str) -> rusqlite::Result<Option<Bound>> {
+        let imports = self.imports_of(file)?;
+        let found = imports
             .iter()
-            .rev()
-            .find(|i| i.local.as_deref() == Some(local))
-            .cloned())
+            .rposition(|i| i.local.as_deref() == Some(local));
+        Ok(found.map(|at| Bound(imports, at)))
     }
 
     fn import_target(&mut self, file: &str, import: &ImportRow) -> rusqlite::Result<Arc<Target>> {
