@@ -129,6 +129,12 @@ fn copy_sources(root: &Path, to: &Path) -> Result<(Vec<(Lang, PathBuf)>, u64)> {
     Ok((files, bytes))
 }
 
+/// The middle of some timings (not empty).
+fn median(mut times: Vec<Duration>) -> Duration {
+    times.sort();
+    times[times.len() / 2]
+}
+
 /// How many times the floor and the cold index are measured (in turn).
 const COLD_RUNS: usize = 3;
 
@@ -217,9 +223,7 @@ pub fn bench(root: &Path, threads: usize, samples: usize) -> Result<BenchReport>
         measured = Some(index);
     }
     let mut index = measured.expect("COLD_RUNS is at least one");
-    floors.sort();
-    colds.sort();
-    let (parse_only, cold) = (floors[COLD_RUNS / 2], colds[COLD_RUNS / 2]);
+    let (parse_only, cold) = (median(floors), median(colds));
     // The median of three: the first follows the cold index closely (its
     // memory still being returned), the others are what a later run pays.
     let mut noops = Vec::new();
@@ -228,8 +232,7 @@ pub fn bench(root: &Path, threads: usize, samples: usize) -> Result<BenchReport>
         index.update()?;
         noops.push(started.elapsed());
     }
-    noops.sort();
-    let noop = noops[1];
+    let noop = median(noops);
 
     // One file's body changes (a comment appended): a file of median size
     // among those that define something (the typical edit), then the

@@ -370,10 +370,9 @@ pub(crate) fn resolve(
                 drop(tables);
                 FREEING.fetch_sub(1, Ordering::SeqCst);
             });
-        if let Err(unspawned) = spawned {
+        if spawned.is_err() {
             // No thread to be had: the tables went with the closure.
             FREEING.fetch_sub(1, Ordering::SeqCst);
-            drop(unspawned);
         }
     } else {
         drop(tables);
@@ -438,29 +437,18 @@ impl Tables {
         written: Written,
     ) -> rusqlite::Result<(Tables, Vec<RefRow>, Vec<ImportRow>)> {
         let mut t = Tables::load(conn, false)?;
-        let mut by_name: HashMap<String, Vec<Arc<Sym>>> = HashMap::new();
-        for sym in written.syms {
-            let sym = Arc::new(sym);
-            t.by_id.insert(sym.id.clone(), Some(sym.clone()));
-            by_name.entry(sym.name.clone()).or_default().push(sym);
-        }
-        t.by_name = by_name.into_iter().map(|(k, v)| (k, Arc::new(v))).collect();
-        let mut imports: HashMap<String, Vec<ImportRow>> = HashMap::new();
-        for row in &written.imports {
-            imports
-                .entry(row.file.clone())
-                .or_default()
-                .push(row.clone());
-        }
-        t.imports = imports.into_iter().map(|(k, v)| (k, Arc::new(v))).collect();
-        for r in &written.refs {
-            if let (Some(scope), "base") = (&r.scope, r.kind) {
-                t.bases
-                    .entry(scope.clone())
-                    .or_default()
-                    .push(r.name.clone());
-            }
-        }
+        let bases = written
+            .refs
+            .iter()
+            .filter_map(|r| match (&r.scope, r.kind) {
+                (Some(scope), "base") => Some(Ok((scope.clone(), r.name.clone()))),
+                _ => None,
+            });
+        t.preload(
+            written.syms.into_iter().map(Ok),
+            written.imports.iter().cloned().map(Ok),
+            bases,
+        )?;
         Ok((t, written.refs, written.imports))
     }
 
@@ -487,32 +475,46 @@ impl Tables {
                 .push(path.clone());
         }
         if preload {
-            let mut stmt = conn.prepare(SYM_COLUMNS)?;
-            let mut by_name: HashMap<String, Vec<Arc<Sym>>> = HashMap::new();
-            for sym in stmt.query_map([], sym_row)? {
-                let sym = Arc::new(sym?);
-                t.by_id.insert(sym.id.clone(), Some(sym.clone()));
-                by_name.entry(sym.name.clone()).or_default().push(sym);
-            }
-            t.by_name = by_name.into_iter().map(|(k, v)| (k, Arc::new(v))).collect();
-            let mut stmt = conn.prepare(&format!("{IMPORT_COLUMNS} ORDER BY id"))?;
-            let mut imports: HashMap<String, Vec<ImportRow>> = HashMap::new();
-            for row in stmt.query_map([], import_row)? {
-                let row = row?;
-                imports.entry(row.file.clone()).or_default().push(row);
-            }
-            t.imports = imports.into_iter().map(|(k, v)| (k, Arc::new(v))).collect();
-            let mut stmt = conn.prepare(
+            let mut syms = conn.prepare(SYM_COLUMNS)?;
+            let mut imports = conn.prepare(&format!("{IMPORT_COLUMNS} ORDER BY id"))?;
+            let mut bases = conn.prepare(
                 "SELECT scope, name FROM refs WHERE kind = 'base' AND scope IS NOT NULL",
             )?;
-            for row in
-                stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?
-            {
-                let (scope, name) = row?;
-                t.bases.entry(scope).or_default().push(name);
-            }
+            t.preload(
+                syms.query_map([], sym_row)?,
+                imports.query_map([], import_row)?,
+                bases.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?,
+            )?;
         }
         Ok(t)
+    }
+
+    /// Takes in every definition (by id and by name), every import (by
+    /// file, in the order given) and every base (`(type id, base name)`).
+    fn preload(
+        &mut self,
+        syms: impl IntoIterator<Item = rusqlite::Result<Sym>>,
+        imports: impl IntoIterator<Item = rusqlite::Result<ImportRow>>,
+        bases: impl IntoIterator<Item = rusqlite::Result<(String, String)>>,
+    ) -> rusqlite::Result<()> {
+        let mut by_name: HashMap<String, Vec<Arc<Sym>>> = HashMap::new();
+        for sym in syms {
+            let sym = Arc::new(sym?);
+            self.by_id.insert(sym.id.clone(), Some(sym.clone()));
+            by_name.entry(sym.name.clone()).or_default().push(sym);
+        }
+        self.by_name = by_name.into_iter().map(|(k, v)| (k, Arc::new(v))).collect();
+        let mut by_file: HashMap<String, Vec<ImportRow>> = HashMap::new();
+        for row in imports {
+            let row = row?;
+            by_file.entry(row.file.clone()).or_default().push(row);
+        }
+        self.imports = by_file.into_iter().map(|(k, v)| (k, Arc::new(v))).collect();
+        for base in bases {
+            let (scope, name) = base?;
+            self.bases.entry(scope).or_default().push(name);
+        }
+        Ok(())
     }
 }
 

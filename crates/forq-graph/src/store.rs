@@ -52,10 +52,10 @@ use fact_indexes;
 /// rows go in one delete; a file's references and imports, and the
 /// edges resolved from them, are numbered within a range of ids of the
 /// file's own ([`ref_id`], [`import_id`], [`edge_id`]), so that delete is
-/// a range of the table's own key and they need no index by file (three
-/// indexes a cold load would build: the edges' by origin was one). No foreign keys (a cascade would
-/// cost an index per child on every write and the writer deletes
-/// explicitly instead). The views under the old names (`symbols`, `refs`,
+/// a range of the table's own key and they need no index by file or
+/// origin (three indexes a cold load would build). No foreign keys (a
+/// cascade would cost an index per child on every write and the writer
+/// deletes explicitly instead). The views under the old names (`symbols`, `refs`,
 /// `imports`, `edges`, `statements`) show the text again: the queries,
 /// and anyone reading the database, use those.
 const SCHEMA: &str = "

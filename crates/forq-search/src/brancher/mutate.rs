@@ -2056,7 +2056,8 @@ impl Brancher for Mutate {
                 if !line_score.is_empty() {
                     // The most suspicious line the mutation touches.
                     let last = line + was.matches('\n').count();
-                    let scores = if m.operator == "missing raise" {
+                    let missing_raise = m.operator == "missing raise";
+                    let scores = if missing_raise {
                         &failing_share
                     } else {
                         &line_score
@@ -2065,7 +2066,7 @@ impl Brancher for Mutate {
                         .filter_map(|l| scores.get(&(s.file.as_str(), l as u32)))
                         .fold(0.0f64, |a, &b| a.max(b));
                     prior *= UNRUN_LINE + score;
-                    hypothesis.push_str(&if m.operator == "missing raise" {
+                    hypothesis.push_str(&if missing_raise {
                         format!(" (failing tests here {score:.2})")
                     } else {
                         format!(" (line suspicion {score:.2})")
