@@ -202,6 +202,7 @@ impl Index {
         // A definition read as a variable anywhere is used: every file's
         // reads are needed.
         self.fill_flow(crate::flowfill::Needed::All)?;
+        crate::store::Store::ensure_lookup_indexes(&self.store.conn).map_err(self.store.db())?;
         let unused = self.symbols_sql(&format!(
             "SELECT {SYMBOL_COLUMNS} FROM symbols s
              WHERE NOT s.test AND s.kind IN ('function', 'method', 'class', 'struct', 'enum', 'trait', 'interface')

@@ -305,38 +305,60 @@ pub(crate) fn resolve(
             ])?;
         }
     }
-    let edges = if r.preloaded && threads > 1 {
-        // Contiguous shares of the references, the imports with the last,
-        // so that the edges come out in the order one thread gives.
-        let share = refs.len().div_ceil(threads);
+    let mut writer = crate::store::EdgeWriter::new(conn, dirty.all);
+    let mut n = 0;
+    // Written batches, kept to be freed with the tables.
+    let mut written = Vec::new();
+    if r.preloaded && threads > 1 {
+        // Runs of whole files, taken in turn by the worker threads; this
+        // thread writes each run's edges as soon as those of the runs
+        // before it are written, while the rest still resolve.
+        let runs = file_runs(&refs, &imports, threads * RUNS_PER_THREAD);
+        let next = AtomicUsize::new(0);
         let tables = &r.t;
-        let (imports, refs) = (&imports, &refs);
-        std::thread::scope(|s| {
-            let workers: Vec<_> = (0..threads)
-                .map(|i| {
-                    s.spawn(move || -> rusqlite::Result<Vec<EdgeRow>> {
-                        let mut r = Resolver::with(None, tables.clone(), true);
+        let (runs, next, refs, imports) = (&runs, &next, &refs, &imports);
+        std::thread::scope(|s| -> rusqlite::Result<()> {
+            let (send, receive) = std::sync::mpsc::channel();
+            for _ in 0..threads {
+                let send = send.clone();
+                s.spawn(move || {
+                    let mut r = Resolver::with(None, tables.clone(), true);
+                    loop {
+                        let k = next.fetch_add(1, Ordering::Relaxed);
+                        let Some((refs_in, imports_in)) = runs.get(k) else {
+                            return;
+                        };
                         let mut edges = Vec::new();
-                        let end = ((i + 1) * share).min(refs.len());
-                        for row in refs.get(i * share..end).unwrap_or_default() {
-                            r.resolve_ref(row, &mut edges)?;
+                        let resolved = refs[refs_in.clone()]
+                            .iter()
+                            .try_for_each(|row| r.resolve_ref(row, &mut edges))
+                            .and_then(|()| {
+                                imports[imports_in.clone()]
+                                    .iter()
+                                    .try_for_each(|row| r.resolve_import(row, &mut edges))
+                            })
+                            .map(|()| edges);
+                        let failed = resolved.is_err();
+                        // The receiver is gone when the writer failed.
+                        if send.send((k, resolved)).is_err() || failed {
+                            return;
                         }
-                        if i + 1 == threads {
-                            for row in imports {
-                                r.resolve_import(row, &mut edges)?;
-                            }
-                        }
-                        Ok(edges)
-                    })
-                })
-                .collect();
-            let done = meanwhile(conn);
-            let mut edges = Vec::new();
-            for worker in workers {
-                edges.extend(worker.join().expect("a resolver thread panicked")?);
+                    }
+                });
             }
-            done.map(|()| edges)
-        })?
+            drop(send);
+            meanwhile(conn)?;
+            let mut waiting = std::collections::BTreeMap::new();
+            for (k, resolved) in receive {
+                waiting.insert(k, resolved?);
+                while let Some(edges) = waiting.remove(&written.len()) {
+                    writer.write(&edges)?;
+                    n += edges.len();
+                    written.push(edges);
+                }
+            }
+            Ok(())
+        })?;
     } else {
         meanwhile(conn)?;
         let mut edges = Vec::new();
@@ -346,19 +368,19 @@ pub(crate) fn resolve(
         for row in &imports {
             r.resolve_import(row, &mut edges)?;
         }
-        edges
-    };
-    crate::store::Store::write_edges(conn, &edges, dirty.all)?;
+        writer.write(&edges)?;
+        n = edges.len();
+        written.push(edges);
+    }
     if !dirty.all {
         crate::store::Store::forget_unused_nodes(conn)?;
     }
-    let n = edges.len();
     let caches = (
         std::mem::take(&mut r.groups),
         std::mem::take(&mut r.by_name_cache),
         std::mem::take(&mut r.targets),
     );
-    let tables = (r.t, caches, refs, imports, edges);
+    let tables = (r.t, caches, refs, imports, written, writer.into_names());
     // Freeing a full resolution's tables takes a while (millions of
     // strings): a thread of its own does it while the caller commits and
     // builds the edges' indexes.
@@ -378,6 +400,48 @@ pub(crate) fn resolve(
         drop(tables);
     }
     Ok(n)
+}
+
+/// Runs of whole files per resolver thread on a full resolution: enough
+/// that the writer is never long without a run to write, few enough that
+/// each run's hand-over costs nothing beside its resolution.
+const RUNS_PER_THREAD: usize = 16;
+
+/// Splits `refs` and `imports` (each in the order of their ids) into
+/// about `n` runs of whole files, in file order: `(references, imports)`
+/// of each. A file's rows, and so each origin's edges, fall in one run,
+/// and every edge of a run has a smaller id than those of the next.
+fn file_runs(
+    refs: &[RefRow],
+    imports: &[ImportRow],
+    n: usize,
+) -> Vec<(std::ops::Range<usize>, std::ops::Range<usize>)> {
+    use crate::store::file_of_row;
+    let size = (refs.len() + imports.len()).div_ceil(n.max(1)).max(1);
+    let (mut runs, mut from) = (Vec::new(), (0, 0));
+    let (mut r, mut i) = (0, 0);
+    loop {
+        let fid = match (refs.get(r), imports.get(i)) {
+            (Some(a), Some(b)) => file_of_row(a.id).min(file_of_row(b.id)),
+            (Some(a), None) => file_of_row(a.id),
+            (None, Some(b)) => file_of_row(b.id),
+            (None, None) => break,
+        };
+        while refs.get(r).is_some_and(|x| file_of_row(x.id) == fid) {
+            r += 1;
+        }
+        while imports.get(i).is_some_and(|x| file_of_row(x.id) == fid) {
+            i += 1;
+        }
+        if (r - from.0) + (i - from.1) >= size {
+            runs.push((from.0..r, from.1..i));
+            from = (r, i);
+        }
+    }
+    if from != (refs.len(), imports.len()) {
+        runs.push((from.0..refs.len(), from.1..imports.len()));
+    }
+    runs
 }
 
 /// Resolutions whose tables are still being freed on a thread of their own.
@@ -571,6 +635,9 @@ impl<'c> Resolver<'c> {
         for file in &dirty.files {
             collect(&format!("{REF_COLUMNS} WHERE file = ?1"), file, &mut refs)?;
             imports.extend(self.imports_of(file)?.iter().cloned());
+        }
+        if !dirty.names.is_empty() || dirty.self_calls {
+            crate::store::Store::ensure_lookup_indexes(conn)?;
         }
         let mut import_ids: HashSet<i64> = imports.iter().map(|i: &ImportRow| i.id).collect();
         for name in &dirty.names {
@@ -1407,6 +1474,65 @@ mod tests {
         assert_eq!(simple_receiver("crate::x::Foo"), "Foo");
         assert_eq!(simple_receiver("Self::"), "Self");
         assert_eq!(simple_receiver("this->inner"), "inner");
+    }
+
+    /// Runs cover every reference and import once, in order, never split
+    /// a file, and each run's ids (so its edges' ids) come before the
+    /// next run's.
+    #[test]
+    fn runs_hold_whole_files_in_order() {
+        use crate::store::{file_of_row, import_id, ref_id};
+        let row = |id| RefRow {
+            id,
+            file: String::new(),
+            kind: "call",
+            scope: None,
+            name: String::new(),
+            receiver: None,
+            line: 1,
+        };
+        let import = |id| ImportRow {
+            id,
+            file: String::new(),
+            module: String::new(),
+            name: None,
+            local: None,
+            line: 1,
+        };
+        // File 1: 5 references, 2 imports; file 2: only imports; file 3:
+        // one reference; file 4: 9 references.
+        let refs: Vec<RefRow> = (0..5)
+            .map(|n| ref_id(1, n))
+            .chain([ref_id(3, 0)])
+            .chain((0..9).map(|n| ref_id(4, n)))
+            .map(row)
+            .collect();
+        let imports: Vec<ImportRow> = [import_id(1, 0), import_id(1, 1), import_id(2, 0)]
+            .into_iter()
+            .map(import)
+            .collect();
+        for n in [1, 2, 3, 4, 50] {
+            let runs = file_runs(&refs, &imports, n);
+            assert!(runs.len() <= n.max(4), "{n}: {runs:?}");
+            let (mut r, mut i, mut last) = (0, 0, -1);
+            for (refs_in, imports_in) in &runs {
+                assert_eq!((refs_in.start, imports_in.start), (r, i), "{n}: {runs:?}");
+                (r, i) = (refs_in.end, imports_in.end);
+                let ids: Vec<i64> = refs[refs_in.clone()]
+                    .iter()
+                    .map(|x| x.id)
+                    .chain(imports[imports_in.clone()].iter().map(|x| x.id))
+                    .collect();
+                assert!(!ids.is_empty(), "{n}: {runs:?}");
+                let files: Vec<i64> = ids.iter().map(|&id| file_of_row(id)).collect();
+                assert!(files.iter().all(|&f| f > last), "{n}: {runs:?}");
+                last = *files.iter().max().unwrap();
+            }
+            assert_eq!((r, i), (refs.len(), imports.len()), "{n}: {runs:?}");
+        }
+        assert_eq!(file_runs(&refs, &imports, 1).len(), 1);
+        assert_eq!(file_runs(&refs, &imports, 50).len(), 4);
+        assert!(file_runs(&[], &[], 4).is_empty());
     }
 
     #[test]

@@ -16,12 +16,12 @@ pub(crate) const SCHEMA_VERSION: i64 = 8;
 /// Secondary indexes: dropped for a cold load and built once after it
 /// (cheaper than keeping them up to date row by row). Those of the facts
 /// ([`FACT_INDEXES`]) are built while the names resolve, the edges'
-/// after.
+/// after; [`LOOKUP_INDEXES`] wait until an update needs them.
 const INDEXES: &str = concat!(
     fact_indexes!(),
     "
-CREATE INDEX IF NOT EXISTS edge_src ON edge(src, kind);
-CREATE INDEX IF NOT EXISTS edge_dst ON edge(dst, kind);
+CREATE INDEX IF NOT EXISTS edge_src ON edge(src);
+CREATE INDEX IF NOT EXISTS edge_dst ON edge(dst);
 "
 );
 
@@ -34,12 +34,19 @@ macro_rules! fact_indexes {
 CREATE INDEX IF NOT EXISTS sym_name ON sym(name);
 CREATE INDEX IF NOT EXISTS sym_file ON sym(fid, line);
 CREATE INDEX IF NOT EXISTS sym_qualname ON sym(qualname);
-CREATE INDEX IF NOT EXISTS ref_name ON ref(name);
-CREATE INDEX IF NOT EXISTS ref_bases ON ref(scope) WHERE kind = 'base';
-CREATE INDEX IF NOT EXISTS ref_receiver ON ref(receiver) WHERE receiver IS NOT NULL;"
+CREATE INDEX IF NOT EXISTS ref_bases ON ref(scope) WHERE kind = 'base';"
     };
 }
 use fact_indexes;
+
+/// References by name and by receiver: only an update that re-resolves
+/// the references a changed definition may now answer (and the audit of
+/// unused definitions) reads them, so a cold load leaves them out and the
+/// first reader builds them ([`Store::ensure_lookup_indexes`]) — on
+/// sympy, 0.17 s the cold load does not pay.
+const LOOKUP_INDEXES: &str = "
+CREATE INDEX IF NOT EXISTS ref_name ON ref(name);
+CREATE INDEX IF NOT EXISTS ref_receiver ON ref(receiver) WHERE receiver IS NOT NULL;";
 
 /// Tables. A file's path, a symbol's id and an edge's end (a symbol id,
 /// or a file path for module-level code) are stored once (`files`, `sym`,
@@ -204,10 +211,101 @@ pub(crate) fn edge_id(origin: i64, n: usize) -> i64 {
     (origin << EDGE_ID_BITS) + n as i64
 }
 
+/// The file (`fid`) whose reference or import has this id.
+pub(crate) fn file_of_row(id: i64) -> i64 {
+    id >> FILE_ID_BITS
+}
+
 /// The ids of a file's references, imports and edges: `[start, end)` of
 /// each.
 fn file_range(fid: i64) -> (i64, i64) {
     (fid << FILE_ID_BITS, (fid + 1) << FILE_ID_BITS)
+}
+
+/// Writes resolved edges in batches (inside the caller's transaction),
+/// naming their ends in `node`. Every edge of an origin is in one batch,
+/// and a batch's origins all come after the previous batch's, so each
+/// edge goes at the end of the table and the numbering of ends does not
+/// depend on how the edges were batched.
+pub(crate) struct EdgeWriter<'c> {
+    tx: &'c Connection,
+    /// The node table held nothing (a full resolution): ends are numbered
+    /// here, not looked up.
+    empty: bool,
+    nids: HashMap<String, i64>,
+    numbered: i64,
+}
+
+impl<'c> EdgeWriter<'c> {
+    pub(crate) fn new(tx: &'c Connection, empty: bool) -> EdgeWriter<'c> {
+        EdgeWriter {
+            tx,
+            empty,
+            nids: HashMap::new(),
+            numbered: 0,
+        }
+    }
+
+    /// The `nid` of an edge end, added to `node` when new.
+    fn nid(&mut self, name: &str) -> rusqlite::Result<i64> {
+        if let Some(&n) = self.nids.get(name) {
+            return Ok(n);
+        }
+        let n = if self.empty {
+            self.numbered += 1;
+            self.tx
+                .prepare_cached("INSERT INTO node (nid, name) VALUES (?1, ?2)")?
+                .execute(params![self.numbered, name])?;
+            self.numbered
+        } else {
+            self.tx
+                .prepare_cached("INSERT OR IGNORE INTO node (name) VALUES (?1)")?
+                .execute([name])?;
+            self.tx
+                .prepare_cached("SELECT nid FROM node WHERE name = ?1")?
+                .query_row([name], |r| r.get(0))?
+        };
+        self.nids.insert(name.to_owned(), n);
+        Ok(n)
+    }
+
+    /// The ends written, by name (for the caller to free when it likes).
+    pub(crate) fn into_names(self) -> HashMap<String, i64> {
+        self.nids
+    }
+
+    pub(crate) fn write(&mut self, edges: &[EdgeRow]) -> rusqlite::Result<()> {
+        // An origin's edges come one after another: the n-th of a run is
+        // numbered n. Numbered first, written in the order of their ids.
+        let mut order: Vec<(i64, &EdgeRow)> = Vec::with_capacity(edges.len());
+        let mut run = (None, 0);
+        for e in edges {
+            run = match run {
+                (Some(origin), n) if origin == e.origin => (Some(origin), n + 1),
+                _ => (Some(e.origin), 0),
+            };
+            order.push((edge_id(e.origin, run.1), e));
+        }
+        order.sort_unstable_by_key(|(eid, _)| *eid);
+        let tx = self.tx;
+        let mut insert = tx.prepare_cached(
+            "INSERT INTO edge (eid, kind, src, dst, confidence, candidates, line)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        )?;
+        for (eid, e) in order {
+            let (src, dst) = (self.nid(&e.src)?, self.nid(&e.dst)?);
+            insert.execute(params![
+                eid,
+                e.kind,
+                src,
+                dst,
+                e.confidence,
+                e.candidates as i64,
+                e.line
+            ])?;
+        }
+        Ok(())
+    }
 }
 
 /// A definition in the code.
@@ -444,6 +542,7 @@ impl Store {
     pub(crate) fn drop_indexes(&self) -> Result<()> {
         let names: Vec<String> = INDEXES
             .lines()
+            .chain(LOOKUP_INDEXES.lines())
             .filter_map(|l| l.strip_prefix("CREATE INDEX IF NOT EXISTS "))
             .filter_map(|l| l.split_whitespace().next())
             .map(str::to_owned)
@@ -462,9 +561,17 @@ impl Store {
         tx.execute_batch(FACT_INDEXES)
     }
 
-    /// Builds the secondary indexes that are missing.
+    /// Builds the secondary indexes that are missing, but for those that
+    /// wait for a reader ([`Store::ensure_lookup_indexes`]).
     pub(crate) fn create_indexes(&self) -> Result<()> {
         self.conn.execute_batch(INDEXES).map_err(self.db())
+    }
+
+    /// Builds the indexes of references by name and by receiver if they
+    /// are missing (a cold load leaves them out); a check of the schema
+    /// when they are there.
+    pub(crate) fn ensure_lookup_indexes(conn: &Connection) -> rusqlite::Result<()> {
+        conn.execute_batch(LOOKUP_INDEXES)
     }
 
     /// Deletes every row of a file (inside the caller's transaction).
@@ -656,70 +763,6 @@ impl Store {
             tx.prepare_cached("INSERT INTO flow_name (name, fid, reads) VALUES (?1, ?2, ?3)")?;
         for (name, reads) in &flow.names {
             insert.execute(params![name, fid, reads])?;
-        }
-        Ok(())
-    }
-
-    /// Writes resolved edges (inside the caller's transaction), naming
-    /// their ends in `node`. `empty`: the node table holds nothing (a full
-    /// resolution), so ends are numbered here, not looked up.
-    pub(crate) fn write_edges(
-        tx: &Connection,
-        edges: &[EdgeRow],
-        empty: bool,
-    ) -> rusqlite::Result<()> {
-        let mut nids: HashMap<&str, i64> = HashMap::new();
-        let mut add_node = tx.prepare_cached("INSERT OR IGNORE INTO node (name) VALUES (?1)")?;
-        let mut new_node = tx.prepare_cached("INSERT INTO node (nid, name) VALUES (?1, ?2)")?;
-        let mut find_node = tx.prepare_cached("SELECT nid FROM node WHERE name = ?1")?;
-        let mut numbered = 0;
-        let mut nid = |name: &'_ str| -> rusqlite::Result<i64> {
-            if empty {
-                numbered += 1;
-                new_node.execute(params![numbered, name])?;
-                return Ok(numbered);
-            }
-            add_node.execute([name])?;
-            find_node.query_row([name], |r| r.get(0))
-        };
-        let mut insert = tx.prepare_cached(
-            "INSERT INTO edge (eid, kind, src, dst, confidence, candidates, line)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-        )?;
-        // An origin's edges come one after another: the n-th of a run is
-        // numbered n. Numbered first, written in the order of their ids
-        // (each goes at the end of the table).
-        let mut order: Vec<(i64, &EdgeRow)> = Vec::with_capacity(edges.len());
-        let mut run = (None, 0);
-        for e in edges {
-            run = match run {
-                (Some(origin), n) if origin == e.origin => (Some(origin), n + 1),
-                _ => (Some(e.origin), 0),
-            };
-            order.push((edge_id(e.origin, run.1), e));
-        }
-        order.sort_unstable_by_key(|(eid, _)| *eid);
-        for (eid, e) in order {
-            let mut ends = [0i64; 2];
-            for (slot, name) in ends.iter_mut().zip([e.src.as_str(), e.dst.as_str()]) {
-                *slot = match nids.get(name) {
-                    Some(&n) => n,
-                    None => {
-                        let n = nid(name)?;
-                        nids.insert(name, n);
-                        n
-                    }
-                };
-            }
-            insert.execute(params![
-                eid,
-                e.kind,
-                ends[0],
-                ends[1],
-                e.confidence,
-                e.candidates as i64,
-                e.line
-            ])?;
         }
         Ok(())
     }

@@ -312,3 +312,37 @@ fn a_cold_load_resolves_as_the_tables_do_on_any_number_of_threads() {
     assert_eq!(dump(&one, root), dump(&repaired, root));
     assert_eq!(dump(&two, root), dump(&repaired, root));
 }
+
+/// The indexes of references by name and by receiver serve only an update
+/// that re-resolves what a changed definition may now answer: a cold load
+/// leaves them out, an edit that changes no definition does not build
+/// them, and the first edit that changes one does.
+#[test]
+fn reference_lookup_indexes_wait_for_the_first_update_that_reads_them() {
+    let repo = tempfile::tempdir().unwrap();
+    let write = |p: &str, c: &str| std::fs::write(repo.path().join(p), c).unwrap();
+    write("a.py", "def load():\n    pass\n");
+    write("main.py", "def run():\n    load()\n");
+    let db = repo.path().join(".forq/graph.db");
+    let mut index = Index::open(&db, repo.path()).unwrap();
+    let indexes = || -> Vec<String> {
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        let mut stmt = conn
+            .prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND name IN ('ref_name', 'ref_receiver', 'edge_src', 'edge_dst') ORDER BY name")
+            .unwrap();
+        let names = stmt.query_map([], |r| r.get(0)).unwrap();
+        names.map(Result::unwrap).collect()
+    };
+    index.update().unwrap();
+    assert_eq!(indexes(), ["edge_dst", "edge_src"]);
+    write("main.py", "def run():\n    load()\n    load()\n");
+    index.update().unwrap();
+    assert_eq!(indexes(), ["edge_dst", "edge_src"]);
+    write("a.py", "def load():\n    pass\n\ndef save():\n    pass\n");
+    index.update().unwrap();
+    assert_eq!(
+        indexes(),
+        ["edge_dst", "edge_src", "ref_name", "ref_receiver"]
+    );
+    assert_equals_cold(&db, repo.path());
+}
