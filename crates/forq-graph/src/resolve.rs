@@ -251,7 +251,9 @@ struct Resolver<'c> {
     /// Where rows not preloaded are read; `None` for a resolver on a
     /// worker thread, whose tables are preloaded.
     conn: Option<&'c Connection>,
-    t: Tables,
+    /// Shared by the resolvers of a full resolution (preloaded, never
+    /// written); a lone resolver's own, filled as it reads.
+    t: Arc<Tables>,
     /// What each import resolved to.
     targets: HashMap<i64, Arc<Target>>,
     /// Per name: its definitions grouped by file and by enclosing type.
@@ -259,6 +261,10 @@ struct Resolver<'c> {
     /// By-name candidates per (name, receiver or not, language family).
     by_name_cache: HashMap<(String, bool, &'static str), Arc<Vec<String>>>,
     preloaded: bool,
+    /// What a preloaded resolver answers for a name nothing defines and a
+    /// file without imports.
+    no_syms: Arc<Vec<Arc<Sym>>>,
+    no_imports: Arc<Vec<ImportRow>>,
 }
 
 /// Re-resolves what `dirty` names, inside the caller's transaction
@@ -277,10 +283,19 @@ pub(crate) fn resolve(
     if dirty.is_empty() {
         return meanwhile(conn).map(|()| 0);
     }
+    // A cold load's definitions, kept as written: the tables are filled
+    // from them (below) on a worker while this thread runs `meanwhile`
+    // when there are several, before resolving otherwise.
+    let mut syms = None;
     let (mut r, refs, imports) = match written.filter(|_| dirty.all) {
         Some(written) => {
-            let (t, refs, imports) = Tables::from_written(conn, written)?;
-            (Resolver::with(Some(conn), t, true), refs, imports)
+            syms = Some(written.syms);
+            let t = Arc::new(Tables::load(conn, false)?);
+            (
+                Resolver::with(Some(conn), t, true),
+                written.refs,
+                written.imports,
+            )
         }
         None => {
             let mut r = Resolver::new(conn, dirty.all)?;
@@ -305,7 +320,7 @@ pub(crate) fn resolve(
             ])?;
         }
     }
-    let mut writer = crate::store::EdgeWriter::new(conn, dirty.all);
+    let mut writer = crate::store::EdgeWriter::new(conn, dirty.all)?;
     let mut n = 0;
     // Written batches, kept to be freed with the tables.
     let mut written = Vec::new();
@@ -315,38 +330,49 @@ pub(crate) fn resolve(
         // before it are written, while the rest still resolve.
         let runs = file_runs(&refs, &imports, threads * RUNS_PER_THREAD);
         let next = AtomicUsize::new(0);
-        let tables = &r.t;
+        let base = std::mem::take(&mut r.t);
         let (runs, next, refs, imports) = (&runs, &next, &refs, &imports);
-        std::thread::scope(|s| -> rusqlite::Result<()> {
+        r.t = std::thread::scope(|s| -> rusqlite::Result<Arc<Tables>> {
             let (send, receive) = std::sync::mpsc::channel();
-            for _ in 0..threads {
-                let send = send.clone();
-                s.spawn(move || {
-                    let mut r = Resolver::with(None, tables.clone(), true);
-                    loop {
-                        let k = next.fetch_add(1, Ordering::Relaxed);
-                        let Some((refs_in, imports_in)) = runs.get(k) else {
-                            return;
-                        };
-                        let mut edges = Vec::new();
-                        let resolved = refs[refs_in.clone()]
-                            .iter()
-                            .try_for_each(|row| r.resolve_ref(row, &mut edges))
-                            .and_then(|()| {
-                                imports[imports_in.clone()]
-                                    .iter()
-                                    .try_for_each(|row| r.resolve_import(row, &mut edges))
-                            })
-                            .map(|()| edges);
-                        let failed = resolved.is_err();
-                        // The receiver is gone when the writer failed.
-                        if send.send((k, resolved)).is_err() || failed {
-                            return;
-                        }
+            // Fills the tables, then starts the resolvers over them.
+            let setup = s.spawn(move || -> rusqlite::Result<Arc<Tables>> {
+                let tables = match syms {
+                    Some(syms) => {
+                        let mut t = Arc::unwrap_or_clone(base);
+                        t.preload_written(syms, refs, imports)?;
+                        Arc::new(t)
                     }
-                });
-            }
-            drop(send);
+                    None => base,
+                };
+                for _ in 0..threads {
+                    let (send, tables) = (send.clone(), tables.clone());
+                    s.spawn(move || {
+                        let mut r = Resolver::with(None, tables, true);
+                        loop {
+                            let k = next.fetch_add(1, Ordering::Relaxed);
+                            let Some((refs_in, imports_in)) = runs.get(k) else {
+                                return;
+                            };
+                            let mut edges = Vec::new();
+                            let resolved = refs[refs_in.clone()]
+                                .iter()
+                                .try_for_each(|row| r.resolve_ref(row, &mut edges))
+                                .and_then(|()| {
+                                    imports[imports_in.clone()]
+                                        .iter()
+                                        .try_for_each(|row| r.resolve_import(row, &mut edges))
+                                })
+                                .map(|()| edges);
+                            let failed = resolved.is_err();
+                            // The receiver is gone when the writer failed.
+                            if send.send((k, resolved)).is_err() || failed {
+                                return;
+                            }
+                        }
+                    });
+                }
+                Ok(tables)
+            });
             meanwhile(conn)?;
             let mut waiting = std::collections::BTreeMap::new();
             for (k, resolved) in receive {
@@ -357,9 +383,12 @@ pub(crate) fn resolve(
                     written.push(edges);
                 }
             }
-            Ok(())
+            setup.join().expect("the resolution's setup panicked")
         })?;
     } else {
+        if let Some(syms) = syms {
+            Arc::make_mut(&mut r.t).preload_written(syms, &refs, &imports)?;
+        }
         meanwhile(conn)?;
         let mut edges = Vec::new();
         for row in &refs {
@@ -494,30 +523,24 @@ const REF_COLUMNS: &str = "SELECT id, file, kind, scope, name, receiver, line FR
 const IMPORT_COLUMNS: &str = "SELECT id, file, module, name, local, line FROM imports";
 
 impl Tables {
-    /// Every parsed file's language, and every definition, import and base
-    /// of `written`; with the references and imports to resolve.
-    fn from_written(
-        conn: &Connection,
-        written: Written,
-    ) -> rusqlite::Result<(Tables, Vec<RefRow>, Vec<ImportRow>)> {
-        let mut t = Tables::load(conn, false)?;
-        let bases = written
-            .refs
-            .iter()
-            .filter_map(|r| match (&r.scope, r.kind) {
-                (Some(scope), "base") => Some(Ok((scope.clone(), r.name.clone()))),
-                _ => None,
-            });
-        t.preload(
-            written.syms.into_iter().map(Ok),
-            written.imports.iter().cloned().map(Ok),
+    /// Fills the tables from a cold load's rows, kept as written.
+    fn preload_written(
+        &mut self,
+        syms: Vec<Sym>,
+        refs: &[RefRow],
+        imports: &[ImportRow],
+    ) -> rusqlite::Result<()> {
+        let bases = refs.iter().filter_map(|r| match (&r.scope, r.kind) {
+            (Some(scope), "base") => Some(Ok((scope.clone(), r.name.clone()))),
+            _ => None,
+        });
+        self.preload(
+            syms.into_iter().map(Ok),
+            imports.iter().cloned().map(Ok),
             bases,
-        )?;
-        Ok((t, written.refs, written.imports))
+        )
     }
 
-    /// Every parsed file's language; with `preload`, every definition,
-    /// import and base too.
     fn load(conn: &Connection, preload: bool) -> rusqlite::Result<Tables> {
         let mut t = Tables::default();
         {
@@ -586,12 +609,12 @@ impl<'c> Resolver<'c> {
     fn new(conn: &'c Connection, preload: bool) -> rusqlite::Result<Resolver<'c>> {
         Ok(Resolver::with(
             Some(conn),
-            Tables::load(conn, preload)?,
+            Arc::new(Tables::load(conn, preload)?),
             preload,
         ))
     }
 
-    fn with(conn: Option<&'c Connection>, t: Tables, preloaded: bool) -> Resolver<'c> {
+    fn with(conn: Option<&'c Connection>, t: Arc<Tables>, preloaded: bool) -> Resolver<'c> {
         Resolver {
             conn,
             t,
@@ -599,6 +622,8 @@ impl<'c> Resolver<'c> {
             groups: HashMap::new(),
             by_name_cache: HashMap::new(),
             preloaded,
+            no_syms: Arc::default(),
+            no_imports: Arc::default(),
         }
     }
 
@@ -674,17 +699,21 @@ impl<'c> Resolver<'c> {
         if let Some(found) = self.t.by_name.get(name) {
             return Ok(found.clone());
         }
-        let found = if self.preloaded {
-            Vec::new()
-        } else {
+        if self.preloaded {
+            // Not a name defined anywhere (the tables are shared: a miss
+            // is not cached in them).
+            return Ok(self.no_syms.clone());
+        }
+        let found = Arc::new(
             self.db()
                 .prepare_cached(&format!("{SYM_COLUMNS} WHERE name = ?1"))?
                 .query_map([name], sym_row)?
                 .map(|r| r.map(Arc::new))
-                .collect::<rusqlite::Result<Vec<_>>>()?
-        };
-        let found = Arc::new(found);
-        self.t.by_name.insert(name.to_owned(), found.clone());
+                .collect::<rusqlite::Result<Vec<_>>>()?,
+        );
+        Arc::make_mut(&mut self.t)
+            .by_name
+            .insert(name.to_owned(), found.clone());
         Ok(found)
     }
 
@@ -725,7 +754,9 @@ impl<'c> Resolver<'c> {
             .query_row([id], sym_row)
             .optional()?
             .map(Arc::new);
-        self.t.by_id.insert(id.to_owned(), found.clone());
+        Arc::make_mut(&mut self.t)
+            .by_id
+            .insert(id.to_owned(), found.clone());
         Ok(found)
     }
 
@@ -733,16 +764,18 @@ impl<'c> Resolver<'c> {
         if let Some(found) = self.t.imports.get(file) {
             return Ok(found.clone());
         }
-        let found = if self.preloaded {
-            Vec::new()
-        } else {
+        if self.preloaded {
+            return Ok(self.no_imports.clone());
+        }
+        let found = Arc::new(
             self.db()
                 .prepare_cached(&format!("{IMPORT_COLUMNS} WHERE file = ?1 ORDER BY id"))?
                 .query_map([file], import_row)?
-                .collect::<rusqlite::Result<Vec<_>>>()?
-        };
-        let found = Arc::new(found);
-        self.t.imports.insert(file.to_owned(), found.clone());
+                .collect::<rusqlite::Result<Vec<_>>>()?,
+        );
+        Arc::make_mut(&mut self.t)
+            .imports
+            .insert(file.to_owned(), found.clone());
         Ok(found)
     }
 
@@ -758,7 +791,9 @@ impl<'c> Resolver<'c> {
             .prepare_cached("SELECT name FROM refs WHERE kind = 'base' AND scope = ?1")?
             .query_map([type_id], |r| r.get(0))?
             .collect::<rusqlite::Result<Vec<String>>>()?;
-        self.t.bases.insert(type_id.to_owned(), found.clone());
+        Arc::make_mut(&mut self.t)
+            .bases
+            .insert(type_id.to_owned(), found.clone());
         Ok(found)
     }
 

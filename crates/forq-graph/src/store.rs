@@ -234,16 +234,27 @@ pub(crate) struct EdgeWriter<'c> {
     empty: bool,
     nids: HashMap<String, i64>,
     numbered: i64,
+    insert_edge: rusqlite::CachedStatement<'c>,
+    insert_node: rusqlite::CachedStatement<'c>,
 }
 
 impl<'c> EdgeWriter<'c> {
-    pub(crate) fn new(tx: &'c Connection, empty: bool) -> EdgeWriter<'c> {
-        EdgeWriter {
+    pub(crate) fn new(tx: &'c Connection, empty: bool) -> rusqlite::Result<EdgeWriter<'c>> {
+        Ok(EdgeWriter {
             tx,
             empty,
             nids: HashMap::new(),
             numbered: 0,
-        }
+            insert_edge: tx.prepare_cached(
+                "INSERT INTO edge (eid, kind, src, dst, confidence, candidates, line)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )?,
+            insert_node: tx.prepare_cached(if empty {
+                "INSERT INTO node (nid, name) VALUES (?1, ?2)"
+            } else {
+                "INSERT OR IGNORE INTO node (name) VALUES (?1)"
+            })?,
+        })
     }
 
     /// The `nid` of an edge end, added to `node` when new.
@@ -253,14 +264,10 @@ impl<'c> EdgeWriter<'c> {
         }
         let n = if self.empty {
             self.numbered += 1;
-            self.tx
-                .prepare_cached("INSERT INTO node (nid, name) VALUES (?1, ?2)")?
-                .execute(params![self.numbered, name])?;
+            self.insert_node.execute(params![self.numbered, name])?;
             self.numbered
         } else {
-            self.tx
-                .prepare_cached("INSERT OR IGNORE INTO node (name) VALUES (?1)")?
-                .execute([name])?;
+            self.insert_node.execute([name])?;
             self.tx
                 .prepare_cached("SELECT nid FROM node WHERE name = ?1")?
                 .query_row([name], |r| r.get(0))?
@@ -287,14 +294,9 @@ impl<'c> EdgeWriter<'c> {
             order.push((edge_id(e.origin, run.1), e));
         }
         order.sort_unstable_by_key(|(eid, _)| *eid);
-        let tx = self.tx;
-        let mut insert = tx.prepare_cached(
-            "INSERT INTO edge (eid, kind, src, dst, confidence, candidates, line)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-        )?;
         for (eid, e) in order {
             let (src, dst) = (self.nid(&e.src)?, self.nid(&e.dst)?);
-            insert.execute(params![
+            self.insert_edge.execute(params![
                 eid,
                 e.kind,
                 src,

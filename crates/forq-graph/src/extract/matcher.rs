@@ -186,6 +186,9 @@ impl Matcher {
         mut sink: impl FnMut(Found<'m, 't>),
     ) {
         let mut cursor = tree.walk();
+        // Gathers a node's children for the patterns (one cursor for the
+        // whole walk: a cursor of their own each cost an allocation).
+        let scratch = std::cell::RefCell::new(tree.walk());
         let mut caps: Captured<'t> = Vec::new();
         loop {
             let node = cursor.node();
@@ -200,7 +203,7 @@ impl Matcher {
                 let mut kids = None;
                 let mut attempt = |i: usize| {
                     let p = &self.patterns[i];
-                    self.at(&p.root, node, &mut kids, &mut caps, &mut |caps| {
+                    self.at(&p.root, node, &scratch, &mut kids, &mut caps, &mut |caps| {
                         if p.predicates.iter().all(|pr| holds(pr, caps, source)) {
                             sink(Found {
                                 kind: p.kind,
@@ -250,6 +253,7 @@ impl Matcher {
         &self,
         pat: &Pat,
         node: Node<'t>,
+        scratch: &std::cell::RefCell<tree_sitter::TreeCursor<'t>>,
         kids: &mut Option<Kids<'t>>,
         caps: &mut Captured<'t>,
         then: &mut dyn FnMut(&mut Captured<'t>),
@@ -260,7 +264,7 @@ impl Matcher {
                 captures,
             } => {
                 for alt in alternatives {
-                    self.at(alt, node, kids, caps, &mut |caps| {
+                    self.at(alt, node, scratch, kids, caps, &mut |caps| {
                         let base = caps.len();
                         caps.extend(captures.iter().map(|&c| (c, node)));
                         then(caps);
@@ -291,7 +295,8 @@ impl Matcher {
                 } else {
                     let kids = kids.get_or_insert_with(|| {
                         let mut kids = Vec::with_capacity(node.child_count() as usize);
-                        let mut cursor = node.walk();
+                        let mut cursor = scratch.borrow_mut();
+                        cursor.reset(node);
                         if cursor.goto_first_child() {
                             loop {
                                 let kid = cursor.node();
@@ -306,7 +311,7 @@ impl Matcher {
                         kids
                     });
                     let end = *anchored_end;
-                    self.steps(children, kids, 0, caps, &mut |caps, next| {
+                    self.steps(children, kids, 0, scratch, caps, &mut |caps, next| {
                         if !end || next == kids.len() {
                             then(caps);
                         }
@@ -325,6 +330,7 @@ impl Matcher {
         steps: &[Step],
         kids: &[(Node<'t>, Option<NonZeroU16>)],
         from: usize,
+        scratch: &std::cell::RefCell<tree_sitter::TreeCursor<'t>>,
         caps: &mut Captured<'t>,
         then: &mut dyn FnMut(&mut Captured<'t>, usize),
     ) {
@@ -339,8 +345,8 @@ impl Matcher {
             if step.field.is_some() && field != step.field {
                 continue;
             }
-            self.at(&step.pat, kid, &mut None, caps, &mut |caps| {
-                self.steps(rest, kids, j + 1, caps, then)
+            self.at(&step.pat, kid, scratch, &mut None, caps, &mut |caps| {
+                self.steps(rest, kids, j + 1, scratch, caps, then)
             });
         }
     }
