@@ -239,8 +239,10 @@ impl Written {
 #[derive(Clone, Default)]
 struct Tables {
     langs: HashMap<String, Lang>,
-    /// Files by base name, for suffix lookups of module paths.
-    by_basename: HashMap<String, Vec<String>>,
+    /// Files by the last one and by the last two parts of their path
+    /// (`core/__init__.py`), for suffix lookups of module paths: by one
+    /// part alone, `__init__.py` names every package.
+    by_tail: HashMap<String, Vec<String>>,
     by_name: HashMap<String, Arc<Vec<Arc<Sym>>>>,
     by_id: HashMap<String, Option<Arc<Sym>>>,
     imports: HashMap<String, Arc<Vec<ImportRow>>>,
@@ -555,11 +557,17 @@ impl Tables {
             }
         }
         for path in t.langs.keys() {
-            let base = path.rsplit('/').next().unwrap_or(path);
-            t.by_basename
-                .entry(base.to_owned())
+            let (one, two) = (tail(path, 1), tail(path, 2));
+            t.by_tail
+                .entry(one.to_owned())
                 .or_default()
                 .push(path.clone());
+            if two != one {
+                t.by_tail
+                    .entry(two.to_owned())
+                    .or_default()
+                    .push(path.clone());
+            }
         }
         if preload {
             let mut syms = conn.prepare(SYM_COLUMNS)?;
@@ -1133,7 +1141,7 @@ impl<'c> Resolver<'c> {
                 &import.module,
                 import.name.as_deref(),
                 &self.t.langs,
-                &self.t.by_basename,
+                &self.t.by_tail,
             ),
             None => Target::Unknown,
         });
@@ -1288,21 +1296,29 @@ fn simple_receiver(receiver: &str) -> &str {
 }
 
 /// The repository files an import names.
+/// The last `parts` parts of a `/`-separated path (the whole of a
+/// shorter one).
+fn tail(path: &str, parts: usize) -> &str {
+    match path.rmatch_indices('/').nth(parts - 1) {
+        Some((at, _)) => &path[at + 1..],
+        None => path,
+    }
+}
+
 fn module_files(
     lang: Lang,
     from: &str,
     module: &str,
     name: Option<&str>,
     langs: &HashMap<String, Lang>,
-    by_basename: &HashMap<String, Vec<String>>,
+    by_tail: &HashMap<String, Vec<String>>,
 ) -> Target {
     let dir = from.rsplit_once('/').map_or("", |(d, _)| d);
     let exists = |p: &str| langs.contains_key(p);
     let with_suffix = |suffixes: &[String]| -> Vec<String> {
         let mut found: Vec<String> = Vec::new();
         for s in suffixes {
-            let base = s.rsplit('/').next().unwrap_or(s);
-            for p in by_basename.get(base).into_iter().flatten() {
+            for p in by_tail.get(tail(s, 2)).into_iter().flatten() {
                 if p == s
                     || (p.ends_with(s.as_str()) && p.as_bytes()[p.len() - s.len() - 1] == b'/')
                 {
@@ -1568,6 +1584,14 @@ mod tests {
         assert_eq!(file_runs(&refs, &imports, 1).len(), 1);
         assert_eq!(file_runs(&refs, &imports, 50).len(), 4);
         assert!(file_runs(&[], &[], 4).is_empty());
+    }
+
+    #[test]
+    fn tails_are_the_last_parts_of_a_path() {
+        assert_eq!(tail("a/b/c.py", 1), "c.py");
+        assert_eq!(tail("a/b/c.py", 2), "b/c.py");
+        assert_eq!(tail("c.py", 2), "c.py");
+        assert_eq!(tail("b/c.py", 2), "b/c.py");
     }
 
     #[test]
