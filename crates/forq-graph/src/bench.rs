@@ -47,6 +47,11 @@ pub struct BenchReport {
     pub one_file_reindex_s: f64,
     /// The same for the largest file.
     pub largest_file_reindex_s: f64,
+    /// Re-indexing after a definition is added to the median-size file,
+    /// the first such update after the cold index: it re-resolves the
+    /// references the new name may answer, and builds the indexes of
+    /// references by name and receiver the cold load left out.
+    pub first_definition_reindex_s: f64,
     /// p95 over every query sampled below, in milliseconds (the first
     /// `statements` question of each sampled file, which computes its flow,
     /// included).
@@ -246,7 +251,8 @@ pub fn bench(root: &Path, threads: usize, samples: usize) -> Result<BenchReport>
         .map(|(_, p)| (std::fs::metadata(p).map(|m| m.len()).unwrap_or(0), p))
         .collect();
     sized.sort();
-    let mut edit = |victim: Option<&PathBuf>| -> Result<Duration> {
+    // `added`: what is appended, by the file's language.
+    let mut edit = |victim: Option<&PathBuf>, added: fn(Option<Lang>) -> &'static [u8]| {
         let Some(victim) = victim else {
             return Ok(Duration::ZERO);
         };
@@ -255,18 +261,31 @@ pub fn bench(root: &Path, threads: usize, samples: usize) -> Result<BenchReport>
             move |source| Error::Io { op, path, source }
         };
         let mut content = std::fs::read(victim).map_err(io("read"))?;
-        let comment: &[u8] = match Lang::of_path(victim) {
-            Some(Lang::Python) => b"\n# forq bench edit\n",
-            _ => b"\n// forq bench edit\n",
-        };
-        content.extend_from_slice(comment);
+        content.extend_from_slice(added(Lang::of_path(victim)));
         std::fs::write(victim, &content).map_err(io("write"))?;
         let started = Instant::now();
         index.update()?;
-        Ok(started.elapsed())
+        Ok::<_, Error>(started.elapsed())
     };
-    let one_file = edit(sized.get(sized.len() / 2).map(|(_, p)| *p))?;
-    let largest_file = edit(sized.last().map(|(_, p)| *p))?;
+    let comment = |lang| match lang {
+        Some(Lang::Python) => &b"\n# forq bench edit\n"[..],
+        _ => b"\n// forq bench edit\n",
+    };
+    let definition = |lang| match lang {
+        Some(Lang::Python) => &b"\ndef forq_bench_added():\n    pass\n"[..],
+        Some(Lang::Rust) => b"\nfn forq_bench_added() {}\n",
+        Some(Lang::Go) => b"\nfunc forqBenchAdded() {}\n",
+        Some(Lang::C | Lang::Cpp) => b"\nvoid forq_bench_added(void) {}\n",
+        Some(Lang::JavaScript | Lang::TypeScript | Lang::Tsx) => {
+            b"\nfunction forqBenchAdded() {}\n"
+        }
+        // Java has no definition outside a class: the edit is a comment.
+        _ => b"\n// forq bench edit\n",
+    };
+    let median_file = sized.get(sized.len() / 2).map(|(_, p)| *p);
+    let one_file = edit(median_file, comment)?;
+    let largest_file = edit(sized.last().map(|(_, p)| *p), comment)?;
+    let first_definition = edit(median_file, definition)?;
 
     let mut rng = Lcg(0x5eed);
     let callables: Vec<&crate::store::Symbol> = symbols
@@ -337,6 +356,7 @@ pub fn bench(root: &Path, threads: usize, samples: usize) -> Result<BenchReport>
         noop_reindex_s: noop.as_secs_f64(),
         one_file_reindex_s: one_file.as_secs_f64(),
         largest_file_reindex_s: largest_file.as_secs_f64(),
+        first_definition_reindex_s: first_definition.as_secs_f64(),
         query_p95_ms: percentile(&all, 0.95),
         query_p50_ms: percentile(&all, 0.5),
         queries,
