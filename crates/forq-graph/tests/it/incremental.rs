@@ -91,14 +91,21 @@ fn assert_equals_cold(db: &Path, root: &Path) {
     }
 }
 
+/// A tree where `main.py`'s `run` calls `a.py`'s `load`, with an index
+/// opened (not yet updated) at `.forq/graph.db`.
+fn load_and_run() -> (tempfile::TempDir, std::path::PathBuf, Index) {
+    let repo = tempfile::tempdir().unwrap();
+    std::fs::write(repo.path().join("a.py"), "def load():\n    pass\n").unwrap();
+    std::fs::write(repo.path().join("main.py"), "def run():\n    load()\n").unwrap();
+    let db = repo.path().join(".forq/graph.db");
+    let index = Index::open(&db, repo.path()).unwrap();
+    (repo, db, index)
+}
+
 #[test]
 fn a_new_definition_elsewhere_turns_a_unique_call_ambiguous_and_back() {
-    let repo = tempfile::tempdir().unwrap();
+    let (repo, db, mut index) = load_and_run();
     let write = |p: &str, c: &str| std::fs::write(repo.path().join(p), c).unwrap();
-    write("a.py", "def load():\n    pass\n");
-    write("main.py", "def run():\n    load()\n");
-    let db = repo.path().join(".forq/graph.db");
-    let mut index = Index::open(&db, repo.path()).unwrap();
     index.update().unwrap();
     let confidence = |index: &Index| {
         index
@@ -319,12 +326,8 @@ fn a_cold_load_resolves_as_the_tables_do_on_any_number_of_threads() {
 /// them, and the first edit that changes one does.
 #[test]
 fn reference_lookup_indexes_wait_for_the_first_update_that_reads_them() {
-    let repo = tempfile::tempdir().unwrap();
+    let (repo, db, mut index) = load_and_run();
     let write = |p: &str, c: &str| std::fs::write(repo.path().join(p), c).unwrap();
-    write("a.py", "def load():\n    pass\n");
-    write("main.py", "def run():\n    load()\n");
-    let db = repo.path().join(".forq/graph.db");
-    let mut index = Index::open(&db, repo.path()).unwrap();
     let indexes = || -> Vec<String> {
         let conn = rusqlite::Connection::open(&db).unwrap();
         let mut stmt = conn
