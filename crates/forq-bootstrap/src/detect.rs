@@ -480,7 +480,33 @@ fn pytest_marker(root: &Path) -> Option<String> {
     if has_test_files(root, 2) && !any_test_file(root, 2, &unittest) {
         return Some("test files without unittest (pytest style)".to_owned());
     }
+    // unittest's discovery enters only packages: `tests/test_x.py` without
+    // a `tests/__init__.py` runs no test under `python -m unittest` (and
+    // looks like a suite of none), but pytest finds it, TestCases included.
+    if has_test_files(root, 2) && !unittest_discovers(root, 2) {
+        return Some("test files outside packages (unittest's discovery skips them)".to_owned());
+    }
     None
+}
+
+/// Whether `python -m unittest` run at `dir` finds a test file: a
+/// `test*.py` there, or in a package below it (`depth` levels down).
+fn unittest_discovers(dir: &Path, depth: u32) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    entries.flatten().any(|e| {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let path = e.path();
+        if path.is_dir() {
+            depth > 0
+                && !name.starts_with('.')
+                && path.join("__init__.py").is_file()
+                && unittest_discovers(&path, depth - 1)
+        } else {
+            name.starts_with("test") && name.ends_with(".py")
+        }
+    })
 }
 
 /// The stacks of the repository at `root`, cheapest to try first. Empty:

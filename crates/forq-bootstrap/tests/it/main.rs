@@ -406,6 +406,16 @@ addopts = -q
         ]),
         ["unittest: test*.py files => python3 -m unittest -v"]
     );
+    // The same TestCases in a tests/ that is not a package: unittest's
+    // discovery would run none of them (uritemplate 3.0.1 is laid out so).
+    assert_eq!(
+        detected(&[
+            ("calc.py", ""),
+            ("tests/test_calc.py", "from unittest import TestCase
+")
+        ]),
+        ["pytest: test files outside packages (unittest's discovery skips them) => .forq/venv/bin/python -m pytest -v"]
+    );
     // The install steps: a venv, the project with its test extra, test requirements.
     let dir = repo(&[
         ("pyproject.toml", "[project]\nname = \"x\"\n[project.optional-dependencies]\ntest = [\"pytest\"]\n[tool.pytest.ini_options]\n"),
@@ -803,13 +813,17 @@ fn test_files_that_import_pytest_get_pytest_and_their_requirement_files() {
         "{:?}",
         stacks[0].install
     );
-    // Without the import, the same layout is unittest's.
+    // Without the import, the same layout is pytest's still (unittest's
+    // discovery does not enter a tests/ that is not a package), and
+    // unittest's once tests/ is a package.
     std::fs::write(
         dir.path().join("tests/test_x.py"),
         "import unittest\n\nclass T(unittest.TestCase):\n    def test_x(self):\n        pass\n",
     )
     .unwrap();
     std::fs::remove_file(dir.path().join("tests/requirements.txt")).unwrap();
+    assert_eq!(forq_bootstrap::detect(dir.path())[0].name(), "pytest");
+    std::fs::write(dir.path().join("tests/__init__.py"), "").unwrap();
     assert_eq!(forq_bootstrap::detect(dir.path())[0].name(), "unittest");
 }
 
