@@ -193,6 +193,21 @@ fn exists(root: &Path, file: &str) -> bool {
 /// Whether a Python test file (`test*.py`, `*_test.py`) under `dir`, at
 /// most `depth` directories down, satisfies `wanted`.
 fn any_test_file(dir: &Path, depth: u32, wanted: &dyn Fn(&Path) -> bool) -> bool {
+    any_file_below(dir, depth, &|_| true, &|path, name| {
+        (name.starts_with("test") && name.ends_with(".py") || name.ends_with("_test.py"))
+            && wanted(path)
+    })
+}
+
+/// Whether a file under `dir`, at most `depth` directories down, through
+/// directories `enter` accepts (hidden ones and `node_modules` never),
+/// satisfies `wanted` (given its path and name).
+fn any_file_below(
+    dir: &Path,
+    depth: u32,
+    enter: &dyn Fn(&Path) -> bool,
+    wanted: &dyn Fn(&Path, &str) -> bool,
+) -> bool {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return false;
     };
@@ -203,10 +218,10 @@ fn any_test_file(dir: &Path, depth: u32, wanted: &dyn Fn(&Path) -> bool) -> bool
             depth > 0
                 && !name.starts_with('.')
                 && name != "node_modules"
-                && any_test_file(&path, depth - 1, wanted)
+                && enter(&path)
+                && any_file_below(&path, depth - 1, enter, wanted)
         } else {
-            (name.starts_with("test") && name.ends_with(".py") || name.ends_with("_test.py"))
-                && wanted(&path)
+            wanted(&path, &name)
         }
     })
 }
@@ -492,21 +507,12 @@ fn pytest_marker(root: &Path) -> Option<String> {
 /// Whether `python -m unittest` run at `dir` finds a test file: a
 /// `test*.py` there, or in a package below it (`depth` levels down).
 fn unittest_discovers(dir: &Path, depth: u32) -> bool {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return false;
-    };
-    entries.flatten().any(|e| {
-        let name = e.file_name().to_string_lossy().into_owned();
-        let path = e.path();
-        if path.is_dir() {
-            depth > 0
-                && !name.starts_with('.')
-                && path.join("__init__.py").is_file()
-                && unittest_discovers(&path, depth - 1)
-        } else {
-            name.starts_with("test") && name.ends_with(".py")
-        }
-    })
+    any_file_below(
+        dir,
+        depth,
+        &|sub| sub.join("__init__.py").is_file(),
+        &|_, name| name.starts_with("test") && name.ends_with(".py"),
+    )
 }
 
 /// The stacks of the repository at `root`, cheapest to try first. Empty:

@@ -543,6 +543,8 @@ impl Tables {
         )
     }
 
+    /// Every parsed file's language; with `preload`, every definition,
+    /// import and base too.
     fn load(conn: &Connection, preload: bool) -> rusqlite::Result<Tables> {
         let mut t = Tables::default();
         {
