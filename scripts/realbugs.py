@@ -340,6 +340,10 @@ def make(args):
             f.write(buggy_text)
         with open(os.path.join(out, "TARGETS"), "w", encoding="utf-8") as f:
             f.write("".join(t + "\n" for t in bug["targets"]))
+        # Where the buggy function sits in the bug's tree, for the bench's
+        # report alone (the search does not read it).
+        with open(os.path.join(out, "FAULT"), "w", encoding="utf-8") as f:
+            f.write(f"{rel} {n[0]} {n[0] + o[1] - o[0]}\n")
         with open(os.path.join(out, "ISSUE.md"), "w", encoding="utf-8") as f:
             f.write(f"# `{bug['function']}` in {rel} is wrong\n\n"
                     f"These tests fail: {', '.join(bug['targets'])}.\n")
@@ -374,17 +378,29 @@ def report(args):
     (candidates, seconds) and those not measured (with the gate's reason)."""
     data = json.load(sys.stdin)
     runs = data.get("runs", [])
-    print("| brancher | solved | median search, solved | candidates killed for hanging | timed out | not measured |")
-    print("|---|---|---|---|---|---|")
+    print("| brancher | solved | median search, solved | candidates killed for hanging | timed out "
+          "| fault suspected | fault edited | not measured |")
+    print("|---|---|---|---|---|---|---|---|")
     unmeasured = data.get("unmeasured", [])
     for s in data.get("spaces", []):
         median = f"{s['median_solved_s']:.1f} s" if s["solved"] else "—"
+        faults = s.get("with_fault", 0)
         print(f"| {s['brancher']} | {s['solved']}/{s['examples']} | {median} | {s['hung']} | "
-              f"{s['timed_out']} | {len(unmeasured)} |")
+              f"{s['timed_out']} | {s.get('fault_suspected', 0)}/{faults} | {s.get('fault_edited', 0)}/{faults} "
+              f"| {len(unmeasured)} |")
     for s in data.get("spaces", []):
         solved = [r for r in runs if r["brancher"] == s["brancher"] and r["solved"]]
         names = ", ".join(f"{r['example']} ({r['nodes']}, {r['wall_s']:.1f} s)" for r in solved)
         print(f"\n{s['brancher']} solved: {names or 'none'}")
+    for s in data.get("spaces", []):
+        unsolved = [r for r in runs if r["brancher"] == s["brancher"] and not r["solved"]
+                    and "fault_candidates" in r]
+        if unsolved:
+            print(f"\n{s['brancher']} unsolved (rank of the fault among suspected lines, "
+                  "candidates editing it / evaluated):")
+            for r in unsolved:
+                rank = r.get("fault_rank", "—")
+                print(f"- {r['example']}: {rank}, {r['fault_candidates']}/{r['nodes']}")
     for u in unmeasured:
         print(f"\nnot measured: {u['example']}: {u['reason']}")
 

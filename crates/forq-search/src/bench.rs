@@ -100,6 +100,76 @@ pub fn targets_of(dir: &Path) -> std::io::Result<Vec<String>> {
     }
 }
 
+/// Where a bug directory says its fault is: `FAULT`, one line
+/// `PATH FIRST LAST` (the faulty function's file and 1-based lines in the
+/// bug's tree). Read by the bench only, to report how well localisation
+/// and the candidates found it; the search never sees it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Fault {
+    /// The file, relative to the repository.
+    pub file: String,
+    /// First line.
+    pub first: u32,
+    /// Last line.
+    pub last: u32,
+}
+
+impl Fault {
+    /// Whether line `line` of `file` lies in the fault.
+    pub fn holds(&self, file: &str, line: u32) -> bool {
+        self.file == file && (self.first..=self.last).contains(&line)
+    }
+
+    /// Whether a node's `change` (a unified diff with two lines of
+    /// context) edits a line of the fault: a hunk of the fault's file
+    /// whose changed old lines meet its span.
+    pub fn touched_by(&self, diff: &str) -> bool {
+        let mut in_file = false;
+        for line in diff.lines() {
+            if let Some(path) = line.strip_prefix("--- ") {
+                in_file = path.strip_prefix("a/").unwrap_or(path) == self.file;
+            } else if let (true, Some(hunk)) = (in_file, line.strip_prefix("@@ -")) {
+                let old = hunk.split_whitespace().next().unwrap_or("");
+                let (start, len) = old.split_once(',').unwrap_or((old, "1"));
+                let (Ok(start), Ok(len)) = (start.parse::<u32>(), len.parse::<u32>()) else {
+                    continue;
+                };
+                // The hunk carries two lines of context each side (a
+                // pure insertion: those four lines alone).
+                let (lo, hi) = (start + 2, (start + len).saturating_sub(3));
+                let (lo, hi) = (lo.min(hi), lo.max(hi));
+                if lo <= self.last && hi >= self.first {
+                    return true;
+                }
+            }
+        }
+        false
+    }
+}
+
+/// The fault `dir`'s `FAULT` names; `None` when there is no such file.
+pub fn fault_of(dir: &Path) -> std::io::Result<Option<Fault>> {
+    let text = match std::fs::read_to_string(dir.join("FAULT")) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let mut words = text.split_whitespace();
+    let bad = || {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!(
+                "{}: expected `PATH FIRST LAST`, found {text:?}",
+                dir.join("FAULT").display()
+            ),
+        )
+    };
+    let file = words.next().ok_or_else(bad)?.to_owned();
+    let first = words.next().and_then(|w| w.parse().ok()).ok_or_else(bad)?;
+    let last = words.next().and_then(|w| w.parse().ok()).ok_or_else(bad)?;
+    Ok(Some(Fault { file, first, last }))
+}
+
 /// Prepares each example once under `gate` (its targets from
 /// [`targets_of`]) and searches it once per variant, `setup` making the
 /// brancher and options of each (from `mutate` over the example's graph);
@@ -235,6 +305,14 @@ pub struct SpaceRun {
     pub wall_s: f64,
     /// The patch's size, when solved.
     pub diff_lines: usize,
+    /// Where the bug's `FAULT` came among the suspected statements
+    /// (1-based; the first suspected line inside it), when it has one
+    /// and it was suspected at all.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fault_rank: Option<usize>,
+    /// Candidates evaluated that edit a line of the bug's `FAULT`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fault_candidates: Option<usize>,
 }
 
 /// A bug that could not be measured, and why (it could not be set up:
@@ -275,6 +353,12 @@ pub struct SpaceSummary {
     pub hung: usize,
     /// Bugs whose search ran out of wall clock unsolved.
     pub timed_out: usize,
+    /// Bugs with a `FAULT`.
+    pub with_fault: usize,
+    /// Of those, the bugs whose fault was among the suspected statements.
+    pub fault_suspected: usize,
+    /// Of those, the bugs with a candidate that edits the fault.
+    pub fault_edited: usize,
 }
 
 /// The repair spaces compared: the mutation operators, and the same with
@@ -295,6 +379,22 @@ pub async fn compare_spaces(
 ) -> SpacesReport {
     let mut runs = Vec::new();
     let mut unmeasured = Vec::new();
+    let faults: Vec<(String, Fault)> = examples
+        .iter()
+        .filter_map(|dir| {
+            let name = dir.file_name()?.to_string_lossy().into_owned();
+            match fault_of(dir) {
+                Ok(f) => Some((name, f?)),
+                Err(e) => {
+                    unmeasured.push(Unmeasured {
+                        example: name,
+                        reason: e.to_string(),
+                    });
+                    None
+                }
+            }
+        })
+        .collect();
     search_each(
         backend,
         examples,
@@ -312,7 +412,24 @@ pub async fn compare_spaces(
                 .skip(1)
                 .filter(|n| n.judgement.as_ref().is_some_and(|j| !j.hung.is_empty()))
                 .count();
+            let fault = faults.iter().find(|(n, _)| n == example).map(|(_, f)| f);
             let run = SpaceRun {
+                fault_rank: fault.and_then(|f| {
+                    let at = out
+                        .tree
+                        .suspected
+                        .iter()
+                        .position(|s| f.holds(&s.file, s.line));
+                    at.map(|i| i + 1)
+                }),
+                fault_candidates: fault.map(|f| {
+                    out.tree
+                        .nodes
+                        .iter()
+                        .skip(1)
+                        .filter(|n| n.judgement.is_some() && f.touched_by(&n.change))
+                        .count()
+                }),
                 example: example.to_owned(),
                 brancher: brancher.name().to_owned(),
                 solved: out.winner.is_some(),
@@ -380,6 +497,12 @@ pub async fn compare_spaces(
                 ),
                 hung: mine.iter().map(|r| r.hung).sum(),
                 timed_out: mine.iter().filter(|r| r.timed_out).count(),
+                with_fault: mine.iter().filter(|r| r.fault_candidates.is_some()).count(),
+                fault_suspected: mine.iter().filter(|r| r.fault_rank.is_some()).count(),
+                fault_edited: mine
+                    .iter()
+                    .filter(|r| r.fault_candidates.is_some_and(|n| n > 0))
+                    .count(),
             }
         })
         .collect();
@@ -662,5 +785,54 @@ mod copy_tests {
             "intro\n"
         );
         assert!(!copy.join(".forq").exists());
+    }
+}
+
+#[cfg(test)]
+mod fault_tests {
+    use super::*;
+
+    fn fault() -> Fault {
+        Fault {
+            file: "pkg/mod.py".into(),
+            first: 10,
+            last: 14,
+        }
+    }
+
+    #[test]
+    fn a_change_inside_the_function_touches_the_fault() {
+        // Line 12 replaced: two lines of context each side.
+        let diff = "--- a/pkg/mod.py\n+++ b/pkg/mod.py\n@@ -10,5 +10,5 @@\n";
+        assert!(fault().touched_by(diff));
+        // An insertion after line 14: its four lines of context are 13..16.
+        let diff = "--- a/pkg/mod.py\n+++ b/pkg/mod.py\n@@ -13,4 +13,5 @@\n";
+        assert!(fault().touched_by(diff));
+    }
+
+    #[test]
+    fn context_lines_and_other_files_do_not_touch_it() {
+        // Line 17 replaced: context 15..16 and 18..19 stay outside.
+        let diff = "--- a/pkg/mod.py\n+++ b/pkg/mod.py\n@@ -15,5 +15,5 @@\n";
+        assert!(!fault().touched_by(diff));
+        // Line 8 replaced: context reaches 10, the change does not.
+        let diff = "--- a/pkg/mod.py\n+++ b/pkg/mod.py\n@@ -6,5 +6,5 @@\n";
+        assert!(!fault().touched_by(diff));
+        let diff = "--- a/pkg/other.py\n+++ b/pkg/other.py\n@@ -10,5 +10,5 @@\n";
+        assert!(!fault().touched_by(diff));
+    }
+
+    #[test]
+    fn fault_files_are_read_and_bad_ones_named() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(fault_of(dir.path()).unwrap(), None);
+        std::fs::write(dir.path().join("FAULT"), "pkg/mod.py 10 14\n").unwrap();
+        assert_eq!(fault_of(dir.path()).unwrap(), Some(fault()));
+        std::fs::write(dir.path().join("FAULT"), "pkg/mod.py ten\n").unwrap();
+        let err = fault_of(dir.path()).unwrap_err().to_string();
+        assert!(
+            err.contains("FAULT") && err.contains("PATH FIRST LAST"),
+            "{err}"
+        );
     }
 }

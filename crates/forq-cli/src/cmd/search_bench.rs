@@ -153,8 +153,13 @@ async fn spaces(
     let quiet = args.json;
     let progress = move |r: &SpaceRun| {
         if !quiet {
+            let fault = match (r.fault_rank, r.fault_candidates) {
+                (_, None) => String::new(),
+                (Some(rank), Some(n)) => format!("; fault suspected #{rank}, edited by {n}"),
+                (None, Some(n)) => format!("; fault not suspected, edited by {n}"),
+            };
             note(&format!(
-                "{:<18} {:<10} {} in {} candidates ({} hung), {:.1} s",
+                "{:<18} {:<10} {} in {} candidates ({} hung), {:.1} s{fault}",
                 r.example,
                 r.brancher,
                 if r.solved { "solved" } else { "not solved" },
@@ -198,6 +203,13 @@ async fn spaces(
             s.median_solved_s,
             s.hung,
             s.timed_out
+        )?;
+    }
+    for s in report.spaces.iter().filter(|s| s.with_fault > 0) {
+        writeln!(
+            out,
+            "{}: the FAULT among suspected lines in {}/{}, edited by a candidate in {}/{}",
+            s.brancher, s.fault_suspected, s.with_fault, s.fault_edited, s.with_fault
         )?;
     }
     for u in &report.unmeasured {

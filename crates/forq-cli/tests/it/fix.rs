@@ -364,6 +364,14 @@ async fn search_bench_compares_the_repair_spaces_side_by_side() {
         "# the test to fix\nno_such_test\n",
     )
     .unwrap();
+    // The looping bug says where its fault is, for the report alone.
+    let looping = tmp.path().join("bsearch-loop");
+    forq_search::bench::copy_tree(
+        &repo_root().join("crates/forq-search/tests/fixtures/bsearch-loop"),
+        &looping,
+    )
+    .unwrap();
+    std::fs::write(looping.join("FAULT"), "bsearch.py 1 12\n").unwrap();
     let out = forq_env(
         &[
             "search",
@@ -371,7 +379,7 @@ async fn search_bench_compares_the_repair_spaces_side_by_side() {
             "--spaces",
             "examples/calc",
             untestable.to_str().unwrap(),
-            "crates/forq-search/tests/fixtures/bsearch-loop",
+            looping.to_str().unwrap(),
             "--test-idle",
             "2",
             "--max-nodes",
@@ -427,6 +435,35 @@ async fn search_bench_compares_the_repair_spaces_side_by_side() {
             .unwrap()
             .iter()
             .all(|r| r["example"] != "calc-untestable"),
+        "{report}"
+    );
+    // Only the looping bug has a FAULT: its function was suspected
+    // first, and the search that solved it edited it.
+    let run = |brancher: &str| {
+        report["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["example"] == "bsearch-loop" && r["brancher"] == brancher)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(run("templates")["fault_rank"], 1, "{report}");
+    assert!(
+        run("templates")["fault_candidates"].as_u64().unwrap() > 0,
+        "{report}"
+    );
+    for s in report["spaces"].as_array().unwrap() {
+        assert_eq!(s["with_fault"], 1, "{report}");
+        assert_eq!(s["fault_suspected"], 1, "{report}");
+    }
+    assert!(
+        report["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["example"] == "calc")
+            .all(|r| r.get("fault_rank").is_none() && r.get("fault_candidates").is_none()),
         "{report}"
     );
     // The looping bug's candidates that still loop were killed as hanging.
