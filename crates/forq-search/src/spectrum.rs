@@ -114,6 +114,52 @@ def expecting(classes, pattern):
     _expect[test] = [classes[0].__name__, classes[0].__module__, pattern]
 
 
+def _literal(value):
+    # A value a literal can write: text, or a number as Python spells it.
+    if isinstance(value, str) and len(value) <= 2000:
+        return ["s", value]
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if value == value and abs(value) < 1e300:
+            return ["n", repr(value)]
+    return None
+
+
+def compared(left, right):
+    # A failing test compared two values for equality (`assertEqual`,
+    # pytest's `assert a == b`): the pair, or the first pair of items that
+    # differs in two sequences of one length.
+    if _state["test"] is None:
+        return
+    if isinstance(left, (list, tuple)) and isinstance(right, (list, tuple)) and len(left) == len(right):
+        pairs = [(a, b) for a, b in zip(left, right) if type(a) is type(b) and a != b]
+        if not pairs:
+            return
+        left, right = pairs[0]
+    pair = [_literal(left), _literal(right)]
+    if None in pair or pair[0][0] != pair[1][0]:
+        return
+    seen = _failure.setdefault("compared", [])
+    if pair not in seen and len(seen) < 4:
+        seen.append(pair)
+
+
+def watch_equal(cls):
+    original = cls.assertEqual
+
+    def assertEqual(self, first, second, msg=None):
+        try:
+            return original(self, first, second, msg)
+        except AssertionError:
+            try:
+                compared(first, second)
+            except Exception:
+                pass
+            raise
+
+    cls.assertEqual = assertEqual
+    cls.assertEquals = assertEqual
+
+
 def watch_raises(cls, classes_of, pattern_of):
     enter, leave = cls.__enter__, cls.__exit__
 
@@ -190,6 +236,7 @@ if _root and _out:
         lambda c: c.expected,
         lambda c: c.expected_regex,
     )
+    watch_equal(unittest.case.TestCase)
 "#;
 
 const SITECUSTOMIZE: &str = "import forq_trace\n";
@@ -221,6 +268,15 @@ def pytest_runtest_setup(item):
 def pytest_runtest_makereport(item, call):
     if call.when == "call" and call.excinfo is not None:
         forq_trace.failed(item.nodeid, call.excinfo.tb, call.excinfo.value)
+
+
+def pytest_assertrepr_compare(config, op, left, right):
+    if op == "==":
+        try:
+            forq_trace.compared(left, right)
+        except Exception:
+            pass
+    return None
 
 
 def pytest_runtest_logfinish(nodeid, location):
@@ -348,6 +404,20 @@ pub struct Spectrum {
     pub errors: BTreeMap<String, String>,
     /// Per failing test, the exception it expected when it failed.
     pub expected: BTreeMap<String, Expected>,
+    /// Per failing test, the values it found unequal (`assertEqual`,
+    /// pytest's `assert a == b`), as the test wrote them: which of the
+    /// two is the one expected, the tracer cannot tell.
+    pub compared: BTreeMap<String, Vec<Compared>>,
+}
+
+/// Two values a failing test found unequal, each one a literal can write.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[non_exhaustive]
+pub enum Compared {
+    /// Two strings.
+    Text(String, String),
+    /// Two numbers, as Python spells them (`3`, `0.5`).
+    Number(String, String),
 }
 
 impl Spectrum {
@@ -422,6 +492,26 @@ impl Spectrum {
             }
         }
         best_first(&mut out);
+        out
+    }
+}
+
+impl Spectrum {
+    /// The pairs of values failing tests found unequal, each once, the
+    /// failing tests' order kept.
+    pub fn compared(&self) -> Vec<Compared> {
+        let mut out: Vec<Compared> = Vec::new();
+        for (_, pairs) in self
+            .compared
+            .iter()
+            .filter(|(t, _)| self.failing.contains(*t))
+        {
+            for pair in pairs {
+                if !out.contains(pair) {
+                    out.push(pair.clone());
+                }
+            }
+        }
         out
     }
 }
@@ -607,6 +697,9 @@ struct Record {
     error: Option<String>,
     #[serde(default)]
     expected: Option<(String, String, Option<String>)>,
+    /// `[["s", a], ["s", b]]` or `[["n", a], ["n", b]]` per pair.
+    #[serde(default)]
+    compared: Vec<[(String, String); 2]>,
 }
 
 impl Spectrum {
@@ -623,6 +716,18 @@ impl Spectrum {
             }
             if let Some(error) = r.error {
                 out.errors.insert(r.test.clone(), error);
+            }
+            let pairs: Vec<Compared> = r
+                .compared
+                .into_iter()
+                .filter_map(|[(k, a), (l, b)]| match (k.as_str(), l.as_str()) {
+                    ("s", "s") => Some(Compared::Text(a, b)),
+                    ("n", "n") => Some(Compared::Number(a, b)),
+                    _ => None,
+                })
+                .collect();
+            if !pairs.is_empty() {
+                out.compared.insert(r.test.clone(), pairs);
             }
             if let Some((class, module, pattern)) = r.expected {
                 let e = Expected::new(&class, &module, pattern.as_deref());
@@ -736,7 +841,7 @@ mod tests {
         let text = concat!(
             r#"{"test": "t1", "cover": {"m.py": [1, 2]}}"#,
             "\n",
-            r#"{"test": "t2", "cover": {"m.py": [3]}, "raised": [["m.py", 3]], "error": "IndexError: x", "expected": ["E", "m", null]}"#,
+            r#"{"test": "t2", "cover": {"m.py": [3]}, "raised": [["m.py", 3]], "error": "IndexError: x", "expected": ["E", "m", null], "compared": [[["s", "a!"], ["s", "a."]], [["n", "3"], ["n", "2.5"]], [["s", "1"], ["n", "1"]]]}"#,
             "\n",
             r#"{"test": "t3", "cover": {"m.py": [4"#,
         );
@@ -747,6 +852,19 @@ mod tests {
         assert_eq!(s.errors["t2"], "IndexError: x");
         assert_eq!(s.expected["t2"], Expected::new("E", "m", None));
         assert!(s.failing.is_empty() && !s.raised.contains_key("t1"));
+        // Pairs of one kind are kept; a text beside a number is not.
+        assert_eq!(
+            s.compared["t2"],
+            [
+                Compared::Text("a!".into(), "a.".into()),
+                Compared::Number("3".into(), "2.5".into())
+            ]
+        );
+        // Only failing tests' pairs count.
+        let mut failing = s.clone();
+        assert!(failing.compared().is_empty());
+        failing.failing.insert("t2".into());
+        assert_eq!(failing.compared().len(), 2);
     }
 
     #[test]

@@ -20,6 +20,7 @@ pub mod mutate;
 pub mod patches;
 mod raises;
 mod reach;
+mod values;
 
 #[cfg(feature = "llm")]
 pub use llm::{AgentReproducer, Agentic, Llm};

@@ -22,9 +22,10 @@ use super::errors::from_error;
 use super::forward::{forward_arguments, keyword_params};
 use super::raises::{class_name, missing_raise};
 use super::reach::{reach_templates, words, FileIngredients};
+use super::values::expected_values;
 use super::{BranchContext, BranchError, Brancher};
 use crate::candidate::{Candidate, Change};
-use crate::spectrum::{Expected, LineSuspect};
+use crate::spectrum::{Compared, Expected, LineSuspect};
 
 /// Definitions added to the call graph's suspects for holding the lines
 /// the spectrum suspects most.
@@ -84,6 +85,9 @@ struct Localised {
     /// Exceptions failing tests expected and never got
     /// ([`crate::spectrum::Spectrum::unmet`]).
     unmet: Vec<Expected>,
+    /// Values failing tests found unequal
+    /// ([`crate::spectrum::Spectrum::compared`]).
+    compared: Vec<Compared>,
 }
 
 impl std::fmt::Debug for Mutate {
@@ -617,7 +621,7 @@ fn operator_swaps(op: &str, lang: Lang) -> &'static [&'static str] {
 /// lead): a mutant's prior is its class's share split over the class's
 /// mutants in the function (by their weights), so a function with many
 /// sites of one kind does not crowd out the others.
-const CLASS_SHARE: [(&str, f64); 35] = [
+const CLASS_SHARE: [(&str, f64); 36] = [
     // A name the failing test's `NameError` says is not defined, on the
     // line it was raised: the error says where the fix is.
     ("undefined name", 1.0),
@@ -634,6 +638,9 @@ const CLASS_SHARE: [(&str, f64); 35] = [
     // (a guard, a `try`, the `raise` itself), or where a check is missing.
     ("raise expected", 1.0),
     ("missing raise", 1.0),
+    // A literal made to write what a failing test's equality wanted
+    // where it wrote what the test got.
+    ("expected value", 0.5),
     ("operator", 0.24),
     ("replace variable", 0.22),
     ("constant", 0.14),
@@ -1902,6 +1909,7 @@ impl Mutate {
                     .filter(|l| repairable(&self.stack, &l.file))
                     .collect(),
                 unmet: spectrum.unmet(),
+                compared: spectrum.compared(),
             },
             Err(why) => {
                 tracing::info!(%why, "no statement-level localisation");
@@ -1935,7 +1943,11 @@ impl Brancher for Mutate {
         cx: &BranchContext<'_>,
         k: usize,
     ) -> Result<Vec<Candidate>, BranchError> {
-        let Localised { lines, unmet } = self.localised(cx).await;
+        let Localised {
+            lines,
+            unmet,
+            compared,
+        } = self.localised(cx).await;
         let suspects = {
             let mut cached = self.suspects.lock().unwrap_or_else(|p| p.into_inner());
             cached
@@ -2025,6 +2037,15 @@ impl Brancher for Mutate {
                         .clone()
                 };
                 found.extend(forward_arguments(func, source, &mut keywords));
+            }
+            if self.templates && file.lang == Lang::Python {
+                found.extend(expected_values(
+                    file.tree.root_node(),
+                    source,
+                    start,
+                    end,
+                    &compared,
+                ));
             }
             found.extend(mutations(file, start, end, self.templates));
             let mut class_weight: HashMap<&str, f64> = HashMap::new();

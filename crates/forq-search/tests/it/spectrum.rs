@@ -450,3 +450,77 @@ async fn a_check_pytest_expected_and_never_saw_raised_is_added() {
     );
     root.destroy().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_message_unittest_found_unequal_is_rewritten_where_a_literal_wrote_it() {
+    // `assertEqual` saw `Hello, Ann!` where the test wanted `Hello, Ann.`:
+    // the literal that wrote the `!` writes the `.`.
+    let repo = repo_of(&[
+        (
+            "greet.py",
+            "def greeting(name):\n    \"\"\"A greeting.\"\"\"\n    if not name:\n        name = 'you'\n    return 'Hello, %s!' % name\n\n\ndef initials(name):\n    return ''.join(w[0] for w in name.split())\n",
+        ),
+        ("tests/__init__.py", ""),
+        (
+            "tests/test_greet.py",
+            "import unittest\n\nfrom greet import greeting, initials\n\n\nclass GreetTest(unittest.TestCase):\n    def test_greeting(self):\n        self.assertEqual(greeting('Ann'), 'Hello, Ann.')\n\n    def test_initials(self):\n        self.assertEqual(initials('Ann Lee'), 'AL')\n",
+        ),
+    ]);
+    let (root, oracle, genesis, templates) = with_templates(repo.path()).await;
+    assert_eq!(oracle.target, ["tests.test_greet.GreetTest.test_greeting"]);
+    let spectrum = forq_search::spectrum::trace(&*root, &oracle, full(&oracle))
+        .await
+        .unwrap();
+    // Only the failing equality is kept, as the test wrote it.
+    assert_eq!(
+        spectrum.compared(),
+        [forq_search::spectrum::Compared::Text(
+            "Hello, Ann!".into(),
+            "Hello, Ann.".into()
+        )]
+    );
+    assert_eq!(spectrum.compared.len(), 1, "{:?}", spectrum.compared);
+    let (tried, patch) = first_try(&*root, &oracle, &genesis, &templates).await;
+    assert!(tried.contains("expected value"), "{tried}");
+    assert!(
+        patch.contains("-    return 'Hello, %s!' % name\n+    return 'Hello, %s.' % name\n"),
+        "{patch}"
+    );
+    root.destroy().await.unwrap();
+}
+
+#[tokio::test]
+async fn the_first_differing_items_of_lists_pytest_compared_are_kept() {
+    // `assert scaled([1, 2]) == [2, 4]` saw `[3, 6]`: the first differing
+    // items, 3 and 2, and the literal 3 becomes 2.
+    let repo = repo_of(&[
+        (
+            "scale.py",
+            "def scaled(xs):\n    \"\"\"Each item doubled.\"\"\"\n    return [x * 3 for x in xs]\n\n\ndef total(xs):\n    return sum(xs)\n",
+        ),
+        ("requirements-test.txt", "pytest\n"),
+        (
+            "tests/test_scale.py",
+            "from scale import scaled, total\n\n\ndef test_scaled():\n    assert scaled([1, 2]) == [2, 4]\n\n\ndef test_total():\n    assert total([1, 2]) == 3\n",
+        ),
+    ]);
+    let (root, oracle, genesis, templates) = with_templates(repo.path()).await;
+    assert_eq!(oracle.target, ["tests/test_scale.py::test_scaled"]);
+    let spectrum = forq_search::spectrum::trace(&*root, &oracle, full(&oracle))
+        .await
+        .unwrap();
+    assert_eq!(
+        spectrum.compared(),
+        [forq_search::spectrum::Compared::Number(
+            "3".into(),
+            "2".into()
+        )]
+    );
+    let (tried, patch) = first_try(&*root, &oracle, &genesis, &templates).await;
+    assert!(tried.contains("expected value"), "{tried}");
+    assert!(
+        patch.contains("+    return [x * 2 for x in xs]\n"),
+        "{patch}"
+    );
+    root.destroy().await.unwrap();
+}
