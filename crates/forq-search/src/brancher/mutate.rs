@@ -2083,8 +2083,16 @@ impl Brancher for Mutate {
                     } else {
                         &line_score
                     };
-                    let score = (line..=last)
-                        .filter_map(|l| scores.get(&(s.file.as_str(), l as u32)))
+                    // An edit outside the definition it was proposed for
+                    // (a module constant it reads) weighs as the
+                    // definition's most suspicious line.
+                    let lines = if (s.line..=s.end_line).contains(&(line as u32)) {
+                        line as u32..=last as u32
+                    } else {
+                        s.line..=s.end_line
+                    };
+                    let score = lines
+                        .filter_map(|l| scores.get(&(s.file.as_str(), l)))
                         .fold(0.0f64, |a, &b| a.max(b));
                     prior *= UNRUN_LINE + score;
                     hypothesis.push_str(&if missing_raise {

@@ -20,7 +20,8 @@ const MAX_PAIRS: usize = 6;
 const MIN_ANCHOR: usize = 2;
 
 /// The edits of the literals in `start..end` of `source` (its parsed
-/// `root`) that make one of `compared`'s values the other.
+/// `root`), and of the module's constants the code there reads
+/// ([`constants_read`]), that make one of `compared`'s values the other.
 pub(super) fn expected_values(
     root: tree_sitter::Node<'_>,
     source: &str,
@@ -31,6 +32,9 @@ pub(super) fn expected_values(
     let mut out = Vec::new();
     let mut literals = Vec::new();
     collect(root, start, end, &mut literals);
+    for (from, to) in constants_read(root, source, start, end) {
+        collect(root, from, to, &mut literals);
+    }
     for pair in compared.iter().take(MAX_PAIRS) {
         for (got, wanted) in both_ways(pair) {
             for &n in &literals {
@@ -86,6 +90,60 @@ fn collect<'t>(
                 collect(child, start, end, out);
             }
         }
+    }
+}
+
+/// The values of the module's constants (`NAME = 'text'`, `NAME = 3`,
+/// at the top level) that the code in `start..end` reads by name.
+fn constants_read(
+    root: tree_sitter::Node<'_>,
+    source: &str,
+    start: usize,
+    end: usize,
+) -> Vec<(usize, usize)> {
+    let mut read = std::collections::HashSet::new();
+    names(root, source, start, end, &mut read);
+    let mut cursor = root.walk();
+    root.named_children(&mut cursor)
+        .filter(|n| {
+            n.kind() == "expression_statement" && (n.end_byte() <= start || n.start_byte() >= end)
+        })
+        .filter_map(|n| n.named_child(0).filter(|a| a.kind() == "assignment"))
+        .filter_map(|a| {
+            Some((
+                a.child_by_field_name("left")?,
+                a.child_by_field_name("right")?,
+            ))
+        })
+        .filter(|(name, value)| {
+            name.kind() == "identifier"
+                && read.contains(&source[name.byte_range()])
+                && matches!(
+                    value.kind(),
+                    "string" | "concatenated_string" | "integer" | "float"
+                )
+        })
+        .map(|(_, value)| (value.start_byte(), value.end_byte()))
+        .collect()
+}
+
+/// The identifiers in `start..end`.
+fn names<'s>(
+    n: tree_sitter::Node<'_>,
+    source: &'s str,
+    start: usize,
+    end: usize,
+    out: &mut std::collections::HashSet<&'s str>,
+) {
+    if n.end_byte() <= start || n.start_byte() >= end {
+        return;
+    }
+    if n.kind() == "identifier" {
+        out.insert(&source[n.byte_range()]);
+    }
+    let mut cursor = n.walk();
+    for child in n.children(&mut cursor) {
+        names(child, source, start, end, out);
     }
 }
 
@@ -251,6 +309,28 @@ mod tests {
         let src = "def f():\n    return 3\n";
         let found = edits(src, &[Compared::Number("3".into(), "4".into())]);
         assert_eq!(found, ["def f():\n    return 4\n"]);
+    }
+
+    #[test]
+    fn a_module_constant_the_function_reads_is_a_literal_of_it() {
+        let src = "SEP = ', '\nOTHER = '; '\n\n\ndef f(xs):\n    return SEP.join(xs)\n";
+        let tree = parse_python(src);
+        let start = src.find("def f").unwrap();
+        let found: Vec<String> = expected_values(
+            tree.root_node(),
+            src,
+            start,
+            src.len(),
+            &[text("a, b", "a - b")],
+        )
+        .iter()
+        .map(|m| m.applied_to(src))
+        .collect();
+        // OTHER is not read by f: left alone.
+        assert_eq!(
+            found,
+            ["SEP = ' - '\nOTHER = '; '\n\n\ndef f(xs):\n    return SEP.join(xs)\n"]
+        );
     }
 
     #[test]
