@@ -385,8 +385,10 @@ def report(args):
     for s in data.get("spaces", []):
         median = f"{s['median_solved_s']:.1f} s" if s["solved"] else "—"
         faults = s.get("with_fault", 0)
+        # Without statement-level localisation (mutate) nothing is suspected.
+        suspected = f"{s['fault_suspected']}/{s['localised']}" if s.get("localised") else "—"
         print(f"| {s['brancher']} | {s['solved']}/{s['examples']} | {median} | {s['hung']} | "
-              f"{s['timed_out']} | {s.get('fault_suspected', 0)}/{faults} | {s.get('fault_edited', 0)}/{faults} "
+              f"{s['timed_out']} | {suspected} | {s.get('fault_edited', 0)}/{faults} "
               f"| {len(unmeasured)} |")
     for s in data.get("spaces", []):
         solved = [r for r in runs if r["brancher"] == s["brancher"] and r["solved"]]
@@ -399,7 +401,7 @@ def report(args):
             print(f"\n{s['brancher']} unsolved (rank of the fault among suspected lines, "
                   "candidates editing it / evaluated):")
             for r in unsolved:
-                rank = r.get("fault_rank", "—")
+                rank = r.get("fault_rank", "—" if r.get("suspected") else "no line localisation")
                 print(f"- {r['example']}: {rank}, {r['fault_candidates']}/{r['nodes']}")
     for u in unmeasured:
         print(f"\nnot measured: {u['example']}: {u['reason']}")

@@ -313,6 +313,8 @@ pub struct SpaceRun {
     /// Candidates evaluated that edit a line of the bug's `FAULT`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fault_candidates: Option<usize>,
+    /// Statements the search reported as suspected.
+    pub suspected: usize,
 }
 
 /// A bug that could not be measured, and why (it could not be set up:
@@ -355,6 +357,9 @@ pub struct SpaceSummary {
     pub timed_out: usize,
     /// Bugs with a `FAULT`.
     pub with_fault: usize,
+    /// Of those, the bugs whose search reported suspected statements
+    /// (none without statement-level localisation: `mutate`).
+    pub localised: usize,
     /// Of those, the bugs whose fault was among the suspected statements.
     pub fault_suspected: usize,
     /// Of those, the bugs with a candidate that edits the fault.
@@ -430,6 +435,7 @@ pub async fn compare_spaces(
                         .filter(|n| n.judgement.is_some() && f.touched_by(&n.change))
                         .count()
                 }),
+                suspected: out.tree.suspected.len(),
                 example: example.to_owned(),
                 brancher: brancher.name().to_owned(),
                 solved: out.winner.is_some(),
@@ -498,6 +504,10 @@ pub async fn compare_spaces(
                 hung: mine.iter().map(|r| r.hung).sum(),
                 timed_out: mine.iter().filter(|r| r.timed_out).count(),
                 with_fault: mine.iter().filter(|r| r.fault_candidates.is_some()).count(),
+                localised: mine
+                    .iter()
+                    .filter(|r| r.fault_candidates.is_some() && r.suspected > 0)
+                    .count(),
                 fault_suspected: mine.iter().filter(|r| r.fault_rank.is_some()).count(),
                 fault_edited: mine
                     .iter()

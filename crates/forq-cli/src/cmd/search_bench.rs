@@ -156,7 +156,10 @@ async fn spaces(
             let fault = match (r.fault_rank, r.fault_candidates) {
                 (_, None) => String::new(),
                 (Some(rank), Some(n)) => format!("; fault suspected #{rank}, edited by {n}"),
-                (None, Some(n)) => format!("; fault not suspected, edited by {n}"),
+                (None, Some(n)) if r.suspected > 0 => {
+                    format!("; fault not suspected, edited by {n}")
+                }
+                (None, Some(n)) => format!("; fault edited by {n}"),
             };
             note(&format!(
                 "{:<18} {:<10} {} in {} candidates ({} hung), {:.1} s{fault}",
@@ -208,8 +211,8 @@ async fn spaces(
     for s in report.spaces.iter().filter(|s| s.with_fault > 0) {
         writeln!(
             out,
-            "{}: the FAULT among suspected lines in {}/{}, edited by a candidate in {}/{}",
-            s.brancher, s.fault_suspected, s.with_fault, s.fault_edited, s.with_fault
+            "{}: the FAULT among suspected lines in {}/{} localised, edited by a candidate in {}/{}",
+            s.brancher, s.fault_suspected, s.localised, s.fault_edited, s.with_fault
         )?;
     }
     for u in &report.unmeasured {

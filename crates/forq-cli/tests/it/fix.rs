@@ -453,10 +453,22 @@ async fn search_bench_compares_the_repair_spaces_side_by_side() {
         run("templates")["fault_candidates"].as_u64().unwrap() > 0,
         "{report}"
     );
-    for s in report["spaces"].as_array().unwrap() {
-        assert_eq!(s["with_fault"], 1, "{report}");
-        assert_eq!(s["fault_suspected"], 1, "{report}");
-    }
+    let space = |brancher: &str| {
+        report["spaces"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["brancher"] == brancher)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(space("templates")["with_fault"], 1, "{report}");
+    assert_eq!(space("templates")["localised"], 1, "{report}");
+    assert_eq!(space("templates")["fault_suspected"], 1, "{report}");
+    // mutate localises by definitions only: no statement is suspected.
+    assert_eq!(space("mutate")["with_fault"], 1, "{report}");
+    assert_eq!(space("mutate")["localised"], 0, "{report}");
+    assert_eq!(space("mutate")["fault_suspected"], 0, "{report}");
     assert!(
         report["runs"]
             .as_array()
