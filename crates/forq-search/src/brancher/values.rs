@@ -42,10 +42,10 @@ pub(super) fn expected_values(
                     (Compared::Text(..), "string_content") => {
                         out.extend(text_edit(n, source, got, wanted));
                     }
-                    (Compared::Number(..), "integer" | "float") => {
-                        if same_number(&source[n.byte_range()], got) {
-                            out.push(mutation(n.start_byte(), n.end_byte(), wanted.to_owned()));
-                        }
+                    (Compared::Number(..), "integer" | "float")
+                        if same_number(&source[n.byte_range()], got) =>
+                    {
+                        out.push(mutation(n.start_byte(), n.end_byte(), wanted.to_owned()));
                     }
                     _ => {}
                 }
