@@ -30,11 +30,13 @@ const DIR: &str = ".forq-trace";
 
 /// The state and the line tracer, imported by `sitecustomize` and the
 /// pytest plugin alike.
-const TRACER: &str = r#"import json, os, sys, threading
+const TRACER: &str = r#"import json, os, sys, threading, time
 
 _root = os.environ.get("FORQ_TRACE_ROOT")
 _out = os.environ.get("FORQ_TRACE_OUT")
-_state = {"test": None, "pytest": False}
+# Seconds a test may run the repository's code under the tracer.
+_budget = float(os.environ.get("FORQ_TRACE_TEST_BUDGET") or 0)
+_state = {"test": None, "pytest": False, "t0": 0.0, "lines": 0}
 # What the running test did: its lines by file, and when it failed, its
 # traceback, error and the exception it expected.
 _cover = {}
@@ -56,11 +58,23 @@ def _rel(filename):
     return rel
 
 
+class TestHung(BaseException):
+    # Raised into a test that loops past its budget: the test ends failed
+    # where it looped, its lines are kept and the run goes on. A
+    # BaseException, so that the code's own `except Exception` lets it by.
+    pass
+
+
 def _local(frame, event, arg):
     if event == "line" and _state["test"] is not None:
         rel = _rel(frame.f_code.co_filename)
         if rel is not None:
             _cover.setdefault(rel, set()).add(frame.f_lineno)
+        _state["lines"] += 1
+        if _budget and _state["lines"] % 4096 == 0 and time.monotonic() - _state["t0"] > _budget:
+            # Raising here also unsets the tracer; `start` sets it again.
+            _state["t0"] = float("inf")  # once a test
+            raise TestHung("the test ran past %.1f s under the tracer" % _budget)
     return _local
 
 
@@ -72,6 +86,9 @@ def _global(frame, event, arg):
 
 def start(test):
     _state["test"] = test
+    _state["t0"] = time.monotonic()
+    _state["lines"] = 0
+    sys.settrace(_global)
     _cover.clear()
     _failure.clear()
     _expect.pop(test, None)
@@ -593,6 +610,18 @@ pub fn trace_budget(oracle_timeout: Duration, time_left: Option<Duration>) -> Du
     }
 }
 
+/// What one test may spend in the repository's code under the tracer
+/// before it is ended as hanging (`TestHung`, raised where it loops, so a
+/// looping bug localises like any other failure and the run goes on):
+/// a quarter of the traced run's `budget`, and at most three times the
+/// oracle's per-test budget `idle` (tracing slows code down); at least a
+/// second.
+pub fn test_budget(budget: Duration, idle: Option<Duration>) -> Duration {
+    let quarter = budget / 4;
+    idle.map_or(quarter, |i| quarter.min(i * 3))
+        .max(Duration::from_secs(1))
+}
+
 /// Traces the oracle's target tests and the [`MAX_PASSING`] guard tests
 /// nearest them in a fork of `sandbox` (the unmodified code), within
 /// `budget` ([`trace_budget`]). `Err` says why there is no spectrum (not a
@@ -654,8 +683,10 @@ async fn run_traced(
     } else {
         ""
     };
+    let per_test = test_budget(budget, oracle.idle);
     let script = format!(
-        "exec 2>&1\nexport PYTHONPATH=\"$PWD/{DIR}${{PYTHONPATH:+:$PYTHONPATH}}\" FORQ_TRACE_ROOT=\"$PWD\" FORQ_TRACE_OUT=\"$PWD/{DIR}/out.jsonl\" PYTHONDONTWRITEBYTECODE=1\n{plugin}{command}"
+        "exec 2>&1\nexport PYTHONPATH=\"$PWD/{DIR}${{PYTHONPATH:+:$PYTHONPATH}}\" FORQ_TRACE_ROOT=\"$PWD\" FORQ_TRACE_OUT=\"$PWD/{DIR}/out.jsonl\" FORQ_TRACE_TEST_BUDGET={:.3} PYTHONDONTWRITEBYTECODE=1\n{plugin}{command}",
+        per_test.as_secs_f64()
     );
     let mut req = ExecRequest::shell(script)
         .timeout(budget)
@@ -752,6 +783,15 @@ mod tests {
             .iter()
             .map(|(f, ls)| ((*f).to_owned(), ls.iter().copied().collect()))
             .collect()
+    }
+
+    #[test]
+    fn a_traced_test_gets_a_quarter_of_the_run_and_three_times_its_own_budget() {
+        let s = Duration::from_secs;
+        assert_eq!(test_budget(s(20), None), s(5));
+        assert_eq!(test_budget(s(20), Some(s(1))), s(3));
+        assert_eq!(test_budget(s(20), Some(s(30))), s(5));
+        assert_eq!(test_budget(Duration::from_millis(100), None), s(1));
     }
 
     #[test]

@@ -364,22 +364,19 @@ async fn search_bench_compares_the_repair_spaces_side_by_side() {
         "# the test to fix\nno_such_test\n",
     )
     .unwrap();
-    // The looping bug says where its fault is, for the report alone.
-    let looping = tmp.path().join("bsearch-loop");
-    forq_search::bench::copy_tree(
-        &repo_root().join("crates/forq-search/tests/fixtures/bsearch-loop"),
-        &looping,
-    )
-    .unwrap();
-    std::fs::write(looping.join("FAULT"), "bsearch.py 1 12\n").unwrap();
+    // One bug says where its fault is (`add`, lines 4-5), for the report
+    // alone.
+    let calc = tmp.path().join("calc");
+    forq_search::bench::copy_tree(&repo_root().join("examples/calc"), &calc).unwrap();
+    std::fs::write(calc.join("FAULT"), "calc.py 4 5\n").unwrap();
     let out = forq_env(
         &[
             "search",
             "bench",
             "--spaces",
-            "examples/calc",
+            calc.to_str().unwrap(),
             untestable.to_str().unwrap(),
-            looping.to_str().unwrap(),
+            "crates/forq-search/tests/fixtures/bsearch-loop",
             "--test-idle",
             "2",
             "--max-nodes",
@@ -437,22 +434,25 @@ async fn search_bench_compares_the_repair_spaces_side_by_side() {
             .all(|r| r["example"] != "calc-untestable"),
         "{report}"
     );
-    // Only the looping bug has a FAULT: its function was suspected
-    // first, and the search that solved it edited it.
+    // Only calc has a FAULT: statement-level localisation suspected its
+    // function first, and in both spaces the one candidate edited it.
     let run = |brancher: &str| {
         report["runs"]
             .as_array()
             .unwrap()
             .iter()
-            .find(|r| r["example"] == "bsearch-loop" && r["brancher"] == brancher)
+            .find(|r| r["example"] == "calc" && r["brancher"] == brancher)
             .unwrap()
             .clone()
     };
     assert_eq!(run("templates")["fault_rank"], 1, "{report}");
-    assert!(
-        run("templates")["fault_candidates"].as_u64().unwrap() > 0,
+    assert_eq!(run("templates")["fault_candidates"], 1, "{report}");
+    assert_eq!(
+        run("mutate")["fault_rank"],
+        serde_json::Value::Null,
         "{report}"
     );
+    assert_eq!(run("mutate")["fault_candidates"], 1, "{report}");
     let space = |brancher: &str| {
         report["spaces"]
             .as_array()
@@ -474,7 +474,7 @@ async fn search_bench_compares_the_repair_spaces_side_by_side() {
             .as_array()
             .unwrap()
             .iter()
-            .filter(|r| r["example"] == "calc")
+            .filter(|r| r["example"] == "bsearch-loop")
             .all(|r| r.get("fault_rank").is_none() && r.get("fault_candidates").is_none()),
         "{report}"
     );

@@ -524,3 +524,58 @@ async fn the_first_differing_items_of_lists_pytest_compared_are_kept() {
     );
     root.destroy().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_test_that_loops_under_the_tracer_is_ended_where_it_loops_and_the_run_goes_on() {
+    // The oracle is taken of a version that fails; the traced root holds
+    // one that loops forever in the failing test (`i` never moves).
+    let repo = repo_of(&[
+        (
+            "seek.py",
+            "def find(xs, x):\n    i = 0\n    while i < len(xs):\n        if xs[i] == x:\n            return i\n        i += 2\n    return -1\n\n\ndef size(xs):\n    return len(xs)\n",
+        ),
+        ("tests/__init__.py", ""),
+        (
+            "tests/test_seek.py",
+            "import unittest\n\nfrom seek import find, size\n\n\nclass SeekTest(unittest.TestCase):\n    def test_find(self):\n        self.assertEqual(find([1, 2, 3], 2), 1)\n\n    def test_size(self):\n        self.assertEqual(size([1, 2]), 2)\n",
+        ),
+    ]);
+    let (root, mut oracle, _, _) = with_templates(repo.path()).await;
+    assert_eq!(oracle.target, ["tests.test_seek.SeekTest.test_find"]);
+    let looping = std::fs::read_to_string(repo.path().join("seek.py"))
+        .unwrap()
+        .replace("        i += 2\n", "        i = i\n");
+    root.write_file(std::path::Path::new("seek.py"), looping.as_bytes())
+        .await
+        .unwrap();
+    // Each test's own budget: 0.3 s, so 1 s under the tracer.
+    oracle.idle = Some(Duration::from_millis(300));
+    let spectrum = forq_search::spectrum::trace(&*root, &oracle, full(&oracle))
+        .await
+        .unwrap();
+    let target = &oracle.target[0];
+    assert!(
+        spectrum.errors[target].starts_with("TestHung"),
+        "{spectrum:?}"
+    );
+    // Ended inside the loop: that line is suspected as where the
+    // failure was raised, with the hang as its error.
+    let (file, line) = spectrum.raised[target].last().unwrap().clone();
+    assert_eq!(file, "seek.py");
+    assert!((3..=6).contains(&line), "{line}");
+    let at = spectrum
+        .suspects()
+        .into_iter()
+        .find(|l| l.file == "seek.py" && l.line == line)
+        .unwrap();
+    assert!(at.raised && at.score >= 1.0, "{at:?}");
+    assert_eq!(at.error_class(), Some("TestHung"));
+    // The passing test after it was traced too.
+    assert!(
+        spectrum
+            .coverage
+            .contains_key("tests.test_seek.SeekTest.test_size"),
+        "{spectrum:?}"
+    );
+    root.destroy().await.unwrap();
+}
