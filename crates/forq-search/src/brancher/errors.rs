@@ -222,23 +222,46 @@ fn format_string(
             "string" | "identifier" | "attribute" => text(left).to_owned(),
             _ => format!("({})", text(left)),
         };
-        let mut push = |args: String| {
+        // A literal says which style it is; a name's template is known
+        // only when the module assigns it (`fields`).
+        let literal = left.kind() == "string";
+        let braces = if literal {
+            text(left).contains('{')
+        } else {
+            true
+        };
+        let percents = if literal {
+            text(left).contains('%')
+        } else {
+            fields.is_empty()
+        };
+        let mut push = |text: String| {
             out.push(Mutation {
                 start: n.start_byte(),
                 end: n.end_byte(),
-                text: format!("{receiver}.format({args})"),
+                text,
                 operator: "format string",
                 weight: 1.0,
             })
         };
-        push(values.join(", "));
+        // `%` given a tuple where one value was meant: the value in a
+        // one-tuple.
+        if percents && right.kind() != "tuple" {
+            push(format!("{} % ({},)", text(left), text(right)));
+        }
+        // A `str.format` template filled with `%` (on a literal without
+        // `{}` fields, `.format` would change nothing).
+        if !braces {
+            continue;
+        }
+        push(format!("{receiver}.format({})", values.join(", ")));
         if !fields.is_empty() && fields.len() == values.len() {
             let named: Vec<String> = fields
                 .iter()
                 .zip(&values)
                 .map(|(f, v)| format!("{f}={v}"))
                 .collect();
-            push(named.join(", "));
+            push(format!("{receiver}.format({})", named.join(", ")));
         }
     }
     out
@@ -441,6 +464,14 @@ mod tests {
             ["TEMPLATE.format(spec)", "TEMPLATE.format(spec=spec)"]
         );
         assert!(found.iter().all(|m| m.operator == "format string"));
+        // A `%` template given a tuple where one value was meant: the value
+        // in a one-tuple, and no `.format` (the literal has no fields).
+        let src = "def show(tag):\n    return 'tag=%r' % tag\n";
+        let error = "TypeError: not all arguments converted during string formatting";
+        assert_eq!(
+            repairs(src, 2, error),
+            ["def show(tag):\n    return 'tag=%r' % (tag,)\n"]
+        );
         // Another TypeError asks for nothing of the kind.
         let mut other = line.clone();
         other.error = Some("TypeError: unsupported operand".into());
