@@ -30,6 +30,10 @@ pub(super) fn expected_values(
     compared: &[Compared],
 ) -> Vec<Mutation> {
     let mut out = Vec::new();
+    // Most searches compared nothing: no walk for them.
+    if compared.is_empty() {
+        return out;
+    }
     let mut literals = Vec::new();
     collect(root, start, end, &mut literals);
     for (from, to) in constants_read(root, source, start, end) {
