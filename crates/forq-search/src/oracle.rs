@@ -113,8 +113,9 @@ impl Oracle {
     /// Runs the whole suite on the unmodified code in `sandbox` (a fork of
     /// the warm root, so the root stays clean): the passing tests are the
     /// guard; the target is `target` when given (each must be reported
-    /// and failing, or be in a file the runner could not load: pytest's
-    /// `ERROR path`), else every failing test. Returns the oracle and its
+    /// and failing, be in a file the runner could not load — pytest's
+    /// `ERROR path` — or be left unreached by a run that stopped at its
+    /// hanging tests), else every failing test. Returns the oracle and its
     /// judgement of the unmodified code (the search's root).
     pub async fn from_genesis(
         sandbox: &dyn Sandbox,
@@ -196,6 +197,14 @@ impl Oracle {
                     // bug breaks its import) fails as it is named.
                     let file = id.split("::").next().unwrap_or(id);
                     if id.contains("::") && ev.uncollected.iter().any(|u| u == file) {
+                        named.push(id.clone());
+                        continue;
+                    }
+                    // A run that stopped at its hangs (the hang limit, or
+                    // the whole run's budget) never reached the rest: a
+                    // target among them is taken as failing, as named
+                    // (where every test loops, none is ever reported).
+                    if !run.hung.is_empty() || run.timed_out {
                         named.push(id.clone());
                         continue;
                     }

@@ -140,6 +140,70 @@ async fn fix_names_a_hanging_test_and_kills_looping_candidates_fast() {
 }
 
 #[tokio::test]
+async fn a_target_past_the_hang_limit_is_taken_as_failing_and_mended() {
+    // Every test loops (`n // 1` where `n // 2` is meant), more of them
+    // than a run looks for hangs in: the unmodified code's run stops
+    // before the last test and never reports it. Named as the target, it
+    // is taken as failing, not refused as unknown.
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = tmp.path().join("halvings");
+    std::fs::create_dir_all(repo.join("tests")).unwrap();
+    std::fs::write(
+        repo.join("halvings.py"),
+        "def halvings(n):\n    \"\"\"How many halvings take n down to 1.\"\"\"\n    count = 0\n    \
+         while n > 1:\n        n = n // 1\n        count += 1\n    return count\n",
+    )
+    .unwrap();
+    std::fs::write(repo.join("tests/__init__.py"), "").unwrap();
+    let mut tests =
+        String::from("import unittest\n\nfrom halvings import halvings\n\n\nclass HalvingsTest(unittest.TestCase):\n");
+    for (i, (n, steps)) in [(2, 1), (4, 2), (8, 3), (16, 4), (3, 1), (32, 5), (64, 6)]
+        .iter()
+        .enumerate()
+    {
+        tests.push_str(&format!(
+            "    def test_{i}(self):\n        self.assertEqual(halvings({n}), {steps})\n\n"
+        ));
+    }
+    std::fs::write(repo.join("tests/test_halvings.py"), tests).unwrap();
+    let target = "tests.test_halvings.HalvingsTest.test_6";
+    let out_dir = tmp.path().join("out");
+    let out = forq_env(
+        &[
+            "fix",
+            repo.to_str().unwrap(),
+            "--target",
+            target,
+            "--test-idle",
+            "1",
+            "--max-nodes",
+            "30",
+            "--json",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ],
+        &[],
+    )
+    .await;
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| {
+        panic!(
+            "not JSON: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    check_exit(&out, 0);
+    assert_eq!(report["solved"], true, "{report}");
+    assert_eq!(report["target"], serde_json::json!([target]), "{report}");
+    let patch = std::fs::read_to_string(out_dir.join("fix.patch")).unwrap();
+    // (64 takes six halvings: `n % 1` or `n // 3` would not do.)
+    assert!(
+        patch.contains("+        n = n // 2") || patch.contains("+        n = n >> 1"),
+        "{patch}"
+    );
+}
+
+#[tokio::test]
 async fn fix_mends_a_node_file_that_hangs_through_nodes_own_runner() {
     // `digits` loops forever (`p / 10` where `p * 10` is meant): node's
     // runner gives up on `test/b.test.js` at the per-test budget and names
