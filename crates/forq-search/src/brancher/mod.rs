@@ -20,6 +20,7 @@ pub mod mutate;
 pub mod patches;
 mod raises;
 mod reach;
+mod shapes;
 mod values;
 
 #[cfg(feature = "llm")]

@@ -22,6 +22,7 @@ use super::errors::from_error;
 use super::forward::{forward_arguments, keyword_params};
 use super::raises::{class_name, missing_raise};
 use super::reach::{reach_templates, words, FileIngredients};
+use super::shapes::shape_templates;
 use super::values::expected_values;
 use super::{BranchContext, BranchError, Brancher};
 use crate::candidate::{Candidate, Change};
@@ -621,7 +622,7 @@ fn operator_swaps(op: &str, lang: Lang) -> &'static [&'static str] {
 /// lead): a mutant's prior is its class's share split over the class's
 /// mutants in the function (by their weights), so a function with many
 /// sites of one kind does not crowd out the others.
-const CLASS_SHARE: [(&str, f64); 36] = [
+const CLASS_SHARE: [(&str, f64); 41] = [
     // A name the failing test's `NameError` says is not defined, on the
     // line it was raised: the error says where the fix is.
     ("undefined name", 1.0),
@@ -671,6 +672,12 @@ const CLASS_SHARE: [(&str, f64); 36] = [
     ("guard yield", 0.03),
     ("precondition", 0.04),
     ("saturate", 0.03),
+    // The shapes of a computation (`shapes`).
+    ("swap operands", 0.05),
+    ("accumulate", 0.04),
+    ("return shape", 0.05),
+    ("loop condition", 0.04),
+    ("missing statement", 0.05),
 ];
 
 fn class_share(class: &str) -> f64 {
@@ -776,6 +783,17 @@ pub(super) fn is_boolean_op(n: tree_sitter::Node<'_>, source: &str) -> bool {
     let op = n.children(&mut c).find(|c| !c.is_named());
     is_binary(n.kind())
         && op.is_some_and(|op| matches!(op.utf8_text(source.as_bytes()), Ok("&&" | "||")))
+}
+
+/// A compound assignment (`x += 1`) in the grammars forq reads.
+fn is_compound_assignment(kind: &str) -> bool {
+    matches!(
+        kind,
+        "augmented_assignment"
+            | "augmented_assignment_expression"
+            | "compound_assignment_expr"
+            | "assignment_expression"
+    )
 }
 
 fn is_integer(kind: &str) -> bool {
@@ -1036,6 +1054,27 @@ fn mutations(file: &Parsed, start: usize, end: usize, templates: bool) -> Vec<Mu
                     }
                 }
             }
+        } else if is_compound_assignment(kind) {
+            // `n ^= n - 1` where `n &= n - 1` is meant: the operator of a
+            // compound assignment swaps as its binary one does.
+            for op in children.iter().filter(|c| !c.is_named()) {
+                let o = text(*op);
+                let Some(base) = o.strip_suffix('=').filter(|b| !b.is_empty()) else {
+                    continue;
+                };
+                if matches!(base, "=" | "!" | "<" | ">") {
+                    continue;
+                }
+                for swap in operator_swaps(base, lang) {
+                    out.push(Mutation {
+                        start: op.start_byte(),
+                        end: op.end_byte(),
+                        text: format!("{swap}="),
+                        operator: "operator",
+                        weight: operator_weight(base),
+                    });
+                }
+            }
         } else if is_integer(kind) && n.child_count() == 0 {
             if let Ok(v) = text(n).parse::<i64>() {
                 for d in [1, -1] {
@@ -1180,6 +1219,7 @@ fn mutations(file: &Parsed, start: usize, end: usize, templates: bool) -> Vec<Mu
             repair_templates(n, &children, source, &mut out);
             ingredient_templates(lang, n, source, &ingredients, &in_file.exceptions, &mut out);
             reach_templates(lang, n, source, in_file, within, &mut out);
+            shape_templates(lang, n, source, strings, repaired, &mut out);
         }
     }
     out
@@ -1813,7 +1853,7 @@ fn is_string_literal(n: tree_sitter::Node<'_>) -> bool {
 /// Whether `n` is a string: a literal, a name the file binds to one, or
 /// an operation on either (`'<' + s + '>'`): a value arithmetic and
 /// negation make no sense of.
-fn is_string(n: tree_sitter::Node<'_>, strings: &HashSet<String>, source: &str) -> bool {
+pub(super) fn is_string(n: tree_sitter::Node<'_>, strings: &HashSet<String>, source: &str) -> bool {
     if is_string_literal(n) {
         return true;
     }
@@ -2529,6 +2569,136 @@ mod tests {
         assert!(m.iter().all(|s| Lang::Python.syntax_error(s).is_none()));
         // A single comparison is negated by swapping its operator only.
         assert!(!m.iter().any(|s| s.contains("not (n < 1)")), "{m:#?}");
+    }
+
+    #[test]
+    fn shape_templates_swap_operands_move_indexes_and_keep_running_maxima() {
+        for (src, expected) in [
+            (
+                "def digits(n, b):\n    out = ''\n    while n:\n        out = out + str(n % b)\n        n //= b\n    return out\n",
+                "        out = str(n % b) + out\n",
+            ),
+            (
+                "def cost(g, i, j):\n    return g[i, j] + 1\n",
+                "    return g[i, j - 1] + 1\n",
+            ),
+            (
+                "def cost(g, i, j):\n    return g[i, j] + 1\n",
+                "    return g[j, i] + 1\n",
+            ),
+            (
+                "def peak(xs):\n    best = 0\n    for x in xs:\n        best = best + x\n    return best\n",
+                "        best = max(0, best + x)\n",
+            ),
+            (
+                "def longest(xs):\n    run = 0\n    for i, x in enumerate(xs):\n        run = i + 1\n    return run\n",
+                "        run = max(run, i + 1)\n",
+            ),
+        ] {
+            let m = mutants_of(Lang::Python, src, true);
+            assert!(
+                m.iter().any(|s| s.contains(expected)),
+                "no mutant with {expected:?}: {m:#?}"
+            );
+            assert!(m.iter().all(|s| Lang::Python.syntax_error(s).is_none()));
+            // Only with the templates.
+            let plain = mutants_of(Lang::Python, src, false);
+            assert!(!plain.iter().any(|s| s.contains(expected)), "{expected:?}");
+        }
+        // `+` on numbers is left in its order.
+        let m = mutants_of(Lang::Python, "def f(a, b):\n    return a + b\n", true);
+        assert!(!m.iter().any(|s| s.contains("return b + a")), "{m:#?}");
+    }
+
+    #[test]
+    fn shape_templates_mend_base_cases_loops_and_forgotten_statements() {
+        for (src, expected) in [
+            (
+                "def parts(n):\n    if n == 0:\n        return []\n    return [n] + parts(n - 1)\n",
+                "        return [[]]\n",
+            ),
+            (
+                "def parts(n):\n    if n == 0:\n        return []\n    return [n] + parts(n - 1)\n",
+                "        return [n]\n",
+            ),
+            (
+                "def balanced(s):\n    depth = 0\n    for c in s:\n        depth += 1 if c == '(' else -1\n    return True\n",
+                "    return depth == 0\n",
+            ),
+            (
+                "def drain(q):\n    seen = []\n    while True:\n        seen.append(q.pop())\n    return seen\n",
+                "    while q:\n",
+            ),
+            (
+                "def unique(xs):\n    seen = set()\n    out = []\n    for x in xs:\n        if x not in seen:\n            out.append(x)\n    return out\n",
+                "            out.append(x)\n            seen.add(x)\n",
+            ),
+            (
+                "def chunks(s, n):\n    out = []\n    while len(s) > n:\n        out.append(s[:n])\n        s = s[n:]\n    return out\n",
+                "        s = s[n:]\n    out.append(s)\n    return out\n",
+            ),
+            (
+                "def flip(node):\n    prev = None\n    while node:\n        nxt = node.next\n        node.back = prev\n        node = nxt\n    return prev\n",
+                "        prev = node\n        node = nxt\n",
+            ),
+            (
+                "def second(n):\n    if n.next is None:\n        return None\n    return n.next.value\n",
+                "    if n is None or n.next is None:\n",
+            ),
+        ] {
+            let m = mutants_of(Lang::Python, src, true);
+            assert!(
+                m.iter().any(|s| s.contains(expected)),
+                "no mutant with {expected:?}: {m:#?}"
+            );
+            assert!(
+                m.iter().all(|s| Lang::Python.syntax_error(s).is_none()),
+                "{m:#?}"
+            );
+        }
+        // A collection that is filled gets no insertion; a variable the
+        // loop moves gets none either.
+        let m = mutants_of(
+            Lang::Python,
+            "def copy(xs):\n    out = []\n    for x in xs:\n        out.append(x)\n    return out\n",
+            true,
+        );
+        assert!(
+            !m.iter().any(|s| s.matches("out.append(x)").count() > 1),
+            "{m:#?}"
+        );
+    }
+
+    #[test]
+    fn compound_assignments_swap_their_operator() {
+        for (lang, src, expected, plain) in [
+            (
+                Lang::Python,
+                "def f(n):\n    while n:\n        n ^= n - 1\n    return n\n",
+                "        n &= n - 1\n",
+                "        n = n - 1\n",
+            ),
+            (
+                Lang::JavaScript,
+                "function f(n) {\n  let s = 0;\n  s += n;\n  return s;\n}\n",
+                "  s -= n;\n",
+                "  s = n;\n",
+            ),
+            (
+                Lang::C,
+                "int f(int n) {\n  int s = 0;\n  s += n;\n  return s;\n}\n",
+                "  s -= n;\n",
+                "  s = n;\n",
+            ),
+        ] {
+            let m = mutants(lang, src);
+            assert!(
+                m.iter().any(|s| s.contains(expected)),
+                "{lang:?}: no mutant with {expected:?}: {m:#?}"
+            );
+            // The assignment itself is never turned into a plain one.
+            assert!(!m.iter().any(|s| s.contains(plain)), "{lang:?}: {m:#?}");
+        }
     }
 
     #[test]
