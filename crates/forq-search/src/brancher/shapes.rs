@@ -220,8 +220,10 @@ pub(super) fn shape_templates(
         // A collection read but never filled: `nodesvisited` tested with
         // `in` but never added to, `opstack` popped but never pushed. The
         // item is the loop's (or the inner function's parameter).
-        "block" if func.is_some_and(|f| f.child_by_field_name("body") == Some(n)) => {
-            never_filled(func.unwrap(), source, &mut push);
+        "block" => {
+            if let Some(f) = func.filter(|f| f.child_by_field_name("body") == Some(n)) {
+                never_filled(f, source, &mut push);
+            }
         }
         // `hare.successor is None` for `hare is None or hare.successor is
         // None`: the object itself may be missing too.
