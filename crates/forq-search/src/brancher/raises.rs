@@ -77,7 +77,7 @@ fn literal(text: &str) -> String {
 }
 
 /// The whitespace before `n` on its line, when nothing else is there.
-fn indent_of<'s>(n: tree_sitter::Node<'_>, source: &'s str) -> Option<&'s str> {
+pub(super) fn indent_of<'s>(n: tree_sitter::Node<'_>, source: &'s str) -> Option<&'s str> {
     let line_start = source[..n.start_byte()].rfind('\n').map_or(0, |i| i + 1);
     let indent = &source[line_start..n.start_byte()];
     indent.trim().is_empty().then_some(indent)

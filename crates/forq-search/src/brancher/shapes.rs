@@ -16,7 +16,8 @@ use std::collections::HashSet;
 use forq_graph::Lang;
 use tree_sitter::Node;
 
-use super::mutate::{is_string, Mutation};
+use super::mutate::{is_string, parameters, Mutation};
+use super::raises::indent_of;
 
 /// Insertions of a forgotten statement per collection or variable, at most.
 const MAX_INSERTIONS: usize = 8;
@@ -148,7 +149,11 @@ pub(super) fn shape_templates(
             match value.kind() {
                 "list" if value.named_child_count() == 0 => {
                     let mut shapes = vec!["[[]]".to_owned()];
-                    shapes.extend(params(func, source).iter().map(|p| format!("[{p}]")));
+                    shapes.extend(
+                        parameters(func, source)
+                            .iter()
+                            .map(|(p, _)| format!("[{p}]")),
+                    );
                     for s in shapes {
                         push(value.start_byte(), value.end_byte(), s, "return shape", 0.5);
                     }
@@ -192,16 +197,14 @@ pub(super) fn shape_templates(
             }
             // The remainder a loop leaves: `while len(text) > cols:` that
             // appends to `lines` forgets `lines.append(text)` after it.
-            let filled = calls_on(body, source, &["append"]);
-            let read = names_in(cond, source);
-            let indent = indent_of(n, source);
-            let mut made = 0;
-            for l in &filled {
-                for w in read.iter().filter(|w| *w != l) {
-                    if made == MAX_INSERTIONS {
-                        break;
-                    }
-                    made += 1;
+            if let Some(indent) = indent_of(n, source) {
+                let read = names_in(cond, source);
+                let appended = calls_on(body, source, &["append"]);
+                let remainders = appended
+                    .iter()
+                    .flat_map(|l| read.iter().filter(move |w| *w != l).map(move |w| (l, w)))
+                    .take(MAX_INSERTIONS);
+                for (l, w) in remainders {
                     push(
                         n.end_byte(),
                         n.end_byte(),
@@ -264,26 +267,6 @@ fn in_loop(n: Node<'_>, func: Option<Node<'_>>) -> bool {
         at = p.parent();
     }
     false
-}
-
-/// The plain parameter names of `func`.
-fn params(func: Node<'_>, source: &str) -> Vec<String> {
-    let Some(ps) = func.child_by_field_name("parameters") else {
-        return Vec::new();
-    };
-    let mut c = ps.walk();
-    ps.named_children(&mut c)
-        .filter_map(|p| match p.kind() {
-            "identifier" => Some(p),
-            "default_parameter" | "typed_parameter" | "typed_default_parameter" => {
-                p.child_by_field_name("name").or_else(|| p.named_child(0))
-            }
-            _ => None,
-        })
-        .filter_map(|p| p.utf8_text(source.as_bytes()).ok())
-        .filter(|p| !matches!(*p, "self" | "cls"))
-        .map(str::to_owned)
-        .collect()
 }
 
 /// Names `func` sets to an integer literal: the counters it keeps.
@@ -409,15 +392,6 @@ fn walk<'t>(n: Node<'t>, f: &mut impl FnMut(Node<'t>)) {
     }
 }
 
-/// The whitespace before `n` on its line.
-fn indent_of(n: Node<'_>, source: &str) -> String {
-    let line_start = source[..n.start_byte()].rfind('\n').map_or(0, |i| i + 1);
-    source[line_start..n.start_byte()]
-        .chars()
-        .take_while(|c| c.is_whitespace())
-        .collect()
-}
-
 /// A variable set before the `while` loop `w`, read in its body, never
 /// assigned there and returned after it: `v = x` inserted before the
 /// body's last statement and after it, for each name `x` the loop's
@@ -466,7 +440,10 @@ fn stalled(
     let Some(last) = statements.last().copied() else {
         return;
     };
-    let indent = indent_of(last, source);
+    // A body on its `while` line takes no inserted line.
+    let Some(indent) = indent_of(last, source) else {
+        return;
+    };
     let mut made = 0;
     for v in before
         .iter()
@@ -559,7 +536,7 @@ fn never_filled(
                     n.child_by_field_name("body"),
                 ),
                 "function_definition" if n.id() != func.id() => (
-                    params(n, source).into_iter().next(),
+                    parameters(n, source).into_iter().next().map(|(p, _)| p),
                     n.child_by_field_name("body"),
                 ),
                 _ => (None, None),
@@ -582,7 +559,9 @@ fn never_filled(
             let (Some(first), Some(last)) = (statements.first(), statements.last()) else {
                 continue;
             };
-            let indent = indent_of(*first, source);
+            let Some(indent) = indent_of(*first, source) else {
+                continue;
+            };
             for (at, insertion) in [
                 (
                     first.start_byte(),
