@@ -2,12 +2,12 @@
 //! patch that `git apply` takes.
 
 use std::collections::BTreeSet;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use crate::beneath::{Node, Tree};
 use crate::error::{Error, Result};
 use crate::paths::display_rel;
 
@@ -221,30 +221,19 @@ impl Untracked {
     }
 }
 
-/// Every non-directory path under `root`, relative to it.
+/// Every non-directory path under `root`, relative to it; links are
+/// listed, never entered (the tree is one its occupants control).
 pub(crate) fn walk_files(root: &Path) -> Result<BTreeSet<PathBuf>> {
-    let mut out = BTreeSet::new();
-    if !root.exists() {
-        return Ok(out);
-    }
-    let walker = walkdir::WalkDir::new(root)
-        .follow_links(false)
-        .into_iter()
-        .filter_entry(|e| !excluded(e.path().strip_prefix(root).unwrap_or(e.path())));
-    for entry in walker {
-        let entry = entry.map_err(|e| {
-            let path = e.path().unwrap_or(root).to_path_buf();
-            Error::io("walk", path, e.into())
-        })?;
-        if !entry.file_type().is_dir() {
-            let rel = entry
-                .path()
-                .strip_prefix(root)
-                .expect("walkdir yields paths under its root");
-            out.insert(rel.to_path_buf());
-        }
-    }
-    Ok(out)
+    let Some(tree) = open_tree(root)? else {
+        return Ok(BTreeSet::new());
+    };
+    tree.walk_files(Path::new(""), &|p| excluded(p))
+        .map_err(|e| Error::io("walk", root, e))
+}
+
+/// `root` opened for reads beneath it; `None` when it does not exist.
+pub(crate) fn open_tree(root: &Path) -> Result<Option<Tree>> {
+    Tree::open(root).map_err(|e| Error::io("open", root, e))
 }
 
 /// A file as the diff sees it.
@@ -253,34 +242,29 @@ struct Side {
     mode: u32,
 }
 
-fn read_side(path: &Path) -> Result<Option<Side>> {
-    let meta = match std::fs::symlink_metadata(path) {
-        Ok(m) => m,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(Error::io("stat", path, e)),
-    };
-    let ft = meta.file_type();
-    if ft.is_dir() {
+/// `rel` in `tree` as the diff sees it, resolved beneath the tree without
+/// following any link: a link is a change of its own (mode 120000, its
+/// target as content), never a way to another file.
+fn read_side(tree: Option<&Tree>, rel: &Path) -> Result<Option<Side>> {
+    let Some(tree) = tree else {
         return Ok(None);
-    }
-    if ft.is_symlink() {
-        let target = std::fs::read_link(path).map_err(|e| Error::io("readlink", path, e))?;
-        return Ok(Some(Side {
-            content: target.as_os_str().as_encoded_bytes().to_vec(),
+    };
+    let fail = |e| Error::io("read", tree.path().join(rel), e);
+    Ok(match tree.node(rel).map_err(fail)? {
+        None | Some(Node::Dir | Node::Other) => None,
+        Some(Node::Link { target }) => Some(Side {
+            content: target,
             mode: 0o120000,
-        }));
-    }
-    if !ft.is_file() {
-        // Sockets, fifos and devices have no content a patch can carry.
-        return Ok(None);
-    }
-    let content = std::fs::read(path).map_err(|e| Error::io("read", path, e))?;
-    let mode = if meta.permissions().mode() & 0o111 != 0 {
-        0o100755
-    } else {
-        0o100644
-    };
-    Ok(Some(Side { content, mode }))
+        }),
+        Some(Node::File { mode }) => tree.read(rel).map_err(fail)?.map(|content| Side {
+            content,
+            mode: if mode & 0o111 != 0 {
+                0o100755
+            } else {
+                0o100644
+            },
+        }),
+    })
 }
 
 fn is_binary(bytes: &[u8]) -> bool {
@@ -309,12 +293,13 @@ pub(crate) fn diff_paths(
 ) -> Result<Diff> {
     let mut diff = Diff::default();
     let candidates: BTreeSet<PathBuf> = candidates.into_iter().filter(|p| !excluded(p)).collect();
+    let (base, current) = (open_tree(base)?, open_tree(current)?);
     for rel in candidates {
-        let old = read_side(&base.join(&rel))?;
+        let old = read_side(base.as_ref(), &rel)?;
         if old.is_none() && untracked.ignored(&rel) {
             continue;
         }
-        let new = read_side(&current.join(&rel))?;
+        let new = read_side(current.as_ref(), &rel)?;
         let name = display_rel(&rel);
         let kind = match (&old, &new) {
             (None, None) => continue,

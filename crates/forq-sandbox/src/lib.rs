@@ -2,6 +2,7 @@
 #![deny(missing_docs)]
 
 mod backend;
+mod beneath;
 mod diff;
 #[cfg(feature = "docker")]
 mod docker;

@@ -30,6 +30,7 @@ use async_trait::async_trait;
 use tokio::sync::RwLock;
 
 use crate::backend::{Backend, BackendKind, DirEntry, Sandbox, Snapshot, SnapshotSource};
+use crate::beneath::Node;
 use crate::diff::{self, Diff};
 use crate::error::{Error, Result};
 use crate::output;
@@ -1166,24 +1167,45 @@ impl NativeSandbox {
             }
         }
         // Deletions (whiteouts, opaque directories) show as names the base
-        // has and the merged view lacks.
+        // has and the merged view lacks. Both trees are read beneath their
+        // roots without following links: a base link `x -> /etc` that the
+        // sandbox replaced with a directory is one deleted link, never the
+        // host's `/etc` listed as deleted.
+        let fail = |e| Error::io("list the base", base, e);
+        let base_tree = diff::open_tree(base)?;
+        let merged_tree = diff::open_tree(&merged)?;
+        let (Some(base_tree), Some(merged_tree)) = (base_tree, merged_tree) else {
+            return Ok(candidates);
+        };
         for d in dirs {
-            let Ok(entries) = std::fs::read_dir(base.join(&d)) else {
-                continue;
-            };
-            for entry in entries.flatten() {
-                let rel = d.join(entry.file_name());
-                if diff::excluded(&rel) || merged.join(&rel).symlink_metadata().is_ok() {
+            // A base link or file the sandbox replaced with a directory.
+            if !matches!(base_tree.node(&d).map_err(fail)?, None | Some(Node::Dir)) {
+                candidates.insert(d.clone());
+            }
+            for (name, base_is_dir) in base_tree.list(&d).map_err(fail)? {
+                let rel = d.join(name);
+                if diff::excluded(&rel) {
                     continue;
                 }
-                if entry.file_type().is_ok_and(|t| t.is_dir()) {
-                    candidates.extend(
-                        diff::walk_files(&base.join(&rel))?
-                            .into_iter()
-                            .map(|p| rel.join(p)),
-                    );
-                } else {
-                    candidates.insert(rel);
+                let now = merged_tree
+                    .node(&rel)
+                    .map_err(|e| Error::io("inspect", merged.join(&rel), e))?;
+                match now {
+                    // Still a directory, or the same name still there.
+                    Some(Node::Dir) => continue,
+                    Some(_) if !base_is_dir => continue,
+                    // Gone, or a base directory replaced by a file or link:
+                    // every file the base had under it is deleted.
+                    _ if base_is_dir => {
+                        candidates.extend(
+                            base_tree
+                                .walk_files(&rel, &|p| diff::excluded(p))
+                                .map_err(fail)?,
+                        );
+                    }
+                    _ => {
+                        candidates.insert(rel);
+                    }
                 }
             }
         }

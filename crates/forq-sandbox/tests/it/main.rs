@@ -9,6 +9,7 @@
 // sees it.
 #![allow(clippy::unwrap_used, clippy::print_stderr)]
 
+mod attacks;
 mod bridge;
 mod common;
 mod model;
@@ -47,6 +48,7 @@ macro_rules! every_backend {
             diff_reports_exactly_the_changes,
             file_ops_refuse_escapes,
             destroy_releases_everything,
+            a_link_in_the_tree_is_a_link_in_the_diff_never_a_door,
             $($extra),*
         ]);
     };

@@ -1,0 +1,284 @@
+//! Reading a tree whose contents a sandbox's occupants control, on the
+//! host, without following their links.
+//!
+//! Every path resolves beneath the tree's root one component at a time,
+//! each directory opened relative to its parent's descriptor with
+//! `O_NOFOLLOW | O_DIRECTORY`, so a symbolic link anywhere on the way is
+//! never a door: the path is simply not in the tree. The last component is
+//! looked at with `AT_SYMLINK_NOFOLLOW`; a link there is data (its target
+//! bytes), never followed. Because each step holds a descriptor, a link
+//! swapped in between two steps cannot redirect the walk either.
+//!
+//! `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)` would do the same in one
+//! call on Linux 5.6 and later; the descriptor walk is used everywhere
+//! because it also works on older kernels and on the other Unixes the
+//! docker backend builds for.
+
+use std::collections::BTreeSet;
+use std::ffi::{OsStr, OsString};
+use std::io::Read as _;
+use std::os::fd::OwnedFd;
+use std::os::unix::ffi::OsStrExt as _;
+use std::path::{Component, Path, PathBuf};
+
+use rustix::fs::{AtFlags, FileType, Mode, OFlags};
+use rustix::io::Errno;
+
+/// What a name beneath the root is, read without following it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Node {
+    /// A directory.
+    Dir,
+    /// A regular file, with its permission bits.
+    File { mode: u32 },
+    /// A symbolic link, with its target as bytes.
+    Link { target: Vec<u8> },
+    /// A socket, fifo or device: nothing a patch can carry.
+    Other,
+}
+
+/// A directory tree opened once; every read resolves beneath it.
+#[derive(Debug)]
+pub(crate) struct Tree {
+    root: OwnedFd,
+    path: PathBuf,
+}
+
+/// Whether an error means "not beneath the root as asked": missing, or a
+/// link or a non-directory where a directory was needed (`O_NOFOLLOW` on a
+/// link is `ELOOP` on Linux, `EMLINK` on FreeBSD).
+fn absent(e: Errno) -> bool {
+    matches!(e, Errno::NOENT | Errno::NOTDIR | Errno::LOOP | Errno::MLINK)
+}
+
+fn dir_flags() -> OFlags {
+    OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC
+}
+
+impl Tree {
+    /// Opens the directory `root` (a path forq chose; it is followed as
+    /// given). A missing root is `None`.
+    pub(crate) fn open(root: &Path) -> std::io::Result<Option<Tree>> {
+        match rustix::fs::open(
+            root,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        ) {
+            Ok(root_fd) => Ok(Some(Tree {
+                root: root_fd,
+                path: root.to_path_buf(),
+            })),
+            Err(Errno::NOENT) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Where the tree is on the host, for error messages.
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The words of `rel` when it names something beneath the root (no
+    /// `..`, not absolute); `None` otherwise.
+    fn parts(rel: &Path) -> Option<Vec<&OsStr>> {
+        let mut out = Vec::new();
+        for c in rel.components() {
+            match c {
+                Component::Normal(p) => out.push(p),
+                Component::CurDir => {}
+                Component::ParentDir | Component::RootDir | Component::Prefix(_) => return None,
+            }
+        }
+        Some(out)
+    }
+
+    /// The directory at `parts`, opened without following any link on the
+    /// way; `None` when one of them is missing, a link or not a directory.
+    fn open_dir(&self, parts: &[&OsStr]) -> std::io::Result<Option<OwnedFd>> {
+        let mut fd = rustix::io::dup(&self.root)?;
+        for part in parts {
+            match rustix::fs::openat(&fd, *part, dir_flags(), Mode::empty()) {
+                Ok(next) => fd = next,
+                Err(e) if absent(e) => return Ok(None),
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(Some(fd))
+    }
+
+    /// The parent directory of `rel` and its last word; `None` when `rel` is
+    /// empty or not beneath the root.
+    fn parent<'a>(&self, rel: &'a Path) -> std::io::Result<Option<(OwnedFd, &'a OsStr)>> {
+        let Some(parts) = Self::parts(rel) else {
+            return Ok(None);
+        };
+        let Some((last, dirs)) = parts.split_last() else {
+            return Ok(None);
+        };
+        Ok(self.open_dir(dirs)?.map(|fd| (fd, *last)))
+    }
+
+    /// What `rel` is, without following it; `None` when it is not beneath
+    /// the root (missing, or reached only through a link). The empty path
+    /// is the root itself.
+    pub(crate) fn node(&self, rel: &Path) -> std::io::Result<Option<Node>> {
+        if Self::parts(rel).is_some_and(|p| p.is_empty()) {
+            return Ok(Some(Node::Dir));
+        }
+        let Some((dir, name)) = self.parent(rel)? else {
+            return Ok(None);
+        };
+        let stat = match rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(s) => s,
+            Err(e) if absent(e) => return Ok(None),
+            Err(e) => return Err(e.into()),
+        };
+        #[allow(clippy::useless_conversion)] // `st_mode` is a u16 on FreeBSD
+        let mode = u32::from(stat.st_mode);
+        Ok(Some(match FileType::from_raw_mode(stat.st_mode) {
+            FileType::Directory => Node::Dir,
+            FileType::RegularFile => Node::File {
+                mode: mode & 0o7777,
+            },
+            FileType::Symlink => {
+                let target = rustix::fs::readlinkat(&dir, name, Vec::new())?;
+                Node::Link {
+                    target: target.into_bytes(),
+                }
+            }
+            _ => Node::Other,
+        }))
+    }
+
+    /// The content of the regular file `rel`; `None` when `rel` is not a
+    /// regular file beneath the root.
+    pub(crate) fn read(&self, rel: &Path) -> std::io::Result<Option<Vec<u8>>> {
+        let Some((dir, name)) = self.parent(rel)? else {
+            return Ok(None);
+        };
+        let fd = match rustix::fs::openat(
+            &dir,
+            name,
+            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK,
+            Mode::empty(),
+        ) {
+            Ok(fd) => fd,
+            Err(e) if absent(e) => return Ok(None),
+            Err(e) => return Err(e.into()),
+        };
+        if FileType::from_raw_mode(rustix::fs::fstat(&fd)?.st_mode) != FileType::RegularFile {
+            return Ok(None);
+        }
+        let mut content = Vec::new();
+        std::fs::File::from(fd).read_to_end(&mut content)?;
+        Ok(Some(content))
+    }
+
+    /// The entries of the directory `rel` (names and what each is, not
+    /// followed), sorted; empty when `rel` is not a directory beneath the
+    /// root.
+    pub(crate) fn list(&self, rel: &Path) -> std::io::Result<Vec<(OsString, bool)>> {
+        let Some(parts) = Self::parts(rel) else {
+            return Ok(Vec::new());
+        };
+        let Some(fd) = self.open_dir(&parts)? else {
+            return Ok(Vec::new());
+        };
+        let mut out = Vec::new();
+        for entry in rustix::fs::Dir::read_from(&fd)? {
+            let entry = entry?;
+            let name = entry.file_name().to_bytes();
+            if name == b"." || name == b".." {
+                continue;
+            }
+            let name = OsStr::from_bytes(name).to_owned();
+            let is_dir = match entry.file_type() {
+                FileType::Directory => true,
+                FileType::Unknown => {
+                    rustix::fs::statat(&fd, name.as_os_str(), AtFlags::SYMLINK_NOFOLLOW)
+                        .map(|s| FileType::from_raw_mode(s.st_mode) == FileType::Directory)
+                        .unwrap_or(false)
+                }
+                _ => false,
+            };
+            out.push((name, is_dir));
+        }
+        out.sort();
+        Ok(out)
+    }
+
+    /// Every non-directory path under the directory `rel` (relative to the
+    /// root), skipping what `skip` says (given each path relative to the
+    /// root); links are listed, never entered.
+    pub(crate) fn walk_files(
+        &self,
+        rel: &Path,
+        skip: &dyn Fn(&Path) -> bool,
+    ) -> std::io::Result<BTreeSet<PathBuf>> {
+        let mut out = BTreeSet::new();
+        let mut pending = vec![rel.to_path_buf()];
+        while let Some(dir) = pending.pop() {
+            for (name, is_dir) in self.list(&dir)? {
+                let path = dir.join(name);
+                if skip(&path) {
+                    continue;
+                }
+                if is_dir {
+                    pending.push(path);
+                } else {
+                    out.insert(path);
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    #[test]
+    fn links_are_data_and_never_doors() {
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("secret"), "key\n").unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir(root.join("src")).unwrap();
+        std::fs::write(root.join("src/a.py"), "x = 1\n").unwrap();
+        symlink(outside.path(), root.join("x")).unwrap();
+        symlink(outside.path().join("secret"), root.join("src/s")).unwrap();
+        let tree = Tree::open(root).unwrap().unwrap();
+
+        assert_eq!(
+            tree.read(Path::new("src/a.py")).unwrap().unwrap(),
+            b"x = 1\n"
+        );
+        assert_eq!(
+            tree.read(Path::new("x/secret")).unwrap(),
+            None,
+            "through a linked directory"
+        );
+        assert_eq!(
+            tree.read(Path::new("src/s")).unwrap(),
+            None,
+            "a linked file"
+        );
+        assert_eq!(tree.node(Path::new("x/secret")).unwrap(), None);
+        assert_eq!(
+            tree.node(Path::new("x")).unwrap(),
+            Some(Node::Link {
+                target: outside.path().as_os_str().as_bytes().to_vec()
+            })
+        );
+        assert_eq!(tree.read(Path::new("../etc/passwd")).unwrap(), None);
+        assert!(tree.list(Path::new("x")).unwrap().is_empty());
+        let files = tree.walk_files(Path::new(""), &|_| false).unwrap();
+        let want: BTreeSet<PathBuf> = ["src/a.py", "src/s", "x"]
+            .iter()
+            .map(PathBuf::from)
+            .collect();
+        assert_eq!(files, want);
+    }
+}

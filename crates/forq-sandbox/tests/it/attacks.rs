@@ -1,0 +1,80 @@
+//! The sandbox's part of forq's adversarial corpus (SECURITY.md lists the
+//! whole of it): each test performs one attack on what forq does *on the
+//! host* with what a sandbox's occupants control, and fails when the
+//! protection is removed.
+
+use std::path::Path;
+
+use forq_sandbox::ChangeKind;
+
+use crate::common::{sh, Harness};
+
+/// A host directory holding a root-only "private key", as `/etc/ssl/private`
+/// does; removed with the guard.
+fn host_secrets() -> tempfile::TempDir {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::Builder::new()
+        .prefix("forq-it-host-secrets-")
+        .tempdir()
+        .unwrap();
+    let key = dir.path().join("server.key");
+    std::fs::write(&key, "-----BEGIN PRIVATE KEY----- host secret\n").unwrap();
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+    dir
+}
+
+/// Attack: a repository commits `x -> /etc`; the model's command replaces
+/// the link with a directory (`rm x && mkdir x`) and, the other way round,
+/// a directory with a link to the host's secrets. The patch is computed on
+/// the host, as root: before the fix it listed every file under the host
+/// directory as deleted, with its content. A link is a link in the diff
+/// (mode 120000, its target as text), never a door.
+pub(crate) async fn a_link_in_the_tree_is_a_link_in_the_diff_never_a_door(h: &Harness) {
+    let secrets = host_secrets();
+    let repo = h.repo.path();
+    std::os::unix::fs::symlink(secrets.path(), repo.join("x")).unwrap();
+    let sb = h.create().await;
+    let target = secrets.path().display().to_string();
+    let out = sh(
+        &*sb,
+        &format!("rm x && mkdir x && touch x/keep && rm -r docs && ln -s {target} docs"),
+    )
+    .await;
+    assert_eq!(out.exit_code, Some(0), "{out:?}");
+    let diff = sb.diff().await.unwrap();
+    assert!(
+        !diff.patch.contains("host secret") && !diff.patch.contains("server.key"),
+        "the patch carries the host's files:\n{}",
+        diff.patch
+    );
+    let got: Vec<_> = diff
+        .files
+        .iter()
+        .map(|f| (f.path.as_str(), f.kind))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            ("docs", ChangeKind::Added),
+            ("docs/a.md", ChangeKind::Deleted),
+            ("docs/b.md", ChangeKind::Deleted),
+            ("x", ChangeKind::Deleted),
+            ("x/keep", ChangeKind::Added),
+        ],
+        "{}",
+        diff.patch
+    );
+    // Both links travel as links: their targets are the patch's text.
+    assert!(
+        diff.patch.contains("deleted file mode 120000"),
+        "{}",
+        diff.patch
+    );
+    assert!(
+        diff.patch.contains("new file mode 120000"),
+        "{}",
+        diff.patch
+    );
+    assert!(Path::new(&target).join("server.key").exists());
+    sb.destroy().await.unwrap();
+}
