@@ -387,11 +387,46 @@ impl Config {
     pub fn load(root: &Path) -> Result<(Config, Option<PathBuf>), ConfigError> {
         for name in FILE_NAMES {
             let path = root.join(name);
-            if path.is_file() {
-                return Config::from_file(&path).map(|c| (c, Some(path)));
+            let Ok(meta) = path.symlink_metadata() else {
+                continue;
+            };
+            // The repository's file, never what it links to: a linked
+            // forq.yml would make forq read (and quote in its errors) a
+            // file of the host's.
+            if meta.file_type().is_symlink() {
+                return Err(ConfigError::Read {
+                    path,
+                    source: std::io::Error::new(
+                        std::io::ErrorKind::InvalidInput,
+                        "it is a symbolic link; a repository's settings are read only from a \
+                         file of its own (replace the link with the file)",
+                    ),
+                });
+            }
+            if meta.is_file() {
+                return Config::from_repository_file(&path).map(|c| (c, Some(path)));
             }
         }
         Ok((Config::default(), None))
+    }
+
+    /// The repository's file at `path`, opened without following a link (a
+    /// link swapped in after [`Config::load`] looked is refused too).
+    fn from_repository_file(path: &Path) -> Result<Config, ConfigError> {
+        use std::io::Read as _;
+        use std::os::unix::fs::OpenOptionsExt as _;
+        let read = |source| ConfigError::Read {
+            path: path.to_owned(),
+            source,
+        };
+        let mut text = String::new();
+        std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .open(path)
+            .and_then(|mut f| f.read_to_string(&mut text))
+            .map_err(read)?;
+        Config::parse(&text, &path.display().to_string())
     }
 
     /// The settings in the file at `path`.
@@ -446,10 +481,7 @@ impl Config {
         if self.sandbox.backend.parse::<BackendChoice>().is_err() {
             out.push((
                 "sandbox.backend",
-                format!(
-                    "unknown backend `{}`; write auto, native, docker or host",
-                    self.sandbox.backend
-                ),
+                "unknown backend; write auto, native, docker or host".to_owned(),
             ));
         }
         if let Some(idle) = self.test.idle_s.filter(|s| !s.is_finite() || *s < 0.0) {
@@ -640,6 +672,8 @@ fn tidy(message: &str, key: &str) -> String {
         .strip_prefix(key)
         .and_then(|m| m.strip_prefix(": "))
         .unwrap_or(m);
+    let unquoted = unquote(m);
+    let m = unquoted.as_str();
     // Say what to write in YAML's words, not Rust's.
     match m.rfind(", expected ") {
         Some(i) => {
@@ -656,6 +690,38 @@ fn tidy(message: &str, key: &str) -> String {
         }
         None => m.to_owned(),
     }
+}
+
+/// A parser's message without the value it quotes: `invalid type: string
+/// "…", expected …` says only `a string`, `unknown variant `…`` only
+/// `unknown value`. An error names the key and the line, never echoes what
+/// the file holds (were it a host's key file read by mistake, its bytes
+/// would land in logs and run events).
+fn unquote(message: &str) -> String {
+    for lead in ["invalid type: ", "invalid value: "] {
+        if let Some(rest) = message.strip_prefix(lead) {
+            let (found, expected) = match rest.rfind(", expected ") {
+                Some(i) => (&rest[..i], &rest[i..]),
+                None => (rest, ""),
+            };
+            let kind = match found.split([' ', '`', '"', '\'']).next().unwrap_or("") {
+                "string" | "character" => "a string",
+                "integer" => "a whole number",
+                "floating" => "a number",
+                "boolean" => "true or false",
+                "map" => "a mapping",
+                "sequence" => "a list",
+                "unit" | "null" => "an empty value",
+                _ => "a value",
+            };
+            return format!("{lead}{kind}{expected}");
+        }
+    }
+    if let Some(rest) = message.strip_prefix("unknown variant ") {
+        let expected = rest.find(", expected ").map_or("", |i| &rest[i..]);
+        return format!("unknown value{expected}");
+    }
+    message.to_owned()
 }
 
 /// The line of the key at dotted `path` in block-style YAML `text` (0 when
@@ -829,7 +895,7 @@ sandbox:
         let backend = Config::parse("sandbox:\n  backend: vm\n", "f.yml").expect_err("backend");
         assert!(backend
             .to_string()
-            .starts_with("f.yml:2: sandbox.backend: unknown backend `vm`"));
+            .starts_with("f.yml:2: sandbox.backend: unknown backend; write auto"));
     }
 
     #[test]

@@ -1041,6 +1041,14 @@ impl Pipeline {
         let seeded = seed::seed(&run.repo, &workspace, &options)
             .await
             .map_err(fail)?;
+        if seeded.removed_forq {
+            let text = "the repository tracks a .forq of its own: removed from the workspace (.forq is \
+                        forq's index and records, and links there would reach outside the workspace)";
+            tracing::warn!(run = %run.id, "{text}");
+            let _ = self
+                .store
+                .event(&run.id, "warning", json!({"key": ".forq", "text": text}));
+        }
         for file in &run.context {
             let bytes = std::fs::read(&file.source).map_err(|e| {
                 Stop::short(

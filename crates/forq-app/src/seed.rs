@@ -58,6 +58,12 @@ pub struct Seeded {
     pub base: String,
     /// Files in the workspace (outside `.git`).
     pub files: usize,
+    /// The repository tracked a `.forq` of its own, which seeding removed:
+    /// `.forq` is forq's (its index, bootstrap record, journal), and a
+    /// stranger's links there would let forq write or drop files outside
+    /// the workspace.
+    #[serde(default)]
+    pub removed_forq: bool,
 }
 
 /// Why seeding failed. The workspace is removed in every case but
@@ -144,6 +150,10 @@ async fn seed_inner(
             "copy"
         }
     };
+    let removed_forq = remove_forq_dir(workspace).map_err(|source| SeedError::Io {
+        path: workspace.join(".forq"),
+        source,
+    })?;
     git::exclude(workspace, ".forq/").map_err(|source| SeedError::Io {
         path: workspace.join(".git/info/exclude"),
         source,
@@ -162,7 +172,21 @@ async fn seed_inner(
         head,
         base,
         files,
+        removed_forq,
     })
+}
+
+/// Removes a `.forq` the repository brought (a directory, a link, a file)
+/// without following it; whether there was one.
+fn remove_forq_dir(workspace: &Path) -> std::io::Result<bool> {
+    let dir = workspace.join(".forq");
+    match dir.symlink_metadata() {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e),
+        // `remove_dir_all` does not follow links inside the tree either.
+        Ok(m) if m.is_dir() => std::fs::remove_dir_all(&dir).map(|()| true),
+        Ok(_) => std::fs::remove_file(&dir).map(|()| true),
+    }
 }
 
 /// Copies `from` into `to`, honouring `.gitignore`, without `.git` and

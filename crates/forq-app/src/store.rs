@@ -469,7 +469,10 @@ impl Store {
         if let Some(dir) = path.parent() {
             let _ = std::fs::create_dir_all(dir);
         }
-        let conn = Connection::open(path).map_err(err)?;
+        // Never through a link: a run store opened through a name someone
+        // else could plant would be theirs to read and change.
+        let flags = rusqlite::OpenFlags::default() | rusqlite::OpenFlags::SQLITE_OPEN_NOFOLLOW;
+        let conn = Connection::open_with_flags(path, flags).map_err(err)?;
         conn.busy_timeout(Duration::from_secs(10)).map_err(err)?;
         conn.pragma_update(None, "journal_mode", "WAL")
             .map_err(err)?;

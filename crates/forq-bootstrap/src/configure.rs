@@ -229,13 +229,24 @@ pub(crate) async fn configure(
         path: transcript.clone(),
         source,
     })?;
+    if let Some(dir) = transcript.parent() {
+        std::fs::create_dir_all(dir)
+            .and_then(|()| crate::journal::refuse_links_from_forq(dir))
+            .map_err(|source| Error::Cache {
+                path: transcript.clone(),
+                source,
+            })?;
+    }
     let _ = std::fs::remove_file(&transcript);
     let record_step = |step: &StepRecord| -> Result<(), Error> {
         use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt as _;
         let line = serde_json::to_string(step).expect("serializable");
         std::fs::OpenOptions::new()
             .create(true)
             .append(true)
+            // Never through a link planted under the transcript's name.
+            .custom_flags(libc::O_NOFOLLOW)
             .open(&transcript)
             .and_then(|mut f| writeln!(f, "{line}"))
             .map_err(|source| Error::Cache {

@@ -18,16 +18,44 @@ pub(crate) fn now_ms() -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
-/// Writes `bytes` to `path` whole: a temporary file renamed over it.
+/// Writes `bytes` to `path` whole: a temporary file renamed over it. Every
+/// directory from the repository's `.forq` down is refused when it is a
+/// link (a repository could commit `.forq/bootstrap -> /etc`), the
+/// temporary file is made new (`O_EXCL` follows no link), and the rename
+/// replaces a link at `path` rather than writing through it.
 pub(crate) fn write_whole(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write as _;
     let dir = path.parent().unwrap_or(Path::new("."));
+    refuse_links_from_forq(dir)?;
     std::fs::create_dir_all(dir)?;
+    refuse_links_from_forq(dir)?;
     let name = path
         .file_name()
         .map_or_else(Default::default, |n| n.to_string_lossy());
     let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    std::fs::write(&tmp, bytes)?;
+    let _ = std::fs::remove_file(&tmp);
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&tmp)?;
+    file.write_all(bytes)?;
+    drop(file);
     std::fs::rename(&tmp, path)
+}
+
+/// Refuses `dir` and each of its ancestors up to the nearest `.forq` when
+/// one of them is a symbolic link.
+pub(crate) fn refuse_links_from_forq(dir: &Path) -> std::io::Result<()> {
+    if !dir.iter().any(|c| c == ".forq") {
+        return forq_sandbox::refuse_link(dir);
+    }
+    for d in dir.ancestors() {
+        forq_sandbox::refuse_link(d)?;
+        if d.file_name().is_some_and(|n| n == ".forq") {
+            break;
+        }
+    }
+    Ok(())
 }
 
 /// `.forq/` holds forq's own files, never the repository's: a `.gitignore`
@@ -36,11 +64,16 @@ pub(crate) fn ignore_forq_dir(repo: &Path) -> std::io::Result<()> {
     let dir = repo.join(".forq");
     forq_sandbox::refuse_link(&dir)?;
     std::fs::create_dir_all(&dir)?;
-    let ignore = dir.join(".gitignore");
-    if !ignore.exists() {
-        std::fs::write(ignore, "*\n")?;
+    forq_sandbox::refuse_link(&dir)?;
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(dir.join(".gitignore"))
+    {
+        Ok(mut f) => std::io::Write::write_all(&mut f, b"*\n"),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(e),
     }
-    Ok(())
 }
 
 /// Where the record of the latest run of `repo` lives.
@@ -176,4 +209,44 @@ pub enum JournalError {
     /// The SQLite store.
     #[error("cannot record the bootstrap run in the store {0:?}")]
     Store(PathBuf, #[source] Box<dyn std::error::Error + Send + Sync>),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Attack (forq's adversarial corpus, SECURITY.md): a repository
+    /// commits `.forq/bootstrap` as a link to a host directory; the journal
+    /// and the recipe cache write there as root. Nothing is written
+    /// through it.
+    #[test]
+    fn a_linked_forq_bootstrap_is_never_written_through() {
+        let tmp = tempfile::tempdir().unwrap();
+        let host = tmp.path().join("host-etc");
+        std::fs::create_dir_all(&host).unwrap();
+        let repo = tmp.path().join("repo");
+        std::fs::create_dir_all(repo.join(".forq")).unwrap();
+        std::os::unix::fs::symlink(&host, repo.join(".forq/bootstrap")).unwrap();
+        let err = write_whole(&run_record_path(&repo), b"{}").expect_err("refused");
+        assert!(err.to_string().contains("symbolic link"), "{err}");
+        assert_eq!(
+            std::fs::read_dir(&host).unwrap().count(),
+            0,
+            "nothing landed on the host"
+        );
+
+        // A linked .forq itself, and a link planted at the .gitignore's name.
+        let repo2 = tmp.path().join("repo2");
+        std::fs::create_dir_all(&repo2).unwrap();
+        std::os::unix::fs::symlink(&host, repo2.join(".forq")).unwrap();
+        assert!(ignore_forq_dir(&repo2).is_err());
+        let repo3 = tmp.path().join("repo3");
+        std::fs::create_dir_all(repo3.join(".forq")).unwrap();
+        std::os::unix::fs::symlink(host.join("planted"), repo3.join(".forq/.gitignore")).unwrap();
+        ignore_forq_dir(&repo3).unwrap();
+        assert!(
+            !host.join("planted").exists(),
+            "the planted link was not written through"
+        );
+    }
 }

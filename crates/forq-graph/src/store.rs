@@ -422,6 +422,35 @@ pub(crate) struct EdgeRow {
     pub(crate) line: u32,
 }
 
+/// Refuses `path` when it is a symbolic link: an index under a repository's
+/// `.forq` is a name the repository could have committed as a link to
+/// another database (a server's run store), whose tables a schema upgrade
+/// would drop.
+fn refuse_link(path: &Path) -> Result<()> {
+    match path.symlink_metadata() {
+        Ok(m) if m.file_type().is_symlink() => Err(Error::Io {
+            op: "open the index through",
+            path: path.to_path_buf(),
+            source: std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "it is a symbolic link: forq never opens its files through a link; remove the link",
+            ),
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// [`refuse_link`] on the database and the files SQLite keeps beside it.
+fn refuse_links(db: &Path) -> Result<()> {
+    refuse_link(db)?;
+    for suffix in ["-wal", "-shm", "-journal"] {
+        let mut name = db.as_os_str().to_owned();
+        name.push(suffix);
+        refuse_link(Path::new(&name))?;
+    }
+    Ok(())
+}
+
 pub(crate) struct Store {
     pub(crate) conn: Connection,
     path: PathBuf,
@@ -434,6 +463,7 @@ impl Store {
             source: Box::new(source),
         };
         if let Some(dir) = path.parent() {
+            refuse_link(dir)?;
             let io = |op| {
                 move |source| Error::Io {
                     op,
@@ -444,11 +474,25 @@ impl Store {
             std::fs::create_dir_all(dir).map_err(io("create the index directory"))?;
             // forq's own directory in a repository keeps itself out of git.
             let ignore = dir.join(".gitignore");
-            if dir.file_name().is_some_and(|n| n == ".forq") && !ignore.exists() {
-                std::fs::write(&ignore, "*\n").map_err(io("write .gitignore in"))?;
+            if dir.file_name().is_some_and(|n| n == ".forq") {
+                // `create_new` neither follows nor replaces a link planted
+                // under that name.
+                match std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .open(&ignore)
+                {
+                    Ok(mut f) => std::io::Write::write_all(&mut f, b"*\n")
+                        .map_err(io("write .gitignore in"))?,
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                    Err(e) => return Err(io("write .gitignore in")(e)),
+                }
             }
         }
-        let conn = Connection::open(path).map_err(db)?;
+        refuse_links(path)?;
+        // A link the check above raced with is refused by SQLite itself.
+        let flags = rusqlite::OpenFlags::default() | rusqlite::OpenFlags::SQLITE_OPEN_NOFOLLOW;
+        let conn = Connection::open_with_flags(path, flags).map_err(db)?;
         conn.pragma_update(None, "journal_mode", "WAL")
             .map_err(db)?;
         conn.pragma_update(None, "synchronous", "NORMAL")

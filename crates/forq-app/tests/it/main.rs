@@ -7,6 +7,7 @@
 #[allow(dead_code)]
 mod server;
 
+mod attacks;
 mod github;
 mod safety;
 mod seed;

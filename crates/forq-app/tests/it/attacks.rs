@@ -1,0 +1,108 @@
+//! forq-app's part of forq's adversarial corpus (SECURITY.md lists the
+//! whole of it): what forq does on the host with a repository's `.forq`
+//! and `forq.yml`. Each test performs the attack and fails when its
+//! protection is removed.
+
+use std::path::Path;
+
+use forq_app::config::{Config, ConfigError};
+use forq_app::seed::{seed, SeedOptions};
+
+async fn git(dir: &Path, args: &[&str]) {
+    let out = forq_sandbox::host_command("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .await
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {out:?}");
+}
+
+/// The tables of the SQLite database at `path`.
+fn tables(path: &Path) -> Vec<String> {
+    let conn = rusqlite::Connection::open(path).unwrap();
+    let mut stmt = conn
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+        .unwrap();
+    stmt.query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
+
+/// Attack: a repository tracks `.forq/graph.db -> …/forq.db` (the server's
+/// run store), so that the graph's schema upgrade drops the store's
+/// tables. Seeding removes a tracked `.forq` (it is forq's), and the index
+/// never opens its database through a link.
+#[tokio::test]
+async fn a_tracked_forq_link_to_the_run_store_never_reaches_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store_path = tmp.path().join("state/forq.db");
+    forq_app::store::Store::open(&store_path).unwrap();
+    let before = tables(&store_path);
+    assert!(before.iter().any(|t| t == "runs"), "{before:?}");
+
+    let repo = tmp.path().join("repo");
+    std::fs::create_dir_all(repo.join(".forq")).unwrap();
+    std::fs::write(repo.join("calc.py"), "def add(a, b):\n    return a - b\n").unwrap();
+    std::os::unix::fs::symlink(&store_path, repo.join(".forq/graph.db")).unwrap();
+    git(&repo, &["init", "-q", "-b", "main"]).await;
+    git(&repo, &["add", "-A", "-f"]).await;
+    git(&repo, &["commit", "-qm", "c"]).await;
+
+    let ws = tmp.path().join("ws");
+    let seeded = seed(repo.to_str().unwrap(), &ws, &SeedOptions::default())
+        .await
+        .unwrap();
+    assert!(seeded.removed_forq, "the tracked .forq is reported");
+    assert!(
+        ws.join(".forq").symlink_metadata().is_err(),
+        "the tracked .forq is gone from the workspace"
+    );
+    assert!(ws.join("calc.py").is_file());
+
+    // On a checkout forq did not seed (`forq graph index .`), the link is
+    // refused, not opened.
+    let Err(err) = forq_graph::Index::open_current(&repo) else {
+        panic!("a linked index is refused");
+    };
+    assert!(err.to_string().contains("graph.db"), "{err}");
+    assert_eq!(tables(&store_path), before, "the run store is intact");
+}
+
+/// Attack: a repository's `forq.yml` is a link to a host file (an SSH key,
+/// `/etc/shadow`) that forq reads on the host; a type error then quoted the
+/// value it read. A linked config is refused, and no error echoes a value.
+#[test]
+fn a_linked_forq_yml_is_refused_and_errors_never_quote_its_values() {
+    let tmp = tempfile::tempdir().unwrap();
+    let secret = tmp.path().join("id_ed25519");
+    std::fs::write(&secret, "triage:\n  threshold: \"PRIVATE-KEY-BYTES\"\n").unwrap();
+    let repo = tmp.path().join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    std::os::unix::fs::symlink(&secret, repo.join("forq.yml")).unwrap();
+    let err = Config::load(&repo).expect_err("a linked forq.yml is refused");
+    assert!(matches!(err, ConfigError::Read { .. }), "{err}");
+    let text = err.to_string();
+    assert!(text.contains("symbolic link"), "{text}");
+    assert!(!text.contains("PRIVATE-KEY"), "{text}");
+
+    // The same bytes as the repository's own file: the error names the key
+    // and the line, and says what was found only by its kind.
+    std::fs::remove_file(repo.join("forq.yml")).unwrap();
+    std::fs::copy(&secret, repo.join("forq.yml")).unwrap();
+    let text = Config::load(&repo).expect_err("a type error").to_string();
+    assert!(text.contains(":2: triage.threshold: "), "{text}");
+    assert!(text.contains("a string"), "{text}");
+    assert!(!text.contains("PRIVATE-KEY"), "{text}");
+    for yaml in [
+        "sandbox:\n  backend: PRIVATE-KEY-BYTES\n",
+        "actions:\n  fix:\n    strategy: PRIVATE-KEY-BYTES\n",
+        "test:\n  timeout_s: PRIVATE-KEY-BYTES\n",
+        "PRIVATE-KEY-BYTES\n",
+    ] {
+        let text = Config::parse(yaml, "forq.yml").expect_err(yaml).to_string();
+        assert!(!text.contains("PRIVATE-KEY"), "{yaml:?} -> {text}");
+    }
+}
