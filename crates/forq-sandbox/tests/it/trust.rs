@@ -220,6 +220,14 @@ async fn the_filter_refuses_namespaces_keyrings_and_bpf_politely() {
     assert_eq!(query.stdout_text().trim(), "ok", "{query:?}");
     let no_aslr = sh(&*sb, &errno_with(libc::SYS_personality, 0x0040000)).await;
     assert_eq!(no_aslr.stdout_text().trim(), eperm, "{no_aslr:?}");
+    // The x32 ABI's numbers (bit 30 set) are refused as a whole: on a
+    // kernel with x32 enabled, `unshare | 0x40000000` would otherwise pass
+    // a filter keyed by number (without x32 the kernel says ENOSYS).
+    #[cfg(target_arch = "x86_64")]
+    for nr in [libc::SYS_unshare, libc::SYS_getpid, libc::SYS_keyctl] {
+        let out = sh(&*sb, &errno_of(nr | 0x4000_0000)).await;
+        assert_eq!(out.stdout_text().trim(), eperm, "x32 syscall {nr}: {out:?}");
+    }
     // clone3 says "not here", so threads fall back to clone and still work.
     let out = sh(&*sb, &errno_of(libc::SYS_clone3)).await;
     assert_eq!(out.stdout_text().trim(), libc::ENOSYS.to_string());
