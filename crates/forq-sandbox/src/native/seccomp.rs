@@ -166,10 +166,10 @@ fn x32() -> Option<BpfProgram> {
         jf,
         k,
     };
-    let load = (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u32;
-    let jeq = (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u32;
-    let jge = (libc::BPF_JMP | libc::BPF_JGE | libc::BPF_K) as u32;
-    let ret = (libc::BPF_RET | libc::BPF_K) as u32;
+    let load = libc::BPF_LD | libc::BPF_W | libc::BPF_ABS;
+    let jeq = libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K;
+    let jge = libc::BPF_JMP | libc::BPF_JGE | libc::BPF_K;
+    let ret = libc::BPF_RET | libc::BPF_K;
     // struct seccomp_data: nr at offset 0, arch at 4.
     Some(vec![
         op(load, 0, 0, 4),
