@@ -22,6 +22,14 @@ pub enum GitError {
         /// What git said.
         message: String,
     },
+    /// A push was asked to go somewhere forq does not push to.
+    #[error("forq does not push to {remote:?}: {reason}")]
+    Remote {
+        /// What was named.
+        remote: String,
+        /// Why it is refused, and what to name instead.
+        reason: &'static str,
+    },
     /// The remote has a branch of that name that is not the run's.
     #[error("the remote's {branch} is not this run's (it moved, or someone else pushed it); nothing was forced over it: push under another name, or start a fresh run")]
     Rejected {
@@ -171,21 +179,110 @@ pub async fn commit_patch(
     head(dir).await
 }
 
-/// Pushes `branch` of the workspace `dir` to `remote`, forcing only over
-/// what this run pushed before (`expected`, the commit it last pushed;
-/// `None`: the remote must not have the branch yet).
+/// Where a push may go: a remote configured in the workspace (forq's own
+/// clone made `origin`), an `https://` or `ssh://` URL, or — only when the
+/// operator names one on their own command line (`local_paths`) — an
+/// absolute path to a repository on this machine. Never a relative path (it
+/// would resolve inside the workspace, where a repository can commit a
+/// bare repository whose hooks would run on the host), never a transport
+/// like `ext::` or `file://` given by a caller, never an argument beginning
+/// with `-`. Returns whether the destination is on this machine.
+pub async fn check_remote(dir: &Path, remote: &str, local_paths: bool) -> Result<bool, GitError> {
+    let refuse = |reason| GitError::Remote {
+        remote: remote.to_owned(),
+        reason,
+    };
+    if remote.is_empty() || remote.starts_with('-') {
+        return Err(refuse(
+            "a remote never begins with `-` (git would read it as an option)",
+        ));
+    }
+    if remote.chars().any(|c| c.is_control() || c.is_whitespace()) {
+        return Err(refuse("it holds spaces or control characters"));
+    }
+    if let Some(rest) = remote
+        .strip_prefix("https://")
+        .or_else(|| remote.strip_prefix("ssh://"))
+    {
+        if rest.is_empty() || rest.starts_with('/') {
+            return Err(refuse("the URL names no host"));
+        }
+        return Ok(false);
+    }
+    if remote.starts_with('/') {
+        if local_paths {
+            return Ok(true);
+        }
+        return Err(refuse(
+            "a path on this machine is pushed to only from the operator's own command line \
+             (`forq push --remote /abs/path`); name a configured remote or an https:// or ssh:// URL",
+        ));
+    }
+    let is_name = remote
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+        && !remote.starts_with('.');
+    if !is_name {
+        return Err(refuse(
+            "name a remote configured in the run's workspace (origin), or an https:// or ssh:// URL",
+        ));
+    }
+    // A name git does not know is taken by git as a path: it must be one.
+    let url = git(dir, &["remote", "get-url", "--", remote])
+        .await
+        .map_err(|_| refuse("no remote of that name is configured in the run's workspace"))?;
+    Ok(is_local_url(&url))
+}
+
+/// Whether git reaches `url` on this machine (a path or `file://`) rather
+/// than over a network transport.
+fn is_local_url(url: &str) -> bool {
+    if url.starts_with("file://") || url.starts_with('/') || url.starts_with('.') {
+        return true;
+    }
+    if url.contains("://") {
+        return false;
+    }
+    // scp-like `host:path` is remote when the colon comes before any slash.
+    match (url.find(':'), url.find('/')) {
+        (Some(colon), Some(slash)) => slash < colon,
+        (Some(_), None) => false,
+        (None, _) => true,
+    }
+}
+
+/// Pushes `branch` of the workspace `dir` to `remote` (checked by
+/// [`check_remote`] first; `local_paths` as there), forcing only over what
+/// this run pushed before (`expected`, the commit it last pushed; `None`:
+/// the remote must not have the branch yet). A destination on this machine
+/// runs its `receive-pack` with hooks off: no host-side git command ever
+/// runs a repository's hooks.
 pub async fn push(
     dir: &Path,
     remote: &str,
     branch: &str,
     expected: Option<&str>,
+    local_paths: bool,
 ) -> Result<(), GitError> {
+    let local = check_remote(dir, remote, local_paths).await?;
     let lease = format!(
         "--force-with-lease=refs/heads/{branch}:{}",
         expected.unwrap_or("")
     );
     let refspec = format!("refs/heads/{branch}:refs/heads/{branch}");
-    match git(dir, &["push", "--porcelain", &lease, remote, &refspec]).await {
+    let mut args = vec![
+        "-c",
+        "protocol.ext.allow=never",
+        "-c",
+        "protocol.fd.allow=never",
+        "push",
+        "--porcelain",
+    ];
+    if local {
+        args.push("--receive-pack=git -c core.hooksPath=/dev/null receive-pack");
+    }
+    args.extend([lease.as_str(), "--", remote, refspec.as_str()]);
+    match git(dir, &args).await {
         Ok(_) => Ok(()),
         // A shallow workspace cannot give a remote without its history
         // what it lacks: that is not someone else's branch.

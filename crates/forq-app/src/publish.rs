@@ -27,6 +27,10 @@ pub struct PushOptions {
     /// The branch the pull request goes into (default: the branch the run
     /// was seeded from).
     pub base: Option<String>,
+    /// `remote` may be an absolute path to a repository on this machine:
+    /// only the operator's own command line sets it (the control plane
+    /// never does). See [`git::check_remote`].
+    pub local_paths: bool,
 }
 
 impl PushOptions {
@@ -150,13 +154,21 @@ pub async fn push(
     {
         return Err(PublishError::NoOrigin);
     }
+    git::check_remote(&ws, &remote, options.local_paths).await?;
     let pushed = store.checkpointed(&run.id, "pushed")?;
     let expected = pushed
         .as_ref()
         .filter(|p| p["remote"] == json!(remote))
         .and_then(|p| p["commit"].as_str().map(str::to_owned));
     let commit = git::git(&ws, &["rev-parse", &format!("refs/heads/{branch}")]).await?;
-    git::push(&ws, &remote, &branch, expected.as_deref()).await?;
+    git::push(
+        &ws,
+        &remote,
+        &branch,
+        expected.as_deref(),
+        options.local_paths,
+    )
+    .await?;
     store.checkpoint(
         &run.id,
         "pushed",

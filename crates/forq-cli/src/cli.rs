@@ -638,8 +638,10 @@ pub(crate) struct FilesArgs {
 pub(crate) struct PushArgs {
     /// The run's id (or a prefix of it).
     pub(crate) id: String,
-    /// The remote: a name in the workspace (default origin, the repository
-    /// the run was seeded from) or a URL.
+    /// The remote: a name configured in the workspace (default origin, the
+    /// repository the run was seeded from), an https:// or ssh:// URL, or an
+    /// absolute path to a repository on this machine (its hooks do not
+    /// run). Never a relative path: it would resolve inside the workspace.
     #[arg(long)]
     pub(crate) remote: Option<String>,
     /// Open a pull request on GitHub (GITHUB_TOKEN; GITHUB_API_URL for

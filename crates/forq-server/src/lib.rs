@@ -995,7 +995,7 @@ pub fn openapi_document() -> Value {
             "/api/runs/{id}/push": {"post": {"summary": "Push the run's branch (never forcing over a commit that is not the run's) and, with pull_request, open a pull request (GITHUB_TOKEN) and tell the issue; as forq push does",
                 "parameters": [run_id],
                 "requestBody": {"required": false, "content": {"application/json": {"schema": {"type": "object", "additionalProperties": false, "properties": {
-                    "remote": {"type": "string", "description": "a remote's name in the workspace or a URL (default origin)"},
+                    "remote": {"type": "string", "description": "a remote configured in the run's workspace (default origin) or an https:// or ssh:// URL; never a path on the host"},
                     "pull_request": {"type": "boolean", "default": false},
                     "github": {"type": "string", "description": "OWNER/REPO for the pull request"},
                     "base": {"type": "string", "description": "the branch it goes into (default: the one the run was seeded from)"}}}}}},

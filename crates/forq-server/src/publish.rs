@@ -23,7 +23,9 @@ fn refused(e: PublishError) -> ApiError {
         PublishError::NotReady { .. }
         | PublishError::Git(GitError::Rejected { .. })
         | PublishError::NotOnGithub { .. } => StatusCode::CONFLICT,
-        PublishError::NoOrigin | PublishError::NoGithubRepo => StatusCode::BAD_REQUEST,
+        PublishError::NoOrigin
+        | PublishError::NoGithubRepo
+        | PublishError::Git(GitError::Remote { .. }) => StatusCode::BAD_REQUEST,
         PublishError::NoWorkspace { .. } => StatusCode::GONE,
         PublishError::Github(_) => StatusCode::BAD_GATEWAY,
         _ => StatusCode::INTERNAL_SERVER_ERROR,

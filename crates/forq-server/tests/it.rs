@@ -1018,11 +1018,6 @@ async fn a_finished_run_is_pushed_with_a_pull_request_and_its_issue_acted_on() {
     git(&repo, &["init", "-q", "-b", "main"]).await.unwrap();
     git(&repo, &["add", "-A"]).await.unwrap();
     git(&repo, &["commit", "-q", "-m", "calc"]).await.unwrap();
-    // The remote has the history (the workspace is a shallow clone).
-    git(dir.path(), &["clone", "-q", "--bare", "calc", "remote.git"])
-        .await
-        .unwrap();
-    let remote = dir.path().join("remote.git");
     let (api, calls) = recording_github().await;
     let Some((store, pipeline)) = pipeline_in(dir.path()).await else {
         return;
@@ -1071,11 +1066,52 @@ async fn a_finished_run_is_pushed_with_a_pull_request_and_its_issue_acted_on() {
     assert_eq!(contract["changed"][0]["qualname"], "add", "{contract}");
     assert_eq!(contract["changed"][0]["class"], "unclassified");
     assert!(events.iter().any(|e| e.1 == "contract"), "{events:?}");
-    // Pushed, and a pull request opened that the issue is not told of (a
+    // Attack (forq's adversarial corpus, SECURITY.md): a push to a bare
+    // repository inside the workspace (a repository can commit one), whose
+    // pre-receive hook would run on the host, by relative and absolute
+    // path, as a file:// or ext:: URL, or as an option. Each is refused
+    // before git runs, and no hook ran.
+    let ws = forq_app::clean::workspace_path(&dir.path().join("state"), &id);
+    let evil = ws.join("evil.git");
+    git(&ws, &["init", "-q", "--bare", "evil.git"])
+        .await
+        .unwrap();
+    let marker = dir.path().join("hook-ran");
+    let hook = evil.join("hooks/pre-receive");
+    std::fs::write(&hook, format!("#!/bin/sh\ntouch {}\n", marker.display())).unwrap();
+    std::fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    for remote in [
+        "evil.git".to_owned(),
+        "./evil.git".to_owned(),
+        evil.display().to_string(),
+        format!("file://{}", evil.display()),
+        format!("ext::sh -c touch% {}", marker.display()),
+        "--receive-pack=touch /tmp/x".to_owned(),
+        "no-such-remote".to_owned(),
+    ] {
+        let refused = client
+            .post(format!("{url}/api/runs/{id}/push"))
+            .json(&json!({"remote": remote}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            refused.status().as_u16(),
+            400,
+            "{remote}: {:?}",
+            refused.text().await
+        );
+        assert!(
+            !marker.exists(),
+            "{remote}: a repository's hook ran on the host"
+        );
+    }
+    // Pushed to the configured remote (the clone's origin, the repository
+    // itself), and a pull request opened that the issue is not told of (a
     // text issue has no GitHub issue).
     let pushed = client
         .post(format!("{url}/api/runs/{id}/push"))
-        .json(&json!({"remote": remote, "pull_request": true, "github": "o/calc"}))
+        .json(&json!({"remote": "origin", "pull_request": true, "github": "o/calc"}))
         .send()
         .await
         .unwrap();
@@ -1086,7 +1122,7 @@ async fn a_finished_run_is_pushed_with_a_pull_request_and_its_issue_acted_on() {
         pushed["pull_request"]["html_url"],
         "https://github.com/o/calc/pull/3"
     );
-    let on_remote = git(&remote, &["rev-parse", &format!("refs/heads/{branch}")])
+    let on_remote = git(&repo, &["rev-parse", &format!("refs/heads/{branch}")])
         .await
         .unwrap();
     assert_eq!(json!(on_remote), pushed["commit"]);

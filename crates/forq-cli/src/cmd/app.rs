@@ -1043,6 +1043,8 @@ pub(crate) async fn push(args: PushArgs) -> anyhow::Result<ExitCode> {
     let id = store.get(&args.id)?.id;
     let mut options = PushOptions::new().pull_request(args.pr);
     options.remote = args.remote.clone();
+    // The operator's own command line may name a repository on this machine.
+    options.local_paths = true;
     options.github_repo = args.github.clone();
     options.base = args.base.clone();
     let pushed = match publish::push(
