@@ -371,6 +371,17 @@ pub(crate) struct ServeArgs {
     /// `/webhooks/github` takes nothing.
     #[arg(long, default_value = "FORQ_WEBHOOK_SECRET", value_name = "VAR")]
     pub(crate) webhook_secret_env: String,
+    /// Whose issues and `/forq` comments a webhook may queue runs for, by
+    /// GitHub's author_association (comma-separated; CONTRIBUTOR,
+    /// FIRST_TIME_CONTRIBUTOR, NONE widen it). Every run spends your model
+    /// key.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "OWNER,MEMBER,COLLABORATOR",
+        value_name = "ASSOCIATIONS"
+    )]
+    pub(crate) webhook_authors: Vec<String>,
     /// Where the dashboard lists issues from, to pick and queue (repeat it):
     /// a directory of Markdown issues (each naming its repository in its
     /// front matter), `DIR=REPO` (issues of DIR on the repository REPO), or

@@ -117,6 +117,7 @@ pub struct Control {
     goldens: Option<Goldens>,
     actions: Option<Actions>,
     webhook_secret: Option<Arc<str>>,
+    webhook_authors: Arc<[String]>,
     golden_sync: Option<GoldenSync>,
     sources: Vec<Source>,
     previews: Arc<Previews>,
@@ -152,6 +153,10 @@ impl Control {
             goldens: None,
             actions: None,
             webhook_secret: None,
+            webhook_authors: webhook::DEFAULT_AUTHORS
+                .iter()
+                .map(|a| (*a).to_owned())
+                .collect(),
             golden_sync: None,
             sources: Vec::new(),
             previews: Arc::default(),
@@ -175,6 +180,22 @@ impl Control {
     pub fn webhook_secret(mut self, secret: impl Into<String>) -> Self {
         let secret: String = secret.into();
         self.webhook_secret = (!secret.is_empty()).then(|| Arc::from(secret));
+        self
+    }
+
+    /// Whose issues and `/forq` comments a webhook acts on, by GitHub's
+    /// `author_association` (`OWNER`, `MEMBER`, `COLLABORATOR`,
+    /// `CONTRIBUTOR`, …); default the owner, members and collaborators.
+    /// Anyone else's issue or command queues nothing: each run spends the
+    /// operator's model key.
+    pub fn webhook_authors<S: Into<String>>(
+        mut self,
+        authors: impl IntoIterator<Item = S>,
+    ) -> Self {
+        self.webhook_authors = authors
+            .into_iter()
+            .map(|a| a.into().to_ascii_uppercase())
+            .collect();
         self
     }
 
@@ -203,6 +224,7 @@ struct App {
     goldens: Option<Goldens>,
     actions: Option<Actions>,
     webhook_secret: Option<Arc<str>>,
+    webhook_authors: Arc<[String]>,
     golden_sync: Option<GoldenSync>,
     sources: Arc<[Source]>,
     previews: Arc<Previews>,
@@ -224,6 +246,7 @@ pub async fn serve(
         goldens,
         actions,
         webhook_secret,
+        webhook_authors,
         golden_sync,
         sources,
         previews,
@@ -244,6 +267,7 @@ pub async fn serve(
         goldens,
         actions,
         webhook_secret,
+        webhook_authors,
         golden_sync,
         sources: sources.into(),
         previews: previews.clone(),

@@ -3,13 +3,18 @@
 //! A delivery must carry `X-Hub-Signature-256`, the HMAC-SHA256 of its body
 //! under the configured secret (checked in constant time); anything
 //! unsigned or wrongly signed is refused before its body is read as JSON.
-//! A delivery id seen before (`X-GitHub-Delivery`, kept in the store) does
-//! nothing twice. Then, by event:
-//! - `issues` opened or labeled: the issue is queued with the action the
+//! A delivery seen before does nothing twice: it is known by what the
+//! signature covers (the event and a hash of the body, kept in the store),
+//! not by `X-GitHub-Delivery`, which the signature does not cover and a
+//! replayer could change. Then, by event:
+//! - `issues` opened by one of the trusted authors ([`DEFAULT_AUTHORS`], or
+//!   the operator's `Control::webhook_authors`), or labeled (only those
+//!   with triage rights label): the issue is queued with the action the
 //!   repository's forq.yml gives (`auto`);
-//! - `issue_comment` created with `/forq fix` or `/forq triage` by the
-//!   repository's owner, a member or a collaborator: the issue is queued
-//!   with that action (anyone else is ignored, and told so in the reply);
+//! - `issue_comment` created with `/forq fix` or `/forq triage` by a
+//!   trusted author: the issue is queued with that action;
+//! - anyone else's issue or command queues nothing, and the reply says so
+//!   (every run spends the operator's model key);
 //! - `push` to the repository's default branch: its golden environment is
 //!   synced (cloned shallow, proven, saved), in the background;
 //! - `ping` and anything else: acknowledged, nothing done.
@@ -52,9 +57,36 @@ fn decode_hex(hex: &str) -> Option<Vec<u8>> {
         .collect()
 }
 
-/// Who may command forq from a comment: GitHub's own word for the
-/// commenter's relation to the repository.
-const PERMITTED: [&str; 3] = ["OWNER", "MEMBER", "COLLABORATOR"];
+/// Who may trigger a run unless the operator says otherwise: GitHub's own
+/// word (`author_association`) for the author's relation to the repository.
+pub(crate) const DEFAULT_AUTHORS: [&str; 3] = ["OWNER", "MEMBER", "COLLABORATOR"];
+
+/// What identifies a delivery for deduplication: the event and the SHA-256
+/// of the signed body (which holds the action and the object's id).
+fn delivery_key(event: &str, body: &[u8]) -> String {
+    use sha2::Digest as _;
+    let hash: String = Sha256::digest(body)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    format!("{event}:{hash}")
+}
+
+/// Why an author's event queues nothing, or `None` when it may.
+fn untrusted(app: &App, who: &str, what: &str) -> Option<String> {
+    if app.webhook_authors.iter().any(|a| a == who) {
+        return None;
+    }
+    Some(format!(
+        "nothing: {what} are taken from {}, not {} (the operator's --webhook-authors)",
+        app.webhook_authors
+            .iter()
+            .map(|a| a.to_lowercase())
+            .collect::<Vec<_>>()
+            .join(", "),
+        who.to_lowercase()
+    ))
+}
 
 fn header<'a>(headers: &'a HeaderMap, name: &str) -> &'a str {
     headers
@@ -96,8 +128,8 @@ pub(crate) async fn github(
         )
     })?;
     let store = app.store.clone();
-    let id = delivery.clone();
-    let first = blocking(move || store.first_delivery(&id)).await?;
+    let key = delivery_key(&event, &body);
+    let first = blocking(move || store.first_delivery(&key)).await?;
     if !first {
         return Ok((
             StatusCode::OK,
@@ -117,6 +149,16 @@ pub(crate) async fn github(
     };
     match (event.as_str(), number) {
         ("issues", Some(number)) if matches!(act, "opened" | "labeled") => {
+            // Labeling takes triage rights on GitHub; opening an issue
+            // takes none, so its author must be trusted.
+            if act == "opened" {
+                let who = payload["issue"]["author_association"]
+                    .as_str()
+                    .unwrap_or("NONE");
+                if let Some(why) = untrusted(&app, who, "issues") {
+                    return ignored(why);
+                }
+            }
             queue_issue(&app, &delivery, slug, clone_url, number, Action::Auto).await
         }
         ("issue_comment", Some(number)) if act == "created" => {
@@ -134,11 +176,8 @@ pub(crate) async fn github(
             let who = payload["comment"]["author_association"]
                 .as_str()
                 .unwrap_or("NONE");
-            if !PERMITTED.contains(&who) {
-                return ignored(format!(
-                    "nothing: /forq commands are taken from the repository's owner, members and collaborators, not {}",
-                    who.to_lowercase()
-                ));
+            if let Some(why) = untrusted(&app, who, "/forq commands") {
+                return ignored(why);
             }
             queue_issue(&app, &delivery, slug, clone_url, number, action).await
         }

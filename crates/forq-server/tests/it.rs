@@ -648,16 +648,46 @@ async fn github_webhooks_are_verified_deduplicated_and_acted_on() {
         said["done"].as_str().unwrap().contains("delivered before"),
         "{said}"
     );
+    // Attack (forq's adversarial corpus, SECURITY.md): the same signed
+    // body replayed under a new X-GitHub-Delivery, which the signature does
+    // not cover. Known by what it signs: nothing twice.
+    let replayed = deliver(
+        "issue_comment",
+        "d4-replayed",
+        comment("COLLABORATOR", "/forq triage"),
+        None,
+    )
+    .await
+    .unwrap();
+    let said: Value = replayed.json().await.unwrap();
+    assert!(
+        said["done"]
+            .as_str()
+            .unwrap_or("")
+            .contains("delivered before"),
+        "{said}"
+    );
     let runs = Store::open(&db).unwrap().all().unwrap();
     assert_eq!(runs.len(), 1, "a redelivery queued again: {runs:?}");
-    // An issue opened is queued; one closed is not acted on.
-    let issue =
-        |action: &str| json!({"action": action, "issue": {"number": 7}, "repository": repo});
-    let opened = deliver("issues", "d7", issue("opened"), None)
+    // Attack: any GitHub user opens an issue, which would queue a run on
+    // the operator's key. Only a trusted author's issue is queued; one
+    // closed is not acted on.
+    let issue = |action: &str, who: &str| json!({"action": action, "issue": {"number": 7, "author_association": who}, "repository": repo});
+    let stranger = deliver("issues", "d9", issue("opened", "NONE"), None)
+        .await
+        .unwrap();
+    assert_eq!(stranger.status().as_u16(), 200);
+    let said: Value = stranger.json().await.unwrap();
+    assert!(
+        said["done"].as_str().unwrap().contains("not none"),
+        "{said}"
+    );
+    assert_eq!(Store::open(&db).unwrap().all().unwrap().len(), 1);
+    let opened = deliver("issues", "d7", issue("opened", "MEMBER"), None)
         .await
         .unwrap();
     assert_eq!(opened.status().as_u16(), 202);
-    let closed = deliver("issues", "d8", issue("closed"), None)
+    let closed = deliver("issues", "d8", issue("closed", "MEMBER"), None)
         .await
         .unwrap();
     assert_eq!(closed.status().as_u16(), 200);

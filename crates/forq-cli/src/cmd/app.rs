@@ -634,6 +634,7 @@ pub(crate) async fn serve(args: crate::cli::ServeArgs) -> anyhow::Result<ExitCod
     if let Ok(secret) = std::env::var(&args.webhook_secret_env) {
         control = control.webhook_secret(secret);
     }
+    control = control.webhook_authors(args.webhook_authors.iter().map(|a| a.trim()));
     let mut options = forq_server::ServerOptions::default();
     options.bind = args.bind;
     options.token = std::env::var(&args.token_env)
