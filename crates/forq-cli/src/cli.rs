@@ -351,6 +351,17 @@ pub(crate) struct ServeArgs {
         value_name = "VAR"
     )]
     pub(crate) token_env: String,
+    /// Serve without a token when none is in the environment. By default
+    /// forq makes one (kept in STATE/serve-token, 0600) and prints the
+    /// dashboard's URL with it: on loopback too, another local user or a
+    /// web page in your browser reaches the port.
+    #[arg(long)]
+    pub(crate) no_token: bool,
+    /// A name requests may carry in `Host` besides the bound address
+    /// (repeat it): the public name behind a reverse proxy. Other names are
+    /// refused (DNS rebinding).
+    #[arg(long = "host", value_name = "NAME")]
+    pub(crate) hosts: Vec<String>,
     #[command(flatten)]
     pub(crate) state: StateArgs,
     /// The backend runs queued over HTTP use.

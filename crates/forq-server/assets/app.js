@@ -66,6 +66,16 @@ function debounce(fn, ms) {
 
 // ---- the API -------------------------------------------------------------
 
+// `forq serve` prints the dashboard's address with its token in the
+// fragment (never sent to the server): keep it for this tab, then drop it
+// from the address bar.
+(function tokenFromFragment() {
+  const m = /(?:^#|&)token=([^&]+)/.exec(location.hash);
+  if (!m) return;
+  sessionStorage.setItem('forq-token', decodeURIComponent(m[1]));
+  history.replaceState(null, '', location.pathname + location.search);
+})();
+
 let asking = null;
 function askToken() {
   if (asking) return asking;

@@ -46,6 +46,13 @@ pub struct ServerOptions {
     pub poll: Duration,
     /// A preview unused this long is stopped (default 15 minutes).
     pub preview_idle: Duration,
+    /// Names besides the bound address that requests may carry in `Host`
+    /// (`forq.example.com` behind a reverse proxy). A request naming any
+    /// other host is refused: a web page that rebinds its own name to
+    /// 127.0.0.1 reaches the port, but not with this server's name.
+    /// Bound to an unspecified address (`0.0.0.0`), with none given, any
+    /// host is taken (the token guards such a server).
+    pub hosts: Vec<String>,
 }
 
 impl Default for ServerOptions {
@@ -55,6 +62,7 @@ impl Default for ServerOptions {
             token: None,
             poll: Duration::from_millis(100),
             preview_idle: Duration::from_secs(15 * 60),
+            hosts: Vec::new(),
         }
     }
 }
@@ -231,6 +239,8 @@ struct App {
     /// Repositories whose golden is being synced now.
     syncing: Arc<std::sync::Mutex<std::collections::HashSet<String>>>,
     token: Option<Arc<str>>,
+    /// The `Host` values taken (`None`: any).
+    hosts: Option<Arc<[String]>>,
     poll: Duration,
 }
 
@@ -273,6 +283,7 @@ pub async fn serve(
         previews: previews.clone(),
         syncing: Arc::default(),
         token: options.token.map(Arc::from),
+        hosts: allowed_hosts(addr, &options.hosts),
         poll: options.poll,
     });
     // Idle previews stop; the reaper goes with the server.
@@ -381,8 +392,56 @@ fn cross_site(headers: &HeaderMap) -> bool {
     origin == "null" || origin_host != host
 }
 
-/// The token, and no change from another site.
+/// The `Host` values a server bound at `addr` answers to: its address
+/// (for loopback also `localhost`), with and without the port, and the
+/// operator's `extra` names; `None` (any) for an unspecified address with
+/// no names given.
+fn allowed_hosts(addr: SocketAddr, extra: &[String]) -> Option<Arc<[String]>> {
+    let ip = addr.ip();
+    if ip.is_unspecified() && extra.is_empty() {
+        return None;
+    }
+    let port = addr.port();
+    let mut names: Vec<String> = extra.iter().map(|h| h.to_ascii_lowercase()).collect();
+    if !ip.is_unspecified() {
+        names.push(match ip {
+            std::net::IpAddr::V4(v4) => v4.to_string(),
+            std::net::IpAddr::V6(v6) => format!("[{v6}]"),
+        });
+    }
+    if ip.is_loopback() {
+        names.extend(["localhost", "127.0.0.1", "[::1]"].map(str::to_owned));
+    }
+    let with_ports: Vec<String> = names.iter().map(|n| format!("{n}:{port}")).collect();
+    names.extend(with_ports);
+    Some(names.into())
+}
+
+/// Whether `request`'s `Host` is one this server answers to.
+fn host_taken(app: &App, headers: &HeaderMap) -> bool {
+    let Some(hosts) = &app.hosts else {
+        return true;
+    };
+    let host = headers
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    hosts.contains(&host)
+}
+
+/// The `Host` this server answers to, the token, and no change from
+/// another site.
 async fn guard(State(app): State<App>, request: Request, next: Next) -> Response {
+    if !host_taken(&app, request.headers()) {
+        return ApiError(
+            StatusCode::MISDIRECTED_REQUEST,
+            "this server does not answer to that Host (a page that rebinds its name to this \
+             address is refused); name the host with forq serve --host NAME"
+                .to_owned(),
+        )
+        .into_response();
+    }
     // GitHub signs its deliveries instead: it cannot send the token. The
     // dashboard's page and assets hold no data: the page asks for the
     // token and sends it with every call.

@@ -539,6 +539,9 @@ async fn serve_bench(json: bool) -> anyhow::Result<ExitCode> {
             "127.0.0.1:0",
             "--backend",
             "host",
+            // Its own child on loopback, over a throwaway store, for the
+            // length of the bench: the token's check is not what it times.
+            "--no-token",
             "--state",
         ])
         .arg(state.path())
@@ -637,15 +640,35 @@ pub(crate) async fn serve(args: crate::cli::ServeArgs) -> anyhow::Result<ExitCod
     control = control.webhook_authors(args.webhook_authors.iter().map(|a| a.trim()));
     let mut options = forq_server::ServerOptions::default();
     options.bind = args.bind;
-    options.token = std::env::var(&args.token_env)
+    let from_env = std::env::var(&args.token_env)
         .ok()
         .filter(|t| !t.is_empty());
+    let token_file = state_dir.join("serve-token");
+    options.token = match (from_env, args.no_token) {
+        (Some(t), _) => Some(t),
+        (None, true) => None,
+        (None, false) => Some(serve_token(&token_file)?),
+    };
+    options.hosts = args.hosts.clone();
     options.preview_idle = Duration::from_secs(args.preview_idle);
     let previews = control.previews();
+    // Said where the operator sees it when forq made it (one from the
+    // environment is the operator's own).
+    let made_token = options
+        .token
+        .clone()
+        .filter(|_| std::env::var(&args.token_env).is_err());
     let served = forq_server::serve(control, options, |addr| {
         super::agent::note(&format!(
             "forq serve: listening on http://{addr} (dashboard: /, API: /openapi.json)"
         ));
+        if let Some(token) = &made_token {
+            super::agent::note(&format!(
+                "forq serve: open http://{addr}/#token={token} (the API takes `Authorization: Bearer` \
+                 with the token in {}; --no-token serves without one)",
+                token_file.display()
+            ));
+        }
     });
     // Previews go with the server: on ^C or SIGTERM their sandboxes are
     // stopped before forq exits.
@@ -664,6 +687,57 @@ pub(crate) async fn serve(args: crate::cli::ServeArgs) -> anyhow::Result<ExitCod
         e => e.into(),
     })?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The server's own token, made once and kept in `path` (0600, never
+/// through a link), so the operator's bookmark and scripts keep working
+/// across restarts.
+fn serve_token(path: &Path) -> anyhow::Result<String> {
+    use std::io::{Read as _, Write as _};
+    use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
+    let open = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path);
+    match open {
+        Ok(mut f) => {
+            let mode = f.metadata()?.permissions().mode();
+            if mode & 0o077 != 0 {
+                f.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+            }
+            let mut token = String::new();
+            f.read_to_string(&mut token)
+                .with_context(|| format!("cannot read the token in {}", path.display()))?;
+            let token = token.trim().to_owned();
+            anyhow::ensure!(
+                !token.is_empty(),
+                "{} is empty: remove it and forq serve makes a new token",
+                path.display()
+            );
+            Ok(token)
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let mut bytes = [0u8; 24];
+            std::fs::File::open("/dev/urandom")
+                .and_then(|mut r| r.read_exact(&mut bytes))
+                .context("cannot read /dev/urandom for a token")?;
+            let token: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(path)
+                .with_context(|| format!("cannot write the token to {}", path.display()))?;
+            writeln!(f, "{token}")?;
+            Ok(token)
+        }
+        Err(e) => Err(e).with_context(|| {
+            format!(
+                "cannot read the token in {} (a link is refused: remove it)",
+                path.display()
+            )
+        }),
+    }
 }
 
 /// ^C or SIGTERM.

@@ -1,6 +1,7 @@
-//! `forq serve` as a process: it says where it listens, answers the API
-//! over the store a queue uses, and refuses to be reachable from elsewhere
-//! without a token.
+//! `forq serve` as a process: it says where it listens, makes a token of
+//! its own (on loopback too) and answers the API over the store a queue
+//! uses to requests that carry it and name its host, and refuses to be
+//! reachable from elsewhere without a token.
 
 use std::process::Stdio;
 
@@ -29,14 +30,50 @@ async fn forq_serve_answers_over_the_state_directorys_store() {
             break rest.split_whitespace().next().unwrap().to_owned();
         }
     };
-    let runs: serde_json::Value = reqwest::get(format!("{url}/api/runs"))
+    // On loopback too a token is made (kept 0600 in the state directory)
+    // and the dashboard's address with it printed.
+    let token_file = state.path().join("serve-token");
+    let token = std::fs::read_to_string(&token_file)
+        .unwrap()
+        .trim()
+        .to_owned();
+    assert_eq!(
+        std::os::unix::fs::PermissionsExt::mode(
+            &std::fs::metadata(&token_file).unwrap().permissions()
+        ) & 0o777,
+        0o600
+    );
+    let said = lines.next_line().await.unwrap().unwrap();
+    assert!(said.contains(&format!("#token={token}")), "{said}");
+    let client = reqwest::Client::new();
+    // Attack (forq's adversarial corpus, SECURITY.md): another local user,
+    // or a web page, calls the API on loopback without the token.
+    let anon = reqwest::get(format!("{url}/api/runs")).await.unwrap();
+    assert_eq!(anon.status().as_u16(), 401);
+    // Attack: a page whose name was rebound to 127.0.0.1 (DNS rebinding)
+    // calls with its own Host, even holding the token.
+    let rebound = client
+        .get(format!("{url}/api/runs"))
+        .bearer_auth(&token)
+        .header("Host", "attacker.example:80")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(rebound.status().as_u16(), 421);
+    let runs: serde_json::Value = client
+        .get(format!("{url}/api/runs"))
+        .bearer_auth(&token)
+        .send()
         .await
         .unwrap()
         .json()
         .await
         .unwrap();
     assert_eq!(runs, serde_json::json!([]));
-    let api: serde_json::Value = reqwest::get(format!("{url}/openapi.json"))
+    let api: serde_json::Value = client
+        .get(format!("{url}/openapi.json"))
+        .bearer_auth(&token)
+        .send()
         .await
         .unwrap()
         .json()
@@ -50,7 +87,7 @@ async fn forq_serve_answers_over_the_state_directorys_store() {
 async fn forq_serve_beyond_loopback_needs_a_token() {
     let state = tempfile::tempdir().unwrap();
     let out = forq_sandbox::host_command(env!("CARGO_BIN_EXE_forq"))
-        .args(["serve", "--bind", "0.0.0.0:0", "--state"])
+        .args(["serve", "--bind", "0.0.0.0:0", "--no-token", "--state"])
         .arg(state.path())
         .env_remove("FORQ_SERVE_TOKEN")
         .output()
