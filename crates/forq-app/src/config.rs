@@ -354,6 +354,43 @@ impl Default for SandboxConfig {
     }
 }
 
+/// The longest any setting in seconds may be (a week): past it a value is
+/// refused as invalid rather than overflow a clock.
+pub const MAX_SECONDS: u64 = 7 * 24 * 3600;
+
+/// What a repository's own `forq.yml` may ask for at most: it may lower
+/// every one of these, never raise it. The operator's own settings
+/// (`--config`) are not held to them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RepositoryCaps {
+    /// One test run, in seconds.
+    pub test_timeout_s: u64,
+    /// One test's silence, in seconds.
+    pub test_idle_s: u64,
+    /// Model calls of one agent run (on the operator's key).
+    pub agent_max_steps: u32,
+    /// Candidates a search evaluates.
+    pub max_nodes: usize,
+    /// Edits a search stacks.
+    pub max_depth: usize,
+    /// A search's wall clock, in seconds.
+    pub max_time_s: u64,
+}
+
+impl Default for RepositoryCaps {
+    fn default() -> Self {
+        RepositoryCaps {
+            test_timeout_s: 1800,
+            test_idle_s: 600,
+            agent_max_steps: forq_agent::agent::DEFAULT_MAX_STEPS,
+            max_nodes: forq_search::DEFAULT_MAX_NODES,
+            max_depth: forq_search::DEFAULT_MAX_DEPTH,
+            max_time_s: 3600,
+        }
+    }
+}
+
 /// Why `forq.yml` was refused.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -484,12 +521,46 @@ impl Config {
                 "unknown backend; write auto, native, docker or host".to_owned(),
             ));
         }
-        if let Some(idle) = self.test.idle_s.filter(|s| !s.is_finite() || *s < 0.0) {
+        if let Some(idle) = self
+            .test
+            .idle_s
+            .filter(|s| !s.is_finite() || *s < 0.0 || *s > MAX_SECONDS as f64)
+        {
             out.push((
                 "test.idle_s",
                 format!(
-                    "{idle} is not a number of seconds; write 0 or more (0: no per-test budget)"
+                    "{idle} is not a number of seconds forq takes; write 0 to {MAX_SECONDS} (0: no per-test budget)"
                 ),
+            ));
+        }
+        if !(1..=MAX_SECONDS).contains(&self.test.timeout_s) {
+            out.push((
+                "test.timeout_s",
+                format!("out of range; write 1 to {MAX_SECONDS} seconds"),
+            ));
+        }
+        if self
+            .actions
+            .fix
+            .budget
+            .max_time_s
+            .is_some_and(|t| !(1..=MAX_SECONDS).contains(&t))
+        {
+            out.push((
+                "actions.fix.budget.max_time_s",
+                format!("out of range; write 1 to {MAX_SECONDS} seconds"),
+            ));
+        }
+        if self
+            .actions
+            .fix
+            .agent
+            .max_cost_usd
+            .is_some_and(|c| !c.is_finite() || c < 0.0)
+        {
+            out.push((
+                "actions.fix.agent.max_cost_usd",
+                "not an amount of dollars; write 0 or more".to_owned(),
             ));
         }
         if self.actions.fix.budget.max_nodes == 0 {
@@ -550,6 +621,85 @@ impl Config {
                     .to_owned(),
             ));
         }
+        if self.sandbox.backend != SandboxConfig::default().backend
+            && !out.iter().any(|(k, _)| *k == "sandbox.backend")
+        {
+            out.push((
+                "sandbox.backend",
+                "the backend (and so the isolation) is the operator's to choose (--backend, or \
+                 their --config); runs keep the operator's"
+                    .to_owned(),
+            ));
+        }
+        if self.sandbox.image.is_some() {
+            out.push((
+                "sandbox.image",
+                "the image runs start from is the operator's (their --config): a repository's \
+                 could name another repository's golden or an image that runs as root; runs \
+                 keep the operator's"
+                    .to_owned(),
+            ));
+        }
+        let caps = RepositoryCaps::default();
+        if self.test.timeout_s > caps.test_timeout_s {
+            out.push((
+                "test.timeout_s",
+                format!(
+                    "above the operator's cap of {} s, which runs keep",
+                    caps.test_timeout_s
+                ),
+            ));
+        }
+        if self
+            .test
+            .idle_s
+            .is_some_and(|s| s > caps.test_idle_s as f64)
+        {
+            out.push((
+                "test.idle_s",
+                format!(
+                    "above the operator's cap of {} s, which runs keep",
+                    caps.test_idle_s
+                ),
+            ));
+        }
+        let fix = &self.actions.fix;
+        if fix.agent.max_steps > caps.agent_max_steps {
+            out.push((
+                "actions.fix.agent.max_steps",
+                format!(
+                    "above the operator's cap of {} model calls (spent on the operator's key), which runs keep",
+                    caps.agent_max_steps
+                ),
+            ));
+        }
+        if fix.budget.max_nodes > caps.max_nodes {
+            out.push((
+                "actions.fix.budget.max_nodes",
+                format!(
+                    "above the operator's cap of {} candidates, which runs keep",
+                    caps.max_nodes
+                ),
+            ));
+        }
+        if fix.budget.max_depth > caps.max_depth {
+            out.push((
+                "actions.fix.budget.max_depth",
+                format!(
+                    "above the operator's cap of {} stacked edits, which runs keep",
+                    caps.max_depth
+                ),
+            ));
+        }
+        if fix.budget.max_time_s.is_some_and(|t| t > caps.max_time_s) {
+            out.push((
+                "actions.fix.budget.max_time_s",
+                format!(
+                    "above the operator's cap of {} s, which runs keep",
+                    caps.max_time_s
+                ),
+            ));
+        }
         let standard = Limits::standard();
         let above = |asked: Option<u64>, cap: Option<u64>| match (asked, cap) {
             (Some(a), Some(c)) => a > c,
@@ -590,6 +740,7 @@ impl Config {
     /// These settings as a repository may have them: what [`Config::loosening`]
     /// lists is put back to the operator's.
     pub fn confined(mut self) -> Config {
+        let caps = RepositoryCaps::default();
         for (key, _) in self.loosening() {
             match key {
                 "sandbox.backend" => self.sandbox.backend = SandboxConfig::default().backend,
@@ -597,6 +748,21 @@ impl Config {
                 "sandbox.pids" => self.sandbox.pids = None,
                 "sandbox.cpus" => self.sandbox.cpus = None,
                 "actions.fix.agent.program" => self.actions.fix.agent.program = AgentProgram::Forq,
+                "sandbox.image" => self.sandbox.image = None,
+                "test.timeout_s" => self.test.timeout_s = caps.test_timeout_s,
+                "test.idle_s" => self.test.idle_s = Some(caps.test_idle_s as f64),
+                "actions.fix.agent.max_steps" => {
+                    self.actions.fix.agent.max_steps = caps.agent_max_steps;
+                }
+                "actions.fix.budget.max_nodes" => {
+                    self.actions.fix.budget.max_nodes = caps.max_nodes
+                }
+                "actions.fix.budget.max_depth" => {
+                    self.actions.fix.budget.max_depth = caps.max_depth
+                }
+                "actions.fix.budget.max_time_s" => {
+                    self.actions.fix.budget.max_time_s = Some(caps.max_time_s);
+                }
                 _ => {}
             }
         }

@@ -106,3 +106,68 @@ fn a_linked_forq_yml_is_refused_and_errors_never_quote_its_values() {
         assert!(!text.contains("PRIVATE-KEY"), "{yaml:?} -> {text}");
     }
 }
+
+/// Attack: the repository's own `forq.yml` loosens what the operator set:
+/// another image (a root image, another repository's golden), the backend,
+/// uncapped test time (`idle_s: 1e300` panicked the run), and more model
+/// calls on the operator's key. Out-of-range numbers are validation
+/// errors; the rest is put back to the operator's, each key named.
+#[test]
+fn a_repositorys_forq_yml_never_loosens_the_operators_settings() {
+    for (yaml, key) in [
+        ("test:\n  idle_s: 1e300\n", "test.idle_s"),
+        (
+            "test:\n  timeout_s: 18446744073709551615\n",
+            "test.timeout_s",
+        ),
+        ("test:\n  timeout_s: 0\n", "test.timeout_s"),
+        (
+            "actions:\n  fix:\n    budget:\n      max_time_s: 18446744073709551615\n",
+            "actions.fix.budget.max_time_s",
+        ),
+        (
+            "actions:\n  fix:\n    agent:\n      max_cost_usd: .nan\n",
+            "actions.fix.agent.max_cost_usd",
+        ),
+    ] {
+        let err = Config::parse(yaml, "forq.yml").expect_err(yaml);
+        assert!(
+            matches!(&err, ConfigError::Invalid { key: k, .. } if k == key),
+            "{yaml:?}: {err}"
+        );
+    }
+    let yaml = "sandbox:\n  backend: docker\n  image: forq-golden-other-repo:latest\n\
+                test:\n  timeout_s: 86400\n  idle_s: 86400\n\
+                actions:\n  fix:\n    agent:\n      max_steps: 100000\n      max_cost_usd: 0.5\n\
+                \x20   budget:\n      max_nodes: 100000\n      max_time_s: 500000\n";
+    let config = Config::parse(yaml, "forq.yml").unwrap();
+    let mut refused: Vec<&str> = config.loosening().iter().map(|(k, _)| *k).collect();
+    refused.sort_unstable();
+    assert_eq!(
+        refused,
+        [
+            "actions.fix.agent.max_steps",
+            "actions.fix.budget.max_nodes",
+            "actions.fix.budget.max_time_s",
+            "sandbox.backend",
+            "sandbox.image",
+            "test.idle_s",
+            "test.timeout_s",
+        ]
+    );
+    let caps = forq_app::config::RepositoryCaps::default();
+    let confined = config.confined();
+    assert_eq!(confined.sandbox.image, None);
+    assert_eq!(confined.sandbox.backend, "auto");
+    assert_eq!(confined.test.timeout_s, caps.test_timeout_s);
+    assert_eq!(confined.test.idle_s, Some(caps.test_idle_s as f64));
+    assert_eq!(confined.actions.fix.agent.max_steps, caps.agent_max_steps);
+    assert_eq!(confined.actions.fix.budget.max_nodes, caps.max_nodes);
+    assert_eq!(
+        confined.actions.fix.budget.max_time_s,
+        Some(caps.max_time_s)
+    );
+    // Lowering is the repository's to do: a cost cap stays.
+    assert_eq!(confined.actions.fix.agent.max_cost_usd, Some(0.5));
+    assert!(confined.loosening().is_empty());
+}
