@@ -951,7 +951,7 @@ mod tests {
             .expect_err("negative")
             .to_string();
         assert!(
-            e.starts_with("f.yml:2: test.idle_s:") && e.contains("write 0 or more"),
+            e.starts_with("f.yml:2: test.idle_s:") && e.contains("write 0 to 604800"),
             "{e}"
         );
     }
