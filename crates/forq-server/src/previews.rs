@@ -6,6 +6,10 @@
 //!
 //! The key is 128 random bits: the URL is the capability (a browser opening
 //! it cannot send the server's token), made only by a request that had it.
+//! A preview is the repository's code: its pages run in an origin of their
+//! own (`Content-Security-Policy: sandbox`, no `allow-same-origin`), and
+//! what its answers would set on the dashboard's origin (cookies, service
+//! workers, cleared site data) is dropped.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -209,9 +213,42 @@ async fn relay(app: &App, key: &str, rest: &str, request: Request) -> Result<Res
     if let Ok(prefix) = HeaderValue::from_str(&format!("/preview/{key}")) {
         parts.headers.insert("x-forwarded-prefix", prefix);
     }
-    let answer = sender
+    let mut answer = sender
         .send_request(Request::from_parts(parts, body))
         .await
         .map_err(|e| bad("failed the request", &e))?;
+    confine_answer(answer.headers_mut());
     Ok(answer.map(Body::new).into_response())
+}
+
+/// What a preview's application may not say to the browser: it is the
+/// repository's code, served on the dashboard's own host.
+const DROPPED_HEADERS: [&str; 5] = [
+    "set-cookie",
+    "set-cookie2",
+    "service-worker-allowed",
+    "clear-site-data",
+    "strict-transport-security",
+];
+
+/// The policy every preview page runs under: `sandbox` without
+/// `allow-same-origin` gives the page an opaque origin of its own, so its
+/// scripts cannot read the dashboard's storage (the token), and whatever
+/// they send to the API is cross-site (refused for changes, and without the
+/// token for reads). Scripts, forms and popups still work: it is an
+/// application.
+const PREVIEW_CSP: &str = "sandbox allow-scripts allow-forms allow-popups allow-modals";
+
+/// Strips from a preview's answer what would act on the dashboard's origin
+/// (cookies, service workers, cleared storage), and gives the page an
+/// origin of its own ([`PREVIEW_CSP`]). The application's own policy, if
+/// any, still applies beside it (browsers enforce every policy given).
+fn confine_answer(headers: &mut axum::http::HeaderMap) {
+    for name in DROPPED_HEADERS {
+        headers.remove(name);
+    }
+    headers.append(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(PREVIEW_CSP),
+    );
 }

@@ -865,6 +865,9 @@ class Page(http.server.BaseHTTPRequestHandler):
             body = f"<h1>calc</h1><p>2 + 3 = {calc.add(2, 3)}</p><p>{self.path}</p>".encode()
         self.send_response(200)
         self.send_header("Content-Type", "text/html")
+        self.send_header("Set-Cookie", "session=planted; Path=/")
+        self.send_header("Service-Worker-Allowed", "/")
+        self.send_header("Clear-Site-Data", '"storage"')
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
@@ -943,6 +946,35 @@ async fn a_preview_serves_the_fix_through_its_own_url_and_stops() {
         .await
         .unwrap();
     assert_eq!(page.status().as_u16(), 200);
+    // Attack (forq's adversarial corpus, SECURITY.md): the repository's
+    // page, relayed on the dashboard's host, calls the API with the
+    // dashboard's origin, plants cookies, claims a service worker's scope,
+    // or clears the dashboard's storage. It runs in an opaque origin of its
+    // own, and those headers do not pass.
+    let headers = page.headers();
+    for dropped in ["set-cookie", "service-worker-allowed", "clear-site-data"] {
+        assert!(
+            headers.get(dropped).is_none(),
+            "{dropped} passed: {headers:?}"
+        );
+    }
+    let csp = headers
+        .get("content-security-policy")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    assert!(
+        csp.starts_with("sandbox ") && !csp.contains("allow-same-origin"),
+        "{csp}"
+    );
+    // What its scripts send carries the opaque origin (`null`): a change
+    // is refused.
+    let from_page = client
+        .post(format!("{url}/api/runs/{id}/abort"))
+        .header("Origin", "null")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(from_page.status().as_u16(), 403);
     let page = page.text().await.unwrap();
     assert!(page.contains("2 + 3 = 5"), "{page}");
     assert!(
