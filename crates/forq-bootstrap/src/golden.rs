@@ -206,11 +206,14 @@ pub async fn golden_key(
     } else {
         slug
     };
+    // The whole hash: the slug is the repository's to choose, so the hash
+    // alone tells two repositories apart (a shortened one could be
+    // collided with on purpose).
     let name = format!(
         "{slug}-{}-{}-{}",
         stack.name(),
         backend.kind().name(),
-        &hex(name.finalize())[..10]
+        hex(name.finalize())
     );
     let mut key = sha1::Sha1::new();
     key.update(identity.as_bytes());
@@ -350,8 +353,21 @@ pub(crate) async fn warm_from_golden(
         return Ok(Some(found));
     }
     let started = Instant::now();
+    // A sync forks the previous generation only when it is this
+    // repository's, for this stack: the manifest says whose it is.
     let previous = golden.goldens.get(&key.name).map_err(err)?.filter(|p| {
-        !golden.rebuild && p.status == GoldenStatus::Ready && p.saved.backend == backend.kind()
+        let same_owner = p.meta["identity"] == golden.identity.as_str()
+            && p.meta["stack"] == stack.name();
+        if !same_owner {
+            tracing::warn!(
+                name = %key.name,
+                "the golden's previous generation belongs to another repository or stack: built afresh"
+            );
+        }
+        same_owner
+            && !golden.rebuild
+            && p.status == GoldenStatus::Ready
+            && p.saved.backend == backend.kind()
     });
     let spec = crate::runner::spec(backend, repo, stack, options);
     let (sandbox, install, how) = match &previous {

@@ -161,6 +161,38 @@ async fn a_golden_is_built_once_then_forked_synced_and_marked_broken() {
     assert_eq!(how, "forked");
 }
 
+/// Attack (forq's adversarial corpus, SECURITY.md): another repository's
+/// golden under this one's name (a slug it chose, a hash cut short enough
+/// to collide). The name carries the whole hash, and a sync forks a
+/// previous generation only when its manifest names this repository.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sync_never_forks_another_repositorys_golden() {
+    let Some(f) = fixture() else { return };
+    let dir = calc_repo().await;
+    let options = options(&f, "example/calc");
+    let (how, _, _) = warm(&f, dir.path(), &options).await.unwrap();
+    assert_eq!(how, "built");
+    let listed = f.goldens.list().unwrap();
+    let name = listed[0].name.clone();
+    let hash = name.rsplit('-').next().unwrap();
+    assert_eq!(hash.len(), 40, "the whole hash: {name}");
+    // The manifest now says the golden is someone else's.
+    let manifest = f.goldens.dir().join(&name).join("manifest.json");
+    let mut info: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&manifest).unwrap()).unwrap();
+    info["meta"]["identity"] = serde_json::json!("attacker/calc");
+    std::fs::write(&manifest, serde_json::to_vec(&info).unwrap()).unwrap();
+    std::fs::write(dir.path().join("NOTES.md"), "a change\n").unwrap();
+    git(dir.path(), &["add", "-A"]).await;
+    git(dir.path(), &["commit", "-q", "-m", "notes"]).await;
+    let (how, generation, _) = warm(&f, dir.path(), &options).await.unwrap();
+    assert_eq!(
+        (how.as_str(), generation),
+        ("built", 2),
+        "built afresh, not synced from another's"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_runs_at_once_share_one_golden_build() {
     let Some(f) = fixture() else { return };
