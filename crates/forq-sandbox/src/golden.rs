@@ -174,15 +174,45 @@ impl Drop for Mark {
     }
 }
 
-/// The process a mark or lock file names (`<pid>-<n>`, or the pid alone
-/// as its contents), if it is alive.
-fn owner_alive(text: &str) -> bool {
-    text.trim()
-        .split('-')
-        .next()
-        .and_then(|p| p.parse::<i32>().ok())
-        .is_some_and(crate::os::alive)
+/// A name for a lock or mark of this process: `<pid>.<start>-<n>`, its
+/// start time telling it from a later process given the same pid.
+fn owner_id() -> String {
+    let pid = std::process::id();
+    let n = crate::state::new_id();
+    let n = n.rsplit('-').next().unwrap_or_default();
+    match crate::os::start_time(pid) {
+        Some(start) => format!("{pid}.{start}-{n}"),
+        None => format!("{pid}-{n}"),
+    }
 }
+
+/// Whether the process a mark or lock file names (`<pid>.<start>-<n>`, or
+/// `<pid>-<n>` as older forq wrote it, as its name or contents) is alive:
+/// that pid running, and started when the name says (a reused pid makes a
+/// dead builder look alive otherwise).
+fn owner_alive(text: &str) -> bool {
+    let owner = text.trim().split('-').next().unwrap_or_default();
+    let (pid, start) = match owner.split_once('.') {
+        Some((pid, start)) => (pid, start.parse::<u64>().ok()),
+        None => (owner, None),
+    };
+    let Ok(pid) = pid.parse::<u32>() else {
+        return false;
+    };
+    let Ok(signed) = i32::try_from(pid) else {
+        return false;
+    };
+    if !crate::os::alive(signed) {
+        return false;
+    }
+    match (start, crate::os::start_time(pid)) {
+        (Some(named), Some(now)) => named == now,
+        _ => true,
+    }
+}
+
+/// How long [`Goldens::lock`] waits for a live builder.
+pub const GOLDEN_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(2 * 3600);
 
 /// Whether any live process has a mark in `users`. Marks of dead
 /// processes are removed on the way.
@@ -262,12 +292,20 @@ impl Goldens {
     }
 
     /// Holds `name` exclusively until the lock is dropped, waiting for
-    /// another holder (another process building the same golden) first.
+    /// another holder (another process building the same golden) first,
+    /// at most [`GOLDEN_LOCK_WAIT`].
     pub async fn lock(&self, name: &str) -> Result<BuildLock> {
+        self.lock_within(name, GOLDEN_LOCK_WAIT).await
+    }
+
+    /// [`Goldens::lock`], waiting at most `wait` for a live holder: past it
+    /// the error names the lock file and its holder.
+    pub async fn lock_within(&self, name: &str, wait: std::time::Duration) -> Result<BuildLock> {
         let home = self.home(name)?;
         crate::state::ensure_dir(&home)?;
         let path = home.join("build.lock");
-        let me = crate::state::new_id();
+        let me = owner_id();
+        let deadline = std::time::Instant::now() + wait;
         loop {
             let made = std::fs::OpenOptions::new()
                 .write(true)
@@ -289,6 +327,21 @@ impl Goldens {
                     if !holder.trim().is_empty() && !owner_alive(&holder) {
                         let _ = std::fs::remove_file(&path);
                         continue;
+                    }
+                    if std::time::Instant::now() >= deadline {
+                        return Err(Error::io(
+                            "take the lock",
+                            &path,
+                            std::io::Error::new(
+                                std::io::ErrorKind::TimedOut,
+                                format!(
+                                    "held by the live process {} for longer than {} s; if no \
+                                     build is running, remove the file",
+                                    holder.trim(),
+                                    wait.as_secs()
+                                ),
+                            ),
+                        ));
                     }
                     tokio::time::sleep(std::time::Duration::from_millis(100)).await;
                 }
@@ -426,7 +479,7 @@ impl Goldens {
         let generation = self.home(name)?.join(format!("g{}", info.generation));
         let users = generation.join("users");
         crate::state::ensure_dir(&users)?;
-        let mark = users.join(crate::state::new_id());
+        let mark = users.join(owner_id());
         std::fs::write(&mark, b"").map_err(|e| Error::io("mark the golden in use", &mark, e))?;
         let hold: Hold = Arc::new(Mark { path: mark });
         let snapshot = backend
@@ -547,7 +600,7 @@ mod tests {
         let lock = goldens.lock("g").await.unwrap();
         let held = std::fs::read_to_string(home.join("build.lock")).unwrap();
         assert!(
-            held.starts_with(&format!("{}-", std::process::id())),
+            held.starts_with(&format!("{}.", std::process::id())),
             "{held}"
         );
         drop(lock);
@@ -558,6 +611,40 @@ mod tests {
         assert!(!home.join("g1/users/999999999-3").exists());
         std::fs::write(home.join(format!("g1/users/{}-7", std::process::id())), "").unwrap();
         assert!(in_use(&home.join("g1/users")));
+    }
+
+    /// Attack (forq's adversarial corpus, SECURITY.md): a builder died and
+    /// the kernel gave its pid to another process, which made the dead
+    /// builder's lock look alive for ever; and a live holder made a waiter
+    /// wait without end.
+    #[tokio::test]
+    async fn a_reused_pid_does_not_hold_a_lock_and_the_wait_is_bounded() {
+        let dir = tempfile::tempdir().unwrap();
+        let goldens = Goldens::new(dir.path().join("golden")).unwrap();
+        let home = goldens.dir().join("g");
+        std::fs::create_dir_all(&home).unwrap();
+        let me = std::process::id();
+        let start = crate::os::start_time(me).expect("this process's start time");
+        // This process's pid, another start time: a dead builder's.
+        std::fs::write(home.join("build.lock"), format!("{me}.{}-1", start + 1)).unwrap();
+        let lock = goldens
+            .lock_within("g", std::time::Duration::from_secs(5))
+            .await
+            .expect("taken over");
+        let held = std::fs::read_to_string(home.join("build.lock")).unwrap();
+        assert!(held.starts_with(&format!("{me}.{start}-")), "{held}");
+        assert!(owner_alive(&held));
+        // Held by a live process (this one): the second waits, and gives up.
+        let err = goldens
+            .lock_within("g", std::time::Duration::from_millis(300))
+            .await
+            .expect_err("bounded");
+        assert!(err.to_string().contains("build.lock"), "{err}");
+        drop(lock);
+        let users = home.join("g1/users");
+        std::fs::create_dir_all(&users).unwrap();
+        std::fs::write(users.join(format!("{me}.{}-3", start + 1)), "").unwrap();
+        assert!(!in_use(&users), "a reused pid's mark is not a use");
     }
 
     #[test]

@@ -34,7 +34,9 @@ pub use egress::{
     EgressProgram, EGRESS_READY, PROXY_PORT,
 };
 pub use error::{Error, Result};
-pub use golden::{BuildLock, GoldenInfo, GoldenStatus, Goldens, Hold, OpenedGolden, SavedState};
+pub use golden::{
+    BuildLock, GoldenInfo, GoldenStatus, Goldens, Hold, OpenedGolden, SavedState, GOLDEN_LOCK_WAIT,
+};
 pub use host::{HostBackend, HostOptions, HostSandbox};
 #[cfg(target_os = "linux")]
 pub use native::{

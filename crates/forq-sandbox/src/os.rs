@@ -35,6 +35,18 @@ pub(crate) fn euid() -> u32 {
 }
 
 /// Whether process `pid` is alive.
+/// When process `pid` started, in clock ticks since boot (`/proc/PID/stat`
+/// field 22); `None` where there is no such process or no `/proc`. With
+/// the pid it names one process for good: a pid the kernel hands out again
+/// comes with another start time.
+pub(crate) fn start_time(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) may hold spaces and parentheses: count
+    // from the last `)`.
+    let after = &stat[stat.rfind(')')? + 1..];
+    after.split_whitespace().nth(19)?.parse().ok()
+}
+
 pub(crate) fn alive(pid: i32) -> bool {
     // SAFETY: kill with signal 0 only checks for existence.
     unsafe { libc::kill(pid, 0) == 0 || last_errno() == libc::EPERM }
