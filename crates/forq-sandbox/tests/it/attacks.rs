@@ -5,7 +5,9 @@
 
 use std::path::Path;
 
-use forq_sandbox::ChangeKind;
+use std::time::Duration;
+
+use forq_sandbox::{ChangeKind, ExecRequest, Network};
 
 use crate::common::{sh, Harness};
 
@@ -76,5 +78,32 @@ pub(crate) async fn a_link_in_the_tree_is_a_link_in_the_diff_never_a_door(h: &Ha
         diff.patch
     );
     assert!(Path::new(&target).join("server.key").exists());
+    sb.destroy().await.unwrap();
+}
+
+/// Attack: an install step (the one exec with a way out, through the
+/// egress proxy) starts a daemon that outlives it into the test and agent
+/// execs. Nothing an install started is running after it.
+pub(crate) async fn an_install_steps_processes_end_with_it(h: &Harness) {
+    let sb = h.create_with(h.spec().network(Network::None)).await;
+    let install = sb
+        .exec(
+            ExecRequest::shell("(setsid sleep 31337 >/dev/null 2>&1 &) ; (nohup sleep 31337 >/dev/null 2>&1 &); echo started")
+                .network(Network::Proxy)
+                .timeout(Duration::from_secs(30)),
+        )
+        .await
+        .unwrap();
+    assert_eq!(install.stdout_text().trim(), "started", "{install:?}");
+    let after = sh(
+        &*sb,
+        "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline 2>/dev/null; echo; done | grep -c '[s]leep 31337'",
+    )
+    .await;
+    assert_eq!(
+        after.stdout_text().trim(),
+        "0",
+        "the install's daemons live on: {after:?}"
+    );
     sb.destroy().await.unwrap();
 }

@@ -68,6 +68,7 @@ macro_rules! isolating_backend {
             forq_and_the_command_share_the_workspace,
             a_golden_outlives_its_process_and_gc,
             a_service_is_reached_through_its_network_and_nowhere_else,
+            an_install_steps_processes_end_with_it,
             $($extra),*
         ]);
     };
@@ -111,6 +112,7 @@ backend_suite!(
         a_network_override_is_refused_not_ignored,
         installs_reach_only_allowed_hosts_through_the_proxy,
         the_egress_sidecar_goes_with_its_sandboxes,
+        an_install_steps_processes_end_with_it,
     ]
 );
 every_backend!(host, crate::common::Harness::host, []);

@@ -1,7 +1,9 @@
 //! The behaviour every backend promises, one function per behaviour; each
 //! runs against every backend that claims it (see `main.rs`).
 
-pub(crate) use crate::attacks::a_link_in_the_tree_is_a_link_in_the_diff_never_a_door;
+pub(crate) use crate::attacks::{
+    a_link_in_the_tree_is_a_link_in_the_diff_never_a_door, an_install_steps_processes_end_with_it,
+};
 use std::path::Path;
 use std::time::Duration;
 
