@@ -1,11 +1,12 @@
 //! Coding-agent programs behind forq's [`CodingAgent`]: the program runs
 //! inside the sandbox in its non-interactive streaming mode, its events
 //! are mapped onto forq's ([`Event`]), and the result is the sandbox's diff
-//! — never what the program says it changed. Its key is handed to that one
-//! command's environment and nowhere else; it reaches the model through
-//! the sandbox's egress proxy, which lets only the model's host through
-//! (the sandbox must be made with that host in its allowlist:
-//! [`ExternalAgent::egress_host`]).
+//! — never what the program says it changed. The program never holds the
+//! real key: it gets a dummy one and a base URL on its own loopback, where
+//! forq's model relay (in the sandbox's network namespace, served from the
+//! host) puts the real key on each request and forwards it to the model.
+//! The sandbox has no other network: the model's host is on no allowlist,
+//! and nothing the program runs can reach it, or read the key.
 //!
 //! Two programs are supported:
 //! - Claude Code (`claude -p … --output-format stream-json`, Anthropic's
@@ -20,7 +21,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use forq_sandbox::{ExecRequest, Network, Sandbox, StreamKind};
+use forq_sandbox::{ExecRequest, Network, Sandbox, ServiceNetwork, StreamKind};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
@@ -28,6 +29,7 @@ use crate::agent::{CodingAgent, Event, Outcome, RunReport, Task};
 use crate::cost::{Meter, PriceTable};
 use crate::message::Usage;
 use crate::provider::ApiKey;
+use crate::relay::{KeyHeader, KeyRelay};
 use forq_events::{Observer, Observers};
 
 /// Which program.
@@ -157,21 +159,20 @@ impl ExternalAgent {
         self
     }
 
-    /// The host (and port, when not 443) the sandbox's egress allowlist
-    /// must hold for the program to reach its model.
-    pub fn egress_host(&self) -> String {
+    /// The real model endpoint the relay forwards to.
+    fn upstream(&self) -> &str {
         let default = match self.kind {
-            Program::ClaudeCode => "https://api.anthropic.com",
+            Program::ClaudeCode => ANTHROPIC_API,
             Program::Codex => OPENAI_API,
         };
-        host_of(self.base_url.as_deref().unwrap_or(default))
+        self.base_url.as_deref().unwrap_or(default)
     }
 
     fn tell(&self, event: Event) {
         self.observers.emit(&event);
     }
 
-    fn command(&self, task: &Task) -> ExecRequest {
+    fn command(&self, task: &Task, relay: &KeyRelay, net: &ServiceNetwork) -> ExecRequest {
         let mut prompt = format!("Fix this issue.\n\n<issue>\n{}\n</issue>", task.issue);
         if !task.context.is_empty() {
             prompt.push_str(&format!(
@@ -189,7 +190,7 @@ impl ExternalAgent {
             "\n\nMake the smallest change that fixes it, run the tests, and stop when they pass.",
         );
         if self.kind == Program::Codex {
-            return self.codex_command(prompt);
+            return self.codex_command(prompt, relay, net);
         }
         let mut argv = vec![
             self.program.clone(),
@@ -208,37 +209,28 @@ impl ExternalAgent {
         if let Some(m) = &self.model {
             argv.extend(["--model".to_owned(), m.clone()]);
         }
-        let mut request = ExecRequest::new(argv)
-            .network(Network::Proxy)
+        ExecRequest::new(argv)
+            .network(Network::None)
+            .service_network(net)
             .timeout(self.timeout)
-            .env("ANTHROPIC_API_KEY", self.key.expose())
+            .env("ANTHROPIC_API_KEY", &relay.dummy)
+            .env("ANTHROPIC_BASE_URL", &relay.base_url)
             .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
             .env("DISABLE_AUTOUPDATER", "1")
             .env("DISABLE_TELEMETRY", "1")
-            .env("DISABLE_ERROR_REPORTING", "1");
-        if let Some(url) = &self.base_url {
-            request = request.env("ANTHROPIC_BASE_URL", url.clone());
-        }
-        request
+            .env("DISABLE_ERROR_REPORTING", "1")
     }
 }
+
+/// Where Claude Code reaches Anthropic without a base URL.
+const ANTHROPIC_API: &str = "https://api.anthropic.com";
 
 /// Where Codex reaches OpenAI without a base URL.
 const OPENAI_API: &str = "https://api.openai.com/v1";
 
-/// The host (and port, when not 443) of `url`.
-fn host_of(url: &str) -> String {
-    let rest = url.split_once("://").map_or(url, |(_, r)| r);
-    let host = rest.split('/').next().unwrap_or(rest);
-    host.strip_suffix(":443").unwrap_or(host).to_owned()
-}
-
 impl ExternalAgent {
-    fn codex_command(&self, prompt: String) -> ExecRequest {
-        let base = self
-            .base_url
-            .clone()
-            .unwrap_or_else(|| OPENAI_API.to_owned());
+    fn codex_command(&self, prompt: String, relay: &KeyRelay, net: &ServiceNetwork) -> ExecRequest {
+        let base = relay.base_url.clone();
         let provider = format!(
             "model_providers.forq={{name=\"forq\",base_url={},env_key=\"OPENAI_API_KEY\",wire_api=\"responses\"}}",
             serde_json::Value::String(base)
@@ -262,10 +254,11 @@ impl ExternalAgent {
         }
         argv.push(prompt);
         ExecRequest::new(argv)
-            .network(Network::Proxy)
+            .network(Network::None)
+            .service_network(net)
             .timeout(self.timeout)
             .stdin(Vec::new())
-            .env("OPENAI_API_KEY", self.key.expose())
+            .env("OPENAI_API_KEY", &relay.dummy)
     }
 
     /// Maps one line of Codex's `exec --json` stream onto forq's events.
@@ -450,8 +443,42 @@ impl ExternalAgent {
 #[async_trait]
 impl CodingAgent for ExternalAgent {
     async fn run(&self, sandbox: &dyn Sandbox, task: &Task) -> RunReport {
+        let relayed = match sandbox.service_network().await {
+            Ok(net) => {
+                let header = match self.kind {
+                    Program::ClaudeCode => KeyHeader::XApiKey,
+                    Program::Codex => KeyHeader::Bearer,
+                };
+                KeyRelay::start(&net, self.upstream(), self.key.clone(), header)
+                    .await
+                    .map(|relay| (net, relay))
+                    .map_err(|e| e.to_string())
+            }
+            Err(e) => Err(e.to_string()),
+        };
+        let (net, relay) = match relayed {
+            Ok(r) => r,
+            Err(why) => {
+                let outcome = Outcome::Failed {
+                    error: format!(
+                        "{} needs forq's model relay in its sandbox (it never holds the real key), \
+                         and this sandbox cannot have one: {why}",
+                        self.program
+                    ),
+                };
+                self.tell(Event::Finished {
+                    outcome: outcome.clone(),
+                });
+                return RunReport {
+                    outcome,
+                    steps: 0,
+                    usage: Usage::default(),
+                    cost_usd: 0.0,
+                };
+            }
+        };
         let (tx, mut rx) = mpsc::unbounded_channel();
-        let request = self.command(task).stream(tx);
+        let request = self.command(task, &relay, &net).stream(tx);
         let exec = sandbox.exec(request);
         let mut reading = Reading::default();
         let mut pending = String::new();

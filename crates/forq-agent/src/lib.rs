@@ -11,5 +11,6 @@ pub mod contract;
 pub mod docs;
 pub mod external;
 pub mod issue;
+mod relay;
 pub mod tools;
 pub mod triage;

@@ -226,9 +226,9 @@ pub struct AgentConfig {
     /// The model (default: FORQ_MODEL, else the provider's).
     pub model: Option<String>,
     /// Which coding agent the `agent` brancher runs: forq's own (its model
-    /// calls made by forq, outside the sandbox), or Claude Code inside the
-    /// sandbox (with the key in its environment and the model's host
-    /// reachable: only the operator's settings choose it).
+    /// calls made by forq, outside the sandbox), or Claude Code or Codex
+    /// inside the sandbox (spending the operator's key through forq's
+    /// model relay: only the operator's settings choose it).
     pub program: AgentProgram,
 }
 
@@ -615,9 +615,9 @@ impl Config {
         if self.actions.fix.agent.program != AgentProgram::Forq {
             out.push((
                 "actions.fix.agent.program",
-                "a coding-agent program runs inside the sandbox with the model's key in its \
-                 environment and the model's host reachable; only the operator's settings \
-                 (--config) choose it"
+                "a coding-agent program runs inside the sandbox and spends the operator's model \
+                 key (through forq's relay, which keeps the key out of the sandbox); only the \
+                 operator's settings (--config) choose it"
                     .to_owned(),
             ));
         }

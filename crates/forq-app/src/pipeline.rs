@@ -297,14 +297,10 @@ impl Pipeline {
         backend: &dyn Backend,
         build: bool,
     ) -> forq_bootstrap::GateOptions {
+        // An external coding agent reaches its model through forq's relay
+        // in its own namespace (forq_agent::external): no host of the
+        // model's joins the install allowlist.
         let mut gate = config.gate_options();
-        // Claude Code reaches its model from inside the sandbox: that one
-        // host joins the egress allowlist.
-        if let Some(agent) = program_of(config.actions.fix.agent.program)
-            .and_then(|p| ExternalAgent::from_env(p).ok())
-        {
-            gate.egress_allow.push(agent.egress_host());
-        }
         // The agentic fallback, when the run has a model: it sets up what
         // detection cannot (the spend shows in the run's cost only through
         // the store's events; its transcript is the workspace's).

@@ -10,10 +10,19 @@ use std::os::fd::{AsRawFd, RawFd};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 
-type Request = (
-    u16,
-    tokio::sync::oneshot::Sender<io::Result<std::net::TcpStream>>,
-);
+/// What the namespace's thread is asked to do there.
+enum Request {
+    /// Connect to `127.0.0.1:port`.
+    Connect(
+        u16,
+        tokio::sync::oneshot::Sender<io::Result<std::net::TcpStream>>,
+    ),
+    /// Listen on `127.0.0.1:port` (0: any free port).
+    Listen(
+        u16,
+        tokio::sync::oneshot::Sender<io::Result<std::net::TcpListener>>,
+    ),
+}
 
 /// A network namespace a service runs in, and the way into it.
 ///
@@ -59,12 +68,19 @@ impl ServiceNetwork {
                 if !ok {
                     return;
                 }
-                for (port, reply) in rx {
-                    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
-                    let _ = reply.send(std::net::TcpStream::connect_timeout(
-                        &addr,
-                        Duration::from_secs(5),
-                    ));
+                for request in rx {
+                    match request {
+                        Request::Connect(port, reply) => {
+                            let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+                            let _ = reply.send(std::net::TcpStream::connect_timeout(
+                                &addr,
+                                Duration::from_secs(5),
+                            ));
+                        }
+                        Request::Listen(port, reply) => {
+                            let _ = reply.send(std::net::TcpListener::bind(("127.0.0.1", port)));
+                        }
+                    }
                 }
             })?;
         let netns = ready_rx
@@ -97,16 +113,34 @@ impl ServiceNetwork {
     /// nothing listens there (yet).
     pub async fn connect(&self, port: u16) -> io::Result<tokio::net::TcpStream> {
         let (reply, answer) = tokio::sync::oneshot::channel();
-        self.inner
-            .requests
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .send((port, reply))
-            .map_err(|_| io::Error::other("the service network's thread ended"))?;
+        self.ask(Request::Connect(port, reply))?;
         let stream = answer
             .await
             .map_err(|_| io::Error::other("the service network's thread ended"))??;
         stream.set_nonblocking(true)?;
         tokio::net::TcpStream::from_std(stream)
+    }
+
+    /// A listener on `127.0.0.1:port` inside the namespace (0: a free
+    /// port), accepted on by forq: how a process in the sandbox reaches a
+    /// service of forq's own (a relay that holds what the sandbox may not)
+    /// with no other network at all.
+    pub async fn listen(&self, port: u16) -> io::Result<tokio::net::TcpListener> {
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        self.ask(Request::Listen(port, reply))?;
+        let listener = answer
+            .await
+            .map_err(|_| io::Error::other("the service network's thread ended"))??;
+        listener.set_nonblocking(true)?;
+        tokio::net::TcpListener::from_std(listener)
+    }
+
+    fn ask(&self, request: Request) -> io::Result<()> {
+        self.inner
+            .requests
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .send(request)
+            .map_err(|_| io::Error::other("the service network's thread ended"))
     }
 }

@@ -1,7 +1,7 @@
 //! Claude Code and Codex CLI driven in a real native sandbox: the programs
 //! installed from npm (CI installs them), pointed at a loopback model
 //! server (Anthropic Messages, OpenAI Responses) that scripts the model,
-//! reached through the sandbox's egress proxy.
+//! reached only through forq's model relay, which holds the key.
 
 use std::sync::Arc;
 
@@ -9,7 +9,7 @@ use forq_agent::agent::{CodingAgent, Event, Outcome, Task};
 use forq_agent::external::ExternalAgent;
 use forq_agent::provider::ApiKey;
 use forq_events::Recorder;
-use forq_sandbox::{BackendChoice, EgressAllow, SandboxSpec};
+use forq_sandbox::{BackendChoice, SandboxSpec};
 use serde_json::json;
 
 use crate::server::{Reply, Server};
@@ -75,7 +75,7 @@ async fn claude_code_fixes_the_bug_in_a_sandbox_and_its_edit_is_the_sandboxs_dif
             .await
             .expect("the native backend (CI runs as root)")
             .backend;
-    let spec = SandboxSpec::new(repo.path()).egress(EgressAllow::new([agent.egress_host()]));
+    let spec = SandboxSpec::new(repo.path());
     let sandbox = backend.create(&spec).await.unwrap();
     let report = agent
         .run(&*sandbox, &Task::new("add(2, 3) returns -1"))
@@ -150,7 +150,7 @@ async fn codex_runs_a_command_that_fixes_the_bug_and_its_diff_is_the_result() {
             .await
             .expect("the native backend (CI runs as root)")
             .backend;
-    let spec = SandboxSpec::new(repo.path()).egress(EgressAllow::new([agent.egress_host()]));
+    let spec = SandboxSpec::new(repo.path());
     let sandbox = backend.create(&spec).await.unwrap();
     let report = agent
         .run(&*sandbox, &Task::new("add(2, 3) returns -1"))
@@ -183,5 +183,84 @@ async fn codex_runs_a_command_that_fixes_the_bug_and_its_diff_is_the_result() {
         ),
         "{events:#?}"
     );
+    sandbox.destroy().await.unwrap();
+}
+
+/// Attack (forq's adversarial corpus, SECURITY.md): an external agent's
+/// shell tool runs the repository's tests, which read the environment and
+/// call the model's host themselves. The program holds a dummy key worth
+/// nothing outside its run, its model is reached only through forq's
+/// relay (which puts the real key on), and the sandbox reaches nothing
+/// else: not the model's host, not the key.
+#[tokio::test]
+async fn an_external_agent_never_holds_the_key_and_reaches_only_the_relay() {
+    let backend =
+        forq_sandbox::open_backend(BackendChoice::Kind(forq_sandbox::BackendKind::Native))
+            .await
+            .expect("the native backend (CI runs as root)")
+            .backend;
+    let server = Server::start(vec![Reply::anthropic_stream(
+        0,
+        &[json!({"type": "text", "text": "hello through the relay"})],
+        "end_turn",
+    )])
+    .await;
+    let repo = tempfile::tempdir().unwrap();
+    // A stand-in for Claude Code: what any program in the sandbox could do.
+    let script = format!(
+        r#"#!/bin/sh
+env > /workspace/env.txt
+exec python3 -c '
+import json, os, urllib.request
+def call(url, key):
+    req = urllib.request.Request(url + "/v1/messages", data=b"{{}}",
+        headers={{"x-api-key": key, "content-type": "application/json"}})
+    try:
+        return urllib.request.urlopen(req, timeout=5).read().decode()
+    except Exception as e:
+        return "refused: " + type(e).__name__
+relayed = call(os.environ["ANTHROPIC_BASE_URL"], os.environ["ANTHROPIC_API_KEY"])
+direct = call("{direct}", os.environ["ANTHROPIC_API_KEY"])
+print(json.dumps({{"type": "result", "subtype": "success", "is_error": False,
+    "result": json.dumps({{"relayed": "relay" in relayed, "direct": direct[:40]}})}}))
+'
+"#,
+        direct = server.url
+    );
+    let path = repo.path().join("fake-claude");
+    std::fs::write(&path, script).unwrap();
+    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let agent = ExternalAgent::claude_code(
+        ApiKey::new("sk-ant-real-key-4567"),
+        Some(server.url.clone()),
+    )
+    .program("/workspace/fake-claude");
+    let sandbox = backend
+        .create(&SandboxSpec::new(repo.path()))
+        .await
+        .unwrap();
+    let report = agent.run(&*sandbox, &Task::new("say hello")).await;
+    let Outcome::Submitted { summary, .. } = &report.outcome else {
+        panic!("{report:#?}");
+    };
+    let said: serde_json::Value = serde_json::from_str(summary).unwrap();
+    assert_eq!(
+        said["relayed"], true,
+        "the model answered through the relay: {said}"
+    );
+    assert!(
+        said["direct"].as_str().unwrap().starts_with("refused"),
+        "the model's host is not reachable from the sandbox: {said}"
+    );
+    let env = sandbox
+        .read_file(std::path::Path::new("env.txt"))
+        .await
+        .unwrap();
+    let env = String::from_utf8(env).unwrap();
+    assert!(!env.contains("sk-ant-real-key-4567"), "{env}");
+    assert!(env.contains("ANTHROPIC_API_KEY=forq-relay-"), "{env}");
+    let asked = server.received();
+    assert_eq!(asked.len(), 1, "{asked:#?}");
+    assert_eq!(asked[0].header("x-api-key"), Some("sk-ant-real-key-4567"));
     sandbox.destroy().await.unwrap();
 }

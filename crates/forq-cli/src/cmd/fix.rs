@@ -217,7 +217,6 @@ pub(crate) async fn run(args: FixArgs) -> anyhow::Result<ExitCode> {
             if let Some(m) = &args.model.model {
                 agent = agent.model(m.clone());
             }
-            gate.egress_allow.push(agent.egress_host());
             Some(agent)
         }
     };
