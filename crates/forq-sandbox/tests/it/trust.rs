@@ -340,3 +340,75 @@ async fn what_the_sandbox_writes_lands_on_disk_as_roots() {
     assert_eq!(std::fs::metadata(&upper).unwrap().uid(), 0);
     sb.destroy().await.unwrap();
 }
+
+/// `forq doctor`'s native lines are measured by a probe in a sandbox, not
+/// said from constants: as root, each holds, and says what it saw.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn doctor_measures_each_protection_in_a_sandbox() {
+    if !is_root() {
+        assert!(std::env::var_os("CI").is_none(), "CI runs as root");
+        eprintln!("SKIPPED: the root-mode trust tests need root");
+        return;
+    }
+    std::fs::create_dir_all("/var/tmp").unwrap();
+    let state = tempfile::Builder::new()
+        .prefix("forq-it-doctor-")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    let mut opts = NativeOptions::default();
+    opts.state_dir = Some(state.path().to_path_buf());
+    let report = forq_sandbox::protections(opts).await;
+    let native = |name: &str| {
+        report
+            .iter()
+            .find(|p| p.backend == forq_sandbox::BackendKind::Native && p.name == name)
+            .unwrap_or_else(|| panic!("no native line {name}: {report:#?}"))
+            .clone()
+    };
+    assert!(!report.iter().any(|p| p.name == "probe"), "{report:#?}");
+    for name in [
+        "read-only system directories",
+        "no terminal",
+        "capabilities",
+        "seccomp",
+        "/proc and /sys",
+        "network for tests and the agent",
+        "network for installs",
+    ] {
+        let p = native(name);
+        assert!(p.in_force, "{p:?}");
+        assert!(p.detail.starts_with("measured"), "{p:?}");
+    }
+    let overlay = native("overlayfs");
+    assert!(
+        overlay.in_force && overlay.detail.contains("stayed in its layer"),
+        "{overlay:?}"
+    );
+    assert!(native("capabilities").detail.contains("NoNewPrivs 1"));
+    assert!(native("network for tests and the agent")
+        .detail
+        .ends_with(": lo"));
+    // The engine's caps and capabilities, measured in a container with a
+    // run's caps (these said "yes" from constants before).
+    let docker = |name: &str| {
+        report
+            .iter()
+            .find(|p| p.backend == forq_sandbox::BackendKind::Docker && p.name == name)
+            .cloned()
+    };
+    if docker("available").is_some() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI has a Docker engine: {report:#?}"
+        );
+        return;
+    }
+    for name in [
+        "capabilities",
+        "memory and pids caps",
+        "network for tests and the agent",
+    ] {
+        let p = docker(name).unwrap_or_else(|| panic!("no docker line {name}: {report:#?}"));
+        assert!(p.in_force && p.detail.starts_with("measured"), "{p:?}");
+    }
+}
