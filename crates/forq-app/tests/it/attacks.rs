@@ -8,16 +8,7 @@ use std::path::Path;
 use forq_app::config::{Config, ConfigError};
 use forq_app::seed::{seed, SeedOptions};
 
-async fn git(dir: &Path, args: &[&str]) {
-    let out = forq_sandbox::host_command("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .await
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}: {out:?}");
-}
+use crate::seed::git;
 
 /// The tables of the SQLite database at `path`.
 fn tables(path: &Path) -> Vec<String> {

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use forq_app::seed::{seed, SeedError, SeedOptions};
 
-async fn git(dir: &Path, args: &[&str]) -> String {
+pub(crate) async fn git(dir: &Path, args: &[&str]) -> String {
     let out = forq_sandbox::host_command("git")
         .args(["-c", "user.name=t", "-c", "user.email=t@t"])
         .args(args)
