@@ -124,9 +124,9 @@ type RelayBody = http_body_util::combinators::BoxBody<Bytes, std::io::Error>;
 
 fn answer(status: StatusCode, text: &str) -> Response<RelayBody> {
     let mut response = Response::new(
-        Full::new(Bytes::from(format!(
-            "{{\"error\":{{\"message\":{text:?}}}}}"
-        )))
+        Full::new(Bytes::from(
+            serde_json::json!({"error": {"message": text}}).to_string(),
+        ))
         .map_err(|never| match never {})
         .boxed(),
     );
