@@ -34,16 +34,10 @@ impl Verdict {
         }
     }
 
-    /// The exit code `forq bootstrap` gives it: 0 bootstrapped (and
-    /// skipped, which the caller asked for), 1 failed_deterministic,
-    /// 2 unsupported_ecosystem, 3 failed_agentic.
-    pub fn exit_code(self) -> u8 {
-        match self {
-            Verdict::Bootstrapped | Verdict::Skipped => 0,
-            Verdict::FailedDeterministic => 1,
-            Verdict::UnsupportedEcosystem => 2,
-            Verdict::FailedAgentic => 3,
-        }
+    /// Whether the gate lets work go on: the tests ran (or the caller
+    /// skipped the gate).
+    pub fn lets_work_go_on(self) -> bool {
+        matches!(self, Verdict::Bootstrapped | Verdict::Skipped)
     }
 }
 

@@ -1,56 +1,26 @@
-//! A failure, in the command line's terms: its exit code (one per class)
-//! and what to do about it (a hint). The libraries' errors say what
+//! A failure, in the command line's terms: its exit code (its class's,
+//! from [`crate::exit`]) and what to do about it (a hint). The libraries' errors say what
 //! happened and [`forq_app::failure::classify`] says its class; what a
 //! person types next (a subcommand, a flag) and what a script reads (the
 //! exit code) are said here, once.
 
 use forq_app::failure::{classify, FailureKind};
+
+use crate::exit::Exit;
 use forq_app::pipeline::RunError;
 use forq_app::queue::QueueError;
 use forq_app::store::StoreError;
 use forq_search::oracle::OracleError;
 use forq_search::FixError;
 
-/// The command line does not parse (clap's message says why).
-pub(crate) const EXIT_USAGE: u8 = 64;
-/// forq failed for a reason nobody classified: a bug, or a cause new to
-/// forq (`git bisect run` reads 125 as "cannot test this commit").
-pub(crate) const EXIT_UNCLASSIFIED: u8 = 125;
-
-/// The exit code of each failure class: the one table, in the README's
-/// words.
-const EXIT_CODES: [(FailureKind, u8); 6] = [
-    // A file, setting, name or argument given is invalid.
-    (FailureKind::Input, 65),
-    // The repository's tests do not run, nothing fails, its forq.yml is
-    // invalid.
-    (FailureKind::Repository, 66),
-    // The model provider failed, or what the model wrote was unusable.
-    (FailureKind::Model, 67),
-    // A budget ran out first.
-    (FailureKind::Budget, 68),
-    // A sandbox backend, Docker, git, the disk or the network failed.
-    (FailureKind::Infrastructure, 69),
-    // Interrupted (as a shell reports SIGINT).
-    (FailureKind::Cancelled, 130),
-];
-
-/// The exit code for a class.
-pub(crate) fn exit_code_of(kind: FailureKind) -> u8 {
-    EXIT_CODES
-        .iter()
-        .find(|(k, _)| *k == kind)
-        .map_or(EXIT_UNCLASSIFIED, |(_, c)| *c)
-}
-
-/// The exit code for `err`: its class's, else 125.
-pub(crate) fn exit_code(err: &anyhow::Error) -> u8 {
+/// The exit code for `err`: its class's, else unclassified.
+pub(crate) fn exit_code(err: &anyhow::Error) -> Exit {
     err.chain()
         .find_map(|cause| match cause.downcast_ref::<Input>() {
             Some(_) => Some(FailureKind::Input),
             None => classify(cause),
         })
-        .map_or(EXIT_UNCLASSIFIED, exit_code_of)
+        .map_or(Exit::Unclassified, Exit::of)
 }
 
 /// An error about what the person gave on the command line (exit 65).

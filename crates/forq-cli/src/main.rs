@@ -3,7 +3,7 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 
 /// Returns from the function with an error about what the person gave
 /// on the command line (exit 65): `bail_input!("--threshold {t} is …")`.
@@ -15,17 +15,23 @@ macro_rules! bail_input {
 
 mod cli;
 mod cmd;
+mod exit;
 mod failures;
 
 fn main() -> ExitCode {
-    let args = match cli::Cli::try_parse() {
+    // `forq --help` ends with the exit-code table.
+    let command = cli::Cli::command().after_long_help(exit::help_text());
+    let args = match command
+        .try_get_matches()
+        .and_then(|matches| cli::Cli::from_arg_matches(&matches))
+    {
         Ok(args) => args,
         Err(e) => {
             // --help and --version print and succeed; a command line that
             // does not parse is a usage error.
             let _ = e.print();
             return if e.use_stderr() {
-                ExitCode::from(failures::EXIT_USAGE)
+                exit::Exit::Usage.into()
             } else {
                 ExitCode::SUCCESS
             };
@@ -52,11 +58,11 @@ fn main() -> ExitCode {
                     eprintln!("forq: hint: {hint}");
                 }
             }
-            ExitCode::from(if passthrough {
-                failures::EXIT_UNCLASSIFIED
+            if passthrough {
+                exit::Exit::Unclassified.into()
             } else {
-                failures::exit_code(&err)
-            })
+                failures::exit_code(&err).into()
+            }
         }
     }
 }

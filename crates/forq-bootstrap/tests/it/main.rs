@@ -323,21 +323,21 @@ fn ansi_colours_are_stripped_before_parsing() {
 }
 
 #[test]
-fn verdicts_serialise_as_snake_case_with_their_exit_codes() {
+fn verdicts_serialise_as_snake_case_and_say_whether_work_goes_on() {
     let all = [
-        (Verdict::Bootstrapped, "\"bootstrapped\"", 0),
-        (Verdict::FailedDeterministic, "\"failed_deterministic\"", 1),
+        (Verdict::Bootstrapped, "\"bootstrapped\"", true),
+        (Verdict::FailedDeterministic, "\"failed_deterministic\"", false),
         (
             Verdict::UnsupportedEcosystem,
             "\"unsupported_ecosystem\"",
-            2,
+            false,
         ),
-        (Verdict::FailedAgentic, "\"failed_agentic\"", 3),
-        (Verdict::Skipped, "\"skipped\"", 0),
+        (Verdict::FailedAgentic, "\"failed_agentic\"", false),
+        (Verdict::Skipped, "\"skipped\"", true),
     ];
-    for (verdict, json, code) in all {
+    for (verdict, json, goes_on) in all {
         assert_eq!(serde_json::to_string(&verdict).unwrap(), json);
-        assert_eq!(verdict.exit_code(), code, "{verdict:?}");
+        assert_eq!(verdict.lets_work_go_on(), goes_on, "{verdict:?}");
     }
 }
 

@@ -1,6 +1,7 @@
 //! `forq triage` and `forq agent run`: an issue, a model, and for a run a
 //! sandbox over the repository, provisioned by the bootstrap gate.
 
+use crate::exit::Exit;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -149,7 +150,7 @@ pub(crate) async fn triage(args: TriageArgs) -> anyhow::Result<ExitCode> {
             v.reason
         )?;
     }
-    Ok(ExitCode::from(if decision.attempt_fix { 0 } else { 1 }))
+    Ok(Exit::achieved(decision.attempt_fix).into())
 }
 
 /// Prints the run on stderr as it goes: tool calls, what they answered,
@@ -379,7 +380,7 @@ fn finish(
     }
     Ok(match &report.outcome {
         Outcome::Submitted { .. } => ExitCode::SUCCESS,
-        Outcome::NeedsHuman { .. } => ExitCode::from(1),
-        Outcome::Failed { .. } => ExitCode::from(crate::failures::EXIT_UNCLASSIFIED),
+        Outcome::NeedsHuman { .. } => Exit::NotAchieved.into(),
+        Outcome::Failed { .. } => Exit::Unclassified.into(),
     })
 }

@@ -2,6 +2,7 @@
 //! `forq files`, `forq push`. The work is forq-app's; this maps arguments
 //! in and results out.
 
+use crate::exit::Exit;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -27,8 +28,6 @@ use crate::cli::{
 };
 
 /// Exit codes of `forq queue` and `forq runs resume`.
-const EXIT_NEEDS_HUMAN: u8 = 1;
-const EXIT_FAILED: u8 = 2;
 
 pub(crate) fn config(cmd: ConfigCommand) -> anyhow::Result<ExitCode> {
     match cmd {
@@ -95,7 +94,7 @@ fn config_check(args: ConfigCheckArgs) -> anyhow::Result<ExitCode> {
             } else {
                 note(&format!("forq: {e}"));
             }
-            Ok(ExitCode::from(1))
+            Ok(Exit::NotAchieved.into())
         }
     }
 }
@@ -336,14 +335,14 @@ fn paint(state: State, text: &str) -> String {
 /// The exit code for runs that ended so.
 fn exit_for(runs: &[Run]) -> ExitCode {
     if runs.iter().any(|r| r.state == State::Failed) {
-        ExitCode::from(EXIT_FAILED)
+        Exit::RunsFailed.into()
     } else if runs.iter().any(|r| {
         !matches!(
             r.state,
             State::PatchReady | State::PrOpened | State::Triaged
         )
     }) {
-        ExitCode::from(EXIT_NEEDS_HUMAN)
+        Exit::NotAchieved.into()
     } else {
         ExitCode::SUCCESS
     }
@@ -889,7 +888,7 @@ pub(crate) async fn runs(args: RunsArgs) -> anyhow::Result<ExitCode> {
                         "run {id} is {} and no process works on it: `forq runs resume {id}` continues it",
                         run.state
                     ));
-                    return Ok(ExitCode::from(EXIT_NEEDS_HUMAN));
+                    return Ok(Exit::NotAchieved.into());
                 }
                 tokio::time::sleep(Duration::from_millis(250)).await;
             }
@@ -1134,7 +1133,7 @@ pub(crate) async fn push(args: PushArgs) -> anyhow::Result<ExitCode> {
         Ok(p) => p,
         Err(PublishError::Git(e @ git::GitError::Rejected { .. })) => {
             note(&format!("forq: {e}"));
-            return Ok(ExitCode::from(1));
+            return Ok(Exit::NotAchieved.into());
         }
         Err(PublishError::NoOrigin) => bail_input!(
             "the run's workspace was copied, not cloned, so it has no origin: name where to push with --remote URL"

@@ -1,6 +1,7 @@
 //! `forq bootstrap`: the bootstrap gate on a repository (a directory, or a
 //! git URL cloned shallow first).
 
+use crate::exit::Exit;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -262,5 +263,5 @@ pub(crate) async fn run(args: BootstrapArgs) -> anyhow::Result<ExitCode> {
             record.duration_ms
         )?;
     }
-    Ok(ExitCode::from(record.verdict.exit_code()))
+    Ok(Exit::achieved(record.verdict.lets_work_go_on()).into())
 }

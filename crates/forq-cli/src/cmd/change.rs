@@ -3,6 +3,7 @@
 //! text), then applied and tested in a sandbox, with the patch written
 //! like a fix's.
 
+use crate::exit::Exit;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -155,7 +156,7 @@ pub(crate) async fn document(args: DocumentArgs) -> anyhow::Result<ExitCode> {
                     "refused: {why}; nothing was applied"
                 )?;
             }
-            return Ok(ExitCode::from(1));
+            return Ok(Exit::NotAchieved.into());
         }
         changes.push(Change::Write {
             path: file.clone(),
@@ -312,5 +313,5 @@ async fn run(
             )?,
         }
     }
-    Ok(ExitCode::from(if report.solved { 0 } else { 1 }))
+    Ok(Exit::achieved(report.solved).into())
 }

@@ -1,6 +1,7 @@
 //! `forq eval`: benchmark instances in SWE-bench's format through
 //! forq-app's harness, with a table (or the report as JSON) at the end.
 
+use crate::exit::Exit;
 use std::io::Write;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -80,7 +81,7 @@ pub(crate) async fn run(args: EvalArgs) -> anyhow::Result<ExitCode> {
         ));
     }
     let judged = report.setup_failed == 0 && report.errors == 0;
-    Ok(ExitCode::from(if judged { 0 } else { 1 }))
+    Ok(Exit::achieved(judged).into())
 }
 
 /// The run settings: --config's (or the defaults), with the flags given

@@ -1,6 +1,7 @@
 //! `forq fix`: gate → oracle → strategy → the smallest green patch, with
 //! live progress on stderr and `fix.patch`, `tree.json`, `summary.json`.
 
+use crate::exit::Exit;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -407,5 +408,5 @@ async fn search(
             report.nodes, report.green, report.elapsed_s
         )?;
     }
-    Ok(ExitCode::from(if report.solved { 0 } else { 1 }))
+    Ok(Exit::achieved(report.solved).into())
 }

@@ -1,6 +1,7 @@
 //! `forq golden`: build, sync, inspect and evict golden environments, and
 //! the `--golden` mode of the commands that provision sandboxes.
 
+use crate::exit::Exit;
 use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
@@ -151,7 +152,7 @@ async fn target(args: &GoldenBuildArgs) -> anyhow::Result<Result<Target, ExitCod
                 record.reason
             ),
         )?;
-        return Ok(Err(ExitCode::from(1)));
+        return Ok(Err(Exit::NotAchieved.into()));
     };
     let Some(key) = forq_bootstrap::golden_key(&*backend, &path, &stack, &gate, &identity).await
     else {
@@ -208,7 +209,7 @@ pub(crate) async fn build(args: GoldenBuildArgs, sync: bool) -> anyhow::Result<E
                 &json!({"ok": false, "golden": t.key.name, "error": e.to_string()}),
                 &format!("{e}"),
             )?;
-            return Ok(ExitCode::from(1));
+            return Ok(Exit::NotAchieved.into());
         }
         Err(e) => return Err(e.into()),
     };
@@ -285,7 +286,7 @@ pub(crate) async fn status(args: GoldenBuildArgs) -> anyhow::Result<ExitCode> {
         &json!({"name": t.key.name, "current": current, "head": t.key.head, "golden": info}),
         &text,
     )?;
-    Ok(ExitCode::from(if current { 0 } else { 1 }))
+    Ok(Exit::achieved(current).into())
 }
 
 async fn goldens_of(
@@ -349,7 +350,7 @@ pub(crate) async fn rm(args: GoldenRmArgs) -> anyhow::Result<ExitCode> {
             format!("{} is in use by a run; nothing removed", args.name)
         },
     )?;
-    Ok(ExitCode::from(if removed { 0 } else { 1 }))
+    Ok(Exit::achieved(removed).into())
 }
 
 /// The goldens' disk cap in bytes: `gb` when given, else

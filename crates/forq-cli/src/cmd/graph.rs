@@ -1,6 +1,7 @@
 //! `forq graph ...`: the code graph's commands. Each prints text for a
 //! person or, with `--json`, the library's answer as JSON.
 
+use crate::exit::Exit;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -340,7 +341,7 @@ pub(crate) fn path(args: GraphPathArgs) -> anyhow::Result<ExitCode> {
     Ok(if chain.is_some() {
         ExitCode::SUCCESS
     } else {
-        ExitCode::from(1)
+        Exit::NotAchieved.into()
     })
 }
 

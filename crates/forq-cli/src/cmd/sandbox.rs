@@ -1,5 +1,6 @@
 //! `forq sandbox run` and `forq sandbox gc`.
 
+use crate::exit::Exit;
 use std::io::Write;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -80,7 +81,7 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         outcome = sandbox.exec(req) => outcome,
         _ = interrupt.recv() => {
             sandbox.destroy().await?;
-            return Ok(ExitCode::from(130));
+            return Ok(Exit::Cancelled.into());
         }
     };
     let _ = printer.await;
