@@ -153,7 +153,12 @@ impl From<Exit> for ExitCode {
 pub(crate) fn help_text() -> String {
     let mut out = String::from("Exit codes (each means one thing whatever the command):\n");
     for exit in Exit::ALL {
-        out.push_str(&format!("  {:>3}  {:<15} {}\n", exit.code(), exit.name(), exit.meaning()));
+        out.push_str(&format!(
+            "  {:>3}  {:<15} {}\n",
+            exit.code(),
+            exit.name(),
+            exit.meaning()
+        ));
     }
     out
 }
@@ -201,8 +206,9 @@ mod tests {
     /// The README's table is this table, so the docs cannot drift.
     #[test]
     fn the_readmes_exit_code_table_is_this_one() {
-        let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md"))
-            .expect("the README");
+        let readme =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md"))
+                .expect("the README");
         let start = readme
             .find("<!-- exit-codes")
             .and_then(|i| readme[i..].find('\n').map(|j| i + j + 1))
@@ -213,8 +219,11 @@ mod tests {
         let table = markdown_table();
         if std::env::var_os("FORQ_BLESS").is_some() {
             let fresh = format!("{}{table}{}", &readme[..start], &readme[end..]);
-            std::fs::write(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md"), fresh)
-                .expect("README written");
+            std::fs::write(
+                concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md"),
+                fresh,
+            )
+            .expect("README written");
             return;
         }
         assert_eq!(

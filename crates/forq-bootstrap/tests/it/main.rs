@@ -326,7 +326,11 @@ fn ansi_colours_are_stripped_before_parsing() {
 fn verdicts_serialise_as_snake_case_and_say_whether_work_goes_on() {
     let all = [
         (Verdict::Bootstrapped, "\"bootstrapped\"", true),
-        (Verdict::FailedDeterministic, "\"failed_deterministic\"", false),
+        (
+            Verdict::FailedDeterministic,
+            "\"failed_deterministic\"",
+            false,
+        ),
         (
             Verdict::UnsupportedEcosystem,
             "\"unsupported_ecosystem\"",

@@ -27,8 +27,6 @@ use crate::cli::{
     PushArgs, QueueArgs, ResumeArgs, RunsArgs, RunsCommand,
 };
 
-/// Exit codes of `forq queue` and `forq runs resume`.
-
 pub(crate) fn config(cmd: ConfigCommand) -> anyhow::Result<ExitCode> {
     match cmd {
         ConfigCommand::Schema => {

@@ -1,21 +1,7 @@
-//! Command implementations. Exit codes (documented in the README):
-//! `forq sandbox run` exits with the command's code, 128 + signal when it
-//! was killed, 124 on timeout (like `timeout(1)`), 125 when forq itself
-//! failed, 126 when the command cannot be executed, 127 when it is not
-//! found, 130 when interrupted. `forq graph path` exits 1 when there is no
-//! path. `forq bootstrap` exits with its verdict's code: 0 bootstrapped
-//! (or skipped), 1 failed_deterministic, 2 unsupported_ecosystem, 3
-//! failed_agentic. `forq triage` exits 0 when a fix should be attempted, 1
-//! when not; `forq agent run` exits 0 when the agent submitted, 1 when it
-//! needs a human (gave up with a question, or spent a budget); `forq fix`
-//! exits 0 when solved, 1 when not; `forq rename` and `forq document`
-//! exit 0 when the tests stay green, 1 when one breaks or (document) the
-//! docs touched code. `forq queue` and `forq runs resume`
-//! exit 0 when every run reached its goal (patch_ready, pr_opened,
-//! triaged), 1 when some need a human or were aborted, 2 when some failed;
-//! `forq config check` exits 1 on an invalid file; `forq push` exits 1
-//! when the remote's branch is not the run's. Every other
-//! command exits 0, and every command 125 on an error.
+//! Command implementations, one module per command family. Each returns
+//! an [`crate::exit::Exit`] (through `ExitCode`): the one table of what
+//! exit codes mean; `forq sandbox run` alone passes its command's own code
+//! through.
 
 mod agent;
 mod app;

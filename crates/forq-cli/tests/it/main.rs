@@ -14,10 +14,10 @@ mod app;
 #[path = "../../../forq-sandbox/tests/it/bridge.rs"]
 mod bridge;
 mod change;
+mod docs;
 mod eval;
 mod fix;
 mod golden;
-mod readme;
 mod serve;
 #[allow(dead_code)] // shared with forq-agent's tests, which use all of it
 #[path = "../../../forq-agent/tests/it/server.rs"]

@@ -82,7 +82,12 @@ fn pages() -> Vec<(String, String)> {
     let mut names = vec!["README.md".to_owned()];
     let mut docs: Vec<String> = std::fs::read_dir(root.join("docs/commands"))
         .expect("docs/commands")
-        .map(|e| e.expect("an entry").file_name().to_string_lossy().into_owned())
+        .map(|e| {
+            e.expect("an entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
         .filter(|n| n.ends_with(".md"))
         .map(|n| format!("docs/commands/{n}"))
         .collect();
@@ -197,4 +202,129 @@ async fn the_results_table_is_what_the_rows_give() {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// ARCHITECTURE.md's crate graph is what the Cargo.toml files say (read
+/// through `cargo metadata`), so it cannot drift: each crate with the
+/// forq crates it depends on, lowest layer first; an optional dependency
+/// names the feature behind it. `FORQ_BLESS=1` rewrites it.
+#[tokio::test]
+async fn the_architectures_crate_graph_is_the_cargo_manifests() {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let out = forq_sandbox::host_command(&cargo)
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--no-deps",
+            "--offline",
+        ])
+        .current_dir(repo_root())
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let metadata: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let graph = crate_graph(&metadata);
+    let path = repo_root().join("ARCHITECTURE.md");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let begin = "<!-- crate-graph: generated from the Cargo.toml files; a test keeps it equal -->\n```text\n";
+    let start = text
+        .find(begin)
+        .expect("ARCHITECTURE.md has the crate-graph marker")
+        + begin.len();
+    let end = start + text[start..].find("```").expect("the block ends");
+    if std::env::var_os("FORQ_BLESS").is_some() {
+        std::fs::write(&path, format!("{}{graph}{}", &text[..start], &text[end..])).unwrap();
+        return;
+    }
+    assert_eq!(
+        &text[start..end],
+        graph,
+        "ARCHITECTURE.md's crate graph is not the manifests': FORQ_BLESS=1 cargo test -p forq-cli --test it crate_graph rewrites it"
+    );
+}
+
+/// `crate ──▶ deps` per workspace crate, by layer (a crate's layer is one
+/// more than its highest dependency's), then by name.
+fn crate_graph(metadata: &serde_json::Value) -> String {
+    use std::collections::BTreeMap;
+    let mut deps: BTreeMap<String, Vec<(String, Option<String>)>> = BTreeMap::new();
+    for package in metadata["packages"].as_array().unwrap() {
+        let name = package["name"].as_str().unwrap().to_owned();
+        let features = package["features"].as_object().unwrap();
+        let mut mine = Vec::new();
+        for dep in package["dependencies"].as_array().unwrap() {
+            let dep_name = dep["name"].as_str().unwrap();
+            // Normal dependencies only: dev- and build-dependencies are
+            // not the layering.
+            if !dep_name.starts_with("forq-") || !dep["kind"].is_null() {
+                continue;
+            }
+            let feature = dep["optional"].as_bool().unwrap_or(false).then(|| {
+                let wanted = format!("dep:{dep_name}");
+                features
+                    .iter()
+                    .find(|(_, enables)| {
+                        enables
+                            .as_array()
+                            .unwrap()
+                            .iter()
+                            .any(|e| e == wanted.as_str())
+                    })
+                    .map_or_else(|| dep_name.to_owned(), |(f, _)| f.clone())
+            });
+            if !mine
+                .iter()
+                .any(|(n, _): &(String, Option<String>)| n == dep_name)
+            {
+                mine.push((dep_name.to_owned(), feature));
+            }
+        }
+        mine.sort();
+        deps.insert(name, mine);
+    }
+    fn layer(
+        name: &str,
+        deps: &std::collections::BTreeMap<String, Vec<(String, Option<String>)>>,
+    ) -> usize {
+        deps[name]
+            .iter()
+            .map(|(d, _)| 1 + layer(d, deps))
+            .max()
+            .unwrap_or(0)
+    }
+    let mut names: Vec<&String> = deps.keys().collect();
+    names.sort_by_key(|n| (layer(n, &deps), n.as_str()));
+    let width = names.iter().map(|n| n.len()).max().unwrap_or(0);
+    let mut out = String::new();
+    for name in names {
+        let list = &deps[name.as_str()];
+        let plain: Vec<&str> = list
+            .iter()
+            .filter(|(_, f)| f.is_none())
+            .map(|(d, _)| d.as_str())
+            .collect();
+        let optional: Vec<String> = list
+            .iter()
+            .filter_map(|(d, f)| f.as_ref().map(|f| format!("{d} (feature `{f}`)")))
+            .collect();
+        let mut right = if plain.is_empty() && optional.is_empty() {
+            "nothing of forq's".to_owned()
+        } else {
+            plain.join(", ")
+        };
+        if !optional.is_empty() {
+            if !plain.is_empty() {
+                right.push_str("; ");
+            }
+            right.push_str(&optional.join(", "));
+        }
+        out.push_str(&format!("{name:<width$} ──▶ {right}\n"));
+    }
+    out
 }
