@@ -142,10 +142,7 @@ fn one(e: &(dyn std::error::Error + 'static)) -> Option<FailureKind> {
         });
     }
     if let Some(e) = e.downcast_ref::<forq_bootstrap::CloneError>() {
-        return Some(match e {
-            forq_bootstrap::CloneError::Exists(_) => Input,
-            _ => Infrastructure,
-        });
+        return Some(clone(e));
     }
     if let Some(e) = e.downcast_ref::<crate::pipeline::RunError>() {
         return match e {
@@ -223,8 +220,16 @@ fn gate(e: &forq_bootstrap::Error) -> Option<FailureKind> {
     Some(match e {
         G::Install { .. } | G::GoldenUnproven { .. } => FailureKind::Repository,
         G::Sandbox { source, .. } | G::Golden { source, .. } => sandbox(source),
+        G::Clone { source, .. } => clone(source),
         _ => FailureKind::Infrastructure,
     })
+}
+
+fn clone(e: &forq_bootstrap::CloneError) -> FailureKind {
+    match e {
+        forq_bootstrap::CloneError::Exists(_) => FailureKind::Input,
+        _ => FailureKind::Infrastructure,
+    }
 }
 
 fn sandbox(e: &forq_sandbox::Error) -> FailureKind {

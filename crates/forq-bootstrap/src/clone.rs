@@ -45,6 +45,9 @@ pub enum CloneError {
     /// The destination exists and is not an empty directory.
     #[error("{0:?} already exists and is not empty: give a new directory to clone into")]
     Exists(PathBuf),
+    /// No temporary directory could be made to clone into.
+    #[error("cannot make a temporary directory to clone into")]
+    Temporary(#[source] std::io::Error),
     /// git could not be started.
     #[error("cannot run git to clone {url}: is git installed?")]
     Spawn {

@@ -432,6 +432,15 @@ pub enum Error {
         #[source]
         source: forq_sandbox::Error,
     },
+    /// The repository given by URL could not be cloned.
+    #[error("cannot clone {url}")]
+    Clone {
+        /// The URL.
+        url: String,
+        /// Why.
+        #[source]
+        source: crate::CloneError,
+    },
     /// The run record could not be written.
     #[error(transparent)]
     Journal(#[from] JournalError),

@@ -149,6 +149,62 @@ fn test_rebuilds(kind: StackKind) -> bool {
     )
 }
 
+/// Builds or syncs the golden of the repository at `source` on `backend`:
+/// a git URL is cloned shallow into a temporary directory (removed after),
+/// anything else is a directory; the gate proves its tests run (forking the
+/// previous generation when one exists) and the warm state is saved as the
+/// next generation. What `forq golden sync` does for a URL, and `forq
+/// serve` on a push to a repository's default branch.
+///
+/// # Errors
+///
+/// [`Error::Clone`] when the URL cannot be cloned, [`Error::Golden`] when
+/// the backend keeps no goldens, [`Error::GoldenUnproven`] when the tests
+/// do not run, and whatever the gate and provisioning fail with.
+pub async fn sync_golden(backend: &dyn Backend, source: &str) -> Result<crate::Record, Error> {
+    let temp;
+    let repo = if crate::is_git_url(source) {
+        temp = tempfile::Builder::new()
+            .prefix("forq-sync-")
+            .tempdir()
+            .map_err(|e| Error::Clone {
+                url: source.to_owned(),
+                source: crate::CloneError::Temporary(e),
+            })?;
+        let dest = temp.path().join("repo");
+        crate::clone_shallow(source, &dest, &crate::CloneOptions::default())
+            .await
+            .map_err(|e| Error::Clone {
+                url: source.to_owned(),
+                source: e,
+            })?;
+        dest
+    } else {
+        std::path::PathBuf::from(source)
+    };
+    let goldens = backend.goldens().map_err(|e| Error::Golden {
+        name: source.to_owned(),
+        source: e,
+    })?;
+    let gate = GateOptions {
+        golden: Some(GoldenOptions::new(goldens, source, true)),
+        ..GateOptions::default()
+    };
+    let record = crate::run(backend, &repo, &gate).await?;
+    let Some(stack) = record.green_stack() else {
+        return Err(Error::GoldenUnproven {
+            name: source.to_owned(),
+            reason: format!("{}: {}", record.verdict.name(), record.reason),
+        });
+    };
+    let warm = crate::provision_warm(backend, &repo, &stack, &gate).await?;
+    warm.sandbox.destroy().await.map_err(|e| Error::Sandbox {
+        stack: stack.name().to_owned(),
+        source: e,
+    })?;
+    Ok(record)
+}
+
 /// The golden name and key of `repo` for `stack` on `backend`; `None` when
 /// the repository is not a git checkout (its tree has no identity).
 pub async fn golden_key(

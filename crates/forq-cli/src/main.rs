@@ -17,6 +17,8 @@ mod cli;
 mod cmd;
 mod exit;
 mod failures;
+mod parts;
+mod terminal;
 
 fn main() -> ExitCode {
     // `forq --help` ends with the exit-code table.

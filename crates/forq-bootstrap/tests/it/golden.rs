@@ -229,3 +229,46 @@ async fn the_gate_runs_its_tests_in_the_golden_and_says_so() {
     assert_eq!(record.tests_executed, 2);
     assert_eq!(record.stacks[0].golden.as_ref().unwrap().how, "forked");
 }
+
+/// What `forq serve` does on a push to a default branch: the repository
+/// at a URL is cloned shallow, its tests proven, its warm state saved as
+/// its golden (a second sync is the next generation); a repository whose
+/// tests do not run is refused with the reason, and nothing is saved.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sync_by_url_clones_proves_and_saves_the_golden() {
+    let Some(f) = fixture() else { return };
+    let dir = calc_repo().await;
+    let url = format!("file://{}", dir.path().display());
+    let record = forq_bootstrap::sync_golden(&*f.backend, &url)
+        .await
+        .unwrap();
+    assert!(record.verdict.lets_work_go_on(), "{record:?}");
+    let goldens = f.backend.goldens().unwrap();
+    let saved = goldens.list().unwrap();
+    assert_eq!(saved.len(), 1, "{saved:?}");
+    assert_eq!(saved[0].meta["identity"], url.as_str(), "{:?}", saved[0]);
+    assert!(
+        matches!(saved[0].status, forq_sandbox::GoldenStatus::Ready),
+        "{:?}",
+        saved[0]
+    );
+
+    let broken = repo(&[("README.md", "# no tests\n")]);
+    git(broken.path(), &["init", "-q"]).await;
+    git(broken.path(), &["add", "-A"]).await;
+    git(broken.path(), &["commit", "-q", "-m", "docs"]).await;
+    let url = format!("file://{}", broken.path().display());
+    let err = forq_bootstrap::sync_golden(&*f.backend, &url)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::GoldenUnproven { reason, .. } if reason.starts_with("unsupported_ecosystem")),
+        "{err:?}"
+    );
+    assert_eq!(goldens.list().unwrap().len(), 1, "nothing more was saved");
+
+    let err = forq_bootstrap::sync_golden(&*f.backend, "file:///nonexistent/forq-repo")
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Clone { .. }), "{err:?}");
+}

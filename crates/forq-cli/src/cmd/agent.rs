@@ -2,17 +2,18 @@
 //! sandbox over the repository, provisioned by the bootstrap gate.
 
 use crate::exit::Exit;
+use crate::parts::{open_provider, prices, repo_dir, run_id};
+use crate::terminal::note;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use forq_agent::agent::{Agent, CodingAgent, Event, Outcome, RunReport, Task};
-use forq_agent::cost::{Budget, PriceTable};
+use forq_agent::cost::Budget;
 use forq_agent::issue::Issue;
-use forq_agent::provider::{self, Choice, Provider};
 use forq_agent::tools::{GraphTools, RunTests, Toolbox};
 use forq_agent::triage::Triage;
 use forq_agent::Observer;
@@ -21,65 +22,17 @@ use forq_graph::Index;
 use forq_sandbox::{Sandbox, SandboxSpec};
 use serde_json::json;
 
-use crate::cli::{AgentRunArgs, IssueArg, ModelArgs, ProviderName, TriageArgs};
+use crate::cli::{AgentRunArgs, IssueArg, TriageArgs};
 
 /// Tokens of repository map in a prompt.
 const MAP_TOKENS: usize = 1024;
 
-/// A line on stderr (a closed stderr is no reason to stop).
-pub(crate) fn note(line: &str) {
-    let _ = writeln!(std::io::stderr().lock(), "{line}");
-}
-
 async fn load_issue(arg: &IssueArg) -> anyhow::Result<Issue> {
     match (&arg.text, &arg.issue) {
         (Some(text), _) => Ok(Issue::from_text(text)),
-        (None, Some(spec)) => super::load_issue(spec).await,
+        (None, Some(spec)) => crate::parts::load_issue(spec).await,
         (None, None) => bail_input!("name the issue: a GitHub URL, a Markdown file, or --text"),
     }
-}
-
-/// The provider and model the arguments name.
-pub(crate) fn open_provider(args: &ModelArgs) -> anyhow::Result<(Arc<dyn Provider>, String)> {
-    let choice = match args.provider {
-        ProviderName::Auto => Choice::Auto,
-        ProviderName::Openai => Choice::OpenAi,
-        ProviderName::Anthropic => Choice::Anthropic,
-        ProviderName::Replay => Choice::Replay(
-            args.replay
-                .clone()
-                .context("--provider replay plays the recording given with --replay FILE")?,
-        ),
-    };
-    let provider = provider::open(&choice)?;
-    let model = args
-        .model
-        .clone()
-        .unwrap_or_else(|| provider::default_model(provider.name()));
-    Ok((provider, model))
-}
-
-pub(crate) fn prices(args: &ModelArgs) -> anyhow::Result<PriceTable> {
-    let Some(path) = &args.prices else {
-        return Ok(PriceTable::new());
-    };
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read the price table {}", path.display()))?;
-    PriceTable::from_json(&text).with_context(|| {
-        format!(
-            "the price table {} is not {{\"MODEL\": {{\"input\": USD, \"output\": USD}}}} (per million tokens)",
-            path.display()
-        )
-    })
-}
-
-fn repo_dir(repo: &Path) -> anyhow::Result<PathBuf> {
-    repo.canonicalize().with_context(|| {
-        format!(
-            "the repository {} does not exist; pass --repo DIR",
-            repo.display()
-        )
-    })
 }
 
 /// The code graph of `repo`, brought up to date, and its map; `None` (with
@@ -125,7 +78,7 @@ pub(crate) async fn triage(args: TriageArgs) -> anyhow::Result<ExitCode> {
         .run(&issue.prompt(), &context)
         .await?;
     if args.json {
-        super::print_json(&json!({
+        crate::terminal::print_json(&json!({
             "issue": issue.source,
             "model": model,
             "act": decision.verdict.act,
@@ -205,11 +158,11 @@ async fn workspace(
         .skip(args.skip_bootstrap)
         .image(args.backend.image.clone());
     options.golden =
-        super::golden::options(args.golden.golden, backend, &repo.display().to_string())?;
+        crate::parts::golden_options(args.golden.golden, backend, &repo.display().to_string())?;
     let options = if args.json {
         options
     } else {
-        options.observer(Arc::new(super::bootstrap::Lines::default()))
+        options.observer(Arc::new(crate::terminal::Lines::default()))
     };
     let record = forq_bootstrap::run(backend, repo, &options).await?;
     if let Some(stack) = record.green_stack() {
@@ -241,14 +194,6 @@ async fn workspace(
     Ok((backend.create(&spec).await?, None))
 }
 
-/// A name for a run's directory: seconds since the epoch and the process.
-pub(crate) fn run_id() -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    format!("{secs}-{}", std::process::id())
-}
-
 pub(crate) async fn run(args: AgentRunArgs) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
     let issue = load_issue(&args.issue).await?;
@@ -270,7 +215,7 @@ pub(crate) async fn run(args: AgentRunArgs) -> anyhow::Result<ExitCode> {
         );
     }
 
-    let backend = super::sandbox::open(args.backend.backend).await?;
+    let backend = crate::parts::open_backend(args.backend.backend).await?;
     let (sandbox, run_tests) = workspace(&args, &repo, &*backend).await?;
     let mut tools = Toolbox::editing();
     if let Some(run_tests) = run_tests {
@@ -351,7 +296,7 @@ fn finish(
     std::fs::write(&report_path, serde_json::to_vec_pretty(&summary)?)
         .with_context(|| format!("cannot write {}", report_path.display()))?;
     if args.json {
-        super::print_json(&summary)?;
+        crate::terminal::print_json(&summary)?;
     } else {
         let mut so = std::io::stdout().lock();
         match &report.outcome {

@@ -3,6 +3,7 @@
 //! in and results out.
 
 use crate::exit::Exit;
+use crate::parts::{load_config, open_store, owner_model};
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -21,11 +22,12 @@ use forq_app::Observer;
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use serde_json::json;
 
-use super::agent::{note, open_provider, prices};
 use crate::cli::{
     ActionName, BackendArgs, ConfigCheckArgs, ConfigCommand, EngineArgs, FilesArgs, ModelArgs,
     PushArgs, QueueArgs, ResumeArgs, RunsArgs, RunsCommand,
 };
+use crate::parts::prices;
+use crate::terminal::note;
 
 pub(crate) fn config(cmd: ConfigCommand) -> anyhow::Result<ExitCode> {
     match cmd {
@@ -94,28 +96,6 @@ fn config_check(args: ConfigCheckArgs) -> anyhow::Result<ExitCode> {
             }
             Ok(Exit::NotAchieved.into())
         }
-    }
-}
-
-pub(super) fn open_store(state: &Path) -> anyhow::Result<Arc<Store>> {
-    forq_sandbox::refuse_link(state)?;
-    Ok(Arc::new(Store::open(&state.join("forq.db"))?))
-}
-
-/// The owner's model, when one is configured (none is not an error: triage
-/// is skipped and the mutate brancher needs none).
-pub(super) fn owner_model(args: &ModelArgs) -> anyhow::Result<Option<Model>> {
-    match open_provider(args) {
-        Ok((provider, name)) => Ok(Some(Model {
-            provider,
-            name,
-            prices: prices(args)?,
-        })),
-        Err(e) if args.provider == crate::cli::ProviderName::Auto => {
-            tracing::info!("no model: {e:#}");
-            Ok(None)
-        }
-        Err(e) => Err(e),
     }
 }
 
@@ -189,7 +169,7 @@ async fn pipeline_on(
         matches!(backend.backend, forq_sandbox::BackendChoice::Auto) && engines.is_empty();
     let default = match engines.first() {
         Some(e) => e.backend.clone(),
-        None => super::sandbox::open(backend.backend).await?,
+        None => crate::parts::open_backend(backend.backend).await?,
     };
     let pipeline = Pipeline::new(store, state_dir, default).backend_from_config(from_config);
     Ok((pipeline, engines))
@@ -218,16 +198,11 @@ fn as_ended(
 /// The runs as JSON or as the table, and the exit code they make.
 fn report(runs: &[Run], json_out: bool) -> anyhow::Result<ExitCode> {
     if json_out {
-        super::print_json(&runs)?;
+        crate::terminal::print_json(&runs)?;
     } else {
         table(runs)?;
     }
     Ok(exit_for(runs))
-}
-
-pub(super) fn load_config(file: Option<&PathBuf>) -> anyhow::Result<Option<Config>> {
-    file.map(|f| Config::from_file(f).map_err(anyhow::Error::from))
-        .transpose()
 }
 
 /// One progress line per run on a terminal (indicatif); plain lines of
@@ -458,7 +433,7 @@ pub(crate) async fn queue(args: QueueArgs) -> anyhow::Result<ExitCode> {
     if new.is_empty() {
         note("forq: every issue selected has a run standing for it");
         if args.json {
-            super::print_json(&Vec::<Run>::new())?;
+            crate::terminal::print_json(&Vec::<Run>::new())?;
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -498,10 +473,10 @@ pub(crate) async fn queue(args: QueueArgs) -> anyhow::Result<ExitCode> {
     // used beyond it go.
     if let Some(backend) = evict_on {
         if let Ok(goldens) = backend.goldens() {
-            let cap = super::golden::cap_bytes(golden_cap)?;
+            let cap = crate::parts::cap_bytes(golden_cap)?;
             let removed = goldens.evict(&*backend, cap).await?;
             if !removed.is_empty() && !args.json {
-                super::agent::note(&format!(
+                crate::terminal::note(&format!(
                     "golden: removed {} least recently used beyond the cap: {}",
                     removed.len(),
                     removed.join(", ")
@@ -573,7 +548,7 @@ async fn serve_bench(json: bool) -> anyhow::Result<ExitCode> {
     let _ = child.kill().await;
     let r = report?;
     if json {
-        super::print_json(&r)?;
+        crate::terminal::print_json(&r)?;
     } else {
         let mut out = std::io::stdout().lock();
         writeln!(
@@ -606,7 +581,7 @@ pub(crate) async fn serve(args: crate::cli::ServeArgs) -> anyhow::Result<ExitCod
         .with_context(|| format!("cannot create {}", args.state.state.display()))?;
     let state_dir = args.state.state.canonicalize()?;
     let store = open_store(&state_dir)?;
-    let backend = super::sandbox::open(args.backend.backend).await?;
+    let backend = crate::parts::open_backend(args.backend.backend).await?;
     let from_config = matches!(args.backend.backend, forq_sandbox::BackendChoice::Auto);
     let pipeline = Pipeline::new(store.clone(), &state_dir, backend.clone())
         .backend_from_config(from_config)
@@ -625,9 +600,10 @@ pub(crate) async fn serve(args: crate::cli::ServeArgs) -> anyhow::Result<ExitCod
         control = control.golden_sync(std::sync::Arc::new(move |url: String| {
             let backend = for_sync.clone();
             Box::pin(async move {
-                super::golden::sync_url(&*backend, &url)
+                forq_bootstrap::sync_golden(&*backend, &url)
                     .await
-                    .map_err(|e| format!("{e:#}"))
+                    .map(|_| ())
+                    .map_err(|e| format!("{:#}", anyhow::Error::from(e)))
             })
         }));
     }
@@ -656,11 +632,11 @@ pub(crate) async fn serve(args: crate::cli::ServeArgs) -> anyhow::Result<ExitCod
         .clone()
         .filter(|_| std::env::var(&args.token_env).is_err());
     let served = forq_server::serve(control, options, |addr| {
-        super::agent::note(&format!(
+        crate::terminal::note(&format!(
             "forq serve: listening on http://{addr} (dashboard: /, API: /openapi.json)"
         ));
         if let Some(token) = &made_token {
-            super::agent::note(&format!(
+            crate::terminal::note(&format!(
                 "forq serve: open http://{addr}/#token={token} (the API takes `Authorization: Bearer` \
                  with the token in {}; --no-token serves without one)",
                 token_file.display()
@@ -809,7 +785,7 @@ pub(crate) async fn runs(args: RunsArgs) -> anyhow::Result<ExitCode> {
                 }
             };
             if args.json {
-                super::print_json(&runs)?;
+                crate::terminal::print_json(&runs)?;
             } else if runs.is_empty() {
                 note(&format!("no runs in {}", state_dir.display()));
             } else {
@@ -821,7 +797,7 @@ pub(crate) async fn runs(args: RunsArgs) -> anyhow::Result<ExitCode> {
             let run = store.get(&a.id)?;
             let events = store.events(&run.id, 0)?;
             if args.json {
-                super::print_json(&json!({"run": run, "events": events}))?;
+                crate::terminal::print_json(&json!({"run": run, "events": events}))?;
                 return Ok(ExitCode::SUCCESS);
             }
             let mut out = std::io::stdout().lock();
@@ -903,7 +879,7 @@ pub(crate) async fn runs(args: RunsArgs) -> anyhow::Result<ExitCode> {
                 current = store.get(&current.id)?;
             }
             if args.json {
-                super::print_json(&current)?;
+                crate::terminal::print_json(&current)?;
             } else {
                 writeln!(std::io::stdout().lock(), "{} {}", current.id, current.state)?;
             }
@@ -931,7 +907,7 @@ pub(crate) async fn runs(args: RunsArgs) -> anyhow::Result<ExitCode> {
         Some(RunsCommand::Reject(a)) => {
             let run = forq_app::review::reject(&store, &a.id, &a.reason)?;
             if args.json {
-                super::print_json(&run)?;
+                crate::terminal::print_json(&run)?;
             } else {
                 note(&format!(
                     "forq: run {} {}: {}",
@@ -943,7 +919,7 @@ pub(crate) async fn runs(args: RunsArgs) -> anyhow::Result<ExitCode> {
         Some(RunsCommand::Clean(a)) => {
             let cleaned = forq_app::clean::clean(&store, state_dir, a.patched)?;
             if args.json {
-                super::print_json(&cleaned)?;
+                crate::terminal::print_json(&cleaned)?;
             } else {
                 let mut out = std::io::stdout().lock();
                 writeln!(
@@ -989,7 +965,7 @@ async fn resume(
     if runs.is_empty() {
         note("forq: no interrupted run");
         if json_out {
-            super::print_json(&runs)?;
+            crate::terminal::print_json(&runs)?;
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -1009,7 +985,7 @@ async fn resume(
         lines.finish();
         let done = done?;
         if json_out {
-            super::print_json(&done)?;
+            crate::terminal::print_json(&done)?;
             return Ok(exit_for(std::slice::from_ref(&done)));
         }
         return report(std::slice::from_ref(&done), false);
@@ -1149,7 +1125,7 @@ pub(crate) async fn push(args: PushArgs) -> anyhow::Result<ExitCode> {
     let (branch, remote, commit) = (&pushed.branch, &pushed.remote, &pushed.commit);
     let result = json!(pushed);
     if args.json {
-        super::print_json(&result)?;
+        crate::terminal::print_json(&result)?;
     } else {
         let mut out = std::io::stdout().lock();
         writeln!(

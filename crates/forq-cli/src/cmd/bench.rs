@@ -64,7 +64,7 @@ pub(crate) async fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     generate_workspace(work.path(), args.files).context("generate the bench workspace")?;
     let mut reports = Vec::new();
     for choice in &args.backend {
-        let backend = super::sandbox::open(*choice).await?;
+        let backend = crate::parts::open_backend(*choice).await?;
         let mut spec = SandboxSpec::new(work.path());
         if let Some(image) = &args.image {
             spec = spec.image(image.clone());

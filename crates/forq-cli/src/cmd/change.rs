@@ -16,8 +16,8 @@ use forq_bootstrap::GateOptions;
 use forq_graph::{same_code_outside_docs, write_doc, Index, Lang, Symbol};
 use forq_search::candidate::{Candidate, Change};
 
-use super::agent::run_id;
-use crate::cli::{ChangeArgs, DocumentArgs, ModifyArgs, ModifyTarget, RenameArgs};
+use crate::cli::{ChangeArgs, DocumentArgs, RenameArgs};
+use crate::parts::run_id;
 
 pub(crate) async fn rename(args: RenameArgs) -> anyhow::Result<ExitCode> {
     let repo = repo_dir(&args.change)?;
@@ -39,7 +39,7 @@ pub(crate) async fn rename(args: RenameArgs) -> anyhow::Result<ExitCode> {
     );
     if args.dry_run {
         if args.change.json {
-            return super::print_json(&plan).map(|()| ExitCode::SUCCESS);
+            return crate::terminal::print_json(&plan).map(|()| ExitCode::SUCCESS);
         }
         let mut out = std::io::stdout().lock();
         writeln!(out, "{what}")?;
@@ -49,7 +49,7 @@ pub(crate) async fn rename(args: RenameArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     if !args.change.json {
-        super::agent::note(&what);
+        crate::terminal::note(&what);
     }
     let change = Candidate {
         hypothesis: format!("rename {} to {}", plan.symbol, plan.new),
@@ -86,7 +86,7 @@ pub(crate) async fn document(args: DocumentArgs) -> anyhow::Result<ExitCode> {
     .await??;
     if targets.is_empty() {
         if args.change.json {
-            super::print_json(&serde_json::json!({"solved": true, "documented": []}))?;
+            crate::terminal::print_json(&serde_json::json!({"solved": true, "documented": []}))?;
         } else {
             writeln!(
                 std::io::stdout().lock(),
@@ -95,7 +95,7 @@ pub(crate) async fn document(args: DocumentArgs) -> anyhow::Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let (provider, model) = super::agent::open_provider(&args.model)
+    let (provider, model) = crate::parts::open_provider(&args.model)
         .context("forq document writes the docs' text with a model")?;
     let mut originals: std::collections::BTreeMap<String, String> = Default::default();
     let mut asked = Vec::new();
@@ -121,7 +121,7 @@ pub(crate) async fn document(args: DocumentArgs) -> anyhow::Result<ExitCode> {
         });
     }
     if !args.change.json {
-        super::agent::note(&format!("asking {model} for {} doc(s)", asked.len()));
+        crate::terminal::note(&format!("asking {model} for {} doc(s)", asked.len()));
     }
     let written = write_docs(&*provider, &model, &asked, &conventions).await?;
     // Each file's docs written last first (the graph's lines are the
@@ -149,7 +149,7 @@ pub(crate) async fn document(args: DocumentArgs) -> anyhow::Result<ExitCode> {
         if let Err(e) = same_code_outside_docs(lang, original, &text) {
             let why = format!("{file}: {e}");
             if args.change.json {
-                super::print_json(&serde_json::json!({"solved": false, "refused": why}))?;
+                crate::terminal::print_json(&serde_json::json!({"solved": false, "refused": why}))?;
             } else {
                 writeln!(
                     std::io::stdout().lock(),
@@ -183,72 +183,6 @@ fn lang_of(file: &str) -> anyhow::Result<Lang> {
         .with_context(|| format!("{file} is in no language forq reads"))
 }
 
-pub(crate) async fn modify(mut args: ModifyArgs) -> anyhow::Result<ExitCode> {
-    if args.fix.issue.is_some() || args.fix.text.is_some() {
-        bail_input!("forq modify takes the new behaviour with --change TEXT, not an issue");
-    }
-    let repo = args.fix.repo.clone().unwrap_or_else(|| PathBuf::from("."));
-    let repo = repo.canonicalize().with_context(|| {
-        format!(
-            "the repository {} does not exist; pass --repo DIR",
-            repo.display()
-        )
-    })?;
-    super::agent::open_provider(&args.fix.model)
-        .context("forq modify changes behaviour with a model")?;
-    let (r, query) = (repo.clone(), args.symbol.clone());
-    let (symbol, tests, old) = tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
-        let index = Index::open_current(&r)
-            .with_context(|| format!("open the code graph of {}", r.display()))?;
-        let symbol = index.find_symbol(&query)?;
-        let tests: Vec<String> = index
-            .tests_for(&symbol.id, 3)?
-            .items
-            .into_iter()
-            .map(|t| t.test)
-            .collect();
-        let text = std::fs::read_to_string(r.join(&symbol.file))
-            .with_context(|| format!("read {}", symbol.file))?;
-        let old = lang_of(&symbol.file)
-            .ok()
-            .and_then(|lang| forq_graph::definition_source(lang, &text, &symbol.name, symbol.line))
-            .unwrap_or_default();
-        Ok((symbol, tests, old))
-    })
-    .await??;
-    let covering = match tests.is_empty() {
-        true => "No test covers it yet.".to_owned(),
-        false => format!("Tests that cover it now: {}.", tests.join(", ")),
-    };
-    let text = format!(
-        "# Change `{}`\n\n{}\n\nThe definition is `{}` at {}:{}:\n\n```\n{}\n```\n\n{covering} \
-         Tests that expect the old behaviour are to be updated; new behaviour gets tests. \
-         Change only `{}` and what it needs.",
-        symbol.qualname,
-        args.change.trim(),
-        symbol.id,
-        symbol.file,
-        symbol.line,
-        old,
-        symbol.qualname
-    );
-    if !args.fix.json {
-        super::agent::note(&format!("modify {}: {covering}", symbol.id));
-    }
-    args.fix.text = Some(text);
-    args.fix.repo = Some(repo);
-    if args.fix.brancher.is_none() {
-        args.fix.brancher = Some(forq_search::plan::BrancherKind::Agent);
-        args.fix.strategy = forq_search::plan::StrategyKind::Single;
-    }
-    args.fix.modify = Some(ModifyTarget {
-        symbol: Some(symbol),
-        old,
-        depth: args.ripple_depth,
-    });
-    super::fix::run(args.fix).await
-}
-
 /// The repository, canonical.
 fn repo_dir(args: &ChangeArgs) -> anyhow::Result<PathBuf> {
     args.repo.canonicalize().with_context(|| {
@@ -272,12 +206,12 @@ async fn run(
         .clone()
         .unwrap_or_else(|| repo.join(".forq").join(command).join(run_id()));
     forq_sandbox::refuse_link(&repo.join(".forq"))?;
-    let backend = super::sandbox::open(args.backend.backend).await?;
+    let backend = crate::parts::open_backend(args.backend.backend).await?;
     let mut gate = GateOptions::default().image(args.backend.image.clone());
     gate.golden =
-        super::golden::options(args.golden.golden, &*backend, &repo.display().to_string())?;
+        crate::parts::golden_options(args.golden.golden, &*backend, &repo.display().to_string())?;
     if !args.json {
-        gate = gate.observer(Arc::new(super::bootstrap::Lines::default()));
+        gate = gate.observer(Arc::new(crate::terminal::Lines::default()));
     }
     let done = forq_search::change::run_guarded(
         &*backend,
@@ -290,7 +224,7 @@ async fn run(
     .await?;
     let report = &done.report;
     if args.json {
-        super::print_json(report)?;
+        crate::terminal::print_json(report)?;
     } else {
         let mut so = std::io::stdout().lock();
         match (&done.patch, &report.patch) {

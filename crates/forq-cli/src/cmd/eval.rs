@@ -13,8 +13,8 @@ use forq_app::eval::{read_instances, EvalOptions, Harness, InstanceResult, Repor
 use forq_app::pipeline::Pipeline;
 use forq_search::plan::BrancherKind;
 
-use super::agent::note;
 use crate::cli::EvalArgs;
+use crate::terminal::note;
 
 pub(crate) async fn run(args: EvalArgs) -> anyhow::Result<ExitCode> {
     let instances = read_instances(&args.instances)?;
@@ -29,9 +29,9 @@ pub(crate) async fn run(args: EvalArgs) -> anyhow::Result<ExitCode> {
     let out = args.out.canonicalize()?;
     let state = out.join("state");
     std::fs::create_dir_all(&state)?;
-    let store = super::app::open_store(&state)?;
-    let backend = super::sandbox::open(args.backend.backend).await?;
-    let model = super::app::owner_model(&args.model)?;
+    let store = crate::parts::open_store(&state)?;
+    let backend = crate::parts::open_backend(args.backend.backend).await?;
+    let model = crate::parts::owner_model(&args.model)?;
     let pipeline = Pipeline::new(store, &state, backend).model(model);
     let fix = &config.actions.fix;
     let brancher = fix
@@ -72,7 +72,7 @@ pub(crate) async fn run(args: EvalArgs) -> anyhow::Result<ExitCode> {
     });
     let report = harness.run(&instances, done).await?;
     if args.json {
-        super::print_json(&report)?;
+        crate::terminal::print_json(&report)?;
     } else {
         table(&report, total)?;
         note(&format!(
@@ -87,7 +87,7 @@ pub(crate) async fn run(args: EvalArgs) -> anyhow::Result<ExitCode> {
 /// The run settings: --config's (or the defaults), with the flags given
 /// on top.
 fn settings(args: &EvalArgs) -> anyhow::Result<Config> {
-    let mut config = super::app::load_config(args.config.as_ref())?.unwrap_or_default();
+    let mut config = crate::parts::load_config(args.config.as_ref())?.unwrap_or_default();
     let fix = &mut config.actions.fix;
     if let Some(s) = args.strategy {
         fix.strategy = s;

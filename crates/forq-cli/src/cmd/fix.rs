@@ -22,8 +22,9 @@ use forq_search::tree::{Event, Status};
 use forq_search::Observer;
 use forq_search::{Budget, FixStrategy, Order, Prepared, SearchOptions};
 
-use super::agent::{note, open_provider, prices, run_id};
 use crate::cli::{CodingAgentName, FixArgs, ModifyTarget, OrderName};
+use crate::parts::{open_provider, prices, run_id};
+use crate::terminal::note;
 use forq_search::plan::{BrancherKind, Plan, PlanModel};
 
 /// Counts nodes as they are judged and prints one line each on stderr.
@@ -78,7 +79,7 @@ async fn target(args: &FixArgs) -> anyhow::Result<(PathBuf, Option<Issue>)> {
     }
     let issue = match (&args.text, &args.issue) {
         (Some(text), _) => Some(Issue::from_text(text)),
-        (None, Some(spec)) => Some(super::load_issue(spec).await?),
+        (None, Some(spec)) => Some(crate::parts::load_issue(spec).await?),
         (None, None) => None,
     };
     Ok((
@@ -180,14 +181,14 @@ pub(crate) async fn run(args: FixArgs) -> anyhow::Result<ExitCode> {
         .clone()
         .unwrap_or_else(|| repo.join(".forq").join("fix").join(run_id()));
     forq_sandbox::refuse_link(&repo.join(".forq"))?;
-    let backend = super::sandbox::open(args.backend.backend).await?;
+    let backend = crate::parts::open_backend(args.backend.backend).await?;
     let mut gate = GateOptions::default()
         .image(args.backend.image.clone())
         .test_idle(args.test_idle.map(Duration::from_secs_f64));
     gate.golden =
-        super::golden::options(args.golden.golden, &*backend, &repo.display().to_string())?;
+        crate::parts::golden_options(args.golden.golden, &*backend, &repo.display().to_string())?;
     if !args.json {
-        gate = gate.observer(Arc::new(super::bootstrap::Lines::default()));
+        gate = gate.observer(Arc::new(crate::terminal::Lines::default()));
     }
     // With a model configured, an issue that no test catches yet gets a
     // reproduction test first (written by the agent, checked to fail).
@@ -348,7 +349,7 @@ async fn search(
         if let (Some(c), Some(map)) = (&contract, value.as_object_mut()) {
             map.insert("contract".to_owned(), serde_json::to_value(c)?);
         }
-        super::print_json(&value)?;
+        crate::terminal::print_json(&value)?;
     } else {
         if let Some(c) = &contract {
             note(&format!(
@@ -409,4 +410,69 @@ async fn search(
         )?;
     }
     Ok(Exit::achieved(report.solved).into())
+}
+
+pub(crate) async fn modify(mut args: crate::cli::ModifyArgs) -> anyhow::Result<ExitCode> {
+    if args.fix.issue.is_some() || args.fix.text.is_some() {
+        bail_input!("forq modify takes the new behaviour with --change TEXT, not an issue");
+    }
+    let repo = args.fix.repo.clone().unwrap_or_else(|| PathBuf::from("."));
+    let repo = repo.canonicalize().with_context(|| {
+        format!(
+            "the repository {} does not exist; pass --repo DIR",
+            repo.display()
+        )
+    })?;
+    crate::parts::open_provider(&args.fix.model)
+        .context("forq modify changes behaviour with a model")?;
+    let (r, query) = (repo.clone(), args.symbol.clone());
+    let (symbol, tests, old) = tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
+        let index = Index::open_current(&r)
+            .with_context(|| format!("open the code graph of {}", r.display()))?;
+        let symbol = index.find_symbol(&query)?;
+        let tests: Vec<String> = index
+            .tests_for(&symbol.id, 3)?
+            .items
+            .into_iter()
+            .map(|t| t.test)
+            .collect();
+        let text = std::fs::read_to_string(r.join(&symbol.file))
+            .with_context(|| format!("read {}", symbol.file))?;
+        let old = forq_graph::Lang::of_path(std::path::Path::new(&symbol.file))
+            .and_then(|lang| forq_graph::definition_source(lang, &text, &symbol.name, symbol.line))
+            .unwrap_or_default();
+        Ok((symbol, tests, old))
+    })
+    .await??;
+    let covering = match tests.is_empty() {
+        true => "No test covers it yet.".to_owned(),
+        false => format!("Tests that cover it now: {}.", tests.join(", ")),
+    };
+    let text = format!(
+        "# Change `{}`\n\n{}\n\nThe definition is `{}` at {}:{}:\n\n```\n{}\n```\n\n{covering} \
+         Tests that expect the old behaviour are to be updated; new behaviour gets tests. \
+         Change only `{}` and what it needs.",
+        symbol.qualname,
+        args.change.trim(),
+        symbol.id,
+        symbol.file,
+        symbol.line,
+        old,
+        symbol.qualname
+    );
+    if !args.fix.json {
+        crate::terminal::note(&format!("modify {}: {covering}", symbol.id));
+    }
+    args.fix.text = Some(text);
+    args.fix.repo = Some(repo);
+    if args.fix.brancher.is_none() {
+        args.fix.brancher = Some(forq_search::plan::BrancherKind::Agent);
+        args.fix.strategy = forq_search::plan::StrategyKind::Single;
+    }
+    args.fix.modify = Some(ModifyTarget {
+        symbol: Some(symbol),
+        old,
+        depth: args.ripple_depth,
+    });
+    run(args.fix).await
 }

@@ -2,6 +2,8 @@
 //! the `--golden` mode of the commands that provision sandboxes.
 
 use crate::exit::Exit;
+use crate::parts::{cap_bytes, identity};
+use crate::terminal::size;
 use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
@@ -13,78 +15,7 @@ use forq_bootstrap::{Error as GateError, GateOptions, GoldenOptions, Stack};
 use forq_sandbox::{Backend, GoldenInfo, GoldenStatus, Goldens};
 use serde_json::json;
 
-use crate::cli::{
-    GoldenBenchArgs, GoldenBuildArgs, GoldenGcArgs, GoldenListArgs, GoldenMode, GoldenRmArgs,
-};
-
-/// Builds or syncs the golden of the repository at `url` (a push to its
-/// default branch, through `forq serve`): cloned shallow, proven by the
-/// gate, saved. Quiet: the caller logs.
-pub(crate) async fn sync_url(backend: &dyn Backend, url: &str) -> anyhow::Result<()> {
-    let workspace = super::bootstrap::source_workspace(url, None, 300, 2048, true).await?;
-    let mut gate = GateOptions::default();
-    gate.golden = options(GoldenMode::Build, backend, url)?;
-    let record = forq_bootstrap::run(backend, &workspace.path, &gate).await?;
-    let stack = record.green_stack().with_context(|| {
-        format!(
-            "{url}: the tests do not run ({}: {})",
-            record.verdict.name(),
-            record.reason
-        )
-    })?;
-    let warm = forq_bootstrap::provision_warm(backend, &workspace.path, &stack, &gate).await?;
-    warm.sandbox.destroy().await?;
-    Ok(())
-}
-
-/// The default cap of `forq golden gc`, in GiB.
-const DEFAULT_MAX_GB: f64 = 20.0;
-
-/// `bytes` for a person: `512 KiB`, `1.4 GiB`.
-pub(crate) fn size(bytes: u64) -> String {
-    const UNITS: [&str; 4] = ["B", "KiB", "MiB", "GiB"];
-    let mut value = bytes as f64;
-    let mut unit = 0;
-    while value >= 1024.0 && unit + 1 < UNITS.len() {
-        value /= 1024.0;
-        unit += 1;
-    }
-    if unit == 0 {
-        format!("{bytes} B")
-    } else {
-        format!("{value:.1} {}", UNITS[unit])
-    }
-}
-
-/// A repository's identity: the URL it was cloned from, else its path.
-pub(crate) fn identity(source: &str, path: &Path) -> String {
-    if forq_bootstrap::is_git_url(source) {
-        source.to_owned()
-    } else {
-        path.display().to_string()
-    }
-}
-
-/// The golden options `mode` asks for on `backend` (none with `off`, or on
-/// a backend that keeps no goldens).
-pub(crate) fn options(
-    mode: GoldenMode,
-    backend: &dyn Backend,
-    identity: &str,
-) -> anyhow::Result<Option<GoldenOptions>> {
-    if mode == GoldenMode::Off {
-        return Ok(None);
-    }
-    match backend.goldens() {
-        Ok(goldens) => Ok(Some(GoldenOptions::new(
-            goldens,
-            identity,
-            mode == GoldenMode::Build,
-        ))),
-        Err(forq_sandbox::Error::Unsupported { .. }) => Ok(None),
-        Err(e) => Err(e).context("cannot open the golden environments"),
-    }
-}
+use crate::cli::{GoldenBenchArgs, GoldenBuildArgs, GoldenGcArgs, GoldenListArgs, GoldenRmArgs};
 
 fn ago(ms: u64) -> String {
     let now = SystemTime::now()
@@ -110,7 +41,7 @@ fn status_word(status: &GoldenStatus) -> String {
 /// What a build or a status found: the repository, its green stack and
 /// golden key, on an open backend.
 struct Target {
-    _workspace: super::bootstrap::Workspace,
+    _workspace: crate::parts::Workspace,
     path: std::path::PathBuf,
     identity: String,
     backend: Arc<dyn Backend>,
@@ -124,10 +55,10 @@ struct Target {
 /// commit) and computes its golden key. `Err(code)`: said why, exit so.
 async fn target(args: &GoldenBuildArgs) -> anyhow::Result<Result<Target, ExitCode>> {
     let workspace =
-        super::bootstrap::source_workspace(&args.source, None, 300, 2048, args.json).await?;
+        crate::parts::source_workspace(&args.source, None, 300, 2048, args.json).await?;
     let path = workspace.path.clone();
     let identity = identity(&args.source, &path);
-    let backend = super::sandbox::open(args.backend.backend).await?;
+    let backend = crate::parts::open_backend(args.backend.backend).await?;
     let goldens = backend.goldens().with_context(|| {
         format!(
             "the {} backend keeps no golden environments: use native or docker",
@@ -139,7 +70,7 @@ async fn target(args: &GoldenBuildArgs) -> anyhow::Result<Result<Target, ExitCod
         gate = gate.timeout(Duration::from_secs(secs));
     }
     if !args.json {
-        gate = gate.observer(Arc::new(super::bootstrap::Lines::default()));
+        gate = gate.observer(Arc::new(crate::terminal::Lines::default()));
     }
     let record = forq_bootstrap::run(&*backend, &path, &gate).await?;
     let Some(stack) = record.green_stack() else {
@@ -176,7 +107,7 @@ async fn target(args: &GoldenBuildArgs) -> anyhow::Result<Result<Target, ExitCod
 /// Prints `value` with --json, else `text`.
 fn say(json: bool, value: &serde_json::Value, text: &str) -> anyhow::Result<()> {
     if json {
-        super::print_json(value)?;
+        crate::terminal::print_json(value)?;
     } else {
         writeln!(std::io::stdout().lock(), "{text}")?;
     }
@@ -292,7 +223,7 @@ pub(crate) async fn status(args: GoldenBuildArgs) -> anyhow::Result<ExitCode> {
 async fn goldens_of(
     backend: &crate::cli::BackendArgs,
 ) -> anyhow::Result<(Arc<dyn Backend>, Goldens)> {
-    let backend = super::sandbox::open(backend.backend).await?;
+    let backend = crate::parts::open_backend(backend.backend).await?;
     let goldens = backend.goldens().with_context(|| {
         format!(
             "the {} backend keeps no golden environments",
@@ -307,7 +238,7 @@ pub(crate) async fn list(args: GoldenListArgs) -> anyhow::Result<ExitCode> {
     let (_, goldens) = goldens_of(&args.backend).await?;
     let all: Vec<GoldenInfo> = goldens.list()?;
     if args.json {
-        super::print_json(&all)?;
+        crate::terminal::print_json(&all)?;
         return Ok(ExitCode::SUCCESS);
     }
     let mut out = std::io::stdout().lock();
@@ -351,24 +282,6 @@ pub(crate) async fn rm(args: GoldenRmArgs) -> anyhow::Result<ExitCode> {
         },
     )?;
     Ok(Exit::achieved(removed).into())
-}
-
-/// The goldens' disk cap in bytes: `gb` when given, else
-/// `FORQ_GOLDEN_MAX_GB`, else 20 GiB.
-pub(crate) fn cap_bytes(gb: Option<f64>) -> anyhow::Result<u64> {
-    let max_gb = match gb {
-        Some(gb) => gb,
-        None => match std::env::var("FORQ_GOLDEN_MAX_GB") {
-            Ok(v) => v
-                .parse()
-                .with_context(|| format!("FORQ_GOLDEN_MAX_GB={v:?} is not a number of GiB"))?,
-            Err(_) => DEFAULT_MAX_GB,
-        },
-    };
-    if max_gb.is_nan() || max_gb < 0.0 {
-        bail_input!("a golden cap of {max_gb} GiB is not a size: give a number of GiB, 0 or more");
-    }
-    Ok((max_gb * (1u64 << 30) as f64) as u64)
 }
 
 /// `forq golden gc`.
@@ -511,7 +424,7 @@ pub(crate) async fn bench(args: GoldenBenchArgs) -> anyhow::Result<ExitCode> {
         args.projects.clone()
     };
     anyhow::ensure!(args.iterations > 0, "--iterations must be at least 1");
-    let backend = super::sandbox::open(args.backend.backend).await?;
+    let backend = crate::parts::open_backend(args.backend.backend).await?;
     let goldens = backend.goldens().with_context(|| {
         format!(
             "the {} backend keeps no golden environments",
@@ -537,7 +450,7 @@ pub(crate) async fn bench(args: GoldenBenchArgs) -> anyhow::Result<ExitCode> {
             );
         };
         if !args.json {
-            super::agent::note(&format!("{name}: building its golden ({})", stack.name()));
+            crate::terminal::note(&format!("{name}: building its golden ({})", stack.name()));
         }
         let mut build = gate.clone();
         build.golden = Some(GoldenOptions::new(goldens.clone(), identity.clone(), true));
@@ -566,7 +479,7 @@ pub(crate) async fn bench(args: GoldenBenchArgs) -> anyhow::Result<ExitCode> {
                 }
             }
             if !args.json {
-                super::agent::note(&format!(
+                crate::terminal::note(&format!(
                     "{name}: round {} cold {:.2} s, warm {:.2} s",
                     i + 1,
                     cold[i],
@@ -589,7 +502,7 @@ pub(crate) async fn bench(args: GoldenBenchArgs) -> anyhow::Result<ExitCode> {
         }));
     }
     if args.json {
-        super::print_json(&rows)?;
+        crate::terminal::print_json(&rows)?;
         return Ok(ExitCode::SUCCESS);
     }
     let mut out = std::io::stdout().lock();

@@ -9,12 +9,12 @@ use std::process::ExitCode;
 use anyhow::Context;
 use forq_graph::{Bounded, CallEdge, Confidence, Index, IndexOptions, SymbolFilter};
 
-use super::print_json;
 use crate::cli::{
     AuditArgs, GraphBenchArgs, GraphConventionsArgs, GraphIndexArgs, GraphMapArgs, GraphPathArgs,
     GraphPatternsArgs, GraphRepo, GraphStatementsArgs, GraphStatsArgs, GraphSymbolsArgs,
     GraphUsesArgs, GraphWalkArgs,
 };
+use crate::terminal::print_json;
 
 fn open(repo: &Path, db: Option<&PathBuf>, options: IndexOptions) -> anyhow::Result<Index> {
     let db = match db {

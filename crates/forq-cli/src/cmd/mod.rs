@@ -22,32 +22,6 @@ use crate::cli::{
     AgentCommand, Cli, Command, GoldenCommand, GraphCommand, SandboxCommand, SearchCommand,
 };
 
-/// The issue `spec` names: a GitHub issue or pull request URL (through
-/// forq-app's GitHub client: `GITHUB_API_URL`, `GITHUB_TOKEN`), else a
-/// Markdown file.
-async fn load_issue(spec: &str) -> anyhow::Result<forq_agent::issue::Issue> {
-    if spec.starts_with("http://") || spec.starts_with("https://") {
-        let found = forq_app::github::Github::from_env().issue_at(spec).await?;
-        return Ok(forq_agent::issue::Issue {
-            title: found.title,
-            body: found.body.unwrap_or_default().trim().to_owned(),
-            source: found.html_url,
-            labels: found.labels.into_iter().map(|l| l.name).collect(),
-        });
-    }
-    Ok(forq_agent::issue::Issue::from_file(std::path::Path::new(
-        spec,
-    ))?)
-}
-
-/// Prints `value` as one line of JSON on stdout.
-fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
-    use std::io::Write;
-    let mut out = std::io::stdout().lock();
-    writeln!(out, "{}", serde_json::to_string(value)?)?;
-    Ok(())
-}
-
 pub(crate) fn run(args: Cli) -> anyhow::Result<ExitCode> {
     // Docker engines forq cannot enter run this binary as their installs'
     // egress proxy (`forq egress-proxy`).
@@ -83,7 +57,7 @@ pub(crate) fn run(args: Cli) -> anyhow::Result<ExitCode> {
             Command::Triage(a) => agent::triage(a).await,
             Command::Agent(AgentCommand::Run(a)) => agent::run(a).await,
             Command::Fix(a) => fix::run(a).await,
-            Command::Modify(a) => change::modify(a).await,
+            Command::Modify(a) => fix::modify(a).await,
             Command::Rename(a) => change::rename(a).await,
             Command::Document(a) => change::document(a).await,
             Command::Audit(a) => graph::audit(a),

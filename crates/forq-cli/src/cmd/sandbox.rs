@@ -3,33 +3,15 @@
 use crate::exit::Exit;
 use std::io::Write;
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use forq_sandbox::{Backend, BackendChoice, ExecRequest, Limits, RootFs, SandboxSpec, StreamKind};
+use forq_sandbox::{ExecRequest, Limits, RootFs, SandboxSpec, StreamKind};
 
 use crate::cli::{GcArgs, RunArgs};
 
-/// Opens the chosen backend, saying in the log which one `auto` picked and
-/// why the others were passed over.
-pub(crate) async fn open(choice: BackendChoice) -> anyhow::Result<Arc<dyn Backend>> {
-    let selected = forq_sandbox::open_backend(choice).await?;
-    for reason in &selected.passed_over {
-        tracing::info!("passed over: {reason}");
-    }
-    tracing::info!(backend = %selected.backend.kind(), "using backend");
-    if selected.backend.kind() == forq_sandbox::BackendKind::Host {
-        tracing::warn!(
-            "the host backend isolates nothing: the repository's code and the model's commands \
-             run as you, with your files, your network and no caps"
-        );
-    }
-    Ok(selected.backend)
-}
-
 pub(crate) async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
-    let backend = open(args.backend.backend).await?;
+    let backend = crate::parts::open_backend(args.backend.backend).await?;
     let repo = args.repo.canonicalize().with_context(|| {
         format!(
             "the repository {} does not exist; pass --repo DIR",

@@ -12,8 +12,8 @@ use forq_search::bench::{self, OrderRun, SpaceRun};
 use forq_search::Budget;
 use serde_json::json;
 
-use super::agent::note;
 use crate::cli::SearchBenchArgs;
+use crate::terminal::note;
 
 /// The examples directory next to the binary's workspace, or under the
 /// current directory.
@@ -57,7 +57,7 @@ pub(crate) async fn run(args: SearchBenchArgs) -> anyhow::Result<ExitCode> {
             .with_context(|| format!("cannot copy {}", e.display()))?;
         copies.push(to);
     }
-    let backend = super::sandbox::open(args.backend.backend).await?;
+    let backend = crate::parts::open_backend(args.backend.backend).await?;
     // One evaluation at a time unless asked: node counts then depend on
     // the order alone.
     let mut budget = Budget::default()
@@ -103,7 +103,7 @@ pub(crate) async fn run(args: SearchBenchArgs) -> anyhow::Result<ExitCode> {
         Some(bench::throughput(&*backend, &to, args.throughput_candidates).await?)
     };
     if args.json {
-        super::print_json(&json!({
+        crate::terminal::print_json(&json!({
             "backend": backend.kind().to_string(),
             "budget": {"max_nodes": args.max_nodes, "jobs": budget.jobs},
             "runs": runs,
@@ -176,7 +176,7 @@ async fn spaces(
         .test_idle(args.test_idle.map(std::time::Duration::from_secs_f64));
     let report = bench::compare_spaces(backend, copies, budget, &gate, &progress).await;
     if args.json {
-        super::print_json(&json!({
+        crate::terminal::print_json(&json!({
             "backend": backend.kind().to_string(),
             "budget": {
                 "max_nodes": args.max_nodes,

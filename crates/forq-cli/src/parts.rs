@@ -1,0 +1,229 @@
+//! The parts of a run, made once from parsed flags: the model provider
+//! and its prices, the sandbox backend, golden options, the repository as
+//! a directory, the issue, the run store and settings. Command modules
+//! depend on this module (and on `terminal`), never on each other.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use forq_agent::cost::PriceTable;
+use forq_agent::provider::{self, Choice, Provider};
+use forq_app::config::Config;
+use forq_app::store::Store;
+use forq_bootstrap::{CloneOptions, GoldenOptions};
+use forq_sandbox::{Backend, BackendChoice};
+
+use crate::cli::{GoldenMode, ModelArgs, ProviderName};
+use crate::terminal::note;
+
+/// The provider and model the arguments name.
+pub(crate) fn open_provider(args: &ModelArgs) -> anyhow::Result<(Arc<dyn Provider>, String)> {
+    let choice = match args.provider {
+        ProviderName::Auto => Choice::Auto,
+        ProviderName::Openai => Choice::OpenAi,
+        ProviderName::Anthropic => Choice::Anthropic,
+        ProviderName::Replay => Choice::Replay(
+            args.replay
+                .clone()
+                .context("--provider replay plays the recording given with --replay FILE")?,
+        ),
+    };
+    let provider = provider::open(&choice)?;
+    let model = args
+        .model
+        .clone()
+        .unwrap_or_else(|| provider::default_model(provider.name()));
+    Ok((provider, model))
+}
+
+pub(crate) fn prices(args: &ModelArgs) -> anyhow::Result<PriceTable> {
+    let Some(path) = &args.prices else {
+        return Ok(PriceTable::new());
+    };
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read the price table {}", path.display()))?;
+    PriceTable::from_json(&text).with_context(|| {
+        format!(
+            "the price table {} is not {{\"MODEL\": {{\"input\": USD, \"output\": USD}}}} (per million tokens)",
+            path.display()
+        )
+    })
+}
+
+/// A name for a run's directory: seconds since the epoch and the process.
+pub(crate) fn run_id() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    format!("{secs}-{}", std::process::id())
+}
+
+/// The issue `spec` names: a GitHub issue or pull request URL (through
+/// forq-app's GitHub client: `GITHUB_API_URL`, `GITHUB_TOKEN`), else a
+/// Markdown file.
+pub(crate) async fn load_issue(spec: &str) -> anyhow::Result<forq_agent::issue::Issue> {
+    if spec.starts_with("http://") || spec.starts_with("https://") {
+        let found = forq_app::github::Github::from_env().issue_at(spec).await?;
+        return Ok(forq_agent::issue::Issue {
+            title: found.title,
+            body: found.body.unwrap_or_default().trim().to_owned(),
+            source: found.html_url,
+            labels: found.labels.into_iter().map(|l| l.name).collect(),
+        });
+    }
+    Ok(forq_agent::issue::Issue::from_file(std::path::Path::new(
+        spec,
+    ))?)
+}
+
+/// A repository's identity: the URL it was cloned from, else its path.
+pub(crate) fn identity(source: &str, path: &Path) -> String {
+    if forq_bootstrap::is_git_url(source) {
+        source.to_owned()
+    } else {
+        path.display().to_string()
+    }
+}
+
+/// The golden options `mode` asks for on `backend` (none with `off`, or on
+/// a backend that keeps no goldens).
+pub(crate) fn golden_options(
+    mode: GoldenMode,
+    backend: &dyn Backend,
+    identity: &str,
+) -> anyhow::Result<Option<GoldenOptions>> {
+    if mode == GoldenMode::Off {
+        return Ok(None);
+    }
+    match backend.goldens() {
+        Ok(goldens) => Ok(Some(GoldenOptions::new(
+            goldens,
+            identity,
+            mode == GoldenMode::Build,
+        ))),
+        Err(forq_sandbox::Error::Unsupported { .. }) => Ok(None),
+        Err(e) => Err(e).context("cannot open the golden environments"),
+    }
+}
+
+/// The goldens' disk cap in bytes: `gb` when given, else
+/// `FORQ_GOLDEN_MAX_GB`, else 20 GiB.
+pub(crate) fn cap_bytes(gb: Option<f64>) -> anyhow::Result<u64> {
+    let max_gb = match gb {
+        Some(gb) => gb,
+        None => match std::env::var("FORQ_GOLDEN_MAX_GB") {
+            Ok(v) => v
+                .parse()
+                .with_context(|| format!("FORQ_GOLDEN_MAX_GB={v:?} is not a number of GiB"))?,
+            Err(_) => DEFAULT_MAX_GB,
+        },
+    };
+    if max_gb.is_nan() || max_gb < 0.0 {
+        bail_input!("a golden cap of {max_gb} GiB is not a size: give a number of GiB, 0 or more");
+    }
+    Ok((max_gb * (1u64 << 30) as f64) as u64)
+}
+
+/// The default cap of `forq golden gc`, in GiB.
+const DEFAULT_MAX_GB: f64 = 20.0;
+
+/// A temporary clone, removed when dropped.
+pub(crate) struct Workspace {
+    pub(crate) path: PathBuf,
+    _temp: Option<tempfile::TempDir>,
+}
+
+/// `source` as a directory: itself, or a shallow clone of a git URL (into
+/// `into`, kept, or a temporary directory).
+pub(crate) async fn source_workspace(
+    source: &str,
+    into: Option<&std::path::Path>,
+    clone_timeout: u64,
+    clone_max_mb: u64,
+    quiet: bool,
+) -> anyhow::Result<Workspace> {
+    if !forq_bootstrap::is_git_url(source) {
+        let path = PathBuf::from(source)
+            .canonicalize()
+            .with_context(|| format!("the repository {source} does not exist"))?;
+        return Ok(Workspace { path, _temp: None });
+    }
+    let (dest, temp) = match into {
+        Some(dir) => (dir.to_path_buf(), None),
+        None => {
+            let temp = tempfile::Builder::new()
+                .prefix("forq-clone-")
+                .tempdir()
+                .context("cannot make a temporary directory to clone into")?;
+            (temp.path().join("repo"), Some(temp))
+        }
+    };
+    let options = CloneOptions::default()
+        .timeout(Duration::from_secs(clone_timeout))
+        .max_bytes(clone_max_mb << 20);
+    if !quiet {
+        note(&format!("clone: {source} (shallow)"));
+    }
+    forq_bootstrap::clone_shallow(source, &dest, &options).await?;
+    if !quiet && temp.is_none() {
+        note(&format!("clone: kept in {}", dest.display()));
+    }
+    let path = dest.canonicalize()?;
+    Ok(Workspace { path, _temp: temp })
+}
+
+/// Opens the chosen backend, saying in the log which one `auto` picked and
+/// why the others were passed over.
+pub(crate) async fn open_backend(choice: BackendChoice) -> anyhow::Result<Arc<dyn Backend>> {
+    let selected = forq_sandbox::open_backend(choice).await?;
+    for reason in &selected.passed_over {
+        tracing::info!("passed over: {reason}");
+    }
+    tracing::info!(backend = %selected.backend.kind(), "using backend");
+    if selected.backend.kind() == forq_sandbox::BackendKind::Host {
+        tracing::warn!(
+            "the host backend isolates nothing: the repository's code and the model's commands \
+             run as you, with your files, your network and no caps"
+        );
+    }
+    Ok(selected.backend)
+}
+
+pub(crate) fn open_store(state: &Path) -> anyhow::Result<Arc<Store>> {
+    forq_sandbox::refuse_link(state)?;
+    Ok(Arc::new(Store::open(&state.join("forq.db"))?))
+}
+
+/// The owner's model, when one is configured (none is not an error: triage
+/// is skipped and the mutate brancher needs none).
+pub(crate) fn owner_model(args: &ModelArgs) -> anyhow::Result<Option<forq_app::pipeline::Model>> {
+    match open_provider(args) {
+        Ok((provider, name)) => Ok(Some(forq_app::pipeline::Model {
+            provider,
+            name,
+            prices: prices(args)?,
+        })),
+        Err(e) if args.provider == crate::cli::ProviderName::Auto => {
+            tracing::info!("no model: {e:#}");
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+pub(crate) fn load_config(file: Option<&PathBuf>) -> anyhow::Result<Option<Config>> {
+    file.map(|f| Config::from_file(f).map_err(anyhow::Error::from))
+        .transpose()
+}
+
+/// The repository directory given, canonical.
+pub(crate) fn repo_dir(repo: &Path) -> anyhow::Result<PathBuf> {
+    repo.canonicalize().with_context(|| {
+        format!(
+            "the repository {} does not exist; pass --repo DIR",
+            repo.display()
+        )
+    })
+}
