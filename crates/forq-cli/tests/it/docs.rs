@@ -328,3 +328,29 @@ fn crate_graph(metadata: &serde_json::Value) -> String {
     }
     out
 }
+
+/// ARCHITECTURE.md's forq-cli invariant: a command module uses
+/// `crate::parts` and `crate::terminal`, never another command's module.
+#[test]
+fn the_commands_borrow_nothing_from_each_other() {
+    let dir = repo_root().join("crates/forq-cli/src/cmd");
+    let modules: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter_map(|n| n.strip_suffix(".rs").map(str::to_owned))
+        .filter(|n| n != "mod")
+        .collect();
+    assert!(modules.len() >= 10, "{modules:?}");
+    let mut borrowed = Vec::new();
+    for module in &modules {
+        let text = std::fs::read_to_string(dir.join(format!("{module}.rs"))).unwrap();
+        for other in modules.iter().filter(|o| *o != module) {
+            for path in [format!("super::{other}::"), format!("crate::cmd::{other}::")] {
+                if text.contains(&path) {
+                    borrowed.push(format!("cmd/{module}.rs uses {path}"));
+                }
+            }
+        }
+    }
+    assert!(borrowed.is_empty(), "{borrowed:#?}");
+}
