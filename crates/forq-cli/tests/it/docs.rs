@@ -345,7 +345,10 @@ fn the_commands_borrow_nothing_from_each_other() {
     for module in &modules {
         let text = std::fs::read_to_string(dir.join(format!("{module}.rs"))).unwrap();
         for other in modules.iter().filter(|o| *o != module) {
-            for path in [format!("super::{other}::"), format!("crate::cmd::{other}::")] {
+            for path in [
+                format!("super::{other}::"),
+                format!("crate::cmd::{other}::"),
+            ] {
                 if text.contains(&path) {
                     borrowed.push(format!("cmd/{module}.rs uses {path}"));
                 }

@@ -12,16 +12,12 @@ use crate::candidate::Candidate;
 use crate::oracle::{Judgement, Oracle};
 use crate::tree::Node;
 
-mod errors;
-mod forward;
 #[cfg(feature = "llm")]
 pub mod llm;
 pub mod mutate;
 pub mod patches;
-mod raises;
-mod reach;
-mod shapes;
-mod values;
+mod syntax;
+mod templates;
 
 #[cfg(feature = "llm")]
 pub use llm::{AgentReproducer, Agentic, Llm};

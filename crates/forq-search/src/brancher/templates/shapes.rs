@@ -16,14 +16,15 @@ use std::collections::HashSet;
 use forq_graph::Lang;
 use tree_sitter::Node;
 
-use super::mutate::{is_string, parameters, Mutation};
 use super::raises::indent_of;
+use crate::brancher::mutate::Mutation;
+use crate::brancher::syntax::{is_string, parameters};
 
 /// Insertions of a forgotten statement per collection or variable, at most.
 const MAX_INSERTIONS: usize = 8;
 
 /// The templates at node `n` of `func` (the function under repair).
-pub(super) fn shape_templates(
+pub(crate) fn shape_templates(
     lang: Lang,
     n: Node<'_>,
     source: &str,

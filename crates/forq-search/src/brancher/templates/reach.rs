@@ -11,7 +11,8 @@
 
 use forq_graph::Lang;
 
-use super::mutate::{is_boolean_op, is_read, Mutation};
+use crate::brancher::mutate::Mutation;
+use crate::brancher::syntax::{is_boolean_op, is_read};
 
 /// Names a similar-name replacement picks from, at most this many per site.
 const MAX_SIMILAR: usize = 3;
@@ -21,7 +22,7 @@ const MAX_SIMILAR: usize = 3;
 /// have been meant to pass through) and the exceptions it raises (what a
 /// missing precondition raises).
 #[derive(Debug, Default)]
-pub(super) struct FileIngredients {
+pub(crate) struct FileIngredients {
     names: Vec<String>,
     /// Names imported under another (`width` of `import width as w`):
     /// written in the file, bound to nothing.
@@ -36,7 +37,7 @@ pub(super) struct FileIngredients {
     /// X(NamedTuple)`).
     named_tuples: Vec<String>,
     /// Exception classes raised in the file, the most raised first.
-    pub(super) exceptions: Vec<String>,
+    pub(crate) exceptions: Vec<String>,
 }
 
 /// A function of the file: its name and its parameters (`self`, `cls`
@@ -49,7 +50,7 @@ struct FileFunction {
 }
 
 impl FileIngredients {
-    pub(super) fn of(root: tree_sitter::Node<'_>, source: &str) -> FileIngredients {
+    pub(crate) fn of(root: tree_sitter::Node<'_>, source: &str) -> FileIngredients {
         let text = |n: tree_sitter::Node<'_>| n.utf8_text(source.as_bytes()).unwrap_or("");
         let mut names: Vec<String> = Vec::new();
         let mut functions = Vec::new();
@@ -120,7 +121,7 @@ impl FileIngredients {
     /// The name `name` is imported as, where an import renames it
     /// (`width` for `wcwidth_width` of `import width as wcwidth_width`);
     /// else `name`.
-    pub(super) fn original<'n>(&'n self, name: &'n str) -> &'n str {
+    pub(crate) fn original<'n>(&'n self, name: &'n str) -> &'n str {
         self.aliases
             .iter()
             .find(|(alias, _)| alias == name)
@@ -129,7 +130,7 @@ impl FileIngredients {
 
     /// Whether the module's top level binds `name` (imports it, defines
     /// it or assigns it).
-    pub(super) fn binds(&self, name: &str) -> bool {
+    pub(crate) fn binds(&self, name: &str) -> bool {
         self.top.iter().any(|t| t == name)
     }
 
@@ -163,7 +164,7 @@ impl FileIngredients {
     /// [`FileIngredients::similar`]), then those that end with it past an
     /// underscore (`_width` for `wcwidth_width`, bound by an import's
     /// `as`), most alike first.
-    pub(super) fn meant_for_undefined(&self, name: &str) -> Vec<&str> {
+    pub(crate) fn meant_for_undefined(&self, name: &str) -> Vec<&str> {
         let bare = name.trim_start_matches('_');
         let found: Vec<((bool, usize), &str)> = self
             .names
@@ -212,7 +213,7 @@ fn closest<K: Ord>(mut found: Vec<(K, &str)>) -> Vec<&str> {
 /// A Python module's top-level statements, a decorated definition as its
 /// definition and an expression statement as its expression (an
 /// assignment).
-pub(super) fn top_level(root: tree_sitter::Node<'_>) -> Vec<tree_sitter::Node<'_>> {
+pub(crate) fn top_level(root: tree_sitter::Node<'_>) -> Vec<tree_sitter::Node<'_>> {
     let mut c = root.walk();
     root.named_children(&mut c)
         .map(|stmt| match stmt.kind() {
@@ -284,7 +285,7 @@ fn named_tuples(root: tree_sitter::Node<'_>, source: &str) -> Vec<String> {
 
 /// The lower-case words of a name: `normalize_integer_triplet` →
 /// normalize, integer, triplet; `IntegerRGB` → integer, rgb.
-pub(super) fn words(name: &str) -> Vec<String> {
+pub(crate) fn words(name: &str) -> Vec<String> {
     let chars: Vec<char> = name.chars().collect();
     let mut out = Vec::new();
     let mut word = String::new();
@@ -312,8 +313,8 @@ pub(super) fn words(name: &str) -> Vec<String> {
 /// The name and parameters of a function definition, if it is named.
 fn file_function(def: tree_sitter::Node<'_>, source: &str) -> Option<FileFunction> {
     let text = |n: tree_sitter::Node<'_>| n.utf8_text(source.as_bytes()).unwrap_or("").to_owned();
-    let name = text(super::mutate::function_name(def)?);
-    let params = super::mutate::parameters_of(def)?;
+    let name = text(crate::brancher::syntax::function_name(def)?);
+    let params = crate::brancher::syntax::parameters_of(def)?;
     let mut c = params.walk();
     let mut out = FileFunction {
         name,
@@ -331,7 +332,7 @@ fn file_function(def: tree_sitter::Node<'_>, source: &str) -> Option<FileFunctio
                 true,
             ),
             // C and C++ `int *count`, Rust `count: usize`.
-            "parameter_declaration" => (super::mutate::declared_name(p), true),
+            "parameter_declaration" => (crate::brancher::syntax::declared_name(p), true),
             "parameter" => (
                 p.child_by_field_name("pattern")
                     .filter(|n| n.kind() == "identifier"),
@@ -429,7 +430,7 @@ fn type_neighbours(t: &str) -> &'static [&'static str] {
 }
 
 /// The templates at node `n`.
-pub(super) fn reach_templates(
+pub(crate) fn reach_templates(
     lang: Lang,
     n: tree_sitter::Node<'_>,
     source: &str,
@@ -663,7 +664,7 @@ fn positional_args(call: tree_sitter::Node<'_>) -> Vec<tree_sitter::Node<'_>> {
 
 /// Whether the name at `n` is used rather than defined (not a
 /// definition's, a parameter's, an import's or a keyword's name).
-pub(super) fn names_a_use(n: tree_sitter::Node<'_>) -> bool {
+pub(crate) fn names_a_use(n: tree_sitter::Node<'_>) -> bool {
     let Some(parent) = n.parent() else {
         return false;
     };
@@ -780,7 +781,7 @@ fn guarded_yield(statement: tree_sitter::Node<'_>, source: &str) -> Option<Strin
 
 /// The first of `candidates` that the function holding `at` (the module,
 /// outside one) never names: a new variable there clashes with nothing.
-pub(super) fn free_name<'c>(
+pub(crate) fn free_name<'c>(
     at: tree_sitter::Node<'_>,
     source: &str,
     candidates: &[&'c str],

@@ -8,8 +8,9 @@
 //! only: the expectations come from the Python tracer
 //! ([`crate::spectrum`]). Only with `Mutate::templates`.
 
-use super::mutate::{is_read, Mutation};
 use super::reach::{free_name, names_a_use};
+use crate::brancher::mutate::Mutation;
+use crate::brancher::syntax::is_read;
 use crate::spectrum::Expected;
 
 /// Python's built-in exception classes: names a handler can catch in any
@@ -59,7 +60,7 @@ const MAX_GUARDED: usize = 3;
 /// How `expected` is written in a module whose top level binds the names
 /// `binds` accepts: its own name, for a built-in or a class the module
 /// defines or imports; `None` when the module cannot name it.
-pub(super) fn class_name(expected: &Expected, binds: impl Fn(&str) -> bool) -> Option<&str> {
+pub(crate) fn class_name(expected: &Expected, binds: impl Fn(&str) -> bool) -> Option<&str> {
     let class = expected.class.as_str();
     let builtin = expected.module == "builtins" && BUILTIN_EXCEPTIONS.contains(&class);
     (builtin || binds(class)).then_some(class)
@@ -77,7 +78,7 @@ fn literal(text: &str) -> String {
 }
 
 /// The whitespace before `n` on its line, when nothing else is there.
-pub(super) fn indent_of<'s>(n: tree_sitter::Node<'_>, source: &'s str) -> Option<&'s str> {
+pub(crate) fn indent_of<'s>(n: tree_sitter::Node<'_>, source: &'s str) -> Option<&'s str> {
     let line_start = source[..n.start_byte()].rfind('\n').map_or(0, |i| i + 1);
     let indent = &source[line_start..n.start_byte()];
     indent.trim().is_empty().then_some(indent)
@@ -102,7 +103,7 @@ fn first_statement(block: tree_sitter::Node<'_>) -> Option<tree_sitter::Node<'_>
 /// gave is the message, and the checks it names (`n`, `None`) weigh more.
 /// So do those the failing tests' names say (`named`, a word at a time:
 /// `test_maxsize_negative` says `maxsize` and negative).
-pub(super) fn missing_raise(
+pub(crate) fn missing_raise(
     func: tree_sitter::Node<'_>,
     source: &str,
     params: &[String],
@@ -219,7 +220,7 @@ fn statement_at<'t>(
 /// not x: raise E(…)`, `x is None` first for a `TypeError` or an
 /// `AttributeError`), wrapped in `try: … except RAISED as e: raise E(…)
 /// from e`, or, when it is itself a `raise RAISED(…)`, raising `E`.
-pub(super) fn raised_instead(
+pub(crate) fn raised_instead(
     root: tree_sitter::Node<'_>,
     source: &str,
     (start, end): (usize, usize),
@@ -335,8 +336,8 @@ pub(super) fn raised_instead(
 
 #[cfg(test)]
 mod tests {
-    use super::super::mutate::parse_python as parse;
     use super::*;
+    use crate::brancher::mutate::parse_python as parse;
 
     fn apply(src: &str, m: &Mutation) -> String {
         m.applied_to(src)

@@ -7,14 +7,14 @@
 //! formatted with `.format`; and another exception than the one the test
 //! expected is turned into it ([`super::raises::raised_instead`]).
 
-use super::mutate::Mutation;
 use super::raises::{class_name, raised_instead};
 use super::reach::{names_a_use, top_level, FileIngredients};
+use crate::brancher::mutate::Mutation;
 use crate::spectrum::LineSuspect;
 
 /// The candidates `line`'s error asks for, on its bytes `span` of the
 /// file parsed as `root`.
-pub(super) fn from_error(
+pub(crate) fn from_error(
     root: tree_sitter::Node<'_>,
     source: &str,
     file: &FileIngredients,
@@ -364,8 +364,8 @@ fn format_fields(template: &str) -> Vec<&str> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::mutate::parse_python as parse;
     use super::*;
+    use crate::brancher::mutate::parse_python as parse;
 
     /// The candidates for an error raised on line `n` of `src`, applied.
     fn repairs(src: &str, n: u32, error: &str) -> Vec<String> {

@@ -8,7 +8,7 @@
 //! than the other's. Python only: the values come from the Python tracer
 //! ([`crate::spectrum`]). Only with `Mutate::templates`.
 
-use super::mutate::Mutation;
+use crate::brancher::mutate::Mutation;
 use crate::spectrum::Compared;
 
 /// The pairs read at most: one failing test's values say as much as
@@ -22,7 +22,7 @@ const MIN_ANCHOR: usize = 2;
 /// The edits of the literals in `start..end` of `source` (its parsed
 /// `root`), and of the module's constants the code there reads
 /// ([`constants_read`]), that make one of `compared`'s values the other.
-pub(super) fn expected_values(
+pub(crate) fn expected_values(
     root: tree_sitter::Node<'_>,
     source: &str,
     start: usize,

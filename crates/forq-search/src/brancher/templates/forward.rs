@@ -7,11 +7,11 @@
 //! leaving it out raised nothing and only the behaviour differs. Python
 //! only. Only with `Mutate::templates`.
 
-use super::mutate::Mutation;
+use crate::brancher::mutate::Mutation;
 
 /// The keyword parameters (those with a default, and keyword-only ones)
 /// of the Python function defined at 1-based `line` of `source`.
-pub(super) fn keyword_params(source: &str, line: u32) -> Vec<String> {
+pub(crate) fn keyword_params(source: &str, line: u32) -> Vec<String> {
     let mut parser = tree_sitter::Parser::new();
     if parser
         .set_language(&forq_graph::Lang::Python.grammar())
@@ -68,7 +68,7 @@ fn callee(call: tree_sitter::Node<'_>, source: &str) -> Option<String> {
 /// parameters and the names it assigns earlier.
 fn names_before(func: tree_sitter::Node<'_>, source: &str, at: usize) -> Vec<String> {
     let text = |n: tree_sitter::Node<'_>| n.utf8_text(source.as_bytes()).unwrap_or("").to_owned();
-    let mut out: Vec<String> = super::mutate::parameters(func, source)
+    let mut out: Vec<String> = crate::brancher::syntax::parameters(func, source)
         .into_iter()
         .map(|(name, _)| name)
         .collect();
@@ -124,7 +124,7 @@ fn self_attributes(func: tree_sitter::Node<'_>, source: &str) -> Vec<String> {
 /// does not pass and that the caller holds by the same name — a name
 /// bound before the call (`p=p`), else an attribute its class sets on
 /// `self` (`p=self.p`) — added as the call's last argument.
-pub(super) fn forward_arguments(
+pub(crate) fn forward_arguments(
     func: tree_sitter::Node<'_>,
     source: &str,
     keywords_of_callee: &mut dyn FnMut(&str) -> Vec<String>,
@@ -211,7 +211,7 @@ mod tests {
         );
         assert!(keyword_params(callee_src, 2).is_empty());
         let src = "class Wrapper:\n    def __init__(self, tabsize, term_program):\n        self.tabsize = tabsize\n        self.term_program = term_program\n\n    def _width(self, text):\n        return text_width(text, tabsize=self.tabsize)\n\n\ndef merge(a, b, iteratee=None, _setter=None):\n    setter = _setter\n    return merge(a.x, b.x, _setter=setter)\n";
-        let tree = super::super::mutate::parse_python(src);
+        let tree = crate::brancher::mutate::parse_python(src);
         let root = tree.root_node();
         let mut asked = Vec::new();
         let mut keywords = |name: &str| {
