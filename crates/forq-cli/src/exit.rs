@@ -133,6 +133,24 @@ impl Exit {
         }
     }
 
+    /// The code of runs that ended so: some failed, else some short of
+    /// their goal (a human's turn, aborted, paused), else success.
+    pub(crate) fn of_runs(runs: &[forq_app::store::Run]) -> Exit {
+        use forq_app::store::State;
+        if runs.iter().any(|r| r.state == State::Failed) {
+            Exit::RunsFailed
+        } else if runs.iter().any(|r| {
+            !matches!(
+                r.state,
+                State::PatchReady | State::PrOpened | State::Triaged
+            )
+        }) {
+            Exit::NotAchieved
+        } else {
+            Exit::Success
+        }
+    }
+
     /// Success when the command's goal was reached, else not achieved.
     pub(crate) fn achieved(reached: bool) -> Exit {
         if reached {

@@ -15,7 +15,11 @@ use forq_app::store::Store;
 use forq_bootstrap::{CloneOptions, GoldenOptions};
 use forq_sandbox::{Backend, BackendChoice};
 
-use crate::cli::{GoldenMode, ModelArgs, ProviderName};
+use forq_agent::provider::ApiKey;
+use forq_app::pipeline::{Model, Pipeline};
+use forq_app::queue;
+
+use crate::cli::{BackendArgs, EngineArgs, GoldenMode, ModelArgs, ProviderName};
 use crate::terminal::note;
 
 /// The provider and model the arguments name.
@@ -226,4 +230,89 @@ pub(crate) fn repo_dir(repo: &Path) -> anyhow::Result<PathBuf> {
             repo.display()
         )
     })
+}
+
+/// The contributor's model: the owner's provider kind with the key in
+/// environment variable `var`.
+pub(crate) fn contributor_model(
+    var: Option<&str>,
+    owner: Option<&Model>,
+    args: &ModelArgs,
+) -> anyhow::Result<Option<Model>> {
+    let Some(var) = var else { return Ok(None) };
+    let key = std::env::var(var)
+        .ok()
+        .filter(|k| !k.trim().is_empty())
+        .with_context(|| format!("--contributor-key-env {var}: the variable is not set"))?;
+    let kind = owner.map_or("openai", |m| m.provider.name());
+    let provider = provider::with_key(kind, ApiKey::new(key))?;
+    let name = args
+        .model
+        .clone()
+        .unwrap_or_else(|| provider::default_model(provider.name()));
+    Ok(Some(Model {
+        provider,
+        name,
+        prices: prices(args)?,
+    }))
+}
+
+/// The engines named by --docker-host, each connected (and so checked).
+#[cfg(feature = "docker")]
+pub(crate) async fn connect_engines(hosts: &[String]) -> anyhow::Result<Vec<queue::Engine>> {
+    use forq_sandbox::{DockerBackend, DockerOptions};
+    let mut out = Vec::new();
+    for host in hosts {
+        let mut options = DockerOptions::default();
+        options.host = Some(host.clone());
+        let backend = DockerBackend::connect(options)
+            .await
+            .with_context(|| format!("--docker-host {host}"))?;
+        out.push(queue::Engine {
+            name: host.clone(),
+            backend: Arc::new(backend),
+        });
+    }
+    Ok(out)
+}
+
+#[cfg(not(feature = "docker"))]
+pub(crate) async fn connect_engines(hosts: &[String]) -> anyhow::Result<Vec<queue::Engine>> {
+    match hosts.first() {
+        Some(host) => {
+            bail_input!("--docker-host {host}: this forq was built without its docker feature")
+        }
+        None => Ok(Vec::new()),
+    }
+}
+
+/// A pipeline on the command line's backend, and the engines to spread
+/// runs over: the --docker-host engines when given (the first is the
+/// pipeline's), else the --backend choice alone. A backend chosen on the
+/// command line holds for every run; `auto` lets each repository's
+/// forq.yml choose.
+pub(crate) async fn pipeline_on(
+    store: Arc<Store>,
+    state_dir: &Path,
+    backend: &BackendArgs,
+    hosts: &EngineArgs,
+) -> anyhow::Result<(Pipeline, Vec<queue::Engine>)> {
+    let engines = connect_engines(&hosts.docker_host).await?;
+    let from_config =
+        matches!(backend.backend, forq_sandbox::BackendChoice::Auto) && engines.is_empty();
+    let default = match engines.first() {
+        Some(e) => e.backend.clone(),
+        None => crate::parts::open_backend(backend.backend).await?,
+    };
+    let pipeline = Pipeline::new(store, state_dir, default).backend_from_config(from_config);
+    Ok((pipeline, engines))
+}
+
+/// The pipeline's golden policy for `--golden`.
+pub(crate) fn golden_policy(mode: crate::cli::GoldenMode) -> forq_app::pipeline::GoldenPolicy {
+    match mode {
+        crate::cli::GoldenMode::Use => forq_app::pipeline::GoldenPolicy::Use,
+        crate::cli::GoldenMode::Build => forq_app::pipeline::GoldenPolicy::Build,
+        crate::cli::GoldenMode::Off => forq_app::pipeline::GoldenPolicy::Off,
+    }
 }

@@ -4,17 +4,20 @@
 //! through.
 
 mod agent;
-mod app;
 mod bench;
 mod bootstrap;
 mod change;
+mod config;
 mod doctor;
 mod eval;
 mod fix;
 mod golden;
 mod graph;
+mod queue;
+mod runs;
 mod sandbox;
 mod search_bench;
+mod serve;
 
 use std::process::ExitCode;
 
@@ -62,12 +65,12 @@ pub(crate) fn run(args: Cli) -> anyhow::Result<ExitCode> {
             Command::Document(a) => change::document(a).await,
             Command::Audit(a) => graph::audit(a),
             Command::Search(SearchCommand::Bench(a)) => search_bench::run(a).await,
-            Command::Config(c) => app::config(c),
-            Command::Queue(a) => app::queue(a).await,
+            Command::Config(c) => config::config(c),
+            Command::Queue(a) => queue::queue(a).await,
             Command::Eval(a) => eval::run(a).await,
-            Command::Runs(a) => app::runs(a).await,
-            Command::Files(a) => app::files(a),
-            Command::Push(a) => app::push(a).await,
+            Command::Runs(a) => runs::runs(a).await,
+            Command::Files(a) => runs::files(a),
+            Command::Push(a) => runs::push(a).await,
             Command::Doctor(a) => doctor::run(a).await,
             Command::Golden(GoldenCommand::Build(a)) => golden::build(a, false).await,
             Command::Golden(GoldenCommand::Sync(a)) => golden::build(a, true).await,
@@ -76,7 +79,7 @@ pub(crate) fn run(args: Cli) -> anyhow::Result<ExitCode> {
             Command::Golden(GoldenCommand::Rm(a)) => golden::rm(a).await,
             Command::Golden(GoldenCommand::Gc(a)) => golden::gc(a).await,
             Command::Golden(GoldenCommand::Bench(a)) => golden::bench(a).await,
-            Command::Serve(a) => app::serve(a).await,
+            Command::Serve(a) => serve::serve(a).await,
             Command::EgressProxy => {
                 let addr = std::net::SocketAddr::from(([0, 0, 0, 0], forq_sandbox::PROXY_PORT));
                 forq_sandbox::serve_egress(addr, forq_sandbox::EgressAllow::from_env()).await?;

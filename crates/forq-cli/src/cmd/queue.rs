@@ -1,0 +1,151 @@
+//! `forq queue`: issues from a source become runs, `jobs` at a time, with
+//! a progress line each and the final table.
+
+use crate::parts::{load_config, open_store, owner_model};
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Context;
+use forq_app::github::Github;
+use forq_app::queue::{self, Selection, Source};
+use forq_app::store::{Action, ContextFile, Run};
+
+use crate::cli::{ActionName, QueueArgs};
+use crate::parts::{contributor_model, golden_policy, pipeline_on};
+use crate::terminal::note;
+use crate::terminal::{as_ended, report, RunProgress};
+
+pub(crate) async fn queue(args: QueueArgs) -> anyhow::Result<ExitCode> {
+    let action = match args.action {
+        ActionName::Auto => Action::Auto,
+        ActionName::Triage => Action::Triage,
+        ActionName::Fix => Action::Fix,
+    };
+    let mut context = Vec::new();
+    for spec in &args.context {
+        let (src, dest) = match spec.split_once(':') {
+            Some((s, d)) => (s.to_owned(), d.to_owned()),
+            None => {
+                let name = Path::new(spec)
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                (spec.clone(), name)
+            }
+        };
+        forq_app::seed::context_path(Path::new("/"), &dest)?;
+        let source = Path::new(&src)
+            .canonicalize()
+            .with_context(|| format!("--context {spec}: {src} does not exist"))?;
+        context.push(ContextFile {
+            source: source.display().to_string(),
+            dest,
+        });
+    }
+    let source = Source::from_request(args.issues.clone(), args.text.clone(), args.repo.clone())
+        .map_err(|e| match e {
+            queue::QueueError::NoIssues { repo: Some(repo) } => crate::failures::input(format!(
+                "{repo} is a directory: name its issues with --issues DIR (Markdown files) or --text TEXT"
+            )),
+            queue::QueueError::NoIssues { repo: None } => crate::failures::input(
+                "name the issues: --issues DIR (Markdown), --repo https://github.com/OWNER/REPO, or --text TEXT --repo DIR".to_owned()
+            ),
+            e => e.into(),
+        })?;
+    let selection = Selection {
+        label: args.label.clone(),
+        limit: args.limit,
+        action,
+        context,
+    };
+    let github = Github::from_env();
+    let new = queue::select(&source, &selection, &github).await?;
+    if new.is_empty() {
+        note("forq: no issue matched");
+        return Ok(ExitCode::SUCCESS);
+    }
+    std::fs::create_dir_all(&args.state.state)
+        .with_context(|| format!("cannot create {}", args.state.state.display()))?;
+    let state_dir = args.state.state.canonicalize()?;
+    let store = open_store(&state_dir)?;
+    let new = if args.again {
+        new
+    } else {
+        let (fresh, standing) = queue::split_standing(&store, new)?;
+        for r in &standing {
+            let why = if r.state.is_terminal() {
+                format!(
+                    "{} on {}",
+                    r.state,
+                    r.branch.as_deref().unwrap_or("its branch")
+                )
+            } else {
+                format!(
+                    "{}, unfinished: `forq runs resume {}` continues it",
+                    r.state, r.id
+                )
+            };
+            note(&format!(
+                "forq: #{} skipped: run {} is {why} (--again runs it anew)",
+                r.issue.id, r.id
+            ));
+        }
+        fresh
+    };
+    if new.is_empty() {
+        note("forq: every issue selected has a run standing for it");
+        if args.json {
+            crate::terminal::print_json(&Vec::<Run>::new())?;
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let model = owner_model(&args.model)?;
+    let contributor = contributor_model(
+        args.contributor_key_env.as_deref(),
+        model.as_ref(),
+        &args.model,
+    )?;
+    let (pipeline, engines) =
+        pipeline_on(store.clone(), &state_dir, &args.backend, &args.engines).await?;
+    let pipeline = pipeline.golden(golden_policy(args.golden.golden));
+    let config = load_config(args.config.as_ref())?;
+    let golden_cap = config.as_ref().and_then(|c| c.sandbox.golden_max_gb);
+    // A GitHub repository's forq.yml, read before it is cloned: triage,
+    // the first phase, follows it (who pays, whether to triage).
+    let known = match &config {
+        Some(_) => None,
+        None => queue::remote_config(&source, &github).await?,
+    };
+    let evict_on =
+        (args.golden.golden == crate::cli::GoldenMode::Build).then(|| pipeline.backend().clone());
+    let runs = queue::enqueue(&store, &new)?;
+    let lines = Arc::new(RunProgress::new(&runs, args.json));
+    let pipeline = pipeline
+        .model(model)
+        .contributor(contributor)
+        .config(config)
+        .observer(lines.clone());
+    let pipeline = match known {
+        Some((repo, c)) => pipeline.repo_config(&repo, c),
+        None => pipeline,
+    };
+    let ended = queue::run_spread(&pipeline, &engines, &runs, args.jobs, args.per_repo).await;
+    lines.finish();
+    // Goldens this queue built count against the cap: the least recently
+    // used beyond it go.
+    if let Some(backend) = evict_on {
+        if let Ok(goldens) = backend.goldens() {
+            let cap = crate::parts::cap_bytes(golden_cap)?;
+            let removed = goldens.evict(&*backend, cap).await?;
+            if !removed.is_empty() && !args.json {
+                crate::terminal::note(&format!(
+                    "golden: removed {} least recently used beyond the cap: {}",
+                    removed.len(),
+                    removed.join(", ")
+                ));
+            }
+        }
+    }
+    report(&as_ended(&store, ended, &runs)?, args.json).map(Into::into)
+}
