@@ -1,0 +1,643 @@
+//! One run, phase by phase: `triaging → provisioning → implementing →
+//! testing`, then a terminal state. Each phase records a checkpoint when
+//! it finishes (the triage decision, the seeded workspace, the oracle, the
+//! patch, the verdict on the commit), and [`Pipeline::execute`] skips
+//! every phase whose checkpoint exists: a run whose process was killed
+//! (even with SIGKILL) continues where it stopped, without asking the
+//! model again or searching again.
+//!
+//! The one thing that cannot outlive a process is a warm sandbox: a run
+//! resumed before its patch was found provisions one again from the
+//! bootstrap gate's cached verdict (the gate does not run again).
+//!
+//! This file is the run's state machine (`execute`, `phases`) and the
+//! pipeline's builder; each phase is a module: `triage`, `seeding` and
+//! `provision` (the workspace, the gate, the oracle), `implement` (the
+//! plan and the search), `testing` (the commit), `contract` (the contract
+//! check, the ripple and the adaptation of callers).
+
+mod contract;
+mod implement;
+mod provision;
+mod seeding;
+mod testing;
+mod triage;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use forq_agent::agent::{Agent, Task};
+use forq_agent::cost::{Budget as AgentBudget, PriceTable};
+use forq_agent::external::{ExternalAgent, Program};
+use forq_agent::provider::Provider;
+use forq_agent::tools::{GraphTools, RunTests, Toolbox};
+use forq_bootstrap::Stack;
+use forq_events::{Observer, Observers};
+use forq_graph::Index;
+use forq_sandbox::{Backend, BackendChoice, BackendKind};
+use forq_search::brancher::AgentReproducer;
+use forq_search::oracle::{Oracle, OracleError};
+use forq_search::tree::{Event as TreeEvent, Status};
+use forq_search::{Budget, Prepared, SearchOptions};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use crate::config::{AgentProgram, BrancherName, Config, FundingMode, Mode, ReviewPoint, Strategy};
+use crate::failure::{classify, FailureKind};
+use crate::git;
+use crate::preview::{Preview, PreviewError, PreviewSpec};
+use crate::review;
+use crate::safety::{self, ADAPTED, CONTRACT};
+use crate::seed::{self, SeedOptions, Seeded};
+use crate::store::{Action, Run, State, Store, StoreError};
+
+use implement::{AgentLog, Implemented, NAME_TARGETS};
+use provision::Provisioned;
+
+/// A model to call: the provider, the model's name, its prices.
+#[derive(Clone)]
+pub struct Model {
+    /// The provider.
+    pub provider: Arc<dyn Provider>,
+    /// The model.
+    pub name: String,
+    /// Prices, for costs and dollar budgets.
+    pub prices: PriceTable,
+}
+
+impl std::fmt::Debug for Model {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Model")
+            .field("provider", &self.provider.name())
+            .field("name", &self.name)
+            .finish()
+    }
+}
+
+/// A run's progress as it happens (the queue's progress lines), told to
+/// the observers of [`Pipeline::observer`]: `run` moved to `state`, or
+/// `note` happened in it. The full history is the store's events.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "event", rename = "progress")]
+#[non_exhaustive]
+pub struct Event {
+    /// The run's id.
+    pub run: String,
+    /// Its state.
+    pub state: State,
+    /// What happened (empty when only the state moved).
+    pub note: String,
+}
+
+/// Runs runs.
+#[derive(Clone)]
+pub struct Pipeline {
+    store: Arc<Store>,
+    state_dir: PathBuf,
+    backend: Arc<dyn Backend>,
+    /// Whether a repository's `sandbox.backend` may choose another
+    /// backend (the command line left the choice to it), and the ones
+    /// opened for that, by kind.
+    backend_from_config: bool,
+    opened: Arc<tokio::sync::Mutex<HashMap<BackendKind, Arc<dyn Backend>>>>,
+    model: Option<Model>,
+    contributor: Option<Model>,
+    config: Option<Config>,
+    /// Settings known before a repository is cloned (a GitHub
+    /// repository's forq.yml read through the API), by repository.
+    known: HashMap<String, Config>,
+    observers: Observers<Event>,
+    golden: GoldenPolicy,
+}
+
+/// How runs use their repository's golden environment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum GoldenPolicy {
+    /// Fork the golden that matches the run's tree; else install.
+    #[default]
+    Use,
+    /// Build (or sync) it first when none matches: runs on the same
+    /// repository then share one install.
+    Build,
+    /// Install from scratch in every run.
+    Off,
+}
+
+impl std::fmt::Debug for Pipeline {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pipeline")
+            .field("state_dir", &self.state_dir)
+            .field("model", &self.model)
+            .finish()
+    }
+}
+
+/// Why a run could not go on. The run itself records `failed` with this
+/// as its reason.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RunError {
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The run's task panicked (a bug in forq: please report it).
+    #[error("run {0}: forq panicked while running it; resuming the run continues it from its last checkpoint")]
+    Panicked(String),
+    /// Another live process works on the run.
+    #[error("run {id} is being worked on by process {pid}")]
+    Busy {
+        /// The run.
+        id: String,
+        /// The process.
+        pid: u32,
+    },
+}
+
+/// How a phase ended short of the next one: the run is over, in this
+/// state, for this reason, of this class.
+struct Stop {
+    state: State,
+    reason: String,
+    failure: Option<FailureKind>,
+}
+
+impl Stop {
+    /// Over in `state`: a failure is infrastructure's and an abort is a
+    /// cancellation unless said otherwise ([`Stop::short`]).
+    fn end(state: State, reason: impl Into<String>) -> Stop {
+        let failure = match state {
+            State::Failed => Some(FailureKind::Infrastructure),
+            State::Aborted => Some(FailureKind::Cancelled),
+            _ => None,
+        };
+        Stop {
+            state,
+            reason: reason.into(),
+            failure,
+        }
+    }
+
+    /// Over in `state`, short of the goal for a reason of class `kind`.
+    fn short(state: State, reason: impl Into<String>, kind: FailureKind) -> Stop {
+        Stop {
+            state,
+            reason: reason.into(),
+            failure: Some(kind),
+        }
+    }
+}
+
+type Phase<T> = Result<T, Stop>;
+
+/// The checkpoint holding what the run's requester chose.
+const REQUESTED: &str = "requested";
+
+/// The run failed with `e`, classed by what `e` is (infrastructure when
+/// no library claims it).
+fn fail(e: impl std::error::Error + 'static) -> Stop {
+    let kind = classify(&e).unwrap_or(FailureKind::Infrastructure);
+    Stop::short(State::Failed, e.to_string(), kind)
+}
+
+impl Pipeline {
+    /// The same pipeline on another backend (another engine host: the
+    /// run's workspace is on this machine, its sandboxes are there).
+    pub fn on(&self, backend: Arc<dyn Backend>) -> Pipeline {
+        Pipeline {
+            backend,
+            backend_from_config: false,
+            ..self.clone()
+        }
+    }
+
+    /// The settings of repository `repo` (as runs name it: a clone URL),
+    /// known before it is cloned: what triage follows there. Once seeded,
+    /// the workspace's own forq.yml is read as for any repository.
+    pub fn repo_config(mut self, repo: &str, config: Config) -> Self {
+        self.known.insert(repo.to_owned(), config);
+        self
+    }
+
+    /// Lets each repository's `forq.yml` (`sandbox.backend`) choose its
+    /// runs' backend, the pipeline's own serving `auto`: for a backend
+    /// that was not chosen on the command line.
+    pub fn backend_from_config(mut self, yes: bool) -> Self {
+        self.backend_from_config = yes;
+        self
+    }
+
+    /// The backend runs use unless their forq.yml chooses another.
+    pub fn backend(&self) -> &Arc<dyn Backend> {
+        &self.backend
+    }
+
+    /// How runs use their repository's golden environment (default: use
+    /// one that matches).
+    pub fn golden(mut self, policy: GoldenPolicy) -> Self {
+        self.golden = policy;
+        self
+    }
+
+    /// Runs in `state_dir` (`.forq`: the store, `runs/ID/`), on `backend`.
+    pub fn new(store: Arc<Store>, state_dir: &Path, backend: Arc<dyn Backend>) -> Pipeline {
+        Pipeline {
+            store,
+            state_dir: state_dir.to_owned(),
+            backend,
+            backend_from_config: false,
+            opened: Arc::default(),
+            model: None,
+            contributor: None,
+            config: None,
+            known: HashMap::new(),
+            observers: Observers::new(),
+            golden: GoldenPolicy::default(),
+        }
+    }
+
+    /// The owner's model, for triage and the model branchers.
+    pub fn model(mut self, model: Option<Model>) -> Self {
+        self.model = model;
+        self
+    }
+
+    /// The contributor's model, for contributor-funded runs.
+    pub fn contributor(mut self, model: Option<Model>) -> Self {
+        self.contributor = model;
+        self
+    }
+
+    /// Settings for every run, instead of each repository's `forq.yml`.
+    pub fn config(mut self, config: Option<Config>) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// Tells `observer` of progress too.
+    pub fn observer(mut self, observer: Arc<dyn Observer<Event>>) -> Self {
+        self.observers.push(observer);
+        self
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Arc<Store> {
+        &self.store
+    }
+
+    /// Run `id`'s directory: `fix.patch`, `tree.json`, `summary.json`, and
+    /// `workspace/`.
+    pub fn run_dir(&self, id: &str) -> PathBuf {
+        self.state_dir.join("runs").join(id)
+    }
+
+    /// Run `id`'s workspace.
+    pub fn workspace(&self, id: &str) -> PathBuf {
+        crate::clean::workspace_path(&self.state_dir, id)
+    }
+
+    fn tell(&self, run: &str, state: State, note: &str) {
+        if !self.observers.is_empty() {
+            self.observers.emit(&Event {
+                run: run.to_owned(),
+                state,
+                note: note.to_owned(),
+            });
+        }
+    }
+
+    fn note(&self, run: &str, state: State, text: &str) {
+        let _ = self.store.event(run, "note", json!({"text": text}));
+        self.tell(run, state, text);
+    }
+
+    /// Moves on to `to`, unless the run is there or past it already (a
+    /// resumed run does not go back).
+    fn enter(&self, run: &mut Run, to: State) -> Phase<()> {
+        if run.abort_requested
+            || self
+                .store
+                .get(&run.id)
+                .map(|r| r.abort_requested)
+                .unwrap_or(false)
+        {
+            return Err(Stop::end(State::Aborted, "aborted by request".to_owned()));
+        }
+        if order(run.state) < order(to) {
+            tracing::info!(phase = to.name(), "phase");
+            *run = self.store.transition(&run.id, to, "").map_err(fail)?;
+            self.tell(&run.id, to, "");
+        }
+        Ok(())
+    }
+
+    /// Runs (or resumes) run `id` to a terminal state, and returns it.
+    #[tracing::instrument(name = "run", skip_all, fields(run = %id))]
+    pub async fn execute(&self, id: &str) -> Result<Run, RunError> {
+        let mut run = self.store.get(id)?;
+        if run.state.is_terminal() {
+            return Ok(run);
+        }
+        let dead = run.pid.filter(|p| *p != std::process::id());
+        if let Some(pid) = dead.filter(|_| run.is_live()) {
+            return Err(RunError::Busy { id: run.id, pid });
+        }
+        if !self.store.claim(&run.id, run.pid, std::process::id())? {
+            let pid = self.store.get(&run.id)?.pid.unwrap_or_default();
+            return Err(RunError::Busy { id: run.id, pid });
+        }
+        if let Some(pid) = dead {
+            let _ = self.store.event(
+                &run.id,
+                "resumed",
+                json!({"from": run.state.name(), "dead_pid": pid}),
+            );
+        }
+        let id = run.id.clone();
+        let outcome = tokio::select! {
+            r = self.phases(&mut run) => r,
+            () = self.abort_requested(&id) => Err(Stop::end(State::Aborted, "aborted by request".to_owned())),
+        };
+        let Err(Stop {
+            state,
+            reason,
+            failure,
+        }) = outcome
+        else {
+            let done = self.store.get(&id)?;
+            tracing::info!(state = done.state.name(), "run ended");
+            return Ok(done);
+        };
+        let current = self.store.get(&id)?;
+        if current.state.is_terminal() {
+            return Ok(current);
+        }
+        tracing::info!(state = state.name(), failure = failure.map(FailureKind::name), %reason, "run ended");
+        let done = self.store.end(&id, state, &reason, failure)?;
+        self.tell(&id, state, &reason);
+        Ok(done)
+    }
+
+    /// Resolves once someone asks run `id` to stop.
+    async fn abort_requested(&self, id: &str) {
+        loop {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            if self
+                .store
+                .get(id)
+                .map(|r| r.abort_requested)
+                .unwrap_or(false)
+            {
+                return;
+            }
+        }
+    }
+
+    async fn phases(&self, run: &mut Run) -> Phase<()> {
+        let id = run.id.clone();
+        // Triage.
+        let triage = match self.store.checkpointed(&id, "triaged").map_err(fail)? {
+            Some(t) => t,
+            None => {
+                self.enter(run, State::Triaging)?;
+                let t = self.triage(run).await?;
+                self.store.checkpoint(&id, "triaged", &t).map_err(fail)?;
+                t
+            }
+        };
+        let reason = triage["reason"].as_str().unwrap_or_default().to_owned();
+        if let Some(cost) = triage["cost_usd"].as_f64() {
+            let _ = self.store.record(&id, Some(cost), None, None);
+        }
+        if run.action == Action::Triage {
+            return Err(Stop::end(State::Triaged, reason));
+        }
+        if triage["attempt_fix"] == json!(false) {
+            return Err(Stop::end(State::NeedsHuman, format!("triage: {reason}")));
+        }
+        // Provisioning: the workspace, then the gate, the warm root and the oracle.
+        self.enter(run, State::Provisioning)?;
+        let seeded = self.seeded(run).await?;
+        let config = self.config_of(run, &seeded.workspace)?;
+        if run.action == Action::Auto && config.actions.fix.mode == Mode::Manual {
+            return Err(Stop::end(
+                State::Triaged,
+                format!("{reason}; actions.fix.mode is manual in forq.yml: a run with the fix action fixes it"),
+            ));
+        }
+        let model = self.model_for(run, &config)?;
+        let implemented = match self.store.checkpointed(&id, "implemented").map_err(fail)? {
+            Some(i) => serde_json::from_value::<Implemented>(i).map_err(fail)?,
+            None => {
+                if run.state == State::Implementing {
+                    self.note(&id, State::Implementing, "resumed: provisioning the warm sandbox again (a sandbox does not outlive its process; the gate's verdict is cached)");
+                }
+                let prepared = self.prepare(run, &seeded, &config, model.as_ref()).await?;
+                self.enter(run, State::Implementing)?;
+                let result = self
+                    .implement(run, &seeded, &config, &prepared, model.as_ref())
+                    .await;
+                let _ = prepared.root.destroy().await;
+                let implemented = result?;
+                self.store
+                    .checkpoint(&id, "implemented", &json!(implemented))
+                    .map_err(fail)?;
+                implemented
+            }
+        };
+        let triage_cost = triage["cost_usd"].as_f64().unwrap_or(0.0);
+        let _ = self
+            .store
+            .record(&id, Some(triage_cost + implemented.cost_usd), None, None);
+        if !implemented.solved {
+            let reason = format!(
+                "no green candidate in {} candidate{}",
+                implemented.nodes,
+                if implemented.nodes == 1 { "" } else { "s" }
+            );
+            return Err(if implemented.budget_spent {
+                Stop::short(
+                    State::NeedsHuman,
+                    format!(
+                        "{reason}: the budget (actions.fix.budget) ran out with candidates untried"
+                    ),
+                    FailureKind::Budget,
+                )
+            } else {
+                Stop::end(State::NeedsHuman, reason)
+            });
+        }
+        let branch = git::branch_name(&config.actions.fix.branch, "fix", &id, &run.issue.id);
+        // A person looks at the green patch first, when forq.yml says so.
+        if config.review.contains(&ReviewPoint::Commit)
+            && self
+                .store
+                .checkpointed(&id, &review::approved(ReviewPoint::Commit))
+                .map_err(fail)?
+                .is_none()
+        {
+            let patch = implemented
+                .patch
+                .as_ref()
+                .map_or_else(|| "the patch".to_owned(), |p| p.display().to_string());
+            let what = format!(
+                "{patch} ({} lines): approve to commit it on {branch} and run the whole suite on it",
+                implemented.diff_lines
+            );
+            self.store
+                .checkpoint(
+                    &id,
+                    review::PAUSED,
+                    &json!({"point": "commit", "resume": run.state.name(), "what": what}),
+                )
+                .map_err(fail)?;
+            return Err(Stop::end(
+                State::NeedsReview,
+                format!("waiting for review before committing: {what}"),
+            ));
+        }
+        // Testing: commit on the run's branch, then the whole oracle on a
+        // fresh sandbox over the commit.
+        self.enter(run, State::Testing)?;
+        let tested = match self.store.checkpointed(&id, "tested").map_err(fail)? {
+            Some(t) => t,
+            None => {
+                let t = self
+                    .test(run, &seeded, &config, &implemented, &branch)
+                    .await?;
+                self.store.checkpoint(&id, "tested", &t).map_err(fail)?;
+                t
+            }
+        };
+        if tested["green"] != json!(true) {
+            // Green in the search, red on a fresh sandbox: a test that
+            // depends on more than the code (order, time, leftovers).
+            return Err(Stop::short(
+                State::Failed,
+                format!(
+                    "the committed patch is not green on a fresh sandbox: {}",
+                    tested["why"].as_str().unwrap_or("")
+                ),
+                FailureKind::Repository,
+            ));
+        }
+        self.store
+            .record(&id, None, Some(implemented.diff_lines), Some(&branch))
+            .map_err(fail)?;
+        // Contract and ripple: what the green patch changed, definition by
+        // definition, and the callers an incompatible change reaches.
+        let contract = match self.store.checkpointed(&id, CONTRACT).map_err(fail)? {
+            Some(c) => serde_json::from_value::<safety::Report>(c).map_err(fail)?,
+            None => {
+                let c = self.contract(run, &seeded, &config).await?;
+                self.store
+                    .checkpoint(&id, CONTRACT, &json!(c))
+                    .map_err(fail)?;
+                c
+            }
+        };
+        // With a model, the callers an incompatible change reaches are
+        // adapted by the agent in a sandbox, and the tests decide.
+        let contract = match (contract.findings.is_empty(), model.as_ref()) {
+            (false, Some(m)) => match self.store.checkpointed(&id, ADAPTED).map_err(fail)? {
+                Some(c) => serde_json::from_value::<safety::Report>(c).map_err(fail)?,
+                None => {
+                    self.pause_for(run, &config, ReviewPoint::Ripple, || {
+                        format!(
+                            "{}: approve to let the agent adapt them on {branch}",
+                            contract.summary()
+                        )
+                    })?;
+                    let c = self
+                        .adapt(run, &seeded, &config, contract, &branch, m)
+                        .await?;
+                    self.store
+                        .checkpoint(&id, ADAPTED, &json!(c))
+                        .map_err(fail)?;
+                    c
+                }
+            },
+            _ => contract,
+        };
+        let (state, reason) = if contract.has_findings() {
+            (
+                State::CompletedWithFindings,
+                format!("committed on {branch}; {}", contract.summary()),
+            )
+        } else if !contract.adapted.is_empty() {
+            (
+                State::PatchReady,
+                format!("committed on {branch}; {}", contract.summary()),
+            )
+        } else {
+            (State::PatchReady, format!("committed on {branch}"))
+        };
+        *run = self.store.transition(&id, state, &reason).map_err(fail)?;
+        self.tell(&id, state, &branch);
+        Ok(())
+    }
+
+    /// Records, for run `id` before it starts, how its fix is looked for:
+    /// the `strategy` and `brancher` override forq.yml's for this run only
+    /// (and survive a resume).
+    pub fn request_fix(
+        &self,
+        id: &str,
+        strategy: Option<Strategy>,
+        brancher: Option<BrancherName>,
+    ) -> Result<(), StoreError> {
+        self.store.checkpoint(
+            id,
+            REQUESTED,
+            &json!({"strategy": strategy, "brancher": brancher}),
+        )
+    }
+
+    /// A preview of run `run`'s fix: its workspace (the patch committed)
+    /// in a warm sandbox — the repository's golden forked when one matches
+    /// — with forq.yml's `golden.start` serving `golden.port` in a network
+    /// only the returned [`Preview`] reaches. The preview owns the sandbox.
+    pub async fn preview(&self, run: &Run) -> Result<Arc<Preview>, PreviewError> {
+        if !run.state.has_patch() {
+            return Err(PreviewError::NoPatch {
+                id: run.id.clone(),
+                state: run.state.name().to_owned(),
+            });
+        }
+        let stopped = |s: Stop| PreviewError::Sandbox(s.reason);
+        let read = |phase: &str| {
+            self.store
+                .checkpointed(&run.id, phase)
+                .map_err(|e| PreviewError::Sandbox(e.to_string()))?
+                .ok_or_else(|| PreviewError::Sandbox(format!("the run has no {phase} checkpoint")))
+        };
+        let seeded: Seeded = serde_json::from_value(read("seeded")?)
+            .map_err(|e| PreviewError::Sandbox(e.to_string()))?;
+        let provisioned: Provisioned = serde_json::from_value(read("provisioned")?)
+            .map_err(|e| PreviewError::Sandbox(e.to_string()))?;
+        let config = self.config_of(run, &seeded.workspace).map_err(stopped)?;
+        let spec = PreviewSpec::from_config(&config)?;
+        let backend = self.backend_for(&config).await.map_err(stopped)?;
+        let gate = self.gate_for(run, &config, &*backend, false);
+        let sandbox =
+            forq_bootstrap::provision(&*backend, &seeded.workspace, &provisioned.stack, &gate)
+                .await
+                .map_err(|e| PreviewError::Sandbox(e.to_string()))?;
+        Preview::start(sandbox, spec).await
+    }
+}
+
+/// Where a live state is in the phase order.
+fn order(state: State) -> u8 {
+    match state {
+        State::Queued => 0,
+        State::Triaging => 1,
+        State::Provisioning => 2,
+        State::Implementing => 3,
+        State::Testing => 4,
+        _ => 5,
+    }
+}

@@ -1,0 +1,249 @@
+//! The provisioning phase: the backend and gate a run's settings choose,
+//! the bootstrap gate, the warm root and the oracle.
+
+#[allow(clippy::wildcard_imports)] // the pipeline's own types
+use super::*;
+
+impl Pipeline {
+    /// The gate's options for `run` under `config` on `backend`: its
+    /// golden environment per the policy (never built when `build` is
+    /// false), its golden events noted in the run.
+    pub(super) fn gate_for(
+        &self,
+        run: &Run,
+        config: &Config,
+        backend: &dyn Backend,
+        build: bool,
+    ) -> forq_bootstrap::GateOptions {
+        // An external coding agent reaches its model through forq's relay
+        // in its own namespace (forq_agent::external): no host of the
+        // model's joins the install allowlist.
+        let mut gate = config.gate_options();
+        // The agentic fallback, when the run has a model: it sets up what
+        // detection cannot (the spend shows in the run's cost only through
+        // the store's events; its transcript is the workspace's).
+        if let Some(model) = &self.model {
+            gate.configurator = Some(Arc::new(
+                forq_agent::configure::ModelConfigurator::new(
+                    model.provider.clone(),
+                    model.name.clone(),
+                )
+                .prices(model.prices.clone()),
+            ));
+        }
+        if self.golden != GoldenPolicy::Off {
+            if let Ok(goldens) = backend.goldens() {
+                gate.golden = Some(forq_bootstrap::GoldenOptions::new(
+                    goldens,
+                    run.repo.clone(),
+                    build && self.golden == GoldenPolicy::Build,
+                ));
+                gate = gate.observer(Arc::new(GoldenNotes {
+                    store: self.store.clone(),
+                    run: run.id.clone(),
+                }));
+            }
+        }
+        gate
+    }
+
+    /// The backend for a run under `config`.
+    pub(super) async fn backend_for(&self, config: &Config) -> Phase<Arc<dyn Backend>> {
+        let kind = match config.backend() {
+            BackendChoice::Kind(kind) if self.backend_from_config => kind,
+            _ => return Ok(self.backend.clone()),
+        };
+        if self.backend.kind() == kind {
+            return Ok(self.backend.clone());
+        }
+        let mut opened = self.opened.lock().await;
+        if let Some(b) = opened.get(&kind) {
+            return Ok(b.clone());
+        }
+        let selected = forq_sandbox::open_backend(BackendChoice::Kind(kind))
+            .await
+            .map_err(|e| {
+                Stop::end(
+                    State::Failed,
+                    format!("forq.yml asks for sandbox.backend {kind}: {e}"),
+                )
+            })?;
+        opened.insert(kind, selected.backend.clone());
+        Ok(selected.backend)
+    }
+
+    pub(super) async fn prepare(
+        &self,
+        run: &Run,
+        seeded: &Seeded,
+        config: &Config,
+        model: Option<&Model>,
+    ) -> Phase<Prepared> {
+        let mut targets = config.test.targets.clone();
+        targets.extend(run.issue.targets.iter().cloned());
+        let backend = self.backend_for(config).await?;
+        let gate = self.gate_for(run, config, &*backend, true);
+        // With a model, an issue no test catches yet gets a reproduction
+        // test first: it must fail now, and ships in the patch.
+        let fix = &config.actions.fix;
+        let reproducer = model.filter(|_| targets.is_empty()).map(|m| {
+            let agent = Agent::new(
+                m.provider.clone(),
+                fix.agent.model.clone().unwrap_or_else(|| m.name.clone()),
+            )
+            .tools(Toolbox::editing())
+            .budget(AgentBudget::default().max_steps(fix.agent.max_steps))
+            .prices(m.prices.clone());
+            AgentReproducer::new(
+                Arc::new(agent),
+                format!("# {}\n\n{}", run.issue.title, run.issue.body),
+            )
+        });
+        let prepared = forq_search::prepare_with(
+            &*backend,
+            &seeded.workspace,
+            &gate,
+            &targets,
+            Duration::from_secs(config.test.timeout_s),
+            reproducer
+                .as_ref()
+                .map(|r| r as &dyn forq_search::Reproducer),
+        )
+        .await
+        .map_err(|e| match e {
+            forq_search::FixError::NotBootstrapped { .. } => {
+                Stop::short(State::NeedsHuman, e.to_string(), FailureKind::Repository)
+            }
+            forq_search::FixError::Oracle(OracleError::NothingFails) => Stop::short(
+                State::NeedsHuman,
+                format!("every test passes on the unmodified code: {NAME_TARGETS}, or configure a model so a reproduction test is written first"),
+                FailureKind::Repository,
+            ),
+            forq_search::FixError::Reproduction(why) => Stop::short(
+                State::NeedsHuman,
+                format!("every test passes on the unmodified code, and the reproduction test was not usable: {why}; {NAME_TARGETS}"),
+                FailureKind::Model,
+            ),
+            forq_search::FixError::Oracle(OracleError::UnnamedFailures { failed }) => Stop::short(
+                State::NeedsHuman,
+                format!("the runner reports {failed} failing test(s) but names none forq can read: {NAME_TARGETS}"),
+                FailureKind::Repository,
+            ),
+            e => fail(e),
+        })?;
+        if let Some(summary) = &prepared.reproduction {
+            let files: Vec<&String> = prepared.seed.keys().collect();
+            let _ = self.store.event(
+                &run.id,
+                "reproduction",
+                json!({"files": files, "summary": summary, "target": prepared.oracle.target}),
+            );
+        }
+        let provisioned = Provisioned {
+            stack: prepared.stack.clone(),
+            target: prepared.oracle.target.clone(),
+            guard: prepared.oracle.guard.clone(),
+            timeout_ms: prepared.oracle.timeout.as_millis() as u64,
+            idle_ms: prepared.oracle.idle.map(|d| d.as_millis() as u64),
+            gate_cached: prepared.record.cached,
+        };
+        self.store
+            .checkpoint(&run.id, "provisioned", &json!(provisioned))
+            .map_err(fail)?;
+        self.note(
+            &run.id,
+            State::Provisioning,
+            &format!(
+                "oracle: {} target, {} guard ({} on {}{})",
+                provisioned.target.len(),
+                provisioned.guard.len(),
+                prepared.stack.name(),
+                backend.kind(),
+                if prepared.record.cached {
+                    ", gate cached"
+                } else {
+                    ""
+                }
+            ),
+        );
+        Ok(prepared)
+    }
+
+    /// A sandbox provisioned afresh from the run's workspace (its commits
+    /// on it; a golden used only if one matches, never built), and the
+    /// oracle the run was given.
+    pub(super) async fn fresh_sandbox(
+        &self,
+        run: &Run,
+        seeded: &Seeded,
+        config: &Config,
+    ) -> Phase<(Box<dyn forq_sandbox::Sandbox>, Oracle)> {
+        let provisioned: Provisioned = self
+            .store
+            .checkpointed(&run.id, "provisioned")
+            .map_err(fail)?
+            .ok_or_else(|| Stop::end(State::Failed, "no provisioned checkpoint"))
+            .and_then(|v| serde_json::from_value(v).map_err(fail))?;
+        let backend = self.backend_for(config).await?;
+        let gate = self.gate_for(run, config, &*backend, false);
+        let sandbox =
+            forq_bootstrap::provision(&*backend, &seeded.workspace, &provisioned.stack, &gate)
+                .await
+                .map_err(fail)?;
+        let oracle = Oracle {
+            stack: provisioned.stack,
+            target: provisioned.target,
+            guard: provisioned.guard,
+            timeout: Duration::from_millis(provisioned.timeout_ms),
+            idle: provisioned.idle_ms.map(Duration::from_millis),
+        };
+        Ok((sandbox, oracle))
+    }
+}
+
+/// Notes a run's golden events (forked, built, synced) in its events.
+pub(super) struct GoldenNotes {
+    pub(super) store: Arc<Store>,
+    pub(super) run: String,
+}
+
+impl Observer<forq_bootstrap::Event> for GoldenNotes {
+    fn event(&self, event: &forq_bootstrap::Event) {
+        use forq_bootstrap::Event;
+        let (kind, data) = match event {
+            Event::GoldenForked { golden } => ("golden", json!({"golden": golden})),
+            Event::GoldenSaved {
+                golden,
+                bytes,
+                duration_ms,
+            } => (
+                "golden",
+                json!({"golden": golden, "bytes": bytes, "duration_ms": duration_ms}),
+            ),
+            Event::GoldenBuilding {
+                name,
+                from_generation,
+            } => (
+                "golden_building",
+                json!({"name": name, "from_generation": from_generation}),
+            ),
+            Event::GoldenSkipped { reason } => ("golden_skipped", json!({"reason": reason})),
+            _ => return,
+        };
+        let _ = self.store.event(&self.run, kind, data);
+    }
+}
+
+/// What the `provisioned` checkpoint keeps: the oracle, so the commit can
+/// be judged after a restart.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(super) struct Provisioned {
+    pub(super) stack: Stack,
+    pub(super) target: Vec<String>,
+    pub(super) guard: Vec<String>,
+    pub(super) timeout_ms: u64,
+    /// A candidate test's budget (none in a checkpoint from before it).
+    #[serde(default)]
+    pub(super) idle_ms: Option<u64>,
+    pub(super) gate_cached: bool,
+}

@@ -1,0 +1,129 @@
+//! The seeding step of provisioning: the run's workspace, and the
+//! settings of its repository read from it.
+
+#[allow(clippy::wildcard_imports)] // the pipeline's own types
+use super::*;
+
+impl Pipeline {
+    /// The run's workspace: seeded once, reused on resume.
+    pub(super) async fn seeded(&self, run: &Run) -> Phase<Seeded> {
+        if let Some(s) = self.store.checkpointed(&run.id, "seeded").map_err(fail)? {
+            let seeded: Seeded = serde_json::from_value(s).map_err(fail)?;
+            if seeded.workspace.join(".git").exists() {
+                return Ok(seeded);
+            }
+            return Err(Stop::end(
+                State::Failed,
+                format!(
+                    "the run's workspace {} is gone; start a new run",
+                    seeded.workspace.display()
+                ),
+            ));
+        }
+        let trace = self
+            .store
+            .events(&run.id, 0)
+            .map_err(fail)?
+            .iter()
+            .any(|e| e.kind == "node" || e.kind == "agent");
+        if trace {
+            return Err(fail(seed::SeedError::Started(run.id.clone())));
+        }
+        let workspace = self.workspace(&run.id);
+        if workspace.exists() {
+            // A seed interrupted before its checkpoint: nothing has run in it.
+            let _ = std::fs::remove_dir_all(&workspace);
+        }
+        let config = self.config_before_seed(run);
+        let options = SeedOptions {
+            max_bytes: config.sandbox.max_seed_mb << 20,
+            timeout: Duration::from_secs(config.sandbox.seed_timeout_s),
+        };
+        let seeded = seed::seed(&run.repo, &workspace, &options)
+            .await
+            .map_err(fail)?;
+        if seeded.removed_forq {
+            let text = "the repository tracks a .forq of its own: removed from the workspace (.forq is \
+                        forq's index and records, and links there would reach outside the workspace)";
+            tracing::warn!(run = %run.id, "{text}");
+            let _ = self
+                .store
+                .event(&run.id, "warning", json!({"key": ".forq", "text": text}));
+        }
+        for file in &run.context {
+            let bytes = std::fs::read(&file.source).map_err(|e| {
+                Stop::short(
+                    State::Failed,
+                    format!("context file {}: {e}", file.source),
+                    FailureKind::Input,
+                )
+            })?;
+            seed::add_context(&workspace, &file.dest, &bytes).map_err(fail)?;
+        }
+        self.store
+            .checkpoint(&run.id, "seeded", &json!(seeded))
+            .map_err(fail)?;
+        self.note(
+            &run.id,
+            State::Provisioning,
+            &format!(
+                "seeded by {} at {}",
+                seeded.how,
+                &seeded.head[..seeded.head.len().min(12)]
+            ),
+        );
+        Ok(seeded)
+    }
+
+    /// The settings before the workspace exists: the pipeline's own, else
+    /// those known for the repository, else its forq.yml when it is a
+    /// directory, else the defaults. Only triage and seeding read them, and
+    /// nothing that loosens isolation is kept (`config_of` warns of it, once
+    /// per run, when the run's sandboxes are made).
+    pub(super) fn config_before_seed(&self, run: &Run) -> Config {
+        match (&self.config, self.known.get(&run.repo)) {
+            (Some(c), _) => c.clone(),
+            (None, Some(c)) => c.clone().confined(),
+            (None, None) => Config::load(Path::new(&run.repo))
+                .map(|(c, _)| c)
+                .unwrap_or_default()
+                .confined(),
+        }
+    }
+
+    /// The settings: the pipeline's own, else the workspace's `forq.yml`.
+    pub(super) fn config_of(&self, run: &Run, workspace: &Path) -> Phase<Config> {
+        let mut config = match &self.config {
+            Some(c) => c.clone(),
+            None => Config::load(workspace)
+                .map(|(c, _)| self.repository_config(&run.id, c))
+                .map_err(|e| Stop::short(State::Failed, e.to_string(), FailureKind::Repository))?,
+        };
+        // What whoever queued the run asked for (`request_fix`) wins.
+        if let Some(asked) = self.store.checkpointed(&run.id, REQUESTED).map_err(fail)? {
+            let fix = &mut config.actions.fix;
+            if let Ok(strategy) = serde_json::from_value(asked["strategy"].clone()) {
+                fix.strategy = strategy;
+            }
+            if let Ok(brancher) = serde_json::from_value(asked["brancher"].clone()) {
+                fix.brancher = Some(brancher);
+            }
+        }
+        Ok(config)
+    }
+
+    /// A repository's own settings, without what would loosen isolation:
+    /// that is the operator's to choose. Each setting left out is a warning
+    /// in the run's events.
+    pub(super) fn repository_config(&self, run: &str, config: Config) -> Config {
+        for (key, what) in config.loosening() {
+            tracing::warn!(run, key, "ignored in the repository's forq.yml: {what}");
+            let _ = self.store.event(
+                run,
+                "warning",
+                json!({"key": key, "text": format!("{key} in the repository's forq.yml is ignored: {what}")}),
+            );
+        }
+        config.confined()
+    }
+}
