@@ -15,6 +15,7 @@ use forq_events::{Observer, Observers};
 use forq_sandbox::Sandbox;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
+use tracing::Instrument;
 
 use crate::cost::{Budget, Meter, PriceTable};
 use crate::message::{Message, Part, Request, Role, Usage};
@@ -284,6 +285,7 @@ impl CodingAgent for Agent {
 }
 
 impl Agent {
+    #[tracing::instrument(name = "agent", skip_all, fields(model = %self.model))]
     async fn drive(
         &self,
         sandbox: &dyn Sandbox,
@@ -335,6 +337,7 @@ impl Agent {
                     &request,
                     self.stream.then_some(&sink as crate::provider::Sink<'_>),
                 )
+                .instrument(tracing::info_span!("step", step))
                 .await
                 .map_err(|e| e.to_string())?;
             let cost = meter.record(&response.model, response.usage);
@@ -367,8 +370,14 @@ impl Agent {
                         "the arguments are not valid JSON ({}): call {name} again with a JSON object",
                         raw.chars().take(200).collect::<String>()
                     )),
-                    None => self.tools.call(&cx, name, arguments).await,
+                    None => {
+                        self.tools
+                            .call(&cx, name, arguments)
+                            .instrument(tracing::info_span!("tool", step, tool = %name))
+                            .await
+                    }
                 };
+                tracing::debug!(step, tool = %name, is_error = out.is_error, "tool answered");
                 self.tell(Event::Observation {
                     step,
                     name: name.clone(),

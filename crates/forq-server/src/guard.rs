@@ -3,6 +3,7 @@
 
 #[allow(clippy::wildcard_imports)] // the server's own types and imports
 use crate::*;
+use tracing::Instrument;
 
 /// Equal in time whatever the first difference (the token check).
 pub(crate) fn same(a: &[u8], b: &[u8]) -> bool {
@@ -118,5 +119,12 @@ pub(crate) async fn guard(State(app): State<App>, request: Request, next: Next) 
         )
         .into_response();
     }
-    next.run(request).await
+    let span = tracing::info_span!(
+        "request",
+        method = %request.method(),
+        path = %request.uri().path()
+    );
+    let response = next.run(request).instrument(span.clone()).await;
+    span.in_scope(|| tracing::debug!(status = response.status().as_u16(), "answered"));
+    response
 }

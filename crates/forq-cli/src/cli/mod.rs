@@ -251,8 +251,15 @@ pub(crate) fn init_logging(verbose: u8) {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
     use std::io::IsTerminal;
     let color = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    // With -vv every span says when it closes and how long it took, so
+    // the run reads as a tree of phases, steps, tool calls and requests.
+    let spans = match verbose {
+        0 | 1 => tracing_subscriber::fmt::format::FmtSpan::NONE,
+        _ => tracing_subscriber::fmt::format::FmtSpan::CLOSE,
+    };
     tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_span_events(spans)
         .with_ansi(color)
         .with_writer(std::io::stderr)
         .with_target(false)

@@ -315,3 +315,57 @@ async fn an_issue_url_is_read_through_forq_apps_github_client() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// `forq -vv` reads as a tree: every span says when it closes, nested
+/// under its parents — the gate and its stack, the agent, each step's
+/// model call and each tool call, the sandbox exec a tool made.
+#[tokio::test]
+async fn verbose_logs_are_a_tree_of_phases_steps_and_tool_calls() {
+    if !super::native_or_skip("verbose_logs_are_a_tree_of_phases_steps_and_tool_calls") {
+        return;
+    }
+    let repo = calc();
+    let out_dir = tempfile::tempdir().unwrap();
+    let replay = repo_root().join("examples/replays/calc.jsonl");
+    let out = forq_env(
+        &[
+            "-vv",
+            "agent",
+            "run",
+            repo.path().join("ISSUE.md").to_str().unwrap(),
+            "--repo",
+            repo.path().to_str().unwrap(),
+            "--backend",
+            "native",
+            "--provider",
+            "replay",
+            "--replay",
+            replay.to_str().unwrap(),
+            "--out",
+            out_dir.path().join("run").to_str().unwrap(),
+        ],
+        &[("NO_COLOR", "1")],
+    )
+    .await;
+    check_exit(&out, 0);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let closed: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains(": close time.busy="))
+        .map(|l| l.split_once(" INFO ").map_or(l, |(_, rest)| rest))
+        .map(|l| l.split(": close").next().unwrap_or(l))
+        .collect();
+    for want in [
+        "gate{repo=",
+        "}:stack{stack=unittest}",
+        "agent{model=recorded}:step{step=1}",
+        "agent{model=recorded}:tool{step=2 tool=edit}",
+        "agent{model=recorded}:tool{step=3 tool=run_tests}:exec{",
+        "agent{model=recorded}:tool{step=4 tool=submit}",
+    ] {
+        assert!(
+            closed.iter().any(|l| l.contains(want)),
+            "no span closed as {want}: {closed:#?}"
+        );
+    }
+}
