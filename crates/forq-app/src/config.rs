@@ -256,30 +256,9 @@ impl Default for AgentConfig {
     }
 }
 
-/// The search's limits.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(default, deny_unknown_fields)]
-pub struct SearchBudget {
-    /// Most candidates evaluated.
-    pub max_nodes: usize,
-    /// Most edits stacked.
-    pub max_depth: usize,
-    /// Most wall-clock seconds of search.
-    pub max_time_s: Option<u64>,
-    /// Evaluations at once (default: the cores).
-    pub jobs: Option<usize>,
-}
-
-impl Default for SearchBudget {
-    fn default() -> Self {
-        SearchBudget {
-            max_nodes: forq_search::DEFAULT_MAX_NODES,
-            max_depth: forq_search::DEFAULT_MAX_DEPTH,
-            max_time_s: None,
-            jobs: None,
-        }
-    }
-}
+/// The search's limits: forq-search's one definition, which `forq fix`'s
+/// flags fill too.
+pub use forq_search::plan::SearchBudget;
 
 /// Who pays for the model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -1,7 +1,9 @@
-//! The one place a fix is wired together: a strategy and its brancher,
-//! from the names people choose (`--strategy`, `--brancher`, forq.yml's
-//! `actions.fix`), over a prepared root. `forq fix` and forq-app's
-//! pipeline both build their strategy here.
+//! The one place a fix is wired together, from the settings people choose
+//! (`forq fix`'s flags, forq.yml's `actions.fix`): the strategy and its
+//! brancher over a prepared root, the search's options, the coding agent
+//! (forq's own or an external program), the reproduction test's writer
+//! and the gate's agentic fallback. `forq fix` and forq-app's pipeline
+//! (so `forq queue`, `forq serve` and `forq eval`) build all of them here.
 //!
 //! ```
 //! use forq_search::plan::{BrancherKind, StrategyKind};
@@ -13,10 +15,63 @@
 //! assert!("tree".parse::<StrategyKind>().unwrap_err().contains("single, speculative"));
 //! ```
 
+use std::time::Duration;
+
 use serde::{Deserialize, Serialize};
 
 use crate::brancher::{Brancher, Mutate, Patches};
 use crate::fix::{FixStrategy, Prepared, Single, Speculative};
+use crate::search::{Budget, Order, SearchOptions, DEFAULT_MAX_DEPTH, DEFAULT_MAX_NODES};
+
+/// The search's limits as people set them: forq.yml's
+/// `actions.fix.budget` and `forq fix`'s `--max-nodes`, `--max-depth`,
+/// `--max-time`, `--jobs` (one definition, so the two cannot drift).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct SearchBudget {
+    /// Most candidates evaluated.
+    pub max_nodes: usize,
+    /// Most edits stacked.
+    pub max_depth: usize,
+    /// Most wall-clock seconds of search.
+    pub max_time_s: Option<u64>,
+    /// Evaluations at once (default: the cores).
+    pub jobs: Option<usize>,
+}
+
+impl Default for SearchBudget {
+    fn default() -> Self {
+        SearchBudget {
+            max_nodes: DEFAULT_MAX_NODES,
+            max_depth: DEFAULT_MAX_DEPTH,
+            max_time_s: None,
+            jobs: None,
+        }
+    }
+}
+
+impl SearchBudget {
+    /// The search's [`Budget`] for a strategy whose brancher is named
+    /// `brancher`: `branching` candidates per node, else the brancher's
+    /// usual number.
+    pub fn budget(&self, brancher: &str, branching: Option<usize>) -> Budget {
+        let mut budget = Budget::default()
+            .max_nodes(self.max_nodes)
+            .max_depth(self.max_depth);
+        if let Some(jobs) = self.jobs {
+            budget = budget.jobs(jobs);
+        }
+        budget = match branching {
+            Some(k) => budget.branching(k),
+            None => budget.branching_for(brancher),
+        };
+        if let Some(secs) = self.max_time_s {
+            budget = budget.wall_clock(Duration::from_secs(secs));
+        }
+        budget
+    }
+}
 
 /// How a fix is looked for.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -164,6 +219,13 @@ pub enum PlanError {
     /// `patches` without candidates.
     #[error("the patches brancher has no candidates: give it patch files")]
     NoPatches,
+    /// The external coding-agent program cannot run (its key or its
+    /// endpoint is not set).
+    #[error("the coding-agent program cannot run: {why}")]
+    Program {
+        /// Why, as the program's environment says.
+        why: String,
+    },
     /// A model brancher in a build without the `llm` feature.
     #[error("the {brancher} brancher needs forq-search's `llm` feature")]
     NoLlmFeature {
@@ -221,9 +283,43 @@ pub struct Plan {
     pub max_steps: u32,
     /// The model branchers' dollar cap (needs the model's prices).
     pub max_cost_usd: Option<f64>,
-    /// Told every step of forq's own agent.
+    /// The coding-agent program of the `agent` brancher (Claude Code,
+    /// Codex), made from its environment; `None`: forq's own agent.
+    #[cfg(feature = "llm")]
+    pub program: Option<forq_agent::external::Program>,
+    /// The model the coding agent and the reproduction test's writer use
+    /// (default: the plan's model's).
+    pub agent_model: Option<String>,
+    /// Told every step of the coding agent.
     #[cfg(feature = "llm")]
     pub observer: Option<std::sync::Arc<dyn forq_events::Observer<forq_agent::agent::Event>>>,
+    /// The search's limits.
+    pub budget: SearchBudget,
+    /// Candidates per node (default: the brancher's usual number).
+    pub branching: Option<usize>,
+    /// The order the search takes candidates in (default: best-first).
+    pub order: Option<Order>,
+    /// Whether the search goes on past the first green candidate for a
+    /// smaller one.
+    pub keep_searching: bool,
+}
+
+/// What [`Plan::build`] makes: the strategy, and the search's options
+/// (the caller adds its observers).
+#[non_exhaustive]
+pub struct Built {
+    /// The strategy and its brancher.
+    pub strategy: Box<dyn FixStrategy>,
+    /// The search's budget, order and the prepared seed.
+    pub options: SearchOptions,
+}
+
+impl std::fmt::Debug for Built {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Built")
+            .field("brancher", &self.strategy.brancher())
+            .finish_non_exhaustive()
+    }
 }
 
 impl std::fmt::Debug for Plan {
@@ -253,20 +349,139 @@ impl Plan {
             .unwrap_or_else(|| self.strategy.default_brancher())
     }
 
+    /// Whether the plan can be built, said before anything is provisioned:
+    /// a brancher that calls a model has one (or an external program), the
+    /// program's environment holds its key, `patches` has candidates.
+    pub fn check(&self) -> Result<(), PlanError> {
+        let kind = self.brancher_kind();
+        if kind == BrancherKind::Patches && self.patches.is_none() {
+            return Err(PlanError::NoPatches);
+        }
+        #[cfg(feature = "llm")]
+        {
+            if kind == BrancherKind::Agent {
+                if let Some(program) = self.program {
+                    forq_agent::external::ExternalAgent::from_env(program)
+                        .map_err(|why| PlanError::Program { why })?;
+                    return Ok(());
+                }
+            }
+            if kind.needs_model() && self.model.is_none() && self.agent.is_none() {
+                return Err(PlanError::NeedsModel { brancher: kind });
+            }
+            Ok(())
+        }
+        #[cfg(not(feature = "llm"))]
+        match kind.needs_model() {
+            true => Err(PlanError::NoLlmFeature { brancher: kind }),
+            false => Ok(()),
+        }
+    }
+
     /// The strategy over `prepared`, its brancher reading `index` (the
     /// repository's code graph: needed by `mutate` and `llm`, used by the
-    /// agent when given).
+    /// agent when given), and the search's options.
     pub fn build(
         self,
         index: Option<forq_graph::Index>,
         prepared: &Prepared,
-    ) -> Result<Box<dyn FixStrategy>, PlanError> {
+    ) -> Result<Built, PlanError> {
         let strategy = self.strategy;
+        let (limits, branching) = (self.budget.clone(), self.branching);
+        let mut options = SearchOptions::default()
+            .keep_searching(self.keep_searching)
+            .seed(prepared.seed.clone());
+        if let Some(order) = self.order {
+            options = options.order(order);
+        }
         let brancher = self.brancher(index, prepared)?;
-        Ok(match strategy {
+        let strategy: Box<dyn FixStrategy> = match strategy {
             StrategyKind::Single => Box::new(Single::new(brancher)),
             StrategyKind::Speculative => Box::new(Speculative::new(brancher)),
-        })
+        };
+        options = options.budget(limits.budget(strategy.brancher(), branching));
+        Ok(Built { strategy, options })
+    }
+
+    /// The writer of a reproduction test for an issue no test catches yet
+    /// (`issue`: the issue as the model reads it): forq's own agent with
+    /// the editing tools (the stack is not known yet: it runs the tests
+    /// with `run`), or `None` without a model.
+    #[cfg(feature = "llm")]
+    pub fn reproducer(&self, issue: impl Into<String>) -> Option<crate::brancher::AgentReproducer> {
+        use forq_agent::agent::Agent;
+        use forq_agent::cost::Budget as AgentBudget;
+        use forq_agent::tools::Toolbox;
+        let m = self.model.as_ref()?;
+        let name = self.agent_model.clone().unwrap_or_else(|| m.name.clone());
+        let agent = Agent::new(m.provider.clone(), name)
+            .tools(Toolbox::editing())
+            .budget(AgentBudget::default().max_steps(self.max_steps))
+            .prices(m.prices.clone());
+        Some(crate::brancher::AgentReproducer::new(
+            std::sync::Arc::new(agent),
+            issue,
+        ))
+    }
+
+    /// The bootstrap gate's agentic fallback on the plan's model (it sets
+    /// up what detection cannot), or `None` without a model.
+    #[cfg(feature = "llm")]
+    pub fn configurator(&self) -> Option<std::sync::Arc<dyn forq_bootstrap::Configurator>> {
+        let m = self.model.as_ref()?;
+        Some(std::sync::Arc::new(
+            forq_agent::configure::ModelConfigurator::new(m.provider.clone(), m.name.clone())
+                .prices(m.prices.clone()),
+        ))
+    }
+
+    /// The coding agent of the `agent` brancher: the external program when
+    /// one is named (from its environment: its key stays with forq's
+    /// relay), else forq's own with the coding tools over `stack` and
+    /// `index`, capped by the plan's steps and dollars.
+    #[cfg(feature = "llm")]
+    pub fn coding_agent(
+        &self,
+        stack: Option<forq_bootstrap::Stack>,
+        index: Option<forq_graph::Index>,
+    ) -> Result<std::sync::Arc<dyn forq_agent::agent::CodingAgent>, PlanError> {
+        use forq_agent::agent::Agent;
+        use forq_agent::cost::Budget as AgentBudget;
+        use forq_agent::external::ExternalAgent;
+        use forq_agent::tools::Toolbox;
+        let kind = BrancherKind::Agent;
+        if let Some(program) = self.program {
+            let mut agent = ExternalAgent::from_env(program)
+                .map_err(|why| PlanError::Program { why })?
+                .max_turns(self.max_steps);
+            if let Some(m) = &self.model {
+                agent = agent.prices(m.prices.clone());
+            }
+            if let Some(name) = &self.agent_model {
+                agent = agent.model(name.clone());
+            }
+            if let Some(o) = &self.observer {
+                agent = agent.observer(o.clone());
+            }
+            return Ok(std::sync::Arc::new(agent));
+        }
+        let m = self
+            .model
+            .as_ref()
+            .ok_or(PlanError::NeedsModel { brancher: kind })?;
+        let mut budget = AgentBudget::default().max_steps(self.max_steps);
+        if let Some(usd) = self.max_cost_usd {
+            budget = budget.max_cost_usd(usd);
+        }
+        let name = self.agent_model.clone().unwrap_or_else(|| m.name.clone());
+        let mut agent = Agent::new(m.provider.clone(), name)
+            .tools(Toolbox::coding(stack, index))
+            .budget(budget)
+            .prices(m.prices.clone());
+        if let Some(o) = &self.observer {
+            agent = agent.observer(o.clone());
+        }
+        Ok(std::sync::Arc::new(agent))
     }
 
     fn brancher(
@@ -302,16 +517,14 @@ impl Plan {
             #[cfg(feature = "llm")]
             BrancherKind::Agent => {
                 use crate::brancher::{codebase_notes, Agentic, NOTES_CHARS};
-                use forq_agent::agent::{Agent, Task};
-                use forq_agent::cost::Budget;
-                use forq_agent::tools::{GraphTools, RunTests, Toolbox};
+                use forq_agent::agent::Task;
                 let mut task = Task::new(if self.issue.is_empty() {
                     format!(
                         "Make these failing tests pass: {}",
                         prepared.oracle.target.join(", ")
                     )
                 } else {
-                    self.issue
+                    self.issue.clone()
                 });
                 let map = index
                     .as_ref()
@@ -320,7 +533,7 @@ impl Plan {
                     .unwrap_or_default();
                 task.context = match (self.context.is_empty(), map.is_empty()) {
                     (true, _) => map,
-                    (false, true) => self.context,
+                    (false, true) => self.context.clone(),
                     (false, false) => format!("{}\n\n{map}", self.context),
                 };
                 if let Some(i) = &index {
@@ -332,28 +545,9 @@ impl Plan {
                         NOTES_CHARS,
                     );
                 }
-                let agent = match self.agent {
+                let agent = match self.agent.clone() {
                     Some(agent) => agent,
-                    None => {
-                        let m = self.model.ok_or(PlanError::NeedsModel { brancher: kind })?;
-                        let mut tools =
-                            Toolbox::editing().with(RunTests::new(prepared.stack.clone()));
-                        if let Some(i) = index {
-                            tools = GraphTools::new(i).add_to(tools);
-                        }
-                        let mut budget = Budget::default().max_steps(self.max_steps);
-                        if let Some(usd) = self.max_cost_usd {
-                            budget = budget.max_cost_usd(usd);
-                        }
-                        let mut agent = Agent::new(m.provider, m.name)
-                            .tools(tools)
-                            .budget(budget)
-                            .prices(m.prices);
-                        if let Some(o) = self.observer {
-                            agent = agent.observer(o);
-                        }
-                        std::sync::Arc::new(agent)
-                    }
+                    None => self.coding_agent(Some(prepared.stack.clone()), index)?,
                 };
                 Ok(Box::new(Agentic::new(agent, task)))
             }

@@ -124,6 +124,23 @@ impl Toolbox {
             .with(GiveUp)
     }
 
+    /// The coding agent's set, the one every caller gives it: the editing
+    /// set, `run_tests` over the repository's `stack` (when the gate found
+    /// one) and the graph tools over its `index` (when it opened).
+    pub fn coding(
+        stack: Option<forq_bootstrap::Stack>,
+        index: Option<forq_graph::Index>,
+    ) -> Toolbox {
+        let mut tools = Toolbox::editing();
+        if let Some(stack) = stack {
+            tools = tools.with(RunTests::new(stack));
+        }
+        match index {
+            Some(index) => GraphTools::new(index).add_to(tools),
+            None => tools,
+        }
+    }
+
     /// Adds a tool (a later one of the same name replaces the earlier).
     pub fn with(mut self, tool: impl Tool + 'static) -> Toolbox {
         let name = tool.spec().name;

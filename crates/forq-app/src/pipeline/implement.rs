@@ -13,7 +13,6 @@ impl Pipeline {
         prepared: &Prepared,
         model: Option<&Model>,
     ) -> Phase<Implemented> {
-        let fix = &config.actions.fix;
         let workspace = seeded.workspace.clone();
         let index = tokio::task::spawn_blocking(move || Index::open_current(&workspace))
             .await
@@ -23,7 +22,7 @@ impl Pipeline {
             pipeline: self.clone(),
             run: run.id.clone(),
         });
-        let strategy = plan(run, seeded, config, model, agent_log)?
+        let built = plan(run, seeded, config, model, Some(agent_log))?
             .build(Some(index), prepared)
             .map_err(|e| match e {
                 forq_search::plan::PlanError::NeedsModel { brancher } => Stop::short(
@@ -40,25 +39,12 @@ impl Pipeline {
                 ),
                 e => Stop::short(State::Failed, e.to_string(), FailureKind::Input),
             })?;
-        let mut budget = Budget::default()
-            .max_nodes(fix.budget.max_nodes)
-            .max_depth(fix.budget.max_depth)
-            .branching_for(strategy.brancher());
-        if let Some(jobs) = fix.budget.jobs {
-            budget = budget.jobs(jobs);
-        }
-        if let Some(secs) = fix.budget.max_time_s {
-            budget = budget.wall_clock(Duration::from_secs(secs));
-        }
         let nodes = Arc::new(NodeLog {
             pipeline: self.clone(),
             run: run.id.clone(),
             counts: Mutex::new((0, 0, None)),
         });
-        let options = SearchOptions::default()
-            .budget(budget)
-            .seed(prepared.seed.clone())
-            .observer(nodes);
+        let (strategy, options) = (built.strategy, built.options.observer(nodes));
         let started = Instant::now();
         let outcome = strategy
             .run(
@@ -121,14 +107,14 @@ impl Pipeline {
 }
 
 /// The run's fix, by name (forq-search's `Plan` wires it): its settings,
-/// the issue, what the agent is told about the workspace, and the coding
-/// agent forq.yml's `program` names.
+/// the issue, what the agent is told about the workspace, the model and
+/// the coding agent forq.yml's `program` names.
 pub(super) fn plan(
     run: &Run,
     seeded: &Seeded,
     config: &Config,
     model: Option<&Model>,
-    agent_log: Arc<dyn Observer<forq_agent::agent::Event>>,
+    agent_log: Option<Arc<dyn Observer<forq_agent::agent::Event>>>,
 ) -> Phase<forq_search::plan::Plan> {
     let fix = &config.actions.fix;
     let mut plan = forq_search::plan::Plan::new(fix.strategy);
@@ -145,33 +131,23 @@ pub(super) fn plan(
     }
     plan.max_steps = fix.agent.max_steps;
     plan.max_cost_usd = fix.agent.max_cost_usd;
+    plan.agent_model = fix.agent.model.clone();
     plan.model = model.map(|m| forq_search::plan::PlanModel {
         provider: m.provider.clone(),
-        name: match plan.brancher_kind() {
-            BrancherName::Agent => fix.agent.model.clone().unwrap_or_else(|| m.name.clone()),
-            _ => m.name.clone(),
-        },
+        name: m.name.clone(),
         prices: m.prices.clone(),
     });
-    plan.observer = Some(agent_log.clone());
-    if let (BrancherName::Agent, Some(program)) =
-        (plan.brancher_kind(), program_of(fix.agent.program))
-    {
-        let agent = ExternalAgent::from_env(program).map_err(|why| {
-            Stop::short(
+    plan.observer = agent_log;
+    plan.budget = fix.budget.clone();
+    if plan.brancher_kind() == BrancherName::Agent {
+        plan.program = program_of(fix.agent.program);
+        if let Err(forq_search::plan::PlanError::Program { why }) = plan.check() {
+            return Err(Stop::short(
                 State::NeedsHuman,
                 format!("actions.fix.agent.program: {why}"),
                 FailureKind::Input,
-            )
-        })?;
-        let mut agent = agent.max_turns(fix.agent.max_steps).observer(agent_log);
-        if let Some(m) = model {
-            agent = agent.prices(m.prices.clone());
+            ));
         }
-        if let Some(name) = &fix.agent.model {
-            agent = agent.model(name.clone());
-        }
-        plan.agent = Some(Arc::new(agent));
     }
     Ok(plan)
 }

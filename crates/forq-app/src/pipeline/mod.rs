@@ -30,17 +30,16 @@ use std::time::{Duration, Instant};
 
 use forq_agent::agent::{Agent, Task};
 use forq_agent::cost::{Budget as AgentBudget, PriceTable};
-use forq_agent::external::{ExternalAgent, Program};
+use forq_agent::external::Program;
 use forq_agent::provider::Provider;
 use forq_agent::tools::{GraphTools, RunTests, Toolbox};
 use forq_bootstrap::Stack;
 use forq_events::{Observer, Observers};
 use forq_graph::Index;
 use forq_sandbox::{Backend, BackendChoice, BackendKind};
-use forq_search::brancher::AgentReproducer;
 use forq_search::oracle::{Oracle, OracleError};
 use forq_search::tree::{Event as TreeEvent, Status};
-use forq_search::{Budget, Prepared, SearchOptions};
+use forq_search::Prepared;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -53,7 +52,7 @@ use crate::safety::{self, ADAPTED, CONTRACT};
 use crate::seed::{self, SeedOptions, Seeded};
 use crate::store::{Action, Run, State, Store, StoreError};
 
-use implement::{AgentLog, Implemented, NAME_TARGETS};
+use implement::{plan, AgentLog, Implemented, NAME_TARGETS};
 use provision::Provisioned;
 
 /// A model to call: the provider, the model's name, its prices.

@@ -23,13 +23,13 @@ impl Pipeline {
         // detection cannot (the spend shows in the run's cost only through
         // the store's events; its transcript is the workspace's).
         if let Some(model) = &self.model {
-            gate.configurator = Some(Arc::new(
-                forq_agent::configure::ModelConfigurator::new(
-                    model.provider.clone(),
-                    model.name.clone(),
-                )
-                .prices(model.prices.clone()),
-            ));
+            let mut plan = forq_search::plan::Plan::default();
+            plan.model = Some(forq_search::plan::PlanModel {
+                provider: model.provider.clone(),
+                name: model.name.clone(),
+                prices: model.prices.clone(),
+            });
+            gate.configurator = plan.configurator();
         }
         if self.golden != GoldenPolicy::Off {
             if let Ok(goldens) = backend.goldens() {
@@ -85,20 +85,11 @@ impl Pipeline {
         let gate = self.gate_for(run, config, &*backend, true);
         // With a model, an issue no test catches yet gets a reproduction
         // test first: it must fail now, and ships in the patch.
-        let fix = &config.actions.fix;
-        let reproducer = model.filter(|_| targets.is_empty()).map(|m| {
-            let agent = Agent::new(
-                m.provider.clone(),
-                fix.agent.model.clone().unwrap_or_else(|| m.name.clone()),
-            )
-            .tools(Toolbox::editing())
-            .budget(AgentBudget::default().max_steps(fix.agent.max_steps))
-            .prices(m.prices.clone());
-            AgentReproducer::new(
-                Arc::new(agent),
-                format!("# {}\n\n{}", run.issue.title, run.issue.body),
-            )
-        });
+        let reproducer = match targets.is_empty() {
+            true => plan(run, seeded, config, model, None)?
+                .reproducer(format!("# {}\n\n{}", run.issue.title, run.issue.body)),
+            false => None,
+        };
         let prepared = forq_search::prepare_with(
             &*backend,
             &seeded.workspace,

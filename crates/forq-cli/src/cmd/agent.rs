@@ -14,7 +14,7 @@ use anyhow::Context;
 use forq_agent::agent::{Agent, CodingAgent, Event, Outcome, RunReport, Task};
 use forq_agent::cost::Budget;
 use forq_agent::issue::Issue;
-use forq_agent::tools::{GraphTools, RunTests, Toolbox};
+use forq_agent::tools::Toolbox;
 use forq_agent::triage::Triage;
 use forq_agent::Observer;
 use forq_bootstrap::{GateOptions, Verdict};
@@ -147,13 +147,13 @@ impl Observer<Event> for Progress {
     }
 }
 
-/// The sandbox the agent works in, and the run_tests tool when the gate
-/// found a green stack.
+/// The sandbox the agent works in, and the green stack the gate found
+/// (its `run_tests` tool).
 async fn workspace(
     args: &AgentRunArgs,
     repo: &Path,
     backend: &dyn forq_sandbox::Backend,
-) -> anyhow::Result<(Box<dyn Sandbox>, Option<RunTests>)> {
+) -> anyhow::Result<(Box<dyn Sandbox>, Option<forq_bootstrap::Stack>)> {
     let mut options = GateOptions::default()
         .skip(args.skip_bootstrap)
         .image(args.backend.image.clone());
@@ -178,7 +178,7 @@ async fn workspace(
             ));
         }
         let sandbox = forq_bootstrap::provision(backend, repo, &stack, &options).await?;
-        return Ok((sandbox, Some(RunTests::new(stack))));
+        return Ok((sandbox, Some(stack)));
     }
     if record.verdict != Verdict::Skipped {
         note(&format!(
@@ -216,16 +216,16 @@ pub(crate) async fn run(args: AgentRunArgs) -> anyhow::Result<ExitCode> {
     }
 
     let backend = crate::parts::open_backend(args.backend.backend).await?;
-    let (sandbox, run_tests) = workspace(&args, &repo, &*backend).await?;
-    let mut tools = Toolbox::editing();
-    if let Some(run_tests) = run_tests {
-        tools = tools.with(run_tests);
-    }
+    let (sandbox, stack) = workspace(&args, &repo, &*backend).await?;
     let mut task = Task::new(issue.prompt());
-    if let Some((index, map)) = graph(&repo, args.json).await {
-        tools = GraphTools::new(index).add_to(tools);
-        task.context = map;
-    }
+    let index = match graph(&repo, args.json).await {
+        Some((index, map)) => {
+            task.context = map;
+            Some(index)
+        }
+        None => None,
+    };
+    let tools = Toolbox::coding(stack, index);
     let mut budget = Budget::default().max_steps(args.max_steps);
     if let Some(usd) = args.max_cost {
         budget = budget.max_cost_usd(usd);

@@ -9,23 +9,20 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use forq_agent::agent::Agent;
-use forq_agent::cost::Budget as AgentBudget;
-use forq_agent::external::{ExternalAgent, Program};
+use forq_agent::external::Program;
 use forq_agent::issue::Issue;
 use forq_agent::provider::Provider;
-use forq_agent::tools::Toolbox;
 use forq_bootstrap::GateOptions;
 use forq_graph::Index;
-use forq_search::brancher::{AgentReproducer, Patches};
+use forq_search::brancher::Patches;
 use forq_search::tree::{Event, Status};
 use forq_search::Observer;
-use forq_search::{Budget, FixStrategy, Order, Prepared, SearchOptions};
+use forq_search::{Order, Prepared};
 
 use crate::cli::{CodingAgentName, FixArgs, ModifyTarget, OrderName};
 use crate::parts::{open_provider, prices, run_id};
 use crate::terminal::note;
-use forq_search::plan::{BrancherKind, Plan, PlanModel};
+use forq_search::plan::{BrancherKind, Built, Plan, PlanModel, SearchBudget};
 
 /// Counts nodes as they are judged and prints one line each on stderr.
 #[derive(Default)]
@@ -96,37 +93,67 @@ fn open_index(repo: &Path) -> anyhow::Result<Index> {
 /// the brancher (a replay plays on across both), or why there is none.
 type Model = Result<(Arc<dyn Provider>, String), String>;
 
-/// The strategy and brancher the arguments name, over the prepared root
-/// (wired by forq-search's `Plan`, as the pipeline's are).
-async fn strategy(
-    args: &FixArgs,
-    repo: &Path,
-    issue: Option<&Issue>,
-    prepared: &Prepared,
-    model: &Model,
-    external: Option<&ExternalAgent>,
-) -> anyhow::Result<Box<dyn FixStrategy>> {
+/// Everything the arguments name, as one plan: the strategy and
+/// brancher, the model (for the brancher, the reproduction test and the
+/// gate's fallback), the coding-agent program, the caps and the search's
+/// limits. forq-search's `Plan` wires the parts, as it does the pipeline's.
+fn plan_of(args: &FixArgs, issue: Option<&Issue>, model: &Model) -> anyhow::Result<Plan> {
     let mut plan = Plan::new(args.strategy);
     plan.brancher = args.brancher;
     let kind = plan.brancher_kind();
     plan.issue = issue.map(Issue::prompt).unwrap_or_default();
     plan.max_steps = args.max_steps;
     plan.max_cost_usd = args.max_cost;
+    plan.agent_model = args.model.model.clone();
+    plan.program = match args.coding_agent {
+        CodingAgentName::Forq => None,
+        CodingAgentName::ClaudeCode => Some(Program::ClaudeCode),
+        CodingAgentName::Codex => Some(Program::Codex),
+    };
     if kind == BrancherKind::Patches {
         if args.patches.is_empty() {
             bail_input!("--brancher patches reads its candidates from --patches PATH (files or directories)");
         }
         plan.patches = Some(Patches::from_paths(&args.patches)?);
     }
-    plan.agent = external.map(|p| Arc::new(p.clone()) as Arc<dyn forq_agent::agent::CodingAgent>);
-    if kind.needs_model() && plan.agent.is_none() {
-        let (provider, name) = model.clone().map_err(anyhow::Error::msg)?;
-        plan.model = Some(PlanModel {
-            provider,
-            name,
-            prices: prices(&args.model)?,
-        });
+    match model {
+        Ok((provider, name)) => {
+            plan.model = Some(PlanModel {
+                provider: provider.clone(),
+                name: name.clone(),
+                prices: prices(&args.model)?,
+            });
+        }
+        // The brancher calls a model and none opens: say why it did not.
+        Err(why) if kind.needs_model() && plan.program.is_none() => {
+            return Err(anyhow::Error::msg(why.clone()));
+        }
+        Err(_) => {}
     }
+    plan.budget = SearchBudget {
+        max_nodes: args.max_nodes,
+        max_depth: args.max_depth,
+        max_time_s: args.max_time,
+        jobs: args.jobs,
+    };
+    plan.branching = args.branching;
+    plan.order = Some(match args.order {
+        OrderName::BestFirst => Order::BestFirst,
+        OrderName::BreadthFirst => Order::BreadthFirst,
+        OrderName::Random => Order::Random(0x5eed),
+    });
+    plan.keep_searching = args.keep_searching;
+    // A program that cannot run (its key unset) is said before anything
+    // is provisioned.
+    plan.check()
+        .map_err(|e| anyhow::anyhow!("--coding-agent: {e}"))?;
+    Ok(plan)
+}
+
+/// The strategy over the prepared root and the search's options, the
+/// code graph opened for the brancher that reads it.
+async fn build(plan: Plan, repo: &Path, prepared: &Prepared) -> anyhow::Result<Built> {
+    let kind = plan.brancher_kind();
     // The code graph: mutate and llm need it; the agent uses it if it opens.
     let r = repo.to_owned();
     let index = tokio::task::spawn_blocking(move || open_index(&r)).await?;
@@ -190,46 +217,14 @@ pub(crate) async fn run(args: FixArgs) -> anyhow::Result<ExitCode> {
     if !args.json {
         gate = gate.observer(Arc::new(crate::terminal::Lines::default()));
     }
-    // With a model configured, an issue that no test catches yet gets a
-    // reproduction test first (written by the agent, checked to fail).
     let model: Model = open_provider(&args.model).map_err(|e| format!("{e:#}"));
+    let plan = plan_of(&args, issue.as_ref(), &model)?;
     // With a model, a repository detection cannot set up gets the agentic
-    // fallback.
-    if let Ok((provider, name)) = &model {
-        gate.configurator = Some(Arc::new(forq_agent::configure::ModelConfigurator::new(
-            provider.clone(),
-            name.clone(),
-        )));
-    }
-    // A coding-agent program runs in the sandbox and reaches its model
-    // through the egress proxy: its host joins the allowlist, and nothing
-    // else does.
-    let program = match args.coding_agent {
-        CodingAgentName::Forq => None,
-        CodingAgentName::ClaudeCode => Some(Program::ClaudeCode),
-        CodingAgentName::Codex => Some(Program::Codex),
-    };
-    let external = match program {
-        None => None,
-        Some(program) => {
-            let mut agent = ExternalAgent::from_env(program)
-                .map_err(|why| anyhow::anyhow!("--coding-agent needs its key: {why}"))?
-                .max_turns(args.max_steps)
-                .prices(prices(&args.model)?);
-            if let Some(m) = &args.model.model {
-                agent = agent.model(m.clone());
-            }
-            Some(agent)
-        }
-    };
-    let reproducer = match (&issue, &model) {
-        (Some(issue), Ok((provider, model))) if args.targets.is_empty() => {
-            // The stack is not known yet: `run` runs the tests.
-            let agent = Agent::new(provider.clone(), model)
-                .tools(Toolbox::editing())
-                .budget(AgentBudget::default().max_steps(args.max_steps));
-            Some(AgentReproducer::new(Arc::new(agent), issue.prompt()))
-        }
+    // fallback, and an issue no test catches yet a reproduction test
+    // first (written by the agent, checked to fail).
+    gate.configurator = plan.configurator();
+    let reproducer = match &issue {
+        Some(issue) if args.targets.is_empty() => plan.reproducer(issue.prompt()),
         _ => None,
     };
     let prepared = forq_search::prepare_with(
@@ -257,56 +252,25 @@ pub(crate) async fn run(args: FixArgs) -> anyhow::Result<ExitCode> {
             prepared.oracle.guard.len()
         ));
     }
-    let result = search(
-        &args,
-        &repo,
-        issue.as_ref(),
-        &prepared,
-        &model,
-        external.as_ref(),
-        started,
-        &out,
-    )
-    .await;
+    let result = search(&args, &repo, plan, &prepared, &model, started, &out).await;
     let _ = prepared.root.destroy().await;
     result
 }
 
-#[allow(clippy::too_many_arguments)] // one job's parts, named
 async fn search(
     args: &FixArgs,
     repo: &Path,
-    issue: Option<&Issue>,
+    plan: Plan,
     prepared: &Prepared,
     model: &Model,
-    external: Option<&ExternalAgent>,
     started: Instant,
     out: &Path,
 ) -> anyhow::Result<ExitCode> {
-    let strategy = strategy(args, repo, issue, prepared, model, external).await?;
-    let mut budget = Budget::default()
-        .max_nodes(args.max_nodes)
-        .max_depth(args.max_depth);
-    if let Some(jobs) = args.jobs {
-        budget = budget.jobs(jobs);
-    }
-    budget = match args.branching {
-        Some(k) => budget.branching(k),
-        None => budget.branching_for(strategy.brancher()),
-    };
-    if let Some(secs) = args.max_time {
-        budget = budget.wall_clock(Duration::from_secs(secs));
-    }
-    let order = match args.order {
-        OrderName::BestFirst => Order::BestFirst,
-        OrderName::BreadthFirst => Order::BreadthFirst,
-        OrderName::Random => Order::Random(0x5eed),
-    };
-    let mut options = SearchOptions::default()
-        .budget(budget)
-        .order(order)
-        .keep_searching(args.keep_searching)
-        .seed(prepared.seed.clone());
+    let Built {
+        strategy,
+        mut options,
+        ..
+    } = build(plan, repo, prepared).await?;
     if !args.json {
         options = options.observer(Arc::new(Progress::default()));
     }

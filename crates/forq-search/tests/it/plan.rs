@@ -4,7 +4,6 @@ use std::time::Duration;
 
 use forq_bootstrap::GateOptions;
 use forq_search::plan::{BrancherKind, Plan, PlanError, StrategyKind};
-use forq_search::SearchOptions;
 
 use super::{backend, project};
 
@@ -35,6 +34,9 @@ async fn a_plan_by_name_builds_the_strategy_or_says_what_it_lacks() {
     ] {
         let mut plan = Plan::new(strategy);
         plan.brancher = Some(kind);
+        // Said before anything is provisioned, and again at build.
+        let early = plan.check().unwrap_err();
+        assert_eq!(early.to_string(), plan_error_text(kind), "{early}");
         let err = plan.build(Some(index()), &prepared).err().unwrap();
         #[cfg(feature = "llm")]
         assert!(
@@ -54,25 +56,35 @@ async fn a_plan_by_name_builds_the_strategy_or_says_what_it_lacks() {
     assert!(matches!(err, PlanError::NeedsIndex { .. }), "{err}");
     let mut patches = Plan::new(StrategyKind::Speculative);
     patches.brancher = Some(BrancherKind::Patches);
+    assert!(matches!(patches.check(), Err(PlanError::NoPatches)));
     assert!(matches!(
         patches.build(None, &prepared).err().unwrap(),
         PlanError::NoPatches
     ));
-    // The default speculative plan is the mutate search, and it finds the
-    // seeded fault.
-    let strategy = Plan::new(StrategyKind::Speculative)
-        .build(Some(index()), &prepared)
-        .unwrap();
+    // The default speculative plan is the mutate search, its options the
+    // plan's limits (mutate's usual branching), and it finds the seeded
+    // fault.
+    let mut plan = Plan::new(StrategyKind::Speculative);
+    plan.budget.max_nodes = 40;
+    plan.budget.jobs = Some(1);
+    plan.check().unwrap();
+    let built = plan.build(Some(index()), &prepared).unwrap();
+    let strategy = built.strategy;
     assert_eq!(
         (strategy.name(), strategy.brancher()),
         ("speculative", "mutate")
+    );
+    let budget = &built.options.budget;
+    assert_eq!(
+        (budget.max_nodes, budget.max_depth, budget.jobs, budget.branching),
+        (40, forq_search::DEFAULT_MAX_DEPTH, 1, 200)
     );
     let outcome = strategy
         .run(
             &*prepared.root,
             &prepared.oracle,
             &prepared.genesis,
-            &SearchOptions::default(),
+            &built.options,
         )
         .await
         .unwrap();
@@ -84,4 +96,13 @@ async fn a_plan_by_name_builds_the_strategy_or_says_what_it_lacks() {
     );
     winner.sandbox.destroy().await.unwrap();
     prepared.root.destroy().await.unwrap();
+}
+
+/// What `check` and `build` say of a model brancher without a model.
+fn plan_error_text(kind: BrancherKind) -> String {
+    if cfg!(feature = "llm") {
+        format!("the {kind} brancher needs a model")
+    } else {
+        format!("the {kind} brancher needs forq-search's `llm` feature")
+    }
 }
