@@ -284,7 +284,7 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
 
 #[tokio::test]
 async fn a_streamed_run_tells_observers_the_text_as_it_arrives() {
-    use super::{chunk, sse};
+    use super::server::{chunk, sse};
     let streamed = sse(&[
         chunk(json!({"role": "assistant", "content": "Nothing "}), None),
         chunk(json!({"content": "to change."}), None),

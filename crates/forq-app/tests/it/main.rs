@@ -3,7 +3,7 @@
 
 #![allow(clippy::unwrap_used)] // tests fail loudly
 
-#[path = "../../../forq-agent/tests/it/server.rs"]
+#[path = "../../../forq-provider/tests/it/server.rs"]
 #[allow(dead_code)]
 mod server;
 

@@ -19,8 +19,8 @@ mod eval;
 mod fix;
 mod golden;
 mod serve;
-#[allow(dead_code)] // shared with forq-agent's tests, which use all of it
-#[path = "../../../forq-agent/tests/it/server.rs"]
+#[allow(dead_code)] // shared with forq-provider's tests, which use all of it
+#[path = "../../../forq-provider/tests/it/server.rs"]
 mod server;
 
 /// Runs git in `dir` with a committer identity of its own (and no

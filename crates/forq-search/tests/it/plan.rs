@@ -76,7 +76,12 @@ async fn a_plan_by_name_builds_the_strategy_or_says_what_it_lacks() {
     );
     let budget = &built.options.budget;
     assert_eq!(
-        (budget.max_nodes, budget.max_depth, budget.jobs, budget.branching),
+        (
+            budget.max_nodes,
+            budget.max_depth,
+            budget.jobs,
+            budget.branching
+        ),
         (40, forq_search::DEFAULT_MAX_DEPTH, 1, 200)
     );
     let outcome = strategy

@@ -2,8 +2,8 @@
 
 use std::time::Duration;
 
-use forq_agent::cost::{Budget, Exceeded, Meter, Price, PriceTable};
-use forq_agent::message::Usage;
+use forq_provider::cost::{Budget, Exceeded, Meter, Price, PriceTable};
+use forq_provider::message::Usage;
 
 fn table() -> PriceTable {
     PriceTable::new()

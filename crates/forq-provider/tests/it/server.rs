@@ -257,3 +257,15 @@ async fn write_reply(conn: &mut tokio::net::TcpStream, reply: Reply, base: &str)
     }
     let _ = conn.shutdown().await;
 }
+
+/// Chat Completions stream events: each chunk a `data:` line, then `[DONE]`.
+pub(crate) fn sse(data: &[serde_json::Value]) -> Vec<String> {
+    let mut out: Vec<String> = data.iter().map(|d| format!("data: {d}\n\n")).collect();
+    out.push("data: [DONE]\n\n".to_owned());
+    out
+}
+
+pub(crate) fn chunk(delta: serde_json::Value, finish: Option<&str>) -> serde_json::Value {
+    serde_json::json!({"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "gpt-test",
+           "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+}
