@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::http::{EventStream, Http};
@@ -160,6 +161,108 @@ fn stop_reason(reason: Option<&str>) -> StopReason {
     }
 }
 
+/// A Messages reply, as the wire has it (the fields forq reads).
+#[derive(Debug, Deserialize)]
+struct Reply {
+    #[serde(default)]
+    content: Vec<Block>,
+    stop_reason: Option<String>,
+    model: Option<String>,
+    #[serde(default)]
+    usage: WireUsage,
+}
+
+/// A content block: text, a tool call, or a kind forq does not read
+/// (thinking, a server tool's result).
+#[derive(Debug, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Block {
+    Text {
+        #[serde(default)]
+        text: String,
+    },
+    ToolUse {
+        id: String,
+        name: String,
+        #[serde(default)]
+        input: Value,
+    },
+    #[serde(other)]
+    Other,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct WireUsage {
+    #[serde(default)]
+    input_tokens: u64,
+    #[serde(default)]
+    output_tokens: u64,
+}
+
+/// One event of a streamed reply, by its `type`.
+#[derive(Debug, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum StreamEvent {
+    MessageStart {
+        message: StartedMessage,
+    },
+    ContentBlockStart {
+        index: usize,
+        content_block: Block,
+    },
+    ContentBlockDelta {
+        index: usize,
+        delta: BlockDelta,
+    },
+    MessageDelta {
+        delta: MessageDelta,
+        usage: Option<DeltaUsage>,
+    },
+    MessageStop,
+    Error {
+        error: ErrorBody,
+    },
+    /// `ping`, `content_block_stop`, and kinds added later.
+    #[serde(other)]
+    Other,
+}
+
+#[derive(Debug, Deserialize)]
+struct StartedMessage {
+    model: Option<String>,
+    #[serde(default)]
+    usage: WireUsage,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum BlockDelta {
+    TextDelta {
+        text: String,
+    },
+    InputJsonDelta {
+        partial_json: String,
+    },
+    #[serde(other)]
+    Other,
+}
+
+#[derive(Debug, Deserialize)]
+struct MessageDelta {
+    stop_reason: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct DeltaUsage {
+    input_tokens: Option<u64>,
+    output_tokens: Option<u64>,
+}
+
+#[derive(Debug, Deserialize)]
+struct ErrorBody {
+    message: Option<String>,
+}
+
 /// A content block being assembled from stream events.
 enum Pending {
     Text(String),
@@ -168,6 +271,23 @@ enum Pending {
         name: String,
         json: String,
     },
+}
+
+/// The reply's parts, in order; blocks forq does not read are left out.
+fn reply_parts(content: Vec<Block>) -> Vec<Part> {
+    content
+        .into_iter()
+        .filter_map(|b| match b {
+            Block::Text { text } => Some(Part::Text { text }),
+            Block::ToolUse { id, name, input } => Some(Part::ToolCall {
+                id,
+                name,
+                arguments: input,
+                invalid_arguments: None,
+            }),
+            Block::Other => None,
+        })
+        .collect()
 }
 
 /// The reply's parts, with a structured-output tool call turned back into
@@ -194,6 +314,137 @@ fn finish_parts(parts: Vec<Part>, req: &Request) -> (Vec<Part>, bool) {
     (parts, structured)
 }
 
+impl Anthropic {
+    /// A streamed reply, read event by event: its parts, usage, stop and
+    /// model, each delta told to `emit` as it comes.
+    async fn stream(
+        &self,
+        resp: reqwest::Response,
+        req: &Request,
+        emit: &(dyn Fn(Delta) + Send + Sync),
+    ) -> Result<(Vec<Part>, Usage, StopReason, String), Error> {
+        let mut events = EventStream::new(resp);
+        let mut blocks: BTreeMap<usize, Pending> = BTreeMap::new();
+        let mut usage = Usage::default();
+        let mut stop = None;
+        let mut model = req.model.clone();
+        let mut tool_index = 0;
+        while let Some(event) = events
+            .next()
+            .await
+            .map_err(|e| self.http.protocol(format!("the stream broke: {e}")))?
+        {
+            if event.data.is_empty() {
+                continue;
+            }
+            let parsed: StreamEvent = serde_json::from_str(&event.data).map_err(|e| {
+                self.http
+                    .protocol(format!("an event is not a Messages stream event ({e})"))
+            })?;
+            match parsed {
+                StreamEvent::MessageStart { message } => {
+                    if let Some(m) = message.model {
+                        model = m;
+                    }
+                    usage.input_tokens = message.usage.input_tokens;
+                    usage.output_tokens = message.usage.output_tokens;
+                }
+                StreamEvent::ContentBlockStart {
+                    index,
+                    content_block,
+                } => match content_block {
+                    Block::ToolUse { id, name, .. } => {
+                        emit(Delta::ToolCall {
+                            index: tool_index,
+                            id: id.clone(),
+                            name: name.clone(),
+                        });
+                        tool_index += 1;
+                        blocks.insert(
+                            index,
+                            Pending::Tool {
+                                id,
+                                name,
+                                json: String::new(),
+                            },
+                        );
+                    }
+                    Block::Text { text } => {
+                        blocks.insert(index, Pending::Text(text));
+                    }
+                    Block::Other => {}
+                },
+                StreamEvent::ContentBlockDelta { index, delta } => {
+                    match (blocks.get_mut(&index), delta) {
+                        (Some(Pending::Text(t)), BlockDelta::TextDelta { text }) => {
+                            t.push_str(&text);
+                            emit(Delta::Text(text));
+                        }
+                        (
+                            Some(Pending::Tool { json, .. }),
+                            BlockDelta::InputJsonDelta { partial_json },
+                        ) => {
+                            json.push_str(&partial_json);
+                            let position = blocks
+                                .range(..index)
+                                .filter(|(_, b)| matches!(b, Pending::Tool { .. }))
+                                .count();
+                            emit(Delta::ToolArguments {
+                                index: position,
+                                fragment: partial_json,
+                            });
+                        }
+                        _ => {}
+                    }
+                }
+                StreamEvent::MessageDelta { delta, usage: u } => {
+                    if let Some(r) = delta.stop_reason {
+                        stop = Some(r);
+                    }
+                    if let Some(u) = u {
+                        if let Some(n) = u.output_tokens {
+                            usage.output_tokens = n;
+                        }
+                        if let Some(n) = u.input_tokens {
+                            usage.input_tokens = usage.input_tokens.max(n);
+                        }
+                    }
+                }
+                StreamEvent::MessageStop => break,
+                StreamEvent::Error { error } => {
+                    let message = error
+                        .message
+                        .unwrap_or_else(|| "an error event without a message".to_owned());
+                    return Err(Error::Unavailable {
+                        provider: "anthropic".to_owned(),
+                        status: 200,
+                        attempts: 1,
+                        message: self.key.redact(&message),
+                    });
+                }
+                StreamEvent::Other => {}
+            }
+        }
+        let parts = blocks
+            .into_values()
+            .filter_map(|b| match b {
+                Pending::Text(text) if text.is_empty() => None,
+                Pending::Text(text) => Some(Part::Text { text }),
+                Pending::Tool { id, name, json } => {
+                    let (arguments, invalid_arguments) = parse_arguments(&json);
+                    Some(Part::ToolCall {
+                        id,
+                        name,
+                        arguments,
+                        invalid_arguments,
+                    })
+                }
+            })
+            .collect();
+        Ok((parts, usage, stop_reason(stop.as_deref()), model))
+    }
+}
+
 #[async_trait::async_trait]
 impl Provider for Anthropic {
     fn name(&self) -> &str {
@@ -206,164 +457,24 @@ impl Provider for Anthropic {
             .http
             .post(&url, &self.headers(), &Self::body(req), &self.key)
             .await?;
-        let emit = |d: Delta| {
+        let emit = move |d: Delta| {
             if let Some(s) = sink {
                 s(&d);
             }
         };
         let (parts, usage, stop, model) = if !req.stream {
-            let v = self.http.json(resp).await?;
-            let mut parts = Vec::new();
-            for b in v["content"].as_array().into_iter().flatten() {
-                match b["type"].as_str() {
-                    Some("text") => parts.push(Part::Text {
-                        text: b["text"].as_str().unwrap_or_default().to_owned(),
-                    }),
-                    Some("tool_use") => parts.push(Part::ToolCall {
-                        id: b["id"].as_str().unwrap_or_default().to_owned(),
-                        name: b["name"].as_str().unwrap_or_default().to_owned(),
-                        arguments: b["input"].clone(),
-                        invalid_arguments: None,
-                    }),
-                    _ => {}
-                }
-            }
-            let usage = Usage {
-                input_tokens: v
-                    .pointer("/usage/input_tokens")
-                    .and_then(Value::as_u64)
-                    .unwrap_or(0),
-                output_tokens: v
-                    .pointer("/usage/output_tokens")
-                    .and_then(Value::as_u64)
-                    .unwrap_or(0),
-            };
-            let stop = stop_reason(v["stop_reason"].as_str());
-            let model = v["model"].as_str().unwrap_or(&req.model).to_owned();
-            (parts, usage, stop, model)
+            let reply: Reply = self.http.typed(resp, "a Messages reply").await?;
+            (
+                reply_parts(reply.content),
+                Usage {
+                    input_tokens: reply.usage.input_tokens,
+                    output_tokens: reply.usage.output_tokens,
+                },
+                stop_reason(reply.stop_reason.as_deref()),
+                reply.model.unwrap_or_else(|| req.model.clone()),
+            )
         } else {
-            let mut events = EventStream::new(resp);
-            let mut blocks: BTreeMap<usize, Pending> = BTreeMap::new();
-            let mut usage = Usage::default();
-            let mut stop = None;
-            let mut model = req.model.clone();
-            let mut tool_index = 0;
-            while let Some(event) = events
-                .next()
-                .await
-                .map_err(|e| self.http.protocol(format!("the stream broke: {e}")))?
-            {
-                if event.data.is_empty() {
-                    continue;
-                }
-                let v: Value = serde_json::from_str(&event.data)
-                    .map_err(|e| self.http.protocol(format!("an event is not JSON ({e})")))?;
-                let index = v["index"].as_u64().unwrap_or(0) as usize;
-                match v["type"].as_str().unwrap_or(&event.name) {
-                    "message_start" => {
-                        if let Some(m) = v.pointer("/message/model").and_then(Value::as_str) {
-                            model = m.to_owned();
-                        }
-                        usage.input_tokens = v
-                            .pointer("/message/usage/input_tokens")
-                            .and_then(Value::as_u64)
-                            .unwrap_or(0);
-                        usage.output_tokens = v
-                            .pointer("/message/usage/output_tokens")
-                            .and_then(Value::as_u64)
-                            .unwrap_or(0);
-                    }
-                    "content_block_start" => {
-                        let b = &v["content_block"];
-                        if b["type"] == "tool_use" {
-                            let id = b["id"].as_str().unwrap_or_default().to_owned();
-                            let name = b["name"].as_str().unwrap_or_default().to_owned();
-                            emit(Delta::ToolCall {
-                                index: tool_index,
-                                id: id.clone(),
-                                name: name.clone(),
-                            });
-                            tool_index += 1;
-                            blocks.insert(
-                                index,
-                                Pending::Tool {
-                                    id,
-                                    name,
-                                    json: String::new(),
-                                },
-                            );
-                        } else {
-                            let text = b["text"].as_str().unwrap_or_default().to_owned();
-                            blocks.insert(index, Pending::Text(text));
-                        }
-                    }
-                    "content_block_delta" => {
-                        let d = &v["delta"];
-                        match (blocks.get_mut(&index), d["type"].as_str()) {
-                            (Some(Pending::Text(t)), Some("text_delta")) => {
-                                let piece = d["text"].as_str().unwrap_or_default();
-                                t.push_str(piece);
-                                emit(Delta::Text(piece.to_owned()));
-                            }
-                            (Some(Pending::Tool { json, .. }), Some("input_json_delta")) => {
-                                let piece = d["partial_json"].as_str().unwrap_or_default();
-                                json.push_str(piece);
-                                let position = blocks
-                                    .range(..index)
-                                    .filter(|(_, b)| matches!(b, Pending::Tool { .. }))
-                                    .count();
-                                emit(Delta::ToolArguments {
-                                    index: position,
-                                    fragment: piece.to_owned(),
-                                });
-                            }
-                            _ => {}
-                        }
-                    }
-                    "message_delta" => {
-                        if let Some(r) = v.pointer("/delta/stop_reason").and_then(Value::as_str) {
-                            stop = Some(r.to_owned());
-                        }
-                        if let Some(n) = v.pointer("/usage/output_tokens").and_then(Value::as_u64) {
-                            usage.output_tokens = n;
-                        }
-                        if let Some(n) = v.pointer("/usage/input_tokens").and_then(Value::as_u64) {
-                            usage.input_tokens = usage.input_tokens.max(n);
-                        }
-                    }
-                    "message_stop" => break,
-                    "error" => {
-                        let message = v
-                            .pointer("/error/message")
-                            .and_then(Value::as_str)
-                            .unwrap_or("an error event without a message");
-                        return Err(Error::Unavailable {
-                            provider: "anthropic".to_owned(),
-                            status: 200,
-                            attempts: 1,
-                            message: self.key.redact(message),
-                        });
-                    }
-                    _ => {} // ping, content_block_stop
-                }
-            }
-            let parts = blocks
-                .into_values()
-                .filter_map(|b| match b {
-                    Pending::Text(text) if text.is_empty() => None,
-                    Pending::Text(text) => Some(Part::Text { text }),
-                    Pending::Tool { id, name, json } => {
-                        let (arguments, invalid_arguments) = parse_arguments(&json);
-                        Some(Part::ToolCall {
-                            id,
-                            name,
-                            arguments,
-                            invalid_arguments,
-                        })
-                    }
-                })
-                .collect();
-            (parts, usage, stop_reason(stop.as_deref()), model)
+            self.stream(resp, req, &emit).await?
         };
         let (parts, structured) = finish_parts(parts, req);
         Ok(Response {

@@ -196,13 +196,18 @@ impl Http {
         }
     }
 
-    /// The body of a successful response as JSON.
-    pub(crate) async fn json(&self, resp: reqwest::Response) -> Result<Value, Error> {
+    /// The reply's body as `T`, or a protocol error naming `what` was
+    /// expected and why the body is not one.
+    pub(crate) async fn typed<T: serde::de::DeserializeOwned>(
+        &self,
+        resp: reqwest::Response,
+        what: &str,
+    ) -> Result<T, Error> {
         let text = resp
             .text()
             .await
             .map_err(|e| self.protocol(e.to_string()))?;
-        serde_json::from_str(&text).map_err(|e| self.protocol(format!("not JSON ({e})")))
+        serde_json::from_str(&text).map_err(|e| self.protocol(format!("not {what} ({e})")))
     }
 
     pub(crate) fn protocol(&self, message: String) -> Error {
@@ -213,16 +218,19 @@ impl Http {
     }
 }
 
-/// One server-sent event.
+/// One server-sent event: both protocols put the event's kind in its
+/// JSON (`type`), so only the data is kept.
 pub(crate) struct Event {
-    /// The `event:` field (empty when absent).
-    pub(crate) name: String,
     /// The `data:` lines, joined by newlines.
     pub(crate) data: String,
 }
 
 /// Reads server-sent events off a streaming response. Bytes are kept
 /// until an event is whole, so a character split across chunks survives.
+/// Written here rather than taken from `eventsource-stream`: the format is
+/// a few lines of the HTML standard, this reader is tested against split
+/// and CRLF streams, and the crate would bring `nom` and reqwest's stream
+/// feature for it.
 pub(crate) struct EventStream {
     resp: reqwest::Response,
     buf: Vec<u8>,
@@ -271,19 +279,16 @@ impl EventStream {
 }
 
 fn parse_block(block: &str) -> Option<Event> {
-    let mut name = String::new();
     let mut data: Vec<&str> = Vec::new();
     for line in block.lines() {
         let (field, value) = line.split_once(':').unwrap_or((line, ""));
-        let value = value.strip_prefix(' ').unwrap_or(value);
-        match field {
-            "event" => name = value.to_owned(),
-            "data" => data.push(value),
-            _ => {} // comments (`: ping`), ids, retry hints
+        if field == "data" {
+            data.push(value.strip_prefix(' ').unwrap_or(value));
         }
+        // `event:` names, comments (`: ping`), ids and retry hints are
+        // not read.
     }
-    (!name.is_empty() || !data.is_empty()).then(|| Event {
-        name,
+    (!data.is_empty()).then(|| Event {
         data: data.join("\n"),
     })
 }

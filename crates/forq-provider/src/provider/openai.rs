@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::http::{EventStream, Http};
@@ -120,6 +121,37 @@ impl OpenAi {
         body
     }
 
+    /// Our response from a whole (not streamed) reply.
+    fn reply(&self, reply: Reply, req: &Request) -> Result<Response, Error> {
+        let choice = reply
+            .choices
+            .into_iter()
+            .next()
+            .ok_or_else(|| self.http.protocol("no choices in the reply".to_owned()))?;
+        let mut parts = Vec::new();
+        if let Some(text) = choice.message.content.filter(|t| !t.is_empty()) {
+            parts.push(Part::Text { text });
+        }
+        for (position, call) in choice.message.tool_calls.into_iter().enumerate() {
+            let id = call_id(call.id, position);
+            parts.push(tool_part(
+                id,
+                call.function.name,
+                &call.function.arguments,
+                &self.http,
+            )?);
+        }
+        Ok(Response {
+            message: Message {
+                role: Role::Assistant,
+                parts,
+            },
+            usage: reply.usage.map(Usage::from).unwrap_or_default(),
+            stop: stop_reason(choice.finish_reason.as_deref()),
+            model: reply.model.unwrap_or_else(|| req.model.clone()),
+        })
+    }
+
     fn headers(&self) -> Vec<(&'static str, String)> {
         match &self.key {
             Some(k) => vec![("authorization", format!("Bearer {}", k.expose()))],
@@ -179,14 +211,95 @@ fn stop_reason(finish: Option<&str>) -> StopReason {
     }
 }
 
-fn usage(v: &Value) -> Usage {
-    Usage {
-        input_tokens: v.get("prompt_tokens").and_then(Value::as_u64).unwrap_or(0),
-        output_tokens: v
-            .get("completion_tokens")
-            .and_then(Value::as_u64)
-            .unwrap_or(0),
+/// A Chat Completions reply, as the wire has it (the fields forq reads).
+#[derive(Debug, Deserialize)]
+struct Reply {
+    model: Option<String>,
+    #[serde(default)]
+    choices: Vec<Choice>,
+    usage: Option<WireUsage>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Choice {
+    message: ReplyMessage,
+    finish_reason: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct ReplyMessage {
+    content: Option<String>,
+    #[serde(default)]
+    tool_calls: Vec<ReplyCall>,
+}
+
+#[derive(Debug, Deserialize)]
+struct ReplyCall {
+    /// Some compatible servers send none: forq gives the call one of its
+    /// own, so the result it sends back answers the right call.
+    id: Option<String>,
+    function: ReplyFunction,
+}
+
+#[derive(Debug, Deserialize)]
+struct ReplyFunction {
+    name: String,
+    #[serde(default)]
+    arguments: String,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct WireUsage {
+    #[serde(default)]
+    prompt_tokens: u64,
+    #[serde(default)]
+    completion_tokens: u64,
+}
+
+impl From<WireUsage> for Usage {
+    fn from(u: WireUsage) -> Usage {
+        Usage {
+            input_tokens: u.prompt_tokens,
+            output_tokens: u.completion_tokens,
+        }
     }
+}
+
+/// One event of a streamed reply.
+#[derive(Debug, Deserialize)]
+struct Chunk {
+    model: Option<String>,
+    #[serde(default)]
+    choices: Vec<ChunkChoice>,
+    usage: Option<WireUsage>,
+}
+
+#[derive(Debug, Deserialize)]
+struct ChunkChoice {
+    #[serde(default)]
+    delta: ChunkDelta,
+    finish_reason: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct ChunkDelta {
+    content: Option<String>,
+    #[serde(default)]
+    tool_calls: Vec<CallDelta>,
+}
+
+#[derive(Debug, Deserialize)]
+struct CallDelta {
+    #[serde(default)]
+    index: usize,
+    id: Option<String>,
+    function: Option<FunctionDelta>,
+}
+
+#[derive(Debug, Deserialize)]
+struct FunctionDelta {
+    name: Option<String>,
+    arguments: Option<String>,
 }
 
 /// A tool call being assembled from stream deltas.
@@ -195,6 +308,26 @@ struct PendingCall {
     id: String,
     name: String,
     arguments: String,
+}
+
+/// The call's id, or one of forq's own when the server sent none.
+fn call_id(id: Option<String>, position: usize) -> String {
+    id.filter(|i| !i.is_empty())
+        .unwrap_or_else(|| format!("call_{position}"))
+}
+
+/// The parts of a finished call list, refusing a call without a name.
+fn tool_part(id: String, name: String, raw: &str, http: &Http) -> Result<Part, Error> {
+    if name.is_empty() {
+        return Err(http.protocol(format!("tool call {id} has no function name")));
+    }
+    let (arguments, invalid_arguments) = parse_arguments(raw);
+    Ok(Part::ToolCall {
+        id,
+        name,
+        arguments,
+        invalid_arguments,
+    })
 }
 
 #[async_trait::async_trait]
@@ -211,50 +344,8 @@ impl Provider for OpenAi {
             .post(&url, &self.headers(), &self.body(req), &key)
             .await?;
         if !req.stream {
-            let v = self.http.json(resp).await?;
-            let choice = v
-                .pointer("/choices/0")
-                .ok_or_else(|| self.http.protocol("no choices in the reply".to_owned()))?;
-            let msg = &choice["message"];
-            let mut parts = Vec::new();
-            if let Some(text) = msg.get("content").and_then(Value::as_str) {
-                if !text.is_empty() {
-                    parts.push(Part::Text {
-                        text: text.to_owned(),
-                    });
-                }
-            }
-            for call in msg
-                .get("tool_calls")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
-                let raw = call
-                    .pointer("/function/arguments")
-                    .and_then(Value::as_str)
-                    .unwrap_or("");
-                let (arguments, invalid_arguments) = parse_arguments(raw);
-                parts.push(Part::ToolCall {
-                    id: call["id"].as_str().unwrap_or_default().to_owned(),
-                    name: call
-                        .pointer("/function/name")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_owned(),
-                    arguments,
-                    invalid_arguments,
-                });
-            }
-            return Ok(Response {
-                message: Message {
-                    role: Role::Assistant,
-                    parts,
-                },
-                usage: usage(&v["usage"]),
-                stop: stop_reason(choice.get("finish_reason").and_then(Value::as_str)),
-                model: v["model"].as_str().unwrap_or(&req.model).to_owned(),
-            });
+            let reply: Reply = self.http.typed(resp, "a Chat Completions reply").await?;
+            return self.reply(reply, req);
         }
         let mut events = EventStream::new(resp);
         let mut text = String::new();
@@ -275,61 +366,51 @@ impl Provider for OpenAi {
             if event.data.trim() == "[DONE]" {
                 break;
             }
-            let chunk: Value = serde_json::from_str(&event.data).map_err(|e| {
-                self.http
-                    .protocol(format!("a stream chunk is not JSON ({e})"))
+            let chunk: Chunk = serde_json::from_str(&event.data).map_err(|e| {
+                self.http.protocol(format!(
+                    "a stream chunk is not a Chat Completions chunk ({e})"
+                ))
             })?;
-            if let Some(m) = chunk.get("model").and_then(Value::as_str) {
-                model = m.to_owned();
+            if let Some(m) = chunk.model {
+                model = m;
             }
-            if let Some(u) = chunk.get("usage").filter(|u| !u.is_null()) {
-                used = usage(u);
+            if let Some(u) = chunk.usage {
+                used = u.into();
             }
-            let Some(choice) = chunk.pointer("/choices/0") else {
+            let Some(choice) = chunk.choices.into_iter().next() else {
                 continue;
             };
-            if let Some(f) = choice.get("finish_reason").and_then(Value::as_str) {
-                finish = Some(f.to_owned());
+            if let Some(f) = choice.finish_reason {
+                finish = Some(f);
             }
-            let delta = &choice["delta"];
-            if let Some(t) = delta.get("content").and_then(Value::as_str) {
-                if !t.is_empty() {
-                    text.push_str(t);
-                    emit(Delta::Text(t.to_owned()));
-                }
+            if let Some(t) = choice.delta.content.filter(|t| !t.is_empty()) {
+                text.push_str(&t);
+                emit(Delta::Text(t));
             }
-            for call in delta
-                .get("tool_calls")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
-                let index = call.get("index").and_then(Value::as_u64).unwrap_or(0) as usize;
+            for call in choice.delta.tool_calls {
+                let index = call.index;
                 let pending = calls.entry(index).or_default();
-                let id = call.get("id").and_then(Value::as_str);
-                let name = call.pointer("/function/name").and_then(Value::as_str);
-                if let Some(id) = id {
-                    pending.id = id.to_owned();
+                let (name, fragment) = match call.function {
+                    Some(f) => (f.name, f.arguments),
+                    None => (None, None),
+                };
+                let named = call.id.is_some() || name.is_some();
+                if let Some(id) = call.id {
+                    pending.id = id;
                 }
                 if let Some(name) = name {
-                    pending.name.push_str(name);
+                    pending.name.push_str(&name);
                 }
-                if id.is_some() || name.is_some() {
+                if named {
                     emit(Delta::ToolCall {
                         index,
                         id: pending.id.clone(),
                         name: pending.name.clone(),
                     });
                 }
-                if let Some(fragment) = call.pointer("/function/arguments").and_then(Value::as_str)
-                {
-                    if !fragment.is_empty() {
-                        pending.arguments.push_str(fragment);
-                        emit(Delta::ToolArguments {
-                            index,
-                            fragment: fragment.to_owned(),
-                        });
-                    }
+                if let Some(fragment) = fragment.filter(|f| !f.is_empty()) {
+                    pending.arguments.push_str(&fragment);
+                    emit(Delta::ToolArguments { index, fragment });
                 }
             }
         }
@@ -337,14 +418,9 @@ impl Provider for OpenAi {
         if !text.is_empty() {
             parts.push(Part::Text { text });
         }
-        for (_, call) in calls {
-            let (arguments, invalid_arguments) = parse_arguments(&call.arguments);
-            parts.push(Part::ToolCall {
-                id: call.id,
-                name: call.name,
-                arguments,
-                invalid_arguments,
-            });
+        for (position, (_, call)) in calls.into_iter().enumerate() {
+            let id = call_id(Some(call.id), position);
+            parts.push(tool_part(id, call.name, &call.arguments, &self.http)?);
         }
         Ok(Response {
             message: Message {

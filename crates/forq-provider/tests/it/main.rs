@@ -548,3 +548,124 @@ fn a_missing_key_says_what_to_set() {
     );
     assert_eq!(format!("{:?}", ApiKey::new(KEY)), "ApiKey([redacted])");
 }
+
+/// A reply is read into the protocol's types: a compatible server's tool
+/// call without an id gets one of forq's own (so its result answers it,
+/// whole or streamed), a call without a function name and a body that is
+/// not a Chat Completions reply are protocol errors that say so.
+#[tokio::test]
+async fn openai_replies_missing_ids_names_or_shape_are_handled_by_type() {
+    let no_ids = json!({"model": "local", "choices": [{"index": 0, "finish_reason": "tool_calls",
+        "message": {"role": "assistant", "content": null, "tool_calls": [
+            {"type": "function", "function": {"name": "view_file", "arguments": "{\"path\": \"a.py\"}"}},
+            {"type": "function", "function": {"name": "view_file", "arguments": "{\"path\": \"b.py\"}"}}]}}]});
+    let streamed_no_id = sse(&[chunk(
+        json!({"tool_calls": [{"index": 0, "type": "function", "function": {"name": "view_file", "arguments": "{}"}}]}),
+        Some("tool_calls"),
+    )]);
+    let no_name = json!({"choices": [{"message": {"tool_calls": [
+        {"id": "call_1", "type": "function", "function": {"arguments": "{}"}}]}}]});
+    let not_a_reply = json!({"result": "hello"});
+    let server = Server::start(vec![
+        Reply::ok(no_ids),
+        Reply::Events(streamed_no_id),
+        Reply::ok(no_name),
+        Reply::ok(not_a_reply),
+    ])
+    .await;
+    let provider = openai(&server);
+    let reply = provider.complete(&request(false), None).await.unwrap();
+    let ids: Vec<&str> = reply
+        .tool_calls()
+        .map(|p| match p {
+            Part::ToolCall { id, .. } => id.as_str(),
+            _ => "",
+        })
+        .collect();
+    assert_eq!(ids, ["call_0", "call_1"]);
+    assert_eq!(
+        reply.usage.input_tokens, 0,
+        "no usage is none, not an error"
+    );
+    let streamed = provider.complete(&request(true), None).await.unwrap();
+    assert!(
+        matches!(streamed.tool_calls().next(), Some(Part::ToolCall { id, .. }) if id == "call_0"),
+        "{streamed:?}"
+    );
+    let err = provider.complete(&request(false), None).await.unwrap_err();
+    assert!(
+        matches!(&err, Error::Protocol { message, .. } if message.contains("missing field `name`")),
+        "{err}"
+    );
+    let err = provider.complete(&request(false), None).await.unwrap_err();
+    assert!(
+        matches!(&err, Error::Protocol { message, .. } if message.contains("no choices")),
+        "{err}"
+    );
+}
+
+/// Messages replies are read into the protocol's types: blocks forq does
+/// not read (thinking) are left out, a `tool_use` without its id is a
+/// protocol error that names the field, and a stream's event kinds forq
+/// does not know are passed over.
+#[tokio::test]
+async fn anthropic_replies_are_read_by_type() {
+    let thinking = json!({"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-test",
+        "content": [{"type": "thinking", "thinking": "hmm", "signature": "x"},
+                    {"type": "text", "text": "Done."}],
+        "stop_reason": "end_turn", "usage": {"input_tokens": 3, "output_tokens": 2}});
+    let no_id = json!({"type": "message", "content": [{"type": "tool_use", "name": "view_file", "input": {}}]});
+    let stream = vec![
+        anthropic_event(
+            "message_start",
+            json!({"type": "message_start", "message": {"model": "claude-test", "usage": {"input_tokens": 5, "output_tokens": 1}}}),
+        ),
+        anthropic_event(
+            "future_kind",
+            json!({"type": "future_kind", "anything": [1, 2]}),
+        ),
+        anthropic_event(
+            "content_block_start",
+            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+        ),
+        anthropic_event(
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Hi."}}),
+        ),
+        anthropic_event(
+            "message_delta",
+            json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 4}}),
+        ),
+        anthropic_event("message_stop", json!({"type": "message_stop"})),
+    ];
+    let server = Server::start(vec![
+        Reply::ok(thinking),
+        Reply::ok(no_id),
+        Reply::Events(stream),
+    ])
+    .await;
+    let provider = anthropic(&server);
+    let reply = provider.complete(&request(false), None).await.unwrap();
+    assert_eq!(
+        reply.message.parts,
+        vec![Part::Text {
+            text: "Done.".into()
+        }]
+    );
+    assert_eq!(
+        (reply.usage.input_tokens, reply.usage.output_tokens),
+        (3, 2)
+    );
+    let err = provider.complete(&request(false), None).await.unwrap_err();
+    assert!(
+        matches!(&err, Error::Protocol { message, .. } if message.contains("missing field `id`")),
+        "{err}"
+    );
+    let streamed = provider.complete(&request(true), None).await.unwrap();
+    assert_eq!(streamed.message.text(), "Hi.");
+    assert_eq!(
+        (streamed.usage.input_tokens, streamed.usage.output_tokens),
+        (5, 4)
+    );
+    assert_eq!(streamed.stop, StopReason::EndTurn);
+}
