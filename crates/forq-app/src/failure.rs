@@ -20,7 +20,20 @@
 use serde::{Deserialize, Serialize};
 
 /// The class of a failure.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    Serialize,
+    Deserialize,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::EnumIter,
+)]
+#[strum(serialize_all = "snake_case")]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum FailureKind {
@@ -42,30 +55,18 @@ pub enum FailureKind {
     Infrastructure,
 }
 
-const KINDS: [(FailureKind, &str); 6] = [
-    (FailureKind::Input, "input"),
-    (FailureKind::Repository, "repository"),
-    (FailureKind::Model, "model"),
-    (FailureKind::Budget, "budget"),
-    (FailureKind::Cancelled, "cancelled"),
-    (FailureKind::Infrastructure, "infrastructure"),
-];
-
 impl FailureKind {
     /// Its name, as stored and printed.
     pub fn name(self) -> &'static str {
-        KINDS
-            .iter()
-            .find(|(k, _)| *k == self)
-            .map_or("infrastructure", |(_, n)| n)
+        self.into()
     }
     /// The kind named `name`.
     pub fn from_name(name: &str) -> Option<FailureKind> {
-        KINDS.iter().find(|(_, n)| *n == name).map(|(k, _)| *k)
+        name.parse().ok()
     }
     /// Every kind, in the order above.
     pub fn all() -> impl Iterator<Item = FailureKind> {
-        KINDS.iter().map(|(k, _)| *k)
+        <FailureKind as strum::IntoEnumIterator>::iter()
     }
 }
 

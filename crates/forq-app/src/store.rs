@@ -25,7 +25,20 @@ use serde_json::Value;
 use crate::failure::FailureKind;
 
 /// Where a run is in its life.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    Serialize,
+    Deserialize,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::EnumIter,
+)]
+#[strum(serialize_all = "snake_case")]
 #[serde(rename_all = "snake_case")]
 pub enum State {
     /// Created, not started.
@@ -62,37 +75,18 @@ pub enum State {
     Failed,
 }
 
-const STATES: [(State, &str); 13] = [
-    (State::Queued, "queued"),
-    (State::Triaging, "triaging"),
-    (State::Provisioning, "provisioning"),
-    (State::Implementing, "implementing"),
-    (State::Testing, "testing"),
-    (State::PrOpened, "pr_opened"),
-    (State::PatchReady, "patch_ready"),
-    (State::CompletedWithFindings, "completed_with_findings"),
-    (State::NeedsReview, "needs_review"),
-    (State::Triaged, "triaged"),
-    (State::NeedsHuman, "needs_human"),
-    (State::Aborted, "aborted"),
-    (State::Failed, "failed"),
-];
-
 impl State {
     /// The state's name, as stored and printed.
     pub fn name(self) -> &'static str {
-        STATES
-            .iter()
-            .find(|(s, _)| *s == self)
-            .map_or("failed", |(_, n)| n)
+        self.into()
     }
     /// Every state's name, in lifecycle order.
     pub fn names() -> impl Iterator<Item = &'static str> {
-        STATES.iter().map(|(_, n)| *n)
+        <State as strum::IntoEnumIterator>::iter().map(State::name)
     }
     /// The state named `name`.
     pub fn from_name(name: &str) -> Option<State> {
-        STATES.iter().find(|(_, n)| *n == name).map(|(s, _)| *s)
+        name.parse().ok()
     }
     /// Whether the run ended with a committed patch (to push, preview, or
     /// keep).

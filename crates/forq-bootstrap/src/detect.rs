@@ -8,7 +8,20 @@ use serde::{Deserialize, Serialize};
 use crate::evidence::{self, Evidence};
 
 /// A stack the gate knows how to run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    Serialize,
+    Deserialize,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::EnumIter,
+)]
+#[strum(serialize_all = "snake_case")]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum StackKind {
@@ -54,22 +67,6 @@ pub struct Stack {
     pub command: String,
 }
 
-/// Every kind, with its name.
-const KINDS: [(StackKind, &str); 12] = [
-    (StackKind::Pytest, "pytest"),
-    (StackKind::Unittest, "unittest"),
-    (StackKind::Node, "node"),
-    (StackKind::Rust, "rust"),
-    (StackKind::Go, "go"),
-    (StackKind::Maven, "maven"),
-    (StackKind::Gradle, "gradle"),
-    (StackKind::Cmake, "cmake"),
-    (StackKind::Meson, "meson"),
-    (StackKind::Autotools, "autotools"),
-    (StackKind::Make, "make"),
-    (StackKind::Custom, "custom"),
-];
-
 impl StackKind {
     /// The package ecosystems whose registries this kind's installs reach
     /// (names of [`forq_sandbox::registries`]); a custom recipe may use any.
@@ -88,17 +85,14 @@ impl StackKind {
     /// The kind named `name` (`pytest`, `node`, ...), as [`Stack::name`]
     /// writes it.
     pub fn from_name(name: &str) -> Option<StackKind> {
-        KINDS.iter().find(|(_, n)| *n == name).map(|(k, _)| *k)
+        name.parse().ok()
     }
 }
 
 impl Stack {
     /// The stack's name (`pytest`, `node`, ...).
     pub fn name(&self) -> &'static str {
-        KINDS
-            .iter()
-            .find(|(k, _)| *k == self.kind)
-            .map_or("custom", |(_, n)| n)
+        self.kind.into()
     }
 
     /// A recipe of one's own: install steps and a test command, run and

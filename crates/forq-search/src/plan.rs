@@ -12,7 +12,7 @@
 //! assert_eq!(s.default_brancher(), BrancherKind::Agent);
 //! assert_eq!(StrategyKind::Speculative.default_brancher(), BrancherKind::Mutate);
 //! assert_eq!(BrancherKind::Llm.name(), "llm");
-//! assert!("tree".parse::<StrategyKind>().unwrap_err().contains("single, speculative"));
+//! assert!("tree".parse::<StrategyKind>().unwrap_err().contains("speculative, single"));
 //! ```
 
 use std::time::Duration;
@@ -74,8 +74,21 @@ impl SearchBudget {
 }
 
 /// How a fix is looked for.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    Hash,
+    Serialize,
+    Deserialize,
+    strum::IntoStaticStr,
+    strum::EnumIter,
+)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub enum StrategyKind {
     /// The tree search over copy-on-write forks.
@@ -86,8 +99,20 @@ pub enum StrategyKind {
 }
 
 /// Who proposes candidates.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    Serialize,
+    Deserialize,
+    strum::IntoStaticStr,
+    strum::EnumIter,
+)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub enum BrancherKind {
     /// Mechanical mutations at the suspects (no model).
@@ -103,30 +128,14 @@ pub enum BrancherKind {
     Agent,
 }
 
-const STRATEGIES: [(StrategyKind, &str); 2] = [
-    (StrategyKind::Single, "single"),
-    (StrategyKind::Speculative, "speculative"),
-];
-
-const BRANCHERS: [(BrancherKind, &str); 5] = [
-    (BrancherKind::Mutate, "mutate"),
-    (BrancherKind::Templates, "templates"),
-    (BrancherKind::Patches, "patches"),
-    (BrancherKind::Llm, "llm"),
-    (BrancherKind::Agent, "agent"),
-];
-
 impl StrategyKind {
     /// Its name.
     pub fn name(self) -> &'static str {
-        STRATEGIES
-            .iter()
-            .find(|(k, _)| *k == self)
-            .map_or("speculative", |(_, n)| n)
+        self.into()
     }
     /// Every name.
     pub fn names() -> impl Iterator<Item = &'static str> {
-        STRATEGIES.iter().map(|(_, n)| *n)
+        <StrategyKind as strum::IntoEnumIterator>::iter().map(StrategyKind::name)
     }
     /// The brancher used when none is named: the agent for one pass,
     /// mutations (no model) for the search.
@@ -141,14 +150,11 @@ impl StrategyKind {
 impl BrancherKind {
     /// Its name.
     pub fn name(self) -> &'static str {
-        BRANCHERS
-            .iter()
-            .find(|(k, _)| *k == self)
-            .map_or("mutate", |(_, n)| n)
+        self.into()
     }
     /// Every name.
     pub fn names() -> impl Iterator<Item = &'static str> {
-        BRANCHERS.iter().map(|(_, n)| *n)
+        <BrancherKind as strum::IntoEnumIterator>::iter().map(BrancherKind::name)
     }
     /// Whether it calls a model.
     pub fn needs_model(self) -> bool {
@@ -159,10 +165,8 @@ impl BrancherKind {
 impl std::str::FromStr for StrategyKind {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        STRATEGIES
-            .iter()
-            .find(|(_, n)| *n == s)
-            .map(|(k, _)| *k)
+        <StrategyKind as strum::IntoEnumIterator>::iter()
+            .find(|k| k.name() == s)
             .ok_or_else(|| {
                 format!(
                     "unknown strategy {s:?}: expected {}",
@@ -175,10 +179,8 @@ impl std::str::FromStr for StrategyKind {
 impl std::str::FromStr for BrancherKind {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        BRANCHERS
-            .iter()
-            .find(|(_, n)| *n == s)
-            .map(|(k, _)| *k)
+        <BrancherKind as strum::IntoEnumIterator>::iter()
+            .find(|k| k.name() == s)
             .ok_or_else(|| {
                 format!(
                     "unknown brancher {s:?}: expected {}",
