@@ -1,7 +1,7 @@
 //! The coding-agent loop: the issue (and a repository map) in, tool calls
 //! run in the sandbox, observations fed back, until the model submits,
 //! gives up, or a budget is spent. Every step goes to observers as an
-//! [`Event`] and, when asked, to a JSONL transcript that [`Replay`] can
+//! [`AgentEvent`] and, when asked, to a JSONL transcript that [`Replay`] can
 //! play back. The patch is the sandbox's diff, never text the model wrote.
 //!
 //! [`Replay`]: crate::provider::Replay
@@ -91,7 +91,7 @@ pub struct RunReport {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 #[non_exhaustive]
-pub enum Event {
+pub enum AgentEvent {
     /// A model call starts.
     StepStarted {
         /// 1-based.
@@ -170,7 +170,7 @@ pub struct Agent {
     system: String,
     max_tokens: u32,
     stream: bool,
-    observers: Observers<Event>,
+    observers: Observers<AgentEvent>,
     transcript: Option<PathBuf>,
 }
 
@@ -223,13 +223,13 @@ impl Agent {
         self
     }
     /// Streams replies: observers see their text as it arrives
-    /// ([`Event::Text`]). The steps and transcript are the same either way.
+    /// ([`AgentEvent::Text`]). The steps and transcript are the same either way.
     pub fn stream(mut self, stream: bool) -> Self {
         self.stream = stream;
         self
     }
     /// Tells `observer` every event too.
-    pub fn observer(mut self, observer: Arc<dyn Observer<Event>>) -> Self {
+    pub fn observer(mut self, observer: Arc<dyn Observer<AgentEvent>>) -> Self {
         self.observers.push(observer);
         self
     }
@@ -239,7 +239,7 @@ impl Agent {
         self
     }
 
-    fn tell(&self, event: Event) {
+    fn tell(&self, event: AgentEvent) {
         self.observers.emit(&event);
     }
 
@@ -272,7 +272,7 @@ impl CodingAgent for Agent {
         let outcome = self.drive(sandbox, task, &mut meter).await;
         let outcome = outcome.unwrap_or_else(|error| Outcome::Failed { error });
         let _ = self.record(json!({"finished": outcome}));
-        self.tell(Event::Finished {
+        self.tell(AgentEvent::Finished {
             outcome: outcome.clone(),
         });
         RunReport {
@@ -322,10 +322,10 @@ impl Agent {
                 });
             }
             let step = meter.steps + 1;
-            self.tell(Event::StepStarted { step });
+            self.tell(AgentEvent::StepStarted { step });
             let sink = |delta: &crate::message::Delta| {
                 if let crate::message::Delta::Text(text) = delta {
-                    self.tell(Event::Text {
+                    self.tell(AgentEvent::Text {
                         step,
                         delta: text.clone(),
                     });
@@ -341,7 +341,7 @@ impl Agent {
                 .await
                 .map_err(|e| e.to_string())?;
             let cost = meter.record(&response.model, response.usage);
-            self.tell(Event::Tokens {
+            self.tell(AgentEvent::Tokens {
                 step,
                 usage: response.usage,
                 total: meter.usage,
@@ -360,7 +360,7 @@ impl Agent {
                 else {
                     continue;
                 };
-                self.tell(Event::ToolCall {
+                self.tell(AgentEvent::ToolCall {
                     step,
                     name: name.clone(),
                     arguments: arguments.clone(),
@@ -378,7 +378,7 @@ impl Agent {
                     }
                 };
                 tracing::debug!(step, tool = %name, is_error = out.is_error, "tool answered");
-                self.tell(Event::Observation {
+                self.tell(AgentEvent::Observation {
                     step,
                     name: name.clone(),
                     is_error: out.is_error,

@@ -1,6 +1,6 @@
 //! Coding-agent programs behind forq's [`CodingAgent`]: the program runs
 //! inside the sandbox in its non-interactive streaming mode, its events
-//! are mapped onto forq's ([`Event`]), and the result is the sandbox's diff
+//! are mapped onto forq's ([`AgentEvent`]), and the result is the sandbox's diff
 //! — never what the program says it changed. The program never holds the
 //! real key: it gets a dummy one and a base URL on its own loopback, where
 //! forq's model relay (in the sandbox's network namespace, served from the
@@ -25,7 +25,7 @@ use forq_sandbox::{ExecRequest, Network, Sandbox, ServiceNetwork, StreamKind};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use crate::agent::{CodingAgent, Event, Outcome, RunReport, Task};
+use crate::agent::{AgentEvent, CodingAgent, Outcome, RunReport, Task};
 use crate::cost::{Meter, PriceTable};
 use crate::message::Usage;
 use crate::provider::ApiKey;
@@ -63,7 +63,7 @@ pub struct ExternalAgent {
     max_turns: u32,
     timeout: Duration,
     prices: PriceTable,
-    observers: Observers<Event>,
+    observers: Observers<AgentEvent>,
 }
 
 impl std::fmt::Debug for ExternalAgent {
@@ -154,7 +154,7 @@ impl ExternalAgent {
     }
 
     /// Tells `observer` every event too.
-    pub fn observer(mut self, observer: Arc<dyn Observer<Event>>) -> Self {
+    pub fn observer(mut self, observer: Arc<dyn Observer<AgentEvent>>) -> Self {
         self.observers.push(observer);
         self
     }
@@ -168,7 +168,7 @@ impl ExternalAgent {
         self.base_url.as_deref().unwrap_or(default)
     }
 
-    fn tell(&self, event: Event) {
+    fn tell(&self, event: AgentEvent) {
         self.observers.emit(&event);
     }
 
@@ -269,20 +269,20 @@ impl ExternalAgent {
         match v["type"].as_str() {
             Some("turn.started") => {
                 r.step += 1;
-                self.tell(Event::StepStarted { step: r.step });
+                self.tell(AgentEvent::StepStarted { step: r.step });
             }
             Some("item.completed") => {
                 let item = &v["item"];
                 let step = r.step;
                 match item["type"].as_str() {
                     Some("command_execution") => {
-                        self.tell(Event::ToolCall {
+                        self.tell(AgentEvent::ToolCall {
                             step,
                             name: "command".to_owned(),
                             arguments: serde_json::json!({"command": item["command"]}),
                         });
                         let output = item["aggregated_output"].as_str().unwrap_or("");
-                        self.tell(Event::Observation {
+                        self.tell(AgentEvent::Observation {
                             step,
                             name: "command".to_owned(),
                             is_error: item["exit_code"].as_i64().unwrap_or(0) != 0,
@@ -296,12 +296,12 @@ impl ExternalAgent {
                         });
                     }
                     Some("file_change") => {
-                        self.tell(Event::ToolCall {
+                        self.tell(AgentEvent::ToolCall {
                             step,
                             name: "file_change".to_owned(),
                             arguments: item["changes"].clone(),
                         });
-                        self.tell(Event::Observation {
+                        self.tell(AgentEvent::Observation {
                             step,
                             name: "file_change".to_owned(),
                             is_error: item["status"].as_str() == Some("failed"),
@@ -310,7 +310,7 @@ impl ExternalAgent {
                     }
                     Some("agent_message") => {
                         let text = item["text"].as_str().unwrap_or("").to_owned();
-                        self.tell(Event::Text {
+                        self.tell(AgentEvent::Text {
                             step,
                             delta: text.clone(),
                         });
@@ -326,7 +326,7 @@ impl ExternalAgent {
                 };
                 let model = self.model.clone().unwrap_or_default();
                 let cost = meter.record(&model, usage);
-                self.tell(Event::Tokens {
+                self.tell(AgentEvent::Tokens {
                     step: r.step,
                     usage: cost.usage,
                     total: meter.usage,
@@ -375,7 +375,7 @@ impl ExternalAgent {
             Some("assistant") => {
                 r.step += 1;
                 let step = r.step;
-                self.tell(Event::StepStarted { step });
+                self.tell(AgentEvent::StepStarted { step });
                 let message = &v["message"];
                 let usage = Usage {
                     input_tokens: message["usage"]["input_tokens"].as_u64().unwrap_or(0),
@@ -383,7 +383,7 @@ impl ExternalAgent {
                 };
                 let model = message["model"].as_str().unwrap_or("").to_owned();
                 let cost = meter.record(&model, usage);
-                self.tell(Event::Tokens {
+                self.tell(AgentEvent::Tokens {
                     step,
                     usage: cost.usage,
                     total: meter.usage,
@@ -391,7 +391,7 @@ impl ExternalAgent {
                 });
                 for part in message["content"].as_array().into_iter().flatten() {
                     match part["type"].as_str() {
-                        Some("text") => self.tell(Event::Text {
+                        Some("text") => self.tell(AgentEvent::Text {
                             step,
                             delta: part["text"].as_str().unwrap_or("").to_owned(),
                         }),
@@ -400,7 +400,7 @@ impl ExternalAgent {
                             if let Some(id) = part["id"].as_str() {
                                 r.tools.insert(id.to_owned(), name.clone());
                             }
-                            self.tell(Event::ToolCall {
+                            self.tell(AgentEvent::ToolCall {
                                 step,
                                 name,
                                 arguments: part["input"].clone(),
@@ -420,7 +420,7 @@ impl ExternalAgent {
                         Value::String(s) => s.clone(),
                         other => other.to_string(),
                     };
-                    self.tell(Event::Observation {
+                    self.tell(AgentEvent::Observation {
                         step: r.step,
                         name: r.tools.get(id).cloned().unwrap_or_default(),
                         is_error: part["is_error"].as_bool().unwrap_or(false),
@@ -466,7 +466,7 @@ impl CodingAgent for ExternalAgent {
                         self.program
                     ),
                 };
-                self.tell(Event::Finished {
+                self.tell(AgentEvent::Finished {
                     outcome: outcome.clone(),
                 });
                 return RunReport {
@@ -550,7 +550,7 @@ impl CodingAgent for ExternalAgent {
                 }
             }
         };
-        self.tell(Event::Finished {
+        self.tell(AgentEvent::Finished {
             outcome: outcome.clone(),
         });
         let meter = reading

@@ -267,7 +267,7 @@ pub fn process_alive(pid: u32) -> bool {
 
 /// One thing that happened to a run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Event {
+pub struct RunEvent {
     /// Its id in the whole store, increasing in the order events were
     /// written, across runs and processes (what a stream of every run's
     /// events resumes from).
@@ -680,7 +680,7 @@ impl Store {
     }
 
     /// Run `id`'s events after `after` (0 for all), in order.
-    pub fn events(&self, id: &str, after: u64) -> Result<Vec<Event>, StoreError> {
+    pub fn events(&self, id: &str, after: u64) -> Result<Vec<RunEvent>, StoreError> {
         self.with(|c| {
             let mut q = c.prepare(
                 "SELECT id, seq, at_ms, kind, data FROM events WHERE run_id = ?1 AND seq > ?2 ORDER BY seq",
@@ -688,7 +688,7 @@ impl Store {
             let rows = q
                 .query_map(params![id, after as i64], |r| {
                     let data: String = r.get(4)?;
-                    Ok(Event {
+                    Ok(RunEvent {
                         id: r.get::<_, i64>(0)? as u64,
                         seq: r.get::<_, i64>(1)? as u64,
                         at_ms: r.get::<_, i64>(2)? as u64,
@@ -710,7 +710,7 @@ impl Store {
         run: Option<&str>,
         after_id: u64,
         limit: usize,
-    ) -> Result<Vec<(String, Event)>, StoreError> {
+    ) -> Result<Vec<(String, RunEvent)>, StoreError> {
         self.with(|c| {
             let mut q = c.prepare(
                 "SELECT run_id, id, seq, at_ms, kind, data FROM events \
@@ -721,7 +721,7 @@ impl Store {
                     let data: String = r.get(5)?;
                     Ok((
                         r.get::<_, String>(0)?,
-                        Event {
+                        RunEvent {
                             id: r.get::<_, i64>(1)? as u64,
                             seq: r.get::<_, i64>(2)? as u64,
                             at_ms: r.get::<_, i64>(3)? as u64,

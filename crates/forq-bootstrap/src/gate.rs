@@ -35,7 +35,7 @@ pub enum Phase {
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 #[non_exhaustive]
-pub enum Event {
+pub enum GateEvent {
     /// The stacks detected, about to be tried in this order.
     Detected {
         /// The stacks.
@@ -165,7 +165,7 @@ pub struct GateOptions {
     /// besides `.forq/bootstrap/run.json`.
     pub store: Option<PathBuf>,
     /// Told of every step.
-    pub observers: Observers<Event>,
+    pub observers: Observers<GateEvent>,
     /// Asked for recipes when the detected stacks fail.
     pub fallback: Option<Arc<dyn Fallback>>,
     /// The docker backend's image (default: forq's own).
@@ -276,7 +276,7 @@ impl GateOptions {
         self
     }
     /// Reports every step to `observer` too.
-    pub fn observer(mut self, observer: Arc<dyn Observer<Event>>) -> Self {
+    pub fn observer(mut self, observer: Arc<dyn Observer<GateEvent>>) -> Self {
         self.observers.push(observer);
         self
     }
@@ -307,7 +307,7 @@ impl GateOptions {
         self
     }
     /// Reports the event `make` builds, built only when somebody listens.
-    pub(crate) fn tell(&self, make: impl FnOnce() -> Event) {
+    pub(crate) fn tell(&self, make: impl FnOnce() -> GateEvent) {
         if !self.observers.is_empty() {
             self.observers.emit(&make());
         }
@@ -548,7 +548,7 @@ pub async fn run(
         if let Some(mut cached) = crate::cache::load(repo, key) {
             cached.cached = true;
             cached.duration_ms = started.elapsed().as_millis() as u64;
-            options.tell(|| Event::Cached {
+            options.tell(|| GateEvent::Cached {
                 record: Box::new(cached.clone()),
             });
             return Ok(cached);
@@ -562,7 +562,7 @@ pub async fn run(
     } else {
         options.recipes.clone()
     };
-    options.tell(|| Event::Detected {
+    options.tell(|| GateEvent::Detected {
         stacks: stacks.clone(),
     });
     // Every stack is tried and reported (a monorepo's parts each get a
@@ -580,7 +580,7 @@ pub async fn run(
     if record.verdict != Verdict::Bootstrapped {
         if let Some(fallback) = &options.fallback {
             let proposals = fallback.propose(repo, &record).await;
-            options.tell(|| Event::Fallback {
+            options.tell(|| GateEvent::Fallback {
                 stacks: proposals.clone(),
             });
             let mut verdict = Verdict::FailedAgentic;
@@ -639,7 +639,7 @@ async fn configure_into(
     record: &mut Record,
     journal: &Journal,
 ) -> Result<(), Error> {
-    options.tell(|| Event::Configuring);
+    options.tell(|| GateEvent::Configuring);
     journal.mark("running", "agentic fallback", record)?;
     let nothing_detected = record.stacks.is_empty();
     let done = crate::configure::configure(
@@ -651,7 +651,7 @@ async fn configure_into(
         record,
     )
     .await?;
-    options.tell(|| Event::StackDone {
+    options.tell(|| GateEvent::StackDone {
         run: Box::new(done.run.clone()),
     });
     record.stacks.push(done.run);
@@ -851,7 +851,7 @@ async fn run_stack(
                     "the golden environment {name} is broken ({reason}); rebuild it or remove it"
                 );
                 run.duration_ms = started.elapsed().as_millis() as u64;
-                options.tell(|| Event::StackDone {
+                options.tell(|| GateEvent::StackDone {
                     run: Box::new(run.clone()),
                 });
                 return Ok(run);
@@ -881,7 +881,7 @@ async fn run_stack(
     run.install = stack.install.clone();
     run.golden = used;
     run.duration_ms = started.elapsed().as_millis() as u64;
-    options.tell(|| Event::StackDone {
+    options.tell(|| GateEvent::StackDone {
         run: Box::new(run.clone()),
     });
     Ok(run)
@@ -927,7 +927,7 @@ pub(crate) async fn run_stack_in(
                 record,
             )?;
         }
-        options.tell(|| Event::Step {
+        options.tell(|| GateEvent::Step {
             stack: stack.name().to_owned(),
             phase,
             command: command.to_owned(),
@@ -935,7 +935,7 @@ pub(crate) async fn run_stack_in(
         Ok(Instant::now())
     };
     let done = |phase: Phase, command: &str, out: &ExecOutcome, at: Instant| {
-        options.tell(|| Event::StepDone {
+        options.tell(|| GateEvent::StepDone {
             stack: stack.name().to_owned(),
             phase,
             command: command.to_owned(),
@@ -983,7 +983,7 @@ pub(crate) async fn run_stack_in(
         let out = &suite.out;
         done(Phase::Test, &stack.command, out, at);
         if !suite.hung.is_empty() {
-            options.tell(|| Event::TestsHung {
+            options.tell(|| GateEvent::TestsHung {
                 stack: stack.name().to_owned(),
                 tests: suite.hung.clone(),
                 idle_ms: limits.idle.map(|d| d.as_millis() as u64),

@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 use sha1::Digest;
 
 use crate::detect::{Stack, StackKind};
-use crate::gate::{Error, Event, GateOptions};
+use crate::gate::{Error, GateEvent, GateOptions};
 use crate::verdict::Verdict;
 
 /// How the gate's sandboxes use goldens.
@@ -369,7 +369,7 @@ async fn fork_matching(
         generation,
         how: "forked".to_owned(),
     };
-    options.tell(|| Event::GoldenForked {
+    options.tell(|| GateEvent::GoldenForked {
         golden: used.clone(),
     });
     Ok(Some((sandbox, used)))
@@ -388,7 +388,7 @@ pub(crate) async fn warm_from_golden(
     golden: &GoldenOptions,
 ) -> Result<Option<(Box<dyn Sandbox>, GoldenUse)>, Error> {
     let Some(key) = golden_key(backend, repo, stack, options, &golden.identity).await else {
-        options.tell(|| Event::GoldenSkipped {
+        options.tell(|| GateEvent::GoldenSkipped {
             reason: "the repository is not a git checkout, so its tree has no identity".to_owned(),
         });
         return Ok(None);
@@ -429,7 +429,7 @@ pub(crate) async fn warm_from_golden(
     let (sandbox, install, how) = match &previous {
         Some(previous) => {
             let same_install = previous.meta["install_hash"] == key.install_hash.as_str();
-            options.tell(|| Event::GoldenBuilding {
+            options.tell(|| GateEvent::GoldenBuilding {
                 name: key.name.clone(),
                 from_generation: Some(previous.generation),
             });
@@ -441,7 +441,7 @@ pub(crate) async fn warm_from_golden(
             )
         }
         None => {
-            options.tell(|| Event::GoldenBuilding {
+            options.tell(|| GateEvent::GoldenBuilding {
                 name: key.name.clone(),
                 from_generation: None,
             });
@@ -522,7 +522,7 @@ pub(crate) async fn warm_from_golden(
         generation: saved.generation,
         how: how.to_owned(),
     };
-    options.tell(|| Event::GoldenSaved {
+    options.tell(|| GateEvent::GoldenSaved {
         golden: used.clone(),
         bytes: saved.saved.bytes,
         duration_ms: started.elapsed().as_millis() as u64,

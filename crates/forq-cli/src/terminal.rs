@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use forq_app::pipeline::RunError;
 use forq_app::store::{Run, State, Store};
-use forq_bootstrap::{Event, Observer, Phase};
+use forq_bootstrap::{GateEvent, Observer, Phase};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
 use crate::exit::Exit;
@@ -50,13 +50,13 @@ pub(crate) struct Lines {
     skipped: std::sync::Mutex<Option<String>>,
 }
 
-impl Observer<Event> for Lines {
-    fn event(&self, event: &Event) {
+impl Observer<GateEvent> for Lines {
+    fn event(&self, event: &GateEvent) {
         let line = match event {
-            Event::Detected { stacks } if stacks.is_empty() => {
+            GateEvent::Detected { stacks } if stacks.is_empty() => {
                 "detect: no stack matched".to_owned()
             }
-            Event::Detected { stacks } => format!(
+            GateEvent::Detected { stacks } => format!(
                 "detect: {}",
                 stacks
                     .iter()
@@ -64,7 +64,7 @@ impl Observer<Event> for Lines {
                     .collect::<Vec<_>>()
                     .join(", ")
             ),
-            Event::Cached { record } => match record.stacks.iter().find(|s| s.name == "agentic") {
+            GateEvent::Cached { record } => match record.stacks.iter().find(|s| s.name == "agentic") {
                 Some(agentic) => format!(
                     "cache hit: the agentic fallback's recipe for this commit ({} step(s), {:.1} s saved)",
                     agentic.install.len() + 1,
@@ -72,7 +72,7 @@ impl Observer<Event> for Lines {
                 ),
                 None => "cache: this commit's green verdict, nothing run".to_owned(),
             },
-            Event::TestsHung {
+            GateEvent::TestsHung {
                 stack,
                 tests,
                 idle_ms,
@@ -84,15 +84,15 @@ impl Observer<Event> for Lines {
                     None => "past the run's time".to_owned(),
                 }
             ),
-            Event::Configuring => {
+            GateEvent::Configuring => {
                 "agentic fallback: a model sets the environment up, one step at a time".to_owned()
             }
-            Event::Step {
+            GateEvent::Step {
                 stack,
                 phase,
                 command,
             } => format!("{} {stack}: {command}", phase_name(*phase)),
-            Event::StepDone {
+            GateEvent::StepDone {
                 stack,
                 phase,
                 exit_code,
@@ -103,12 +103,12 @@ impl Observer<Event> for Lines {
                 phase_name(*phase),
                 *duration_ms as f64 / 1000.0
             ),
-            Event::Fallback { stacks } => format!("fallback: {} recipe(s) proposed", stacks.len()),
-            Event::GoldenForked { golden } => format!(
+            GateEvent::Fallback { stacks } => format!("fallback: {} recipe(s) proposed", stacks.len()),
+            GateEvent::GoldenForked { golden } => format!(
                 "golden: forked {} (generation {}), nothing installed",
                 golden.name, golden.generation
             ),
-            Event::GoldenSkipped { reason } => {
+            GateEvent::GoldenSkipped { reason } => {
                 let mut said = self.skipped.lock().unwrap_or_else(|p| p.into_inner());
                 if said.as_deref() == Some(reason.as_str()) {
                     return;
@@ -116,12 +116,12 @@ impl Observer<Event> for Lines {
                 *said = Some(reason.clone());
                 format!("golden: none used ({reason})")
             }
-            Event::GoldenBuilding {
+            GateEvent::GoldenBuilding {
                 name,
                 from_generation: Some(g),
             } => format!("golden: syncing {name} from generation {g}"),
-            Event::GoldenBuilding { name, .. } => format!("golden: building {name}"),
-            Event::GoldenSaved {
+            GateEvent::GoldenBuilding { name, .. } => format!("golden: building {name}"),
+            GateEvent::GoldenSaved {
                 golden,
                 bytes,
                 duration_ms,
@@ -192,8 +192,8 @@ impl RunProgress {
     }
 }
 
-impl Observer<forq_app::pipeline::Event> for RunProgress {
-    fn event(&self, event: &forq_app::pipeline::Event) {
+impl Observer<forq_app::pipeline::PipelineEvent> for RunProgress {
+    fn event(&self, event: &forq_app::pipeline::PipelineEvent) {
         let (run, state, note_text) = (event.run.as_str(), event.state, event.note.as_str());
         let title = self.titles.get(run).cloned().unwrap_or_default();
         let text = if note_text.is_empty() {

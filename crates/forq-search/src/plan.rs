@@ -294,7 +294,7 @@ pub struct Plan {
     pub agent_model: Option<String>,
     /// Told every step of the coding agent.
     #[cfg(feature = "llm")]
-    pub observer: Option<std::sync::Arc<dyn forq_events::Observer<forq_agent::agent::Event>>>,
+    pub observer: Option<std::sync::Arc<dyn forq_events::Observer<forq_agent::agent::AgentEvent>>>,
     /// The search's limits.
     pub budget: SearchBudget,
     /// Candidates per node (default: the brancher's usual number).

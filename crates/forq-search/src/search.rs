@@ -17,7 +17,7 @@ use tokio::task::JoinSet;
 use crate::brancher::{BranchContext, BranchError, Brancher};
 use crate::candidate::{Candidate, Materialized};
 use crate::oracle::{Judgement, Oracle};
-use crate::tree::{Event, Node, Score, Status, Tree};
+use crate::tree::{Node, Score, SearchEvent, Status, Tree};
 use forq_events::{Observer, Observers};
 
 /// In which order queued candidates are evaluated.
@@ -131,7 +131,7 @@ pub struct SearchOptions {
     /// smaller green diff.
     pub keep_searching: bool,
     /// Told of every node.
-    pub observers: Observers<Event>,
+    pub observers: Observers<SearchEvent>,
     /// Changes every candidate carries and the patch ships (a reproduction
     /// test written before the search): new contents by path.
     pub seed: BTreeMap<String, Option<String>>,
@@ -180,7 +180,7 @@ impl SearchOptions {
         self
     }
     /// Tells `observer` of every node too.
-    pub fn observer(mut self, observer: Arc<dyn Observer<Event>>) -> Self {
+    pub fn observer(mut self, observer: Arc<dyn Observer<SearchEvent>>) -> Self {
         self.observers.push(observer);
         self
     }
@@ -272,7 +272,7 @@ struct Engine<'a> {
 }
 
 impl Engine<'_> {
-    fn tell(&self, event: Event) {
+    fn tell(&self, event: SearchEvent) {
         self.options.observers.emit(&event);
     }
 
@@ -289,7 +289,7 @@ impl Engine<'_> {
 
     fn add_node(&mut self, node: Node) -> usize {
         let id = node.id;
-        self.tell(Event::Node(Box::new(node.clone())));
+        self.tell(SearchEvent::Node(Box::new(node.clone())));
         self.tree.nodes.push(node);
         id
     }
@@ -297,7 +297,7 @@ impl Engine<'_> {
     fn update(&mut self, id: usize, f: impl FnOnce(&mut Node)) {
         f(&mut self.tree.nodes[id]);
         let node = self.tree.nodes[id].clone();
-        self.tell(Event::Node(Box::new(node)));
+        self.tell(SearchEvent::Node(Box::new(node)));
     }
 
     async fn original(&mut self, path: &str) -> Option<String> {
@@ -820,7 +820,7 @@ pub async fn search(
         "search done"
     );
     engine.tree.suspected = brancher.suspected();
-    engine.tell(Event::Finished {
+    engine.tell(SearchEvent::Finished {
         solved: winner.is_some(),
         best: engine.tree.best,
         evaluated: engine.evaluated,

@@ -101,7 +101,7 @@ pub struct Node {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 #[non_exhaustive]
-pub enum Event {
+pub enum SearchEvent {
     /// A node was created or changed.
     Node(Box<Node>),
     /// The search ended.

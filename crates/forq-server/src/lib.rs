@@ -38,7 +38,7 @@ use axum::{Json, Router};
 use forq_app::github::Github;
 use forq_app::pipeline::Pipeline;
 use forq_app::queue::{self, QueueError, Selection, Source};
-use forq_app::store::{Action, Event, Run, State as RunState, Store};
+use forq_app::store::{Action, Run, RunEvent, State as RunState, Store};
 use forq_sandbox::Goldens;
 use futures_util::Stream;
 use serde::Deserialize;

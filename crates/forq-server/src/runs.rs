@@ -74,7 +74,7 @@ pub(crate) async fn run_events(
     State(app): State<App>,
     Path(id): Path<String>,
     Query(q): Query<AfterQuery>,
-) -> Result<Json<Vec<Event>>, ApiError> {
+) -> Result<Json<Vec<RunEvent>>, ApiError> {
     let store = app.store.clone();
     let after = q.after.unwrap_or(0);
     let events = blocking(move || {

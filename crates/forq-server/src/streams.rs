@@ -39,7 +39,7 @@ pub(crate) struct Cursor {
     pub(crate) app: App,
     pub(crate) run: Option<String>,
     pub(crate) after: u64,
-    pub(crate) pending: std::collections::VecDeque<(String, Event)>,
+    pub(crate) pending: std::collections::VecDeque<(String, RunEvent)>,
     pub(crate) done: bool,
 }
 

@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use forq_agent::agent::{Agent, CodingAgent, Event, Outcome, Task};
+use forq_agent::agent::{Agent, AgentEvent, CodingAgent, Outcome, Task};
 use forq_agent::cost::Budget;
 use forq_agent::message::{Message, Part, Response, Role, StopReason, Usage};
 use forq_agent::provider::{ApiKey, OpenAi, Replay, RetryPolicy};
@@ -79,7 +79,7 @@ async fn a_scripted_run_reads_edits_tests_and_submits_the_sandboxs_diff() {
     let (_backend, sb) = sandbox(dir.path()).await;
     let out = tempfile::tempdir().unwrap();
     let transcript = out.path().join("run.jsonl");
-    let events = Arc::new(Recorder::<Event>::new());
+    let events = Arc::new(Recorder::<AgentEvent>::new());
     let agent = Agent::new(Arc::new(Replay::new(script())), "scripted")
         .transcript(&transcript)
         .observer(events.clone());
@@ -101,7 +101,7 @@ async fn a_scripted_run_reads_edits_tests_and_submits_the_sandboxs_diff() {
     // The test run inside the loop saw the fix.
     let seen = events.events();
     let run = seen.iter().find_map(|e| match e {
-        Event::Observation {
+        AgentEvent::Observation {
             name,
             summary,
             is_error,
@@ -113,10 +113,13 @@ async fn a_scripted_run_reads_edits_tests_and_submits_the_sandboxs_diff() {
         run.map(|(s, e)| (s.starts_with("exit 0"), e)),
         Some((true, false))
     );
-    assert!(matches!(seen.first(), Some(Event::StepStarted { step: 1 })));
+    assert!(matches!(
+        seen.first(),
+        Some(AgentEvent::StepStarted { step: 1 })
+    ));
     assert!(matches!(
         seen.last(),
-        Some(Event::Finished {
+        Some(AgentEvent::Finished {
             outcome: Outcome::Submitted { .. }
         })
     ));
@@ -186,7 +189,7 @@ async fn malformed_arguments_get_an_error_answer_and_give_up_needs_a_human() {
             json!({"reason": "two readings", "question": "should add saturate?"}),
         ),
     ];
-    let events = Arc::new(Recorder::<Event>::new());
+    let events = Arc::new(Recorder::<AgentEvent>::new());
     let report = Agent::new(Arc::new(Replay::new(replies)), "scripted")
         .observer(events.clone())
         .run(&*sb, &Task::new("fix add"))
@@ -200,7 +203,7 @@ async fn malformed_arguments_get_an_error_answer_and_give_up_needs_a_human() {
         }
     );
     let first = events.events().iter().find_map(|e| match e {
-        Event::Observation {
+        AgentEvent::Observation {
             is_error, summary, ..
         } => Some((*is_error, summary.clone())),
         _ => None,
@@ -299,7 +302,7 @@ async fn a_streamed_run_tells_observers_the_text_as_it_arrives() {
     let provider = OpenAi::new(&format!("{}/v1", server.url), None).unwrap();
     let dir = repo();
     let (_backend, sb) = sandbox(dir.path()).await;
-    let events = Arc::new(Recorder::<Event>::new());
+    let events = Arc::new(Recorder::<AgentEvent>::new());
     let report = Agent::new(Arc::new(provider), "gpt-test")
         .stream(true)
         .observer(events.clone())
@@ -317,7 +320,7 @@ async fn a_streamed_run_tells_observers_the_text_as_it_arrives() {
         .events()
         .iter()
         .filter_map(|e| match e {
-            Event::Text { step: 1, delta } => Some(delta.clone()),
+            AgentEvent::Text { step: 1, delta } => Some(delta.clone()),
             _ => None,
         })
         .collect();

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use forq_agent::agent::{CodingAgent, Event, Outcome, Task};
+use forq_agent::agent::{AgentEvent, CodingAgent, Outcome, Task};
 use forq_agent::external::ExternalAgent;
 use forq_agent::provider::ApiKey;
 use forq_events::Recorder;
@@ -68,7 +68,7 @@ async fn claude_code_fixes_the_bug_in_a_sandbox_and_its_edit_is_the_sandboxs_dif
         Some(server.url.clone()),
     )
     .program(program);
-    let seen = Arc::new(Recorder::<Event>::new());
+    let seen = Arc::new(Recorder::<AgentEvent>::new());
     let agent = agent.observer(seen.clone());
     let backend =
         forq_sandbox::open_backend(BackendChoice::Kind(forq_sandbox::BackendKind::Native))
@@ -103,10 +103,10 @@ async fn claude_code_fixes_the_bug_in_a_sandbox_and_its_edit_is_the_sandboxs_dif
     let events = seen.events();
     assert!(events
         .iter()
-        .any(|e| matches!(e, Event::ToolCall { name, .. } if name == "Edit")));
-    assert!(events
-        .iter()
-        .any(|e| matches!(e, Event::Observation { name, is_error: false, .. } if name == "Edit")));
+        .any(|e| matches!(e, AgentEvent::ToolCall { name, .. } if name == "Edit")));
+    assert!(events.iter().any(
+        |e| matches!(e, AgentEvent::Observation { name, is_error: false, .. } if name == "Edit")
+    ));
     // The key was handed to that command only: nothing in the sandbox's
     // workspace holds it.
     assert!(!diff.contains("sk-ant-test-key-0123"));
@@ -137,7 +137,7 @@ async fn codex_runs_a_command_that_fixes_the_bug_and_its_diff_is_the_result() {
         ),
     ])
     .await;
-    let seen = Arc::new(Recorder::<Event>::new());
+    let seen = Arc::new(Recorder::<AgentEvent>::new());
     let agent = ExternalAgent::codex(
         ApiKey::new("sk-codex-test-key-0123"),
         Some(format!("{}/v1", server.url)),
@@ -179,7 +179,7 @@ async fn codex_runs_a_command_that_fixes_the_bug_and_its_diff_is_the_result() {
     let events = seen.events();
     assert!(
         events.iter().any(
-            |e| matches!(e, Event::Observation { name, is_error: false, .. } if name == "command")
+            |e| matches!(e, AgentEvent::Observation { name, is_error: false, .. } if name == "command")
         ),
         "{events:#?}"
     );

@@ -114,7 +114,7 @@ pub(super) fn plan(
     seeded: &Seeded,
     config: &Config,
     model: Option<&Model>,
-    agent_log: Option<Arc<dyn Observer<forq_agent::agent::Event>>>,
+    agent_log: Option<Arc<dyn Observer<forq_agent::agent::AgentEvent>>>,
 ) -> Phase<forq_search::plan::Plan> {
     let fix = &config.actions.fix;
     let mut plan = forq_search::plan::Plan::new(fix.strategy);
@@ -172,9 +172,9 @@ pub(super) struct AgentLog {
     pub(super) run: String,
 }
 
-impl Observer<forq_agent::agent::Event> for AgentLog {
-    fn event(&self, event: &forq_agent::agent::Event) {
-        use forq_agent::agent::Event as E;
+impl Observer<forq_agent::agent::AgentEvent> for AgentLog {
+    fn event(&self, event: &forq_agent::agent::AgentEvent) {
+        use forq_agent::agent::AgentEvent as E;
         let data = match event {
             E::Text { .. } => return,
             E::ToolCall { step, name, .. } => {

@@ -38,7 +38,7 @@ use forq_events::{Observer, Observers};
 use forq_graph::Index;
 use forq_sandbox::{Backend, BackendChoice, BackendKind};
 use forq_search::oracle::{Oracle, OracleError};
-use forq_search::tree::{Event as TreeEvent, Status};
+use forq_search::tree::{SearchEvent as TreeEvent, Status};
 use forq_search::Prepared;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -81,7 +81,7 @@ impl std::fmt::Debug for Model {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "event", rename = "progress")]
 #[non_exhaustive]
-pub struct Event {
+pub struct PipelineEvent {
     /// The run's id.
     pub run: String,
     /// Its state.
@@ -107,7 +107,7 @@ pub struct Pipeline {
     /// Settings known before a repository is cloned (a GitHub
     /// repository's forq.yml read through the API), by repository.
     known: HashMap<String, Config>,
-    observers: Observers<Event>,
+    observers: Observers<PipelineEvent>,
     golden: GoldenPolicy,
 }
 
@@ -277,7 +277,7 @@ impl Pipeline {
     }
 
     /// Tells `observer` of progress too.
-    pub fn observer(mut self, observer: Arc<dyn Observer<Event>>) -> Self {
+    pub fn observer(mut self, observer: Arc<dyn Observer<PipelineEvent>>) -> Self {
         self.observers.push(observer);
         self
     }
@@ -300,7 +300,7 @@ impl Pipeline {
 
     fn tell(&self, run: &str, state: State, note: &str) {
         if !self.observers.is_empty() {
-            self.observers.emit(&Event {
+            self.observers.emit(&PipelineEvent {
                 run: run.to_owned(),
                 state,
                 note: note.to_owned(),

@@ -198,12 +198,12 @@ pub(super) struct GoldenNotes {
     pub(super) run: String,
 }
 
-impl Observer<forq_bootstrap::Event> for GoldenNotes {
-    fn event(&self, event: &forq_bootstrap::Event) {
-        use forq_bootstrap::Event;
+impl Observer<forq_bootstrap::GateEvent> for GoldenNotes {
+    fn event(&self, event: &forq_bootstrap::GateEvent) {
+        use forq_bootstrap::GateEvent;
         let (kind, data) = match event {
-            Event::GoldenForked { golden } => ("golden", json!({"golden": golden})),
-            Event::GoldenSaved {
+            GateEvent::GoldenForked { golden } => ("golden", json!({"golden": golden})),
+            GateEvent::GoldenSaved {
                 golden,
                 bytes,
                 duration_ms,
@@ -211,14 +211,14 @@ impl Observer<forq_bootstrap::Event> for GoldenNotes {
                 "golden",
                 json!({"golden": golden, "bytes": bytes, "duration_ms": duration_ms}),
             ),
-            Event::GoldenBuilding {
+            GateEvent::GoldenBuilding {
                 name,
                 from_generation,
             } => (
                 "golden_building",
                 json!({"name": name, "from_generation": from_generation}),
             ),
-            Event::GoldenSkipped { reason } => ("golden_skipped", json!({"reason": reason})),
+            GateEvent::GoldenSkipped { reason } => ("golden_skipped", json!({"reason": reason})),
             _ => return,
         };
         let _ = self.store.event(&self.run, kind, data);

@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use forq_bootstrap::{Event, Fallback, GateOptions, Observer, Phase, Record, Stack, Verdict};
+use forq_bootstrap::{Fallback, GateEvent, GateOptions, Observer, Phase, Record, Stack, Verdict};
 
 use super::{gate, repo};
 
@@ -25,12 +25,12 @@ struct Recorder {
     at_test_start: Mutex<Option<serde_json::Value>>,
 }
 
-impl Observer<Event> for Recorder {
-    fn event(&self, event: &Event) {
+impl Observer<GateEvent> for Recorder {
+    fn event(&self, event: &GateEvent) {
         let line = match event {
-            Event::Detected { stacks } => format!("detected {}", stacks.len()),
-            Event::Cached { .. } => "cached".to_owned(),
-            Event::Step {
+            GateEvent::Detected { stacks } => format!("detected {}", stacks.len()),
+            GateEvent::Cached { .. } => "cached".to_owned(),
+            GateEvent::Step {
                 stack,
                 phase,
                 command,
@@ -42,9 +42,9 @@ impl Observer<Event> for Recorder {
                 }
                 format!("{phase:?} {stack}: {command}")
             }
-            Event::StepDone { exit_code, .. } => format!("done {exit_code}"),
-            Event::StackDone { run } => format!("stack {} {:?}", run.name, run.verdict),
-            Event::Fallback { stacks } => format!("fallback {}", stacks.len()),
+            GateEvent::StepDone { exit_code, .. } => format!("done {exit_code}"),
+            GateEvent::StackDone { run } => format!("stack {} {:?}", run.name, run.verdict),
+            GateEvent::Fallback { stacks } => format!("fallback {}", stacks.len()),
             _ => "other".to_owned(),
         };
         self.events.lock().unwrap().push(line);

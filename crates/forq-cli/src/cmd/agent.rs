@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use forq_agent::agent::{Agent, CodingAgent, Event, Outcome, RunReport, Task};
+use forq_agent::agent::{Agent, AgentEvent, CodingAgent, Outcome, RunReport, Task};
 use forq_agent::cost::Budget;
 use forq_agent::issue::Issue;
 use forq_agent::tools::Toolbox;
@@ -114,11 +114,11 @@ struct Progress {
     mid_line: Mutex<bool>,
 }
 
-impl Observer<Event> for Progress {
-    fn event(&self, event: &Event) {
+impl Observer<AgentEvent> for Progress {
+    fn event(&self, event: &AgentEvent) {
         let mut mid_line = self.mid_line.lock().unwrap_or_else(|p| p.into_inner());
         let mut err = std::io::stderr().lock();
-        if let Event::Text { delta, .. } = event {
+        if let AgentEvent::Text { delta, .. } = event {
             let _ = write!(err, "{delta}");
             *mid_line = !delta.ends_with('\n');
             return;
@@ -127,7 +127,7 @@ impl Observer<Event> for Progress {
             let _ = writeln!(err);
         }
         let _ = match event {
-            Event::ToolCall {
+            AgentEvent::ToolCall {
                 step,
                 name,
                 arguments,
@@ -135,7 +135,7 @@ impl Observer<Event> for Progress {
                 let args: String = arguments.to_string().chars().take(120).collect();
                 writeln!(err, "step {step}: {name} {args}")
             }
-            Event::Observation {
+            AgentEvent::Observation {
                 is_error, summary, ..
             } => writeln!(
                 err,

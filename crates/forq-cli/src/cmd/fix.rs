@@ -15,7 +15,7 @@ use forq_agent::provider::Provider;
 use forq_bootstrap::GateOptions;
 use forq_graph::Index;
 use forq_search::brancher::Patches;
-use forq_search::tree::{Event, Status};
+use forq_search::tree::{SearchEvent, Status};
 use forq_search::Observer;
 use forq_search::{Order, Prepared};
 
@@ -30,9 +30,11 @@ struct Progress {
     counts: Mutex<(usize, usize, usize, Option<usize>)>,
 }
 
-impl Observer<Event> for Progress {
-    fn event(&self, event: &Event) {
-        let Event::Node(node) = event else { return };
+impl Observer<SearchEvent> for Progress {
+    fn event(&self, event: &SearchEvent) {
+        let SearchEvent::Node(node) = event else {
+            return;
+        };
         if node.id == 0 || !matches!(node.status, Status::Red | Status::Green) {
             return;
         }

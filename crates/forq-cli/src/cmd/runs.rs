@@ -257,7 +257,7 @@ async fn resume(
     report(&as_ended(&store, ended, &runs)?, json_out).map(Into::into)
 }
 
-fn event_line(e: &forq_app::store::Event) -> String {
+fn event_line(e: &forq_app::store::RunEvent) -> String {
     let secs = (e.at_ms / 1000) % 86_400;
     let at = format!(
         "{:02}:{:02}:{:02}",
