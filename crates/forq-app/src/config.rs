@@ -548,13 +548,13 @@ impl Config {
                 "0 evaluates nothing; write at least 1".to_owned(),
             ));
         }
-        if !(1..=crate::safety::MAX_DEPTH).contains(&self.actions.fix.ripple_depth) {
+        if !(1..=crate::contract::MAX_DEPTH).contains(&self.actions.fix.ripple_depth) {
             out.push((
                 "actions.fix.ripple_depth",
                 format!(
                     "{} is out of range; write 1 to {}",
                     self.actions.fix.ripple_depth,
-                    crate::safety::MAX_DEPTH
+                    crate::contract::MAX_DEPTH
                 ),
             ));
         }

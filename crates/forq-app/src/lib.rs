@@ -2,6 +2,7 @@
 
 pub mod clean;
 pub mod config;
+pub mod contract;
 pub mod eval;
 pub mod failure;
 pub mod git;
@@ -11,7 +12,6 @@ pub mod preview;
 pub mod publish;
 pub mod queue;
 pub mod review;
-pub mod safety;
 pub mod seed;
 pub mod source;
 pub mod store;

@@ -213,12 +213,12 @@ pub async fn push(
     );
     // What the contract check found: the reviewer's first question (after
     // the ripple's adaptation, when there was one).
-    let checked = match store.checkpointed(&run.id, crate::safety::ADAPTED)? {
+    let checked = match store.checkpointed(&run.id, crate::contract::ADAPTED)? {
         Some(c) => Some(c),
-        None => store.checkpointed(&run.id, crate::safety::CONTRACT)?,
+        None => store.checkpointed(&run.id, crate::contract::CONTRACT)?,
     };
     if let Some(report) =
-        checked.and_then(|c| serde_json::from_value::<crate::safety::Report>(c).ok())
+        checked.and_then(|c| serde_json::from_value::<crate::contract::Report>(c).ok())
     {
         if !report.changed.is_empty() {
             body.push_str("\n\n");

@@ -13,12 +13,12 @@
 //! This file is the run's state machine (`execute`, `phases`) and the
 //! pipeline's builder; each phase is a module: `triage`, `seeding` and
 //! `provision` (the workspace, the gate, the oracle), `implement` (the
-//! plan and the search), `testing` (the commit), `contract` (the contract
+//! plan and the search), `testing` (the commit), `ripple` (the contract
 //! check, the ripple and the adaptation of callers).
 
-mod contract;
 mod implement;
 mod provision;
+mod ripple;
 mod seeding;
 mod testing;
 mod triage;
@@ -44,11 +44,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::config::{AgentProgram, BrancherName, Config, FundingMode, Mode, ReviewPoint, Strategy};
+use crate::contract::{self, ADAPTED, CONTRACT};
 use crate::failure::{classify, FailureKind};
 use crate::git;
 use crate::preview::{Preview, PreviewError, PreviewSpec};
 use crate::review;
-use crate::safety::{self, ADAPTED, CONTRACT};
 use crate::seed::{self, SeedOptions, Seeded};
 use crate::store::{Action, Run, State, Store, StoreError};
 
@@ -529,7 +529,7 @@ impl Pipeline {
         // Contract and ripple: what the green patch changed, definition by
         // definition, and the callers an incompatible change reaches.
         let contract = match self.store.checkpointed(&id, CONTRACT).map_err(fail)? {
-            Some(c) => serde_json::from_value::<safety::Report>(c).map_err(fail)?,
+            Some(c) => serde_json::from_value::<contract::Report>(c).map_err(fail)?,
             None => {
                 let c = self.contract(run, &seeded, &config).await?;
                 self.store
@@ -542,7 +542,7 @@ impl Pipeline {
         // adapted by the agent in a sandbox, and the tests decide.
         let contract = match (contract.findings.is_empty(), model.as_ref()) {
             (false, Some(m)) => match self.store.checkpointed(&id, ADAPTED).map_err(fail)? {
-                Some(c) => serde_json::from_value::<safety::Report>(c).map_err(fail)?,
+                Some(c) => serde_json::from_value::<contract::Report>(c).map_err(fail)?,
                 None => {
                     self.pause_for(run, &config, ReviewPoint::Ripple, || {
                         format!(

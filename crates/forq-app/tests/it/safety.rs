@@ -3,8 +3,8 @@
 
 use std::path::Path;
 
+use forq_app::contract::{self, Change, Class, Classifier};
 use forq_app::git::git;
-use forq_app::safety::{self, Change, Class, Classifier};
 
 /// A repository at `dir` with `files` committed as the base; returns the
 /// base commit.
@@ -61,7 +61,9 @@ async fn a_python_signature_change_ripples_to_its_uncovered_callers() {
     )
     .await;
     let scratch = dir.path().join("scratch");
-    let report = safety::check(&ws, &base, &scratch, 3, None).await.unwrap();
+    let report = contract::check(&ws, &base, &scratch, 3, None)
+        .await
+        .unwrap();
     assert_eq!(report.changed.len(), 1, "{report:#?}");
     let area = &report.changed[0];
     assert_eq!(
@@ -92,7 +94,9 @@ async fn a_python_signature_change_ripples_to_its_uncovered_callers() {
     assert!(report.markdown().contains("`area` (function, geo.py:1): C"));
 
     // Depth exhausted: callers beyond it are listed as not processed.
-    let shallow = safety::check(&ws, &base, &scratch, 1, None).await.unwrap();
+    let shallow = contract::check(&ws, &base, &scratch, 1, None)
+        .await
+        .unwrap();
     assert_eq!(shallow.findings.len(), 1);
     assert_eq!(shallow.unprocessed.len(), 1, "{shallow:#?}");
     assert!(shallow.unprocessed[0].ends_with("page:function"));
@@ -113,7 +117,7 @@ async fn a_body_change_offline_is_unclassified_and_does_not_ripple() {
         &[("geo.py", &PY_BASE.replace("return w * h", "return h * w"))],
     )
     .await;
-    let report = safety::check(&ws, &base, &dir.path().join("s"), 3, None)
+    let report = contract::check(&ws, &base, &dir.path().join("s"), 3, None)
         .await
         .unwrap();
     assert_eq!(report.changed.len(), 1);
@@ -162,7 +166,7 @@ module.exports = { total, invoice };
         let base = repo(&ws, &[("lib/total.js", base_js)]).await;
         patch(&ws, &[("lib/total.js", &fixed)]).await;
         let model = Fixed(class, Default::default());
-        let report = safety::check(&ws, &base, &dir.path().join("s"), 3, Some(&model))
+        let report = contract::check(&ws, &base, &dir.path().join("s"), 3, Some(&model))
             .await
             .unwrap();
         assert_eq!(model.1.load(std::sync::atomic::Ordering::SeqCst), 1);
@@ -199,7 +203,7 @@ pub fn unit(x: i32) -> i32 {
         "",
     );
     patch(&ws, &[("src/lib.rs", &without)]).await;
-    let report = safety::check(&ws, &base, &dir.path().join("s"), 3, None)
+    let report = contract::check(&ws, &base, &dir.path().join("s"), 3, None)
         .await
         .unwrap();
     let removed: Vec<_> = report

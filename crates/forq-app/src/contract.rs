@@ -1,4 +1,4 @@
-//! Change safety: what a green patch changed, definition by definition,
+//! The contract check: what a green patch changed, definition by definition,
 //! whether each change keeps its contract with its callers (A preserved,
 //! B upward-compatible, C incompatible), and which callers a breaking
 //! change reaches through the code graph. Tests passing say nothing of

@@ -6,21 +6,21 @@ use super::*;
 
 impl Pipeline {
     /// The contract check of the run's committed patch (see
-    /// [`safety::check`]), its classes and ripple written into the run's
+    /// [`contract::check`]), its classes and ripple written into the run's
     /// events; with a model, body changes are classified by it.
     pub(super) async fn contract(
         &self,
         run: &Run,
         seeded: &Seeded,
         config: &Config,
-    ) -> Phase<safety::Report> {
+    ) -> Phase<contract::Report> {
         let model = self.model_for(run, config)?;
         let check = model
             .as_ref()
             .map(|m| forq_agent::contract::ContractCheck::new(m.provider.clone(), m.name.clone()));
         let scratch = self.run_dir(&run.id).join("contract");
-        let classifier = check.as_ref().map(|c| c as &dyn safety::Classifier);
-        let report = safety::check(
+        let classifier = check.as_ref().map(|c| c as &dyn contract::Classifier);
+        let report = contract::check(
             &seeded.workspace,
             &seeded.head,
             &scratch,
@@ -39,7 +39,7 @@ impl Pipeline {
                     State::Testing,
                     &format!("contract check skipped: {e}"),
                 );
-                return Ok(safety::Report::default());
+                return Ok(contract::Report::default());
             }
         };
         for c in &report.changed {
@@ -72,10 +72,10 @@ impl Pipeline {
         run: &Run,
         seeded: &Seeded,
         config: &Config,
-        mut report: safety::Report,
+        mut report: contract::Report,
         branch: &str,
         model: &Model,
-    ) -> Phase<safety::Report> {
+    ) -> Phase<contract::Report> {
         let (sandbox, oracle) = self.fresh_sandbox(run, seeded, config).await?;
         let workspace = seeded.workspace.clone();
         let index = tokio::task::spawn_blocking(move || Index::open_current(&workspace))
@@ -104,7 +104,7 @@ impl Pipeline {
             pipeline: self.clone(),
             run: run.id.clone(),
         }));
-        let task = Task::new(safety::adapt_task(&report));
+        let task = Task::new(contract::adapt_task(&report));
         self.note(
             &run.id,
             State::Testing,
