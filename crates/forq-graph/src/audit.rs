@@ -201,7 +201,7 @@ impl Index {
     fn unused(&self) -> Result<Vec<AuditFinding>> {
         // A definition read as a variable anywhere is used: every file's
         // reads are needed.
-        self.fill_flow(crate::flowfill::Needed::All)?;
+        self.fill_flow(crate::flow::fill::Needed::All)?;
         crate::store::Store::ensure_lookup_indexes(&self.store.conn).map_err(self.store.db())?;
         let unused = self.symbols_sql(&format!(
             "SELECT {SYMBOL_COLUMNS} FROM symbols s

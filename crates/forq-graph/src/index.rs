@@ -454,7 +454,7 @@ impl Index {
             }
         }
         // Statements and def-use wait for the first question about a file
-        // (flowfill.rs) unless asked for now.
+        // (flow/fill.rs) unless asked for now.
         let eager = extract::Options {
             flow: self.options.flow && self.options.eager_flow,
         };

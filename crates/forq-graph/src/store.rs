@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::extract::FileFacts;
-use crate::flowcode;
+use crate::flow::codec;
 
 /// The schema version this build reads and writes (`PRAGMA user_version`).
 pub(crate) const SCHEMA_VERSION: i64 = 8;
@@ -126,7 +126,7 @@ CREATE TABLE IF NOT EXISTS edge (
     line       INTEGER NOT NULL
 );
 -- A file's statements, variable occurrences and def-use links, in the
--- compact form of `flowcode.rs` (counts beside it for the statistics).
+-- compact form of `flow/codec.rs` (counts beside it for the statistics).
 CREATE TABLE IF NOT EXISTS flow (
     fid        INTEGER PRIMARY KEY,
     statements INTEGER NOT NULL,
@@ -647,7 +647,7 @@ impl Store {
         if let Some(data) = data.filter(|d| !d.is_empty()) {
             let mut delete =
                 tx.prepare_cached("DELETE FROM flow_name WHERE name = ?1 AND fid = ?2")?;
-            match flowcode::names(&data) {
+            match codec::names(&data) {
                 Some(names) => {
                     for name in names {
                         delete.execute(params![name, fid])?;
@@ -794,7 +794,7 @@ impl Store {
         let mut insert = tx.prepare_cached(
             "INSERT INTO flow (fid, statements, vars, links, data) VALUES (?1, ?2, ?3, ?4, ?5)",
         )?;
-        let Some(flow) = flowcode::encode(facts) else {
+        let Some(flow) = codec::encode(facts) else {
             insert.execute(params![fid, 0, 0, 0, Vec::<u8>::new()])?;
             return Ok(());
         };

@@ -1,5 +1,10 @@
-//! Questions of statements and def-use links, answered from each file's
-//! stored flow ([`crate::flowcode`]) and the file's own text.
+//! Statements and def-use links, one feature in three parts: the
+//! questions asked of them (here, answered from each file's stored flow and
+//! its own text), their stored form (`codec`), and their computation on a
+//! file's first question (`fill`).
+
+pub(crate) mod codec;
+pub(crate) mod fill;
 
 use std::collections::BTreeMap;
 
@@ -8,10 +13,10 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::extract::squeeze;
-use crate::flowcode::{self, Flow};
-use crate::flowfill::Needed;
 use crate::index::{git_blob_id, Index};
 use crate::query::{Bounded, LineText, StatementInfo, UseSite, VarLinks, MAX_ROWS};
+use codec::Flow;
+use fill::Needed;
 
 /// Longest statement text shown.
 const STATEMENT_CHARS: usize = 200;
@@ -405,7 +410,7 @@ impl Index {
         let Some((fid, hash, data)) = row else {
             return Ok(None);
         };
-        let flow = flowcode::decode(&data).ok_or_else(|| Error::Db {
+        let flow = codec::decode(&data).ok_or_else(|| Error::Db {
             path: self.store.path().to_path_buf(),
             source: format!(
                 "the stored flow of {file} is unreadable; delete the database and index again"
