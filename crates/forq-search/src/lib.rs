@@ -4,7 +4,7 @@
 pub mod bench;
 pub mod brancher;
 pub mod candidate;
-pub mod change;
+pub mod guarded;
 pub mod fix;
 pub mod oracle;
 pub mod plan;

@@ -213,7 +213,7 @@ async fn run(
     if !args.json {
         gate = gate.observer(Arc::new(crate::terminal::Lines::default()));
     }
-    let done = forq_search::change::run_guarded(
+    let done = forq_search::guarded::run_guarded(
         &*backend,
         repo,
         &gate,
