@@ -4,8 +4,8 @@
 pub mod bench;
 pub mod brancher;
 pub mod candidate;
-pub mod guarded;
 pub mod fix;
+pub mod guarded;
 pub mod oracle;
 pub mod plan;
 mod search;

@@ -258,10 +258,10 @@ impl std::fmt::Debug for PlanModel {
     }
 }
 
-/// What a fix is made of, by name; [`Plan::build`] wires it.
+/// What a fix is made of, by name; [`FixPlan::build`] wires it.
 #[derive(Default)]
 #[non_exhaustive]
-pub struct Plan {
+pub struct FixPlan {
     /// The strategy.
     pub strategy: StrategyKind,
     /// The brancher (default: the strategy's).
@@ -306,7 +306,7 @@ pub struct Plan {
     pub keep_searching: bool,
 }
 
-/// What [`Plan::build`] makes: the strategy, and the search's options
+/// What [`FixPlan::build`] makes: the strategy, and the search's options
 /// (the caller adds its observers).
 #[non_exhaustive]
 pub struct Built {
@@ -324,9 +324,9 @@ impl std::fmt::Debug for Built {
     }
 }
 
-impl std::fmt::Debug for Plan {
+impl std::fmt::Debug for FixPlan {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Plan")
+        f.debug_struct("FixPlan")
             .field("strategy", &self.strategy)
             .field("brancher", &self.brancher_kind())
             .field("max_steps", &self.max_steps)
@@ -335,13 +335,13 @@ impl std::fmt::Debug for Plan {
     }
 }
 
-impl Plan {
+impl FixPlan {
     /// A plan of `strategy` with its default brancher and the default caps.
-    pub fn new(strategy: StrategyKind) -> Plan {
-        Plan {
+    pub fn new(strategy: StrategyKind) -> FixPlan {
+        FixPlan {
             strategy,
             max_steps: forq_agent_default_steps(),
-            ..Plan::default()
+            ..FixPlan::default()
         }
     }
 

@@ -106,7 +106,7 @@ impl Pipeline {
     }
 }
 
-/// The run's fix, by name (forq-search's `Plan` wires it): its settings,
+/// The run's fix, by name (forq-search's `FixPlan` wires it): its settings,
 /// the issue, what the agent is told about the workspace, the model and
 /// the coding agent forq.yml's `program` names.
 pub(super) fn plan(
@@ -115,9 +115,9 @@ pub(super) fn plan(
     config: &Config,
     model: Option<&Model>,
     agent_log: Option<Arc<dyn Observer<forq_agent::agent::AgentEvent>>>,
-) -> Phase<forq_search::plan::Plan> {
+) -> Phase<forq_search::plan::FixPlan> {
     let fix = &config.actions.fix;
-    let mut plan = forq_search::plan::Plan::new(fix.strategy);
+    let mut plan = forq_search::plan::FixPlan::new(fix.strategy);
     plan.brancher = fix.brancher;
     plan.issue = format!("# {}\n\n{}", run.issue.title, run.issue.body);
     let context_files: Vec<String> = run.context.iter().map(|c| c.dest.clone()).collect();

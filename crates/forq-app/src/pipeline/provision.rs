@@ -23,7 +23,7 @@ impl Pipeline {
         // detection cannot (the spend shows in the run's cost only through
         // the store's events; its transcript is the workspace's).
         if let Some(model) = &self.model {
-            let mut plan = forq_search::plan::Plan::default();
+            let mut plan = forq_search::plan::FixPlan::default();
             plan.model = Some(forq_search::plan::PlanModel {
                 provider: model.provider.clone(),
                 name: model.name.clone(),

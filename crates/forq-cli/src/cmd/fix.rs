@@ -22,7 +22,7 @@ use forq_search::{Order, Prepared};
 use crate::cli::{CodingAgentName, FixArgs, ModifyTarget, OrderName};
 use crate::parts::{open_provider, prices, run_id};
 use crate::terminal::note;
-use forq_search::plan::{BrancherKind, Built, Plan, PlanModel, SearchBudget};
+use forq_search::plan::{BrancherKind, Built, FixPlan, PlanModel, SearchBudget};
 
 /// Counts nodes as they are judged and prints one line each on stderr.
 #[derive(Default)]
@@ -98,9 +98,9 @@ type Model = Result<(Arc<dyn Provider>, String), String>;
 /// Everything the arguments name, as one plan: the strategy and
 /// brancher, the model (for the brancher, the reproduction test and the
 /// gate's fallback), the coding-agent program, the caps and the search's
-/// limits. forq-search's `Plan` wires the parts, as it does the pipeline's.
-fn plan_of(args: &FixArgs, issue: Option<&Issue>, model: &Model) -> anyhow::Result<Plan> {
-    let mut plan = Plan::new(args.strategy);
+/// limits. forq-search's `FixPlan` wires the parts, as it does the pipeline's.
+fn plan_of(args: &FixArgs, issue: Option<&Issue>, model: &Model) -> anyhow::Result<FixPlan> {
+    let mut plan = FixPlan::new(args.strategy);
     plan.brancher = args.brancher;
     let kind = plan.brancher_kind();
     plan.issue = issue.map(Issue::prompt).unwrap_or_default();
@@ -154,7 +154,7 @@ fn plan_of(args: &FixArgs, issue: Option<&Issue>, model: &Model) -> anyhow::Resu
 
 /// The strategy over the prepared root and the search's options, the
 /// code graph opened for the brancher that reads it.
-async fn build(plan: Plan, repo: &Path, prepared: &Prepared) -> anyhow::Result<Built> {
+async fn build(plan: FixPlan, repo: &Path, prepared: &Prepared) -> anyhow::Result<Built> {
     let kind = plan.brancher_kind();
     // The code graph: mutate and llm need it; the agent uses it if it opens.
     let r = repo.to_owned();
@@ -262,7 +262,7 @@ pub(crate) async fn run(args: FixArgs) -> anyhow::Result<ExitCode> {
 async fn search(
     args: &FixArgs,
     repo: &Path,
-    plan: Plan,
+    plan: FixPlan,
     prepared: &Prepared,
     model: &Model,
     started: Instant,

@@ -1,9 +1,9 @@
-//! `Plan`: a fix wired by name over a real prepared root.
+//! `FixPlan`: a fix wired by name over a real prepared root.
 
 use std::time::Duration;
 
 use forq_bootstrap::GateOptions;
-use forq_search::plan::{BrancherKind, Plan, PlanError, StrategyKind};
+use forq_search::plan::{BrancherKind, FixPlan, PlanError, StrategyKind};
 
 use super::{backend, project};
 
@@ -32,7 +32,7 @@ async fn a_plan_by_name_builds_the_strategy_or_says_what_it_lacks() {
         (BrancherKind::Llm, StrategyKind::Speculative),
         (BrancherKind::Agent, StrategyKind::Single),
     ] {
-        let mut plan = Plan::new(strategy);
+        let mut plan = FixPlan::new(strategy);
         plan.brancher = Some(kind);
         // Said before anything is provisioned, and again at build.
         let early = plan.check().unwrap_err();
@@ -49,12 +49,12 @@ async fn a_plan_by_name_builds_the_strategy_or_says_what_it_lacks() {
             "{err}"
         );
     }
-    let err = Plan::new(StrategyKind::Speculative)
+    let err = FixPlan::new(StrategyKind::Speculative)
         .build(None, &prepared)
         .err()
         .unwrap();
     assert!(matches!(err, PlanError::NeedsIndex { .. }), "{err}");
-    let mut patches = Plan::new(StrategyKind::Speculative);
+    let mut patches = FixPlan::new(StrategyKind::Speculative);
     patches.brancher = Some(BrancherKind::Patches);
     assert!(matches!(patches.check(), Err(PlanError::NoPatches)));
     assert!(matches!(
@@ -64,7 +64,7 @@ async fn a_plan_by_name_builds_the_strategy_or_says_what_it_lacks() {
     // The default speculative plan is the mutate search, its options the
     // plan's limits (mutate's usual branching), and it finds the seeded
     // fault.
-    let mut plan = Plan::new(StrategyKind::Speculative);
+    let mut plan = FixPlan::new(StrategyKind::Speculative);
     plan.budget.max_nodes = 40;
     plan.budget.jobs = Some(1);
     plan.check().unwrap();
