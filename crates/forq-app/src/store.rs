@@ -882,29 +882,11 @@ fn row(r: &rusqlite::Row<'_>) -> Result<Run, rusqlite::Error> {
 /// A run id: the creation time (sortable, readable) and four random hex
 /// digits, such as `20261201-174512-3fa9`.
 fn new_id(now_ms: u64) -> String {
-    let secs = now_ms / 1000;
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    let (y, m, d) = civil(days as i64);
-    format!(
-        "{y:04}{m:02}{d:02}-{:02}{:02}{:02}-{:04x}",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60,
-        fastrand::u16(..)
-    )
-}
-
-/// The calendar date `days` after 1970-01-01 (Howard Hinnant's algorithm).
-fn civil(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
+    let at = i64::try_from(now_ms)
+        .ok()
+        .and_then(|ms| jiff::Timestamp::from_millisecond(ms).ok())
+        .unwrap_or(jiff::Timestamp::UNIX_EPOCH);
+    format!("{}-{:04x}", at.strftime("%Y%m%d-%H%M%S"), fastrand::u16(..))
 }
 
 #[cfg(test)]

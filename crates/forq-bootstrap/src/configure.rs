@@ -188,14 +188,14 @@ fn delimiter(contents: &str) -> String {
 /// The shell command that writes `contents` to `path` (a recipe step).
 fn write_command(path: &str, contents: &str) -> String {
     let d = delimiter(contents);
-    let quoted = format!("'{}'", path.replace('\'', "'\\''"));
+    let quoted = crate::runner::single_quoted(path);
     let parent = Path::new(path)
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .map(|p| {
             format!(
-                "mkdir -p '{}' && ",
-                p.display().to_string().replace('\'', "'\\''")
+                "mkdir -p {} && ",
+                crate::runner::single_quoted(&p.display().to_string())
             )
         })
         .unwrap_or_default();

@@ -295,13 +295,22 @@ pub fn selection_command(stack: &Stack, selection: &[String]) -> String {
     }
 }
 
-/// `s` as one shell word.
+/// `s` as one shell word: bare when it holds nothing the shell reads,
+/// else in single quotes. Every command forq writes for a shell quotes
+/// through here. (Not `shlex`: its quoting picks double quotes with
+/// escapes, which read worse in the commands and recipes people see.)
 pub(crate) fn quote(s: &str) -> String {
     if s.chars()
         .all(|c| c.is_ascii_alphanumeric() || "-_./:=@%+,".contains(c))
     {
         return s.to_owned();
     }
+    single_quoted(s)
+}
+
+/// `s` in single quotes, always (a recipe's paths read the same whatever
+/// they hold).
+pub(crate) fn single_quoted(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
 }
 

@@ -258,13 +258,13 @@ async fn resume(
 }
 
 fn event_line(e: &forq_app::store::RunEvent) -> String {
-    let secs = (e.at_ms / 1000) % 86_400;
-    let at = format!(
-        "{:02}:{:02}:{:02}",
-        secs / 3600,
-        secs % 3600 / 60,
-        secs % 60
-    );
+    let at = i64::try_from(e.at_ms)
+        .ok()
+        .and_then(|ms| jiff::Timestamp::from_millisecond(ms).ok())
+        .map_or_else(
+            || "--:--:--".to_owned(),
+            |t| t.strftime("%H:%M:%S").to_string(),
+        );
     let d = &e.data;
     let what = match e.kind.as_str() {
         "state" => format!(
