@@ -306,6 +306,24 @@ impl Parsed {
 
 /// Every mutation of the nodes inside `start..end` (bytes) of the file;
 /// with `templates`, the repair templates too.
+/// One node of a suspect function, as the operators see it.
+struct At<'a, 't> {
+    lang: Lang,
+    source: &'a str,
+    strings: &'a HashSet<String>,
+    n: tree_sitter::Node<'t>,
+    children: &'a [tree_sitter::Node<'t>],
+    templates: bool,
+}
+
+impl At<'_, '_> {
+    fn text(&self, n: tree_sitter::Node<'_>) -> String {
+        n.utf8_text(self.source.as_bytes()).unwrap_or("").to_owned()
+    }
+}
+
+/// Every mutant of the definition spanning `start..end` in `file`: the
+/// operators at each node (and, with `templates`, the repair templates).
 pub(crate) fn mutations(file: &Parsed, start: usize, end: usize, templates: bool) -> Vec<Mutation> {
     let (lang, source, strings, in_file) = (
         file.lang,
@@ -314,7 +332,6 @@ pub(crate) fn mutations(file: &Parsed, start: usize, end: usize, templates: bool
         &file.ingredients,
     );
     let bytes = source.as_bytes();
-    let text = |n: tree_sitter::Node<'_>| n.utf8_text(bytes).unwrap_or("").to_owned();
     let mut out = Vec::new();
     let root = file.tree.root_node();
     let Some(func) = root.descendant_for_byte_range(start, end.max(start + 1).min(source.len()))
@@ -339,206 +356,18 @@ pub(crate) fn mutations(file: &Parsed, start: usize, end: usize, templates: bool
         if n.start_byte() < start || n.end_byte() > end {
             continue;
         }
-        let kind = n.kind();
-        // `"<img " + src` joins strings: no other arithmetic applies.
-        let joins_strings = is_string(n, strings, source);
-        if is_binary(kind) {
-            for op in children.iter().filter(|c| !c.is_named()) {
-                let o = text(*op);
-                if joins_strings && matches!(o.as_str(), "+" | "-" | "*" | "/" | "//" | "%") {
-                    continue;
-                }
-                for swap in operator_swaps(&o, lang) {
-                    // A swap that makes the operation do nothing (`mid - 1`
-                    // → `mid * 1`) is written as a person would: the
-                    // operand alone (`mid`).
-                    let (start, end, new) = match identity_operand(n, swap, source) {
-                        Some(kept) => (n.start_byte(), n.end_byte(), kept),
-                        None => (op.start_byte(), op.end_byte(), (*swap).to_owned()),
-                    };
-                    out.push(Mutation {
-                        start,
-                        end,
-                        text: new,
-                        operator: "operator",
-                        weight: operator_weight(&o),
-                    });
-                }
-                // Rust: an unsigned subtraction that can go below zero
-                // panics in tests; the fix is the saturating one.
-                if templates && lang == Lang::Rust && o == "-" {
-                    if let Some(overflow) = saturating(n, source) {
-                        out.push(Mutation {
-                            start: n.start_byte(),
-                            end: n.end_byte(),
-                            text: overflow,
-                            operator: "saturate",
-                            weight: 0.5,
-                        });
-                    }
-                }
-            }
-        } else if is_compound_assignment(kind) {
-            // `n ^= n - 1` where `n &= n - 1` is meant: the operator of a
-            // compound assignment swaps as its binary one does.
-            for op in children.iter().filter(|c| !c.is_named()) {
-                let o = text(*op);
-                let Some(base) = o.strip_suffix('=').filter(|b| !b.is_empty()) else {
-                    continue;
-                };
-                if matches!(base, "=" | "!" | "<" | ">") {
-                    continue;
-                }
-                for swap in operator_swaps(base, lang) {
-                    out.push(Mutation {
-                        start: op.start_byte(),
-                        end: op.end_byte(),
-                        text: format!("{swap}="),
-                        operator: "operator",
-                        weight: operator_weight(base),
-                    });
-                }
-            }
-        } else if is_integer(kind) && n.child_count() == 0 {
-            if let Ok(v) = text(n).parse::<i64>() {
-                for d in [1, -1] {
-                    out.push(Mutation {
-                        start: n.start_byte(),
-                        end: n.end_byte(),
-                        text: (v + d).to_string(),
-                        operator: "constant",
-                        weight: 0.85,
-                    });
-                }
-            }
-        } else if matches!(text(n).as_str(), "true" | "false" | "True" | "False")
-            && n.child_count() == 0
-        {
-            let flipped = match text(n).as_str() {
-                "true" => "false",
-                "false" => "true",
-                "True" => "False",
-                _ => "True",
-            };
-            out.push(Mutation {
-                start: n.start_byte(),
-                end: n.end_byte(),
-                text: flipped.to_owned(),
-                operator: "boolean",
-                weight: 0.7,
-            });
-        } else if is_index(kind) {
-            let idx = n
-                .child_by_field_name("index")
-                .or_else(|| n.child_by_field_name("subscript"))
-                .or_else(|| n.named_child(n.named_child_count().saturating_sub(1) as u32));
-            if let Some(idx) = idx.filter(|i| !i.kind().contains("slice") && i.id() != n.id()) {
-                for d in ["+ 1", "- 1"] {
-                    out.push(Mutation {
-                        start: idx.start_byte(),
-                        end: idx.end_byte(),
-                        text: format!("{} {d}", text(idx)),
-                        operator: "index",
-                        weight: 0.8,
-                    });
-                }
-            }
-        } else if matches!(kind, "not_operator")
-            || (kind == "unary_expression" && children.first().is_some_and(|c| text(*c) == "!"))
-        {
-            if let Some(arg) = n
-                .child_by_field_name("argument")
-                .or_else(|| n.named_child(0))
-            {
-                out.push(Mutation {
-                    start: n.start_byte(),
-                    end: n.end_byte(),
-                    text: text(arg),
-                    operator: "drop negation",
-                    weight: 0.6,
-                });
-            }
-        }
-        if let Some(cond) = n.child_by_field_name("condition") {
-            // `(a && b)` in C-like syntax keeps its own parentheses.
-            let parenthesized = cond.kind() == "parenthesized_expression";
-            let inner = cond
-                .named_child(0)
-                .filter(|_| parenthesized)
-                .unwrap_or(cond);
-            // `not (a > b)` is the operator swap `a <= b`, which reads as a
-            // person would write it: a single comparison is left to those.
-            let swaps_cover_it = is_single_comparison(inner, source);
-            if (kind.contains("if") || kind.contains("while") || kind == "elif_clause")
-                && !swaps_cover_it
-            {
-                let bare = text(inner);
-                let negated = negate(lang, &bare);
-                let wrapped = if parenthesized && lang != Lang::Python {
-                    format!("({negated})")
-                } else {
-                    negated
-                };
-                out.push(Mutation {
-                    start: cond.start_byte(),
-                    end: cond.end_byte(),
-                    text: wrapped,
-                    operator: "negate condition",
-                    weight: 0.7,
-                });
-            }
-        }
-        if matches!(kind, "argument_list" | "arguments") && n.named_child_count() == 2 {
-            if let (Some(a), Some(b)) = (n.named_child(0), n.named_child(1)) {
-                out.push(Mutation {
-                    start: a.start_byte(),
-                    end: b.end_byte(),
-                    text: format!(
-                        "{}{}{}",
-                        text(b),
-                        &source[a.end_byte()..b.start_byte()],
-                        text(a)
-                    ),
-                    operator: "swap arguments",
-                    weight: 0.5,
-                });
-            }
-        }
-        if kind == "return_statement" {
-            if let Some(value) = n.named_child(0).filter(|v| !is_string(*v, strings, source)) {
-                out.push(Mutation {
-                    start: value.start_byte(),
-                    end: value.end_byte(),
-                    text: negate(lang, &text(value)),
-                    operator: "negate return",
-                    weight: 0.4,
-                });
-            }
-        }
-        let docstring = n.named_child(0).is_some_and(|c| c.kind() == "string");
-        if kind == "expression_statement" && !docstring {
-            // Delete the statement, keeping the line (Python needs a body).
-            let filler = if lang == Lang::Python { "pass" } else { ";" };
-            out.push(Mutation {
-                start: n.start_byte(),
-                end: n.end_byte(),
-                text: filler.to_owned(),
-                operator: "delete statement",
-                weight: 0.3,
-            });
-        }
-        if kind == "identifier" && is_read(n) {
-            let name = text(n);
-            for other in vars.visible_at(n.start_byte(), &name) {
-                out.push(Mutation {
-                    start: n.start_byte(),
-                    end: n.end_byte(),
-                    text: (*other).to_owned(),
-                    operator: "replace variable",
-                    weight: 0.3,
-                });
-            }
-        }
+        let at = At {
+            lang,
+            source,
+            strings,
+            n,
+            children: &children,
+            templates,
+        };
+        operator_swaps_at(&at, &mut out);
+        value_swaps(&at, &mut out);
+        negated_condition(&at, &mut out);
+        rewrites(&at, &vars, &mut out);
         if templates {
             repair_templates(n, &children, source, &mut out);
             ingredient_templates(lang, n, source, &ingredients, &in_file.exceptions, &mut out);
@@ -547,4 +376,240 @@ pub(crate) fn mutations(file: &Parsed, start: usize, end: usize, templates: bool
         }
     }
     out
+}
+
+/// The operator swaps at `at`'s node: a binary operator's (written as the
+/// kept operand where the swap would do nothing; with the templates, Rust's
+/// saturating subtraction) and a compound assignment's.
+fn operator_swaps_at(at: &At<'_, '_>, out: &mut Vec<Mutation>) {
+    let (lang, source, n, children) = (at.lang, at.source, at.n, at.children);
+    let kind = n.kind();
+    let text = |x: tree_sitter::Node<'_>| at.text(x);
+    let (strings, templates) = (at.strings, at.templates);
+    // `"<img " + src` joins strings: no other arithmetic applies.
+    let joins_strings = is_string(n, strings, source);
+    if is_binary(kind) {
+        for op in children.iter().filter(|c| !c.is_named()) {
+            let o = text(*op);
+            if joins_strings && matches!(o.as_str(), "+" | "-" | "*" | "/" | "//" | "%") {
+                continue;
+            }
+            for swap in operator_swaps(&o, lang) {
+                // A swap that makes the operation do nothing (`mid - 1`
+                // → `mid * 1`) is written as a person would: the
+                // operand alone (`mid`).
+                let (start, end, new) = match identity_operand(n, swap, source) {
+                    Some(kept) => (n.start_byte(), n.end_byte(), kept),
+                    None => (op.start_byte(), op.end_byte(), (*swap).to_owned()),
+                };
+                out.push(Mutation {
+                    start,
+                    end,
+                    text: new,
+                    operator: "operator",
+                    weight: operator_weight(&o),
+                });
+            }
+            // Rust: an unsigned subtraction that can go below zero
+            // panics in tests; the fix is the saturating one.
+            if templates && lang == Lang::Rust && o == "-" {
+                if let Some(overflow) = saturating(n, source) {
+                    out.push(Mutation {
+                        start: n.start_byte(),
+                        end: n.end_byte(),
+                        text: overflow,
+                        operator: "saturate",
+                        weight: 0.5,
+                    });
+                }
+            }
+        }
+    } else if is_compound_assignment(kind) {
+        // `n ^= n - 1` where `n &= n - 1` is meant: the operator of a
+        // compound assignment swaps as its binary one does.
+        for op in children.iter().filter(|c| !c.is_named()) {
+            let o = text(*op);
+            let Some(base) = o.strip_suffix('=').filter(|b| !b.is_empty()) else {
+                continue;
+            };
+            if matches!(base, "=" | "!" | "<" | ">") {
+                continue;
+            }
+            for swap in operator_swaps(base, lang) {
+                out.push(Mutation {
+                    start: op.start_byte(),
+                    end: op.end_byte(),
+                    text: format!("{swap}="),
+                    operator: "operator",
+                    weight: operator_weight(base),
+                });
+            }
+        }
+    }
+}
+
+/// The value swaps at `at`'s node: an integer constant ±1, a boolean
+/// literal flipped, an index ±1, a negation dropped.
+fn value_swaps(at: &At<'_, '_>, out: &mut Vec<Mutation>) {
+    let (n, children) = (at.n, at.children);
+    let kind = n.kind();
+    let text = |x: tree_sitter::Node<'_>| at.text(x);
+    if is_integer(kind) && n.child_count() == 0 {
+        if let Ok(v) = text(n).parse::<i64>() {
+            for d in [1, -1] {
+                out.push(Mutation {
+                    start: n.start_byte(),
+                    end: n.end_byte(),
+                    text: (v + d).to_string(),
+                    operator: "constant",
+                    weight: 0.85,
+                });
+            }
+        }
+    } else if matches!(text(n).as_str(), "true" | "false" | "True" | "False")
+        && n.child_count() == 0
+    {
+        let flipped = match text(n).as_str() {
+            "true" => "false",
+            "false" => "true",
+            "True" => "False",
+            _ => "True",
+        };
+        out.push(Mutation {
+            start: n.start_byte(),
+            end: n.end_byte(),
+            text: flipped.to_owned(),
+            operator: "boolean",
+            weight: 0.7,
+        });
+    } else if is_index(kind) {
+        let idx = n
+            .child_by_field_name("index")
+            .or_else(|| n.child_by_field_name("subscript"))
+            .or_else(|| n.named_child(n.named_child_count().saturating_sub(1) as u32));
+        if let Some(idx) = idx.filter(|i| !i.kind().contains("slice") && i.id() != n.id()) {
+            for d in ["+ 1", "- 1"] {
+                out.push(Mutation {
+                    start: idx.start_byte(),
+                    end: idx.end_byte(),
+                    text: format!("{} {d}", text(idx)),
+                    operator: "index",
+                    weight: 0.8,
+                });
+            }
+        }
+    } else if matches!(kind, "not_operator")
+        || (kind == "unary_expression" && children.first().is_some_and(|c| text(*c) == "!"))
+    {
+        if let Some(arg) = n
+            .child_by_field_name("argument")
+            .or_else(|| n.named_child(0))
+        {
+            out.push(Mutation {
+                start: n.start_byte(),
+                end: n.end_byte(),
+                text: text(arg),
+                operator: "drop negation",
+                weight: 0.6,
+            });
+        }
+    }
+}
+
+/// An `if`/`while` condition negated (a single comparison is left to the
+/// operator swaps, which read as a person would write it).
+fn negated_condition(at: &At<'_, '_>, out: &mut Vec<Mutation>) {
+    let (lang, source, n) = (at.lang, at.source, at.n);
+    let kind = n.kind();
+    let text = |x: tree_sitter::Node<'_>| at.text(x);
+    if let Some(cond) = n.child_by_field_name("condition") {
+        // `(a && b)` in C-like syntax keeps its own parentheses.
+        let parenthesized = cond.kind() == "parenthesized_expression";
+        let inner = cond
+            .named_child(0)
+            .filter(|_| parenthesized)
+            .unwrap_or(cond);
+        // `not (a > b)` is the operator swap `a <= b`, which reads as a
+        // person would write it: a single comparison is left to those.
+        let swaps_cover_it = is_single_comparison(inner, source);
+        if (kind.contains("if") || kind.contains("while") || kind == "elif_clause")
+            && !swaps_cover_it
+        {
+            let bare = text(inner);
+            let negated = negate(lang, &bare);
+            let wrapped = if parenthesized && lang != Lang::Python {
+                format!("({negated})")
+            } else {
+                negated
+            };
+            out.push(Mutation {
+                start: cond.start_byte(),
+                end: cond.end_byte(),
+                text: wrapped,
+                operator: "negate condition",
+                weight: 0.7,
+            });
+        }
+    }
+}
+
+/// Rewrites of whole expressions and statements at `at`'s node: two call
+/// arguments swapped, a return value negated, a statement deleted, a read
+/// variable replaced by another the function binds before it.
+fn rewrites(at: &At<'_, '_>, vars: &Bindings<'_>, out: &mut Vec<Mutation>) {
+    let (lang, source, n) = (at.lang, at.source, at.n);
+    let kind = n.kind();
+    let text = |x: tree_sitter::Node<'_>| at.text(x);
+    let strings = at.strings;
+    if matches!(kind, "argument_list" | "arguments") && n.named_child_count() == 2 {
+        if let (Some(a), Some(b)) = (n.named_child(0), n.named_child(1)) {
+            out.push(Mutation {
+                start: a.start_byte(),
+                end: b.end_byte(),
+                text: format!(
+                    "{}{}{}",
+                    text(b),
+                    &source[a.end_byte()..b.start_byte()],
+                    text(a)
+                ),
+                operator: "swap arguments",
+                weight: 0.5,
+            });
+        }
+    }
+    if kind == "return_statement" {
+        if let Some(value) = n.named_child(0).filter(|v| !is_string(*v, strings, source)) {
+            out.push(Mutation {
+                start: value.start_byte(),
+                end: value.end_byte(),
+                text: negate(lang, &text(value)),
+                operator: "negate return",
+                weight: 0.4,
+            });
+        }
+    }
+    let docstring = n.named_child(0).is_some_and(|c| c.kind() == "string");
+    if kind == "expression_statement" && !docstring {
+        // Delete the statement, keeping the line (Python needs a body).
+        let filler = if lang == Lang::Python { "pass" } else { ";" };
+        out.push(Mutation {
+            start: n.start_byte(),
+            end: n.end_byte(),
+            text: filler.to_owned(),
+            operator: "delete statement",
+            weight: 0.3,
+        });
+    }
+    if kind == "identifier" && is_read(n) {
+        let name = text(n);
+        for other in vars.visible_at(n.start_byte(), &name) {
+            out.push(Mutation {
+                start: n.start_byte(),
+                end: n.end_byte(),
+                text: (*other).to_owned(),
+                operator: "replace variable",
+                weight: 0.3,
+            });
+        }
+    }
 }
