@@ -371,8 +371,11 @@ async fn search(
         }
         writeln!(
             so,
-            "1 issue · {} candidates · {} green · {best} · {:.1} s",
-            report.nodes, report.green, report.elapsed_s
+            "1 issue · {} candidate{} · {} green · {best} · {:.1} s",
+            report.nodes,
+            if report.nodes == 1 { "" } else { "s" },
+            report.green,
+            report.elapsed_s
         )?;
     }
     Ok(Exit::achieved(report.solved).into())
