@@ -22,7 +22,7 @@ use forq_search::{Order, Prepared};
 use crate::cli::{CodingAgentName, FixArgs, ModifyTarget, OrderName};
 use crate::parts::{open_provider, prices, run_id};
 use crate::terminal::note;
-use forq_search::plan::{BrancherKind, Built, FixPlan, PlanModel, SearchBudget};
+use forq_search::plan::{BrancherKind, Built, FixPlan, PlanError, PlanModel, SearchBudget};
 
 /// Counts nodes as they are judged and prints one line each on stderr.
 #[derive(Default)]
@@ -127,7 +127,11 @@ fn plan_of(args: &FixArgs, issue: Option<&Issue>, model: &Model) -> anyhow::Resu
             });
         }
         // The brancher calls a model and none opens: say why it did not.
-        Err(why) if kind.needs_model() && plan.program.is_none() => {
+        // (An external program is the agent brancher's model; it does
+        // nothing for `llm`.)
+        Err(why)
+            if kind.needs_model() && !(kind == BrancherKind::Agent && plan.program.is_some()) =>
+        {
             return Err(anyhow::Error::msg(why.clone()));
         }
         Err(_) => {}
@@ -147,9 +151,13 @@ fn plan_of(args: &FixArgs, issue: Option<&Issue>, model: &Model) -> anyhow::Resu
     plan.keep_searching = args.keep_searching;
     // A program that cannot run (its key unset) is said before anything
     // is provisioned.
-    plan.check()
-        .map_err(|e| anyhow::anyhow!("--coding-agent: {e}"))?;
-    Ok(plan)
+    match plan.check() {
+        Err(PlanError::Program { why }) => {
+            Err(anyhow::anyhow!("--coding-agent needs its key: {why}"))
+        }
+        Err(e) => Err(e.into()),
+        Ok(()) => Ok(plan),
+    }
 }
 
 /// The strategy over the prepared root and the search's options, the
