@@ -207,38 +207,32 @@ fn write_command(path: &str, contents: &str) -> String {
     format!("{parent}cat > {quoted} <<'{d}'\n{body}{d}")
 }
 
-/// Runs the configurator loop over `repo`. The transcript is appended as
-/// it goes.
-pub(crate) async fn configure(
-    backend: &dyn Backend,
-    repo: &Path,
-    options: &GateOptions,
-    configurator: &dyn Configurator,
-    limits: ConfigureLimits,
-    failed: &Record,
-) -> Result<Configured, Error> {
-    let started = Instant::now();
-    let stack_name = "agentic";
-    let sandbox_error = |source| Error::Sandbox {
-        stack: stack_name.to_owned(),
-        source,
-    };
-    let mut run = StackRun::new(stack_name, "the agentic fallback");
-    let transcript = transcript_path(repo);
-    crate::journal::ignore_forq_dir(repo).map_err(|source| Error::Cache {
-        path: transcript.clone(),
-        source,
-    })?;
-    if let Some(dir) = transcript.parent() {
-        std::fs::create_dir_all(dir)
-            .and_then(|()| crate::journal::refuse_links_from_forq(dir))
-            .map_err(|source| Error::Cache {
-                path: transcript.clone(),
-                source,
-            })?;
+/// The transcript: one line per step, started afresh for each
+/// configuration, never written through a link.
+struct Transcript {
+    path: std::path::PathBuf,
+}
+
+impl Transcript {
+    /// Makes `.forq/bootstrap/` (ignored, no link on the way) and removes
+    /// the previous transcript.
+    fn fresh(repo: &Path) -> Result<Transcript, Error> {
+        let path = transcript_path(repo);
+        let cache_error = |source| Error::Cache {
+            path: path.clone(),
+            source,
+        };
+        crate::journal::ignore_forq_dir(repo).map_err(cache_error)?;
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)
+                .and_then(|()| crate::journal::refuse_links_from_forq(dir))
+                .map_err(cache_error)?;
+        }
+        let _ = std::fs::remove_file(&path);
+        Ok(Transcript { path })
     }
-    let _ = std::fs::remove_file(&transcript);
-    let record_step = |step: &StepRecord| -> Result<(), Error> {
+
+    fn append(&self, step: &StepRecord) -> Result<(), Error> {
         use std::io::Write;
         use std::os::unix::fs::OpenOptionsExt as _;
         let line = serde_json::to_string(step).expect("serializable");
@@ -247,15 +241,35 @@ pub(crate) async fn configure(
             .append(true)
             // Never through a link planted under the transcript's name.
             .custom_flags(libc::O_NOFOLLOW)
-            .open(&transcript)
+            .open(&self.path)
             .and_then(|mut f| writeln!(f, "{line}"))
             .map_err(|source| Error::Cache {
-                path: transcript.clone(),
+                path: self.path.clone(),
                 source,
             })
-    };
-    // The sandbox's network is the install's where execs cannot choose.
-    let fixed_network = !backend.per_exec_network();
+    }
+}
+
+/// The fallback's name in the record.
+const STACK_NAME: &str = "agentic";
+/// The fallback's marker in the record.
+const MARKER: &str = "the agentic fallback";
+
+fn sandbox_error(source: forq_sandbox::Error) -> Error {
+    Error::Sandbox {
+        stack: STACK_NAME.to_owned(),
+        source,
+    }
+}
+
+/// The configuring sandbox: the gate's limits and environment, every
+/// ecosystem's registries reachable through the proxy (the network is the
+/// install's throughout where execs cannot choose theirs).
+fn sandbox_spec(
+    repo: &Path,
+    options: &GateOptions,
+    fixed_network: bool,
+) -> forq_sandbox::SandboxSpec {
     let mut spec = forq_sandbox::SandboxSpec::new(repo)
         .env("CI", "true")
         .env("NO_COLOR", "1")
@@ -276,33 +290,202 @@ pub(crate) async fn configure(
     if fixed_network {
         spec = spec.network(options.install_network);
     }
-    // A model's commands run in an isolating sandbox or not at all.
-    let unusable = |why: String| {
-        let mut run = StackRun::new(stack_name, "the agentic fallback");
-        run.verdict = Verdict::UnsupportedEcosystem;
-        run.reason = format!("agentic fallback: {why}");
-        Ok(Configured {
-            run,
-            recipe: None,
-            sandbox: None,
+    spec
+}
+
+/// No configuration was tried: why.
+fn unusable(why: String) -> Configured {
+    let mut run = StackRun::new(STACK_NAME, MARKER);
+    run.verdict = Verdict::UnsupportedEcosystem;
+    run.reason = format!("agentic fallback: {why}");
+    Configured {
+        run,
+        recipe: None,
+        sandbox: None,
+    }
+}
+
+/// What one step gave.
+enum Performed {
+    /// Whether it succeeded, and what it showed.
+    Observed(bool, String),
+    /// The proposed test command's run, judged green.
+    Green(StackRun),
+}
+
+/// The sandbox being configured, the last good state, and the steps that
+/// stuck.
+struct Setup<'a> {
+    sandbox: Box<dyn Sandbox>,
+    good: forq_sandbox::Snapshot,
+    kept: Vec<String>,
+    fixed_network: bool,
+    options: &'a GateOptions,
+}
+
+impl Setup<'_> {
+    /// Does one step, its commands capped at `cap`.
+    async fn perform(&self, step: &ConfigStep, cap: Duration) -> Result<Performed, Error> {
+        let sandbox = &*self.sandbox;
+        let observed = |result: Result<String, String>| match result {
+            Ok(text) => Performed::Observed(true, text),
+            Err(text) => Performed::Observed(false, text),
+        };
+        Ok(match step {
+            ConfigStep::Run { command } => {
+                let mut req = ExecRequest::shell(command.clone())
+                    .stdin(Vec::new())
+                    .timeout(cap);
+                if !self.fixed_network {
+                    req = req.network(self.options.install_network);
+                }
+                match sandbox.exec(req).await {
+                    Ok(out) => {
+                        let text = format!("{}{}", out.stdout_text(), out.stderr_text());
+                        let status = if out.timed_out {
+                            format!("timed out after {} s", cap.as_secs())
+                        } else {
+                            format!("exit {}", out.shell_code())
+                        };
+                        Performed::Observed(out.success(), format!("{status}\n{text}"))
+                    }
+                    Err(e) => Performed::Observed(false, format!("could not run: {e}")),
+                }
+            }
+            ConfigStep::Write { path, contents } => observed(
+                sandbox
+                    .write_file(Path::new(path), contents.as_bytes())
+                    .await
+                    .map(|()| format!("wrote {} bytes to {path}", contents.len()))
+                    .map_err(|e| format!("cannot write {path}: {e}")),
+            ),
+            ConfigStep::Read { path } => observed(
+                sandbox
+                    .read_file(Path::new(path))
+                    .await
+                    .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+                    .map_err(|e| format!("cannot read {path}: {e}")),
+            ),
+            ConfigStep::List { path } => Performed::Observed(true, listing(sandbox, path).await),
+            ConfigStep::Test { command } => {
+                let stack = Stack::custom("agentic fallback", Vec::new(), command);
+                let judged = crate::gate::run_stack_in(
+                    sandbox,
+                    self.fixed_network,
+                    &stack,
+                    self.options,
+                    false,
+                    None,
+                )
+                .await?;
+                if judged.verdict == Verdict::Bootstrapped {
+                    Performed::Green(judged)
+                } else {
+                    Performed::Observed(
+                        false,
+                        format!(
+                            "not bootstrapped: {}\n{}",
+                            judged.reason, judged.output_tail
+                        ),
+                    )
+                }
+            }
         })
-    };
+    }
+
+    /// After a step that may have changed the sandbox: a success is the
+    /// new good state and its command is kept; a failure goes back to the
+    /// last good state, a fork of it, not a replay. Whether it rolled back.
+    async fn keep_or_roll_back(&mut self, step: &ConfigStep, ok: bool) -> Result<bool, Error> {
+        if !step.changes() {
+            return Ok(false);
+        }
+        if ok {
+            self.good = self.sandbox.snapshot().await.map_err(sandbox_error)?;
+            self.kept.push(match step {
+                ConfigStep::Run { command } => command.clone(),
+                ConfigStep::Write { path, contents } => write_command(path, contents),
+                _ => unreachable!("only changing steps"),
+            });
+            return Ok(false);
+        }
+        let fresh = self.good.fork().await.map_err(sandbox_error)?;
+        let failed = std::mem::replace(&mut self.sandbox, fresh);
+        let _ = failed.destroy().await;
+        Ok(true)
+    }
+
+    /// The green end: the test command over the steps that stuck is the
+    /// recipe.
+    fn green(
+        self,
+        judged: StackRun,
+        command: &str,
+        steps: u32,
+        spent_usd: f64,
+        started: Instant,
+    ) -> Configured {
+        let recipe = Stack::custom("agentic fallback", self.kept, command);
+        let mut run = judged;
+        run.name = STACK_NAME.to_owned();
+        run.marker = MARKER.to_owned();
+        run.install = recipe.install.clone();
+        run.command = recipe.command.clone();
+        run.reason = format!(
+            "{} (configured in {steps} step(s), ${spent_usd:.4})",
+            run.reason
+        );
+        run.duration_ms = started.elapsed().as_millis() as u64;
+        Configured {
+            run,
+            recipe: Some(recipe),
+            sandbox: Some(self.sandbox),
+        }
+    }
+}
+
+/// Runs the configurator loop over `repo`. The transcript is appended as
+/// it goes.
+pub(crate) async fn configure(
+    backend: &dyn Backend,
+    repo: &Path,
+    options: &GateOptions,
+    configurator: &dyn Configurator,
+    limits: ConfigureLimits,
+    failed: &Record,
+) -> Result<Configured, Error> {
+    let started = Instant::now();
+    let transcript = Transcript::fresh(repo)?;
+    // A model's commands run in an isolating sandbox or not at all.
     if backend.kind() == forq_sandbox::BackendKind::Host {
-        return unusable(
+        return Ok(unusable(
             "the host backend isolates nothing, and a model's commands never run unisolated; \
              use the native or docker backend"
                 .to_owned(),
-        );
+        ));
     }
-    let mut sandbox = match backend.create(&spec).await {
+    let fixed_network = !backend.per_exec_network();
+    let sandbox = match backend
+        .create(&sandbox_spec(repo, options, fixed_network))
+        .await
+    {
         Ok(sandbox) => sandbox,
-        Err(e) => return unusable(format!("no usable sandbox ({e})")),
+        Err(e) => return Ok(unusable(format!("no usable sandbox ({e})"))),
     };
-    let mut good = sandbox.snapshot().await.map_err(sandbox_error)?;
-    let tree = listing(&*sandbox, ".").await;
+    let good = sandbox.snapshot().await.map_err(sandbox_error)?;
+    let mut setup = Setup {
+        sandbox,
+        good,
+        kept: Vec::new(),
+        fixed_network,
+        options,
+    };
+    let tree = listing(&*setup.sandbox, ".").await;
     let mut history: Vec<StepRecord> = Vec::new();
-    let mut kept: Vec<String> = Vec::new();
-    let mut why_not = String::new();
+    let mut why_not = format!(
+        "{} step(s) used without a test command whose output shows tests ran",
+        limits.max_steps
+    );
     for n in 1..=limits.max_steps {
         if started.elapsed() >= limits.wall_clock {
             why_not = format!(
@@ -335,124 +518,31 @@ pub(crate) async fn configure(
             .per_command
             .min(remaining)
             .max(Duration::from_secs(1));
-        let (ok, observation) = match &step {
-            ConfigStep::Run { command } => {
-                let mut req = ExecRequest::shell(command.clone())
-                    .stdin(Vec::new())
-                    .timeout(cap);
-                if !fixed_network {
-                    req = req.network(options.install_network);
-                }
-                match sandbox.exec(req).await {
-                    Ok(out) => {
-                        let text = format!("{}{}", out.stdout_text(), out.stderr_text());
-                        let status = if out.timed_out {
-                            format!("timed out after {} s", cap.as_secs())
-                        } else {
-                            format!("exit {}", out.shell_code())
-                        };
-                        (out.success(), format!("{status}\n{text}"))
-                    }
-                    Err(e) => (false, format!("could not run: {e}")),
-                }
-            }
-            ConfigStep::Write { path, contents } => {
-                match sandbox
-                    .write_file(Path::new(path), contents.as_bytes())
-                    .await
-                {
-                    Ok(()) => (true, format!("wrote {} bytes to {path}", contents.len())),
-                    Err(e) => (false, format!("cannot write {path}: {e}")),
-                }
-            }
-            ConfigStep::Read { path } => match sandbox.read_file(Path::new(path)).await {
-                Ok(bytes) => (true, String::from_utf8_lossy(&bytes).into_owned()),
-                Err(e) => (false, format!("cannot read {path}: {e}")),
-            },
-            ConfigStep::List { path } => (true, listing(&*sandbox, path).await),
-            ConfigStep::Test { command } => {
-                let stack = Stack::custom("agentic fallback", Vec::new(), command);
-                let judged = crate::gate::run_stack_in(
-                    &*sandbox,
-                    fixed_network,
-                    &stack,
-                    options,
-                    false,
-                    None,
-                )
-                .await?;
-                if judged.verdict == Verdict::Bootstrapped {
-                    let record = StepRecord {
-                        step: n,
-                        action: step.clone(),
-                        ok: true,
-                        rolled_back: false,
-                        observation: tail(&judged.reason, limits.observation_chars),
-                        duration_ms: at.elapsed().as_millis() as u64,
-                    };
-                    record_step(&record)?;
-                    let recipe = Stack::custom("agentic fallback", kept.clone(), command);
-                    run = judged;
-                    run.name = stack_name.to_owned();
-                    run.marker = "the agentic fallback".to_owned();
-                    run.install = recipe.install.clone();
-                    run.command = recipe.command.clone();
-                    run.reason = format!(
-                        "{} (configured in {n} step(s), ${:.4})",
-                        run.reason,
-                        configurator.spent_usd()
-                    );
-                    run.duration_ms = started.elapsed().as_millis() as u64;
-                    return Ok(Configured {
-                        run,
-                        recipe: Some(recipe),
-                        sandbox: Some(sandbox),
-                    });
-                }
-                (
-                    false,
-                    format!(
-                        "not bootstrapped: {}\n{}",
-                        judged.reason, judged.output_tail
-                    ),
-                )
-            }
-        };
-        let mut rolled_back = false;
-        if step.changes() {
-            if ok {
-                good = sandbox.snapshot().await.map_err(sandbox_error)?;
-                kept.push(match &step {
-                    ConfigStep::Run { command } => command.clone(),
-                    ConfigStep::Write { path, contents } => write_command(path, contents),
-                    _ => unreachable!("only changing steps"),
-                });
-            } else {
-                // Back to the last good state: a fork of it, not a replay.
-                let fresh = good.fork().await.map_err(sandbox_error)?;
-                let failed = std::mem::replace(&mut sandbox, fresh);
-                let _ = failed.destroy().await;
-                rolled_back = true;
-            }
-        }
-        let record = StepRecord {
+        let record = |ok, rolled_back, observation: &str, action| StepRecord {
             step: n,
-            action: step,
+            action,
             ok,
             rolled_back,
-            observation: tail(&observation, limits.observation_chars),
+            observation: tail(observation, limits.observation_chars),
             duration_ms: at.elapsed().as_millis() as u64,
         };
-        record_step(&record)?;
+        let (ok, observation) = match setup.perform(&step, cap).await? {
+            Performed::Observed(ok, observation) => (ok, observation),
+            Performed::Green(judged) => {
+                transcript.append(&record(true, false, &judged.reason, step.clone()))?;
+                let ConfigStep::Test { command } = &step else {
+                    unreachable!("only a test step is judged")
+                };
+                return Ok(setup.green(judged, command, n, configurator.spent_usd(), started));
+            }
+        };
+        let rolled_back = setup.keep_or_roll_back(&step, ok).await?;
+        let record = record(ok, rolled_back, &observation, step);
+        transcript.append(&record)?;
         history.push(record);
     }
-    let _ = sandbox.destroy().await;
-    if why_not.is_empty() {
-        why_not = format!(
-            "{} step(s) used without a test command whose output shows tests ran",
-            limits.max_steps
-        );
-    }
+    let _ = setup.sandbox.destroy().await;
+    let mut run = StackRun::new(STACK_NAME, MARKER);
     run.verdict = Verdict::FailedAgentic;
     run.reason = format!("agentic fallback: {why_not}");
     run.output_tail = history

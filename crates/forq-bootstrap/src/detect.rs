@@ -512,14 +512,26 @@ fn unittest_discovers(dir: &Path, depth: u32) -> bool {
 /// The stacks of the repository at `root`, cheapest to try first. Empty:
 /// no registered stack matched (`unsupported_ecosystem`).
 pub fn detect(root: &Path) -> Vec<Stack> {
-    let mut out = Vec::new();
-    let stack = |kind, marker: &str, install: Vec<String>, command: &str| Stack {
+    // Java last: its dependencies usually need the network.
+    [python, node, rust, go, cmake, meson, make, java]
+        .iter()
+        .filter_map(|stack_of| stack_of(root))
+        .collect()
+}
+
+/// A detected stack.
+fn stack(kind: StackKind, marker: &str, install: Vec<String>, command: &str) -> Stack {
+    Stack {
         kind,
         marker: marker.to_owned(),
         install,
         command: command.to_owned(),
-    };
-    // Python.
+    }
+}
+
+/// pytest where it is configured or imported, else unittest where it finds
+/// test files.
+fn python(root: &Path) -> Option<Stack> {
     if let Some(marker) = pytest_marker(root) {
         let mut install = python_install(root);
         if install.is_empty() {
@@ -539,7 +551,7 @@ pub fn detect(root: &Path) -> Vec<Stack> {
             command.push(' ');
             command.push_str(flag);
         }
-        out.push(stack(StackKind::Pytest, &marker, install, &command));
+        return Some(stack(StackKind::Pytest, &marker, install, &command));
     } else if has_test_files(root, 2) {
         let install = python_install(root);
         let python = if install.is_empty() {
@@ -547,14 +559,18 @@ pub fn detect(root: &Path) -> Vec<Stack> {
         } else {
             ".forq/venv/bin/python"
         };
-        out.push(stack(
+        return Some(stack(
             StackKind::Unittest,
             "test*.py files",
             install,
             &format!("{python} -m unittest -v"),
         ));
     }
-    // Node: a real test script, not npm's placeholder.
+    None
+}
+
+/// Node: a real test script, not npm's placeholder.
+fn node(root: &Path) -> Option<Stack> {
     if let Some(pkg) = read(root, "package.json") {
         let script = package_test_script(&pkg);
         if let Some(script) =
@@ -586,7 +602,7 @@ pub fn detect(root: &Path) -> Vec<Stack> {
                 "pnpm" => "npx --yes pnpm test",
                 _ => "npx --yes yarn test",
             };
-            out.push(stack(
+            return Some(stack(
                 StackKind::Node,
                 &format!("package.json test script: {script}"),
                 vec![install.to_owned()],
@@ -594,14 +610,24 @@ pub fn detect(root: &Path) -> Vec<Stack> {
             ));
         }
     }
+    None
+}
+
+/// Cargo.
+fn rust(root: &Path) -> Option<Stack> {
     if exists(root, "Cargo.toml") {
-        out.push(stack(
+        return Some(stack(
             StackKind::Rust,
             "Cargo.toml",
             vec!["cargo fetch".to_owned()],
             "cargo test --workspace --no-fail-fast --offline",
         ));
     }
+    None
+}
+
+/// Go, offline only: no external requirements, or vendored ones.
+fn go(root: &Path) -> Option<Stack> {
     if let Some(gomod) = read(root, "go.mod") {
         // Offline only: no external requirements, or vendored ones.
         let external = gomod.lines().any(|l| l.trim_start().starts_with("require"));
@@ -609,7 +635,7 @@ pub fn detect(root: &Path) -> Vec<Stack> {
         if !external || vendored {
             // No module proxy, no toolchain download: what is here builds.
             let flags = if vendored { " GOFLAGS=-mod=vendor" } else { "" };
-            out.push(stack(
+            return Some(stack(
                 StackKind::Go,
                 if vendored {
                     "go.mod with vendor/"
@@ -621,7 +647,11 @@ pub fn detect(root: &Path) -> Vec<Stack> {
             ));
         }
     }
-    // C and C++: the native runner, or a Makefile target.
+    None
+}
+
+/// C and C++ with CTest.
+fn cmake(root: &Path) -> Option<Stack> {
     if let Some(cmake) = read(root, "CMakeLists.txt") {
         let testing = [
             "enable_testing",
@@ -633,7 +663,7 @@ pub fn detect(root: &Path) -> Vec<Stack> {
         .iter()
         .any(|m| cmake.contains(m));
         if testing {
-            out.push(stack(
+            return Some(stack(
                 StackKind::Cmake,
                 "CMakeLists.txt with tests",
                 vec![
@@ -646,14 +676,24 @@ pub fn detect(root: &Path) -> Vec<Stack> {
             ));
         }
     }
+    None
+}
+
+/// Meson with tests.
+fn meson(root: &Path) -> Option<Stack> {
     if read(root, "meson.build").is_some_and(|m| m.contains("test(")) {
-        out.push(stack(
+        return Some(stack(
             StackKind::Meson,
             "meson.build with test()",
             vec!["meson setup .forq/build".to_owned()],
             "meson test -C .forq/build",
         ));
     }
+    None
+}
+
+/// Autotools' `make check`, or a Makefile's `test`/`check` target.
+fn make(root: &Path) -> Option<Stack> {
     if exists(root, "configure.ac") || exists(root, "configure") {
         let install = if exists(root, "configure") {
             vec!["./configure".to_owned(), "make -j2".to_owned()]
@@ -664,7 +704,7 @@ pub fn detect(root: &Path) -> Vec<Stack> {
                 "make -j2".to_owned(),
             ]
         };
-        out.push(stack(
+        return Some(stack(
             StackKind::Autotools,
             "configure",
             install,
@@ -675,7 +715,7 @@ pub fn detect(root: &Path) -> Vec<Stack> {
             .into_iter()
             .find(|t| makefile.lines().any(|l| l.starts_with(&format!("{t}:"))));
         if let Some(t) = target {
-            out.push(stack(
+            return Some(stack(
                 StackKind::Make,
                 &format!("Makefile target {t}"),
                 Vec::new(),
@@ -683,10 +723,14 @@ pub fn detect(root: &Path) -> Vec<Stack> {
             ));
         }
     }
-    // Java last: its dependencies usually need the network.
+    None
+}
+
+/// Maven or Gradle.
+fn java(root: &Path) -> Option<Stack> {
     if exists(root, "pom.xml") {
         // Dependencies and plugins with the network, then the tests offline.
-        out.push(stack(
+        return Some(stack(
             StackKind::Maven,
             "pom.xml",
             vec!["mvn -B -DskipTests test-compile".to_owned()],
@@ -698,14 +742,14 @@ pub fn detect(root: &Path) -> Vec<Stack> {
         } else {
             "gradle"
         };
-        out.push(stack(
+        return Some(stack(
             StackKind::Gradle,
             "build.gradle",
             vec![format!("{gradle} testClasses --no-daemon")],
             &format!("{gradle} test --offline --no-daemon"),
         ));
     }
-    out
+    None
 }
 
 /// The `scripts.test` of a package.json.

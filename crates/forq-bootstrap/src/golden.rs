@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 use sha1::Digest;
 
 use crate::detect::{Stack, StackKind};
-use crate::gate::{Error, GateEvent, GateOptions};
+use crate::gate::{Error, GateEvent, GateOptions, StackRun};
 use crate::verdict::Verdict;
 
 /// How the gate's sandboxes use goldens.
@@ -399,19 +399,67 @@ pub(crate) async fn warm_from_golden(
     if !golden.build {
         return Ok(None);
     }
-    let err = |source| Error::Golden {
-        name: key.name.clone(),
-        source,
-    };
-    let _lock = golden.goldens.lock(&key.name).await.map_err(err)?;
+    let _lock = golden
+        .goldens
+        .lock(&key.name)
+        .await
+        .map_err(golden_error(&key))?;
     // Another run may have built it while this one waited.
     if let Some(found) = fork_matching(backend, repo, stack, options, golden, &key).await? {
         return Ok(Some(found));
     }
     let started = Instant::now();
-    // A sync forks the previous generation only when it is this
-    // repository's, for this stack: the manifest says whose it is.
-    let previous = golden.goldens.get(&key.name).map_err(err)?.filter(|p| {
+    let previous = previous_generation(backend, stack, golden, &key)?;
+    let build = Build {
+        backend,
+        stack,
+        options,
+        golden,
+        key: &key,
+    };
+    let (sandbox, install, how) = build.start(repo, previous.as_ref()).await?;
+    let run = crate::gate::run_stack_in(
+        &*sandbox,
+        !backend.per_exec_network(),
+        stack,
+        options,
+        install,
+        None,
+    )
+    .await;
+    let run = match run {
+        Ok(run) if run.verdict == Verdict::Bootstrapped => run,
+        Ok(run) => {
+            let _ = sandbox.destroy().await;
+            return Err(build.unproven(&run, previous.is_some()));
+        }
+        Err(e) => {
+            let _ = sandbox.destroy().await;
+            return Err(e);
+        }
+    };
+    build.save(sandbox, &run, how, started).await.map(Some)
+}
+
+/// A golden's errors, named.
+fn golden_error(key: &GoldenKey) -> impl Fn(forq_sandbox::Error) -> Error + '_ {
+    |source| Error::Golden {
+        name: key.name.clone(),
+        source,
+    }
+}
+
+/// The golden's previous generation, when a sync may fork it: only when
+/// it is this repository's, for this stack (the manifest says whose it
+/// is), ready, on this backend, and no rebuild was asked for.
+fn previous_generation(
+    backend: &dyn Backend,
+    stack: &Stack,
+    golden: &GoldenOptions,
+    key: &GoldenKey,
+) -> Result<Option<forq_sandbox::GoldenInfo>, Error> {
+    let previous = golden.goldens.get(&key.name).map_err(golden_error(key))?;
+    Ok(previous.filter(|p| {
         let same_owner = p.meta["identity"] == golden.identity.as_str()
             && p.meta["stack"] == stack.name();
         if !same_owner {
@@ -424,108 +472,115 @@ pub(crate) async fn warm_from_golden(
             && !golden.rebuild
             && p.status == GoldenStatus::Ready
             && p.saved.backend == backend.kind()
-    });
-    let spec = crate::runner::spec(backend, repo, stack, options);
-    let (sandbox, install, how) = match &previous {
-        Some(previous) => {
-            let same_install = previous.meta["install_hash"] == key.install_hash.as_str();
-            options.tell(|| GateEvent::GoldenBuilding {
-                name: key.name.clone(),
-                from_generation: Some(previous.generation),
-            });
-            let (sandbox, _) = fork_current(backend, golden, &key.name, &spec).await?;
-            (
-                sandbox,
-                !(same_install && test_rebuilds(stack.kind)),
-                "synced",
-            )
-        }
-        None => {
-            options.tell(|| GateEvent::GoldenBuilding {
-                name: key.name.clone(),
-                from_generation: None,
-            });
-            let sandbox = backend
-                .create(&spec)
-                .await
-                .map_err(|source| Error::Sandbox {
-                    stack: stack.name().to_owned(),
-                    source,
-                })?;
-            (sandbox, true, "built")
-        }
-    };
-    let run = crate::gate::run_stack_in(
-        &*sandbox,
-        !backend.per_exec_network(),
-        stack,
-        options,
-        install,
-        None,
-    )
-    .await;
-    let run = match run {
-        Ok(run) => run,
-        Err(e) => {
-            let _ = sandbox.destroy().await;
-            return Err(e);
-        }
-    };
-    if run.verdict != Verdict::Bootstrapped {
-        let _ = sandbox.destroy().await;
-        let reason = format!("{}: {}", stack.name(), run.reason);
-        if previous.is_some() {
-            // The tests stopped running on the new tree: runs must hear it.
-            golden
-                .goldens
-                .set_status(
-                    &key.name,
-                    GoldenStatus::Broken {
-                        reason: reason.clone(),
-                    },
-                )
-                .map_err(err)?;
-            return Err(Error::GoldenBroken {
-                name: key.name.clone(),
-                reason,
-            });
-        }
-        return Err(Error::GoldenUnproven {
+    }))
+}
+
+/// One golden being built.
+struct Build<'a> {
+    backend: &'a dyn Backend,
+    stack: &'a Stack,
+    options: &'a GateOptions,
+    golden: &'a GoldenOptions,
+    key: &'a GoldenKey,
+}
+
+impl Build<'_> {
+    /// The sandbox the golden is built in: a fork of the previous
+    /// generation (a sync; its install steps run again only when what
+    /// decides them changed, or the stack's tests rebuild anyway), or a
+    /// fresh one. Whether to install, and how it was made.
+    async fn start(
+        &self,
+        repo: &Path,
+        previous: Option<&forq_sandbox::GoldenInfo>,
+    ) -> Result<(Box<dyn Sandbox>, bool, &'static str), Error> {
+        let key = self.key;
+        let spec = crate::runner::spec(self.backend, repo, self.stack, self.options);
+        self.options.tell(|| GateEvent::GoldenBuilding {
             name: key.name.clone(),
-            reason,
+            from_generation: previous.map(|p| p.generation),
         });
-    }
-    let meta = meta(
-        &key,
-        stack,
-        &golden.identity,
-        how,
-        serde_json::json!({
-            "tests_executed": run.evidence.as_ref().map_or(0, |e| e.executed()),
-            "build_ms": started.elapsed().as_millis() as u64,
-        }),
-    );
-    let saved = golden
-        .goldens
-        .save(&key.name, &key.key, meta, &*sandbox)
-        .await;
-    let saved = match saved {
-        Ok(saved) => saved,
-        Err(e) => {
-            let _ = sandbox.destroy().await;
-            return Err(err(e));
+        if let Some(previous) = previous {
+            let same_install = previous.meta["install_hash"] == key.install_hash.as_str();
+            let (sandbox, _) = fork_current(self.backend, self.golden, &key.name, &spec).await?;
+            return Ok((
+                sandbox,
+                !(same_install && test_rebuilds(self.stack.kind)),
+                "synced",
+            ));
         }
-    };
-    let _ = golden.goldens.prune(backend, &key.name).await;
-    let used = GoldenUse {
-        name: key.name.clone(),
-        generation: saved.generation,
-        how: how.to_owned(),
-    };
-    options.tell(|| GateEvent::GoldenSaved {
-        golden: used.clone(),
-        bytes: saved.saved.bytes,
-        duration_ms: started.elapsed().as_millis() as u64,
-    });
-    Ok(Some((sandbox, used)))
+        let sandbox = self
+            .backend
+            .create(&spec)
+            .await
+            .map_err(|source| Error::Sandbox {
+                stack: self.stack.name().to_owned(),
+                source,
+            })?;
+        Ok((sandbox, true, "built"))
+    }
+
+    /// The tests did not run green: a new golden is unproven; a synced
+    /// one is marked broken, so that runs hear the tests stopped running
+    /// on the new tree.
+    fn unproven(&self, run: &StackRun, synced: bool) -> Error {
+        let name = self.key.name.clone();
+        let reason = format!("{}: {}", self.stack.name(), run.reason);
+        if !synced {
+            return Error::GoldenUnproven { name, reason };
+        }
+        let broken = GoldenStatus::Broken {
+            reason: reason.clone(),
+        };
+        match self.golden.goldens.set_status(&name, broken) {
+            Ok(_) => Error::GoldenBroken { name, reason },
+            Err(e) => golden_error(self.key)(e),
+        }
+    }
+
+    /// Saves the green sandbox as the golden's next generation (older
+    /// ones pruned) and tells it.
+    async fn save(
+        &self,
+        sandbox: Box<dyn Sandbox>,
+        run: &StackRun,
+        how: &str,
+        started: Instant,
+    ) -> Result<(Box<dyn Sandbox>, GoldenUse), Error> {
+        let key = self.key;
+        let meta = meta(
+            key,
+            self.stack,
+            &self.golden.identity,
+            how,
+            serde_json::json!({
+                "tests_executed": run.evidence.as_ref().map_or(0, |e| e.executed()),
+                "build_ms": started.elapsed().as_millis() as u64,
+            }),
+        );
+        let saved = self
+            .golden
+            .goldens
+            .save(&key.name, &key.key, meta, &*sandbox)
+            .await;
+        let saved = match saved {
+            Ok(saved) => saved,
+            Err(e) => {
+                let _ = sandbox.destroy().await;
+                return Err(golden_error(key)(e));
+            }
+        };
+        let _ = self.golden.goldens.prune(self.backend, &key.name).await;
+        let used = GoldenUse {
+            name: key.name.clone(),
+            generation: saved.generation,
+            how: how.to_owned(),
+        };
+        self.options.tell(|| GateEvent::GoldenSaved {
+            golden: used.clone(),
+            bytes: saved.saved.bytes,
+            duration_ms: started.elapsed().as_millis() as u64,
+        });
+        Ok((sandbox, used))
+    }
 }

@@ -158,21 +158,95 @@ pub fn bench(root: &Path, threads: usize, samples: usize) -> Result<BenchReport>
         0 => std::thread::available_parallelism().map_or(2, |n| n.get()),
         n => n,
     };
-
     for lang in Lang::ALL {
         Queries::get(lang)?; // compiled before any clock starts, as in a long-lived process
     }
-    // The floor: read and parse every file, on the same threads.
-    let parse_all = || -> Duration {
+    let copy = Copy {
+        work: work.path(),
+        tree,
+        files,
+        threads,
+    };
+    // The same cold load without statements and def-use, and with them for
+    // every file, for the trade-off.
+    let cold_no_flow = copy.cold_with("lean.db", IndexOptions::default().flow(false))?;
+    crate::resolve::wait_for_frees();
+    let cold_eager = copy.cold_with("eager.db", IndexOptions::default().eager_flow(true))?;
+    let (parse_only, cold, mut index) = copy.floors_and_colds()?;
+    // The median of three: the first follows the cold index closely (its
+    // memory still being returned), the others are what a later run pays.
+    let mut noops = Vec::new();
+    for _ in 0..3 {
+        let started = Instant::now();
+        index.update()?;
+        noops.push(started.elapsed());
+    }
+    let noop = median(noops);
+    let symbols = index.symbols(&SymbolFilter::default())?;
+    let edits = copy.edits(&mut index, &symbols)?;
+    let timed = time_queries(&index, &symbols, samples)?;
+    let stats = index.stats()?;
+    let db_bytes = ["graph.db", "graph.db-wal"]
+        .iter()
+        .filter_map(|f| std::fs::metadata(work.path().join(f)).ok())
+        .map(|m| m.len())
+        .sum();
+    Ok(BenchReport {
+        files: copy.files.len(),
+        bytes,
+        threads,
+        parse_only_s: parse_only.as_secs_f64(),
+        cold_index_s: cold.as_secs_f64(),
+        cold_over_parse: cold.as_secs_f64() / parse_only.as_secs_f64().max(1e-9),
+        cold_index_no_flow_s: cold_no_flow.as_secs_f64(),
+        cold_index_eager_flow_s: cold_eager.as_secs_f64(),
+        flow_on_demand_s: timed.flow_on_demand.as_secs_f64(),
+        noop_reindex_s: noop.as_secs_f64(),
+        one_file_reindex_s: edits.one_file.as_secs_f64(),
+        largest_file_reindex_s: edits.largest_file.as_secs_f64(),
+        first_definition_reindex_s: edits.first_definition.as_secs_f64(),
+        query_p95_ms: percentile(&timed.all, 0.95),
+        query_p50_ms: percentile(&timed.all, 0.5),
+        queries: timed.queries,
+        symbols: stats.symbols,
+        edges: stats.edges,
+        statements: stats.statements,
+        db_bytes,
+        db_over_source: db_bytes as f64 / (bytes as f64).max(1.0),
+    })
+}
+
+/// The private copy measured on.
+struct Copy<'a> {
+    /// The temporary directory (databases beside the tree).
+    work: &'a Path,
+    /// The copied tree.
+    tree: PathBuf,
+    /// Its source files.
+    files: Vec<(Lang, PathBuf)>,
+    /// Parser threads.
+    threads: usize,
+}
+
+/// The re-index after each edit.
+struct Edits {
+    one_file: Duration,
+    largest_file: Duration,
+    first_definition: Duration,
+}
+
+impl Copy<'_> {
+    /// The floor: read and parse every file, on the same threads.
+    fn parse_all(&self) -> Duration {
         let next = std::sync::atomic::AtomicUsize::new(0);
         let started = Instant::now();
         std::thread::scope(|s| {
-            for _ in 0..threads {
+            for _ in 0..self.threads {
                 s.spawn(|| {
                     let mut parser = tree_sitter::Parser::new();
                     loop {
                         let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        let Some((lang, path)) = files.get(i) else {
+                        let Some((lang, path)) = self.files.get(i) else {
                             break;
                         };
                         if let Ok(source) = std::fs::read(path) {
@@ -185,94 +259,109 @@ pub fn bench(root: &Path, threads: usize, samples: usize) -> Result<BenchReport>
             }
         });
         started.elapsed()
-    };
+    }
 
-    // The same cold load without statements and def-use, and with them for
-    // every file, for the trade-off.
-    let cold_with = |name: &str, options: IndexOptions| -> Result<Duration> {
+    /// One cold load into database `name` with `options`.
+    fn cold_with(&self, name: &str, options: IndexOptions) -> Result<Duration> {
         let started = Instant::now();
-        Index::open_with(&work.path().join(name), &tree, options.threads(threads))?.update()?;
+        Index::open_with(
+            &self.work.join(name),
+            &self.tree,
+            options.threads(self.threads),
+        )?
+        .update()?;
         Ok(started.elapsed())
-    };
-    let cold_no_flow = cold_with("lean.db", IndexOptions::default().flow(false))?;
-    crate::resolve::wait_for_frees();
-    let cold_eager = cold_with("eager.db", IndexOptions::default().eager_flow(true))?;
+    }
 
-    // The floor and the cold index, three of each in turn, so that both
-    // see the same machine; the report gives each one's median and the
-    // ratio of the medians. The last cold index is the one measured on.
-    let db = work.path().join("graph.db");
-    let options = IndexOptions::default().threads(threads);
-    let (mut floors, mut colds) = (Vec::new(), Vec::new());
-    let mut measured = None;
-    for _ in 0..COLD_RUNS {
-        drop(measured.take());
-        // The last index's tables may still be being freed: the floor
-        // does not share the cores with that.
-        crate::resolve::wait_for_frees();
-        floors.push(parse_all());
-        for suffix in ["", "-wal", "-shm"] {
-            let stale = work.path().join(format!("graph.db{suffix}"));
-            if stale.exists() {
-                std::fs::remove_file(&stale).map_err(|source| Error::Io {
-                    op: "remove",
-                    path: stale.clone(),
-                    source,
-                })?;
+    /// The floor and the cold index, [`COLD_RUNS`] of each in turn, so
+    /// that both see the same machine: each one's median, and the last
+    /// cold index (the one measured on).
+    fn floors_and_colds(&self) -> Result<(Duration, Duration, Index)> {
+        let db = self.work.join("graph.db");
+        let options = IndexOptions::default().threads(self.threads);
+        let (mut floors, mut colds) = (Vec::new(), Vec::new());
+        let mut measured = None;
+        for _ in 0..COLD_RUNS {
+            drop(measured.take());
+            // The last index's tables may still be being freed: the floor
+            // does not share the cores with that.
+            crate::resolve::wait_for_frees();
+            floors.push(self.parse_all());
+            for suffix in ["", "-wal", "-shm"] {
+                let stale = self.work.join(format!("graph.db{suffix}"));
+                if stale.exists() {
+                    std::fs::remove_file(&stale).map_err(|source| Error::Io {
+                        op: "remove",
+                        path: stale.clone(),
+                        source,
+                    })?;
+                }
             }
+            let started = Instant::now();
+            let mut index = Index::open_with(&db, &self.tree, options.clone())?;
+            index.update()?;
+            colds.push(started.elapsed());
+            measured = Some(index);
         }
-        let started = Instant::now();
-        let mut index = Index::open_with(&db, &tree, options.clone())?;
-        index.update()?;
-        colds.push(started.elapsed());
-        measured = Some(index);
+        let index = measured.expect("COLD_RUNS is at least one");
+        Ok((median(floors), median(colds), index))
     }
-    let mut index = measured.expect("COLD_RUNS is at least one");
-    let (parse_only, cold) = (median(floors), median(colds));
-    // The median of three: the first follows the cold index closely (its
-    // memory still being returned), the others are what a later run pays.
-    let mut noops = Vec::new();
-    for _ in 0..3 {
-        let started = Instant::now();
-        index.update()?;
-        noops.push(started.elapsed());
-    }
-    let noop = median(noops);
 
-    // One file's body changes (a comment appended): a file of median size
-    // among those that define something (the typical edit), then the
-    // largest (the worst case).
-    let symbols = index.symbols(&SymbolFilter::default())?;
-    let defining: std::collections::HashSet<PathBuf> =
-        symbols.iter().map(|s| tree.join(&s.file)).collect();
-    let mut sized: Vec<(u64, &PathBuf)> = files
-        .iter()
-        .filter(|(_, p)| defining.contains(p))
-        .map(|(_, p)| (std::fs::metadata(p).map(|m| m.len()).unwrap_or(0), p))
-        .collect();
-    sized.sort();
-    // `added`: what is appended, by the file's language.
-    let mut edit = |victim: Option<&PathBuf>, added: fn(Option<Lang>) -> &'static [u8]| {
-        let Some(victim) = victim else {
-            return Ok(Duration::ZERO);
-        };
-        let io = |op| {
-            let path = victim.clone();
-            move |source| Error::Io { op, path, source }
-        };
-        let mut content = std::fs::read(victim).map_err(io("read"))?;
-        content.extend_from_slice(added(Lang::of_path(victim)));
-        std::fs::write(victim, &content).map_err(io("write"))?;
-        let started = Instant::now();
-        index.update()?;
-        Ok::<_, Error>(started.elapsed())
+    /// One file's body changes (a comment appended): a file of median size
+    /// among those that define something (the typical edit), then the
+    /// largest (the worst case); then a definition added to the first.
+    fn edits(&self, index: &mut Index, symbols: &[crate::store::Symbol]) -> Result<Edits> {
+        let defining: std::collections::HashSet<PathBuf> =
+            symbols.iter().map(|s| self.tree.join(&s.file)).collect();
+        let mut sized: Vec<(u64, &PathBuf)> = self
+            .files
+            .iter()
+            .filter(|(_, p)| defining.contains(p))
+            .map(|(_, p)| (std::fs::metadata(p).map(|m| m.len()).unwrap_or(0), p))
+            .collect();
+        sized.sort();
+        let median_file = sized.get(sized.len() / 2).map(|(_, p)| *p);
+        Ok(Edits {
+            one_file: append_and_update(index, median_file, comment)?,
+            largest_file: append_and_update(index, sized.last().map(|(_, p)| *p), comment)?,
+            first_definition: append_and_update(index, median_file, definition)?,
+        })
+    }
+}
+
+/// Appends `added(the file's language)` to `victim` and times the update.
+fn append_and_update(
+    index: &mut Index,
+    victim: Option<&PathBuf>,
+    added: fn(Option<Lang>) -> &'static [u8],
+) -> Result<Duration> {
+    let Some(victim) = victim else {
+        return Ok(Duration::ZERO);
     };
-    let comment = |lang| match lang {
-        Some(Lang::Python) => &b"\n# forq bench edit\n"[..],
+    let io = |op| {
+        let path = victim.clone();
+        move |source| Error::Io { op, path, source }
+    };
+    let mut content = std::fs::read(victim).map_err(io("read"))?;
+    content.extend_from_slice(added(Lang::of_path(victim)));
+    std::fs::write(victim, &content).map_err(io("write"))?;
+    let started = Instant::now();
+    index.update()?;
+    Ok(started.elapsed())
+}
+
+/// A comment, in the file's language.
+fn comment(lang: Option<Lang>) -> &'static [u8] {
+    match lang {
+        Some(Lang::Python) => b"\n# forq bench edit\n",
         _ => b"\n// forq bench edit\n",
-    };
-    let definition = |lang| match lang {
-        Some(Lang::Python) => &b"\ndef forq_bench_added():\n    pass\n"[..],
+    }
+}
+
+/// A new definition, in the file's language.
+fn definition(lang: Option<Lang>) -> &'static [u8] {
+    match lang {
+        Some(Lang::Python) => b"\ndef forq_bench_added():\n    pass\n",
         Some(Lang::Rust) => b"\nfn forq_bench_added() {}\n",
         Some(Lang::Go) => b"\nfunc forqBenchAdded() {}\n",
         Some(Lang::C | Lang::Cpp) => b"\nvoid forq_bench_added(void) {}\n",
@@ -281,12 +370,22 @@ pub fn bench(root: &Path, threads: usize, samples: usize) -> Result<BenchReport>
         }
         // Java has no definition outside a class: the edit is a comment.
         _ => b"\n// forq bench edit\n",
-    };
-    let median_file = sized.get(sized.len() / 2).map(|(_, p)| *p);
-    let one_file = edit(median_file, comment)?;
-    let largest_file = edit(sized.last().map(|(_, p)| *p), comment)?;
-    let first_definition = edit(median_file, definition)?;
+    }
+}
 
+/// The query latencies.
+struct Timed {
+    /// Per kind.
+    queries: Vec<QueryTiming>,
+    /// Every sample, sorted.
+    all: Vec<f64>,
+    /// Computing every file's flow at once, between the first
+    /// `statements` questions and the rest.
+    flow_on_demand: Duration,
+}
+
+/// Times `samples` queries of each kind on random callables.
+fn time_queries(index: &Index, symbols: &[crate::store::Symbol], samples: usize) -> Result<Timed> {
     let mut rng = Lcg(0x5eed);
     let callables: Vec<&crate::store::Symbol> = symbols
         .iter()
@@ -337,33 +436,9 @@ pub fn bench(root: &Path, threads: usize, samples: usize) -> Result<BenchReport>
         })?;
     }
     all.sort_by(f64::total_cmp);
-    let stats = index.stats()?;
-    let db_bytes = ["graph.db", "graph.db-wal"]
-        .iter()
-        .filter_map(|f| std::fs::metadata(work.path().join(f)).ok())
-        .map(|m| m.len())
-        .sum();
-    Ok(BenchReport {
-        files: files.len(),
-        bytes,
-        threads,
-        parse_only_s: parse_only.as_secs_f64(),
-        cold_index_s: cold.as_secs_f64(),
-        cold_over_parse: cold.as_secs_f64() / parse_only.as_secs_f64().max(1e-9),
-        cold_index_no_flow_s: cold_no_flow.as_secs_f64(),
-        cold_index_eager_flow_s: cold_eager.as_secs_f64(),
-        flow_on_demand_s: flow_on_demand.as_secs_f64(),
-        noop_reindex_s: noop.as_secs_f64(),
-        one_file_reindex_s: one_file.as_secs_f64(),
-        largest_file_reindex_s: largest_file.as_secs_f64(),
-        first_definition_reindex_s: first_definition.as_secs_f64(),
-        query_p95_ms: percentile(&all, 0.95),
-        query_p50_ms: percentile(&all, 0.5),
+    Ok(Timed {
         queries,
-        symbols: stats.symbols,
-        edges: stats.edges,
-        statements: stats.statements,
-        db_bytes,
-        db_over_source: db_bytes as f64 / (bytes as f64).max(1.0),
+        all,
+        flow_on_demand,
     })
 }

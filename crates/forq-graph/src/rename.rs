@@ -12,6 +12,7 @@ use rusqlite::params;
 use serde::Serialize;
 
 use crate::query::Confidence;
+use crate::store::Symbol;
 use crate::{Error, Index, Result};
 
 /// One place the rename changes.
@@ -60,16 +61,77 @@ impl Index {
             symbol: sym.id.clone(),
             reason,
         };
+        if let Some(why) = self.refusal(&sym, new)? {
+            return Err(refuse(why));
+        }
+        let mut places = self.places_naming(&sym)?;
+        let mut texts = Texts {
+            root: self.root(),
+            read: BTreeMap::new(),
+        };
+        // The definition's name: its first whole word on the definition's
+        // lines (past decorators and keywords).
+        let text = texts.read(&sym.file)?;
+        let def = (sym.line..=sym.end_line.max(sym.line))
+            .find_map(|l| {
+                let line = text.lines().nth(l as usize - 1)?;
+                word_at(line, &sym.name, None).map(|c| (l, c))
+            })
+            .ok_or_else(|| {
+                refuse(format!(
+                    "{}:{} no longer defines {}: the index is older than the file; update it",
+                    sym.file, sym.line, sym.name
+                ))
+            })?;
+        places.insert(RenameEdit {
+            file: sym.file.clone(),
+            line: def.0,
+            col: def.1,
+            role: "definition".to_owned(),
+        });
+        // Each place checked against the file: the name must be there.
+        let mut edits = Vec::new();
+        for mut p in places {
+            let text = texts.read(&p.file)?;
+            let line = text.lines().nth(p.line as usize - 1).unwrap_or("");
+            let Some(col) = word_at(line, &sym.name, Some(p.col)) else {
+                return Err(refuse(format!(
+                    "{}:{} does not read {} where the graph has it: the index is older than the file; update it",
+                    p.file, p.line, sym.name
+                )));
+            };
+            p.col = col;
+            if !edits
+                .iter()
+                .any(|e: &RenameEdit| (&e.file, e.line, e.col) == (&p.file, p.line, p.col))
+            {
+                edits.push(p);
+            }
+        }
+        let files = texts.renamed(&edits, &sym.name, new);
+        Ok(RenamePlan {
+            symbol: sym.id,
+            old: sym.name,
+            new: new.to_owned(),
+            edits,
+            files,
+        })
+    }
+
+    /// Why `sym` cannot be renamed to `new`, if it cannot: `new` is not
+    /// an identifier or is its name, the scope has a `new`, or a caller
+    /// could be another definition of the name.
+    fn refusal(&self, sym: &Symbol, new: &str) -> Result<Option<String>> {
         let identifier = new
             .chars()
             .next()
             .is_some_and(|c| c.is_alphabetic() || c == '_')
             && new.chars().all(|c| c.is_alphanumeric() || c == '_');
         if !identifier {
-            return Err(refuse(format!("{new:?} is not an identifier")));
+            return Ok(Some(format!("{new:?} is not an identifier")));
         }
         if new == sym.name {
-            return Err(refuse(format!("it is already called {new}")));
+            return Ok(Some(format!("it is already called {new}")));
         }
         let clash: i64 = self
             .store
@@ -81,7 +143,7 @@ impl Index {
             )
             .map_err(self.store.db())?;
         if clash > 0 {
-            return Err(refuse(format!(
+            return Ok(Some(format!(
                 "{} already defines {new} in the same scope",
                 sym.file
             )));
@@ -94,13 +156,20 @@ impl Index {
             .map(|e| format!("{}:{}", e.file, e.line))
             .collect();
         if !ambiguous.is_empty() {
-            return Err(refuse(format!(
+            return Ok(Some(format!(
                 "the graph cannot tell whether these call {} or another definition of {}: {}; rename or qualify them first",
                 sym.id,
                 sym.name,
                 ambiguous.join(", ")
             )));
         }
+        Ok(None)
+    }
+
+    /// Every place that names `sym` other than its definition: what the
+    /// graph resolved to it, CommonJS bindings of it, and the value reads
+    /// in the files where its name is bound to it.
+    fn places_naming(&self, sym: &Symbol) -> Result<BTreeSet<RenameEdit>> {
         let mut places: BTreeSet<RenameEdit> = BTreeSet::new();
         let mut bound: BTreeSet<String> = BTreeSet::new();
         if sym.parent.is_none() {
@@ -143,84 +212,7 @@ impl Index {
                 });
             }
         }
-        let mut texts: BTreeMap<String, String> = BTreeMap::new();
-        let mut read = |file: &str| -> Result<String> {
-            if let Some(t) = texts.get(file) {
-                return Ok(t.clone());
-            }
-            let path = self.root().join(file);
-            let t = std::fs::read_to_string(&path).map_err(|source| Error::Io {
-                op: "read",
-                path,
-                source,
-            })?;
-            texts.insert(file.to_owned(), t.clone());
-            Ok(t)
-        };
-        // The definition's name: its first whole word on the definition's
-        // lines (past decorators and keywords).
-        let text = read(&sym.file)?;
-        let def = (sym.line..=sym.end_line.max(sym.line))
-            .find_map(|l| {
-                let line = text.lines().nth(l as usize - 1)?;
-                word_at(line, &sym.name, None).map(|c| (l, c))
-            })
-            .ok_or_else(|| {
-                refuse(format!(
-                    "{}:{} no longer defines {}: the index is older than the file; update it",
-                    sym.file, sym.line, sym.name
-                ))
-            })?;
-        places.insert(RenameEdit {
-            file: sym.file.clone(),
-            line: def.0,
-            col: def.1,
-            role: "definition".to_owned(),
-        });
-        // Each place checked against the file: the name must be there.
-        let mut edits = Vec::new();
-        for mut p in places {
-            let text = read(&p.file)?;
-            let line = text.lines().nth(p.line as usize - 1).unwrap_or("");
-            let Some(col) = word_at(line, &sym.name, Some(p.col)) else {
-                return Err(refuse(format!(
-                    "{}:{} does not read {} where the graph has it: the index is older than the file; update it",
-                    p.file, p.line, sym.name
-                )));
-            };
-            p.col = col;
-            if !edits
-                .iter()
-                .any(|e: &RenameEdit| (&e.file, e.line, e.col) == (&p.file, p.line, p.col))
-            {
-                edits.push(p);
-            }
-        }
-        let mut files = BTreeMap::new();
-        for (file, text) in texts {
-            let mut out = text.clone();
-            let mut at: Vec<usize> = edits
-                .iter()
-                .filter(|e| e.file == file)
-                .filter_map(|e| offset(&text, e.line, e.col))
-                .collect();
-            at.sort_unstable();
-            at.dedup();
-            if at.is_empty() {
-                continue;
-            }
-            for start in at.into_iter().rev() {
-                out.replace_range(start..start + sym.name.len(), new);
-            }
-            files.insert(file, out);
-        }
-        Ok(RenamePlan {
-            symbol: sym.id,
-            old: sym.name,
-            new: new.to_owned(),
-            edits,
-            files,
-        })
+        Ok(places)
     }
 
     /// Calls, base-class references and imports the graph resolved to
@@ -341,4 +333,49 @@ fn offset(text: &str, line: u32, col: u32) -> Option<usize> {
         start += l.len();
     }
     None
+}
+
+/// The files a rename reads, each once.
+struct Texts<'a> {
+    root: &'a std::path::Path,
+    read: BTreeMap<String, String>,
+}
+
+impl Texts<'_> {
+    fn read(&mut self, file: &str) -> Result<String> {
+        if let Some(t) = self.read.get(file) {
+            return Ok(t.clone());
+        }
+        let path = self.root.join(file);
+        let t = std::fs::read_to_string(&path).map_err(|source| Error::Io {
+            op: "read",
+            path,
+            source,
+        })?;
+        self.read.insert(file.to_owned(), t.clone());
+        Ok(t)
+    }
+
+    /// Each file with an edit, `old` replaced by `new` at every edit.
+    fn renamed(self, edits: &[RenameEdit], old: &str, new: &str) -> BTreeMap<String, String> {
+        let mut files = BTreeMap::new();
+        for (file, text) in self.read {
+            let mut out = text.clone();
+            let mut at: Vec<usize> = edits
+                .iter()
+                .filter(|e| e.file == file)
+                .filter_map(|e| offset(&text, e.line, e.col))
+                .collect();
+            at.sort_unstable();
+            at.dedup();
+            if at.is_empty() {
+                continue;
+            }
+            for start in at.into_iter().rev() {
+                out.replace_range(start..start + old.len(), new);
+            }
+            files.insert(file, out);
+        }
+        files
+    }
 }

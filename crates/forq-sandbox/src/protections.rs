@@ -153,7 +153,6 @@ async fn native_protections(options: NativeOptions) -> Vec<Protection> {
         Ok(b) => b,
         Err(e) => return vec![line(n, "available", false, e.to_string())],
     };
-    let uid = backend.sandbox_host_uid();
     let tests = probe(&backend, Network::None).await;
     let installs = probe(&backend, Network::Proxy).await;
     let mut out = Vec::new();
@@ -170,6 +169,18 @@ async fn native_protections(options: NativeOptions) -> Vec<Protection> {
     let t = tests.as_ref().ok().map(|(p, _)| p);
     let leaked = tests.as_ref().is_ok_and(|(_, leaked)| *leaked);
     let i = installs.as_ref().ok().map(|(p, _)| p);
+    out.extend(filesystem_lines(&backend, t, leaked));
+    out.extend(process_lines(&backend, t));
+    out.extend(cap_lines(&backend));
+    out.extend(network_lines(&backend, t, i));
+    out
+}
+
+/// The workspace's layers, the uid, the system directories.
+fn filesystem_lines(backend: &NativeBackend, t: Option<&Probe>, leaked: bool) -> Vec<Protection> {
+    let n = BackendKind::Native;
+    let uid = backend.sandbox_host_uid();
+    let mut out = Vec::new();
     out.push(measured(n, "overlayfs", t, |p| {
         let ok = p.get("workspace") == "writable" && !leaked;
         (
@@ -218,6 +229,13 @@ async fn native_protections(options: NativeOptions) -> Vec<Protection> {
             ),
         )
     }));
+    out
+}
+
+/// The terminal, capabilities, seccomp, /proc and /sys.
+fn process_lines(backend: &NativeBackend, t: Option<&Probe>) -> Vec<Protection> {
+    let n = BackendKind::Native;
+    let mut out = Vec::new();
     out.push(measured(n, "no terminal", t, |p| {
         let ok = p.get("tty") == "none" && p.get("terminal") == "no";
         (
@@ -269,6 +287,13 @@ async fn native_protections(options: NativeOptions) -> Vec<Protection> {
             ),
         )
     }));
+    out
+}
+
+/// The memory, pids and CPU caps, and how each is enforced.
+fn cap_lines(backend: &NativeBackend) -> Vec<Protection> {
+    let n = BackendKind::Native;
+    let mut out = Vec::new();
     let (memory, pids, cpu) = backend.caps_enforced();
     let how = backend.limits_mechanism();
     let standard = Limits::standard();
@@ -314,6 +339,13 @@ async fn native_protections(options: NativeOptions) -> Vec<Protection> {
             "not enforced: no cpu cgroup can be made here".to_owned()
         },
     ));
+    out
+}
+
+/// The network of test runs and of installs.
+fn network_lines(backend: &NativeBackend, t: Option<&Probe>, i: Option<&Probe>) -> Vec<Protection> {
+    let n = BackendKind::Native;
+    let mut out = Vec::new();
     out.push(measured(n, "network for tests and the agent", t, |p| {
         let ok = p.get("ifaces") == "lo";
         (ok, format!("measured interfaces: {}", p.get("ifaces")))

@@ -467,20 +467,7 @@ impl Engine<'_> {
                 return;
             }
         };
-        let mut state = parent_state.clone();
-        for (path, content) in &delta.files {
-            state.insert(path.clone(), content.clone());
-        }
-        // A file back to its original contents is no change.
-        let mut unchanged = Vec::new();
-        for (path, content) in &state {
-            if self.original(path).await == *content {
-                unchanged.push(path.clone());
-            }
-        }
-        for path in unchanged {
-            state.remove(&path);
-        }
+        let state = self.state_after(parent_state, &delta).await;
         let fingerprint = Materialized {
             files: state.clone(),
         }
@@ -492,38 +479,12 @@ impl Engine<'_> {
         node.files = state.keys().cloned().collect();
         node.score.applies = true;
         (node.score.diff_lines, node.change) = self.change(&state).await;
-        // The tests judge: a candidate that changes or deletes one of the
-        // repository's test files is refused without a run (a new test
-        // file, or the reproduction test the search began with, is not).
-        let guarded = !self.options.edit_tests;
-        for path in delta.files.keys().filter(|_| guarded) {
-            let existing = self.original(path).await.is_some();
-            if existing
-                && self.oracle.stack.is_test_file(path)
-                && !self.options.seed.contains_key(path)
-            {
-                node.status = Status::Red;
-                node.reason = format!("{path}: edits a test file (tests are never edited)");
-                self.evaluated += 1;
-                self.add_node(node);
-                return;
-            }
-        }
-        // A change that breaks a file's syntax is red without a test run.
-        for (path, content) in &delta.files {
-            let (Some(lang), Some(text)) = (Lang::of_path(Path::new(path)), content) else {
-                continue;
-            };
-            if let Some((line, col)) = lang.syntax_error(text) {
-                let before = self.original(path).await.unwrap_or_default();
-                if lang.syntax_error(&before).is_none() {
-                    node.status = Status::Red;
-                    node.reason = format!("{path}:{line}:{col}: does not parse");
-                    self.evaluated += 1;
-                    self.add_node(node);
-                    return;
-                }
-            }
+        if let Some(why) = self.refused(&delta).await {
+            node.status = Status::Red;
+            node.reason = why;
+            self.evaluated += 1;
+            self.add_node(node);
+            return;
         }
         node.score.parses = true;
         self.states.insert(id, state);
@@ -547,6 +508,60 @@ impl Engine<'_> {
             prior: candidate.prior,
             depth,
         });
+    }
+
+    /// The files changed against the root after `delta` on top of
+    /// `parent_state`; a file back to its original contents is no change.
+    async fn state_after(
+        &mut self,
+        parent_state: &BTreeMap<String, Option<String>>,
+        delta: &Materialized,
+    ) -> BTreeMap<String, Option<String>> {
+        let mut state = parent_state.clone();
+        for (path, content) in &delta.files {
+            state.insert(path.clone(), content.clone());
+        }
+        let mut unchanged = Vec::new();
+        for (path, content) in &state {
+            if self.original(path).await == *content {
+                unchanged.push(path.clone());
+            }
+        }
+        for path in unchanged {
+            state.remove(&path);
+        }
+        state
+    }
+
+    /// Why `delta` is red without a test run, if it is. The tests judge:
+    /// a candidate that changes or deletes one of the repository's test
+    /// files is refused (a new test file, or the reproduction test the
+    /// search began with, is not); so is one that breaks a file's syntax.
+    async fn refused(&mut self, delta: &Materialized) -> Option<String> {
+        let guarded = !self.options.edit_tests;
+        for path in delta.files.keys().filter(|_| guarded) {
+            let existing = self.original(path).await.is_some();
+            if existing
+                && self.oracle.stack.is_test_file(path)
+                && !self.options.seed.contains_key(path)
+            {
+                return Some(format!(
+                    "{path}: edits a test file (tests are never edited)"
+                ));
+            }
+        }
+        for (path, content) in &delta.files {
+            let (Some(lang), Some(text)) = (Lang::of_path(Path::new(path)), content) else {
+                continue;
+            };
+            if let Some((line, col)) = lang.syntax_error(text) {
+                let before = self.original(path).await.unwrap_or_default();
+                if lang.syntax_error(&before).is_none() {
+                    return Some(format!("{path}:{line}:{col}: does not parse"));
+                }
+            }
+        }
+        None
     }
 
     /// The next queued candidate, by the order.
@@ -633,205 +648,256 @@ pub async fn search(
     brancher: &dyn Brancher,
     options: &SearchOptions,
 ) -> Result<SearchOutcome, SearchError> {
-    let order = options.order.unwrap_or(Order::BestFirst);
-    let mut engine = Engine {
-        root,
-        oracle: Arc::new(oracle.clone()),
-        brancher,
-        options,
-        tree: Tree {
-            brancher: brancher.name().to_owned(),
-            order: order.name().to_owned(),
-            ..Tree::default()
-        },
-        started: Instant::now(),
-        cut_short: false,
-        seen: HashSet::new(),
-        originals: HashMap::new(),
-        states: HashMap::new(),
-        queue: Vec::new(),
-        rng: fastrand::Rng::with_seed(match order {
-            Order::Random(seed) => seed,
-            _ => 0,
-        }),
-        evaluated: 0,
-    };
-    let seed = Materialized {
-        files: options.seed.clone(),
-    };
-    engine.seen.insert(seed.fingerprint());
-    engine.states.insert(0, options.seed.clone());
-    engine.add_node(Node {
-        id: 0,
-        parent: None,
-        depth: 0,
-        hypothesis: "the original code".to_owned(),
-        status: Status::Red,
-        score: Score {
-            applies: true,
-            parses: true,
-            target_passed: genesis.target_passed,
-            broken: 0,
-            diff_lines: 0,
-        },
-        prior: 0.0,
-        reason: format!(
-            "{} of {} target tests failing",
-            genesis.target_total - genesis.target_passed,
-            genesis.target_total
-        ),
-        files: options.seed.keys().cloned().collect(),
-        change: String::new(),
-        fingerprint: seed.fingerprint(),
-        judgement: Some(genesis.clone()),
-        eval_ms: 0,
-        at_ms: 0,
-    });
+    let mut engine = Engine::new(root, oracle, brancher, options);
+    engine.plant(genesis);
     engine.expand(0, root, genesis).await?;
+    let found = engine.run().await?;
+    engine.finish(found).await
+}
 
-    let budget = &options.budget;
-    let mut running: JoinSet<Evaluated> = JoinSet::new();
-    let mut in_flight: HashSet<usize> = HashSet::new();
-    let mut winner: Option<(usize, Box<dyn Sandbox>, usize)> = None;
-    let mut stop = false;
-    loop {
-        while !stop
-            && running.len() < budget.jobs
-            && engine.evaluated + running.len() < budget.max_nodes
-            && !engine.out_of_time()
-        {
-            let Some(queued) = engine.pick() else { break };
-            in_flight.insert(queued.node);
-            running.spawn(evaluate(queued, engine.oracle.clone()));
+/// The green node kept so far.
+struct Found {
+    node: usize,
+    sandbox: Box<dyn Sandbox>,
+    diff_lines: usize,
+}
+
+impl<'a> Engine<'a> {
+    fn new(
+        root: &'a dyn Sandbox,
+        oracle: &Oracle,
+        brancher: &'a dyn Brancher,
+        options: &'a SearchOptions,
+    ) -> Engine<'a> {
+        let order = options.order.unwrap_or(Order::BestFirst);
+        Engine {
+            root,
+            oracle: Arc::new(oracle.clone()),
+            brancher,
+            options,
+            tree: Tree {
+                brancher: brancher.name().to_owned(),
+                order: order.name().to_owned(),
+                ..Tree::default()
+            },
+            started: Instant::now(),
+            cut_short: false,
+            seen: HashSet::new(),
+            originals: HashMap::new(),
+            states: HashMap::new(),
+            queue: Vec::new(),
+            rng: fastrand::Rng::with_seed(match order {
+                Order::Random(seed) => seed,
+                _ => 0,
+            }),
+            evaluated: 0,
         }
-        if stop && !running.is_empty() {
-            // A green node ends the search: what still runs is cancelled
-            // (dropping a fork ends its processes).
-            running.shutdown().await;
-            for id in in_flight.drain() {
-                engine.update(id, |n| {
-                    n.status = Status::Pruned;
-                    n.reason = "cancelled: a green node was found".to_owned();
-                });
+    }
+}
+
+impl Engine<'_> {
+    /// Node 0: the original code (with the seed), judged `genesis`.
+    fn plant(&mut self, genesis: &Judgement) {
+        let seed = Materialized {
+            files: self.options.seed.clone(),
+        };
+        self.seen.insert(seed.fingerprint());
+        self.states.insert(0, self.options.seed.clone());
+        self.add_node(Node {
+            id: 0,
+            parent: None,
+            depth: 0,
+            hypothesis: "the original code".to_owned(),
+            status: Status::Red,
+            score: Score {
+                applies: true,
+                parses: true,
+                target_passed: genesis.target_passed,
+                broken: 0,
+                diff_lines: 0,
+            },
+            prior: 0.0,
+            reason: format!(
+                "{} of {} target tests failing",
+                genesis.target_total - genesis.target_passed,
+                genesis.target_total
+            ),
+            files: self.options.seed.keys().cloned().collect(),
+            change: String::new(),
+            fingerprint: seed.fingerprint(),
+            judgement: Some(genesis.clone()),
+            eval_ms: 0,
+            at_ms: 0,
+        });
+    }
+
+    /// Evaluates queued candidates, `jobs` at a time, until the budget is
+    /// spent, the queue is empty, or (unless told to keep searching) a
+    /// green one is found.
+    async fn run(&mut self) -> Result<Option<Found>, SearchError> {
+        let options = self.options;
+        let budget = &options.budget;
+        let mut running: JoinSet<Evaluated> = JoinSet::new();
+        let mut in_flight: HashSet<usize> = HashSet::new();
+        let mut found: Option<Found> = None;
+        let mut stop = false;
+        loop {
+            while !stop
+                && running.len() < budget.jobs
+                && self.evaluated + running.len() < budget.max_nodes
+                && !self.out_of_time()
+            {
+                let Some(queued) = self.pick() else { break };
+                in_flight.insert(queued.node);
+                running.spawn(evaluate(queued, self.oracle.clone()));
             }
-            break;
-        }
-        let Some(done) = running.join_next().await else {
-            break;
-        };
-        let (id, result, eval_ms) = match done {
-            Ok(done) => done,
-            Err(e) => return Err(SearchError::Task(e.to_string())),
-        };
-        engine.evaluated += 1;
-        in_flight.remove(&id);
-        let (sandbox, judgement) = match result {
-            Ok(r) => r,
-            Err(e) => {
-                // Drain what is running, then report.
-                while let Some(Ok((_, Ok((sb, _)), _))) = running.join_next().await {
-                    let _ = sb.destroy().await;
+            if stop && !running.is_empty() {
+                // A green node ends the search: what still runs is
+                // cancelled (dropping a fork ends its processes).
+                running.shutdown().await;
+                for id in in_flight.drain() {
+                    self.update(id, |n| {
+                        n.status = Status::Pruned;
+                        n.reason = "cancelled: a green node was found".to_owned();
+                    });
                 }
-                return Err(e.into());
+                break;
             }
-        };
+            let Some(done) = running.join_next().await else {
+                break;
+            };
+            let (id, result, eval_ms) = done.map_err(|e| SearchError::Task(e.to_string()))?;
+            self.evaluated += 1;
+            in_flight.remove(&id);
+            let (sandbox, judgement) = match result {
+                Ok(r) => r,
+                Err(e) => {
+                    // Drain what is running, then report.
+                    while let Some(Ok((_, Ok((sb, _)), _))) = running.join_next().await {
+                        let _ = sb.destroy().await;
+                    }
+                    return Err(e.into());
+                }
+            };
+            let score = self.record(id, &judgement, eval_ms);
+            if judgement.green() {
+                keep_smaller(&mut found, id, sandbox, score.diff_lines).await;
+                stop |= !self.options.keep_searching;
+                continue;
+            }
+            if !stop && self.promising(id, &judgement) {
+                self.expand(id, &*sandbox, &judgement).await?;
+            }
+            let _ = sandbox.destroy().await;
+        }
+        Ok(found)
+    }
+
+    /// Writes `judgement` into node `id`; its score.
+    fn record(&mut self, id: usize, judgement: &Judgement, eval_ms: u64) -> Score {
         let green = judgement.green();
-        let at_ms = engine.elapsed_ms();
-        let parent_score = engine.tree.nodes[id]
-            .parent
-            .map(|p| engine.tree.nodes[p].score)
-            .unwrap_or_default();
-        engine.update(id, |n| {
+        let at_ms = self.elapsed_ms();
+        self.update(id, |n| {
             n.status = if green { Status::Green } else { Status::Red };
             n.score.target_passed = judgement.target_passed;
             n.score.broken = judgement.broken.len();
-            n.reason = reason(&judgement);
+            n.reason = reason(judgement);
             n.judgement = Some(judgement.clone());
             n.eval_ms = eval_ms;
             n.at_ms = at_ms;
         });
-        let score = engine.tree.nodes[id].score;
-        if green {
-            let better = winner
-                .as_ref()
-                .is_none_or(|(_, _, lines)| score.diff_lines < *lines);
-            if better {
-                if let Some((_, old, _)) = winner.take() {
-                    let _ = old.destroy().await;
-                }
-                winner = Some((id, sandbox, score.diff_lines));
-            } else {
-                let _ = sandbox.destroy().await;
-            }
-            if !options.keep_searching {
-                stop = true;
-            }
-            continue;
-        }
-        // A red child is branched again when it got closer (more target
-        // tests pass, no more guard tests broken) — or, for a brancher
-        // that learns from a failure, when it is no worse by that measure.
+        self.tree.nodes[id].score
+    }
+
+    /// Whether red node `id` is branched again: when it got closer than
+    /// its parent (more target tests pass, no more guard tests broken) —
+    /// or, for a brancher that learns from a failure, when it is no worse
+    /// by that measure.
+    fn promising(&self, id: usize, judgement: &Judgement) -> bool {
+        let score = self.tree.nodes[id].score;
+        let parent = self.tree.nodes[id]
+            .parent
+            .map(|p| self.tree.nodes[p].score)
+            .unwrap_or_default();
         let closer = (score.target_passed, std::cmp::Reverse(score.broken));
-        let before = (
-            parent_score.target_passed,
-            std::cmp::Reverse(parent_score.broken),
-        );
-        let promising = !stop
-            && !judgement.timed_out
+        let before = (parent.target_passed, std::cmp::Reverse(parent.broken));
+        !judgement.timed_out
             && judgement.ran
-            && if brancher.refines() {
+            && if self.brancher.refines() {
                 closer >= before
             } else {
-                score.target_passed > parent_score.target_passed
-                    && score.broken <= parent_score.broken
-            };
-        if promising {
-            engine.expand(id, &*sandbox, &judgement).await?;
-        }
-        let _ = sandbox.destroy().await;
+                score.target_passed > parent.target_passed && score.broken <= parent.broken
+            }
     }
-    // What was never evaluated is pruned.
-    let left: Vec<usize> = engine.queue.drain(..).map(|q| q.node).collect();
-    let budget_spent = winner.is_none() && (!left.is_empty() || engine.cut_short);
-    for id in left {
-        engine.update(id, |n| {
-            n.status = Status::Pruned;
-            n.reason = "not evaluated: the search ended".to_owned();
+
+    /// Prunes what was never evaluated, makes the winner's clean patch,
+    /// and tells the end.
+    async fn finish(mut self, found: Option<Found>) -> Result<SearchOutcome, SearchError> {
+        let left: Vec<usize> = self.queue.drain(..).map(|q| q.node).collect();
+        let budget_spent = found.is_none() && (!left.is_empty() || self.cut_short);
+        for id in left {
+            self.update(id, |n| {
+                n.status = Status::Pruned;
+                n.reason = "not evaluated: the search ended".to_owned();
+            });
+        }
+        let winner = match found {
+            Some(Found { node, sandbox, .. }) => {
+                let state = self.states.get(&node).cloned().unwrap_or_default();
+                let (patch, diff_lines) = clean_patch(self.root, &state).await?;
+                self.tree.best = Some(node);
+                Some(Winner {
+                    node,
+                    patch,
+                    diff_lines,
+                    sandbox,
+                })
+            }
+            None => None,
+        };
+        tracing::info!(
+            evaluated = self.evaluated,
+            solved = winner.is_some(),
+            budget_spent,
+            "search done"
+        );
+        self.tree.suspected = self.brancher.suspected();
+        self.tell(SearchEvent::Finished {
+            solved: winner.is_some(),
+            best: self.tree.best,
+            evaluated: self.evaluated,
         });
+        Ok(SearchOutcome {
+            tree: self.tree,
+            winner,
+            evaluated: self.evaluated,
+            budget_spent,
+            elapsed: self.started.elapsed(),
+        })
     }
-    let winner = match winner {
-        Some((id, sandbox, _)) => {
-            let state = engine.states.get(&id).cloned().unwrap_or_default();
-            let (patch, diff_lines) = clean_patch(root, &state).await?;
-            engine.tree.best = Some(id);
-            Some(Winner {
-                node: id,
-                patch,
-                diff_lines,
-                sandbox,
-            })
-        }
-        None => None,
-    };
-    tracing::info!(
-        evaluated = engine.evaluated,
-        solved = winner.is_some(),
-        budget_spent,
-        "search done"
-    );
-    engine.tree.suspected = brancher.suspected();
-    engine.tell(SearchEvent::Finished {
-        solved: winner.is_some(),
-        best: engine.tree.best,
-        evaluated: engine.evaluated,
+}
+
+/// Keeps green node `node` when it is smaller than the one kept so far
+/// (the loser's sandbox destroyed).
+async fn keep_smaller(
+    found: &mut Option<Found>,
+    node: usize,
+    sandbox: Box<dyn Sandbox>,
+    diff_lines: usize,
+) {
+    let smaller = found.as_ref().is_none_or(|f| diff_lines < f.diff_lines);
+    if !smaller {
+        let _ = sandbox.destroy().await;
+        return;
+    }
+    if let Some(old) = found.take() {
+        let _ = old.sandbox.destroy().await;
+    }
+    *found = Some(Found {
+        node,
+        sandbox,
+        diff_lines,
     });
-    Ok(SearchOutcome {
-        tree: engine.tree,
-        winner,
-        evaluated: engine.evaluated,
-        budget_spent,
-        elapsed: engine.started.elapsed(),
-    })
 }
 
 /// The patch of `state` alone, and its lines added plus removed: written

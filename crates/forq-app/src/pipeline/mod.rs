@@ -192,6 +192,28 @@ impl Stop {
 
 type Phase<T> = Result<T, Stop>;
 
+/// A run whose search found no green candidate stops here: for a person,
+/// and short of budget when candidates were left untried.
+fn solved(implemented: &Implemented) -> Phase<()> {
+    if implemented.solved {
+        return Ok(());
+    }
+    let reason = format!(
+        "no green candidate in {} candidate{}",
+        implemented.nodes,
+        if implemented.nodes == 1 { "" } else { "s" }
+    );
+    Err(if implemented.budget_spent {
+        Stop::short(
+            State::NeedsHuman,
+            format!("{reason}: the budget (actions.fix.budget) ran out with candidates untried"),
+            FailureKind::Budget,
+        )
+    } else {
+        Stop::end(State::NeedsHuman, reason)
+    })
+}
+
 /// The checkpoint holding what the run's requester chose.
 const REQUESTED: &str = "requested";
 
@@ -397,7 +419,62 @@ impl Pipeline {
 
     async fn phases(&self, run: &mut Run) -> Phase<()> {
         let id = run.id.clone();
-        // Triage.
+        let triage = self.triaged(run).await?;
+        let reason = triage["reason"].as_str().unwrap_or_default().to_owned();
+        // Provisioning: the workspace, then the gate, the warm root and the oracle.
+        self.enter(run, State::Provisioning)?;
+        let seeded = self.seeded(run).await?;
+        let config = self.config_of(run, &seeded.workspace)?;
+        if run.action == Action::Auto && config.actions.fix.mode == Mode::Manual {
+            return Err(Stop::end(
+                State::Triaged,
+                format!("{reason}; actions.fix.mode is manual in forq.yml: a run with the fix action fixes it"),
+            ));
+        }
+        let model = self.model_for(run, &config)?;
+        let implemented = self
+            .implemented(run, &seeded, &config, model.as_ref())
+            .await?;
+        let triage_cost = triage["cost_usd"].as_f64().unwrap_or(0.0);
+        let _ = self
+            .store
+            .record(&id, Some(triage_cost + implemented.cost_usd), None, None);
+        solved(&implemented)?;
+        let branch = git::branch_name(&config.actions.fix.branch, "fix", &id, &run.issue.id);
+        self.review_before_commit(run, &config, &implemented, &branch)?;
+        // Testing: commit on the run's branch, then the whole oracle on a
+        // fresh sandbox over the commit.
+        self.enter(run, State::Testing)?;
+        self.tested(run, &seeded, &config, &implemented, &branch)
+            .await?;
+        self.store
+            .record(&id, None, Some(implemented.diff_lines), Some(&branch))
+            .map_err(fail)?;
+        let contract = self
+            .contract_kept(run, &seeded, &config, &branch, model.as_ref())
+            .await?;
+        let (state, reason) = if contract.has_findings() {
+            (
+                State::CompletedWithFindings,
+                format!("committed on {branch}; {}", contract.summary()),
+            )
+        } else if !contract.adapted.is_empty() {
+            (
+                State::PatchReady,
+                format!("committed on {branch}; {}", contract.summary()),
+            )
+        } else {
+            (State::PatchReady, format!("committed on {branch}"))
+        };
+        *run = self.store.transition(&id, state, &reason).map_err(fail)?;
+        self.tell(&id, state, &branch);
+        Ok(())
+    }
+
+    /// Triage, once (checkpointed); its cost recorded. A triage-only run
+    /// ends here, and so does one triage would not attempt.
+    async fn triaged(&self, run: &mut Run) -> Phase<serde_json::Value> {
+        let id = run.id.clone();
         let triage = match self.store.checkpointed(&id, "triaged").map_err(fail)? {
             Some(t) => t,
             None => {
@@ -417,166 +494,149 @@ impl Pipeline {
         if triage["attempt_fix"] == json!(false) {
             return Err(Stop::end(State::NeedsHuman, format!("triage: {reason}")));
         }
-        // Provisioning: the workspace, then the gate, the warm root and the oracle.
-        self.enter(run, State::Provisioning)?;
-        let seeded = self.seeded(run).await?;
-        let config = self.config_of(run, &seeded.workspace)?;
-        if run.action == Action::Auto && config.actions.fix.mode == Mode::Manual {
-            return Err(Stop::end(
-                State::Triaged,
-                format!("{reason}; actions.fix.mode is manual in forq.yml: a run with the fix action fixes it"),
-            ));
+        Ok(triage)
+    }
+
+    /// The implementation, once (checkpointed): the warm root prepared
+    /// (again, on a resume: a sandbox does not outlive its process), the
+    /// fix looked for, the root destroyed.
+    async fn implemented(
+        &self,
+        run: &mut Run,
+        seeded: &Seeded,
+        config: &Config,
+        model: Option<&Model>,
+    ) -> Phase<Implemented> {
+        let id = run.id.clone();
+        if let Some(i) = self.store.checkpointed(&id, "implemented").map_err(fail)? {
+            return serde_json::from_value::<Implemented>(i).map_err(fail);
         }
-        let model = self.model_for(run, &config)?;
-        let implemented = match self.store.checkpointed(&id, "implemented").map_err(fail)? {
-            Some(i) => serde_json::from_value::<Implemented>(i).map_err(fail)?,
-            None => {
-                if run.state == State::Implementing {
-                    self.note(&id, State::Implementing, "resumed: provisioning the warm sandbox again (a sandbox does not outlive its process; the gate's verdict is cached)");
-                }
-                let prepared = self.prepare(run, &seeded, &config, model.as_ref()).await?;
-                self.enter(run, State::Implementing)?;
-                let result = self
-                    .implement(run, &seeded, &config, &prepared, model.as_ref())
-                    .await;
-                let _ = prepared.root.destroy().await;
-                let implemented = result?;
-                self.store
-                    .checkpoint(&id, "implemented", &json!(implemented))
-                    .map_err(fail)?;
-                implemented
-            }
-        };
-        let triage_cost = triage["cost_usd"].as_f64().unwrap_or(0.0);
-        let _ = self
-            .store
-            .record(&id, Some(triage_cost + implemented.cost_usd), None, None);
-        if !implemented.solved {
-            let reason = format!(
-                "no green candidate in {} candidate{}",
-                implemented.nodes,
-                if implemented.nodes == 1 { "" } else { "s" }
-            );
-            return Err(if implemented.budget_spent {
-                Stop::short(
-                    State::NeedsHuman,
-                    format!(
-                        "{reason}: the budget (actions.fix.budget) ran out with candidates untried"
-                    ),
-                    FailureKind::Budget,
-                )
-            } else {
-                Stop::end(State::NeedsHuman, reason)
-            });
+        if run.state == State::Implementing {
+            self.note(&id, State::Implementing, "resumed: provisioning the warm sandbox again (a sandbox does not outlive its process; the gate's verdict is cached)");
         }
-        let branch = git::branch_name(&config.actions.fix.branch, "fix", &id, &run.issue.id);
-        // A person looks at the green patch first, when forq.yml says so.
-        if config.review.contains(&ReviewPoint::Commit)
-            && self
+        let prepared = self.prepare(run, seeded, config, model).await?;
+        self.enter(run, State::Implementing)?;
+        let result = self.implement(run, seeded, config, &prepared, model).await;
+        let _ = prepared.root.destroy().await;
+        let implemented = result?;
+        self.store
+            .checkpoint(&id, "implemented", &json!(implemented))
+            .map_err(fail)?;
+        Ok(implemented)
+    }
+
+    /// A person looks at the green patch first, when forq.yml says so:
+    /// the run pauses unless it was approved.
+    fn review_before_commit(
+        &self,
+        run: &Run,
+        config: &Config,
+        implemented: &Implemented,
+        branch: &str,
+    ) -> Phase<()> {
+        let approved = review::approved(ReviewPoint::Commit);
+        if !config.review.contains(&ReviewPoint::Commit)
+            || self
                 .store
-                .checkpointed(&id, &review::approved(ReviewPoint::Commit))
+                .checkpointed(&run.id, &approved)
                 .map_err(fail)?
-                .is_none()
+                .is_some()
         {
-            let patch = implemented
-                .patch
-                .as_ref()
-                .map_or_else(|| "the patch".to_owned(), |p| p.display().to_string());
-            let what = format!(
-                "{patch} ({} lines): approve to commit it on {branch} and run the whole suite on it",
-                implemented.diff_lines
-            );
-            self.store
-                .checkpoint(
-                    &id,
-                    review::PAUSED,
-                    &json!({"point": "commit", "resume": run.state.name(), "what": what}),
-                )
-                .map_err(fail)?;
-            return Err(Stop::end(
-                State::NeedsReview,
-                format!("waiting for review before committing: {what}"),
-            ));
+            return Ok(());
         }
-        // Testing: commit on the run's branch, then the whole oracle on a
-        // fresh sandbox over the commit.
-        self.enter(run, State::Testing)?;
-        let tested = match self.store.checkpointed(&id, "tested").map_err(fail)? {
+        let patch = implemented
+            .patch
+            .as_ref()
+            .map_or_else(|| "the patch".to_owned(), |p| p.display().to_string());
+        let what = format!(
+            "{patch} ({} lines): approve to commit it on {branch} and run the whole suite on it",
+            implemented.diff_lines
+        );
+        self.store
+            .checkpoint(
+                &run.id,
+                review::PAUSED,
+                &json!({"point": "commit", "resume": run.state.name(), "what": what}),
+            )
+            .map_err(fail)?;
+        Err(Stop::end(
+            State::NeedsReview,
+            format!("waiting for review before committing: {what}"),
+        ))
+    }
+
+    /// The commit tested on a fresh sandbox, once (checkpointed). Green
+    /// in the search and red there: a test that depends on more than the
+    /// code (order, time, leftovers).
+    async fn tested(
+        &self,
+        run: &Run,
+        seeded: &Seeded,
+        config: &Config,
+        implemented: &Implemented,
+        branch: &str,
+    ) -> Phase<()> {
+        let tested = match self.store.checkpointed(&run.id, "tested").map_err(fail)? {
             Some(t) => t,
             None => {
-                let t = self
-                    .test(run, &seeded, &config, &implemented, &branch)
-                    .await?;
-                self.store.checkpoint(&id, "tested", &t).map_err(fail)?;
+                let t = self.test(run, seeded, config, implemented, branch).await?;
+                self.store.checkpoint(&run.id, "tested", &t).map_err(fail)?;
                 t
             }
         };
-        if tested["green"] != json!(true) {
-            // Green in the search, red on a fresh sandbox: a test that
-            // depends on more than the code (order, time, leftovers).
-            return Err(Stop::short(
-                State::Failed,
-                format!(
-                    "the committed patch is not green on a fresh sandbox: {}",
-                    tested["why"].as_str().unwrap_or("")
-                ),
-                FailureKind::Repository,
-            ));
+        if tested["green"] == json!(true) {
+            return Ok(());
         }
-        self.store
-            .record(&id, None, Some(implemented.diff_lines), Some(&branch))
-            .map_err(fail)?;
-        // Contract and ripple: what the green patch changed, definition by
-        // definition, and the callers an incompatible change reaches.
-        let contract = match self.store.checkpointed(&id, CONTRACT).map_err(fail)? {
+        Err(Stop::short(
+            State::Failed,
+            format!(
+                "the committed patch is not green on a fresh sandbox: {}",
+                tested["why"].as_str().unwrap_or("")
+            ),
+            FailureKind::Repository,
+        ))
+    }
+
+    /// Contract and ripple, once each (checkpointed): what the green patch
+    /// changed, definition by definition, and the callers an incompatible
+    /// change reaches — adapted by the agent in a sandbox, the tests
+    /// deciding, when there is a model.
+    async fn contract_kept(
+        &self,
+        run: &Run,
+        seeded: &Seeded,
+        config: &Config,
+        branch: &str,
+        model: Option<&Model>,
+    ) -> Phase<contract::Report> {
+        let id = &run.id;
+        let contract = match self.store.checkpointed(id, CONTRACT).map_err(fail)? {
             Some(c) => serde_json::from_value::<contract::Report>(c).map_err(fail)?,
             None => {
-                let c = self.contract(run, &seeded, &config).await?;
+                let c = self.contract(run, seeded, config).await?;
                 self.store
-                    .checkpoint(&id, CONTRACT, &json!(c))
+                    .checkpoint(id, CONTRACT, &json!(c))
                     .map_err(fail)?;
                 c
             }
         };
-        // With a model, the callers an incompatible change reaches are
-        // adapted by the agent in a sandbox, and the tests decide.
-        let contract = match (contract.findings.is_empty(), model.as_ref()) {
-            (false, Some(m)) => match self.store.checkpointed(&id, ADAPTED).map_err(fail)? {
-                Some(c) => serde_json::from_value::<contract::Report>(c).map_err(fail)?,
-                None => {
-                    self.pause_for(run, &config, ReviewPoint::Ripple, || {
-                        format!(
-                            "{}: approve to let the agent adapt them on {branch}",
-                            contract.summary()
-                        )
-                    })?;
-                    let c = self
-                        .adapt(run, &seeded, &config, contract, &branch, m)
-                        .await?;
-                    self.store
-                        .checkpoint(&id, ADAPTED, &json!(c))
-                        .map_err(fail)?;
-                    c
-                }
-            },
-            _ => contract,
+        let (false, Some(m)) = (contract.findings.is_empty(), model) else {
+            return Ok(contract);
         };
-        let (state, reason) = if contract.has_findings() {
-            (
-                State::CompletedWithFindings,
-                format!("committed on {branch}; {}", contract.summary()),
+        if let Some(c) = self.store.checkpointed(id, ADAPTED).map_err(fail)? {
+            return serde_json::from_value::<contract::Report>(c).map_err(fail);
+        }
+        self.pause_for(run, config, ReviewPoint::Ripple, || {
+            format!(
+                "{}: approve to let the agent adapt them on {branch}",
+                contract.summary()
             )
-        } else if !contract.adapted.is_empty() {
-            (
-                State::PatchReady,
-                format!("committed on {branch}; {}", contract.summary()),
-            )
-        } else {
-            (State::PatchReady, format!("committed on {branch}"))
-        };
-        *run = self.store.transition(&id, state, &reason).map_err(fail)?;
-        self.tell(&id, state, &branch);
-        Ok(())
+        })?;
+        let c = self.adapt(run, seeded, config, contract, branch, m).await?;
+        self.store
+            .checkpoint(id, ADAPTED, &json!(c))
+            .map_err(fail)?;
+        Ok(c)
     }
 
     /// Records, for run `id` before it starts, how its fix is looked for:

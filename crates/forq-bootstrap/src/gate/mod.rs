@@ -464,88 +464,131 @@ pub(crate) async fn run_stack_in(
     journal: Option<(&Journal, &Record)>,
 ) -> Result<StackRun, Error> {
     let started = Instant::now();
-    let sandbox_error = |source| Error::Sandbox {
-        stack: stack.name().to_owned(),
-        source,
+    let steps = StackSteps {
+        sandbox,
+        fixed_network,
+        stack,
+        options,
+        journal,
     };
     let mut run = StackRun::new(stack.name(), &stack.marker);
     run.install = stack.install.clone();
     run.command = stack.command.clone();
-    let exec = |script: &str, timeout: Duration, network: Network| {
+    let failed_install = if install {
+        steps.install(&mut run).await?
+    } else {
+        None
+    };
+    match failed_install {
+        Some(reason) => run.reason = reason,
+        None => {
+            steps.test(&mut run).await?;
+            if run.verdict == Verdict::Bootstrapped {
+                steps.note_toolchain(&mut run).await;
+            }
+        }
+    }
+    run.duration_ms = started.elapsed().as_millis() as u64;
+    Ok(run)
+}
+
+/// One stack's steps in one sandbox, each journaled and told.
+struct StackSteps<'a> {
+    sandbox: &'a dyn Sandbox,
+    fixed_network: bool,
+    stack: &'a Stack,
+    options: &'a GateOptions,
+    journal: Option<(&'a Journal, &'a Record)>,
+}
+
+impl StackSteps<'_> {
+    fn sandbox_error(&self, source: forq_sandbox::Error) -> Error {
+        Error::Sandbox {
+            stack: self.stack.name().to_owned(),
+            source,
+        }
+    }
+
+    /// `script` as a request, on `network` where execs choose theirs.
+    fn exec(&self, script: &str, timeout: Duration, network: Network) -> ExecRequest {
         let req = crate::runner::shell(script, timeout);
-        if fixed_network {
+        if self.fixed_network {
             req
         } else {
             req.network(network)
         }
-    };
-    let step = |phase: Phase, command: &str| -> Result<Instant, Error> {
+    }
+
+    /// Journals and tells a step's start; when it started.
+    fn start(&self, phase: Phase, command: &str) -> Result<Instant, Error> {
         let label = match phase {
             Phase::Install => "install",
             Phase::Test => "test",
         };
-        if let Some((journal, record)) = journal {
+        if let Some((journal, record)) = self.journal {
             journal.mark(
                 "running",
-                &format!("{label} {}: {command}", stack.name()),
+                &format!("{label} {}: {command}", self.stack.name()),
                 record,
             )?;
         }
-        options.tell(|| GateEvent::Step {
-            stack: stack.name().to_owned(),
+        self.options.tell(|| GateEvent::Step {
+            stack: self.stack.name().to_owned(),
             phase,
             command: command.to_owned(),
         });
         Ok(Instant::now())
-    };
-    let done = |phase: Phase, command: &str, out: &ExecOutcome, at: Instant| {
-        options.tell(|| GateEvent::StepDone {
-            stack: stack.name().to_owned(),
+    }
+
+    /// Tells a step's end.
+    fn done(&self, phase: Phase, command: &str, out: &ExecOutcome, at: Instant) {
+        self.options.tell(|| GateEvent::StepDone {
+            stack: self.stack.name().to_owned(),
             phase,
             command: command.to_owned(),
             exit_code: if out.timed_out { 124 } else { out.shell_code() },
             duration_ms: at.elapsed().as_millis() as u64,
         });
-    };
-    let mut failed_install = None;
-    let steps: &[String] = if install { &stack.install } else { &[] };
-    for command in steps {
-        let at = step(Phase::Install, command)?;
-        let out = sandbox
-            .exec(exec(
-                command,
-                options.install_timeout,
-                options.install_network,
-            ))
-            .await
-            .map_err(sandbox_error)?;
-        done(Phase::Install, command, &out, at);
-        run.exit_code = Some(out.shell_code());
-        run.output_tail = tail(&out);
-        failed_install = crate::runner::install_failure(&out, options.install_timeout)
-            .map(|why| format!("install step `{command}` {why}"));
-        if failed_install.is_some() {
-            break;
-        }
     }
-    if let Some(reason) = failed_install {
-        run.reason = reason;
-    } else {
-        let at = step(Phase::Test, &stack.command)?;
-        // The whole-run and per-test budgets; a hanging test is killed,
-        // named, failed, and the suite runs on without it where it can.
+
+    /// The install steps, in order, up to the first that fails: why it
+    /// failed, if one did.
+    async fn install(&self, run: &mut StackRun) -> Result<Option<String>, Error> {
+        let options = self.options;
+        for command in &self.stack.install {
+            let at = self.start(Phase::Install, command)?;
+            let out = self
+                .sandbox
+                .exec(self.exec(command, options.install_timeout, options.install_network))
+                .await
+                .map_err(|e| self.sandbox_error(e))?;
+            self.done(Phase::Install, command, &out, at);
+            run.exit_code = Some(out.shell_code());
+            run.output_tail = tail(&out);
+            if let Some(why) = crate::runner::install_failure(&out, options.install_timeout) {
+                return Ok(Some(format!("install step `{command}` {why}")));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The test command, within the whole-run and per-test budgets (a
+    /// hanging test is killed, named, failed, and the suite runs on
+    /// without it where it can); its evidence and verdict into `run`.
+    async fn test(&self, run: &mut StackRun) -> Result<(), Error> {
+        let (stack, options) = (self.stack, self.options);
+        let at = self.start(Phase::Test, &stack.command)?;
         let limits = options.test_limits(stack);
         let suite = crate::hang::run_suite(
-            sandbox,
+            self.sandbox,
             stack,
             &stack.command,
             &limits,
-            (!fixed_network).then_some(options.test_network),
+            (!self.fixed_network).then_some(options.test_network),
         )
         .await
-        .map_err(sandbox_error)?;
-        let out = &suite.out;
-        done(Phase::Test, &stack.command, out, at);
+        .map_err(|e| self.sandbox_error(e))?;
+        self.done(Phase::Test, &stack.command, &suite.out, at);
         if !suite.hung.is_empty() {
             options.tell(|| GateEvent::TestsHung {
                 stack: stack.name().to_owned(),
@@ -553,15 +596,13 @@ pub(crate) async fn run_stack_in(
                 idle_ms: limits.idle.map(|d| d.as_millis() as u64),
             });
         }
-        let code = out.shell_code();
-        run.exit_code = Some(code);
-        run.output_tail = tail(out);
-        let text = suite.text.clone();
+        run.exit_code = Some(suite.out.shell_code());
+        run.output_tail = tail(&suite.out);
         run.evidence = suite.evidence.clone();
         // Build tools that name no passing test on the console: their XML
         // reports are the per-test evidence.
         if let Some(pattern) = stack.reports() {
-            let reports = read_reports(sandbox, pattern).await;
+            let reports = read_reports(self.sandbox, pattern).await;
             if let Some(mut xml) = crate::evidence::junit_reports(&reports) {
                 if let Some(console) = &run.evidence {
                     xml.collection_errors = console.collection_errors;
@@ -571,52 +612,91 @@ pub(crate) async fn run_stack_in(
                 run.evidence = Some(xml);
             }
         }
-        run.reason = match (&run.evidence, suite.timed_out, code) {
-            (_, true, _) if out.idle_timed_out => format!(
-                "`{}` printed nothing for {} s and no test could be named as hanging",
-                stack.command,
-                limits.idle.map_or(0, secs)
+        let (verdict, reason) = judge_suite(stack, options, &limits, &suite, run.evidence.as_ref());
+        run.verdict = verdict;
+        run.reason = reason;
+        Ok(())
+    }
+
+    /// The toolchain's version, for the record.
+    async fn note_toolchain(&self, run: &mut StackRun) {
+        let Some((tool, command)) = version_command(self.stack.kind) else {
+            return;
+        };
+        let out = self
+            .sandbox
+            .exec(self.exec(command, Duration::from_secs(30), Network::None))
+            .await;
+        if let Some(version) = out
+            .ok()
+            .filter(ExecOutcome::success)
+            .map(|o| o.stdout_text().trim().to_owned())
+            .filter(|v| !v.is_empty())
+        {
+            run.toolchains.insert(tool.to_owned(), version);
+        }
+    }
+}
+
+/// The verdict a test run earns, and why: bootstrapped only when the
+/// evidence shows tests ran.
+fn judge_suite(
+    stack: &Stack,
+    options: &GateOptions,
+    limits: &crate::TestLimits,
+    suite: &crate::hang::Suite,
+    evidence: Option<&Evidence>,
+) -> (Verdict, String) {
+    let code = suite.out.shell_code();
+    let text = &suite.text;
+    let failed = |reason| (Verdict::FailedDeterministic, reason);
+    match (evidence, suite.timed_out, code) {
+        (_, true, _) if suite.out.idle_timed_out => failed(format!(
+            "`{}` printed nothing for {} s and no test could be named as hanging",
+            stack.command,
+            limits.idle.map_or(0, secs)
+        )),
+        (_, true, _) => failed(format!(
+            "`{}` timed out after {} s",
+            stack.command,
+            secs(options.test_timeout)
+        )),
+        (_, _, 126 | 127) => failed(with_cause(
+            format!(
+                "`{}` could not run (exit {code}: not found or not executable)",
+                stack.command
             ),
-            (_, true, _) => format!(
-                "`{}` timed out after {} s",
-                stack.command,
-                secs(options.test_timeout)
+            text,
+        )),
+        (None, _, _) => failed(with_cause(
+            format!(
+                "no evidence of a test run in the output of `{}` (exit {code})",
+                stack.command
             ),
-            (_, _, 126 | 127) => with_cause(
-                format!(
-                    "`{}` could not run (exit {code}: not found or not executable)",
-                    stack.command
-                ),
-                &text,
+            text,
+        )),
+        (Some(ev), _, _) if ev.executed() == 0 && ev.collection_errors > 0 => failed(with_cause(
+            format!(
+                "no test ran: {} test module(s) failed to load (exit {code})",
+                ev.collection_errors
             ),
-            (None, _, _) => with_cause(
-                format!(
-                    "no evidence of a test run in the output of `{}` (exit {code})",
-                    stack.command
-                ),
-                &text,
-            ),
-            (Some(ev), _, _) if ev.executed() == 0 && ev.collection_errors > 0 => with_cause(
-                format!(
-                    "no test ran: {} test module(s) failed to load (exit {code})",
-                    ev.collection_errors
-                ),
-                &text,
-            ),
-            (Some(ev), _, _) if ev.executed() == 0 => format!("no tests ran (exit {code})"),
-            (Some(ev), _, _) => {
-                run.verdict = Verdict::Bootstrapped;
-                let mut hung = match suite.hung.len() {
-                    0 => String::new(),
-                    n => format!(" ({n} hung: {})", suite.hung.join(", ")),
-                };
-                if !suite.crashed.is_empty() {
-                    hung.push_str(&format!(
-                        " ({} crashed: {})",
-                        suite.crashed.len(),
-                        suite.crashed.join(", ")
-                    ));
-                }
+            text,
+        )),
+        (Some(ev), _, _) if ev.executed() == 0 => failed(format!("no tests ran (exit {code})")),
+        (Some(ev), _, _) => {
+            let mut hung = match suite.hung.len() {
+                0 => String::new(),
+                n => format!(" ({n} hung: {})", suite.hung.join(", ")),
+            };
+            if !suite.crashed.is_empty() {
+                hung.push_str(&format!(
+                    " ({} crashed: {})",
+                    suite.crashed.len(),
+                    suite.crashed.join(", ")
+                ));
+            }
+            (
+                Verdict::Bootstrapped,
                 format!(
                     "`{}` ran {} test(s): {} passed, {} failed{hung}, {} errored",
                     stack.command,
@@ -624,25 +704,8 @@ pub(crate) async fn run_stack_in(
                     ev.passed,
                     ev.failed,
                     ev.errors
-                )
-            }
-        };
-        if run.verdict == Verdict::Bootstrapped {
-            if let Some((tool, command)) = version_command(stack.kind) {
-                let out = sandbox
-                    .exec(exec(command, Duration::from_secs(30), Network::None))
-                    .await;
-                if let Some(version) = out
-                    .ok()
-                    .filter(ExecOutcome::success)
-                    .map(|o| o.stdout_text().trim().to_owned())
-                    .filter(|v| !v.is_empty())
-                {
-                    run.toolchains.insert(tool.to_owned(), version);
-                }
-            }
+                ),
+            )
         }
     }
-    run.duration_ms = started.elapsed().as_millis() as u64;
-    Ok(run)
 }

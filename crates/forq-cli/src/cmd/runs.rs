@@ -23,185 +23,218 @@ use crate::terminal::{as_ended, note, paint, report, table, RunProgress};
 pub(crate) async fn runs(args: RunsArgs) -> anyhow::Result<ExitCode> {
     let state_dir = &args.state.state;
     let store = open_store(state_dir)?;
+    let json = args.json;
     match args.command {
-        None => {
-            let runs = match args.outcome.as_deref() {
-                None => store.list(args.limit)?,
-                Some("interrupted") => {
-                    let mut runs = store.interrupted()?;
-                    runs.reverse();
-                    runs.truncate(args.limit);
-                    runs
-                }
-                Some(name) => {
-                    let Some(state) = State::from_name(name) else {
-                        bail_input!(
-                            "--outcome {name}: not a state; write one of {}, or interrupted",
-                            State::names().collect::<Vec<_>>().join(", ")
-                        );
-                    };
-                    let mut runs = store.all()?;
-                    runs.retain(|r| r.state == state);
-                    runs.truncate(args.limit);
-                    runs
-                }
-            };
-            if args.json {
-                crate::terminal::print_json(&runs)?;
-            } else if runs.is_empty() {
-                note(&format!("no runs in {}", state_dir.display()));
-            } else {
-                table(&runs)?;
-            }
-            Ok(ExitCode::SUCCESS)
+        None => list(&store, state_dir, args.outcome.as_deref(), args.limit, json),
+        Some(RunsCommand::Show(a)) => show(&store, &a.id, json),
+        Some(RunsCommand::Tail(a)) => tail(&store, &a.id, json).await,
+        Some(RunsCommand::Abort(a)) => abort(&store, &a.id, json).await,
+        Some(RunsCommand::Resume(a)) => resume(a, state_dir, store, json).await,
+        Some(RunsCommand::Approve(a)) => approve(a, state_dir, store, json).await,
+        Some(RunsCommand::Reject(a)) => reject(&store, &a, json),
+        Some(RunsCommand::Clean(a)) => clean(&store, state_dir, a.patched, json),
+    }
+}
+
+/// `forq runs`: the newest runs, or those in one state.
+fn list(
+    store: &Store,
+    state_dir: &Path,
+    outcome: Option<&str>,
+    limit: usize,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    let runs = match outcome {
+        None => store.list(limit)?,
+        Some("interrupted") => {
+            let mut runs = store.interrupted()?;
+            runs.reverse();
+            runs.truncate(limit);
+            runs
         }
-        Some(RunsCommand::Show(a)) => {
-            let run = store.get(&a.id)?;
-            let events = store.events(&run.id, 0)?;
-            if args.json {
-                crate::terminal::print_json(&json!({"run": run, "events": events}))?;
-                return Ok(ExitCode::SUCCESS);
-            }
-            let mut out = std::io::stdout().lock();
-            writeln!(out, "run      {}", run.id)?;
-            writeln!(out, "issue    #{} {}", run.issue.id, run.issue.title)?;
-            writeln!(out, "source   {}", run.issue.source)?;
-            writeln!(out, "repo     {}", run.repo)?;
-            writeln!(out, "action   {}", run.action.name())?;
-            let live = if run.is_live() { " (running)" } else { "" };
-            let stale = if !run.state.is_terminal() && !run.is_live() {
-                " (interrupted: `forq runs resume` continues it)"
-            } else {
-                ""
+        Some(name) => {
+            let Some(state) = State::from_name(name) else {
+                bail_input!(
+                    "--outcome {name}: not a state; write one of {}, or interrupted",
+                    State::names().collect::<Vec<_>>().join(", ")
+                );
             };
+            let mut runs = store.all()?;
+            runs.retain(|r| r.state == state);
+            runs.truncate(limit);
+            runs
+        }
+    };
+    if json {
+        crate::terminal::print_json(&runs)?;
+    } else if runs.is_empty() {
+        note(&format!("no runs in {}", state_dir.display()));
+    } else {
+        table(&runs)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `forq runs show`: a run's record and events.
+fn show(store: &Store, id: &str, json: bool) -> anyhow::Result<ExitCode> {
+    let run = store.get(id)?;
+    let events = store.events(&run.id, 0)?;
+    if json {
+        crate::terminal::print_json(&json!({"run": run, "events": events}))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "run      {}", run.id)?;
+    writeln!(out, "issue    #{} {}", run.issue.id, run.issue.title)?;
+    writeln!(out, "source   {}", run.issue.source)?;
+    writeln!(out, "repo     {}", run.repo)?;
+    writeln!(out, "action   {}", run.action.name())?;
+    let live = if run.is_live() { " (running)" } else { "" };
+    let stale = if !run.state.is_terminal() && !run.is_live() {
+        " (interrupted: `forq runs resume` continues it)"
+    } else {
+        ""
+    };
+    writeln!(
+        out,
+        "state    {}{live}{stale}",
+        paint(run.state, run.state.name())
+    )?;
+    if !run.reason.is_empty() {
+        writeln!(out, "reason   {}", run.reason)?;
+    }
+    if let Some(kind) = run.failure {
+        writeln!(out, "failure  {kind}")?;
+    }
+    if let Some(b) = &run.branch {
+        writeln!(out, "branch   {b}")?;
+    }
+    if let Some(l) = run.patch_lines {
+        writeln!(out, "patch    {l} lines")?;
+    }
+    writeln!(out, "cost     ${:.4}", run.cost_usd)?;
+    writeln!(out, "events")?;
+    for e in &events {
+        writeln!(out, "  {}", event_line(e))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `forq runs tail`: a run's events as they come, until it ends.
+async fn tail(store: &Store, id: &str, json: bool) -> anyhow::Result<ExitCode> {
+    let id = store.get(id)?.id;
+    let mut after = 0;
+    loop {
+        let events = store.events(&id, after)?;
+        {
+            let mut out = std::io::stdout().lock();
+            for e in &events {
+                after = e.seq;
+                if json {
+                    writeln!(out, "{}", serde_json::to_string(e)?)?;
+                } else {
+                    writeln!(out, "{}", event_line(e))?;
+                }
+            }
+            out.flush()?;
+        }
+        let run = store.get(&id)?;
+        if run.state.is_terminal() && store.events(&id, after)?.is_empty() {
+            return Ok(ExitCode::SUCCESS);
+        }
+        if !run.is_live() && !run.state.is_terminal() {
+            note(&format!(
+                "run {id} is {} and no process works on it: `forq runs resume {id}` continues it",
+                run.state
+            ));
+            return Ok(Exit::NotAchieved.into());
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// `forq runs abort`: stops a run, and waits a moment for it to say so.
+async fn abort(store: &Store, id: &str, json: bool) -> anyhow::Result<ExitCode> {
+    let run = store.request_abort(id)?;
+    // A live run stops within a moment; wait for it to say so.
+    let mut current = run;
+    for _ in 0..40 {
+        if current.state.is_terminal() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        current = store.get(&current.id)?;
+    }
+    if json {
+        crate::terminal::print_json(&current)?;
+    } else {
+        writeln!(std::io::stdout().lock(), "{} {}", current.id, current.state)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `forq runs approve`: approves a run paused for review and drives it on.
+async fn approve(
+    a: crate::cli::ApproveArgs,
+    state_dir: &Path,
+    store: Arc<Store>,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    let run = forq_app::review::approve(&store, &a.id)?;
+    note(&format!(
+        "forq: run {} approved; it goes on from its checkpoint",
+        run.id
+    ));
+    let again = crate::cli::ResumeArgs {
+        id: Some(run.id),
+        interrupted: false,
+        jobs: 1,
+        per_repo: 1,
+        config: a.config,
+        model: a.model,
+        backend: a.backend,
+        engines: a.engines,
+    };
+    resume(again, state_dir, store, json).await
+}
+
+/// `forq runs reject`: ends a run paused for review.
+fn reject(store: &Store, a: &crate::cli::RejectArgs, json: bool) -> anyhow::Result<ExitCode> {
+    let run = forq_app::review::reject(store, &a.id, &a.reason)?;
+    if json {
+        crate::terminal::print_json(&run)?;
+    } else {
+        note(&format!(
+            "forq: run {} {}: {}",
+            run.id, run.state, run.reason
+        ));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `forq runs clean`: removes the workspaces of runs that are over.
+fn clean(store: &Store, state_dir: &Path, patched: bool, json: bool) -> anyhow::Result<ExitCode> {
+    let cleaned = forq_app::clean::clean(store, state_dir, patched)?;
+    if json {
+        crate::terminal::print_json(&cleaned)?;
+    } else {
+        let mut out = std::io::stdout().lock();
+        writeln!(
+            out,
+            "removed {} workspace{}, {:.1} MiB",
+            cleaned.runs.len(),
+            if cleaned.runs.len() == 1 { "" } else { "s" },
+            cleaned.bytes as f64 / (1024.0 * 1024.0)
+        )?;
+        if !cleaned.kept.is_empty() {
             writeln!(
                 out,
-                "state    {}{live}{stale}",
-                paint(run.state, run.state.name())
+                "kept {} with a patch not pushed yet (`forq push ID`, or --patched removes them)",
+                cleaned.kept.len()
             )?;
-            if !run.reason.is_empty() {
-                writeln!(out, "reason   {}", run.reason)?;
-            }
-            if let Some(kind) = run.failure {
-                writeln!(out, "failure  {kind}")?;
-            }
-            if let Some(b) = &run.branch {
-                writeln!(out, "branch   {b}")?;
-            }
-            if let Some(l) = run.patch_lines {
-                writeln!(out, "patch    {l} lines")?;
-            }
-            writeln!(out, "cost     ${:.4}", run.cost_usd)?;
-            writeln!(out, "events")?;
-            for e in &events {
-                writeln!(out, "  {}", event_line(e))?;
-            }
-            Ok(ExitCode::SUCCESS)
-        }
-        Some(RunsCommand::Tail(a)) => {
-            let id = store.get(&a.id)?.id;
-            let mut after = 0;
-            loop {
-                let events = store.events(&id, after)?;
-                {
-                    let mut out = std::io::stdout().lock();
-                    for e in &events {
-                        after = e.seq;
-                        if args.json {
-                            writeln!(out, "{}", serde_json::to_string(e)?)?;
-                        } else {
-                            writeln!(out, "{}", event_line(e))?;
-                        }
-                    }
-                    out.flush()?;
-                }
-                let run = store.get(&id)?;
-                if run.state.is_terminal() && store.events(&id, after)?.is_empty() {
-                    return Ok(ExitCode::SUCCESS);
-                }
-                if !run.is_live() && !run.state.is_terminal() {
-                    note(&format!(
-                        "run {id} is {} and no process works on it: `forq runs resume {id}` continues it",
-                        run.state
-                    ));
-                    return Ok(Exit::NotAchieved.into());
-                }
-                tokio::time::sleep(Duration::from_millis(250)).await;
-            }
-        }
-        Some(RunsCommand::Abort(a)) => {
-            let run = store.request_abort(&a.id)?;
-            // A live run stops within a moment; wait for it to say so.
-            let mut current = run;
-            for _ in 0..40 {
-                if current.state.is_terminal() {
-                    break;
-                }
-                tokio::time::sleep(Duration::from_millis(250)).await;
-                current = store.get(&current.id)?;
-            }
-            if args.json {
-                crate::terminal::print_json(&current)?;
-            } else {
-                writeln!(std::io::stdout().lock(), "{} {}", current.id, current.state)?;
-            }
-            Ok(ExitCode::SUCCESS)
-        }
-        Some(RunsCommand::Resume(a)) => resume(a, state_dir, store, args.json).await,
-        Some(RunsCommand::Approve(a)) => {
-            let run = forq_app::review::approve(&store, &a.id)?;
-            note(&format!(
-                "forq: run {} approved; it goes on from its checkpoint",
-                run.id
-            ));
-            let again = crate::cli::ResumeArgs {
-                id: Some(run.id),
-                interrupted: false,
-                jobs: 1,
-                per_repo: 1,
-                config: a.config,
-                model: a.model,
-                backend: a.backend,
-                engines: a.engines,
-            };
-            resume(again, state_dir, store, args.json).await
-        }
-        Some(RunsCommand::Reject(a)) => {
-            let run = forq_app::review::reject(&store, &a.id, &a.reason)?;
-            if args.json {
-                crate::terminal::print_json(&run)?;
-            } else {
-                note(&format!(
-                    "forq: run {} {}: {}",
-                    run.id, run.state, run.reason
-                ));
-            }
-            Ok(ExitCode::SUCCESS)
-        }
-        Some(RunsCommand::Clean(a)) => {
-            let cleaned = forq_app::clean::clean(&store, state_dir, a.patched)?;
-            if args.json {
-                crate::terminal::print_json(&cleaned)?;
-            } else {
-                let mut out = std::io::stdout().lock();
-                writeln!(
-                    out,
-                    "removed {} workspace{}, {:.1} MiB",
-                    cleaned.runs.len(),
-                    if cleaned.runs.len() == 1 { "" } else { "s" },
-                    cleaned.bytes as f64 / (1024.0 * 1024.0)
-                )?;
-                if !cleaned.kept.is_empty() {
-                    writeln!(
-                        out,
-                        "kept {} with a patch not pushed yet (`forq push ID`, or --patched removes them)",
-                        cleaned.kept.len()
-                    )?;
-                }
-            }
-            Ok(ExitCode::SUCCESS)
         }
     }
+    Ok(ExitCode::SUCCESS)
 }
 
 async fn resume(

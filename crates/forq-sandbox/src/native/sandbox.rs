@@ -94,6 +94,104 @@ impl NativeSandbox {
         Ok(sb)
     }
 
+    /// What the shim does before it runs `req`: the root, the namespaces
+    /// to make or join, the cgroup, the limits, the seccomp programs.
+    fn plan(
+        &self,
+        req: &ExecRequest,
+        network: Network,
+        proxy: Option<&crate::egress::Served>,
+        group: &cgroup::Group,
+        cwd: &Path,
+        status_fd: std::os::fd::RawFd,
+    ) -> sys::Plan {
+        use std::os::fd::AsRawFd;
+        let shared = &self.template.shared;
+        let spec = &self.template.spec;
+        sys::Plan {
+            new_root: cstr(&self.dir.join("r").display().to_string()),
+            steps: self.steps.clone(),
+            inner_steps: self.inner_steps.clone(),
+            new_net: network == Network::None && req.service_network.is_none(),
+            join_net: match &req.service_network {
+                Some(service) => Some(service.netns_fd()),
+                None => proxy.map(|p| p.netns.as_raw_fd()),
+            },
+            hostname: cstr("forq-sandbox"),
+            cgroup_procs: group
+                .procs_files()
+                .iter()
+                .map(|p| cstr(&p.display().to_string()))
+                .collect(),
+            rlimit_as: if shared.cgroups.caps_memory() {
+                None
+            } else {
+                spec.limits.memory_bytes
+            },
+            rlimit_fsize: spec.limits.disk_bytes,
+            cwd: cstr(&cwd.display().to_string()),
+            status_fd,
+            join: shared.holder.as_ref().map(|h| {
+                let (user, mnt) = h.namespaces();
+                (user.as_raw_fd(), mnt.as_raw_fd())
+            }),
+            enter_user: shared.ids.as_ref().map(|ids| ids.payload_ns.as_raw_fd()),
+            ctty: req.terminal.is_some(),
+            seccomp: seccomp::programs(),
+        }
+    }
+
+    /// The environment of `req`: the spec's, a home, the proxy's
+    /// variables when it goes through one, then the request's own.
+    fn env(&self, req: &ExecRequest, proxied: bool) -> std::collections::BTreeMap<String, String> {
+        let mut env = self.template.spec.env.clone();
+        env.entry("HOME".to_owned())
+            .or_insert_with(|| self.template.shared.home.display().to_string());
+        if proxied {
+            env.extend(crate::egress::Served::env());
+        }
+        env.extend(req.env.clone());
+        env
+    }
+
+    /// `outcome` with what init reported: the exit status or signal, or
+    /// the setup step that failed (the shim's steps, its entering the
+    /// namespaces, then init's).
+    fn reported(
+        &self,
+        mut outcome: ExecOutcome,
+        report: Option<sys::Report>,
+    ) -> Result<ExecOutcome> {
+        match report {
+            Some(sys::Report::Exited { status }) => {
+                if libc::WIFEXITED(status) {
+                    outcome.exit_code = Some(libc::WEXITSTATUS(status));
+                } else if libc::WIFSIGNALED(status) {
+                    outcome.signal = Some(libc::WTERMSIG(status));
+                }
+            }
+            Some(sys::Report::SetupFailed { step, errno }) => {
+                let what = usize::try_from(step)
+                    .ok()
+                    .and_then(|i| {
+                        self.steps.get(i).or_else(|| {
+                            i.checked_sub(self.steps.len() + 1)
+                                .and_then(|j| self.inner_steps.get(j))
+                        })
+                    })
+                    .map_or_else(|| format!("step {step}"), sys::Step::describe);
+                return Err(Error::Io {
+                    op: "prepare the sandbox root",
+                    path: PathBuf::from(what),
+                    source: std::io::Error::from_raw_os_error(errno),
+                });
+            }
+            // Init died before reporting: only SIGKILL does that.
+            None => outcome.signal = Some(libc::SIGKILL),
+        }
+        Ok(outcome)
+    }
+
     pub(super) fn vol_path(&self, sub: &str, k: usize) -> PathBuf {
         self.dir.join(sub).join(format!("v{k}"))
     }
@@ -431,58 +529,14 @@ impl Sandbox for NativeSandbox {
         };
         let (status_rd, status_wr) =
             sys::pipe().map_err(|e| Error::io("create a pipe", "status", e))?;
-        let plan = sys::Plan {
-            new_root: cstr(&self.dir.join("r").display().to_string()),
-            steps: self.steps.clone(),
-            inner_steps: self.inner_steps.clone(),
-            new_net: network == Network::None && req.service_network.is_none(),
-            join_net: match &req.service_network {
-                Some(service) => Some(service.netns_fd()),
-                None => proxy.as_ref().map(|p| {
-                    use std::os::fd::AsRawFd;
-                    p.netns.as_raw_fd()
-                }),
-            },
-            hostname: cstr("forq-sandbox"),
-            cgroup_procs: group
-                .procs_files()
-                .iter()
-                .map(|p| cstr(&p.display().to_string()))
-                .collect(),
-            rlimit_as: if shared.cgroups.caps_memory() {
-                None
-            } else {
-                spec.limits.memory_bytes
-            },
-            rlimit_fsize: spec.limits.disk_bytes,
-            cwd: cstr(&cwd.display().to_string()),
-            status_fd: status_wr,
-            join: shared.holder.as_ref().map(|h| {
-                use std::os::fd::AsRawFd;
-                let (user, mnt) = h.namespaces();
-                (user.as_raw_fd(), mnt.as_raw_fd())
-            }),
-            enter_user: shared.ids.as_ref().map(|ids| {
-                use std::os::fd::AsRawFd;
-                ids.payload_ns.as_raw_fd()
-            }),
-            ctty: req.terminal.is_some(),
-            seccomp: seccomp::programs(),
-        };
-        let mut env = spec.env.clone();
-        env.entry("HOME".to_owned())
-            .or_insert_with(|| shared.home.display().to_string());
-        if proxy.is_some() {
-            env.extend(crate::egress::Served::env());
-        }
-        env.extend(req.env.clone());
+        let plan = self.plan(&req, network, proxy.as_ref(), &group, &cwd, status_wr);
         // This is the sandbox's command builder: the one place a native
         // sandbox process is started.
         #[allow(clippy::disallowed_methods)]
         let mut cmd = tokio::process::Command::new(&program);
         cmd.args(&req.argv[1..])
             .env_clear()
-            .envs(&env)
+            .envs(self.env(&req, proxy.is_some()))
             .kill_on_drop(true);
         output::set_stdio(&mut cmd, &req)?;
         sys::install(&mut cmd, Arc::new(plan));
@@ -528,7 +582,7 @@ impl Sandbox for NativeSandbox {
                 .await
                 .ok();
         }
-        let mut outcome = ExecOutcome {
+        let outcome = ExecOutcome {
             timed_out: driven.timed_out,
             idle_timed_out: driven.idle_timed_out,
             killed_for_memory,
@@ -540,35 +594,7 @@ impl Sandbox for NativeSandbox {
             stderr_dropped: driven.stderr.1,
             ..ExecOutcome::default()
         };
-        match report {
-            Some(sys::Report::Exited { status }) => {
-                if libc::WIFEXITED(status) {
-                    outcome.exit_code = Some(libc::WEXITSTATUS(status));
-                } else if libc::WIFSIGNALED(status) {
-                    outcome.signal = Some(libc::WTERMSIG(status));
-                }
-            }
-            Some(sys::Report::SetupFailed { step, errno }) => {
-                // The shim's steps, its entering the namespaces, then init's.
-                let what = usize::try_from(step)
-                    .ok()
-                    .and_then(|i| {
-                        self.steps.get(i).or_else(|| {
-                            i.checked_sub(self.steps.len() + 1)
-                                .and_then(|j| self.inner_steps.get(j))
-                        })
-                    })
-                    .map_or_else(|| format!("step {step}"), sys::Step::describe);
-                return Err(Error::Io {
-                    op: "prepare the sandbox root",
-                    path: PathBuf::from(what),
-                    source: std::io::Error::from_raw_os_error(errno),
-                });
-            }
-            // Init died before reporting: only SIGKILL does that.
-            None => outcome.signal = Some(libc::SIGKILL),
-        }
-        Ok(outcome)
+        self.reported(outcome, report)
     }
 
     async fn read_file(&self, path: &Path) -> Result<Vec<u8>> {

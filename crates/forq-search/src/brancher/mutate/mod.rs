@@ -304,40 +304,22 @@ impl Brancher for Mutate {
         cx: &BranchContext<'_>,
         k: usize,
     ) -> Result<Vec<Candidate>, BranchError> {
-        let Localised {
-            lines,
-            unmet,
-            compared,
-        } = self.localised(cx).await;
+        let localised = self.localised(cx).await;
         let suspects = {
             let mut cached = self.suspects.lock().unwrap_or_else(|p| p.into_inner());
             cached
                 .get_or_insert_with(|| {
                     let graph = self.localize(&cx.oracle.target, &cx.oracle.guard);
                     let index = self.index.lock().unwrap_or_else(|p| p.into_inner());
-                    let lines = line_suspects(&index, &lines, &cx.oracle.target);
+                    let lines = line_suspects(&index, &localised.lines, &cx.oracle.target);
                     with_line_suspects(graph, lines)
                 })
                 .clone()
         };
-        let line_score: HashMap<(&str, u32), f64> = lines
-            .iter()
-            .map(|l| ((l.file.as_str(), l.line), l.score))
-            .collect();
-        // A missing check belongs where the failing tests pass: a share of
-        // them, not Ochiai, which punishes a place every passing test also
-        // runs (a constructor's validation is on every test's path).
-        let failing_share: HashMap<(&str, u32), f64> = {
-            let all = lines.iter().map(|l| l.failing).max().unwrap_or(0).max(1);
-            lines
-                .iter()
-                .map(|l| ((l.file.as_str(), l.line), l.failing as f64 / all as f64))
-                .collect()
-        };
-        let target_words = test_words(&cx.oracle.target);
+        let findings = Findings::new(&localised, &cx.oracle.target);
         // Each file read and parsed once, however many suspects it holds.
         let mut files: BTreeMap<String, Parsed> = BTreeMap::new();
-        let mut all: Vec<(f64, String, usize, Candidate)> = Vec::new();
+        let mut all: Vec<Ranked> = Vec::new();
         let mut seen = HashSet::new();
         let mut callee_keywords: HashMap<String, Vec<String>> = HashMap::new();
         for s in &suspects {
@@ -345,137 +327,14 @@ impl Brancher for Mutate {
                 continue;
             };
             if !files.contains_key(&s.file) {
-                let current = match cx.changed.get(&s.file) {
-                    Some(Some(text)) => Some(text.clone()),
-                    Some(None) => None,
-                    None => cx
-                        .sandbox
-                        .read_file(Path::new(&s.file))
-                        .await
-                        .ok()
-                        .and_then(|b| String::from_utf8(b).ok()),
-                };
-                let Some(current) = current else { continue };
-                let Some(parsed) = Parsed::new(lang, current, self.templates) else {
+                let Some(parsed) = self.parse(cx, &s.file, lang).await else {
                     continue;
                 };
                 files.insert(s.file.clone(), parsed);
             }
             let file = &files[&s.file];
-            let source = &file.source;
-            let (start, end) = line_span(source, s.line, s.end_line);
-            // What a failing test's error says of a line in this
-            // definition comes first: a name not defined, a function used
-            // where its result was meant.
-            let mut found: Vec<Mutation> = Vec::new();
-            for l in lines.iter().filter(|l| {
-                self.templates && l.file == s.file && (s.line..=s.end_line).contains(&l.line)
-            }) {
-                let span = line_span(source, l.line, l.line);
-                found.extend(from_error(
-                    file.tree.root_node(),
-                    source,
-                    &file.ingredients,
-                    l,
-                    span,
-                ));
-            }
-            let func = file
-                .tree
-                .root_node()
-                .descendant_for_byte_range(start, end.max(start + 1).min(source.len()))
-                .and_then(|n| function_within(n, start, end))
-                .filter(|_| self.templates && file.lang == Lang::Python);
-            if let Some(func) = func {
-                let ran = |line: u32| line_score.contains_key(&(s.file.as_str(), line));
-                let named = |w: &str| target_words.contains(w);
-                found.extend(missing_raises(file, func, &unmet, &ran, &named));
-                let mut keywords = |name: &str| {
-                    let original = file.ingredients.original(name).to_owned();
-                    callee_keywords
-                        .entry(original.clone())
-                        .or_insert_with(|| self.keyword_params(&original))
-                        .clone()
-                };
-                found.extend(forward_arguments(func, source, &mut keywords));
-            }
-            if self.templates && file.lang == Lang::Python {
-                found.extend(expected_values(
-                    file.tree.root_node(),
-                    source,
-                    start,
-                    end,
-                    &compared,
-                ));
-            }
-            found.extend(mutations(file, start, end, self.templates));
-            let mut class_weight: HashMap<&str, f64> = HashMap::new();
-            for m in &found {
-                *class_weight.entry(m.operator).or_default() += m.weight;
-            }
-            for m in found.iter().cloned() {
-                let new = m.applied_to(source);
-                if !seen.insert((s.file.clone(), new.clone())) {
-                    continue;
-                }
-                let line = source[..m.start].matches('\n').count() + 1;
-                let was = &source[m.start..m.end];
-                let hypothesis = format!(
-                    "{}:{line} in {}: {} `{}` -> `{}`",
-                    s.file,
-                    s.name,
-                    m.operator,
-                    was.lines().next().unwrap_or(""),
-                    m.text.lines().next().unwrap_or("")
-                );
-                let mut prior = s.score * class_share(m.operator) * m.weight
-                    / class_weight
-                        .get(m.operator)
-                        .copied()
-                        .unwrap_or(1.0)
-                        .max(1e-9);
-                let mut hypothesis = hypothesis;
-                if !line_score.is_empty() {
-                    // The most suspicious line the mutation touches.
-                    let last = line + was.matches('\n').count();
-                    let missing_raise = m.operator == "missing raise";
-                    let scores = if missing_raise {
-                        &failing_share
-                    } else {
-                        &line_score
-                    };
-                    // An edit outside the definition it was proposed for
-                    // (a module constant it reads) weighs as the
-                    // definition's most suspicious line.
-                    let lines = if (s.line..=s.end_line).contains(&(line as u32)) {
-                        line as u32..=last as u32
-                    } else {
-                        s.line..=s.end_line
-                    };
-                    let score = lines
-                        .filter_map(|l| scores.get(&(s.file.as_str(), l)))
-                        .fold(0.0f64, |a, &b| a.max(b));
-                    prior *= UNRUN_LINE + score;
-                    hypothesis.push_str(&if missing_raise {
-                        format!(" (failing tests here {score:.2})")
-                    } else {
-                        format!(" (line suspicion {score:.2})")
-                    });
-                }
-                all.push((
-                    prior,
-                    s.file.clone(),
-                    m.start,
-                    Candidate {
-                        hypothesis,
-                        changes: vec![Change::Write {
-                            path: s.file.clone(),
-                            content: new,
-                        }],
-                        prior,
-                    },
-                ));
-            }
+            let found = self.proposals(file, s, &findings, &mut callee_keywords);
+            all.extend(ranked(s, file, &found, &findings, &mut seen));
         }
         // The k likeliest, then in source order: the order a search that
         // ignores priors (breadth-first) sees.
@@ -484,4 +343,204 @@ impl Brancher for Mutate {
         all.sort_by(|a, b| a.1.cmp(&b.1).then(a.2.cmp(&b.2)));
         Ok(all.into_iter().map(|(_, _, _, c)| c).collect())
     }
+}
+
+impl Mutate {
+    /// `path` as this node has it (changed by the path to it, or the
+    /// sandbox's), parsed.
+    async fn parse(&self, cx: &BranchContext<'_>, path: &str, lang: Lang) -> Option<Parsed> {
+        let current = match cx.changed.get(path) {
+            Some(Some(text)) => Some(text.clone()),
+            Some(None) => None,
+            None => cx
+                .sandbox
+                .read_file(Path::new(path))
+                .await
+                .ok()
+                .and_then(|b| String::from_utf8(b).ok()),
+        };
+        Parsed::new(lang, current?, self.templates)
+    }
+
+    /// Every edit proposed for suspect `s` of `file`: what a failing
+    /// test's error says of a line in it first (a name not defined, a
+    /// function used where its result was meant), then the templates, then
+    /// the mutation operators.
+    fn proposals(
+        &self,
+        file: &Parsed,
+        s: &Suspect,
+        findings: &Findings<'_>,
+        callee_keywords: &mut HashMap<String, Vec<String>>,
+    ) -> Vec<Mutation> {
+        let source = &file.source;
+        let (start, end) = line_span(source, s.line, s.end_line);
+        let python = self.templates && file.lang == Lang::Python;
+        let mut found: Vec<Mutation> = Vec::new();
+        for l in findings.localised.lines.iter().filter(|l| {
+            self.templates && l.file == s.file && (s.line..=s.end_line).contains(&l.line)
+        }) {
+            let span = line_span(source, l.line, l.line);
+            found.extend(from_error(
+                file.tree.root_node(),
+                source,
+                &file.ingredients,
+                l,
+                span,
+            ));
+        }
+        let func = file
+            .tree
+            .root_node()
+            .descendant_for_byte_range(start, end.max(start + 1).min(source.len()))
+            .and_then(|n| function_within(n, start, end))
+            .filter(|_| python);
+        if let Some(func) = func {
+            let ran = |line: u32| findings.line_score.contains_key(&(s.file.as_str(), line));
+            let named = |w: &str| findings.target_words.contains(w);
+            found.extend(missing_raises(
+                file,
+                func,
+                &findings.localised.unmet,
+                &ran,
+                &named,
+            ));
+            let mut keywords = |name: &str| {
+                let original = file.ingredients.original(name).to_owned();
+                callee_keywords
+                    .entry(original.clone())
+                    .or_insert_with(|| self.keyword_params(&original))
+                    .clone()
+            };
+            found.extend(forward_arguments(func, source, &mut keywords));
+        }
+        if python {
+            found.extend(expected_values(
+                file.tree.root_node(),
+                source,
+                start,
+                end,
+                &findings.localised.compared,
+            ));
+        }
+        found.extend(mutations(file, start, end, self.templates));
+        found
+    }
+}
+
+/// A candidate with its prior, file and offset (for the order).
+type Ranked = (f64, String, usize, Candidate);
+
+/// What the failing tests say of lines, for one branching.
+struct Findings<'a> {
+    localised: &'a Localised,
+    /// Each traced line's suspicion.
+    line_score: HashMap<(&'a str, u32), f64>,
+    /// Each traced line's share of the failing tests. A missing check
+    /// belongs where the failing tests pass: a share of them, not Ochiai,
+    /// which punishes a place every passing test also runs (a
+    /// constructor's validation is on every test's path).
+    failing_share: HashMap<(&'a str, u32), f64>,
+    /// The words of the failing tests' names.
+    target_words: HashSet<String>,
+}
+
+impl<'a> Findings<'a> {
+    fn new(localised: &'a Localised, target: &[String]) -> Findings<'a> {
+        let lines = &localised.lines;
+        let all = lines.iter().map(|l| l.failing).max().unwrap_or(0).max(1);
+        Findings {
+            localised,
+            line_score: lines
+                .iter()
+                .map(|l| ((l.file.as_str(), l.line), l.score))
+                .collect(),
+            failing_share: lines
+                .iter()
+                .map(|l| ((l.file.as_str(), l.line), l.failing as f64 / all as f64))
+                .collect(),
+            target_words: test_words(target),
+        }
+    }
+}
+
+/// The mutations `found` for suspect `s` as candidates, each new one with
+/// its prior: the suspect's score, shared among its operator class, times
+/// the suspicion of the lines it touches.
+fn ranked(
+    s: &Suspect,
+    file: &Parsed,
+    found: &[Mutation],
+    findings: &Findings<'_>,
+    seen: &mut HashSet<(String, String)>,
+) -> Vec<Ranked> {
+    let source = &file.source;
+    let mut class_weight: HashMap<&str, f64> = HashMap::new();
+    for m in found {
+        *class_weight.entry(m.operator).or_default() += m.weight;
+    }
+    let mut out = Vec::new();
+    for m in found {
+        let new = m.applied_to(source);
+        if !seen.insert((s.file.clone(), new.clone())) {
+            continue;
+        }
+        let line = source[..m.start].matches('\n').count() + 1;
+        let was = &source[m.start..m.end];
+        let mut hypothesis = format!(
+            "{}:{line} in {}: {} `{}` -> `{}`",
+            s.file,
+            s.name,
+            m.operator,
+            was.lines().next().unwrap_or(""),
+            m.text.lines().next().unwrap_or("")
+        );
+        let mut prior = s.score * class_share(m.operator) * m.weight
+            / class_weight
+                .get(m.operator)
+                .copied()
+                .unwrap_or(1.0)
+                .max(1e-9);
+        if !findings.line_score.is_empty() {
+            // The most suspicious line the mutation touches.
+            let last = line + was.matches('\n').count();
+            let missing_raise = m.operator == "missing raise";
+            let scores = if missing_raise {
+                &findings.failing_share
+            } else {
+                &findings.line_score
+            };
+            // An edit outside the definition it was proposed for (a module
+            // constant it reads) weighs as the definition's most
+            // suspicious line.
+            let lines = if (s.line..=s.end_line).contains(&(line as u32)) {
+                line as u32..=last as u32
+            } else {
+                s.line..=s.end_line
+            };
+            let score = lines
+                .filter_map(|l| scores.get(&(s.file.as_str(), l)))
+                .fold(0.0f64, |a, &b| a.max(b));
+            prior *= UNRUN_LINE + score;
+            hypothesis.push_str(&if missing_raise {
+                format!(" (failing tests here {score:.2})")
+            } else {
+                format!(" (line suspicion {score:.2})")
+            });
+        }
+        out.push((
+            prior,
+            s.file.clone(),
+            m.start,
+            Candidate {
+                hypothesis,
+                changes: vec![Change::Write {
+                    path: s.file.clone(),
+                    content: new,
+                }],
+                prior,
+            },
+        ));
+    }
+    out
 }

@@ -286,161 +286,212 @@ pub(crate) fn ingredient_templates(
     exceptions: &[String],
     out: &mut Vec<Mutation>,
 ) {
-    let bytes = source.as_bytes();
-    let text = |n: tree_sitter::Node<'_>| n.utf8_text(bytes).unwrap_or("").to_owned();
-    let kind = n.kind();
     let py = lang == Lang::Python;
-    // `if a:` → `if a and b:` / `if a or b:`, `b` another condition of
-    // the function, the nearest first.
-    if let Some(cond) = n.child_by_field_name("condition") {
-        if kind.contains("if") || kind.contains("while") || kind == "elif_clause" {
-            let inner = unparenthesized(cond);
-            let own = text(inner);
-            let mut others: Vec<&(usize, String)> = ingredients
-                .conditions
-                .iter()
-                .filter(|(_, c)| !own.contains(c.as_str()) && !c.contains(own.as_str()))
-                .collect();
-            others.sort_by_key(|(at, _)| at.abs_diff(inner.start_byte()));
-            let (and, or) = if py { ("and", "or") } else { ("&&", "||") };
-            for (_, other) in others.into_iter().take(3) {
-                for op in [and, or] {
-                    out.push(Mutation {
-                        start: inner.start_byte(),
-                        end: inner.end_byte(),
-                        text: format!("{} {op} {}", grouped(&own), grouped(other)),
-                        operator: "expand condition",
-                        weight: 0.5,
-                    });
-                }
-            }
-        }
-    }
-    // A guard before the body: `if not xs: return xs` (or a literal the
-    // function returns elsewhere).
+    expanded_conditions(n, source, ingredients, py, out);
+    // Before the body: a guard (`if not xs: return xs`, or a literal the
+    // function returns elsewhere) and a missing precondition.
     if ingredients.first_statement == Some(n.id()) {
         let line_start = source[..n.start_byte()].rfind('\n').map_or(0, |i| i + 1);
         let indent = &source[line_start..n.start_byte()];
         if indent.trim().is_empty() {
-            // The literals the function returns elsewhere, else "nothing".
-            let mut literals: Vec<&str> = ingredients
-                .returns
-                .iter()
-                .map(String::as_str)
-                .filter(|r| is_literal(r))
-                .take(2)
-                .collect();
-            let native = matches!(lang, Lang::C | Lang::Cpp | Lang::Rust);
-            if literals.is_empty() && !native {
-                literals.push(if py { "None" } else { "null" });
-            }
-            for (i, p) in ingredients.params.iter().enumerate().take(4) {
-                let ty = ingredients.param_types.get(i).map_or("", String::as_str);
-                // C and Rust return what the function returns elsewhere
-                // (the parameter itself only when it is what is returned).
-                let mut values: Vec<&str> = if native {
-                    let own = ingredients.returns.iter().any(|r| r == p);
-                    own.then_some(p.as_str()).into_iter().collect()
-                } else {
-                    vec![p.as_str()]
-                };
-                values.extend(literals.iter().copied());
-                if native && ingredients.returns_nothing {
-                    values = vec![""];
-                }
-                for value in values {
-                    let Some(guard) = guard_text(lang, p, ty, value, indent) else {
-                        continue;
-                    };
-                    out.push(Mutation {
-                        start: n.start_byte(),
-                        end: n.start_byte(),
-                        text: guard,
-                        operator: "guard",
-                        weight: 0.5,
-                    });
-                }
-            }
-            // A missing precondition: `if maxsize < 0: raise ValueError(…)`,
-            // raising the language's usual error for a bad argument, and
-            // what the file raises most when that is another (cachetools
-            // raises KeyError ten times, but a bad size is a ValueError).
-            let usual = if py { "ValueError" } else { "Error" };
-            let mut errors = vec![usual];
-            errors.extend(
-                exceptions
-                    .first()
-                    .map(String::as_str)
-                    .filter(|e| *e != usual),
-            );
-            for (p, error) in ingredients
-                .params
-                .iter()
-                .take(4)
-                .filter(|_| !native)
-                .flat_map(|p| errors.iter().map(move |e| (p, e)))
-            {
-                let checks = if py {
-                    [
-                        format!("{p} is None"),
-                        format!("{p} < 0"),
-                        format!("not {p}"),
-                    ]
-                } else {
-                    [format!("{p} == null"), format!("{p} < 0"), format!("!{p}")]
-                };
-                for check in checks {
-                    let raise = if py {
-                        format!("if {check}:\n{indent}    raise {error}(\"invalid {p}\")\n{indent}")
-                    } else {
-                        format!("if ({check}) throw new {error}(\"invalid {p}\");\n{indent}")
-                    };
-                    out.push(Mutation {
-                        start: n.start_byte(),
-                        end: n.start_byte(),
-                        text: raise,
-                        operator: "precondition",
-                        weight: 0.4,
-                    });
-                }
+            argument_guards(lang, n, ingredients, indent, out);
+            if !matches!(lang, Lang::C | Lang::Cpp | Lang::Rust) {
+                preconditions(n, ingredients, exceptions, py, indent, out);
             }
         }
     }
-    // `return a` → `return b`, `b` another value the function returns.
-    if matches!(kind, "return_statement" | "return_expression") {
-        if let Some(value) = n.named_child(0) {
-            let own = text(value);
-            for other in ingredients.returns.iter().filter(|r| **r != own).take(4) {
-                out.push(Mutation {
-                    start: value.start_byte(),
-                    end: value.end_byte(),
-                    text: other.clone(),
-                    operator: "return value",
-                    weight: 0.5,
-                });
-            }
-        }
+    other_returns(n, source, ingredients, out);
+    removed_arguments(n, out);
+}
+
+/// `if a:` → `if a and b:` / `if a or b:`, `b` another condition of the
+/// function, the nearest first.
+fn expanded_conditions(
+    n: tree_sitter::Node<'_>,
+    source: &str,
+    ingredients: &Ingredients,
+    py: bool,
+    out: &mut Vec<Mutation>,
+) {
+    let kind = n.kind();
+    let Some(cond) = n.child_by_field_name("condition") else {
+        return;
+    };
+    if !(kind.contains("if") || kind.contains("while") || kind == "elif_clause") {
+        return;
     }
-    // An argument too many: each one removed, with its separator.
-    if matches!(kind, "argument_list" | "arguments") && n.named_child_count() >= 2 {
-        let mut c = n.walk();
-        let args: Vec<tree_sitter::Node<'_>> = n
-            .named_children(&mut c)
-            .filter(|a| !a.kind().contains("comment"))
-            .collect();
-        for (i, a) in args.iter().enumerate() {
-            let (start, end) = match args.get(i + 1) {
-                Some(next) => (a.start_byte(), next.start_byte()),
-                None => (args[i - 1].end_byte(), a.end_byte()),
-            };
+    let inner = unparenthesized(cond);
+    let own = inner.utf8_text(source.as_bytes()).unwrap_or("").to_owned();
+    let mut others: Vec<&(usize, String)> = ingredients
+        .conditions
+        .iter()
+        .filter(|(_, c)| !own.contains(c.as_str()) && !c.contains(own.as_str()))
+        .collect();
+    others.sort_by_key(|(at, _)| at.abs_diff(inner.start_byte()));
+    let (and, or) = if py { ("and", "or") } else { ("&&", "||") };
+    for (_, other) in others.into_iter().take(3) {
+        for op in [and, or] {
             out.push(Mutation {
-                start,
-                end,
-                text: String::new(),
-                operator: "remove argument",
-                weight: 0.3,
+                start: inner.start_byte(),
+                end: inner.end_byte(),
+                text: format!("{} {op} {}", grouped(&own), grouped(other)),
+                operator: "expand condition",
+                weight: 0.5,
             });
         }
+    }
+}
+
+/// A guard before the body for each of the first parameters: returning
+/// the parameter itself or a literal the function returns elsewhere
+/// ("nothing" when it returns none).
+fn argument_guards(
+    lang: Lang,
+    n: tree_sitter::Node<'_>,
+    ingredients: &Ingredients,
+    indent: &str,
+    out: &mut Vec<Mutation>,
+) {
+    let py = lang == Lang::Python;
+    let mut literals: Vec<&str> = ingredients
+        .returns
+        .iter()
+        .map(String::as_str)
+        .filter(|r| is_literal(r))
+        .take(2)
+        .collect();
+    let native = matches!(lang, Lang::C | Lang::Cpp | Lang::Rust);
+    if literals.is_empty() && !native {
+        literals.push(if py { "None" } else { "null" });
+    }
+    for (i, p) in ingredients.params.iter().enumerate().take(4) {
+        let ty = ingredients.param_types.get(i).map_or("", String::as_str);
+        // C and Rust return what the function returns elsewhere (the
+        // parameter itself only when it is what is returned).
+        let mut values: Vec<&str> = if native {
+            let own = ingredients.returns.iter().any(|r| r == p);
+            own.then_some(p.as_str()).into_iter().collect()
+        } else {
+            vec![p.as_str()]
+        };
+        values.extend(literals.iter().copied());
+        if native && ingredients.returns_nothing {
+            values = vec![""];
+        }
+        for value in values {
+            let Some(guard) = guard_text(lang, p, ty, value, indent) else {
+                continue;
+            };
+            out.push(Mutation {
+                start: n.start_byte(),
+                end: n.start_byte(),
+                text: guard,
+                operator: "guard",
+                weight: 0.5,
+            });
+        }
+    }
+}
+
+/// A missing precondition: `if maxsize < 0: raise ValueError(…)`, raising
+/// the language's usual error for a bad argument, and what the file raises
+/// most when that is another (cachetools raises KeyError ten times, but a
+/// bad size is a ValueError).
+fn preconditions(
+    n: tree_sitter::Node<'_>,
+    ingredients: &Ingredients,
+    exceptions: &[String],
+    py: bool,
+    indent: &str,
+    out: &mut Vec<Mutation>,
+) {
+    let usual = if py { "ValueError" } else { "Error" };
+    let mut errors = vec![usual];
+    errors.extend(
+        exceptions
+            .first()
+            .map(String::as_str)
+            .filter(|e| *e != usual),
+    );
+    for (p, error) in ingredients
+        .params
+        .iter()
+        .take(4)
+        .flat_map(|p| errors.iter().map(move |e| (p, e)))
+    {
+        let checks = if py {
+            [
+                format!("{p} is None"),
+                format!("{p} < 0"),
+                format!("not {p}"),
+            ]
+        } else {
+            [format!("{p} == null"), format!("{p} < 0"), format!("!{p}")]
+        };
+        for check in checks {
+            let raise = if py {
+                format!("if {check}:\n{indent}    raise {error}(\"invalid {p}\")\n{indent}")
+            } else {
+                format!("if ({check}) throw new {error}(\"invalid {p}\");\n{indent}")
+            };
+            out.push(Mutation {
+                start: n.start_byte(),
+                end: n.start_byte(),
+                text: raise,
+                operator: "precondition",
+                weight: 0.4,
+            });
+        }
+    }
+}
+
+/// `return a` → `return b`, `b` another value the function returns.
+fn other_returns(
+    n: tree_sitter::Node<'_>,
+    source: &str,
+    ingredients: &Ingredients,
+    out: &mut Vec<Mutation>,
+) {
+    if !matches!(n.kind(), "return_statement" | "return_expression") {
+        return;
+    }
+    let Some(value) = n.named_child(0) else {
+        return;
+    };
+    let own = value.utf8_text(source.as_bytes()).unwrap_or("");
+    for other in ingredients.returns.iter().filter(|r| **r != own).take(4) {
+        out.push(Mutation {
+            start: value.start_byte(),
+            end: value.end_byte(),
+            text: other.clone(),
+            operator: "return value",
+            weight: 0.5,
+        });
+    }
+}
+
+/// An argument too many: each one removed, with its separator.
+fn removed_arguments(n: tree_sitter::Node<'_>, out: &mut Vec<Mutation>) {
+    if !matches!(n.kind(), "argument_list" | "arguments") || n.named_child_count() < 2 {
+        return;
+    }
+    let mut c = n.walk();
+    let args: Vec<tree_sitter::Node<'_>> = n
+        .named_children(&mut c)
+        .filter(|a| !a.kind().contains("comment"))
+        .collect();
+    for (i, a) in args.iter().enumerate() {
+        let (start, end) = match args.get(i + 1) {
+            Some(next) => (a.start_byte(), next.start_byte()),
+            None => (args[i - 1].end_byte(), a.end_byte()),
+        };
+        out.push(Mutation {
+            start,
+            end,
+            text: String::new(),
+            operator: "remove argument",
+            weight: 0.3,
+        });
     }
 }
 

@@ -438,8 +438,6 @@ pub(crate) fn reach_templates(
     within: Option<&str>,
     out: &mut Vec<Mutation>,
 ) {
-    let bytes = source.as_bytes();
-    let text = |n: tree_sitter::Node<'_>| n.utf8_text(bytes).unwrap_or("").to_owned();
     let kind = n.kind();
     let py = lang == Lang::Python;
     let mut push = |node: tree_sitter::Node<'_>, text: String, operator, weight| {
@@ -452,9 +450,39 @@ pub(crate) fn reach_templates(
         })
     };
 
-    // A call too many: `escape(strip(t))` → `strip(t)`, `wraps(w, f)` →
-    // `w`, `s.strip()` → `s`. A call that is a whole statement is the
-    // statement deletion's.
+    unwrapped_calls(n, source, &mut push);
+    negated_operands(n, source, py, &mut push);
+    similar_names(n, source, file, &mut push);
+    wrapped_values(n, source, file, within, &mut push);
+    guarded_yields(n, source, py, &mut push);
+    widened_type_checks(n, source, py, &mut push);
+    named_tuple_calls(n, source, py, file, within, &mut push);
+    unwrapped_tries(n, source, py, &mut push);
+
+    // A handler that raises another error without saying why: `raise
+    // E(…)` → `raise E(…) from error`, naming what it handles.
+    if py && kind == "raise_statement" {
+        if let Some((start, end, chained)) = chained_raise(n, source) {
+            out.push(Mutation {
+                start,
+                end,
+                text: chained,
+                operator: "chain raise",
+                weight: 0.6,
+            });
+        }
+    }
+}
+
+/// A call too many: `escape(strip(t))` → `strip(t)`, `wraps(w, f)` →
+/// `w`, `s.strip()` → `s`. A call that is a whole statement is the
+/// statement deletion's.
+fn unwrapped_calls(
+    n: tree_sitter::Node<'_>,
+    source: &str,
+    push: &mut impl FnMut(tree_sitter::Node<'_>, String, &'static str, f64),
+) {
+    let kind = n.kind();
     let statement = n
         .parent()
         .is_some_and(|p| p.kind() == "expression_statement");
@@ -462,7 +490,7 @@ pub(crate) fn reach_templates(
         let args = positional_args(n);
         if (1..=3).contains(&args.len()) {
             for a in &args {
-                push(n, text(*a), "unwrap call", 0.5);
+                push(n, text_of(*a, source), "unwrap call", 0.5);
             }
         }
         let receiver = n
@@ -470,11 +498,18 @@ pub(crate) fn reach_templates(
             .filter(|f| matches!(f.kind(), "attribute" | "member_expression"))
             .and_then(|f| f.child_by_field_name("object"));
         if let Some(r) = receiver.filter(|_| args.is_empty()) {
-            push(n, text(r), "unwrap call", 0.4);
+            push(n, text_of(r, source), "unwrap call", 0.4);
         }
     }
+}
 
-    // One side of `and`/`or` negated: `a and b` → `a and not b`.
+/// One side of `and`/`or` negated: `a and b` → `a and not b`.
+fn negated_operands(
+    n: tree_sitter::Node<'_>,
+    source: &str,
+    py: bool,
+    push: &mut impl FnMut(tree_sitter::Node<'_>, String, &'static str, f64),
+) {
     if is_boolean_op(n, source) && n.named_child_count() == 2 {
         for side in [n.named_child(0), n.named_child(1)].into_iter().flatten() {
             let plain = matches!(
@@ -489,53 +524,89 @@ pub(crate) fn reach_templates(
             );
             if plain {
                 let negated = if py {
-                    format!("not {}", text(side))
+                    format!("not {}", text_of(side, source))
                 } else {
-                    format!("!{}", text(side))
+                    format!("!{}", text_of(side, source))
                 };
                 push(side, negated, "negate operand", 0.6);
             }
         }
     }
+}
 
-    // A name mistaken for a similar one of the file.
+/// A name mistaken for a similar one of the file.
+fn similar_names(
+    n: tree_sitter::Node<'_>,
+    source: &str,
+    file: &FileIngredients,
+    push: &mut impl FnMut(tree_sitter::Node<'_>, String, &'static str, f64),
+) {
+    let kind = n.kind();
     if is_name(kind) && names_a_use(n) {
-        for other in file.similar(&text(n)) {
+        for other in file.similar(&text_of(n, source)) {
             push(n, other.to_owned(), "similar name", 0.6);
         }
     }
+}
 
-    // A value that should have gone through one of the file's functions:
-    // `' "' + title + '"'` → `' "' + _escape_title(title) + '"'`.
-    // Where only the value's truth is read (`if title`, `not title`), a
-    // function of it rarely changes anything.
+/// A value that should have gone through one of the file's functions:
+/// `' "' + title + '"'` → `' "' + _escape_title(title) + '"'`.
+/// Where only the value's truth is read (`if title`, `not title`), a
+/// function of it rarely changes anything.
+fn wrapped_values(
+    n: tree_sitter::Node<'_>,
+    source: &str,
+    file: &FileIngredients,
+    within: Option<&str>,
+    push: &mut impl FnMut(tree_sitter::Node<'_>, String, &'static str, f64),
+) {
+    let kind = n.kind();
     if kind == "identifier" && names_a_use(n) && is_plain_value(n) {
-        let name = text(n);
+        let name = text_of(n, source);
         let weight = if tested_for_truth(n) { 0.1 } else { 0.5 };
         for f in file.wrappers(&name, within) {
             push(n, format!("{f}({name})"), "wrap call", weight);
         }
     }
+}
 
-    // A value yielded even when empty: `yield list(it)` → a guard.
+/// A value yielded even when empty: `yield list(it)` → a guard.
+fn guarded_yields(
+    n: tree_sitter::Node<'_>,
+    source: &str,
+    py: bool,
+    push: &mut impl FnMut(tree_sitter::Node<'_>, String, &'static str, f64),
+) {
+    let kind = n.kind();
     if py && kind == "expression_statement" {
         if let Some(guarded) = guarded_yield(n, source) {
             push(n, guarded, "guard yield", 0.4);
         }
     }
+}
 
-    // `isinstance(x, int)` → `isinstance(x, (int, slice))`.
+/// `isinstance(x, int)` → `isinstance(x, (int, slice))`.
+fn widened_type_checks(
+    n: tree_sitter::Node<'_>,
+    source: &str,
+    py: bool,
+    push: &mut impl FnMut(tree_sitter::Node<'_>, String, &'static str, f64),
+) {
+    let kind = n.kind();
     if py && kind == "call" {
         let is_check = n
             .child_by_field_name("function")
-            .is_some_and(|f| text(f) == "isinstance");
+            .is_some_and(|f| text_of(f, source) == "isinstance");
         let args = positional_args(n);
         if let (true, [_, types]) = (is_check, args.as_slice()) {
             let listed: Vec<String> = if types.kind() == "tuple" {
                 let mut c = types.walk();
-                types.named_children(&mut c).map(&text).collect()
+                types
+                    .named_children(&mut c)
+                    .map(|t| text_of(t, source))
+                    .collect()
             } else {
-                vec![text(*types)]
+                vec![text_of(*types, source)]
             };
             let mut added: Vec<&str> = listed
                 .iter()
@@ -549,14 +620,24 @@ pub(crate) fn reach_templates(
             }
         }
     }
+}
 
-    // A plain tuple built where the module has a named one for it:
-    // `tuple(f(v) for v in rgb)` → `IntegerRGB._make(f(v) for v in rgb)`,
-    // the types named like the function first.
+/// A plain tuple built where the module has a named one for it:
+/// `tuple(f(v) for v in rgb)` → `IntegerRGB._make(f(v) for v in rgb)`,
+/// the types named like the function first.
+fn named_tuple_calls(
+    n: tree_sitter::Node<'_>,
+    source: &str,
+    py: bool,
+    file: &FileIngredients,
+    within: Option<&str>,
+    push: &mut impl FnMut(tree_sitter::Node<'_>, String, &'static str, f64),
+) {
+    let kind = n.kind();
     if py && kind == "call" {
         let plain = n
             .child_by_field_name("function")
-            .is_some_and(|f| text(f) == "tuple");
+            .is_some_and(|f| text_of(f, source) == "tuple");
         let args = n.child_by_field_name("arguments");
         let one =
             args.is_some_and(|a| a.kind() == "generator_expression" || a.named_child_count() == 1);
@@ -575,12 +656,25 @@ pub(crate) fn reach_templates(
             types.sort_by_key(|(shared, _)| std::cmp::Reverse(*shared));
             for (shared, t) in types.into_iter().take(MAX_SIMILAR) {
                 let weight = if shared > 0 { 1.0 } else { 0.3 };
-                push(n, format!("{t}._make{}", text(args)), "named tuple", weight);
+                push(
+                    n,
+                    format!("{t}._make{}", text_of(args, source)),
+                    "named tuple",
+                    weight,
+                );
             }
         }
     }
+}
 
-    // A `try` whose handler turns the error into another: its body alone.
+/// A `try` whose handler turns the error into another: its body alone.
+fn unwrapped_tries(
+    n: tree_sitter::Node<'_>,
+    source: &str,
+    py: bool,
+    push: &mut impl FnMut(tree_sitter::Node<'_>, String, &'static str, f64),
+) {
+    let kind = n.kind();
     if py && kind == "try_statement" {
         if let Some(body) = n.child_by_field_name("body") {
             if let Some(unwrapped) = dedented_body(n, body, source) {
@@ -588,20 +682,11 @@ pub(crate) fn reach_templates(
             }
         }
     }
+}
 
-    // A handler that raises another error without saying why: `raise
-    // E(…)` → `raise E(…) from error`, naming what it handles.
-    if py && kind == "raise_statement" {
-        if let Some((start, end, chained)) = chained_raise(n, source) {
-            out.push(Mutation {
-                start,
-                end,
-                text: chained,
-                operator: "chain raise",
-                weight: 0.6,
-            });
-        }
-    }
+/// The source text of `n`.
+fn text_of(n: tree_sitter::Node<'_>, source: &str) -> String {
+    n.utf8_text(source.as_bytes()).unwrap_or("").to_owned()
 }
 
 /// `raise E(…)` in an `except X:` handler, chained to what it handles:

@@ -35,8 +35,6 @@ pub(crate) fn shape_templates(
     if lang != Lang::Python {
         return;
     }
-    let bytes = source.as_bytes();
-    let text = |n: Node<'_>| n.utf8_text(bytes).unwrap_or("").to_owned();
     let mut push = |start: usize, end: usize, text: String, operator, weight| {
         out.push(Mutation {
             start,
@@ -47,212 +45,265 @@ pub(crate) fn shape_templates(
         })
     };
     match n.kind() {
-        // `result + alphabet[i]` for `alphabet[i] + result`: operands of
-        // an operator where their order matters (`+` only where it joins
-        // strings or lists).
-        "binary_operator" => {
-            let (Some(l), Some(op), Some(r)) = (
-                n.child_by_field_name("left"),
-                n.child_by_field_name("operator"),
-                n.child_by_field_name("right"),
-            ) else {
-                return;
-            };
-            let o = text(op);
-            let ordered = matches!(o.as_str(), "-" | "/" | "//" | "%" | "**" | "<<" | ">>");
-            let joins = o == "+"
-                && (is_string(n, strings, source)
-                    || [l, r]
-                        .iter()
-                        .any(|s| matches!(s.kind(), "list" | "list_comprehension" | "string")));
-            if (ordered || joins) && text(l) != text(r) {
-                push(
-                    n.start_byte(),
-                    n.end_byte(),
-                    format!("{} {o} {}", text(r), text(l)),
-                    "swap operands",
-                    0.5,
-                );
-            }
-        }
-        // `dp[i - 1, j]` for `dp[i - 1, j - 1]`, `d[i, k] + d[j, k]` for
-        // `d[i, k] + d[k, j]`: the indexes past the first (the mutation
-        // operators move the first) one off, and neighbours swapped.
-        "subscript" => {
-            let mut c = n.walk();
-            let idx: Vec<Node<'_>> = n
-                .children_by_field_name("subscript", &mut c)
-                .filter(|i| i.kind() != "slice")
-                .collect();
-            if idx.len() < 2 {
-                return;
-            }
-            for i in &idx[1..] {
-                for d in ["- 1", "+ 1"] {
-                    push(
-                        i.start_byte(),
-                        i.end_byte(),
-                        format!("{} {d}", text(*i)),
-                        "index",
-                        0.8,
-                    );
-                }
-            }
-            for pair in idx.windows(2) {
-                let (a, b) = (pair[0], pair[1]);
-                if text(a) == text(b) {
-                    continue;
-                }
-                let between = &source[a.end_byte()..b.start_byte()];
-                push(
-                    a.start_byte(),
-                    b.end_byte(),
-                    format!("{}{between}{}", text(b), text(a)),
-                    "swap arguments",
-                    0.5,
-                );
-            }
-        }
-        // `longest = length + 1` in a loop for `longest = max(longest,
-        // length + 1)`; `best = best + x` for `best = max(0, best + x)`.
-        "assignment" => {
-            let (Some(left), Some(right)) = (
-                n.child_by_field_name("left"),
-                n.child_by_field_name("right"),
-            ) else {
-                return;
-            };
-            if left.kind() != "identifier" || right.kind() != "binary_operator" || !in_loop(n, func)
-            {
-                return;
-            }
-            let (x, e) = (text(left), text(right));
-            for wrapped in [
-                format!("max({x}, {e})"),
-                format!("min({x}, {e})"),
-                format!("max(0, {e})"),
-            ] {
-                push(
-                    right.start_byte(),
-                    right.end_byte(),
-                    wrapped,
-                    "accumulate",
-                    0.5,
-                );
-            }
-        }
-        // `return []` for `return [[]]` or `return [n]`; `return True` for
-        // `return depth == 0` (a counter the function keeps).
-        "return_statement" => {
-            let (Some(value), Some(func)) = (n.named_child(0), func) else {
-                return;
-            };
-            match value.kind() {
-                "list" if value.named_child_count() == 0 => {
-                    let mut shapes = vec!["[[]]".to_owned()];
-                    shapes.extend(
-                        parameters(func, source)
-                            .iter()
-                            .map(|(p, _)| format!("[{p}]")),
-                    );
-                    for s in shapes {
-                        push(value.start_byte(), value.end_byte(), s, "return shape", 0.5);
-                    }
-                }
-                "true" | "false" => {
-                    let negated = value.kind() == "false";
-                    for v in counters(func, source) {
-                        let test = if negated {
-                            format!("{v} != 0")
-                        } else {
-                            format!("{v} == 0")
-                        };
-                        push(
-                            value.start_byte(),
-                            value.end_byte(),
-                            test,
-                            "return shape",
-                            0.5,
-                        );
-                    }
-                }
-                _ => {}
-            }
-        }
-        "while_statement" => {
-            let (Some(cond), Some(body)) = (
-                n.child_by_field_name("condition"),
-                n.child_by_field_name("body"),
-            ) else {
-                return;
-            };
-            // `while True:` draining a queue with `popleft()` and no way
-            // out when it is empty: `while queue:`.
-            if cond.kind() == "true" {
-                let drained: Vec<String> = calls_on(body, source, &["pop", "popleft", "popitem"])
-                    .into_iter()
-                    .collect();
-                for v in drained {
-                    push(cond.start_byte(), cond.end_byte(), v, "loop condition", 0.6);
-                }
-            }
-            // The remainder a loop leaves: `while len(text) > cols:` that
-            // appends to `lines` forgets `lines.append(text)` after it.
-            if let Some(indent) = indent_of(n, source) {
-                let read = names_in(cond, source);
-                let appended = calls_on(body, source, &["append"]);
-                let remainders = appended
-                    .iter()
-                    .flat_map(|l| read.iter().filter(move |w| *w != l).map(move |w| (l, w)))
-                    .take(MAX_INSERTIONS);
-                for (l, w) in remainders {
-                    push(
-                        n.end_byte(),
-                        n.end_byte(),
-                        format!("\n{indent}{l}.append({w})"),
-                        "missing statement",
-                        0.5,
-                    );
-                }
-            }
-            // A variable the loop reads but never moves, returned after
-            // it: `prevnode` of a list reversal forgets `prevnode = node`.
-            if let Some(func) = func {
-                stalled(n, cond, body, func, source, &mut push);
-            }
-        }
-        // A collection read but never filled: `nodesvisited` tested with
-        // `in` but never added to, `opstack` popped but never pushed. The
-        // item is the loop's (or the inner function's parameter).
-        "block" => {
-            if let Some(f) = func.filter(|f| f.child_by_field_name("body") == Some(n)) {
-                never_filled(f, source, &mut push);
-            }
-        }
-        // `hare.successor is None` for `hare is None or hare.successor is
-        // None`: the object itself may be missing too.
-        "comparison_operator" => {
-            let t = text(n);
-            let Some(object) = n
-                .named_child(0)
-                .filter(|o| o.kind() == "attribute")
-                .and_then(|o| o.child_by_field_name("object"))
-            else {
-                return;
-            };
-            if !t.ends_with("is None") || n.named_child_count() != 2 {
-                return;
-            }
+        "binary_operator" => swapped_operands(n, source, strings, &mut push),
+        "subscript" => moved_indexes(n, source, &mut push),
+        "assignment" => accumulated(n, source, func, &mut push),
+        "return_statement" => return_shapes(n, source, func, &mut push),
+        "while_statement" => loop_shapes(n, source, func, &mut push),
+        "block" => filled(n, source, func, &mut push),
+        "comparison_operator" => expanded_none_check(n, source, &mut push),
+        _ => {}
+    }
+}
+
+/// `result + alphabet[i]` for `alphabet[i] + result`: operands of
+/// an operator where their order matters (`+` only where it joins
+/// strings or lists).
+fn swapped_operands(
+    n: Node<'_>,
+    source: &str,
+    strings: &HashSet<String>,
+    push: &mut impl FnMut(usize, usize, String, &'static str, f64),
+) {
+    let (Some(l), Some(op), Some(r)) = (
+        n.child_by_field_name("left"),
+        n.child_by_field_name("operator"),
+        n.child_by_field_name("right"),
+    ) else {
+        return;
+    };
+    let o = text(op, source);
+    let ordered = matches!(o.as_str(), "-" | "/" | "//" | "%" | "**" | "<<" | ">>");
+    let joins = o == "+"
+        && (is_string(n, strings, source)
+            || [l, r]
+                .iter()
+                .any(|s| matches!(s.kind(), "list" | "list_comprehension" | "string")));
+    if (ordered || joins) && text(l, source) != text(r, source) {
+        push(
+            n.start_byte(),
+            n.end_byte(),
+            format!("{} {o} {}", text(r, source), text(l, source)),
+            "swap operands",
+            0.5,
+        );
+    }
+}
+
+/// `dp[i - 1, j]` for `dp[i - 1, j - 1]`, `d[i, k] + d[j, k]` for
+/// `d[i, k] + d[k, j]`: the indexes past the first (the mutation
+/// operators move the first) one off, and neighbours swapped.
+fn moved_indexes(
+    n: Node<'_>,
+    source: &str,
+    push: &mut impl FnMut(usize, usize, String, &'static str, f64),
+) {
+    let mut c = n.walk();
+    let idx: Vec<Node<'_>> = n
+        .children_by_field_name("subscript", &mut c)
+        .filter(|i| i.kind() != "slice")
+        .collect();
+    if idx.len() < 2 {
+        return;
+    }
+    for i in &idx[1..] {
+        for d in ["- 1", "+ 1"] {
             push(
-                n.start_byte(),
-                n.end_byte(),
-                format!("{} is None or {t}", text(object)),
-                "expand condition",
-                0.5,
+                i.start_byte(),
+                i.end_byte(),
+                format!("{} {d}", text(*i, source)),
+                "index",
+                0.8,
             );
+        }
+    }
+    for pair in idx.windows(2) {
+        let (a, b) = (pair[0], pair[1]);
+        if text(a, source) == text(b, source) {
+            continue;
+        }
+        let between = &source[a.end_byte()..b.start_byte()];
+        push(
+            a.start_byte(),
+            b.end_byte(),
+            format!("{}{between}{}", text(b, source), text(a, source)),
+            "swap arguments",
+            0.5,
+        );
+    }
+}
+
+/// `longest = length + 1` in a loop for `longest = max(longest,
+/// length + 1)`; `best = best + x` for `best = max(0, best + x)`.
+fn accumulated(
+    n: Node<'_>,
+    source: &str,
+    func: Option<Node<'_>>,
+    push: &mut impl FnMut(usize, usize, String, &'static str, f64),
+) {
+    let (Some(left), Some(right)) = (
+        n.child_by_field_name("left"),
+        n.child_by_field_name("right"),
+    ) else {
+        return;
+    };
+    if left.kind() != "identifier" || right.kind() != "binary_operator" || !in_loop(n, func) {
+        return;
+    }
+    let (x, e) = (text(left, source), text(right, source));
+    for wrapped in [
+        format!("max({x}, {e})"),
+        format!("min({x}, {e})"),
+        format!("max(0, {e})"),
+    ] {
+        push(
+            right.start_byte(),
+            right.end_byte(),
+            wrapped,
+            "accumulate",
+            0.5,
+        );
+    }
+}
+
+/// `return []` for `return [[]]` or `return [n]`; `return True` for
+/// `return depth == 0` (a counter the function keeps).
+fn return_shapes(
+    n: Node<'_>,
+    source: &str,
+    func: Option<Node<'_>>,
+    push: &mut impl FnMut(usize, usize, String, &'static str, f64),
+) {
+    let (Some(value), Some(func)) = (n.named_child(0), func) else {
+        return;
+    };
+    match value.kind() {
+        "list" if value.named_child_count() == 0 => {
+            let mut shapes = vec!["[[]]".to_owned()];
+            shapes.extend(
+                parameters(func, source)
+                    .iter()
+                    .map(|(p, _)| format!("[{p}]")),
+            );
+            for s in shapes {
+                push(value.start_byte(), value.end_byte(), s, "return shape", 0.5);
+            }
+        }
+        "true" | "false" => {
+            let negated = value.kind() == "false";
+            for v in counters(func, source) {
+                let test = if negated {
+                    format!("{v} != 0")
+                } else {
+                    format!("{v} == 0")
+                };
+                push(
+                    value.start_byte(),
+                    value.end_byte(),
+                    test,
+                    "return shape",
+                    0.5,
+                );
+            }
         }
         _ => {}
     }
+}
+
+/// At a `while` loop: the condition of a loop that drains a collection,
+/// the remainder it leaves, the variable it forgets to move.
+fn loop_shapes(
+    n: Node<'_>,
+    source: &str,
+    func: Option<Node<'_>>,
+    push: &mut impl FnMut(usize, usize, String, &'static str, f64),
+) {
+    let (Some(cond), Some(body)) = (
+        n.child_by_field_name("condition"),
+        n.child_by_field_name("body"),
+    ) else {
+        return;
+    };
+    // `while True:` draining a queue with `popleft()` and no way
+    // out when it is empty: `while queue:`.
+    if cond.kind() == "true" {
+        let drained: Vec<String> = calls_on(body, source, &["pop", "popleft", "popitem"])
+            .into_iter()
+            .collect();
+        for v in drained {
+            push(cond.start_byte(), cond.end_byte(), v, "loop condition", 0.6);
+        }
+    }
+    // The remainder a loop leaves: `while len(text) > cols:` that
+    // appends to `lines` forgets `lines.append(text)` after it.
+    if let Some(indent) = indent_of(n, source) {
+        let read = names_in(cond, source);
+        let appended = calls_on(body, source, &["append"]);
+        let remainders = appended
+            .iter()
+            .flat_map(|l| read.iter().filter(move |w| *w != l).map(move |w| (l, w)))
+            .take(MAX_INSERTIONS);
+        for (l, w) in remainders {
+            push(
+                n.end_byte(),
+                n.end_byte(),
+                format!("\n{indent}{l}.append({w})"),
+                "missing statement",
+                0.5,
+            );
+        }
+    }
+    // A variable the loop reads but never moves, returned after
+    // it: `prevnode` of a list reversal forgets `prevnode = node`.
+    if let Some(func) = func {
+        stalled(n, cond, body, func, source, push);
+    }
+}
+
+/// A collection read but never filled: `nodesvisited` tested with
+/// `in` but never added to, `opstack` popped but never pushed. The
+/// item is the loop's (or the inner function's parameter).
+fn filled(
+    n: Node<'_>,
+    source: &str,
+    func: Option<Node<'_>>,
+    push: &mut impl FnMut(usize, usize, String, &'static str, f64),
+) {
+    if let Some(f) = func.filter(|f| f.child_by_field_name("body") == Some(n)) {
+        never_filled(f, source, push);
+    }
+}
+
+/// `hare.successor is None` for `hare is None or hare.successor is
+/// None`: the object itself may be missing too.
+fn expanded_none_check(
+    n: Node<'_>,
+    source: &str,
+    push: &mut impl FnMut(usize, usize, String, &'static str, f64),
+) {
+    let t = text(n, source);
+    let Some(object) = n
+        .named_child(0)
+        .filter(|o| o.kind() == "attribute")
+        .and_then(|o| o.child_by_field_name("object"))
+    else {
+        return;
+    };
+    if !t.ends_with("is None") || n.named_child_count() != 2 {
+        return;
+    }
+    push(
+        n.start_byte(),
+        n.end_byte(),
+        format!("{} is None or {t}", text(object, source)),
+        "expand condition",
+        0.5,
+    );
+}
+
+/// The source text of `n`.
+fn text(n: Node<'_>, source: &str) -> String {
+    n.utf8_text(source.as_bytes()).unwrap_or("").to_owned()
 }
 
 /// Whether `n` sits in a loop of `func` (not of a function inside it).
