@@ -71,7 +71,53 @@ pub enum Outcome {
     Failed {
         /// What failed.
         error: String,
+        /// Where it failed.
+        #[serde(default)]
+        cause: FailedIn,
     },
+}
+
+/// Where a failed run failed: what its caller's exit code says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum FailedIn {
+    /// The model's API: unreachable, refused, out of retries.
+    Model,
+    /// The sandbox or the machine: an exec, the diff, the model relay.
+    Sandbox,
+    /// The coding-agent program: it ended without a result.
+    Program,
+    /// Writing the transcript.
+    Transcript,
+    /// Not said (a transcript written before causes were).
+    #[default]
+    Unknown,
+}
+
+/// A run's failure on its way out of the loop.
+pub(crate) struct Failure {
+    pub(crate) cause: FailedIn,
+    pub(crate) error: String,
+}
+
+impl Failure {
+    /// A failure of `cause`, for `map_err`.
+    pub(crate) fn of<E: std::fmt::Display>(cause: FailedIn) -> impl Fn(E) -> Failure {
+        move |e| Failure {
+            cause,
+            error: e.to_string(),
+        }
+    }
+}
+
+impl From<Failure> for Outcome {
+    fn from(f: Failure) -> Outcome {
+        Outcome::Failed {
+            error: f.error,
+            cause: f.cause,
+        }
+    }
 }
 
 /// What a run did.
@@ -243,25 +289,34 @@ impl Agent {
         self.observers.emit(&event);
     }
 
-    fn record(&self, line: serde_json::Value) -> Result<(), String> {
+    fn record(&self, line: serde_json::Value) -> Result<(), Failure> {
         let Some(path) = &self.transcript else {
             return Ok(());
         };
+        let failed = Failure::of(FailedIn::Transcript);
         let mut file = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(path)
-            .map_err(|e| format!("cannot write the transcript {}: {e}", path.display()))?;
-        writeln!(file, "{line}")
-            .map_err(|e| format!("cannot write the transcript {}: {e}", path.display()))
+            .map_err(|e| {
+                failed(format!(
+                    "cannot write the transcript {}: {e}",
+                    path.display()
+                ))
+            })?;
+        writeln!(file, "{line}").map_err(|e| {
+            failed(format!(
+                "cannot write the transcript {}: {e}",
+                path.display()
+            ))
+        })
     }
 
-    async fn diff(sandbox: &dyn Sandbox) -> Result<String, String> {
-        sandbox
-            .diff()
-            .await
-            .map(|d| d.patch)
-            .map_err(|e| format!("cannot read the sandbox's diff: {e}"))
+    async fn diff(sandbox: &dyn Sandbox) -> Result<String, Failure> {
+        sandbox.diff().await.map(|d| d.patch).map_err(|e| Failure {
+            cause: FailedIn::Sandbox,
+            error: format!("cannot read the sandbox's diff: {e}"),
+        })
     }
 }
 
@@ -270,7 +325,7 @@ impl CodingAgent for Agent {
     async fn run(&self, sandbox: &dyn Sandbox, task: &Task) -> RunReport {
         let mut meter = Meter::new(self.prices.clone());
         let outcome = self.drive(sandbox, task, &mut meter).await;
-        let outcome = outcome.unwrap_or_else(|error| Outcome::Failed { error });
+        let outcome = outcome.unwrap_or_else(Outcome::from);
         let _ = self.record(json!({"finished": outcome}));
         self.tell(AgentEvent::Finished {
             outcome: outcome.clone(),
@@ -291,26 +346,8 @@ impl Agent {
         sandbox: &dyn Sandbox,
         task: &Task,
         meter: &mut Meter,
-    ) -> Result<Outcome, String> {
-        let mut first = format!("Fix this issue.\n\n<issue>\n{}\n</issue>", task.issue);
-        if !task.context.is_empty() {
-            first.push_str(&format!(
-                "\n\n<repository>\n{}\n</repository>",
-                task.context
-            ));
-        }
-        let mut request = Request::new(&self.model);
-        request.system = match task.conventions.is_empty() {
-            true => self.system.clone(),
-            false => format!(
-                "{}\n\nWrite code the way this codebase does.\n{}",
-                self.system, task.conventions
-            ),
-        };
-        request.tools = self.tools.specs();
-        request.max_tokens = self.max_tokens;
-        request.stream = self.stream;
-        request.messages.push(Message::user(first));
+    ) -> Result<Outcome, Failure> {
+        let mut request = self.first_request(task);
         self.record(json!({"task": task, "model": self.model, "tools": request.tools.iter().map(|t| &t.name).collect::<Vec<_>>()}))?;
         let cx = ToolContext { sandbox };
         loop {
@@ -339,7 +376,7 @@ impl Agent {
                 )
                 .instrument(tracing::info_span!("step", step))
                 .await
-                .map_err(|e| e.to_string())?;
+                .map_err(Failure::of(FailedIn::Model))?;
             let cost = meter.record(&response.model, response.usage);
             self.tell(AgentEvent::Tokens {
                 step,
@@ -348,58 +385,7 @@ impl Agent {
                 cost_usd: meter.cost_usd,
             });
             request.messages.push(response.message.clone());
-            let mut results = Vec::new();
-            let mut control = None;
-            for part in &response.message.parts {
-                let Part::ToolCall {
-                    id,
-                    name,
-                    arguments,
-                    invalid_arguments,
-                } = part
-                else {
-                    continue;
-                };
-                self.tell(AgentEvent::ToolCall {
-                    step,
-                    name: name.clone(),
-                    arguments: arguments.clone(),
-                });
-                let out = match invalid_arguments {
-                    Some(raw) => crate::tools::ToolOutput::error(format!(
-                        "the arguments are not valid JSON ({}): call {name} again with a JSON object",
-                        raw.chars().take(200).collect::<String>()
-                    )),
-                    None => {
-                        self.tools
-                            .call(&cx, name, arguments)
-                            .instrument(tracing::info_span!("tool", step, tool = %name))
-                            .await
-                    }
-                };
-                tracing::debug!(step, tool = %name, is_error = out.is_error, "tool answered");
-                self.tell(AgentEvent::Observation {
-                    step,
-                    name: name.clone(),
-                    is_error: out.is_error,
-                    summary: out
-                        .content
-                        .lines()
-                        .next()
-                        .unwrap_or("")
-                        .chars()
-                        .take(200)
-                        .collect(),
-                });
-                if control.is_none() {
-                    control = out.control.clone();
-                }
-                results.push(Part::ToolResult {
-                    id: id.clone(),
-                    content: out.content,
-                    is_error: out.is_error,
-                });
-            }
+            let (results, control) = self.call_tools(&cx, step, &response.message.parts).await;
             self.record(
                 json!({"step": step, "response": response, "cost": cost, "tool_results": results}),
             )?;
@@ -431,5 +417,93 @@ impl Agent {
                 });
             }
         }
+    }
+
+    /// The first request: the system prompt (with the codebase's
+    /// conventions), the tools, the issue and the repository's context.
+    fn first_request(&self, task: &Task) -> Request {
+        let mut first = format!("Fix this issue.\n\n<issue>\n{}\n</issue>", task.issue);
+        if !task.context.is_empty() {
+            first.push_str(&format!(
+                "\n\n<repository>\n{}\n</repository>",
+                task.context
+            ));
+        }
+        let mut request = Request::new(&self.model);
+        request.system = match task.conventions.is_empty() {
+            true => self.system.clone(),
+            false => format!(
+                "{}\n\nWrite code the way this codebase does.\n{}",
+                self.system, task.conventions
+            ),
+        };
+        request.tools = self.tools.specs();
+        request.max_tokens = self.max_tokens;
+        request.stream = self.stream;
+        request.messages.push(Message::user(first));
+        request
+    }
+
+    /// Answers every tool call of a reply, in order: the results, and the
+    /// first control (submit, give up) a tool asked for.
+    async fn call_tools(
+        &self,
+        cx: &ToolContext<'_>,
+        step: u32,
+        parts: &[Part],
+    ) -> (Vec<Part>, Option<Control>) {
+        let mut results = Vec::new();
+        let mut control = None;
+        for part in parts {
+            let Part::ToolCall {
+                id,
+                name,
+                arguments,
+                invalid_arguments,
+            } = part
+            else {
+                continue;
+            };
+            self.tell(AgentEvent::ToolCall {
+                step,
+                name: name.clone(),
+                arguments: arguments.clone(),
+            });
+            let out = match invalid_arguments {
+                Some(raw) => crate::tools::ToolOutput::error(format!(
+                    "the arguments are not valid JSON ({}): call {name} again with a JSON object",
+                    raw.chars().take(200).collect::<String>()
+                )),
+                None => {
+                    self.tools
+                        .call(cx, name, arguments)
+                        .instrument(tracing::info_span!("tool", step, tool = %name))
+                        .await
+                }
+            };
+            tracing::debug!(step, tool = %name, is_error = out.is_error, "tool answered");
+            self.tell(AgentEvent::Observation {
+                step,
+                name: name.clone(),
+                is_error: out.is_error,
+                summary: out
+                    .content
+                    .lines()
+                    .next()
+                    .unwrap_or("")
+                    .chars()
+                    .take(200)
+                    .collect(),
+            });
+            if control.is_none() {
+                control = out.control.clone();
+            }
+            results.push(Part::ToolResult {
+                id: id.clone(),
+                content: out.content,
+                is_error: out.is_error,
+            });
+        }
+        (results, control)
     }
 }

@@ -335,13 +335,52 @@ pub async fn check(
     }
     // The base's versions of the changed files, in a tree of their own.
     let old_root = scratch.join("base");
+    let old_text = base_tree(workspace, base, &files, &old_root).await?;
+    let mut old_index = forq_graph::Index::open(&scratch.join("base.db"), &old_root)?;
+    old_index.update()?;
+    let mut new_index = forq_graph::Index::open(&scratch.join("patched.db"), workspace)?;
+    new_index.update()?;
+    let mut changed = Vec::new();
+    for f in &files {
+        let old_file = old_text.get(f).cloned().unwrap_or_default();
+        changed.extend(changed_in(f, &old_file, &old_index, workspace, &new_index)?);
+    }
+    // A container whose change is a changed member's is not listed twice.
+    let parents: BTreeSet<String> = changed
+        .iter()
+        .filter_map(|d| d.new.parent.clone())
+        .collect();
+    changed.retain(|d| !parents.contains(&d.new.id));
+    for diffed in changed {
+        let context = match classifier {
+            Some(_) => diffed.callers(&new_index),
+            None => String::new(),
+        };
+        let changed = diffed.classified(&context, classifier).await;
+        let (class, change, id) = (changed.class, changed.change, changed.id.clone());
+        report.changed.push(changed);
+        if class == Class::C && change != Change::Removed {
+            ripple(&new_index, &id, depth, &mut report)?;
+        }
+    }
+    Ok(report)
+}
+
+/// Writes the base's versions of `files` under `old_root` (afresh);
+/// their texts, by path (a file the patch added has none).
+async fn base_tree(
+    workspace: &Path,
+    base: &str,
+    files: &[String],
+    old_root: &Path,
+) -> Result<BTreeMap<String, String>, SafetyError> {
     let io = |what: &'static str, path: &Path| {
         let path = path.display().to_string();
         move |source| SafetyError::Io { what, path, source }
     };
-    let _ = std::fs::remove_dir_all(&old_root);
+    let _ = std::fs::remove_dir_all(old_root);
     let mut old_text = BTreeMap::new();
-    for f in &files {
+    for f in files {
         let Ok(text) = git::show(workspace, base, f).await else {
             continue; // added by the patch
         };
@@ -352,67 +391,83 @@ pub async fn check(
         std::fs::write(&path, &text).map_err(io("write", &path))?;
         old_text.insert(f.clone(), text);
     }
-    std::fs::create_dir_all(&old_root).map_err(io("create", &old_root))?;
-    let mut old_index = forq_graph::Index::open(&scratch.join("base.db"), &old_root)?;
-    old_index.update()?;
-    let mut new_index = forq_graph::Index::open(&scratch.join("patched.db"), workspace)?;
-    new_index.update()?;
+    std::fs::create_dir_all(old_root).map_err(io("create", old_root))?;
+    Ok(old_text)
+}
 
+/// One definition the patch changed or removed, with both sources.
+struct Diffed {
+    old: forq_graph::Symbol,
+    new: forq_graph::Symbol,
+    change: Change,
+    old_src: String,
+    new_src: String,
+}
+
+/// The definitions of file `f` whose source differs between the base
+/// (`old_file`, indexed in `old_index`) and the workspace.
+fn changed_in(
+    f: &str,
+    old_file: &str,
+    old_index: &forq_graph::Index,
+    workspace: &Path,
+    new_index: &forq_graph::Index,
+) -> Result<Vec<Diffed>, SafetyError> {
+    let filter = |file: &str| {
+        let mut s = forq_graph::SymbolFilter::default();
+        s.file = Some(file.to_owned());
+        s
+    };
+    let old_syms = old_index.symbols(&filter(f))?;
+    let new_syms = new_index.symbols(&filter(f))?;
+    let new_text = std::fs::read_to_string(workspace.join(f)).unwrap_or_default();
+    let key = |s: &forq_graph::Symbol| (s.qualname.clone(), s.kind.clone());
+    let news: BTreeMap<_, _> = new_syms.iter().map(|s| (key(s), s)).collect();
     let mut changed = Vec::new();
-    for f in &files {
-        let filter = |file: &str| {
-            let mut s = forq_graph::SymbolFilter::default();
-            s.file = Some(file.to_owned());
-            s
+    for old in &old_syms {
+        let old_src = lines(old_file, old.line, old.end_line);
+        let Some(new) = news.get(&key(old)) else {
+            changed.push(Diffed {
+                old: old.clone(),
+                new: old.clone(),
+                change: Change::Removed,
+                old_src,
+                new_src: String::new(),
+            });
+            continue;
         };
-        let old_syms = old_index.symbols(&filter(f))?;
-        let new_syms = new_index.symbols(&filter(f))?;
-        let new_text = std::fs::read_to_string(workspace.join(f)).unwrap_or_default();
-        let old_file = old_text.get(f).cloned().unwrap_or_default();
-        let key = |s: &forq_graph::Symbol| (s.qualname.clone(), s.kind.clone());
-        let news: BTreeMap<_, _> = new_syms.iter().map(|s| (key(s), s)).collect();
-        for old in &old_syms {
-            let (old_src, new) = (
-                lines(&old_file, old.line, old.end_line),
-                news.get(&key(old)),
-            );
-            match new {
-                Some(new) => {
-                    let new_src = lines(&new_text, new.line, new.end_line);
-                    if old_src.trim() == new_src.trim() {
-                        continue;
-                    }
-                    let change = if old.signature == new.signature {
-                        Change::Body
-                    } else {
-                        Change::Signature
-                    };
-                    changed.push((old.clone(), (*new).clone(), change, old_src, new_src));
-                }
-                None => changed.push((
-                    old.clone(),
-                    old.clone(),
-                    Change::Removed,
-                    old_src,
-                    String::new(),
-                )),
-            }
+        let new_src = lines(&new_text, new.line, new.end_line);
+        if old_src.trim() == new_src.trim() {
+            continue;
         }
-    }
-    // A container whose change is a changed member's is not listed twice.
-    let parents: BTreeSet<String> = changed
-        .iter()
-        .filter_map(|(_, new, _, _, _)| new.parent.clone())
-        .collect();
-    changed.retain(|(_, new, _, _, _)| !parents.contains(&new.id));
-
-    for (old, new, change, old_src, new_src) in changed {
-        let callers = match change {
-            Change::Removed => None,
-            _ => new_index.callers(&new.id, 1).ok(),
+        let change = if old.signature == new.signature {
+            Change::Body
+        } else {
+            Change::Signature
         };
-        let context = callers
-            .as_ref()
+        changed.push(Diffed {
+            old: old.clone(),
+            new: (*new).clone(),
+            change,
+            old_src,
+            new_src,
+        });
+    }
+    Ok(changed)
+}
+
+impl Diffed {
+    /// Its class: the model's (shown the callers) when there is one, else
+    /// what the change itself says (removed or a new signature: C; a body:
+    /// unclassified).
+    /// The first callers of the changed definition, a line each: what a
+    /// model is shown beside the two versions.
+    fn callers(&self, index: &forq_graph::Index) -> String {
+        if self.change == Change::Removed {
+            return String::new();
+        }
+        index
+            .callers(&self.new.id, 1)
             .map(|c| {
                 c.items
                     .iter()
@@ -421,11 +476,20 @@ pub async fn check(
                     .collect::<Vec<_>>()
                     .join("\n")
             })
-            .unwrap_or_default();
+            .unwrap_or_default()
+    }
+
+    async fn classified(self, context: &str, classifier: Option<&dyn Classifier>) -> Changed {
+        let Diffed {
+            old,
+            new,
+            change,
+            old_src,
+            new_src,
+        } = self;
         let judged = match (change, classifier) {
-            (Change::Removed, _) => None,
-            (_, Some(model)) => model.classify(&old_src, &new_src, &context).await,
-            _ => None,
+            (Change::Removed, _) | (_, None) => None,
+            (_, Some(model)) => model.classify(&old_src, &new_src, context).await,
         };
         let (class, reason) = judged.unwrap_or_else(|| match change {
             Change::Removed => (Class::C, "removed".to_owned()),
@@ -442,7 +506,7 @@ pub async fn check(
                     .to_owned(),
             ),
         });
-        report.changed.push(Changed {
+        Changed {
             id: new.id.clone(),
             qualname: new.qualname.clone(),
             kind: new.kind.clone(),
@@ -451,13 +515,9 @@ pub async fn check(
             change,
             class,
             reason,
-            signature: (old.signature.clone(), new.signature.clone()),
-        });
-        if class == Class::C && change != Change::Removed {
-            ripple(&new_index, &new.id, depth, &mut report)?;
+            signature: (old.signature, new.signature),
         }
     }
-    Ok(report)
 }
 
 /// The callers of `id`, breadth first to `depth`, as findings; callers of

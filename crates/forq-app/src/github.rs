@@ -310,25 +310,8 @@ impl Github {
                 .ok()
                 .and_then(|v| v["message"].as_str().map(str::to_owned))
                 .unwrap_or_else(|| text.chars().take(200).collect());
-            let limited = status == StatusCode::TOO_MANY_REQUESTS
-                || (status == StatusCode::FORBIDDEN
-                    && (header("retry-after").is_some()
-                        || header("x-ratelimit-remaining").as_deref() == Some("0")
-                        || message.to_ascii_lowercase().contains("rate limit")));
-            if limited && attempt < self.attempts {
-                let wait = if let Some(secs) = header("retry-after").and_then(|v| v.parse().ok()) {
-                    Duration::from_secs(secs)
-                } else if header("x-ratelimit-remaining").as_deref() == Some("0") {
-                    let reset: u64 = header("x-ratelimit-reset")
-                        .and_then(|v| v.parse().ok())
-                        .unwrap_or(0);
-                    let now = crate::store::now_ms() / 1000;
-                    Duration::from_secs(reset.saturating_sub(now) + 1)
-                } else {
-                    let w = secondary;
-                    secondary *= 2;
-                    w
-                };
+            let limited = rate_limit_wait(status, &header, &message, &mut secondary);
+            if let Some(wait) = limited.filter(|_| attempt < self.attempts) {
                 if wait > self.max_wait {
                     return Err(GithubError::RateLimited {
                         url: url.to_owned(),
@@ -344,22 +327,12 @@ impl Github {
                 tokio::time::sleep(wait).await;
                 continue;
             }
-            let hint = match status.as_u16() {
-                401 => " (set GITHUB_TOKEN to a valid token)",
-                403 | 404 if self.token.is_none() => {
-                    " (set GITHUB_TOKEN: the repository may be private, or the call needs write access)"
-                }
-                403 => " (the token lacks the permission this call needs)",
-                404 => " (check OWNER/REPO and the number)",
-                422 => " (GitHub refused the values: see its message)",
-                _ => "",
-            };
             return Err(GithubError::Status {
                 method: method.to_string(),
                 url: url.to_owned(),
                 status: status.as_u16(),
                 message,
-                hint,
+                hint: hint(status, self.token.is_some()),
             });
         }
     }
@@ -556,6 +529,54 @@ fn encode(value: &str) -> String {
             _ => format!("%{b:02X}"),
         })
         .collect()
+}
+
+/// How long to wait when a reply says the rate limit was hit (429, or a
+/// 403 that names it): its `Retry-After`, else until the primary limit's
+/// reset, else the secondary limit's wait, doubled for the next time.
+/// `None`: not a rate limit.
+fn rate_limit_wait(
+    status: StatusCode,
+    header: &dyn Fn(&str) -> Option<String>,
+    message: &str,
+    secondary: &mut Duration,
+) -> Option<Duration> {
+    let exhausted = header("x-ratelimit-remaining").as_deref() == Some("0");
+    let limited = status == StatusCode::TOO_MANY_REQUESTS
+        || (status == StatusCode::FORBIDDEN
+            && (header("retry-after").is_some()
+                || exhausted
+                || message.to_ascii_lowercase().contains("rate limit")));
+    if !limited {
+        return None;
+    }
+    if let Some(secs) = header("retry-after").and_then(|v| v.parse().ok()) {
+        return Some(Duration::from_secs(secs));
+    }
+    if exhausted {
+        let reset: u64 = header("x-ratelimit-reset")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
+        let now = crate::store::now_ms() / 1000;
+        return Some(Duration::from_secs(reset.saturating_sub(now) + 1));
+    }
+    let wait = *secondary;
+    *secondary *= 2;
+    Some(wait)
+}
+
+/// What to do about a refused call, by its status.
+fn hint(status: StatusCode, has_token: bool) -> &'static str {
+    match status.as_u16() {
+        401 => " (set GITHUB_TOKEN to a valid token)",
+        403 | 404 if !has_token => {
+            " (set GITHUB_TOKEN: the repository may be private, or the call needs write access)"
+        }
+        403 => " (the token lacks the permission this call needs)",
+        404 => " (check OWNER/REPO and the number)",
+        422 => " (GitHub refused the values: see its message)",
+        _ => "",
+    }
 }
 
 #[cfg(test)]

@@ -182,14 +182,30 @@ pub async fn push(
         pull_request: None,
         comment_failed: None,
     };
-    if !options.pull_request {
-        return Ok(out);
+    if options.pull_request {
+        open_pull_request(store, github, &run, &ws, &remote, options, &mut out).await?;
     }
+    Ok(out)
+}
+
+/// Opens the pull request of run `run`'s pushed branch (its body with the
+/// contract check's findings) and tells the issue when it is on the same
+/// GitHub; a comment that fails is said in `out`, not an error.
+async fn open_pull_request(
+    store: &Store,
+    github: &Github,
+    run: &Run,
+    ws: &Path,
+    remote: &str,
+    options: &PushOptions,
+    out: &mut Pushed,
+) -> Result<(), PublishError> {
+    let branch = &out.branch;
     let slug = match &options.github_repo {
         Some(s) => repo_slug(s)?,
-        None => match issue_on_github(&run) {
+        None => match issue_on_github(run) {
             Some((slug, _)) => slug,
-            None => repo_slug(&git::git(&ws, &["remote", "get-url", &remote]).await?)
+            None => repo_slug(&git::git(ws, &["remote", "get-url", remote]).await?)
                 .map_err(|_| PublishError::NoGithubRepo)?,
         },
     };
@@ -226,11 +242,11 @@ pub async fn push(
         }
     }
     let pr = github
-        .open_pull(&slug, &title, &branch, &base, &body)
+        .open_pull(&slug, &title, branch, &base, &body)
         .await?;
     store.transition(&run.id, State::PrOpened, &pr.html_url)?;
     // The issue, when it is on the same GitHub, hears of it.
-    if let Some((issue_slug, number)) = issue_on_github(&run) {
+    if let Some((issue_slug, number)) = issue_on_github(run) {
         if issue_slug == slug {
             let text = format!("forq proposes a fix in {} (run `{}`).", pr.html_url, run.id);
             if let Err(e) = github.comment(&slug, number, &text).await {
@@ -239,7 +255,7 @@ pub async fn push(
         }
     }
     out.pull_request = Some(pr);
-    Ok(out)
+    Ok(())
 }
 
 /// The GitHub repository and number of the run's issue, when it is one

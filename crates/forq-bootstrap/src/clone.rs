@@ -120,6 +120,18 @@ fn disk_usage(dir: &Path) -> u64 {
     total
 }
 
+/// `text`'s non-empty lines joined with ` / `, at most `chars` long.
+fn one_line(text: &str, chars: usize) -> String {
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" / ")
+        .chars()
+        .take(chars)
+        .collect()
+}
+
 /// Clones `url` into `dest` (created; it must not exist or be empty):
 /// `git clone --depth 1 --single-branch`, without prompts, hooks or
 /// submodules, within `options`' caps. On any failure `dest` is removed
@@ -175,18 +187,9 @@ pub async fn clone_shallow(
             Ok(Ok(status)) if status.success() => break None,
             Ok(Ok(_)) | Ok(Err(_)) => {
                 let text = reader.await.unwrap_or_default();
-                let message: String = text
-                    .lines()
-                    .map(str::trim)
-                    .filter(|l| !l.is_empty())
-                    .collect::<Vec<_>>()
-                    .join(" / ")
-                    .chars()
-                    .take(600)
-                    .collect();
                 break Some(CloneError::Git {
                     url: url.to_owned(),
-                    message,
+                    message: one_line(&text, 600),
                 });
             }
             Err(_) if started.elapsed() > options.timeout => {

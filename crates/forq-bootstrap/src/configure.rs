@@ -310,7 +310,7 @@ enum Performed {
     /// Whether it succeeded, and what it showed.
     Observed(bool, String),
     /// The proposed test command's run, judged green.
-    Green(StackRun),
+    Green(Box<StackRun>),
 }
 
 /// The sandbox being configured, the last good state, and the steps that
@@ -323,7 +323,32 @@ struct Setup<'a> {
     options: &'a GateOptions,
 }
 
-impl Setup<'_> {
+impl<'a> Setup<'a> {
+    /// The configuring sandbox, made and snapshotted; `Err` inside: why no
+    /// usable sandbox could be made.
+    async fn start(
+        backend: &dyn Backend,
+        repo: &Path,
+        options: &'a GateOptions,
+    ) -> Result<Result<Setup<'a>, String>, Error> {
+        let fixed_network = !backend.per_exec_network();
+        let sandbox = match backend
+            .create(&sandbox_spec(repo, options, fixed_network))
+            .await
+        {
+            Ok(sandbox) => sandbox,
+            Err(e) => return Ok(Err(format!("no usable sandbox ({e})"))),
+        };
+        let good = sandbox.snapshot().await.map_err(sandbox_error)?;
+        Ok(Ok(Setup {
+            sandbox,
+            good,
+            kept: Vec::new(),
+            fixed_network,
+            options,
+        }))
+    }
+
     /// Does one step, its commands capped at `cap`.
     async fn perform(&self, step: &ConfigStep, cap: Duration) -> Result<Performed, Error> {
         let sandbox = &*self.sandbox;
@@ -379,7 +404,7 @@ impl Setup<'_> {
                 )
                 .await?;
                 if judged.verdict == Verdict::Bootstrapped {
-                    Performed::Green(judged)
+                    Performed::Green(Box::new(judged))
                 } else {
                     Performed::Observed(
                         false,
@@ -464,21 +489,9 @@ pub(crate) async fn configure(
                 .to_owned(),
         ));
     }
-    let fixed_network = !backend.per_exec_network();
-    let sandbox = match backend
-        .create(&sandbox_spec(repo, options, fixed_network))
-        .await
-    {
-        Ok(sandbox) => sandbox,
-        Err(e) => return Ok(unusable(format!("no usable sandbox ({e})"))),
-    };
-    let good = sandbox.snapshot().await.map_err(sandbox_error)?;
-    let mut setup = Setup {
-        sandbox,
-        good,
-        kept: Vec::new(),
-        fixed_network,
-        options,
+    let mut setup = match Setup::start(backend, repo, options).await? {
+        Ok(setup) => setup,
+        Err(why) => return Ok(unusable(why)),
     };
     let tree = listing(&*setup.sandbox, ".").await;
     let mut history: Vec<StepRecord> = Vec::new();
@@ -533,7 +546,7 @@ pub(crate) async fn configure(
                 let ConfigStep::Test { command } = &step else {
                     unreachable!("only a test step is judged")
                 };
-                return Ok(setup.green(judged, command, n, configurator.spent_usd(), started));
+                return Ok(setup.green(*judged, command, n, configurator.spent_usd(), started));
             }
         };
         let rolled_back = setup.keep_or_roll_back(&step, ok).await?;
@@ -542,6 +555,12 @@ pub(crate) async fn configure(
         history.push(record);
     }
     let _ = setup.sandbox.destroy().await;
+    Ok(failed_agentic(&why_not, &history, started))
+}
+
+/// The configurator did not get the tests to run: why, and the last
+/// step's observation.
+fn failed_agentic(why_not: &str, history: &[StepRecord], started: Instant) -> Configured {
     let mut run = StackRun::new(STACK_NAME, MARKER);
     run.verdict = Verdict::FailedAgentic;
     run.reason = format!("agentic fallback: {why_not}");
@@ -550,11 +569,11 @@ pub(crate) async fn configure(
         .map(|h| h.observation.clone())
         .unwrap_or_default();
     run.duration_ms = started.elapsed().as_millis() as u64;
-    Ok(Configured {
+    Configured {
         run,
         recipe: None,
         sandbox: None,
-    })
+    }
 }
 
 /// Two levels of `path` in the sandbox, `.git` and `.forq` left out.

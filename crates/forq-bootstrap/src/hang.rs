@@ -422,32 +422,16 @@ pub(crate) async fn run_suite(
             (None, true, _) | (None, false, None) => command.to_owned(),
             (None, false, Some(args)) => format!("{command}{args}"),
         };
-        let mut req = crate::runner::shell(&run_command, limits.timeout)
-            .output_cap(crate::runner::TEST_OUTPUT_CAP);
-        if let Some(network) = network {
-            req = req.network(network);
-        }
-        if let Some(idle) = limits.idle.filter(|_| node.is_none()) {
-            req = req.idle_timeout(idle);
-        }
-        let out = sandbox.exec(req).await?;
+        let out = sandbox
+            .exec(test_request(&run_command, limits, network, node.is_none()))
+            .await?;
         let text = format!("{}{}", out.stdout_text(), out.stderr_text());
         // Killed here, or by the runner's own clock (go test's -timeout),
         // or dead of a crash.
         let own = runner_timeout(stack.kind, &text);
         let crash = crash_signal(&out).filter(|_| !out.timed_out && !out.idle_timed_out);
         let killed = out.timed_out || out.idle_timed_out || own.is_some() || crash.is_some();
-        let cause = match (&own, crash, limits.idle) {
-            (_, Some(signal), _) => format!("crashed ({})", signal_name(signal)),
-            (Some(line), _, _) => format!("hung (the runner's own timeout: {line}); killed"),
-            (None, None, Some(idle)) if out.idle_timed_out => {
-                format!("hung (no output for {:.1} s); killed", idle.as_secs_f64())
-            }
-            (None, None, _) => format!(
-                "hung (past the run's {} s); killed",
-                limits.timeout.as_secs()
-            ),
-        };
+        let cause = kill_cause(own.as_deref(), crash, out.idle_timed_out, limits);
         let silence = match (out.idle_timed_out, limits.idle) {
             (true, Some(idle)) => idle.as_millis() as u64,
             _ => 0,
@@ -511,6 +495,46 @@ pub(crate) async fn run_suite(
                 active_ms,
             });
         }
+    }
+}
+
+/// One run of the tests: capped output, the run's network, and the idle
+/// budget unless the runner keeps its own per test.
+fn test_request(
+    command: &str,
+    limits: &TestLimits,
+    network: Option<Network>,
+    idle_here: bool,
+) -> forq_sandbox::ExecRequest {
+    let mut req =
+        crate::runner::shell(command, limits.timeout).output_cap(crate::runner::TEST_OUTPUT_CAP);
+    if let Some(network) = network {
+        req = req.network(network);
+    }
+    if let Some(idle) = limits.idle.filter(|_| idle_here) {
+        req = req.idle_timeout(idle);
+    }
+    req
+}
+
+/// Why a killed run's current test is failed: a crash's signal, the
+/// runner's own timeout line, the silence, or the whole run's clock.
+fn kill_cause(
+    own: Option<&str>,
+    crash: Option<i32>,
+    idle_timed_out: bool,
+    limits: &TestLimits,
+) -> String {
+    match (own, crash, limits.idle) {
+        (_, Some(signal), _) => format!("crashed ({})", signal_name(signal)),
+        (Some(line), _, _) => format!("hung (the runner's own timeout: {line}); killed"),
+        (None, None, Some(idle)) if idle_timed_out => {
+            format!("hung (no output for {:.1} s); killed", idle.as_secs_f64())
+        }
+        (None, None, _) => format!(
+            "hung (past the run's {} s); killed",
+            limits.timeout.as_secs()
+        ),
     }
 }
 

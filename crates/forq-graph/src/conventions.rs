@@ -133,7 +133,34 @@ impl Index {
     /// `threshold` (0 to 1) of the places they could.
     pub fn conventions(&self, threshold: f64) -> Result<Conventions> {
         let mut tally = Tally::default();
-        // Naming, per language family and kind.
+        self.tally_naming(&mut tally)?;
+        self.tally_tests(&mut tally)?;
+        self.tally_text(&mut tally)?;
+        let mut conventions = tally.conventions(|topic, group, variant| match topic {
+            "naming" => format!("{group} are {variant}"),
+            "indentation" => format!("{group} files indent with {variant}"),
+            "quotes" => format!("{group} strings use {variant} quotes"),
+            "imports" => format!("{group} imports are written `{variant}`"),
+            "errors" => format!("{group} code {variant}"),
+            "tests" if group == "live" => format!("tests live {variant}"),
+            "tests" => format!("{group} of tests start with `{variant}`"),
+            _ => format!("{group}: {variant}"),
+        });
+        conventions
+            .retain(|c| c.coverage() >= threshold && !c.rule.ends_with("start with `other`"));
+        conventions.sort_by(|a, b| {
+            b.coverage()
+                .total_cmp(&a.coverage())
+                .then(b.of.cmp(&a.of))
+                .then(a.rule.cmp(&b.rule))
+        });
+        Ok(Conventions {
+            threshold,
+            conventions,
+        })
+    }
+    /// Naming, per language family and kind.
+    fn tally_naming(&self, tally: &mut Tally) -> Result<()> {
         for s in self.symbols(&SymbolFilter::default())? {
             let Some(lang) = Lang::of_path(Path::new(&s.file)) else {
                 continue;
@@ -162,7 +189,11 @@ impl Index {
                 );
             }
         }
-        // Tests: where they live, how they are named.
+        Ok(())
+    }
+
+    /// Tests: where they live, how they are named.
+    fn tally_tests(&self, tally: &mut Tally) -> Result<()> {
         let tests = self.symbols(&SymbolFilter {
             tests: true,
             ..SymbolFilter::default()
@@ -192,7 +223,11 @@ impl Index {
                 tally.add("tests", &format!("{} names", lang.family()), named, 1);
             }
         }
-        // Text: indentation, quotes, imports, error handling, per file.
+        Ok(())
+    }
+
+    /// Text: indentation, quotes, imports, error handling, per file.
+    fn tally_text(&self, tally: &mut Tally) -> Result<()> {
         let files: Vec<String> = {
             let mut stmt = self
                 .store
@@ -216,30 +251,9 @@ impl Index {
             if let Some(indent) = indentation(&text) {
                 tally.add("indentation", family, &indent, 1);
             }
-            read_text(&mut tally, family, &text);
+            read_text(tally, family, &text);
         }
-        let mut conventions = tally.conventions(|topic, group, variant| match topic {
-            "naming" => format!("{group} are {variant}"),
-            "indentation" => format!("{group} files indent with {variant}"),
-            "quotes" => format!("{group} strings use {variant} quotes"),
-            "imports" => format!("{group} imports are written `{variant}`"),
-            "errors" => format!("{group} code {variant}"),
-            "tests" if group == "live" => format!("tests live {variant}"),
-            "tests" => format!("{group} of tests start with `{variant}`"),
-            _ => format!("{group}: {variant}"),
-        });
-        conventions
-            .retain(|c| c.coverage() >= threshold && !c.rule.ends_with("start with `other`"));
-        conventions.sort_by(|a, b| {
-            b.coverage()
-                .total_cmp(&a.coverage())
-                .then(b.of.cmp(&a.of))
-                .then(a.rule.cmp(&b.rule))
-        });
-        Ok(Conventions {
-            threshold,
-            conventions,
-        })
+        Ok(())
     }
 }
 

@@ -424,35 +424,20 @@ impl Index {
             .filter(|p| !seen.contains(p.as_str()))
             .cloned()
             .collect();
-        let added: Vec<&str> = found
+        let added = found
             .iter()
             .filter(|f| !known.contains_key(&f.rel))
-            .map(|f| f.rel.as_str())
-            .collect();
+            .map(|f| f.rel.as_str());
         let mut stems: Vec<String> = gone
             .iter()
             .map(String::as_str)
-            .chain(added.iter().copied())
+            .chain(added)
             .map(stem)
             .collect();
         stems.sort();
         stems.dedup();
-
         let threads = thread_count(&self.options, found.len());
-        let mut queries: HashMap<Lang, &'static Queries> = HashMap::new();
-        for f in &found {
-            // A `.h` may turn out to be C++.
-            let langs: &[Lang] = if f.lang == Lang::C {
-                &[Lang::C, Lang::Cpp]
-            } else {
-                &[f.lang]
-            };
-            for &lang in langs {
-                if let std::collections::hash_map::Entry::Vacant(slot) = queries.entry(lang) {
-                    slot.insert(Queries::get(lang)?);
-                }
-            }
-        }
+        let queries = queries_for(&found)?;
         // Statements and def-use wait for the first question about a file
         // (flow/fill.rs) unless asked for now.
         let eager = extract::Options {
@@ -490,30 +475,58 @@ impl Index {
             writer.finish()
         });
         let written = written?;
-        if !stems.is_empty() && !dirty.all {
+        if !dirty.all {
             // Imports of an added or removed module resolve differently.
-            let mut stmt = self
-                .store
-                .conn
-                .prepare_cached("SELECT DISTINCT file FROM imports WHERE instr(module, ?1) > 0 OR instr(COALESCE(name, ''), ?1) > 0")
-                .map_err(self.store.db())?;
-            for s in &stems {
-                let rows = stmt
-                    .query_map([s], |r| r.get::<_, String>(0))
-                    .map_err(self.store.db())?;
-                for file in rows {
-                    dirty.files.insert(file.map_err(self.store.db())?);
-                }
-            }
+            self.importers_of(&stems, &mut dirty)?;
         }
         dirty.files.retain(|f| seen.contains(f.as_str()));
         report.files_ms = started.elapsed().as_millis() as u64;
         let started = std::time::Instant::now();
+        report.edges_written = self.resolve_and_commit(&dirty, written, threads, cold)?;
+        report.resolve_ms = started.elapsed().as_millis() as u64;
+        if cold {
+            let started = std::time::Instant::now();
+            self.build_indexes()?;
+            report.build_indexes_ms = started.elapsed().as_millis() as u64;
+        }
+        tracing::debug!(?report, "index updated");
+        Ok(report)
+    }
+
+    /// Adds to `dirty` the files whose imports name one of `stems`.
+    fn importers_of(&self, stems: &[String], dirty: &mut Dirty) -> Result<()> {
+        if stems.is_empty() {
+            return Ok(());
+        }
+        let mut stmt = self
+            .store
+            .conn
+            .prepare_cached("SELECT DISTINCT file FROM imports WHERE instr(module, ?1) > 0 OR instr(COALESCE(name, ''), ?1) > 0")
+            .map_err(self.store.db())?;
+        for s in stems {
+            let rows = stmt
+                .query_map([s], |r| r.get::<_, String>(0))
+                .map_err(self.store.db())?;
+            for file in rows {
+                dirty.files.insert(file.map_err(self.store.db())?);
+            }
+        }
+        Ok(())
+    }
+
+    /// Resolves what `dirty` names and clears the pending mark, in one
+    /// transaction; the edges written. A cold load builds the facts'
+    /// indexes while the names resolve on the parser threads' cores.
+    fn resolve_and_commit(
+        &self,
+        dirty: &Dirty,
+        written: Option<resolve::Written>,
+        threads: usize,
+        cold: bool,
+    ) -> Result<usize> {
         let store = &self.store;
         let tx = store.conn.unchecked_transaction().map_err(store.db())?;
-        // A cold load builds the facts' indexes while the names resolve on
-        // the parser threads' cores.
-        report.edges_written = resolve::resolve(&tx, &dirty, written, threads, |tx| {
+        let edges = resolve::resolve(&tx, dirty, written, threads, |tx| {
             if cold {
                 Store::create_fact_indexes(tx)?;
             }
@@ -523,20 +536,19 @@ impl Index {
         tx.execute("DELETE FROM meta WHERE key = ?1", [PENDING])
             .map_err(store.db())?;
         tx.commit().map_err(store.db())?;
-        report.resolve_ms = started.elapsed().as_millis() as u64;
-        if cold {
-            let started = std::time::Instant::now();
-            store.create_indexes()?;
-            // The indexes just built sit in the WAL: fold them into the
-            // database now, so the disk holds them once.
-            store
-                .conn
-                .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
-                .map_err(store.db())?;
-            report.build_indexes_ms = started.elapsed().as_millis() as u64;
-        }
-        tracing::debug!(?report, "index updated");
-        Ok(report)
+        Ok(edges)
+    }
+
+    /// After a cold load: the query indexes, folded from the WAL into the
+    /// database at once, so the disk holds them once.
+    fn build_indexes(&self) -> Result<()> {
+        let store = &self.store;
+        store.create_indexes()?;
+        store
+            .conn
+            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+            .map_err(store.db())?;
+        Ok(())
     }
 
     /// Symbols matching `filter`, by file then line.
@@ -788,6 +800,25 @@ pub struct Stats {
     pub symbols_by_kind: BTreeMap<String, usize>,
     /// Edges per kind and confidence (`calls exact`, `calls ambiguous`, ...).
     pub edges_by_kind: BTreeMap<String, usize>,
+}
+
+/// The compiled queries of every language among `found` (a `.h` may turn
+/// out to be C++).
+fn queries_for(found: &[Found]) -> Result<HashMap<Lang, &'static Queries>> {
+    let mut queries: HashMap<Lang, &'static Queries> = HashMap::new();
+    for f in found {
+        let langs: &[Lang] = if f.lang == Lang::C {
+            &[Lang::C, Lang::Cpp]
+        } else {
+            &[f.lang]
+        };
+        for &lang in langs {
+            if let std::collections::hash_map::Entry::Vacant(slot) = queries.entry(lang) {
+                slot.insert(Queries::get(lang)?);
+            }
+        }
+    }
+    Ok(queries)
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::error::Result;
 use crate::index::Index;
-use crate::store::SymbolFilter;
+use crate::store::{Symbol, SymbolFilter};
 
 /// Characters per token assumed when fitting the budget (code averages
 /// 3.5–4.5 with the tokenizers of current models).
@@ -54,38 +54,9 @@ impl Index {
     pub fn map(&self, tokens: usize, focus: &[String]) -> Result<RepoMap> {
         self.check_complete()?;
         let symbols = self.symbols(&SymbolFilter::default())?;
-        let mut graph: DiGraph<usize, f64> = DiGraph::new();
-        let mut node_of: HashMap<&str, NodeIndex> = HashMap::new();
-        for (i, s) in symbols.iter().enumerate() {
-            node_of.insert(s.id.as_str(), graph.add_node(i));
-        }
-        // Files are nodes too (top-level code calls and imports).
-        let mut file_nodes: HashMap<String, NodeIndex> = HashMap::new();
         let edges = self.all_edges()?;
-        for (src, dst, confidence) in &edges {
-            let mut node = |id: &str, graph: &mut DiGraph<usize, f64>| -> NodeIndex {
-                if let Some(&n) = node_of.get(id) {
-                    return n;
-                }
-                *file_nodes
-                    .entry(id.to_owned())
-                    .or_insert_with(|| graph.add_node(usize::MAX))
-            };
-            let (a, b) = (node(src, &mut graph), node(dst, &mut graph));
-            let weight = if confidence == "ambiguous" { 0.2 } else { 1.0 };
-            graph.add_edge(a, b, weight);
-        }
-        // A member matters with its container: contains edges both ways.
-        for s in &symbols {
-            if let (Some(p), Some(&me)) = (
-                s.parent.as_deref().and_then(|p| node_of.get(p)),
-                node_of.get(s.id.as_str()),
-            ) {
-                graph.add_edge(me, *p, 0.5);
-                graph.add_edge(*p, me, 0.1);
-            }
-        }
-        let n = graph.node_count();
+        let g = SymbolGraph::new(&symbols, &edges);
+        let n = g.graph.node_count();
         if n == 0 {
             return Ok(RepoMap {
                 text: String::new(),
@@ -93,31 +64,13 @@ impl Index {
                 entries: Vec::new(),
             });
         }
-        let mut personal = vec![0.0; n];
-        for s in &symbols {
-            if focus.iter().any(|f| f == &s.id || f == &s.file) {
-                personal[node_of[s.id.as_str()].index()] = 1.0;
-            }
-        }
-        for f in focus {
-            if let Some(&node) = file_nodes.get(f) {
-                personal[node.index()] = 1.0;
-            }
-        }
-        let total: f64 = personal.iter().sum();
-        if total == 0.0 {
-            personal.fill(1.0 / n as f64);
-        } else {
-            personal.iter_mut().for_each(|p| *p /= total);
-        }
-        let rank = page_rank(&graph, &personal);
+        let rank = page_rank(&g.graph, &g.personal(&symbols, focus));
+        let rank_of = |s: &Symbol| rank[g.node_of[s.id.as_str()].index()];
         let mut order: Vec<usize> = (0..symbols.len()).collect();
         order.sort_by(|&a, &b| {
-            let (ra, rb) = (
-                rank[node_of[symbols[a].id.as_str()].index()],
-                rank[node_of[symbols[b].id.as_str()].index()],
-            );
-            rb.total_cmp(&ra).then(a.cmp(&b))
+            rank_of(&symbols[b])
+                .total_cmp(&rank_of(&symbols[a]))
+                .then(a.cmp(&b))
         });
         // Greedy fill: most important first, a file's header paid once.
         let budget = tokens * CHARS_PER_TOKEN;
@@ -141,36 +94,114 @@ impl Index {
                 id: s.id.clone(),
                 file: s.file.clone(),
                 line: s.line,
-                rank: rank[node_of[s.id.as_str()].index()],
+                rank: rank_of(s),
             });
             if used + 8 >= budget {
                 break;
             }
         }
-        // Files in the order of their best entry; entries by line.
-        let mut files: Vec<(&str, Vec<usize>)> = chosen.into_iter().collect();
-        let best = |f: &str| {
-            entries
-                .iter()
-                .position(|e| e.file == f)
-                .unwrap_or(usize::MAX)
-        };
-        files.sort_by_key(|(f, _)| best(f));
-        let mut text = String::new();
-        for (file, mut idx) in files {
-            idx.sort_by_key(|&i| symbols[i].line);
-            text.push_str(file);
-            text.push_str(":\n");
-            for i in idx {
-                text.push_str(&entry_line(symbols[i].line, &symbols[i].signature));
-                text.push('\n');
-            }
-        }
+        let text = render(&symbols, chosen, &entries);
         Ok(RepoMap {
             tokens: text.chars().count().div_ceil(CHARS_PER_TOKEN),
             text,
             entries,
         })
+    }
+}
+
+/// Files in the order of their best entry, each with its chosen entries
+/// by line.
+fn render(symbols: &[Symbol], chosen: BTreeMap<&str, Vec<usize>>, entries: &[MapEntry]) -> String {
+    let mut files: Vec<(&str, Vec<usize>)> = chosen.into_iter().collect();
+    let best = |f: &str| {
+        entries
+            .iter()
+            .position(|e| e.file == f)
+            .unwrap_or(usize::MAX)
+    };
+    files.sort_by_key(|(f, _)| best(f));
+    let mut text = String::new();
+    for (file, mut idx) in files {
+        idx.sort_by_key(|&i| symbols[i].line);
+        text.push_str(file);
+        text.push_str(":\n");
+        for i in idx {
+            text.push_str(&entry_line(symbols[i].line, &symbols[i].signature));
+            text.push('\n');
+        }
+    }
+    text
+}
+
+/// The graph PageRank walks: a node per definition and per file (top-level
+/// code calls and imports), the resolved edges (an ambiguous one weighs
+/// less), and each member tied to its container both ways.
+struct SymbolGraph<'a> {
+    graph: DiGraph<usize, f64>,
+    node_of: HashMap<&'a str, NodeIndex>,
+    file_nodes: HashMap<String, NodeIndex>,
+}
+
+impl<'a> SymbolGraph<'a> {
+    fn new(symbols: &'a [Symbol], edges: &[(String, String, String)]) -> SymbolGraph<'a> {
+        let mut graph: DiGraph<usize, f64> = DiGraph::new();
+        let mut node_of: HashMap<&str, NodeIndex> = HashMap::new();
+        for (i, s) in symbols.iter().enumerate() {
+            node_of.insert(s.id.as_str(), graph.add_node(i));
+        }
+        let mut file_nodes: HashMap<String, NodeIndex> = HashMap::new();
+        for (src, dst, confidence) in edges {
+            let mut node = |id: &str, graph: &mut DiGraph<usize, f64>| -> NodeIndex {
+                if let Some(&n) = node_of.get(id) {
+                    return n;
+                }
+                *file_nodes
+                    .entry(id.to_owned())
+                    .or_insert_with(|| graph.add_node(usize::MAX))
+            };
+            let (a, b) = (node(src, &mut graph), node(dst, &mut graph));
+            let weight = if confidence == "ambiguous" { 0.2 } else { 1.0 };
+            graph.add_edge(a, b, weight);
+        }
+        // A member matters with its container: contains edges both ways.
+        for s in symbols {
+            if let (Some(p), Some(&me)) = (
+                s.parent.as_deref().and_then(|p| node_of.get(p)),
+                node_of.get(s.id.as_str()),
+            ) {
+                graph.add_edge(me, *p, 0.5);
+                graph.add_edge(*p, me, 0.1);
+            }
+        }
+        SymbolGraph {
+            graph,
+            node_of,
+            file_nodes,
+        }
+    }
+
+    /// The teleport: the `focus` definitions and files alike, or every
+    /// node when nothing is in focus.
+    fn personal(&self, symbols: &[Symbol], focus: &[String]) -> Vec<f64> {
+        let n = self.graph.node_count();
+        let mut personal = vec![0.0; n];
+        for s in symbols {
+            if focus.iter().any(|f| f == &s.id || f == &s.file) {
+                personal[self.node_of[s.id.as_str()].index()] = 1.0;
+            }
+        }
+        for f in focus {
+            if let Some(&node) = self.file_nodes.get(f) {
+                personal[node.index()] = 1.0;
+            }
+        }
+        let total: f64 = personal.iter().sum();
+        if total == 0.0 {
+            personal.fill(1.0 / n as f64);
+        } else {
+            personal.iter_mut().for_each(|p| *p /= total);
+        }
+        personal
     }
 }
 

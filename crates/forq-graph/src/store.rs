@@ -676,6 +676,41 @@ impl Store {
         Ok(())
     }
 
+    /// The file's row, updated (its other rows deleted) or inserted; its
+    /// number.
+    fn file_row(tx: &Connection, row: &FileRow, fresh: bool) -> rusqlite::Result<i64> {
+        let old_fid = if fresh {
+            None
+        } else {
+            Self::fid(tx, &row.path)?
+        };
+        let Some(fid) = old_fid else {
+            return tx
+                .prepare_cached(
+                    "INSERT INTO files (path, lang, hash, size, status) VALUES (?1, ?2, ?3, ?4, ?5)",
+                )?
+                .insert(params![
+                    row.path,
+                    row.lang,
+                    row.hash,
+                    row.size as i64,
+                    row.status
+                ]);
+        };
+        Self::delete_rows(tx, fid)?;
+        tx.prepare_cached(
+            "UPDATE files SET lang = ?2, hash = ?3, size = ?4, status = ?5 WHERE fid = ?1",
+        )?
+        .execute(params![
+            fid,
+            row.lang,
+            row.hash,
+            row.size as i64,
+            row.status
+        ])?;
+        Ok(fid)
+    }
+
     /// Writes a file's rows (inside the caller's transaction), replacing
     /// what was there. `fresh`: the tables hold nothing of this file (a
     /// cold load), so there is nothing to delete first. Returns the file's
@@ -687,38 +722,7 @@ impl Store {
         facts: &FileFacts,
         fresh: bool,
     ) -> rusqlite::Result<i64> {
-        let old_fid = if fresh {
-            None
-        } else {
-            Self::fid(tx, &row.path)?
-        };
-        if let Some(fid) = old_fid {
-            Self::delete_rows(tx, fid)?;
-            tx.prepare_cached(
-                "UPDATE files SET lang = ?2, hash = ?3, size = ?4, status = ?5 WHERE fid = ?1",
-            )?
-            .execute(params![
-                fid,
-                row.lang,
-                row.hash,
-                row.size as i64,
-                row.status
-            ])?;
-        }
-        let fid = match old_fid {
-            Some(fid) => fid,
-            None => tx
-                .prepare_cached(
-                    "INSERT INTO files (path, lang, hash, size, status) VALUES (?1, ?2, ?3, ?4, ?5)",
-                )?
-                .insert(params![
-                    row.path,
-                    row.lang,
-                    row.hash,
-                    row.size as i64,
-                    row.status
-                ])?,
-        };
+        let fid = Self::file_row(tx, row, fresh)?;
         // Numbered before writing, so a parent's number is known whatever
         // the order.
         let first: i64 = tx

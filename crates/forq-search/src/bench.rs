@@ -410,63 +410,85 @@ pub async fn compare_spaces(
             (mutate.templates(templates), options)
         },
         |example, _, brancher, out| {
-            let hung = out
-                .tree
-                .nodes
-                .iter()
-                .skip(1)
-                .filter(|n| n.judgement.as_ref().is_some_and(|j| !j.hung.is_empty()))
-                .count();
             let fault = faults.iter().find(|(n, _)| n == example).map(|(_, f)| f);
-            let run = SpaceRun {
-                fault_rank: fault.and_then(|f| {
-                    let at = out
-                        .tree
-                        .suspected
-                        .iter()
-                        .position(|s| f.holds(&s.file, s.line));
-                    at.map(|i| i + 1)
-                }),
-                fault_candidates: fault.map(|f| {
-                    out.tree
-                        .nodes
-                        .iter()
-                        .skip(1)
-                        .filter(|n| n.judgement.is_some() && f.touched_by(&n.change))
-                        .count()
-                }),
-                suspected: out.tree.suspected.len(),
-                example: example.to_owned(),
-                brancher: brancher.name().to_owned(),
-                solved: out.winner.is_some(),
-                nodes: out.evaluated,
-                hung,
-                timed_out: out.winner.is_none()
-                    && budget.wall_clock.is_some_and(|w| out.elapsed >= w),
-                wall_s: out.elapsed.as_secs_f64(),
-                diff_lines: out.winner.as_ref().map_or(0, |w| w.diff_lines),
-            };
+            let run = space_run(example, brancher.name(), out, fault, budget);
             progress(&run);
             runs.push(run);
         },
-        |e| {
-            let example = match &e {
-                BenchError::Prepare { example, .. } | BenchError::Example { example, .. } => {
-                    example.clone()
-                }
-            };
-            unmeasured.push(Unmeasured {
-                example,
-                reason: match e {
-                    BenchError::Prepare { source, .. } => source.to_string(),
-                    BenchError::Example { message, .. } => message,
-                },
-            });
-        },
+        |e| unmeasured.push(e.into()),
     )
     .await;
     // A bug whose search failed part-way is not measured at all.
     runs.retain(|r| !unmeasured.iter().any(|u| u.example == r.example));
+    SpacesReport {
+        spaces: summaries(&runs),
+        runs,
+        unmeasured,
+    }
+}
+
+impl From<BenchError> for Unmeasured {
+    fn from(e: BenchError) -> Unmeasured {
+        match e {
+            BenchError::Prepare { example, source } => Unmeasured {
+                example,
+                reason: source.to_string(),
+            },
+            BenchError::Example { example, message } => Unmeasured {
+                example,
+                reason: message,
+            },
+        }
+    }
+}
+
+/// What one search of `example` with `brancher` measured.
+fn space_run(
+    example: &str,
+    brancher: &str,
+    out: &SearchOutcome,
+    fault: Option<&Fault>,
+    budget: &Budget,
+) -> SpaceRun {
+    let hung = out
+        .tree
+        .nodes
+        .iter()
+        .skip(1)
+        .filter(|n| n.judgement.as_ref().is_some_and(|j| !j.hung.is_empty()))
+        .count();
+    SpaceRun {
+        fault_rank: fault.and_then(|f| {
+            let at = out
+                .tree
+                .suspected
+                .iter()
+                .position(|s| f.holds(&s.file, s.line));
+            at.map(|i| i + 1)
+        }),
+        fault_candidates: fault.map(|f| {
+            out.tree
+                .nodes
+                .iter()
+                .skip(1)
+                .filter(|n| n.judgement.is_some() && f.touched_by(&n.change))
+                .count()
+        }),
+        suspected: out.tree.suspected.len(),
+        example: example.to_owned(),
+        brancher: brancher.to_owned(),
+        solved: out.winner.is_some(),
+        nodes: out.evaluated,
+        hung,
+        timed_out: out.winner.is_none() && budget.wall_clock.is_some_and(|w| out.elapsed >= w),
+        wall_s: out.elapsed.as_secs_f64(),
+        diff_lines: out.winner.as_ref().map_or(0, |w| w.diff_lines),
+    }
+}
+
+/// Per repair space, over its runs; candidates compared over the bugs
+/// every space solved.
+fn summaries(runs: &[SpaceRun]) -> Vec<SpaceSummary> {
     let names: Vec<String> = {
         let mut n: Vec<String> = runs.iter().map(|r| r.brancher.clone()).collect();
         n.dedup();
@@ -480,7 +502,7 @@ pub async fn compare_spaces(
                 .any(|r| r.example == ex && &r.brancher == b && r.solved)
         })
     };
-    let summaries = names
+    names
         .iter()
         .map(|b| {
             let mine: Vec<&SpaceRun> = runs.iter().filter(|r| &r.brancher == b).collect();
@@ -515,12 +537,7 @@ pub async fn compare_spaces(
                     .count(),
             }
         })
-        .collect();
-    SpacesReport {
-        runs,
-        spaces: summaries,
-        unmeasured,
-    }
+        .collect()
 }
 
 fn median(mut xs: Vec<f64>) -> f64 {
@@ -632,10 +649,6 @@ pub async fn throughput(
     let example = repo
         .file_name()
         .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
-    let fail = |message: String| BenchError::Example {
-        example: example.clone(),
-        message,
-    };
     let gate = GateOptions::default();
     let started = Instant::now();
     let prepared = prepare(backend, repo, &gate, &[], Duration::from_secs(300))
@@ -646,77 +659,10 @@ pub async fn throughput(
         })?;
     let provision_s = started.elapsed().as_secs_f64();
     let result = async {
-        let mutate = mutate_for(repo, &prepared).map_err(|e| fail(e.to_string()))?;
-        let root_node = crate::tree::Node {
-            id: 0,
-            parent: None,
-            depth: 0,
-            hypothesis: String::new(),
-            status: Status::Red,
-            score: Default::default(),
-            prior: 0.0,
-            reason: String::new(),
-            files: Vec::new(),
-            change: String::new(),
-            fingerprint: String::new(),
-            judgement: None,
-            eval_ms: 0,
-            at_ms: 0,
-        };
-        let changed = Default::default();
-        let cx = BranchContext {
-            sandbox: &*prepared.root,
-            node: &root_node,
-            judgement: &prepared.genesis,
-            oracle: &prepared.oracle,
-            changed: &changed,
-            time_left: None,
-        };
-        let candidates: Vec<Candidate> = mutate
-            .branch(&cx, n)
-            .await
-            .map_err(|e| fail(e.to_string()))?;
-        let mut fork_times = Vec::new();
-        for c in &candidates {
-            let at = Instant::now();
-            let m = c
-                .materialize(&*prepared.root)
-                .await
-                .map_err(|e| fail(e.to_string()))?;
-            let fork = prepared
-                .root
-                .fork()
-                .await
-                .map_err(|e| fail(e.to_string()))?;
-            m.write(&*fork).await.map_err(|e| fail(e.to_string()))?;
-            let judged = prepared.oracle.judge(&*fork).await;
-            let _ = fork.destroy().await;
-            judged.map_err(|e| fail(e.to_string()))?;
-            fork_times.push(at.elapsed());
-        }
-        let mut cold_times = Vec::new();
-        for c in &candidates {
-            let at = Instant::now();
-            let copy = tempfile::Builder::new()
-                .prefix("forq-cold-")
-                .tempdir()
-                .map_err(|e| fail(e.to_string()))?;
-            copy_tree(repo, copy.path()).map_err(|e| fail(e.to_string()))?;
-            let sandbox = forq_bootstrap::provision(backend, copy.path(), &prepared.stack, &gate)
-                .await
-                .map_err(|e| fail(e.to_string()))?;
-            let m = c
-                .materialize(&*sandbox)
-                .await
-                .map_err(|e| fail(e.to_string()))?;
-            m.write(&*sandbox).await.map_err(|e| fail(e.to_string()))?;
-            let judged = prepared.oracle.judge(&*sandbox).await;
-            let _ = sandbox.destroy().await;
-            judged.map_err(|e| fail(e.to_string()))?;
-            cold_times.push(at.elapsed());
-        }
-        let fork = Evaluations::from(&fork_times);
-        let cold = Evaluations::from(&cold_times);
+        let candidates = first_candidates(repo, &prepared, n).await?;
+        let fork = Evaluations::from(&time_in_forks(&prepared, &candidates).await?);
+        let cold =
+            Evaluations::from(&time_in_copies(backend, repo, &prepared, &gate, &candidates).await?);
         let ratio = if cold.per_minute > 0.0 {
             fork.per_minute / cold.per_minute
         } else {
@@ -732,7 +678,94 @@ pub async fn throughput(
     }
     .await;
     let _ = prepared.root.destroy().await;
-    result
+    result.map_err(|message| BenchError::Example { example, message })
+}
+
+/// `mutate`'s first `n` candidates at the warm root.
+async fn first_candidates(
+    repo: &Path,
+    prepared: &Prepared,
+    n: usize,
+) -> Result<Vec<Candidate>, String> {
+    let mutate = mutate_for(repo, prepared).map_err(|e| e.to_string())?;
+    let root_node = crate::tree::Node {
+        id: 0,
+        parent: None,
+        depth: 0,
+        hypothesis: String::new(),
+        status: Status::Red,
+        score: Default::default(),
+        prior: 0.0,
+        reason: String::new(),
+        files: Vec::new(),
+        change: String::new(),
+        fingerprint: String::new(),
+        judgement: None,
+        eval_ms: 0,
+        at_ms: 0,
+    };
+    let changed = Default::default();
+    let cx = BranchContext {
+        sandbox: &*prepared.root,
+        node: &root_node,
+        judgement: &prepared.genesis,
+        oracle: &prepared.oracle,
+        changed: &changed,
+        time_left: None,
+    };
+    mutate.branch(&cx, n).await.map_err(|e| e.to_string())
+}
+
+/// Each candidate judged in a fork of the warm root, one at a time.
+async fn time_in_forks(
+    prepared: &Prepared,
+    candidates: &[Candidate],
+) -> Result<Vec<Duration>, String> {
+    let mut times = Vec::new();
+    for c in candidates {
+        let at = Instant::now();
+        let m = c
+            .materialize(&*prepared.root)
+            .await
+            .map_err(|e| e.to_string())?;
+        let fork = prepared.root.fork().await.map_err(|e| e.to_string())?;
+        m.write(&*fork).await.map_err(|e| e.to_string())?;
+        let judged = prepared.oracle.judge(&*fork).await;
+        let _ = fork.destroy().await;
+        judged.map_err(|e| e.to_string())?;
+        times.push(at.elapsed());
+    }
+    Ok(times)
+}
+
+/// Each candidate judged in a copy of the repository provisioned from
+/// scratch, one at a time.
+async fn time_in_copies(
+    backend: &dyn Backend,
+    repo: &Path,
+    prepared: &Prepared,
+    gate: &GateOptions,
+    candidates: &[Candidate],
+) -> Result<Vec<Duration>, String> {
+    let mut times = Vec::new();
+    for c in candidates {
+        let at = Instant::now();
+        let copy = tempfile::Builder::new()
+            .prefix("forq-cold-")
+            .tempdir()
+            .map_err(|e| e.to_string())?;
+        copy_tree(repo, copy.path()).map_err(|e| e.to_string())?;
+        let sandbox = forq_bootstrap::provision(backend, copy.path(), &prepared.stack, gate)
+            .await
+            .map_err(|e| e.to_string())?;
+        let m = c.materialize(&*sandbox).await.map_err(|e| e.to_string())?;
+        m.write(&*sandbox).await.map_err(|e| e.to_string())?;
+        let judged = prepared.oracle.judge(&*sandbox).await;
+        let _ = sandbox.destroy().await;
+        judged.map_err(|e| e.to_string())?;
+        times.push(at.elapsed());
+    }
+    Ok(times)
 }
 
 /// Copies a repository's files (not `.forq`, `target`, `node_modules`:

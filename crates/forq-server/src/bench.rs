@@ -98,89 +98,8 @@ pub async fn run(
 ) -> Result<BenchReport, BenchError> {
     let store = Store::open(db)?;
     let client = reqwest::Client::new();
-    // The list.
-    let existing = store.list(usize::MAX)?.len();
-    for n in existing..options.list_runs {
-        store.create(&NewRun::fix(&n.to_string(), "a bench issue", "bench"))?;
-    }
-    let mut list = Vec::new();
-    for _ in 0..options.list_rounds {
-        let at = Instant::now();
-        let runs: serde_json::Value = client
-            .get(format!("{url}/api/runs?limit={}", options.list_runs))
-            .send()
-            .await?
-            .error_for_status()?
-            .json()
-            .await?;
-        list.push(at.elapsed().as_secs_f64() * 1000.0);
-        if runs.as_array().map_or(0, Vec::len) < options.list_runs {
-            return Err(format!("the list had fewer than {} runs", options.list_runs).into());
-        }
-    }
-    // Latency: one stream per run, events written while they listen.
-    let start = Instant::now();
-    let mut readers = Vec::new();
-    let mut ids = Vec::new();
-    for n in 0..options.in_flight {
-        let run = store.create(&NewRun::fix(&format!("live-{n}"), "a live run", "bench"))?;
-        let after = store
-            .events_after(Some(&run.id), 0, usize::MAX)?
-            .last()
-            .map_or(0, |(_, e)| e.id);
-        let resp = client
-            .get(format!("{url}/api/runs/{}/stream?after={after}", run.id))
-            .send()
-            .await?
-            .error_for_status()?;
-        let want = options.events_each;
-        readers.push(tokio::spawn(async move {
-            let mut body = resp.bytes_stream();
-            let mut text = String::new();
-            let mut seen = Vec::new();
-            while seen.len() < want {
-                let Some(Ok(chunk)) = body.next().await else {
-                    break;
-                };
-                let now = start.elapsed().as_secs_f64() * 1000.0;
-                text.push_str(&String::from_utf8_lossy(&chunk));
-                while let Some(end) = text.find("\n\n") {
-                    let block: String = text.drain(..end + 2).collect();
-                    let sent = block
-                        .lines()
-                        .find_map(|l| l.strip_prefix("data:"))
-                        .and_then(|d| serde_json::from_str::<serde_json::Value>(d.trim()).ok())
-                        .and_then(|v| v["data"]["sent_ms"].as_f64());
-                    if let Some(sent) = sent {
-                        seen.push(now - sent);
-                    }
-                }
-            }
-            seen
-        }));
-        ids.push(run.id);
-    }
-    // Give every stream its first poll, then write, round-robin, spaced.
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    for _ in 0..options.events_each {
-        for id in &ids {
-            let sent = start.elapsed().as_secs_f64() * 1000.0;
-            store.event(id, "bench", json!({"sent_ms": sent}))?;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let mut latency = Vec::new();
-    for r in readers {
-        latency.extend(tokio::time::timeout(Duration::from_secs(60), r).await??);
-    }
-    if latency.len() < options.in_flight * options.events_each {
-        return Err(format!(
-            "only {} of {} events arrived",
-            latency.len(),
-            options.in_flight * options.events_each
-        )
-        .into());
-    }
+    let mut list = list_times(&store, &client, url, &options).await?;
+    let mut latency = event_latencies(&store, &client, url, &options).await?;
     // Memory with streams open (idle: from the newest event on).
     let newest = store
         .events_after(None, 0, usize::MAX)?
@@ -212,4 +131,115 @@ pub async fn run(
         rss_before_kib,
         rss_streams_kib,
     })
+}
+
+/// The run list's latency, ms per round, over a store holding at least
+/// `list_runs` runs.
+async fn list_times(
+    store: &Store,
+    client: &reqwest::Client,
+    url: &str,
+    options: &BenchOptions,
+) -> Result<Vec<f64>, BenchError> {
+    let existing = store.list(usize::MAX)?.len();
+    for n in existing..options.list_runs {
+        store.create(&NewRun::fix(&n.to_string(), "a bench issue", "bench"))?;
+    }
+    let mut list = Vec::new();
+    for _ in 0..options.list_rounds {
+        let at = Instant::now();
+        let runs: serde_json::Value = client
+            .get(format!("{url}/api/runs?limit={}", options.list_runs))
+            .send()
+            .await?
+            .error_for_status()?
+            .json()
+            .await?;
+        list.push(at.elapsed().as_secs_f64() * 1000.0);
+        if runs.as_array().map_or(0, Vec::len) < options.list_runs {
+            return Err(format!("the list had fewer than {} runs", options.list_runs).into());
+        }
+    }
+    Ok(list)
+}
+
+/// From an event's write to its arrival on a run's stream, ms: one
+/// stream per run in flight, events written round-robin while they
+/// listen.
+async fn event_latencies(
+    store: &Store,
+    client: &reqwest::Client,
+    url: &str,
+    options: &BenchOptions,
+) -> Result<Vec<f64>, BenchError> {
+    let start = Instant::now();
+    let mut readers = Vec::new();
+    let mut ids = Vec::new();
+    for n in 0..options.in_flight {
+        let run = store.create(&NewRun::fix(&format!("live-{n}"), "a live run", "bench"))?;
+        let after = store
+            .events_after(Some(&run.id), 0, usize::MAX)?
+            .last()
+            .map_or(0, |(_, e)| e.id);
+        let resp = client
+            .get(format!("{url}/api/runs/{}/stream?after={after}", run.id))
+            .send()
+            .await?
+            .error_for_status()?;
+        readers.push(tokio::spawn(read_latencies(
+            resp,
+            start,
+            options.events_each,
+        )));
+        ids.push(run.id);
+    }
+    // Give every stream its first poll, then write, round-robin, spaced.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    for _ in 0..options.events_each {
+        for id in &ids {
+            let sent = start.elapsed().as_secs_f64() * 1000.0;
+            store.event(id, "bench", json!({"sent_ms": sent}))?;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let mut latency = Vec::new();
+    for r in readers {
+        latency.extend(tokio::time::timeout(Duration::from_secs(60), r).await??);
+    }
+    if latency.len() < options.in_flight * options.events_each {
+        return Err(format!(
+            "only {} of {} events arrived",
+            latency.len(),
+            options.in_flight * options.events_each
+        )
+        .into());
+    }
+    Ok(latency)
+}
+
+/// Reads `want` events off a stream: each one's delay since the
+/// `sent_ms` it carries (ms after `start`).
+async fn read_latencies(resp: reqwest::Response, start: Instant, want: usize) -> Vec<f64> {
+    let mut body = resp.bytes_stream();
+    let mut text = String::new();
+    let mut seen = Vec::new();
+    while seen.len() < want {
+        let Some(Ok(chunk)) = body.next().await else {
+            break;
+        };
+        let now = start.elapsed().as_secs_f64() * 1000.0;
+        text.push_str(&String::from_utf8_lossy(&chunk));
+        while let Some(end) = text.find("\n\n") {
+            let block: String = text.drain(..end + 2).collect();
+            let sent = block
+                .lines()
+                .find_map(|l| l.strip_prefix("data:"))
+                .and_then(|d| serde_json::from_str::<serde_json::Value>(d.trim()).ok())
+                .and_then(|v| v["data"]["sent_ms"].as_f64());
+            if let Some(sent) = sent {
+                seen.push(now - sent);
+            }
+        }
+    }
+    seen
 }

@@ -17,7 +17,7 @@ pub fn openapi_document() -> Value {
         |what: &str| json!({"200": {"description": what, "content": {"application/json": {}}}});
     let sse_ok =
         |what: &str| json!({"200": {"description": what, "content": {"text/event-stream": {}}}});
-    json!({
+    let mut doc = json!({
         "openapi": "3.1.0",
         "info": {"title": "forq", "version": env!("CARGO_PKG_VERSION"),
             "description": "forq's control plane: runs, their events live, goldens. Bound beyond loopback, every request needs `Authorization: Bearer <token>`."},
@@ -57,7 +57,22 @@ pub fn openapi_document() -> Value {
                 "responses": json_ok("{repos, problems}")}},
             "/api/issues": {"get": {"summary": "A repository's issues from the configured sources, then those only its runs know, each with its latest run",
                 "parameters": [{"name": "repo", "in": "query", "required": true, "schema": {"type": "string"}}],
-                "responses": json_ok("{repo, name, issues: [{issue, run, queueable}], problems}")}},
+                "responses": json_ok("{repo, name, issues: [{issue, run, queueable}], problems}")}}
+        }
+    });
+    if let (Some(paths), Value::Object(more)) = (
+        doc["paths"].as_object_mut(),
+        action_paths(&run_id, &json_ok),
+    ) {
+        paths.extend(more);
+    }
+    doc
+}
+
+/// The paths that act: previews, pushes, the issue's comments, labels and
+/// closing, the queue, webhooks, and this description.
+fn action_paths(run_id: &Value, json_ok: &dyn Fn(&str) -> Value) -> Value {
+    json!({
             "/api/runs/{id}/preview": {"post": {"summary": "Start a preview of the run's fix: its workspace in a warm sandbox, forq.yml's golden.start serving golden.port in a network of the sandbox's own; answers once ready (golden.health_path when given)",
                 "parameters": [run_id],
                 "responses": {"201": {"description": "{key, url, run, start, port}: the preview's URL (/preview/KEY/) is its capability", "content": {"application/json": {}}},
@@ -107,6 +122,5 @@ pub fn openapi_document() -> Value {
                 "security": [],
                 "responses": {"200": {"description": "acknowledged: what was done (or why nothing)"}, "202": {"description": "runs queued, or a golden sync started"},
                     "401": {"description": "unsigned or wrongly signed"}, "404": {"description": "the server takes no webhooks"}}}}
-        }
     })
 }

@@ -26,6 +26,7 @@ use axum::Json;
 use forq_app::queue::{self, Selection, Source};
 use forq_app::store::Action;
 use hmac::{Hmac, KeyInit, Mac};
+use serde::Deserialize;
 use serde_json::{json, Value};
 use sha2::Sha256;
 
@@ -95,38 +96,48 @@ fn header<'a>(headers: &'a HeaderMap, name: &str) -> &'a str {
         .unwrap_or_default()
 }
 
-pub(crate) async fn github(
-    State(app): State<App>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
-    let Some(secret) = app.webhook_secret.clone() else {
-        return Err(ApiError(
-            StatusCode::NOT_FOUND,
-            "this server takes no webhooks: it was started without a webhook secret".to_owned(),
-        ));
-    };
-    let signature = header(&headers, "x-hub-signature-256");
-    if !verify(secret.as_bytes(), &body, signature) {
-        return Err(ApiError(
-            StatusCode::UNAUTHORIZED,
-            "the delivery is unsigned or its X-Hub-Signature-256 does not match".to_owned(),
-        ));
-    }
-    let delivery = header(&headers, "x-github-delivery").to_owned();
-    if delivery.is_empty() {
-        return Err(ApiError(
-            StatusCode::BAD_REQUEST,
-            "the delivery has no X-GitHub-Delivery id".to_owned(),
-        ));
-    }
-    let event = header(&headers, "x-github-event").to_owned();
-    let payload: Value = serde_json::from_slice(&body).map_err(|e| {
-        ApiError(
-            StatusCode::BAD_REQUEST,
-            format!("the body is not JSON: {e}"),
-        )
-    })?;
+/// What forq reads of a delivery: the fields its events share, each
+/// optional (a `ping` has none of the issue's).
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct Delivery {
+    action: Option<String>,
+    repository: Option<Repository>,
+    issue: Option<Issue>,
+    comment: Option<Comment>,
+    /// A push's ref (`refs/heads/main`).
+    #[serde(rename = "ref")]
+    pushed: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct Repository {
+    full_name: Option<String>,
+    clone_url: Option<String>,
+    default_branch: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Issue {
+    number: u64,
+    /// The author's relation to the repository (`OWNER`, `NONE`, …).
+    #[serde(default)]
+    author_association: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct Comment {
+    body: Option<String>,
+    author_association: Option<String>,
+}
+
+/// A reply to a delivery.
+type Reply = Result<(StatusCode, Json<Value>), ApiError>;
+
+pub(crate) async fn github(State(app): State<App>, headers: HeaderMap, body: Bytes) -> Reply {
+    let (delivery, event, payload) = verified(&app, &headers, &body)?;
     let store = app.store.clone();
     let key = delivery_key(&event, &body);
     let first = blocking(move || store.first_delivery(&key)).await?;
@@ -136,85 +147,122 @@ pub(crate) async fn github(
             Json(json!({"delivery": delivery, "done": "nothing: delivered before"})),
         ));
     }
-    let repo = &payload["repository"];
-    let slug = repo["full_name"].as_str().unwrap_or_default().to_owned();
-    let clone_url = repo["clone_url"].as_str().unwrap_or_default().to_owned();
-    let number = payload["issue"]["number"].as_u64();
-    let act = payload["action"].as_str().unwrap_or_default();
+    let repo = payload.repository.unwrap_or_default();
+    let slug = repo.full_name.clone().unwrap_or_default();
+    let clone_url = repo.clone_url.clone().unwrap_or_default();
+    let act = payload.action.as_deref().unwrap_or_default();
     let ignored = |why: String| {
         Ok((
             StatusCode::OK,
             Json(json!({"delivery": delivery, "done": why})),
         ))
     };
-    match (event.as_str(), number) {
-        ("issues", Some(number)) if matches!(act, "opened" | "labeled") => {
+    let trusted = |association: Option<&str>, what: &str| {
+        untrusted(&app, association.unwrap_or("NONE"), what)
+    };
+    match (event.as_str(), &payload.issue) {
+        ("issues", Some(issue)) if matches!(act, "opened" | "labeled") => {
             // Labeling takes triage rights on GitHub; opening an issue
             // takes none, so its author must be trusted.
             if act == "opened" {
-                let who = payload["issue"]["author_association"]
-                    .as_str()
-                    .unwrap_or("NONE");
-                if let Some(why) = untrusted(&app, who, "issues") {
+                if let Some(why) = trusted(issue.author_association.as_deref(), "issues") {
                     return ignored(why);
                 }
             }
-            queue_issue(&app, &delivery, slug, clone_url, number, Action::Auto).await
+            queue_issue(&app, &delivery, slug, clone_url, issue.number, Action::Auto).await
         }
-        ("issue_comment", Some(number)) if act == "created" => {
-            let body = payload["comment"]["body"]
-                .as_str()
-                .unwrap_or_default()
-                .trim();
-            let action = if body.starts_with("/forq fix") {
+        ("issue_comment", Some(issue)) if act == "created" => {
+            let comment = payload.comment.unwrap_or_default();
+            let text = comment.body.as_deref().unwrap_or_default().trim();
+            let action = if text.starts_with("/forq fix") {
                 Action::Fix
-            } else if body.starts_with("/forq triage") {
+            } else if text.starts_with("/forq triage") {
                 Action::Triage
             } else {
                 return ignored("nothing: the comment is no /forq command".to_owned());
             };
-            let who = payload["comment"]["author_association"]
-                .as_str()
-                .unwrap_or("NONE");
-            if let Some(why) = untrusted(&app, who, "/forq commands") {
+            if let Some(why) = trusted(comment.author_association.as_deref(), "/forq commands") {
                 return ignored(why);
             }
-            queue_issue(&app, &delivery, slug, clone_url, number, action).await
+            queue_issue(&app, &delivery, slug, clone_url, issue.number, action).await
         }
         ("push", _) => {
-            let branch = repo["default_branch"].as_str().unwrap_or_default();
-            let pushed = payload["ref"].as_str().unwrap_or_default();
+            let branch = repo.default_branch.as_deref().unwrap_or_default();
+            let pushed = payload.pushed.as_deref().unwrap_or_default();
             if branch.is_empty() || pushed != format!("refs/heads/{branch}") {
                 return ignored(format!("nothing: {pushed} is not the tracked branch"));
             }
-            let Some(sync) = app.golden_sync.clone() else {
-                return ignored("nothing: this server keeps no goldens".to_owned());
-            };
-            let url = clone_url.clone();
-            let syncing = app.syncing.clone();
-            syncing
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .insert(url.clone());
-            tokio::spawn(async move {
-                let synced = sync(url.clone()).await;
-                syncing
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .remove(&url);
-                if let Err(e) = synced {
-                    tracing::warn!(repo = %url, error = %e, "the golden sync a push asked for failed");
-                }
-            });
-            Ok((
-                StatusCode::ACCEPTED,
-                Json(
-                    json!({"delivery": delivery, "done": format!("syncing the golden of {slug}")}),
-                ),
-            ))
+            sync_golden(&app, &delivery, &slug, clone_url)
         }
         _ => ignored(format!("nothing: {event} {act} is not acted on")),
     }
+}
+
+/// The delivery's id, event and payload, once its signature holds.
+fn verified(
+    app: &App,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<(String, String, Delivery), ApiError> {
+    let Some(secret) = app.webhook_secret.clone() else {
+        return Err(ApiError(
+            StatusCode::NOT_FOUND,
+            "this server takes no webhooks: it was started without a webhook secret".to_owned(),
+        ));
+    };
+    let signature = header(headers, "x-hub-signature-256");
+    if !verify(secret.as_bytes(), body, signature) {
+        return Err(ApiError(
+            StatusCode::UNAUTHORIZED,
+            "the delivery is unsigned or its X-Hub-Signature-256 does not match".to_owned(),
+        ));
+    }
+    let delivery = header(headers, "x-github-delivery").to_owned();
+    if delivery.is_empty() {
+        return Err(ApiError(
+            StatusCode::BAD_REQUEST,
+            "the delivery has no X-GitHub-Delivery id".to_owned(),
+        ));
+    }
+    let event = header(headers, "x-github-event").to_owned();
+    let payload: Delivery = serde_json::from_slice(body).map_err(|e| {
+        ApiError(
+            StatusCode::BAD_REQUEST,
+            format!("the body is not a GitHub delivery: {e}"),
+        )
+    })?;
+    Ok((delivery, event, payload))
+}
+
+/// Syncs the golden of the repository at `clone_url` in the background
+/// (listed as syncing until it ends).
+fn sync_golden(app: &App, delivery: &str, slug: &str, clone_url: String) -> Reply {
+    let Some(sync) = app.golden_sync.clone() else {
+        return Ok((
+            StatusCode::OK,
+            Json(json!({"delivery": delivery, "done": "nothing: this server keeps no goldens"})),
+        ));
+    };
+    let url = clone_url;
+    let syncing = app.syncing.clone();
+    syncing
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .insert(url.clone());
+    tokio::spawn(async move {
+        let synced = sync(url.clone()).await;
+        syncing
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(&url);
+        if let Err(e) = synced {
+            tracing::warn!(repo = %url, error = %e, "the golden sync a push asked for failed");
+        }
+    });
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(json!({"delivery": delivery, "done": format!("syncing the golden of {slug}")})),
+    ))
 }
 
 /// Queues GitHub issue `number` of `slug` with `action`, and runs it.
@@ -225,7 +273,7 @@ async fn queue_issue(
     clone_url: String,
     number: u64,
     action: Action,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Reply {
     let actions = crate::require_actions(app)?;
     let source = Source::GithubIssue {
         slug,

@@ -582,6 +582,14 @@ impl Config {
     /// isolation, which only the operator may choose (on the command line,
     /// or in a config file of their own): the key, and what runs do instead.
     pub fn loosening(&self) -> Vec<(&'static str, String)> {
+        let mut out = self.isolation_loosening();
+        out.extend(self.budget_loosening());
+        out.extend(self.limit_loosening());
+        out
+    }
+
+    /// The backend, the image, a coding-agent program: the isolation.
+    fn isolation_loosening(&self) -> Vec<(&'static str, String)> {
         let mut out = Vec::new();
         if self.backend() == BackendChoice::Kind(forq_sandbox::BackendKind::Host) {
             out.push((
@@ -619,6 +627,13 @@ impl Config {
                     .to_owned(),
             ));
         }
+        out
+    }
+
+    /// Test timeouts, agent steps, the search's budget: above the
+    /// operator's caps.
+    fn budget_loosening(&self) -> Vec<(&'static str, String)> {
+        let mut out = Vec::new();
         let caps = RepositoryCaps::default();
         if self.test.timeout_s > caps.test_timeout_s {
             out.push((
@@ -679,6 +694,13 @@ impl Config {
                 ),
             ));
         }
+        out
+    }
+
+    /// The sandbox's memory, processes and cores: above the standard
+    /// limits.
+    fn limit_loosening(&self) -> Vec<(&'static str, String)> {
+        let mut out = Vec::new();
         let standard = Limits::standard();
         let above = |asked: Option<u64>, cap: Option<u64>| match (asked, cap) {
             (Some(a), Some(c)) => a > c,

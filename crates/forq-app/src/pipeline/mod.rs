@@ -28,11 +28,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use forq_agent::agent::{Agent, Task};
-use forq_agent::cost::{Budget as AgentBudget, PriceTable};
+use forq_agent::agent::Task;
+use forq_agent::cost::PriceTable;
 use forq_agent::external::Program;
 use forq_agent::provider::Provider;
-use forq_agent::tools::{GraphTools, RunTests, Toolbox};
 use forq_bootstrap::Stack;
 use forq_events::{Observer, Observers};
 use forq_graph::Index;

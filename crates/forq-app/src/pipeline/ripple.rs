@@ -82,28 +82,14 @@ impl Pipeline {
             .await
             .map_err(fail)?
             .map_err(fail)?;
-        let fix = &config.actions.fix;
-        let mut budget = AgentBudget::default().max_steps(fix.agent.max_steps);
-        if let Some(usd) = fix.agent.max_cost_usd {
-            budget = budget.max_cost_usd(usd);
-        }
-        let agent = Agent::new(
-            model.provider.clone(),
-            fix.agent
-                .model
-                .clone()
-                .unwrap_or_else(|| model.name.clone()),
-        )
-        .tools(
-            GraphTools::new(index)
-                .add_to(Toolbox::editing().with(RunTests::new(oracle.stack.clone()))),
-        )
-        .budget(budget)
-        .prices(model.prices.clone())
-        .observer(Arc::new(AgentLog {
+        // The same coding agent the fix's `agent` brancher gets.
+        let log = Arc::new(AgentLog {
             pipeline: self.clone(),
             run: run.id.clone(),
-        }));
+        });
+        let agent = plan(run, seeded, config, Some(model), Some(log))?
+            .coding_agent(Some(oracle.stack.clone()), Some(index))
+            .map_err(fail)?;
         let task = Task::new(contract::adapt_task(&report));
         self.note(
             &run.id,
@@ -113,39 +99,12 @@ impl Pipeline {
                 report.findings.len()
             ),
         );
-        let outcome = forq_agent::agent::CodingAgent::run(&agent, &*sandbox, &task).await;
-        let result = async {
-            let diff = sandbox.diff().await.map_err(|e| e.to_string())?;
-            if diff.files.is_empty() {
-                return Err("the agent changed nothing".to_owned());
-            }
-            if let Some(t) = diff
-                .files
-                .iter()
-                .find(|f| oracle.stack.is_test_file(&f.path))
-            {
-                return Err(format!(
-                    "the agent changed the test file {}; a ripple adapts callers, never tests",
-                    t.path
-                ));
-            }
-            let judged = oracle.judge(&*sandbox).await.map_err(|e| e.to_string())?;
-            if !judged.green() {
-                return Err(format!(
-                    "the adapted code is not green: {}/{} target tests pass; broken: {}",
-                    judged.target_passed,
-                    judged.target_total,
-                    judged.broken.join(", ")
-                ));
-            }
-            Ok(diff)
-        }
-        .await;
+        let outcome = agent.run(&*sandbox, &task).await;
+        let result = adapted_diff(&*sandbox, &oracle).await;
         let _ = sandbox.destroy().await;
-        let cost = outcome.cost_usd;
         let _ = self
             .store
-            .record(&run.id, Some(run.cost_usd + cost), None, None);
+            .record(&run.id, Some(run.cost_usd + outcome.cost_usd), None, None);
         let diff = match result {
             Ok(d) => d,
             Err(why) => {
@@ -162,18 +121,9 @@ impl Pipeline {
                 return Ok(report);
             }
         };
-        let patch = self.run_dir(&run.id).join("ripple.patch");
-        std::fs::write(&patch, &diff.patch).map_err(fail)?;
-        let base = git::head(&seeded.workspace).await.map_err(fail)?;
-        let message = format!(
-            "Adapt the callers of #{}'s incompatible change\n\n{}\n\nforq run {} (ripple).",
-            run.issue.id,
-            report.summary(),
-            run.id
-        );
-        let commit = git::commit_patch(&seeded.workspace, &base, branch, &patch, &message)
-            .await
-            .map_err(fail)?;
+        let commit = self
+            .commit_adaptation(run, seeded, &report, branch, &diff.patch)
+            .await?;
         report.take_adapted(&diff.patch);
         let _ = self.store.event(
             &run.id,
@@ -190,6 +140,30 @@ impl Pipeline {
             ),
         );
         Ok(report)
+    }
+
+    /// Commits the adaptation's `patch` on `branch` (kept as
+    /// `ripple.patch` in the run's directory); the commit.
+    async fn commit_adaptation(
+        &self,
+        run: &Run,
+        seeded: &Seeded,
+        report: &contract::Report,
+        branch: &str,
+        patch: &str,
+    ) -> Phase<String> {
+        let file = self.run_dir(&run.id).join("ripple.patch");
+        std::fs::write(&file, patch).map_err(fail)?;
+        let base = git::head(&seeded.workspace).await.map_err(fail)?;
+        let message = format!(
+            "Adapt the callers of #{}'s incompatible change\n\n{}\n\nforq run {} (ripple).",
+            run.issue.id,
+            report.summary(),
+            run.id
+        );
+        git::commit_patch(&seeded.workspace, &base, branch, &file, &message)
+            .await
+            .map_err(fail)
     }
 
     /// Pauses the run for review at `point` when forq.yml asks and it was
@@ -223,4 +197,37 @@ impl Pipeline {
             format!("waiting for review before the {}: {what}", point.name()),
         ))
     }
+}
+
+/// What the agent's adaptation changed, when it may be committed: it
+/// changed something, no test file, and the whole oracle is green on it;
+/// else why not.
+async fn adapted_diff(
+    sandbox: &dyn forq_sandbox::Sandbox,
+    oracle: &forq_search::oracle::Oracle,
+) -> Result<forq_sandbox::Diff, String> {
+    let diff = sandbox.diff().await.map_err(|e| e.to_string())?;
+    if diff.files.is_empty() {
+        return Err("the agent changed nothing".to_owned());
+    }
+    if let Some(t) = diff
+        .files
+        .iter()
+        .find(|f| oracle.stack.is_test_file(&f.path))
+    {
+        return Err(format!(
+            "the agent changed the test file {}; a ripple adapts callers, never tests",
+            t.path
+        ));
+    }
+    let judged = oracle.judge(sandbox).await.map_err(|e| e.to_string())?;
+    if !judged.green() {
+        return Err(format!(
+            "the adapted code is not green: {}/{} target tests pass; broken: {}",
+            judged.target_passed,
+            judged.target_total,
+            judged.broken.join(", ")
+        ));
+    }
+    Ok(diff)
 }

@@ -107,21 +107,7 @@ pub async fn run(
     options: &GateOptions,
 ) -> Result<Record, Error> {
     let started = Instant::now();
-    let mut record = Record {
-        verdict: Verdict::Skipped,
-        stacks: Vec::new(),
-        tests_executed: 0,
-        passed: 0,
-        failed: 0,
-        skipped: 0,
-        tests: BTreeMap::new(),
-        evidence: Vec::new(),
-        reason: "the caller asked to skip the gate".to_owned(),
-        cached: false,
-        duration_ms: 0,
-        head: None,
-        toolchains: BTreeMap::new(),
-    };
+    let mut record = Record::skipped();
     if options.skip {
         return Ok(record);
     }
@@ -163,27 +149,7 @@ pub async fn run(
     );
     if record.verdict != Verdict::Bootstrapped {
         if let Some(fallback) = &options.fallback {
-            let proposals = fallback.propose(repo, &record).await;
-            options.tell(|| GateEvent::Fallback {
-                stacks: proposals.clone(),
-            });
-            let mut verdict = Verdict::FailedAgentic;
-            for stack in &proposals {
-                let run = run_stack(backend, repo, stack, options, &journal, &record).await?;
-                let green = run.verdict == Verdict::Bootstrapped;
-                record.stacks.push(run);
-                if green {
-                    verdict = Verdict::Bootstrapped;
-                    break;
-                }
-            }
-            conclude(&mut record, false);
-            if verdict == Verdict::FailedAgentic {
-                record.verdict = verdict;
-                if proposals.is_empty() {
-                    record.reason = format!("{}; the fallback proposed no recipe", record.reason);
-                }
-            }
+            fall_back(backend, repo, options, &**fallback, &mut record, &journal).await?;
         }
     }
     if record.verdict != Verdict::Bootstrapped {
@@ -209,6 +175,40 @@ pub async fn run(
         })?;
     }
     Ok(record)
+}
+
+/// Runs the recipes `fallback` proposes after the stacks failed, up to the
+/// first green one; none green is `failed_agentic`.
+async fn fall_back(
+    backend: &dyn Backend,
+    repo: &Path,
+    options: &GateOptions,
+    fallback: &dyn Fallback,
+    record: &mut Record,
+    journal: &Journal,
+) -> Result<(), Error> {
+    let proposals = fallback.propose(repo, record).await;
+    options.tell(|| GateEvent::Fallback {
+        stacks: proposals.clone(),
+    });
+    let mut verdict = Verdict::FailedAgentic;
+    for stack in &proposals {
+        let run = run_stack(backend, repo, stack, options, journal, record).await?;
+        let green = run.verdict == Verdict::Bootstrapped;
+        record.stacks.push(run);
+        if green {
+            verdict = Verdict::Bootstrapped;
+            break;
+        }
+    }
+    conclude(record, false);
+    if verdict == Verdict::FailedAgentic {
+        record.verdict = verdict;
+        if proposals.is_empty() {
+            record.reason = format!("{}; the fallback proposed no recipe", record.reason);
+        }
+    }
+    Ok(())
 }
 
 /// Runs the agentic fallback after the stacks failed; its stack run joins

@@ -92,6 +92,27 @@ pub struct Record {
     pub toolchains: BTreeMap<String, String>,
 }
 
+impl Record {
+    /// The record of a gate that did not run: `skipped`, nothing measured.
+    pub(crate) fn skipped() -> Record {
+        Record {
+            verdict: Verdict::Skipped,
+            stacks: Vec::new(),
+            tests_executed: 0,
+            passed: 0,
+            failed: 0,
+            skipped: 0,
+            tests: BTreeMap::new(),
+            evidence: Vec::new(),
+            reason: "the caller asked to skip the gate".to_owned(),
+            cached: false,
+            duration_ms: 0,
+            head: None,
+            toolchains: BTreeMap::new(),
+        }
+    }
+}
+
 /// What can stop the gate itself (as opposed to a verdict about the
 /// repository).
 #[derive(Debug, thiserror::Error)]

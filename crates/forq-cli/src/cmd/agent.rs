@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use forq_agent::agent::{Agent, AgentEvent, CodingAgent, Outcome, RunReport, Task};
+use forq_agent::agent::{Agent, AgentEvent, CodingAgent, FailedIn, Outcome, RunReport, Task};
 use forq_agent::cost::Budget;
 use forq_agent::issue::Issue;
 use forq_agent::tools::Toolbox;
@@ -309,7 +309,7 @@ fn finish(
                     writeln!(so, "question: {q}")?;
                 }
             }
-            Outcome::Failed { error } => writeln!(so, "failed: {error}")?,
+            Outcome::Failed { error, .. } => writeln!(so, "failed: {error}")?,
         }
         if let Some(path) = &patch {
             writeln!(so, "patch: {} ({changed} lines changed)", path.display())?;
@@ -326,6 +326,12 @@ fn finish(
     Ok(match &report.outcome {
         Outcome::Submitted { .. } => ExitCode::SUCCESS,
         Outcome::NeedsHuman { .. } => Exit::NotAchieved.into(),
-        Outcome::Failed { .. } => Exit::Unclassified.into(),
+        // Where it failed says the class, as for every command.
+        Outcome::Failed { cause, .. } => match cause {
+            FailedIn::Model => Exit::Model,
+            FailedIn::Sandbox | FailedIn::Transcript => Exit::Infrastructure,
+            _ => Exit::Unclassified,
+        }
+        .into(),
     })
 }

@@ -69,69 +69,7 @@ pub(crate) async fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         if let Some(image) = &args.image {
             spec = spec.image(image.clone());
         }
-        let (mut create, mut fork, mut exec, mut diff, mut destroy) =
-            (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        for i in 0..args.iterations {
-            let t = Instant::now();
-            let parent = backend.create(&spec).await?;
-            create.push(ms(t));
-
-            let t = Instant::now();
-            let out = parent.exec(ExecRequest::new(["true"])).await?;
-            exec.push(ms(t));
-            anyhow::ensure!(
-                out.success(),
-                "`true` failed in the {} sandbox: {out:?}",
-                backend.kind()
-            );
-
-            // The parent changed something since its last snapshot, so the
-            // fork pays for freezing a layer: the honest case.
-            parent
-                .write_file(
-                    Path::new("pkg000/mod00000.py"),
-                    format!("# {i}\n").as_bytes(),
-                )
-                .await?;
-            let t = Instant::now();
-            let child = parent.fork().await?;
-            fork.push(ms(t));
-
-            child
-                .write_file(
-                    Path::new("pkg001/mod00100.py"),
-                    b"def f100(x):\n    return x\n",
-                )
-                .await?;
-            let t = Instant::now();
-            let d = child.diff().await?;
-            diff.push(ms(t));
-            anyhow::ensure!(
-                d.files.len() == 2,
-                "the bench diff should show 2 files, got {:?}",
-                d.files
-            );
-
-            let t = Instant::now();
-            child.destroy().await?;
-            destroy.push(ms(t));
-            parent.destroy().await?;
-        }
-        reports.push(Report {
-            backend: backend.kind().to_string(),
-            iterations: args.iterations,
-            files: args.files,
-            create_ms_p50: quantile(&mut create, 0.5),
-            create_ms_p95: quantile(&mut create, 0.95),
-            fork_ms_p50: quantile(&mut fork, 0.5),
-            fork_ms_p95: quantile(&mut fork, 0.95),
-            exec_ms_p50: quantile(&mut exec, 0.5),
-            exec_ms_p95: quantile(&mut exec, 0.95),
-            diff_ms_p50: quantile(&mut diff, 0.5),
-            diff_ms_p95: quantile(&mut diff, 0.95),
-            destroy_ms_p50: quantile(&mut destroy, 0.5),
-            destroy_ms_p95: quantile(&mut destroy, 0.95),
-        });
+        reports.push(measure(&*backend, &spec, &args).await?);
     }
     let mut out = std::io::stdout().lock();
     if args.json {
@@ -175,6 +113,78 @@ pub(crate) async fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         )?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// One backend: `--iterations` rounds of create, exec, fork (after a
+/// write, so the fork freezes a layer), diff and destroy.
+async fn measure(
+    backend: &dyn forq_sandbox::Backend,
+    spec: &SandboxSpec,
+    args: &BenchArgs,
+) -> anyhow::Result<Report> {
+    let (mut create, mut fork, mut exec, mut diff, mut destroy) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for i in 0..args.iterations {
+        let t = Instant::now();
+        let parent = backend.create(spec).await?;
+        create.push(ms(t));
+
+        let t = Instant::now();
+        let out = parent.exec(ExecRequest::new(["true"])).await?;
+        exec.push(ms(t));
+        anyhow::ensure!(
+            out.success(),
+            "`true` failed in the {} sandbox: {out:?}",
+            backend.kind()
+        );
+
+        // The parent changed something since its last snapshot, so the
+        // fork pays for freezing a layer: the honest case.
+        parent
+            .write_file(
+                Path::new("pkg000/mod00000.py"),
+                format!("# {i}\n").as_bytes(),
+            )
+            .await?;
+        let t = Instant::now();
+        let child = parent.fork().await?;
+        fork.push(ms(t));
+
+        child
+            .write_file(
+                Path::new("pkg001/mod00100.py"),
+                b"def f100(x):\n    return x\n",
+            )
+            .await?;
+        let t = Instant::now();
+        let d = child.diff().await?;
+        diff.push(ms(t));
+        anyhow::ensure!(
+            d.files.len() == 2,
+            "the bench diff should show 2 files, got {:?}",
+            d.files
+        );
+
+        let t = Instant::now();
+        child.destroy().await?;
+        destroy.push(ms(t));
+        parent.destroy().await?;
+    }
+    Ok(Report {
+        backend: backend.kind().to_string(),
+        iterations: args.iterations,
+        files: args.files,
+        create_ms_p50: quantile(&mut create, 0.5),
+        create_ms_p95: quantile(&mut create, 0.95),
+        fork_ms_p50: quantile(&mut fork, 0.5),
+        fork_ms_p95: quantile(&mut fork, 0.95),
+        exec_ms_p50: quantile(&mut exec, 0.5),
+        exec_ms_p95: quantile(&mut exec, 0.95),
+        diff_ms_p50: quantile(&mut diff, 0.5),
+        diff_ms_p95: quantile(&mut diff, 0.95),
+        destroy_ms_p50: quantile(&mut destroy, 0.5),
+        destroy_ms_p95: quantile(&mut destroy, 0.95),
+    })
 }
 
 #[cfg(test)]

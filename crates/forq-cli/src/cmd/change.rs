@@ -97,55 +97,17 @@ pub(crate) async fn document(args: DocumentArgs) -> anyhow::Result<ExitCode> {
     }
     let (provider, model) = crate::parts::open_provider(&args.model)
         .context("forq document writes the docs' text with a model")?;
-    let mut originals: std::collections::BTreeMap<String, String> = Default::default();
-    let mut asked = Vec::new();
-    for s in &targets {
-        let text = match originals.get(&s.file) {
-            Some(t) => t.clone(),
-            None => {
-                let t = std::fs::read_to_string(repo.join(&s.file))
-                    .with_context(|| format!("read {}", s.file))?;
-                originals.insert(s.file.clone(), t.clone());
-                t
-            }
-        };
-        let source: Vec<&str> = text
-            .lines()
-            .skip(s.line as usize - 1)
-            .take((s.end_line - s.line + 1) as usize)
-            .collect();
-        asked.push(DocRequest {
-            id: s.id.clone(),
-            language: lang_of(&s.file)?.name().to_owned(),
-            source: source.join("\n"),
-        });
-    }
+    let (originals, asked) = doc_requests(&repo, &targets)?;
     if !args.change.json {
         crate::terminal::note(&format!("asking {model} for {} doc(s)", asked.len()));
     }
     let written = write_docs(&*provider, &model, &asked, &conventions).await?;
-    // Each file's docs written last first (the graph's lines are the
-    // original's), then checked: docs only, or nothing is applied.
+    // Each file's docs written, then checked: docs only, or nothing is
+    // applied.
     let mut changes = Vec::new();
     for (file, original) in &originals {
         let lang = lang_of(file)?;
-        let mut mine: Vec<&Symbol> = targets.iter().filter(|s| &s.file == file).collect();
-        mine.sort_by_key(|s| std::cmp::Reverse(s.line));
-        let mut text = original.clone();
-        for s in mine {
-            let doc = written
-                .docs
-                .iter()
-                .find(|d| d.symbol == s.id)
-                .map(|d| d.doc.as_str())
-                .unwrap_or_default();
-            text = write_doc(lang, &text, s, doc).with_context(|| {
-                format!(
-                    "{}:{} no longer defines {}; run `forq graph index`",
-                    s.file, s.line, s.name
-                )
-            })?;
-        }
+        let text = documented(lang, file, original, &targets, &written)?;
         if let Err(e) = same_code_outside_docs(lang, original, &text) {
             let why = format!("{file}: {e}");
             if args.change.json {
@@ -176,6 +138,66 @@ pub(crate) async fn document(args: DocumentArgs) -> anyhow::Result<ExitCode> {
         prior: 1.0,
     };
     run(&args.change, &repo, "document", change).await
+}
+
+/// Each target's file (read once) and its source, as a request for its doc.
+fn doc_requests(
+    repo: &std::path::Path,
+    targets: &[Symbol],
+) -> anyhow::Result<(std::collections::BTreeMap<String, String>, Vec<DocRequest>)> {
+    let mut originals: std::collections::BTreeMap<String, String> = Default::default();
+    let mut asked = Vec::new();
+    for s in targets {
+        let text = match originals.get(&s.file) {
+            Some(t) => t.clone(),
+            None => {
+                let t = std::fs::read_to_string(repo.join(&s.file))
+                    .with_context(|| format!("read {}", s.file))?;
+                originals.insert(s.file.clone(), t.clone());
+                t
+            }
+        };
+        let source: Vec<&str> = text
+            .lines()
+            .skip(s.line as usize - 1)
+            .take((s.end_line - s.line + 1) as usize)
+            .collect();
+        asked.push(DocRequest {
+            id: s.id.clone(),
+            language: lang_of(&s.file)?.name().to_owned(),
+            source: source.join("\n"),
+        });
+    }
+    Ok((originals, asked))
+}
+
+/// `file`'s text with the docs `written` for its targets, written last
+/// first (the graph's lines are the original's).
+fn documented(
+    lang: Lang,
+    file: &str,
+    original: &str,
+    targets: &[Symbol],
+    written: &forq_agent::docs::Docs,
+) -> anyhow::Result<String> {
+    let mut mine: Vec<&Symbol> = targets.iter().filter(|s| s.file == file).collect();
+    mine.sort_by_key(|s| std::cmp::Reverse(s.line));
+    let mut text = original.to_owned();
+    for s in mine {
+        let doc = written
+            .docs
+            .iter()
+            .find(|d| d.symbol == s.id)
+            .map(|d| d.doc.as_str())
+            .unwrap_or_default();
+        text = write_doc(lang, &text, s, doc).with_context(|| {
+            format!(
+                "{}:{} no longer defines {}; run `forq graph index`",
+                s.file, s.line, s.name
+            )
+        })?;
+    }
+    Ok(text)
 }
 
 fn lang_of(file: &str) -> anyhow::Result<Lang> {

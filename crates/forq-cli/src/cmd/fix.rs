@@ -325,68 +325,79 @@ async fn search(
         }
         crate::terminal::print_json(&value)?;
     } else {
-        if let Some(c) = &contract {
-            note(&format!(
-                "contract: {:?} ({}){}",
-                c.classification.class,
-                c.classification.reason,
-                if c.callers.is_empty() {
-                    String::new()
-                } else {
-                    format!(
-                        "; callers to check: {}",
-                        c.callers
-                            .iter()
-                            .map(|e| format!("{} ({}:{})", e.caller, e.file, e.line))
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    )
-                }
-            ));
-        }
-        let mut so = std::io::stdout().lock();
-        if !report.solved {
-            writeln!(so, "not solved: no green candidate within the budget")?;
-        }
-        if let Some(p) = &report.patch {
-            writeln!(so, "patch: {}", p.display())?;
-        }
-        writeln!(so, "tree: {}", report.tree.display())?;
-        let best = if report.solved {
-            format!(
-                "best {} line{}",
-                report.diff_lines,
-                if report.diff_lines == 1 { "" } else { "s" }
-            )
-        } else {
-            "no fix".to_owned()
-        };
-        if report.plausible.len() > 1 {
-            // Green is plausible, not proven: say what else passed.
-            writeln!(
-                so,
-                "plausible: {} green patches (the tests cannot tell them apart); kept the smallest, {} lines; the others:",
-                report.plausible.len(),
-                report.diff_lines
-            )?;
-            for p in report.plausible.iter().skip(1) {
-                writeln!(
-                    so,
-                    "  node {} ({} lines): {}",
-                    p.node, p.diff_lines, p.hypothesis
-                )?;
-            }
-        }
-        writeln!(
-            so,
-            "1 issue · {} candidate{} · {} green · {best} · {:.1} s",
-            report.nodes,
-            if report.nodes == 1 { "" } else { "s" },
-            report.green,
-            report.elapsed_s
-        )?;
+        print_report(&report, contract.as_ref())?;
     }
     Ok(Exit::achieved(report.solved).into())
+}
+
+/// The fix's result for a person: the contract (with `forq modify`), the
+/// patch and tree's paths, the other plausible patches, and one summary
+/// line.
+fn print_report(
+    report: &forq_search::FixReport,
+    contract: Option<&forq_agent::contract::Ripple>,
+) -> anyhow::Result<()> {
+    if let Some(c) = contract {
+        note(&format!(
+            "contract: {:?} ({}){}",
+            c.classification.class,
+            c.classification.reason,
+            if c.callers.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "; callers to check: {}",
+                    c.callers
+                        .iter()
+                        .map(|e| format!("{} ({}:{})", e.caller, e.file, e.line))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            }
+        ));
+    }
+    let mut so = std::io::stdout().lock();
+    if !report.solved {
+        writeln!(so, "not solved: no green candidate within the budget")?;
+    }
+    if let Some(p) = &report.patch {
+        writeln!(so, "patch: {}", p.display())?;
+    }
+    writeln!(so, "tree: {}", report.tree.display())?;
+    let best = if report.solved {
+        format!(
+            "best {} line{}",
+            report.diff_lines,
+            if report.diff_lines == 1 { "" } else { "s" }
+        )
+    } else {
+        "no fix".to_owned()
+    };
+    if report.plausible.len() > 1 {
+        // Green is plausible, not proven: say what else passed.
+        writeln!(
+            so,
+            "plausible: {} green patches (the tests cannot tell them apart); kept the smallest, {} lines; the others:",
+            report.plausible.len(),
+            report.diff_lines
+        )?;
+        for p in report.plausible.iter().skip(1) {
+            writeln!(
+                so,
+                "  node {} ({} lines): {}",
+                p.node, p.diff_lines, p.hypothesis
+            )?;
+        }
+    }
+    writeln!(
+        so,
+        "1 issue · {} candidate{} · {} green · {best} · {:.1} s",
+        report.nodes,
+        if report.nodes == 1 { "" } else { "s" },
+        report.green,
+        report.elapsed_s
+    )?;
+    Ok(())
 }
 
 pub(crate) async fn modify(mut args: crate::cli::ModifyArgs) -> anyhow::Result<ExitCode> {

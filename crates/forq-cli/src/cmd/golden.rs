@@ -405,24 +405,7 @@ async fn first_result(
 
 /// `forq golden bench`.
 pub(crate) async fn bench(args: GoldenBenchArgs) -> anyhow::Result<ExitCode> {
-    let projects = if args.projects.is_empty() {
-        let root = Path::new("benches/golden");
-        let mut found: Vec<_> = std::fs::read_dir(root)
-            .with_context(|| {
-                format!(
-                    "no projects given and no {} here: run from forq's checkout or name project directories",
-                    root.display()
-                )
-            })?
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| p.is_dir())
-            .collect();
-        found.sort();
-        found
-    } else {
-        args.projects.clone()
-    };
+    let projects = bench_projects(&args)?;
     anyhow::ensure!(args.iterations > 0, "--iterations must be at least 1");
     let backend = crate::parts::open_backend(args.backend.backend).await?;
     let goldens = backend.goldens().with_context(|| {
@@ -433,73 +416,7 @@ pub(crate) async fn bench(args: GoldenBenchArgs) -> anyhow::Result<ExitCode> {
     })?;
     let mut rows = Vec::new();
     for project in &projects {
-        let name = project.file_name().map_or_else(
-            || project.display().to_string(),
-            |n| n.to_string_lossy().into_owned(),
-        );
-        let repo = bench_repo(project).await?;
-        let identity = format!("forq-golden-bench/{name}/{}", std::process::id());
-        let gate = GateOptions::default().image(args.backend.image.clone());
-        let record = forq_bootstrap::run(&*backend, repo.path(), &gate).await?;
-        let Some(stack) = record.green_stack() else {
-            anyhow::bail!(
-                "{}: the tests do not run here ({}: {})",
-                project.display(),
-                record.verdict.name(),
-                record.reason
-            );
-        };
-        if !args.json {
-            crate::terminal::note(&format!("{name}: building its golden ({})", stack.name()));
-        }
-        let mut build = gate.clone();
-        build.golden = Some(GoldenOptions::new(goldens.clone(), identity.clone(), true));
-        let built = forq_bootstrap::provision_warm(&*backend, repo.path(), &stack, &build).await?;
-        built.sandbox.destroy().await?;
-        let golden_name = built.golden.map(|g| g.name).unwrap_or_default();
-        let bytes = goldens.get(&golden_name)?.map_or(0, |g| g.saved.bytes);
-        let mut use_only = gate.clone();
-        use_only.golden = Some(GoldenOptions::new(goldens.clone(), identity, false));
-        let (mut cold, mut warm) = (Vec::new(), Vec::new());
-        for i in 0..args.iterations {
-            // Alternating, so drift on a noisy machine hits both alike.
-            let order = if i % 2 == 0 {
-                [false, true]
-            } else {
-                [true, false]
-            };
-            for from_golden in order {
-                let options = if from_golden { &use_only } else { &gate };
-                let secs =
-                    first_result(&*backend, repo.path(), &stack, options, from_golden).await?;
-                if from_golden {
-                    warm.push(secs);
-                } else {
-                    cold.push(secs);
-                }
-            }
-            if !args.json {
-                crate::terminal::note(&format!(
-                    "{name}: round {} cold {:.2} s, warm {:.2} s",
-                    i + 1,
-                    cold[i],
-                    warm[i]
-                ));
-            }
-        }
-        let (cold_p50, warm_p50) = (median(&mut cold), median(&mut warm));
-        let _ = goldens.remove(&*backend, &golden_name).await;
-        rows.push(json!({
-            "project": name,
-            "stack": stack.name(),
-            "install_steps": stack.install.len(),
-            "backend": backend.kind().name(),
-            "iterations": args.iterations,
-            "cold_p50_s": cold_p50,
-            "warm_p50_s": warm_p50,
-            "ratio": if warm_p50 > 0.0 { cold_p50 / warm_p50 } else { 0.0 },
-            "golden_bytes": bytes,
-        }));
+        rows.push(bench_project(&*backend, &goldens, project, &args).await?);
     }
     if args.json {
         crate::terminal::print_json(&rows)?;
@@ -525,4 +442,102 @@ pub(crate) async fn bench(args: GoldenBenchArgs) -> anyhow::Result<ExitCode> {
         )?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The projects named, or every directory of `benches/golden`.
+fn bench_projects(args: &GoldenBenchArgs) -> anyhow::Result<Vec<std::path::PathBuf>> {
+    if !args.projects.is_empty() {
+        return Ok(args.projects.clone());
+    }
+    let root = Path::new("benches/golden");
+    let mut found: Vec<_> = std::fs::read_dir(root)
+        .with_context(|| {
+            format!(
+                "no projects given and no {} here: run from forq's checkout or name project directories",
+                root.display()
+            )
+        })?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    found.sort();
+    Ok(found)
+}
+
+/// One project: its golden built, then the first test result from a cold
+/// sandbox and from the golden, alternating, `--iterations` times each;
+/// the row.
+async fn bench_project(
+    backend: &dyn Backend,
+    goldens: &Goldens,
+    project: &Path,
+    args: &GoldenBenchArgs,
+) -> anyhow::Result<serde_json::Value> {
+    let name = project.file_name().map_or_else(
+        || project.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    let repo = bench_repo(project).await?;
+    let identity = format!("forq-golden-bench/{name}/{}", std::process::id());
+    let gate = GateOptions::default().image(args.backend.image.clone());
+    let record = forq_bootstrap::run(backend, repo.path(), &gate).await?;
+    let Some(stack) = record.green_stack() else {
+        anyhow::bail!(
+            "{}: the tests do not run here ({}: {})",
+            project.display(),
+            record.verdict.name(),
+            record.reason
+        );
+    };
+    if !args.json {
+        crate::terminal::note(&format!("{name}: building its golden ({})", stack.name()));
+    }
+    let mut build = gate.clone();
+    build.golden = Some(GoldenOptions::new(goldens.clone(), identity.clone(), true));
+    let built = forq_bootstrap::provision_warm(backend, repo.path(), &stack, &build).await?;
+    built.sandbox.destroy().await?;
+    let golden_name = built.golden.map(|g| g.name).unwrap_or_default();
+    let bytes = goldens.get(&golden_name)?.map_or(0, |g| g.saved.bytes);
+    let mut use_only = gate.clone();
+    use_only.golden = Some(GoldenOptions::new(goldens.clone(), identity, false));
+    let (mut cold, mut warm) = (Vec::new(), Vec::new());
+    for i in 0..args.iterations {
+        // Alternating, so drift on a noisy machine hits both alike.
+        let order = if i % 2 == 0 {
+            [false, true]
+        } else {
+            [true, false]
+        };
+        for from_golden in order {
+            let options = if from_golden { &use_only } else { &gate };
+            let secs = first_result(backend, repo.path(), &stack, options, from_golden).await?;
+            if from_golden {
+                warm.push(secs);
+            } else {
+                cold.push(secs);
+            }
+        }
+        if !args.json {
+            crate::terminal::note(&format!(
+                "{name}: round {} cold {:.2} s, warm {:.2} s",
+                i + 1,
+                cold[i],
+                warm[i]
+            ));
+        }
+    }
+    let (cold_p50, warm_p50) = (median(&mut cold), median(&mut warm));
+    let _ = goldens.remove(backend, &golden_name).await;
+    Ok(json!({
+        "project": name,
+        "stack": stack.name(),
+        "install_steps": stack.install.len(),
+        "backend": backend.kind().name(),
+        "iterations": args.iterations,
+        "cold_p50_s": cold_p50,
+        "warm_p50_s": warm_p50,
+        "ratio": if warm_p50 > 0.0 { cold_p50 / warm_p50 } else { 0.0 },
+        "golden_bytes": bytes,
+    }))
 }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use forq_app::github::Github;
 use forq_app::queue::{self, Selection, Source};
-use forq_app::store::{Action, ContextFile, Run};
+use forq_app::store::{Action, ContextFile, NewRun, Run, Store};
 
 use crate::cli::{ActionName, QueueArgs};
 use crate::parts::{contributor_model, golden_policy, pipeline_on};
@@ -22,37 +22,8 @@ pub(crate) async fn queue(args: QueueArgs) -> anyhow::Result<ExitCode> {
         ActionName::Triage => Action::Triage,
         ActionName::Fix => Action::Fix,
     };
-    let mut context = Vec::new();
-    for spec in &args.context {
-        let (src, dest) = match spec.split_once(':') {
-            Some((s, d)) => (s.to_owned(), d.to_owned()),
-            None => {
-                let name = Path::new(spec)
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_default();
-                (spec.clone(), name)
-            }
-        };
-        forq_app::seed::context_path(Path::new("/"), &dest)?;
-        let source = Path::new(&src)
-            .canonicalize()
-            .with_context(|| format!("--context {spec}: {src} does not exist"))?;
-        context.push(ContextFile {
-            source: source.display().to_string(),
-            dest,
-        });
-    }
-    let source = Source::from_request(args.issues.clone(), args.text.clone(), args.repo.clone())
-        .map_err(|e| match e {
-            queue::QueueError::NoIssues { repo: Some(repo) } => crate::failures::input(format!(
-                "{repo} is a directory: name its issues with --issues DIR (Markdown files) or --text TEXT"
-            )),
-            queue::QueueError::NoIssues { repo: None } => crate::failures::input(
-                "name the issues: --issues DIR (Markdown), --repo https://github.com/OWNER/REPO, or --text TEXT --repo DIR".to_owned()
-            ),
-            e => e.into(),
-        })?;
+    let context = context_files(&args.context)?;
+    let source = source_of(&args)?;
     let selection = Selection {
         label: args.label.clone(),
         limit: args.limit,
@@ -72,26 +43,7 @@ pub(crate) async fn queue(args: QueueArgs) -> anyhow::Result<ExitCode> {
     let new = if args.again {
         new
     } else {
-        let (fresh, standing) = queue::split_standing(&store, new)?;
-        for r in &standing {
-            let why = if r.state.is_terminal() {
-                format!(
-                    "{} on {}",
-                    r.state,
-                    r.branch.as_deref().unwrap_or("its branch")
-                )
-            } else {
-                format!(
-                    "{}, unfinished: `forq runs resume {}` continues it",
-                    r.state, r.id
-                )
-            };
-            note(&format!(
-                "forq: #{} skipped: run {} is {why} (--again runs it anew)",
-                r.issue.id, r.id
-            ));
-        }
-        fresh
+        without_standing(&store, new)?
     };
     if new.is_empty() {
         note("forq: every issue selected has a run standing for it");
@@ -135,17 +87,95 @@ pub(crate) async fn queue(args: QueueArgs) -> anyhow::Result<ExitCode> {
     // Goldens this queue built count against the cap: the least recently
     // used beyond it go.
     if let Some(backend) = evict_on {
-        if let Ok(goldens) = backend.goldens() {
-            let cap = crate::parts::cap_bytes(golden_cap)?;
-            let removed = goldens.evict(&*backend, cap).await?;
-            if !removed.is_empty() && !args.json {
-                crate::terminal::note(&format!(
-                    "golden: removed {} least recently used beyond the cap: {}",
-                    removed.len(),
-                    removed.join(", ")
-                ));
-            }
-        }
+        evict_beyond_cap(&*backend, golden_cap, args.json).await?;
     }
     report(&as_ended(&store, ended, &runs)?, args.json).map(Into::into)
+}
+
+/// `--context SRC[:DEST]` as files to put in each workspace: the source
+/// must exist, the destination must stay inside the workspace.
+fn context_files(specs: &[String]) -> anyhow::Result<Vec<ContextFile>> {
+    let mut context = Vec::new();
+    for spec in specs {
+        let (src, dest) = match spec.split_once(':') {
+            Some((s, d)) => (s.to_owned(), d.to_owned()),
+            None => {
+                let name = Path::new(spec)
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                (spec.clone(), name)
+            }
+        };
+        forq_app::seed::context_path(Path::new("/"), &dest)?;
+        let source = Path::new(&src)
+            .canonicalize()
+            .with_context(|| format!("--context {spec}: {src} does not exist"))?;
+        context.push(ContextFile {
+            source: source.display().to_string(),
+            dest,
+        });
+    }
+    Ok(context)
+}
+
+/// Where the issues come from, with what to write when nothing names them.
+fn source_of(args: &QueueArgs) -> anyhow::Result<Source> {
+    Source::from_request(args.issues.clone(), args.text.clone(), args.repo.clone())
+    .map_err(|e| match e {
+        queue::QueueError::NoIssues { repo: Some(repo) } => crate::failures::input(format!(
+            "{repo} is a directory: name its issues with --issues DIR (Markdown files) or --text TEXT"
+        )),
+        queue::QueueError::NoIssues { repo: None } => crate::failures::input(
+            "name the issues: --issues DIR (Markdown), --repo https://github.com/OWNER/REPO, or --text TEXT --repo DIR".to_owned()
+        ),
+        e => e.into(),
+    })
+}
+
+/// The new runs without those whose issue has a run standing (said, with
+/// how to go on).
+fn without_standing(store: &Store, new: Vec<NewRun>) -> anyhow::Result<Vec<NewRun>> {
+    let (fresh, standing) = queue::split_standing(store, new)?;
+    for r in &standing {
+        let why = if r.state.is_terminal() {
+            format!(
+                "{} on {}",
+                r.state,
+                r.branch.as_deref().unwrap_or("its branch")
+            )
+        } else {
+            format!(
+                "{}, unfinished: `forq runs resume {}` continues it",
+                r.state, r.id
+            )
+        };
+        note(&format!(
+            "forq: #{} skipped: run {} is {why} (--again runs it anew)",
+            r.issue.id, r.id
+        ));
+    }
+    Ok(fresh)
+}
+
+/// Evicts the least recently used goldens beyond the cap (said unless
+/// `json`).
+async fn evict_beyond_cap(
+    backend: &dyn forq_sandbox::Backend,
+    golden_cap: Option<f64>,
+    json: bool,
+) -> anyhow::Result<()> {
+    let Ok(goldens) = backend.goldens() else {
+        return Ok(());
+    };
+    let cap = crate::parts::cap_bytes(golden_cap)?;
+    let removed = goldens.evict(backend, cap).await?;
+    if !removed.is_empty() && !json {
+        crate::terminal::note(&format!(
+            "golden: removed {} least recently used beyond the cap: {}",
+            removed.len(),
+            removed.join(", ")
+        ));
+    }
+    Ok(())
 }

@@ -18,20 +18,7 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             args.repo.display()
         )
     })?;
-    let mut limits = Limits::default();
-    limits.memory_bytes = args.memory;
-    limits.pids = args.pids;
-    limits.cpus = args.cpus;
-    let mut spec = SandboxSpec::new(&repo).limits(limits).network(args.network);
-    if let Some(rootfs) = &args.rootfs {
-        spec = spec.rootfs(RootFs::Dir(rootfs.clone()));
-    }
-    if let Some(image) = &args.backend.image {
-        spec = spec.image(image.clone());
-    }
-    if args.network == forq_sandbox::Network::Proxy {
-        spec = spec.egress(forq_sandbox::EgressAllow::from_env());
-    }
+    let spec = spec_of(&args, &repo);
     let terminal = if args.tty {
         Some(Terminal::open()?)
     } else {
@@ -72,23 +59,7 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     }
     let code = match outcome {
         Ok(outcome) => {
-            if outcome.timed_out || outcome.idle_timed_out {
-                tracing::warn!(
-                    "the command was killed after {} ms ({})",
-                    outcome.duration_ms,
-                    if outcome.timed_out {
-                        "timeout"
-                    } else {
-                        "idle timeout"
-                    }
-                );
-            }
-            if outcome.killed_for_memory {
-                tracing::warn!("the command was killed for exceeding its memory cap");
-            }
-            if outcome.killed_for_disk {
-                tracing::warn!("the command was stopped for filling its disk cap");
-            }
+            warn_if_killed(&outcome);
             if args.diff {
                 let diff = sandbox.diff().await?;
                 let _ = std::io::stderr().lock().write_all(diff.patch.as_bytes());
@@ -117,6 +88,46 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::from(
         u8::try_from(code.clamp(0, 255)).unwrap_or(255),
     ))
+}
+
+/// The sandbox the flags describe.
+fn spec_of(args: &RunArgs, repo: &std::path::Path) -> SandboxSpec {
+    let mut limits = Limits::default();
+    limits.memory_bytes = args.memory;
+    limits.pids = args.pids;
+    limits.cpus = args.cpus;
+    let mut spec = SandboxSpec::new(repo).limits(limits).network(args.network);
+    if let Some(rootfs) = &args.rootfs {
+        spec = spec.rootfs(RootFs::Dir(rootfs.clone()));
+    }
+    if let Some(image) = &args.backend.image {
+        spec = spec.image(image.clone());
+    }
+    if args.network == forq_sandbox::Network::Proxy {
+        spec = spec.egress(forq_sandbox::EgressAllow::from_env());
+    }
+    spec
+}
+
+/// Says why the command was stopped, when it was.
+fn warn_if_killed(outcome: &forq_sandbox::ExecOutcome) {
+    if outcome.timed_out || outcome.idle_timed_out {
+        tracing::warn!(
+            "the command was killed after {} ms ({})",
+            outcome.duration_ms,
+            if outcome.timed_out {
+                "timeout"
+            } else {
+                "idle timeout"
+            }
+        );
+    }
+    if outcome.killed_for_memory {
+        tracing::warn!("the command was killed for exceeding its memory cap");
+    }
+    if outcome.killed_for_disk {
+        tracing::warn!("the command was stopped for filling its disk cap");
+    }
 }
 
 pub(crate) async fn gc(args: GcArgs) -> anyhow::Result<ExitCode> {

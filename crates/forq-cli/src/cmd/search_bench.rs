@@ -47,16 +47,7 @@ pub(crate) async fn run(args: SearchBenchArgs) -> anyhow::Result<ExitCode> {
     let scratch = tempfile::Builder::new()
         .prefix("forq-search-bench-")
         .tempdir()?;
-    let mut copies = Vec::new();
-    for e in &examples {
-        let name = e
-            .file_name()
-            .with_context(|| format!("{} is not a directory name", e.display()))?;
-        let to = scratch.path().join(name);
-        forq_search::bench::copy_tree(e, &to)
-            .with_context(|| format!("cannot copy {}", e.display()))?;
-        copies.push(to);
-    }
+    let copies = copies_in(scratch.path(), &examples)?;
     let backend = crate::parts::open_backend(args.backend.backend).await?;
     // One evaluation at a time unless asked: node counts then depend on
     // the order alone.
@@ -112,20 +103,43 @@ pub(crate) async fn run(args: SearchBenchArgs) -> anyhow::Result<ExitCode> {
         }))?;
         return Ok(ExitCode::SUCCESS);
     }
+    print_orders(&summary, throughput.as_ref())
+}
+
+/// Copies of the examples in `scratch` (a search writes into its tree).
+fn copies_in(scratch: &std::path::Path, examples: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
+    let mut copies = Vec::new();
+    for e in examples {
+        let name = e
+            .file_name()
+            .with_context(|| format!("{} is not a directory name", e.display()))?;
+        let to = scratch.join(name);
+        forq_search::bench::copy_tree(e, &to)
+            .with_context(|| format!("cannot copy {}", e.display()))?;
+        copies.push(to);
+    }
+    Ok(copies)
+}
+
+/// The orders' table and the throughput, for a person.
+fn print_orders(
+    summary: &[bench::OrderSummary],
+    throughput: Option<&bench::Throughput>,
+) -> anyhow::Result<ExitCode> {
     let mut out = std::io::stdout().lock();
     writeln!(
         out,
         "{:<14} {:>8} {:>22} {:>14}",
         "order", "solved", "mean nodes (common)", "median wall"
     )?;
-    for s in &summary {
+    for s in summary {
         writeln!(
             out,
             "{:<14} {:>5}/{:<2} {:>22.1} {:>12.2} s",
             s.order, s.solved, s.examples, s.mean_nodes_common, s.median_wall_s
         )?;
     }
-    if let Some(t) = &throughput {
+    if let Some(t) = throughput {
         writeln!(
             out,
             "throughput on {} ({} candidates; root provisioned once in {:.1} s):",

@@ -236,6 +236,47 @@ async fn a_run_over_http_leaves_the_key_in_no_file_forq_wrote() {
     }
 }
 
+/// A run the model refuses (a request it calls invalid, not retried) ends
+/// `failed` in the model, and exits with the model's class (67), not 125.
+#[tokio::test]
+async fn a_run_the_model_refuses_exits_with_the_models_class() {
+    let server = Server::start(vec![Reply::status(
+        400,
+        json!({"error": {"message": "this model does not take tools"}}),
+    )])
+    .await;
+    let repo = calc();
+    let out = forq_env(
+        &[
+            "agent",
+            "run",
+            "--text",
+            "add() subtracts",
+            "--repo",
+            repo.path().to_str().unwrap(),
+            "--model",
+            "gpt-test",
+            "--json",
+        ],
+        &[
+            ("OPENAI_API_KEY", "sk-test"),
+            ("OPENAI_BASE_URL", &format!("{}/v1", server.url)),
+        ],
+    )
+    .await;
+    check_exit(&out, 67);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["outcome"]["outcome"], "failed", "{report}");
+    assert_eq!(report["outcome"]["cause"], "model", "{report}");
+    assert!(
+        report["outcome"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("does not take tools"),
+        "{report}"
+    );
+}
+
 /// A recorded triage reply: act, with `confidence`.
 fn answer(confidence: f64) -> serde_json::Value {
     let verdict = json!({"act": true, "confidence": confidence,

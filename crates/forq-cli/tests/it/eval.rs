@@ -141,57 +141,9 @@ async fn eval_predicts_judges_reports_and_resumes() {
         serde_json::from_str(&std::fs::read_to_string(out_dir.join("report.json")).unwrap())
             .unwrap();
     assert_eq!(on_disk, report);
-    // Predictions as SWE-bench's harness reads them: the resolved ones'
-    // patches apply to their base commit and change only the code.
-    let predictions = lines(&out_dir.join("predictions.jsonl"));
-    assert_eq!(predictions.len(), 5);
-    for p in &predictions {
-        let keys: Vec<&String> = p.as_object().unwrap().keys().collect();
-        assert_eq!(
-            keys,
-            ["instance_id", "model_name_or_path", "model_patch"],
-            "{p}"
-        );
-        assert_eq!(p["model_name_or_path"], "forq-mutate");
-    }
-    let calc = &chosen[0];
-    let calc_id = calc["instance_id"].as_str().unwrap();
+    let calc_id = chosen[0]["instance_id"].as_str().unwrap();
     assert_eq!(result(calc_id)["status"], "resolved", "{report}");
-    let patch = predictions
-        .iter()
-        .find(|p| p["instance_id"] == calc_id)
-        .unwrap()["model_patch"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    assert!(
-        patch.contains("--- a/calc.py") && patch.contains("+    return a + b"),
-        "{patch}"
-    );
-    let check = tmp.path().join("check");
-    let cloned = forq_sandbox::host_command("git")
-        .args([
-            "clone",
-            "-q",
-            repos.join("calc").to_str().unwrap(),
-            check.to_str().unwrap(),
-        ])
-        .status()
-        .await
-        .unwrap();
-    assert!(cloned.success());
-    std::fs::write(tmp.path().join("p.patch"), &patch).unwrap();
-    let applies = forq_sandbox::host_command("git")
-        .args([
-            "apply",
-            "--check",
-            tmp.path().join("p.patch").to_str().unwrap(),
-        ])
-        .current_dir(&check)
-        .status()
-        .await
-        .unwrap();
-    assert!(applies.success(), "{patch}");
+    predictions_apply_to_their_base(&out_dir, &repos.join("calc"), calc_id, tmp.path()).await;
     // A rerun resumes: nothing judged again, the same report.
     let results = lines(&out_dir.join("results.jsonl")).len();
     assert_eq!(results, 5);
@@ -207,47 +159,67 @@ async fn eval_predicts_judges_reports_and_resumes() {
     assert_eq!(report_again["resolved"], 3);
 }
 
+/// Predictions as SWE-bench's harness reads them: three keys each, and
+/// the resolved calc instance's patch changes only the code and applies to
+/// its base commit (a clone of `calc_repo` under `tmp`).
+async fn predictions_apply_to_their_base(
+    out_dir: &std::path::Path,
+    calc_repo: &std::path::Path,
+    calc_id: &str,
+    tmp: &std::path::Path,
+) {
+    let predictions = lines(&out_dir.join("predictions.jsonl"));
+    assert_eq!(predictions.len(), 5);
+    for p in &predictions {
+        let keys: Vec<&String> = p.as_object().unwrap().keys().collect();
+        assert_eq!(
+            keys,
+            ["instance_id", "model_name_or_path", "model_patch"],
+            "{p}"
+        );
+        assert_eq!(p["model_name_or_path"], "forq-mutate");
+    }
+    let patch = predictions
+        .iter()
+        .find(|p| p["instance_id"] == calc_id)
+        .unwrap()["model_patch"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        patch.contains("--- a/calc.py") && patch.contains("+    return a + b"),
+        "{patch}"
+    );
+    let check = tmp.join("check");
+    let cloned = forq_sandbox::host_command("git")
+        .args([
+            "clone",
+            "-q",
+            calc_repo.to_str().unwrap(),
+            check.to_str().unwrap(),
+        ])
+        .status()
+        .await
+        .unwrap();
+    assert!(cloned.success());
+    std::fs::write(tmp.join("p.patch"), &patch).unwrap();
+    let applies = forq_sandbox::host_command("git")
+        .args(["apply", "--check", tmp.join("p.patch").to_str().unwrap()])
+        .current_dir(&check)
+        .status()
+        .await
+        .unwrap();
+    assert!(applies.success(), "{patch}");
+}
+
 #[tokio::test]
 async fn instances_from_history_with_the_tests_hidden_or_shown() {
     if !native_or_skip("instances_from_history_with_the_tests_hidden_or_shown") {
         return;
     }
-    // A history: the bug with no test that catches it, then the fix with
-    // the test that does.
     let tmp = tempfile::tempdir().unwrap();
     let repo = tmp.path().join("calc");
-    std::fs::create_dir_all(repo.join("tests")).unwrap();
-    std::fs::write(
-        repo.join("calc.py"),
-        "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n",
-    )
-    .unwrap();
-    std::fs::write(repo.join("tests/__init__.py"), "").unwrap();
-    let test_mul = "import unittest\n\nfrom calc import add, mul\n\n\nclass CalcTest(unittest.TestCase):\n    def test_mul(self):\n        self.assertEqual(mul(2, 3), 6)\n";
-    std::fs::write(repo.join("tests/test_calc.py"), test_mul).unwrap();
-    git(&repo, &["init", "-q", "-b", "main"]).await;
-    git(&repo, &["add", "-A"]).await;
-    git(&repo, &["commit", "-q", "-m", "calc"]).await;
-    std::fs::write(
-        repo.join("calc.py"),
-        "def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a * b\n",
-    )
-    .unwrap();
-    std::fs::write(
-        repo.join("tests/test_calc.py"),
-        format!("{test_mul}\n    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n"),
-    )
-    .unwrap();
-    git(
-        &repo,
-        &[
-            "commit",
-            "-q",
-            "-am",
-            "add() subtracts\n\nadd(2, 3) gives -1.",
-        ],
-    )
-    .await;
+    buggy_then_fixed_history(&repo).await;
     let made = forq_sandbox::host_command("python3")
         .arg(repo_root().join("scripts/make_instances.py"))
         .args([
@@ -335,4 +307,41 @@ async fn instances_from_history_with_the_tests_hidden_or_shown() {
         !patch.contains("test_add"),
         "the test patch is not the prediction's: {patch}"
     );
+}
+
+/// A history in `repo`: the bug with no test that catches it, then the fix
+/// with the test that does.
+async fn buggy_then_fixed_history(repo: &std::path::Path) {
+    std::fs::create_dir_all(repo.join("tests")).unwrap();
+    std::fs::write(
+        repo.join("calc.py"),
+        "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n",
+    )
+    .unwrap();
+    std::fs::write(repo.join("tests/__init__.py"), "").unwrap();
+    let test_mul = "import unittest\n\nfrom calc import add, mul\n\n\nclass CalcTest(unittest.TestCase):\n    def test_mul(self):\n        self.assertEqual(mul(2, 3), 6)\n";
+    std::fs::write(repo.join("tests/test_calc.py"), test_mul).unwrap();
+    git(repo, &["init", "-q", "-b", "main"]).await;
+    git(repo, &["add", "-A"]).await;
+    git(repo, &["commit", "-q", "-m", "calc"]).await;
+    std::fs::write(
+        repo.join("calc.py"),
+        "def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a * b\n",
+    )
+    .unwrap();
+    std::fs::write(
+        repo.join("tests/test_calc.py"),
+        format!("{test_mul}\n    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n"),
+    )
+    .unwrap();
+    git(
+        repo,
+        &[
+            "commit",
+            "-q",
+            "-am",
+            "add() subtracts\n\nadd(2, 3) gives -1.",
+        ],
+    )
+    .await;
 }

@@ -498,8 +498,20 @@ async fn search_bench_compares_the_repair_spaces_side_by_side() {
             .all(|r| r["example"] != "calc-untestable"),
         "{report}"
     );
-    // Only calc has a FAULT: statement-level localisation suspected its
-    // function first, and in both spaces the one candidate edited it.
+    the_fault_is_localised_only_by_statements(&report);
+    // The looping bug's candidates that still loop were killed as hanging.
+    let hung: u64 = report["spaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["hung"].as_u64().unwrap())
+        .sum();
+    assert!(hung > 0, "{report}");
+}
+
+/// Only calc has a FAULT: statement-level localisation suspected its
+/// function first, and in both spaces the one candidate edited it.
+fn the_fault_is_localised_only_by_statements(report: &serde_json::Value) {
     let run = |brancher: &str| {
         report["runs"]
             .as_array()
@@ -542,14 +554,6 @@ async fn search_bench_compares_the_repair_spaces_side_by_side() {
             .all(|r| r.get("fault_rank").is_none() && r.get("fault_candidates").is_none()),
         "{report}"
     );
-    // The looping bug's candidates that still loop were killed as hanging.
-    let hung: u64 = report["spaces"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["hung"].as_u64().unwrap())
-        .sum();
-    assert!(hung > 0, "{report}");
 }
 
 #[tokio::test]

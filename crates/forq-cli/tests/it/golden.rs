@@ -42,6 +42,19 @@ fn json(out: &Output) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"))
 }
 
+/// No golden yet: status says so, sync refuses and says what to type.
+async fn none_yet(state: &std::path::Path, path: &str, native: &[&str]) {
+    let out = forq_in(state, &[&["golden", "status", path][..], native].concat()).await;
+    check_exit(&out, 1);
+    assert!(stdout(&out).contains("no golden"), "{out:?}");
+    let out = forq_in(state, &[&["golden", "sync", path][..], native].concat()).await;
+    check_exit(&out, 65);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("forq golden build"),
+        "{out:?}"
+    );
+}
+
 #[tokio::test]
 async fn golden_build_status_sync_list_and_rm() {
     if !native_or_skip("golden_build_status_sync_list_and_rm") {
@@ -56,16 +69,7 @@ async fn golden_build_status_sync_list_and_rm() {
     let path = repo.path().to_str().unwrap();
     let native = ["--backend", "native"];
     let state = state.path();
-    // No golden yet: status says so, sync refuses.
-    let out = forq_in(state, &[&["golden", "status", path][..], &native].concat()).await;
-    check_exit(&out, 1);
-    assert!(stdout(&out).contains("no golden"), "{out:?}");
-    let out = forq_in(state, &[&["golden", "sync", path][..], &native].concat()).await;
-    check_exit(&out, 65);
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("forq golden build"),
-        "{out:?}"
-    );
+    none_yet(state, path, &native).await;
     // Built, then current.
     let out = forq_in(
         state,

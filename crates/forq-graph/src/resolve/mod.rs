@@ -160,88 +160,22 @@ pub(crate) fn resolve(
             (r, refs, imports)
         }
     };
-    if dirty.all {
-        conn.execute("DELETE FROM edge", [])?;
-        conn.execute("DELETE FROM node", [])?;
-    } else {
-        // An origin's edges are a range of ids.
-        let mut delete = conn.prepare_cached("DELETE FROM edge WHERE eid >= ?1 AND eid < ?2")?;
-        for origin in refs
-            .iter()
-            .map(|r| r.id)
-            .chain(imports.iter().map(|i| i.id))
-        {
-            delete.execute([
-                crate::store::edge_id(origin, 0),
-                crate::store::edge_id(origin + 1, 0),
-            ])?;
-        }
-    }
-    let mut writer = crate::store::EdgeWriter::new(conn, dirty.all)?;
-    let mut n = 0;
-    // Written batches, kept to be freed with the tables.
-    let mut written = Vec::new();
+    delete_edges(conn, dirty.all, &refs, &imports)?;
+    let mut sink = Sink {
+        writer: crate::store::EdgeWriter::new(conn, dirty.all)?,
+        batches: Vec::new(),
+    };
     if r.preloaded && threads > 1 {
-        // Runs of whole files, taken in turn by the worker threads; this
-        // thread writes each run's edges as soon as those of the runs
-        // before it are written, while the rest still resolve.
-        let runs = file_runs(&refs, &imports, threads * RUNS_PER_THREAD);
-        let next = AtomicUsize::new(0);
         let base = std::mem::take(&mut r.t);
-        let (runs, next, refs, imports) = (&runs, &next, &refs, &imports);
-        r.t = std::thread::scope(|s| -> rusqlite::Result<Arc<Tables>> {
-            let (send, receive) = std::sync::mpsc::channel();
-            // Fills the tables, then starts the resolvers over them.
-            let setup = s.spawn(move || -> rusqlite::Result<Arc<Tables>> {
-                let tables = match syms {
-                    Some(syms) => {
-                        let mut t = Arc::unwrap_or_clone(base);
-                        t.preload_written(syms, refs, imports)?;
-                        Arc::new(t)
-                    }
-                    None => base,
-                };
-                for _ in 0..threads {
-                    let (send, tables) = (send.clone(), tables.clone());
-                    s.spawn(move || {
-                        let mut r = Resolver::with(None, tables, true);
-                        loop {
-                            let k = next.fetch_add(1, Ordering::Relaxed);
-                            let Some((refs_in, imports_in)) = runs.get(k) else {
-                                return;
-                            };
-                            let mut edges = Vec::new();
-                            let resolved = refs[refs_in.clone()]
-                                .iter()
-                                .try_for_each(|row| r.resolve_ref(row, &mut edges))
-                                .and_then(|()| {
-                                    imports[imports_in.clone()]
-                                        .iter()
-                                        .try_for_each(|row| r.resolve_import(row, &mut edges))
-                                })
-                                .map(|()| edges);
-                            let failed = resolved.is_err();
-                            // The receiver is gone when the writer failed.
-                            if send.send((k, resolved)).is_err() || failed {
-                                return;
-                            }
-                        }
-                    });
-                }
-                Ok(tables)
-            });
-            meanwhile(conn)?;
-            let mut waiting = std::collections::BTreeMap::new();
-            for (k, resolved) in receive {
-                waiting.insert(k, resolved?);
-                while let Some(edges) = waiting.remove(&written.len()) {
-                    writer.write(&edges)?;
-                    n += edges.len();
-                    written.push(edges);
-                }
-            }
-            setup.join().expect("the resolution's setup panicked")
-        })?;
+        r.t = resolve_on_threads(
+            conn,
+            base,
+            syms,
+            (&refs, &imports),
+            threads,
+            meanwhile,
+            &mut sink,
+        )?;
     } else {
         if let Some(syms) = syms {
             Arc::make_mut(&mut r.t).preload_written(syms, &refs, &imports)?;
@@ -254,38 +188,161 @@ pub(crate) fn resolve(
         for row in &imports {
             r.resolve_import(row, &mut edges)?;
         }
-        writer.write(&edges)?;
-        n = edges.len();
-        written.push(edges);
+        sink.write(edges)?;
     }
     if !dirty.all {
         crate::store::Store::forget_unused_nodes(conn)?;
     }
+    let n = sink.batches.iter().map(Vec::len).sum();
     let caches = (
         std::mem::take(&mut r.groups),
         std::mem::take(&mut r.by_name_cache),
         std::mem::take(&mut r.targets),
     );
-    let tables = (r.t, caches, refs, imports, written, writer.into_names());
-    // Freeing a full resolution's tables takes a while (millions of
-    // strings): a thread of its own does it while the caller commits and
-    // builds the edges' indexes.
-    if n > 10_000 {
-        FREEING.fetch_add(1, Ordering::SeqCst);
-        let spawned = std::thread::Builder::new()
-            .name("forq-graph-free".into())
-            .spawn(move || {
-                drop(tables);
-                FREEING.fetch_sub(1, Ordering::SeqCst);
-            });
-        if spawned.is_err() {
-            // No thread to be had: the tables went with the closure.
-            FREEING.fetch_sub(1, Ordering::SeqCst);
-        }
-    } else {
-        drop(tables);
-    }
+    free_soon(
+        (
+            r.t,
+            caches,
+            refs,
+            imports,
+            sink.batches,
+            sink.writer.into_names(),
+        ),
+        n,
+    );
     Ok(n)
+}
+
+/// Deletes the edges about to be resolved again: all of them, or the
+/// ranges of ids of the references' and imports' origins.
+fn delete_edges(
+    conn: &Connection,
+    all: bool,
+    refs: &[RefRow],
+    imports: &[ImportRow],
+) -> rusqlite::Result<()> {
+    if all {
+        conn.execute("DELETE FROM edge", [])?;
+        conn.execute("DELETE FROM node", [])?;
+        return Ok(());
+    }
+    let mut delete = conn.prepare_cached("DELETE FROM edge WHERE eid >= ?1 AND eid < ?2")?;
+    for origin in refs
+        .iter()
+        .map(|r| r.id)
+        .chain(imports.iter().map(|i| i.id))
+    {
+        delete.execute([
+            crate::store::edge_id(origin, 0),
+            crate::store::edge_id(origin + 1, 0),
+        ])?;
+    }
+    Ok(())
+}
+
+/// Where resolved edges go: written in order, each batch kept to be freed
+/// with the tables.
+struct Sink<'c> {
+    writer: crate::store::EdgeWriter<'c>,
+    batches: Vec<Vec<EdgeRow>>,
+}
+
+impl Sink<'_> {
+    fn write(&mut self, edges: Vec<EdgeRow>) -> rusqlite::Result<()> {
+        self.writer.write(&edges)?;
+        self.batches.push(edges);
+        Ok(())
+    }
+}
+
+/// A full resolution over preloaded tables, on `threads` workers: runs of
+/// whole files taken in turn, each run's edges written by this thread as
+/// soon as those of the runs before it are, while the rest still resolve.
+/// The tables are filled (from a cold load's `syms`) on a worker while
+/// this thread runs `meanwhile`. The tables, once the workers are done.
+fn resolve_on_threads(
+    conn: &Connection,
+    base: Arc<Tables>,
+    syms: Option<Vec<Sym>>,
+    (refs, imports): (&[RefRow], &[ImportRow]),
+    threads: usize,
+    meanwhile: impl FnOnce(&Connection) -> rusqlite::Result<()>,
+    sink: &mut Sink<'_>,
+) -> rusqlite::Result<Arc<Tables>> {
+    let runs = file_runs(refs, imports, threads * RUNS_PER_THREAD);
+    let next = AtomicUsize::new(0);
+    let (runs, next) = (&runs, &next);
+    std::thread::scope(|s| -> rusqlite::Result<Arc<Tables>> {
+        let (send, receive) = std::sync::mpsc::channel();
+        // Fills the tables, then starts the resolvers over them.
+        let setup = s.spawn(move || -> rusqlite::Result<Arc<Tables>> {
+            let tables = match syms {
+                Some(syms) => {
+                    let mut t = Arc::unwrap_or_clone(base);
+                    t.preload_written(syms, refs, imports)?;
+                    Arc::new(t)
+                }
+                None => base,
+            };
+            for _ in 0..threads {
+                let (send, tables) = (send.clone(), tables.clone());
+                s.spawn(move || {
+                    let mut r = Resolver::with(None, tables, true);
+                    loop {
+                        let k = next.fetch_add(1, Ordering::Relaxed);
+                        let Some((refs_in, imports_in)) = runs.get(k) else {
+                            return;
+                        };
+                        let mut edges = Vec::new();
+                        let resolved = refs[refs_in.clone()]
+                            .iter()
+                            .try_for_each(|row| r.resolve_ref(row, &mut edges))
+                            .and_then(|()| {
+                                imports[imports_in.clone()]
+                                    .iter()
+                                    .try_for_each(|row| r.resolve_import(row, &mut edges))
+                            })
+                            .map(|()| edges);
+                        let failed = resolved.is_err();
+                        // The receiver is gone when the writer failed.
+                        if send.send((k, resolved)).is_err() || failed {
+                            return;
+                        }
+                    }
+                });
+            }
+            Ok(tables)
+        });
+        meanwhile(conn)?;
+        let mut waiting = std::collections::BTreeMap::new();
+        for (k, resolved) in receive {
+            waiting.insert(k, resolved?);
+            while let Some(edges) = waiting.remove(&sink.batches.len()) {
+                sink.write(edges)?;
+            }
+        }
+        setup.join().expect("the resolution's setup panicked")
+    })
+}
+
+/// Drops `tables`: freeing a full resolution's (millions of strings, `n`
+/// edges) takes a while, so a thread of its own does it while the caller
+/// commits and builds the edges' indexes.
+fn free_soon<T: Send + 'static>(tables: T, n: usize) {
+    if n <= 10_000 {
+        return;
+    }
+    FREEING.fetch_add(1, Ordering::SeqCst);
+    let spawned = std::thread::Builder::new()
+        .name("forq-graph-free".into())
+        .spawn(move || {
+            drop(tables);
+            FREEING.fetch_sub(1, Ordering::SeqCst);
+        });
+    if spawned.is_err() {
+        // No thread to be had: the tables went with the closure.
+        FREEING.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 /// Runs of whole files per resolver thread on a full resolution: enough

@@ -324,11 +324,13 @@ impl Anthropic {
         emit: &(dyn Fn(Delta) + Send + Sync),
     ) -> Result<(Vec<Part>, Usage, StopReason, String), Error> {
         let mut events = EventStream::new(resp);
-        let mut blocks: BTreeMap<usize, Pending> = BTreeMap::new();
-        let mut usage = Usage::default();
-        let mut stop = None;
-        let mut model = req.model.clone();
-        let mut tool_index = 0;
+        let mut reply = Streamed {
+            blocks: BTreeMap::new(),
+            usage: Usage::default(),
+            stop: None,
+            model: req.model.clone(),
+            tool_index: 0,
+        };
         while let Some(event) = events
             .next()
             .await
@@ -341,91 +343,137 @@ impl Anthropic {
                 self.http
                     .protocol(format!("an event is not a Messages stream event ({e})"))
             })?;
-            match parsed {
-                StreamEvent::MessageStart { message } => {
-                    if let Some(m) = message.model {
-                        model = m;
-                    }
-                    usage.input_tokens = message.usage.input_tokens;
-                    usage.output_tokens = message.usage.output_tokens;
-                }
-                StreamEvent::ContentBlockStart {
-                    index,
-                    content_block,
-                } => match content_block {
-                    Block::ToolUse { id, name, .. } => {
-                        emit(Delta::ToolCall {
-                            index: tool_index,
-                            id: id.clone(),
-                            name: name.clone(),
-                        });
-                        tool_index += 1;
-                        blocks.insert(
-                            index,
-                            Pending::Tool {
-                                id,
-                                name,
-                                json: String::new(),
-                            },
-                        );
-                    }
-                    Block::Text { text } => {
-                        blocks.insert(index, Pending::Text(text));
-                    }
-                    Block::Other => {}
-                },
-                StreamEvent::ContentBlockDelta { index, delta } => {
-                    match (blocks.get_mut(&index), delta) {
-                        (Some(Pending::Text(t)), BlockDelta::TextDelta { text }) => {
-                            t.push_str(&text);
-                            emit(Delta::Text(text));
-                        }
-                        (
-                            Some(Pending::Tool { json, .. }),
-                            BlockDelta::InputJsonDelta { partial_json },
-                        ) => {
-                            json.push_str(&partial_json);
-                            let position = blocks
-                                .range(..index)
-                                .filter(|(_, b)| matches!(b, Pending::Tool { .. }))
-                                .count();
-                            emit(Delta::ToolArguments {
-                                index: position,
-                                fragment: partial_json,
-                            });
-                        }
-                        _ => {}
-                    }
-                }
-                StreamEvent::MessageDelta { delta, usage: u } => {
-                    if let Some(r) = delta.stop_reason {
-                        stop = Some(r);
-                    }
-                    if let Some(u) = u {
-                        if let Some(n) = u.output_tokens {
-                            usage.output_tokens = n;
-                        }
-                        if let Some(n) = u.input_tokens {
-                            usage.input_tokens = usage.input_tokens.max(n);
-                        }
-                    }
-                }
-                StreamEvent::MessageStop => break,
-                StreamEvent::Error { error } => {
-                    let message = error
-                        .message
-                        .unwrap_or_else(|| "an error event without a message".to_owned());
+            match reply.take(parsed, emit) {
+                Ok(true) => {}
+                Ok(false) => break,
+                Err(message) => {
                     return Err(Error::Unavailable {
                         provider: "anthropic".to_owned(),
                         status: 200,
                         attempts: 1,
                         message: self.key.redact(&message),
-                    });
+                    })
                 }
-                StreamEvent::Other => {}
             }
         }
-        let parts = blocks
+        Ok(reply.finish())
+    }
+}
+
+/// A streamed reply so far.
+struct Streamed {
+    /// Its content blocks, by index.
+    blocks: BTreeMap<usize, Pending>,
+    usage: Usage,
+    stop: Option<String>,
+    model: String,
+    /// Tool calls started, for the deltas' numbering.
+    tool_index: usize,
+}
+
+impl Streamed {
+    /// Takes one event in: whether to read on (`false` at the message's
+    /// stop); `Err` with the message of an error event.
+    fn take(
+        &mut self,
+        event: StreamEvent,
+        emit: &(dyn Fn(Delta) + Send + Sync),
+    ) -> Result<bool, String> {
+        match event {
+            StreamEvent::MessageStart { message } => {
+                if let Some(m) = message.model {
+                    self.model = m;
+                }
+                self.usage.input_tokens = message.usage.input_tokens;
+                self.usage.output_tokens = message.usage.output_tokens;
+            }
+            StreamEvent::ContentBlockStart {
+                index,
+                content_block,
+            } => self.start_block(index, content_block, emit),
+            StreamEvent::ContentBlockDelta { index, delta } => {
+                self.extend_block(index, delta, emit)
+            }
+            StreamEvent::MessageDelta { delta, usage: u } => {
+                if let Some(r) = delta.stop_reason {
+                    self.stop = Some(r);
+                }
+                if let Some(u) = u {
+                    if let Some(n) = u.output_tokens {
+                        self.usage.output_tokens = n;
+                    }
+                    if let Some(n) = u.input_tokens {
+                        self.usage.input_tokens = self.usage.input_tokens.max(n);
+                    }
+                }
+            }
+            StreamEvent::MessageStop => return Ok(false),
+            StreamEvent::Error { error } => {
+                return Err(error
+                    .message
+                    .unwrap_or_else(|| "an error event without a message".to_owned()))
+            }
+            StreamEvent::Other => {}
+        }
+        Ok(true)
+    }
+
+    fn start_block(&mut self, index: usize, block: Block, emit: &(dyn Fn(Delta) + Send + Sync)) {
+        match block {
+            Block::ToolUse { id, name, .. } => {
+                emit(Delta::ToolCall {
+                    index: self.tool_index,
+                    id: id.clone(),
+                    name: name.clone(),
+                });
+                self.tool_index += 1;
+                self.blocks.insert(
+                    index,
+                    Pending::Tool {
+                        id,
+                        name,
+                        json: String::new(),
+                    },
+                );
+            }
+            Block::Text { text } => {
+                self.blocks.insert(index, Pending::Text(text));
+            }
+            Block::Other => {}
+        }
+    }
+
+    fn extend_block(
+        &mut self,
+        index: usize,
+        delta: BlockDelta,
+        emit: &(dyn Fn(Delta) + Send + Sync),
+    ) {
+        match (self.blocks.get_mut(&index), delta) {
+            (Some(Pending::Text(t)), BlockDelta::TextDelta { text }) => {
+                t.push_str(&text);
+                emit(Delta::Text(text));
+            }
+            (Some(Pending::Tool { json, .. }), BlockDelta::InputJsonDelta { partial_json }) => {
+                json.push_str(&partial_json);
+                let position = self
+                    .blocks
+                    .range(..index)
+                    .filter(|(_, b)| matches!(b, Pending::Tool { .. }))
+                    .count();
+                emit(Delta::ToolArguments {
+                    index: position,
+                    fragment: partial_json,
+                });
+            }
+            _ => {}
+        }
+    }
+
+    /// The reply's parts (empty text left out), usage, stop and model.
+    fn finish(self) -> (Vec<Part>, Usage, StopReason, String) {
+        let parts = self
+            .blocks
             .into_values()
             .filter_map(|b| match b {
                 Pending::Text(text) if text.is_empty() => None,
@@ -441,7 +489,12 @@ impl Anthropic {
                 }
             })
             .collect();
-        Ok((parts, usage, stop_reason(stop.as_deref()), model))
+        (
+            parts,
+            self.usage,
+            stop_reason(self.stop.as_deref()),
+            self.model,
+        )
     }
 }
 

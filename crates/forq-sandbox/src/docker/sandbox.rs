@@ -263,46 +263,8 @@ impl DockerSandbox {
                 let _ = input.shutdown().await;
             });
         }
-        let (mut out, mut err) = (Capture::new(req.output_cap), Capture::new(req.output_cap));
-        let deadlines = Deadlines::new(req, started);
-        let mut last_output = started;
-        let (mut timed_out, mut idle_timed_out) = (false, false);
-        loop {
-            tokio::select! {
-                item = output.next() => match item {
-                    Some(Ok(log)) => {
-                        let (kind, bytes) = match log {
-                            bollard::container::LogOutput::StdOut { message } => (StreamKind::Stdout, message),
-                            bollard::container::LogOutput::StdErr { message } => (StreamKind::Stderr, message),
-                            _ => continue,
-                        };
-                        last_output = Instant::now();
-                        match kind {
-                            StreamKind::Stdout => out.push(&bytes),
-                            StreamKind::Stderr => err.push(&bytes),
-                        }
-                        if let Some(tx) = &req.stream {
-                            let _ = tx.send(OutputChunk { stream: kind, bytes: bytes.to_vec() });
-                        }
-                    }
-                    Some(Err(e)) => {
-                        return Err(Error::Docker {
-                            op: "read exec output",
-                            source: Box::new(e),
-                        })
-                    }
-                    None => break,
-                },
-                expired = deadlines.wait(last_output) => {
-                    match expired {
-                        Some(Expired::Timeout) => timed_out = true,
-                        Some(Expired::Idle) => idle_timed_out = true,
-                        None => continue,
-                    }
-                    break;
-                }
-            }
-        }
+        let collected = collect(&mut output, req, started).await?;
+        let (out, err, timed_out, idle_timed_out) = collected;
         let code = if timed_out || idle_timed_out {
             // The exec API cannot kill what it started: restarting the
             // container kills every process in it and keeps its files.
@@ -866,4 +828,64 @@ impl Drop for DockerSandbox {
             });
         }
     }
+}
+
+/// An exec's output as the engine streams it.
+type LogStream = std::pin::Pin<
+    Box<
+        dyn futures_util::Stream<
+                Item = std::result::Result<bollard::container::LogOutput, bollard::errors::Error>,
+            > + Send,
+    >,
+>;
+
+/// Reads an exec's output until it ends or a deadline passes (the whole
+/// run's, or the silence's): stdout, stderr (each capped, each chunk
+/// streamed to the request's channel), and which deadline passed.
+async fn collect(
+    output: &mut LogStream,
+    req: &ExecRequest,
+    started: Instant,
+) -> Result<(Capture, Capture, bool, bool)> {
+    let (mut out, mut err) = (Capture::new(req.output_cap), Capture::new(req.output_cap));
+    let deadlines = Deadlines::new(req, started);
+    let mut last_output = started;
+    let (mut timed_out, mut idle_timed_out) = (false, false);
+    loop {
+        tokio::select! {
+            item = output.next() => match item {
+                Some(Ok(log)) => {
+                    let (kind, bytes) = match log {
+                        bollard::container::LogOutput::StdOut { message } => (StreamKind::Stdout, message),
+                        bollard::container::LogOutput::StdErr { message } => (StreamKind::Stderr, message),
+                        _ => continue,
+                    };
+                    last_output = Instant::now();
+                    match kind {
+                        StreamKind::Stdout => out.push(&bytes),
+                        StreamKind::Stderr => err.push(&bytes),
+                    }
+                    if let Some(tx) = &req.stream {
+                        let _ = tx.send(OutputChunk { stream: kind, bytes: bytes.to_vec() });
+                    }
+                }
+                Some(Err(e)) => {
+                    return Err(Error::Docker {
+                        op: "read exec output",
+                        source: Box::new(e),
+                    })
+                }
+                None => break,
+            },
+            expired = deadlines.wait(last_output) => {
+                match expired {
+                    Some(Expired::Timeout) => timed_out = true,
+                    Some(Expired::Idle) => idle_timed_out = true,
+                    None => continue,
+                }
+                break;
+            }
+        }
+    }
+    Ok((out, err, timed_out, idle_timed_out))
 }

@@ -12,6 +12,43 @@ pub(super) fn default_toolchains(home: &Path) -> Vec<Toolchain> {
         .collect()
 }
 
+/// How sandboxes get their privilege: a user namespace of forq's own (a
+/// holder process), or, as root, a range of host ids through idmapped
+/// mounts.
+fn privilege(
+    user_namespace: bool,
+    state: &Path,
+    id_base: Option<u32>,
+) -> Result<(Option<holder::Holder>, Option<ids::Ids>)> {
+    let unavailable = |reason: String| Error::Unavailable {
+        backend: "native",
+        reason,
+    };
+    if user_namespace {
+        let holder = holder::Holder::start().map_err(|e| {
+            unavailable(format!(
+                "without root it works in a user namespace, and the kernel refused one: {e}; \
+                 run as root or use --backend docker"
+            ))
+        })?;
+        return Ok((Some(holder), None));
+    }
+    if sys::euid() != 0 {
+        return Err(unavailable(
+            "mounting overlays on the host needs root; leave user_namespace unset or true"
+                .to_owned(),
+        ));
+    }
+    let base = id_base.unwrap_or(DEFAULT_ID_BASE);
+    let ids = ids::Ids::new(state, base).map_err(|e| {
+        unavailable(format!(
+            "as root it maps the sandbox's root onto host ids {base}.. through a user \
+             namespace and idmapped mounts (Linux 5.19 or later), and that failed: {e}"
+        ))
+    })?;
+    Ok((None, Some(ids)))
+}
+
 impl NativeBackend {
     /// Checks that this machine can run native sandboxes, and prepares the
     /// state directory.
@@ -46,33 +83,7 @@ impl NativeBackend {
             }
         }
         state::ensure_dir(&home_skel)?;
-        let holder = if user_namespace {
-            let holder = holder::Holder::start().map_err(|e| {
-                unavailable(format!(
-                    "without root it works in a user namespace, and the kernel refused one: {e}; \
-                     run as root or use --backend docker"
-                ))
-            })?;
-            Some(holder)
-        } else if sys::euid() != 0 {
-            return Err(unavailable(
-                "mounting overlays on the host needs root; leave user_namespace unset or true"
-                    .to_owned(),
-            ));
-        } else {
-            None
-        };
-        let mut ids = if holder.is_none() {
-            let base = options.id_base.unwrap_or(DEFAULT_ID_BASE);
-            Some(ids::Ids::new(&state, base).map_err(|e| {
-                unavailable(format!(
-                    "as root it maps the sandbox's root onto host ids {base}.. through a user \
-                     namespace and idmapped mounts (Linux 5.19 or later), and that failed: {e}"
-                ))
-            })?)
-        } else {
-            None
-        };
+        let (holder, mut ids) = privilege(user_namespace, &state, options.id_base)?;
         let mut toolchain_lowers = Vec::new();
         let mut toolchain_secrets = Vec::new();
         for t in toolchains.iter().filter(|t| t.writable) {

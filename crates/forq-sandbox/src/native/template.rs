@@ -134,52 +134,7 @@ impl Template {
             }
         };
         self.system_steps(&mut steps, &r)?;
-        steps.push(Step::Mkdir(cstr(&r(Path::new("/dev")))));
-        steps.push(Step::fs(
-            "tmpfs",
-            &r(Path::new("/dev")),
-            libc::MS_NOSUID | libc::MS_NOEXEC,
-            "mode=0755,size=64k",
-        ));
-        // No tty: the caller's terminal never reaches a sandbox.
-        for dev in ["null", "zero", "full", "random", "urandom"] {
-            let inside = Path::new("/dev").join(dev);
-            steps.push(Step::Touch(cstr(&r(&inside))));
-            steps.extend(Step::bind_device(
-                &inside.display().to_string(),
-                &r(&inside),
-            ));
-        }
-        for (link, target) in [
-            ("fd", "/proc/self/fd"),
-            ("stdin", "/proc/self/fd/0"),
-            ("stdout", "/proc/self/fd/1"),
-            ("stderr", "/proc/self/fd/2"),
-        ] {
-            steps.push(Step::Symlink {
-                target: cstr(target),
-                link: cstr(&r(&Path::new("/dev").join(link))),
-            });
-        }
-        // A pseudo-terminal instance of its own, for tools that need one.
-        steps.push(Step::Mkdir(cstr(&r(Path::new("/dev/pts")))));
-        steps.push(Step::fs(
-            "devpts",
-            &r(Path::new("/dev/pts")),
-            libc::MS_NOSUID | libc::MS_NOEXEC,
-            "newinstance,ptmxmode=0666,mode=0620",
-        ));
-        steps.push(Step::Symlink {
-            target: cstr("pts/ptmx"),
-            link: cstr(&r(Path::new("/dev/ptmx"))),
-        });
-        steps.push(Step::Mkdir(cstr(&r(Path::new("/dev/shm")))));
-        steps.push(Step::fs(
-            "tmpfs",
-            &r(Path::new("/dev/shm")),
-            libc::MS_NOSUID | libc::MS_NODEV,
-            "mode=1777",
-        ));
+        dev_steps(&mut steps, &r);
         steps.push(Step::Mkdir(cstr(&r(Path::new("/proc")))));
         if self.shared.ids.is_some() {
             // Init, in the sandbox's user namespace, may mount a proc only
@@ -448,4 +403,55 @@ pub(super) fn start_proxy(
     }
     .and_then(|(netns, listener)| crate::egress::Served::start(netns, listener, allow));
     made.map_err(|e| Error::io("make the egress proxy's network", "netns", e))
+}
+
+/// `/dev`: a tmpfs with the harmless devices bound from the host (no tty:
+/// the caller's terminal never reaches a sandbox), the standard streams'
+/// links, a pseudo-terminal instance of its own and a shared-memory tmpfs.
+fn dev_steps(steps: &mut Vec<Step>, r: &dyn Fn(&Path) -> String) {
+    steps.push(Step::Mkdir(cstr(&r(Path::new("/dev")))));
+    steps.push(Step::fs(
+        "tmpfs",
+        &r(Path::new("/dev")),
+        libc::MS_NOSUID | libc::MS_NOEXEC,
+        "mode=0755,size=64k",
+    ));
+    for dev in ["null", "zero", "full", "random", "urandom"] {
+        let inside = Path::new("/dev").join(dev);
+        steps.push(Step::Touch(cstr(&r(&inside))));
+        steps.extend(Step::bind_device(
+            &inside.display().to_string(),
+            &r(&inside),
+        ));
+    }
+    for (link, target) in [
+        ("fd", "/proc/self/fd"),
+        ("stdin", "/proc/self/fd/0"),
+        ("stdout", "/proc/self/fd/1"),
+        ("stderr", "/proc/self/fd/2"),
+    ] {
+        steps.push(Step::Symlink {
+            target: cstr(target),
+            link: cstr(&r(&Path::new("/dev").join(link))),
+        });
+    }
+    // A pseudo-terminal instance of its own, for tools that need one.
+    steps.push(Step::Mkdir(cstr(&r(Path::new("/dev/pts")))));
+    steps.push(Step::fs(
+        "devpts",
+        &r(Path::new("/dev/pts")),
+        libc::MS_NOSUID | libc::MS_NOEXEC,
+        "newinstance,ptmxmode=0666,mode=0620",
+    ));
+    steps.push(Step::Symlink {
+        target: cstr("pts/ptmx"),
+        link: cstr(&r(Path::new("/dev/ptmx"))),
+    });
+    steps.push(Step::Mkdir(cstr(&r(Path::new("/dev/shm")))));
+    steps.push(Step::fs(
+        "tmpfs",
+        &r(Path::new("/dev/shm")),
+        libc::MS_NOSUID | libc::MS_NODEV,
+        "mode=1777",
+    ));
 }

@@ -317,7 +317,7 @@ impl Brancher for Agentic {
             let summary = match &report.outcome {
                 Outcome::Submitted { summary, .. } => summary.clone(),
                 Outcome::NeedsHuman { reason, .. } => format!("(unfinished: {reason})"),
-                Outcome::Failed { error } => {
+                Outcome::Failed { error, .. } => {
                     let _ = fork.destroy().await;
                     return Err(fail(error.clone()));
                 }
@@ -384,7 +384,7 @@ impl crate::fix::Reproducer for AgentReproducer {
         match report.outcome {
             Outcome::Submitted { summary, .. } => Ok(summary),
             Outcome::NeedsHuman { reason, .. } => Err(format!("the agent stopped: {reason}")),
-            Outcome::Failed { error } => Err(error),
+            Outcome::Failed { error, .. } => Err(error),
         }
     }
 }

@@ -218,6 +218,37 @@ async fn the_dashboard_burns_down_a_queue_and_draws_the_search_live_in_chromium(
     let (addr, task) = super::spawn(control, options).await;
     let url = format!("http://{addr}");
 
+    burn_down_issue_one(&browser, &url).await;
+    let run_id = watch_a_run_from_before_it_starts(
+        &browser,
+        &url,
+        &store,
+        &dir.path().join("issues"),
+        &repo_name,
+    )
+    .await;
+    check_the_log_and_the_tree(&browser, &store, &run_id).await;
+    check_the_patch_and_a_green_node(&browser).await;
+    // The fix, running: Preview starts forq.yml's app in a sandbox of its
+    // own, and its link opens it through the server.
+    browser.click("#preview").await;
+    let link = browser
+        .until(
+            "the preview's link",
+            "const a = document.getElementById('preview-link'); return a && a.href",
+            120,
+        )
+        .await;
+    browser.goto(link.as_str().unwrap()).await;
+    let shown = browser.js("return document.body.innerText").await;
+    assert!(shown.as_str().unwrap().contains("2 + 3 = 5"), "{shown}");
+    task.abort();
+}
+
+/// The repositories page shows the source's repository with its two
+/// issues; its queue burns issue 1 down, its row followed to the end
+/// without the page reloading.
+async fn burn_down_issue_one(browser: &Browser, url: &str) {
     // Repositories: the source's repository, with its two issues.
     browser.goto(&format!("{url}/#/")).await;
     let issues_shown = browser
@@ -283,14 +314,25 @@ async fn the_dashboard_burns_down_a_queue_and_draws_the_search_live_in_chromium(
         "the row shows the patch's size: {patched}"
     );
     browser.screenshot("queue").await;
+}
 
+/// A run watched from before it starts: issue 2 queued (as the server
+/// would), its page opened, then resumed from that page; its stream is
+/// cut at its first search node, and reconnects. The run's id.
+async fn watch_a_run_from_before_it_starts(
+    browser: &Browser,
+    url: &str,
+    store: &forq_app::store::Store,
+    issues: &std::path::Path,
+    repo_name: &str,
+) -> String {
     // A run watched from before it starts: issue 2 queued (as the server
     // would), its page opened, then resumed from that page. Its stream is
     // cut at its first search node, and reconnects.
     let new = forq_app::queue::select(
         &Source::Local {
-            dir: dir.path().join("issues"),
-            repo: Some(repo_name.clone()),
+            dir: issues.to_path_buf(),
+            repo: Some(repo_name.to_owned()),
         },
         &forq_app::queue::Selection {
             label: None,
@@ -303,7 +345,7 @@ async fn the_dashboard_burns_down_a_queue_and_draws_the_search_live_in_chromium(
     .await
     .unwrap();
     let new: Vec<_> = new.into_iter().filter(|n| n.issue.id == "2").collect();
-    let run = forq_app::queue::enqueue(&store, &new).unwrap().remove(0);
+    let run = forq_app::queue::enqueue(store, &new).unwrap().remove(0);
     browser.goto(&format!("{url}/#/run/{}", run.id)).await;
     browser
         .until(
@@ -337,15 +379,24 @@ async fn the_dashboard_burns_down_a_queue_and_draws_the_search_live_in_chromium(
         .await;
     let ended = store.get(&run.id).unwrap();
     assert_eq!(ended.state.name(), "patch_ready", "{}", ended.reason);
+    run.id
+}
+
+/// The page's log against the store, and the tree drawn live.
+async fn check_the_log_and_the_tree(
+    browser: &Browser,
+    store: &forq_app::store::Store,
+    run_id: &str,
+) {
     // Reconnected mid-run, and missed nothing: the log holds every event
     // of the run exactly once, in order.
     let connects = browser
-        .js(&format!("return window.forq.connects['run:{}']", run.id))
+        .js(&format!("return window.forq.connects['run:{run_id}']"))
         .await;
     assert!(connects.as_u64().unwrap() >= 2, "connects: {connects}");
     assert!(browser.js("return window.__dropped").await.is_number());
     let stored: Vec<u64> = store
-        .events(&run.id, 0)
+        .events(run_id, 0)
         .unwrap()
         .iter()
         .map(|e| e.id)
@@ -386,7 +437,7 @@ async fn the_dashboard_burns_down_a_queue_and_draws_the_search_live_in_chromium(
         "nodes drawn during the search: {handled}"
     );
     let node_ids: std::collections::BTreeSet<u64> = store
-        .events(&run.id, 0)
+        .events(run_id, 0)
         .unwrap()
         .iter()
         .filter(|e| e.kind == "node")
@@ -410,6 +461,11 @@ async fn the_dashboard_burns_down_a_queue_and_draws_the_search_live_in_chromium(
             && counter.contains("green · best "),
         "{counter}"
     );
+}
+
+/// The patch as a readable diff, the run's header, a green node's detail,
+/// the dark theme.
+async fn check_the_patch_and_a_green_node(browser: &Browser) {
     // The patch, as a readable diff.
     let added = browser
         .until(
@@ -460,18 +516,4 @@ async fn the_dashboard_burns_down_a_queue_and_draws_the_search_live_in_chromium(
         json!("dark")
     );
     browser.screenshot("run-dark").await;
-    // The fix, running: Preview starts forq.yml's app in a sandbox of its
-    // own, and its link opens it through the server.
-    browser.click("#preview").await;
-    let link = browser
-        .until(
-            "the preview's link",
-            "const a = document.getElementById('preview-link'); return a && a.href",
-            120,
-        )
-        .await;
-    browser.goto(link.as_str().unwrap()).await;
-    let shown = browser.js("return document.body.innerText").await;
-    assert!(shown.as_str().unwrap().contains("2 + 3 = 5"), "{shown}");
-    task.abort();
 }

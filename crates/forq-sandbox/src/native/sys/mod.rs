@@ -256,27 +256,43 @@ pub(crate) fn install(cmd: &mut tokio::process::Command, plan: std::sync::Arc<Pl
 /// Runs in the shim; returns only in the payload (to exec) or with an error
 /// before any namespace was entered.
 fn shim(plan: &Plan) -> io::Result<()> {
-    // SAFETY (whole function): raw system calls on pointers into `plan`'s
-    // CStrings and on stack buffers, all valid for the duration of each call.
+    limit(plan)?;
+    build_root(plan)?;
+    enter_namespaces(plan);
+    fork_init(plan)
+}
+
+/// Joins the exec's cgroups and sets its rlimits.
+fn limit(plan: &Plan) -> io::Result<()> {
+    for procs in &plan.cgroup_procs {
+        // "0" is the writer itself.
+        if !write_file(procs, b"0") {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    for (resource, limit) in [
+        (libc::RLIMIT_AS, plan.rlimit_as),
+        (libc::RLIMIT_FSIZE, plan.rlimit_fsize),
+    ] {
+        if let Some(bytes) = limit {
+            let lim = libc::rlimit {
+                rlim_cur: bytes,
+                rlim_max: bytes,
+            };
+            // SAFETY: a plain system call on a stack value.
+            unsafe { libc::setrlimit(resource, &lim) };
+        }
+    }
+    Ok(())
+}
+
+/// Builds the sandbox's root in a mount namespace of the shim's own, with
+/// the backend's privilege (it reaches the state directory, 0700, and the
+/// host paths it binds), and moves into it.
+fn build_root(plan: &Plan) -> io::Result<()> {
+    // SAFETY: raw system calls on descriptors and on pointers into
+    // `plan`'s CStrings, valid for the duration of each call.
     unsafe {
-        for procs in &plan.cgroup_procs {
-            // "0" is the writer itself.
-            if !write_file(procs, b"0") {
-                return Err(io::Error::last_os_error());
-            }
-        }
-        for (resource, limit) in [
-            (libc::RLIMIT_AS, plan.rlimit_as),
-            (libc::RLIMIT_FSIZE, plan.rlimit_fsize),
-        ] {
-            if let Some(bytes) = limit {
-                let lim = libc::rlimit {
-                    rlim_cur: bytes,
-                    rlim_max: bytes,
-                };
-                libc::setrlimit(resource, &lim);
-            }
-        }
         if let Some((user, mnt)) = plan.join {
             if libc::setns(user, libc::CLONE_NEWUSER) != 0
                 || libc::setns(mnt, libc::CLONE_NEWNS) != 0
@@ -284,9 +300,6 @@ fn shim(plan: &Plan) -> io::Result<()> {
                 return Err(io::Error::last_os_error());
             }
         }
-        // The root is built in a mount namespace of the shim's own, with
-        // the backend's privilege: it reaches the state directory (0700) and
-        // the host paths it binds.
         if libc::unshare(libc::CLONE_NEWNS) != 0 {
             return Err(io::Error::last_os_error());
         }
@@ -306,6 +319,16 @@ fn shim(plan: &Plan) -> io::Result<()> {
         if plan.enter_user.is_some() && !pivot_here() {
             fail_setup(plan, step);
         }
+    }
+    Ok(())
+}
+
+/// Joins the network namespace the plan names, enters the sandbox's user
+/// namespace, and makes the namespaces of its own that init starts in.
+fn enter_namespaces(plan: &Plan) {
+    let step = plan.steps.len() as i32;
+    // SAFETY: raw system calls on descriptors the plan holds open.
+    unsafe {
         if let Some(net) = plan.join_net {
             if libc::setns(net, libc::CLONE_NEWNET) != 0 {
                 fail_setup(plan, step);
@@ -322,7 +345,7 @@ fn shim(plan: &Plan) -> io::Result<()> {
                 || libc::setresgid(0, 0, 0) != 0
                 || libc::setresuid(0, 0, 0) != 0
             {
-                fail_setup(plan, plan.steps.len() as i32);
+                fail_setup(plan, step);
             }
             flags |= libc::CLONE_NEWNS;
         }
@@ -330,8 +353,17 @@ fn shim(plan: &Plan) -> io::Result<()> {
             flags |= libc::CLONE_NEWNET;
         }
         if libc::unshare(flags) != 0 {
-            fail_setup(plan, plan.steps.len() as i32);
+            fail_setup(plan, step);
         }
+    }
+}
+
+/// Forks init (pid 1 of the new pid namespace) and, in the shim, waits
+/// for it and vanishes; returns in init.
+fn fork_init(plan: &Plan) -> io::Result<()> {
+    // SAFETY: raw system calls on stack buffers and descriptors this
+    // process owns.
+    unsafe {
         // A pipe only the shim keeps open: init sees it hang up if the shim
         // died before init's parent-death signal was armed.
         let mut alive = [0 as RawFd; 2];

@@ -159,27 +159,7 @@ pub(crate) fn localize(
         }
     }
     if fail.is_empty() {
-        // No failing test maps onto the graph: what any test calls, or
-        // else every definition outside the tests.
-        let symbols = index.symbols(&SymbolFilter::default()).unwrap_or_default();
-        let tests: Vec<String> = symbols
-            .iter()
-            .filter(|s| s.test || stack.is_test_file(&s.file))
-            .map(|s| s.id.clone())
-            .collect();
-        for (def, depth) in reached(index, stack, &tests) {
-            fail.insert(def, (1, depth));
-        }
-        if fail.is_empty() {
-            for s in symbols
-                .iter()
-                .filter(|s| !s.test && repairable(stack, &s.file))
-            {
-                if matches!(s.kind.as_str(), "function" | "method") {
-                    fail.insert(s.id.clone(), (1, CALL_DEPTH));
-                }
-            }
-        }
+        fail = anything_tested(index, stack);
         failing_mapped = 1;
     }
     let mut pass: HashMap<String, usize> = HashMap::new();
@@ -218,6 +198,33 @@ pub(crate) fn localize(
     suspects.retain(|s| spans.insert((s.file.clone(), s.line, s.end_line)));
     suspects.truncate(MAX_SUSPECTS);
     suspects
+}
+
+/// When no failing test maps onto the graph: what any test calls, or else
+/// every function outside the tests (each as if one failing test reached
+/// it).
+fn anything_tested(index: &Index, stack: &Stack) -> HashMap<String, (usize, u32)> {
+    let symbols = index.symbols(&SymbolFilter::default()).unwrap_or_default();
+    let tests: Vec<String> = symbols
+        .iter()
+        .filter(|s| s.test || stack.is_test_file(&s.file))
+        .map(|s| s.id.clone())
+        .collect();
+    let mut fail: HashMap<String, (usize, u32)> = reached(index, stack, &tests)
+        .into_iter()
+        .map(|(def, depth)| (def, (1, depth)))
+        .collect();
+    if fail.is_empty() {
+        for s in symbols
+            .iter()
+            .filter(|s| !s.test && repairable(stack, &s.file))
+        {
+            if matches!(s.kind.as_str(), "function" | "method") {
+                fail.insert(s.id.clone(), (1, CALL_DEPTH));
+            }
+        }
+    }
+    fail
 }
 
 /// How much of a definition's qualified name the failing tests' ids name:

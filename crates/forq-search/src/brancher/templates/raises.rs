@@ -237,26 +237,7 @@ pub(crate) fn raised_instead(
         return Vec::new();
     };
     let mut out = Vec::new();
-    // Names read on the statement's first line, not the module's own.
-    let mut names: Vec<&str> = Vec::new();
-    let mut stack = vec![statement];
-    while let Some(n) = stack.pop() {
-        if n.start_byte() >= end {
-            continue;
-        }
-        let mut c = n.walk();
-        stack.extend(n.named_children(&mut c));
-        let name = text(n);
-        if n.kind() == "identifier"
-            && is_read(n)
-            && names_a_use(n)
-            && !binds(name)
-            && !names.contains(&name)
-        {
-            names.push(name);
-        }
-    }
-    names.sort_by_key(|n| source[start..end].find(n));
+    let names = names_read(statement, source, (start, end), binds);
     let null_first = matches!(raised, "TypeError" | "AttributeError");
     for name in names.into_iter().take(MAX_GUARDED) {
         let message = expected
@@ -281,34 +262,7 @@ pub(crate) fn raised_instead(
             });
         }
     }
-    // A `raise` of the wrong class.
-    let called = statement
-        .named_child(0)
-        .and_then(|v| v.child_by_field_name("function"))
-        .filter(|f| statement.kind() == "raise_statement" && text(*f) == raised);
-    if let Some(f) = called {
-        out.push(Mutation {
-            start: f.start_byte(),
-            end: f.end_byte(),
-            text: class.to_owned(),
-            operator: "raise expected",
-            weight: 1.0,
-        });
-        // In a handler, the raise may hide the very error expected (a
-        // subclass of what it catches): let that go on as it was.
-        let handler = std::iter::successors(statement.parent(), |p| p.parent())
-            .take_while(|p| !p.kind().contains("definition"))
-            .any(|p| p.kind() == "except_clause");
-        if handler {
-            out.push(Mutation {
-                start: statement.start_byte(),
-                end: statement.end_byte(),
-                text: "raise".to_owned(),
-                operator: "raise expected",
-                weight: 1.0,
-            });
-        }
-    }
+    out.extend(wrong_class_raised(statement, source, raised, class));
     // The statement in a `try` that turns its error into the expected one
     // (re-indenting would change a multi-line string's text: not then).
     let whole = text(statement);
@@ -330,6 +284,77 @@ pub(crate) fn raised_instead(
                 weight: 1.0,
             });
         }
+    }
+    out
+}
+
+/// Names read on the statement's first line (`start..end`), not the
+/// module's own, in the order the line reads them.
+fn names_read<'s>(
+    statement: tree_sitter::Node<'_>,
+    source: &'s str,
+    (start, end): (usize, usize),
+    binds: &dyn Fn(&str) -> bool,
+) -> Vec<&'s str> {
+    let mut names: Vec<&str> = Vec::new();
+    let mut stack = vec![statement];
+    while let Some(n) = stack.pop() {
+        if n.start_byte() >= end {
+            continue;
+        }
+        let mut c = n.walk();
+        stack.extend(n.named_children(&mut c));
+        let name = n.utf8_text(source.as_bytes()).unwrap_or("");
+        if n.kind() == "identifier"
+            && is_read(n)
+            && names_a_use(n)
+            && !binds(name)
+            && !names.contains(&name)
+        {
+            names.push(name);
+        }
+    }
+    names.sort_by_key(|n| source[start..end].find(n));
+    names
+}
+
+/// A `raise RAISED(…)` statement raising `class` instead; in a handler,
+/// where the raise may hide the very error expected (a subclass of what it
+/// catches), also a bare `raise` that lets it go on as it was.
+fn wrong_class_raised(
+    statement: tree_sitter::Node<'_>,
+    source: &str,
+    raised: &str,
+    class: &str,
+) -> Vec<Mutation> {
+    let called = statement
+        .named_child(0)
+        .and_then(|v| v.child_by_field_name("function"))
+        .filter(|f| {
+            statement.kind() == "raise_statement"
+                && f.utf8_text(source.as_bytes()).unwrap_or("") == raised
+        });
+    let Some(f) = called else {
+        return Vec::new();
+    };
+    let mut out = vec![Mutation {
+        start: f.start_byte(),
+        end: f.end_byte(),
+        text: class.to_owned(),
+        operator: "raise expected",
+        weight: 1.0,
+    }];
+    let handler = std::iter::successors(statement.parent(), |p| p.parent())
+        .take_while(|p| !p.kind().contains("definition"))
+        .any(|p| p.kind() == "except_clause");
+    if handler {
+        out.push(Mutation {
+            start: statement.start_byte(),
+            end: statement.end_byte(),
+            text: "raise".to_owned(),
+            operator: "raise expected",
+            weight: 1.0,
+        });
     }
     out
 }

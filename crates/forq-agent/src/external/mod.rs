@@ -17,20 +17,22 @@
 //!   commands, file changes and messages and its `turn.completed` /
 //!   `turn.failed` become the same.
 
+mod stream;
+
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use forq_sandbox::{ExecRequest, Network, Sandbox, ServiceNetwork, StreamKind};
-use serde_json::Value;
 use tokio::sync::mpsc;
 
-use crate::agent::{AgentEvent, CodingAgent, Outcome, RunReport, Task};
+use crate::agent::{AgentEvent, CodingAgent, FailedIn, Outcome, RunReport, Task};
 use crate::cost::{Meter, PriceTable};
 use crate::message::Usage;
 use crate::provider::ApiKey;
 use crate::relay::{KeyHeader, KeyRelay};
 use forq_events::{Observer, Observers};
+use stream::Reading;
 
 /// Which program.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -260,206 +262,16 @@ impl ExternalAgent {
             .stdin(Vec::new())
             .env("OPENAI_API_KEY", &relay.dummy)
     }
-
-    /// Maps one line of Codex's `exec --json` stream onto forq's events.
-    fn codex_line(&self, v: &Value, r: &mut Reading) {
-        let meter = r
-            .meter
-            .get_or_insert_with(|| Meter::new(self.prices.clone()));
-        match v["type"].as_str() {
-            Some("turn.started") => {
-                r.step += 1;
-                self.tell(AgentEvent::StepStarted { step: r.step });
-            }
-            Some("item.completed") => {
-                let item = &v["item"];
-                let step = r.step;
-                match item["type"].as_str() {
-                    Some("command_execution") => {
-                        self.tell(AgentEvent::ToolCall {
-                            step,
-                            name: "command".to_owned(),
-                            arguments: serde_json::json!({"command": item["command"]}),
-                        });
-                        let output = item["aggregated_output"].as_str().unwrap_or("");
-                        self.tell(AgentEvent::Observation {
-                            step,
-                            name: "command".to_owned(),
-                            is_error: item["exit_code"].as_i64().unwrap_or(0) != 0,
-                            summary: output
-                                .lines()
-                                .next()
-                                .unwrap_or("")
-                                .chars()
-                                .take(200)
-                                .collect(),
-                        });
-                    }
-                    Some("file_change") => {
-                        self.tell(AgentEvent::ToolCall {
-                            step,
-                            name: "file_change".to_owned(),
-                            arguments: item["changes"].clone(),
-                        });
-                        self.tell(AgentEvent::Observation {
-                            step,
-                            name: "file_change".to_owned(),
-                            is_error: item["status"].as_str() == Some("failed"),
-                            summary: item["status"].as_str().unwrap_or("").to_owned(),
-                        });
-                    }
-                    Some("agent_message") => {
-                        let text = item["text"].as_str().unwrap_or("").to_owned();
-                        self.tell(AgentEvent::Text {
-                            step,
-                            delta: text.clone(),
-                        });
-                        r.last_message = text;
-                    }
-                    _ => {}
-                }
-            }
-            Some("turn.completed") => {
-                let usage = Usage {
-                    input_tokens: v["usage"]["input_tokens"].as_u64().unwrap_or(0),
-                    output_tokens: v["usage"]["output_tokens"].as_u64().unwrap_or(0),
-                };
-                let model = self.model.clone().unwrap_or_default();
-                let cost = meter.record(&model, usage);
-                self.tell(AgentEvent::Tokens {
-                    step: r.step,
-                    usage: cost.usage,
-                    total: meter.usage,
-                    cost_usd: meter.cost_usd,
-                });
-                r.result = Some(serde_json::json!({
-                    "subtype": "success", "is_error": false, "result": r.last_message
-                }));
-            }
-            // Codex reports its retries as `error` lines too; only a
-            // failed turn ends the run.
-            Some("turn.failed") => {
-                let message = v["error"]["message"].as_str().unwrap_or("failed");
-                r.result = Some(serde_json::json!({
-                    "subtype": "error", "is_error": true, "result": message
-                }));
-            }
-            _ => {}
-        }
-    }
-}
-
-/// What the program's stream said, as it is read.
-#[derive(Default)]
-struct Reading {
-    step: u32,
-    meter: Option<Meter>,
-    result: Option<Value>,
-    tools: std::collections::HashMap<String, String>,
-    last_message: String,
-}
-
-impl ExternalAgent {
-    /// Maps one line of Claude Code's stream-json onto forq's events.
-    fn line(&self, line: &str, r: &mut Reading) {
-        let Ok(v) = serde_json::from_str::<Value>(line) else {
-            return;
-        };
-        if self.kind == Program::Codex {
-            return self.codex_line(&v, r);
-        }
-        let meter = r
-            .meter
-            .get_or_insert_with(|| Meter::new(self.prices.clone()));
-        match v["type"].as_str() {
-            Some("assistant") => {
-                r.step += 1;
-                let step = r.step;
-                self.tell(AgentEvent::StepStarted { step });
-                let message = &v["message"];
-                let usage = Usage {
-                    input_tokens: message["usage"]["input_tokens"].as_u64().unwrap_or(0),
-                    output_tokens: message["usage"]["output_tokens"].as_u64().unwrap_or(0),
-                };
-                let model = message["model"].as_str().unwrap_or("").to_owned();
-                let cost = meter.record(&model, usage);
-                self.tell(AgentEvent::Tokens {
-                    step,
-                    usage: cost.usage,
-                    total: meter.usage,
-                    cost_usd: meter.cost_usd,
-                });
-                for part in message["content"].as_array().into_iter().flatten() {
-                    match part["type"].as_str() {
-                        Some("text") => self.tell(AgentEvent::Text {
-                            step,
-                            delta: part["text"].as_str().unwrap_or("").to_owned(),
-                        }),
-                        Some("tool_use") => {
-                            let name = part["name"].as_str().unwrap_or("").to_owned();
-                            if let Some(id) = part["id"].as_str() {
-                                r.tools.insert(id.to_owned(), name.clone());
-                            }
-                            self.tell(AgentEvent::ToolCall {
-                                step,
-                                name,
-                                arguments: part["input"].clone(),
-                            });
-                        }
-                        _ => {}
-                    }
-                }
-            }
-            Some("user") => {
-                for part in v["message"]["content"].as_array().into_iter().flatten() {
-                    if part["type"] != "tool_result" {
-                        continue;
-                    }
-                    let id = part["tool_use_id"].as_str().unwrap_or("");
-                    let text = match &part["content"] {
-                        Value::String(s) => s.clone(),
-                        other => other.to_string(),
-                    };
-                    self.tell(AgentEvent::Observation {
-                        step: r.step,
-                        name: r.tools.get(id).cloned().unwrap_or_default(),
-                        is_error: part["is_error"].as_bool().unwrap_or(false),
-                        summary: text
-                            .lines()
-                            .next()
-                            .unwrap_or("")
-                            .chars()
-                            .take(200)
-                            .collect(),
-                    });
-                }
-            }
-            Some("result") => r.result = Some(v),
-            _ => {}
-        }
-    }
 }
 
 #[async_trait]
 impl CodingAgent for ExternalAgent {
     async fn run(&self, sandbox: &dyn Sandbox, task: &Task) -> RunReport {
-        let relayed = match sandbox.service_network().await {
-            Ok(net) => {
-                let header = match self.kind {
-                    Program::ClaudeCode => KeyHeader::XApiKey,
-                    Program::Codex => KeyHeader::Bearer,
-                };
-                KeyRelay::start(&net, self.upstream(), self.key.clone(), header)
-                    .await
-                    .map(|relay| (net, relay))
-                    .map_err(|e| e.to_string())
-            }
-            Err(e) => Err(e.to_string()),
-        };
-        let (net, relay) = match relayed {
+        let (net, relay) = match self.relay(sandbox).await {
             Ok(r) => r,
             Err(why) => {
                 let outcome = Outcome::Failed {
+                    cause: FailedIn::Sandbox,
                     error: format!(
                         "{} needs forq's model relay in its sandbox (it never holds the real key), \
                          and this sandbox cannot have one: {why}",
@@ -477,9 +289,89 @@ impl CodingAgent for ExternalAgent {
                 };
             }
         };
+        let (done, reading) = self.drive(sandbox, self.command(task, &relay, &net)).await;
+        let diff = sandbox.diff().await.map(|d| d.patch);
+        let outcome = match (done, diff, &reading.result) {
+            (Err(e), _, _) => Outcome::Failed {
+                cause: FailedIn::Sandbox,
+                error: self
+                    .key
+                    .redact(&format!("{} could not run: {e}", self.program)),
+            },
+            (_, Err(e), _) => Outcome::Failed {
+                cause: FailedIn::Sandbox,
+                error: format!("cannot read the sandbox's diff: {e}"),
+            },
+            (Ok(out), Ok(_), None) => Outcome::Failed {
+                cause: FailedIn::Program,
+                error: self.key.redact(&format!(
+                    "{} ended (exit {:?}) without a result: {}",
+                    self.program,
+                    out.exit_code,
+                    String::from_utf8_lossy(&out.stderr)
+                        .lines()
+                        .last()
+                        .unwrap_or("")
+                )),
+            },
+            (Ok(_), Ok(diff), Some(finish)) => {
+                let text = finish.result.clone().unwrap_or_default();
+                if finish.succeeded() {
+                    Outcome::Submitted {
+                        summary: text,
+                        diff,
+                    }
+                } else {
+                    Outcome::NeedsHuman {
+                        reason: format!(
+                            "{} stopped: {}",
+                            self.program,
+                            finish.subtype.as_deref().unwrap_or("error")
+                        ),
+                        question: (!text.is_empty()).then_some(text),
+                        diff,
+                    }
+                }
+            }
+        };
+        self.tell(AgentEvent::Finished {
+            outcome: outcome.clone(),
+        });
+        let meter = reading
+            .meter
+            .unwrap_or_else(|| Meter::new(self.prices.clone()));
+        RunReport {
+            outcome,
+            steps: meter.steps,
+            usage: meter.usage,
+            cost_usd: meter.cost_usd,
+        }
+    }
+}
+
+impl ExternalAgent {
+    /// The sandbox's service network and forq's key relay listening in it.
+    async fn relay(&self, sandbox: &dyn Sandbox) -> Result<(ServiceNetwork, KeyRelay), String> {
+        let net = sandbox.service_network().await.map_err(|e| e.to_string())?;
+        let header = match self.kind {
+            Program::ClaudeCode => KeyHeader::XApiKey,
+            Program::Codex => KeyHeader::Bearer,
+        };
+        let relay = KeyRelay::start(&net, self.upstream(), self.key.clone(), header)
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok((net, relay))
+    }
+
+    /// Runs the program, reading its stream line by line as it comes: how
+    /// the exec ended, and what the stream said.
+    async fn drive(
+        &self,
+        sandbox: &dyn Sandbox,
+        request: ExecRequest,
+    ) -> (forq_sandbox::Result<forq_sandbox::ExecOutcome>, Reading) {
         let (tx, mut rx) = mpsc::unbounded_channel();
-        let request = self.command(task, &relay, &net).stream(tx);
-        let exec = sandbox.exec(request);
+        let exec = sandbox.exec(request.stream(tx));
         let mut reading = Reading::default();
         let mut pending = String::new();
         tokio::pin!(exec);
@@ -507,60 +399,6 @@ impl CodingAgent for ExternalAgent {
         for line in pending.lines() {
             self.line(line.trim(), &mut reading);
         }
-        let diff = sandbox.diff().await.map(|d| d.patch);
-        let outcome = match (done, diff, &reading.result) {
-            (Err(e), _, _) => Outcome::Failed {
-                error: self
-                    .key
-                    .redact(&format!("{} could not run: {e}", self.program)),
-            },
-            (_, Err(e), _) => Outcome::Failed {
-                error: format!("cannot read the sandbox's diff: {e}"),
-            },
-            (Ok(out), Ok(_), None) => Outcome::Failed {
-                error: self.key.redact(&format!(
-                    "{} ended (exit {:?}) without a result: {}",
-                    self.program,
-                    out.exit_code,
-                    String::from_utf8_lossy(&out.stderr)
-                        .lines()
-                        .last()
-                        .unwrap_or("")
-                )),
-            },
-            (Ok(_), Ok(diff), Some(result)) => {
-                let text = result["result"].as_str().unwrap_or("").to_owned();
-                if result["is_error"].as_bool().unwrap_or(false)
-                    || result["subtype"].as_str() != Some("success")
-                {
-                    Outcome::NeedsHuman {
-                        reason: format!(
-                            "{} stopped: {}",
-                            self.program,
-                            result["subtype"].as_str().unwrap_or("error")
-                        ),
-                        question: (!text.is_empty()).then_some(text),
-                        diff,
-                    }
-                } else {
-                    Outcome::Submitted {
-                        summary: text,
-                        diff,
-                    }
-                }
-            }
-        };
-        self.tell(AgentEvent::Finished {
-            outcome: outcome.clone(),
-        });
-        let meter = reading
-            .meter
-            .unwrap_or_else(|| Meter::new(self.prices.clone()));
-        RunReport {
-            outcome,
-            steps: meter.steps,
-            usage: meter.usage,
-            cost_usd: meter.cost_usd,
-        }
+        (done, reading)
     }
 }
