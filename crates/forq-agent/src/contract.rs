@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::message::{Message, Request, ResponseSchema};
-use crate::provider::{Error, Provider};
+use crate::provider::{Provider, ProviderError};
 
 /// How a change treats its callers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -85,7 +85,7 @@ impl ContractCheck {
         old: &str,
         new: &str,
         context: &str,
-    ) -> Result<Classification, Error> {
+    ) -> Result<Classification, ProviderError> {
         if old.trim() == new.trim() {
             return Ok(Classification {
                 class: Class::A,
@@ -182,7 +182,7 @@ pub enum RippleError {
     Graph(#[from] forq_graph::Error),
     /// The provider failed.
     #[error(transparent)]
-    Provider(#[from] Error),
+    Provider(#[from] ProviderError),
 }
 
 /// The model's `{class, reason}` with `model_called` added, so it reads as

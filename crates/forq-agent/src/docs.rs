@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::message::{Message, Request, ResponseSchema, Usage};
-use crate::provider::{Error, Provider};
+use crate::provider::{Provider, ProviderError};
 
 /// A definition to document.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -51,7 +51,7 @@ pub struct Docs {
 pub enum DocsError {
     /// The provider failed.
     #[error(transparent)]
-    Provider(#[from] Error),
+    Provider(#[from] ProviderError),
     /// The model's answer was invalid twice.
     #[error("the model's answer was invalid twice: {0}")]
     Invalid(String),

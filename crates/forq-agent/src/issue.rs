@@ -70,7 +70,7 @@ fn id_text<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> 
 /// Why an issue could not be read.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum Error {
+pub enum IssueError {
     /// The Markdown file could not be read.
     #[error("cannot read the issue file {path}: {message}")]
     File {
@@ -92,7 +92,7 @@ pub enum Error {
 /// Splits a Markdown issue into its front matter (`---` … `---`, parsed)
 /// and the issue: the first `# ` heading is the title (else the front
 /// matter's), the rest the body. `source` names it.
-pub fn parse_markdown(text: &str, source: &str) -> Result<(FrontMatter, Issue), Error> {
+pub fn parse_markdown(text: &str, source: &str) -> Result<(FrontMatter, Issue), IssueError> {
     let mut rest = text.trim_start_matches('\u{feff}');
     let mut front = FrontMatter::default();
     if let Some(after) = rest.strip_prefix("---\n") {
@@ -104,7 +104,7 @@ pub fn parse_markdown(text: &str, source: &str) -> Result<(FrontMatter, Issue), 
         };
         if let Some((yaml, tail)) = split {
             front = serde_yaml_ng::from_str::<Option<FrontMatter>>(yaml)
-                .map_err(|e| Error::FrontMatter {
+                .map_err(|e| IssueError::FrontMatter {
                     path: source.to_owned(),
                     message: e.to_string(),
                 })?
@@ -164,8 +164,8 @@ impl Issue {
 
     /// Reads a Markdown issue file; a front matter that does not parse is
     /// an error that names the file.
-    pub fn from_file(path: &Path) -> Result<Issue, Error> {
-        let text = std::fs::read_to_string(path).map_err(|e| Error::File {
+    pub fn from_file(path: &Path) -> Result<Issue, IssueError> {
+        let text = std::fs::read_to_string(path).map_err(|e| IssueError::File {
             path: path.display().to_string(),
             message: e.to_string(),
         })?;

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::message::{Message, Request, ResponseSchema, Usage};
-use crate::provider::{Error as ProviderError, Provider};
+use crate::provider::{Provider, ProviderError};
 
 /// What triage suggests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -56,7 +56,7 @@ pub struct Decision {
 /// Why triage gave no decision.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum Error {
+pub enum TriageError {
     /// The provider failed.
     #[error(transparent)]
     Provider(#[from] ProviderError),
@@ -148,7 +148,7 @@ impl Triage {
 
     /// Triage of `issue`, with `context` about the repository (a map, the
     /// README's start) when there is any.
-    pub async fn run(&self, issue: &str, context: &str) -> Result<Decision, Error> {
+    pub async fn run(&self, issue: &str, context: &str) -> Result<Decision, TriageError> {
         let mut request = Request::new(&self.model);
         request.system = PROMPT.to_owned();
         request.max_tokens = 1024;
@@ -164,7 +164,7 @@ impl Triage {
         let asked = crate::structured::ask(&*self.provider, request, validate).await?;
         let verdict = asked
             .answer
-            .map_err(|(why, answer)| Error::InvalidOutput { why, answer })?;
+            .map_err(|(why, answer)| TriageError::InvalidOutput { why, answer })?;
         let attempt_fix = verdict.act
             && verdict.suggested_action == Action::Fix
             && verdict.confidence >= self.threshold;

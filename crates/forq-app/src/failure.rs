@@ -105,7 +105,7 @@ fn one(e: &(dyn std::error::Error + 'static)) -> Option<FailureKind> {
     if let Some(e) = e.downcast_ref::<forq_search::brancher::BranchError>() {
         return Some(branch(e));
     }
-    if let Some(e) = e.downcast_ref::<forq_bootstrap::Error>() {
+    if let Some(e) = e.downcast_ref::<forq_bootstrap::GateError>() {
         return gate(e);
     }
     if let Some(e) = e.downcast_ref::<forq_sandbox::Error>() {
@@ -114,16 +114,16 @@ fn one(e: &(dyn std::error::Error + 'static)) -> Option<FailureKind> {
     if let Some(e) = e.downcast_ref::<forq_graph::Error>() {
         return Some(graph(e));
     }
-    if let Some(e) = e.downcast_ref::<forq_agent::provider::Error>() {
+    if let Some(e) = e.downcast_ref::<forq_agent::provider::ProviderError>() {
         return Some(provider(e));
     }
-    if let Some(e) = e.downcast_ref::<forq_agent::triage::Error>() {
+    if let Some(e) = e.downcast_ref::<forq_agent::triage::TriageError>() {
         return Some(match e {
-            forq_agent::triage::Error::Provider(p) => provider(p),
+            forq_agent::triage::TriageError::Provider(p) => provider(p),
             _ => Model,
         });
     }
-    if e.is::<forq_agent::issue::Error>() {
+    if e.is::<forq_agent::issue::IssueError>() {
         return Some(Input);
     }
     if e.is::<crate::config::ConfigError>() || e.is::<crate::source::SourceError>() {
@@ -216,8 +216,8 @@ fn branch(e: &forq_search::brancher::BranchError) -> FailureKind {
     }
 }
 
-fn gate(e: &forq_bootstrap::Error) -> Option<FailureKind> {
-    use forq_bootstrap::Error as G;
+fn gate(e: &forq_bootstrap::GateError) -> Option<FailureKind> {
+    use forq_bootstrap::GateError as G;
     Some(match e {
         G::Install { .. } | G::GoldenUnproven { .. } => FailureKind::Repository,
         G::Sandbox { source, .. } | G::Golden { source, .. } => sandbox(source),
@@ -253,8 +253,8 @@ fn graph(e: &forq_graph::Error) -> FailureKind {
     }
 }
 
-fn provider(e: &forq_agent::provider::Error) -> FailureKind {
-    use forq_agent::provider::Error as P;
+fn provider(e: &forq_agent::provider::ProviderError) -> FailureKind {
+    use forq_agent::provider::ProviderError as P;
     match e {
         P::MissingKey { .. } | P::NoProvider => FailureKind::Input,
         _ => FailureKind::Model,
@@ -305,16 +305,16 @@ mod tests {
 
     #[test]
     fn provider_failures_are_the_models_and_a_missing_key_is_input() {
-        let refused = forq_agent::provider::Error::Auth {
+        let refused = forq_agent::provider::ProviderError::Auth {
             provider: "anthropic".into(),
             status: 401,
             message: "invalid x-api-key".into(),
         };
         assert_eq!(classify(&refused), Some(FailureKind::Model));
-        let triage = forq_agent::triage::Error::Provider(refused);
+        let triage = forq_agent::triage::TriageError::Provider(refused);
         assert_eq!(classify(&triage), Some(FailureKind::Model));
         assert_eq!(
-            classify(&forq_agent::provider::Error::NoProvider),
+            classify(&forq_agent::provider::ProviderError::NoProvider),
             Some(FailureKind::Input)
         );
     }
@@ -323,8 +323,8 @@ mod tests {
     fn a_cause_deeper_in_the_chain_is_found_and_unknown_errors_are_none() {
         #[derive(Debug, thiserror::Error)]
         #[error("outer")]
-        struct Outer(#[source] forq_bootstrap::Error);
-        let err = Outer(forq_bootstrap::Error::Install {
+        struct Outer(#[source] forq_bootstrap::GateError);
+        let err = Outer(forq_bootstrap::GateError::Install {
             stack: "pytest".into(),
             command: "pip install -e .".into(),
             reason: "exit 1".into(),

@@ -62,7 +62,9 @@ pub enum SourceError {
 /// with forq-agent's front matter parser.
 pub fn parse_markdown(text: &str, source: &str) -> Result<LocalIssue, SourceError> {
     let (front, parsed) = issue::parse_markdown(text, source).map_err(|e| match e {
-        issue::Error::FrontMatter { path, message } => SourceError::FrontMatter { path, message },
+        issue::IssueError::FrontMatter { path, message } => {
+            SourceError::FrontMatter { path, message }
+        }
         other => SourceError::FrontMatter {
             path: source.to_owned(),
             message: other.to_string(),

@@ -22,7 +22,7 @@ use forq_sandbox::{Backend, ExecRequest, Network, Sandbox};
 use serde::{Deserialize, Serialize};
 
 use crate::detect::Stack;
-use crate::gate::{Error, GateOptions, Record, StackRun};
+use crate::gate::{GateError, GateOptions, Record, StackRun};
 use crate::verdict::Verdict;
 
 /// One step a configurator asks for.
@@ -216,9 +216,9 @@ struct Transcript {
 impl Transcript {
     /// Makes `.forq/bootstrap/` (ignored, no link on the way) and removes
     /// the previous transcript.
-    fn fresh(repo: &Path) -> Result<Transcript, Error> {
+    fn fresh(repo: &Path) -> Result<Transcript, GateError> {
         let path = transcript_path(repo);
-        let cache_error = |source| Error::Cache {
+        let cache_error = |source| GateError::Cache {
             path: path.clone(),
             source,
         };
@@ -232,7 +232,7 @@ impl Transcript {
         Ok(Transcript { path })
     }
 
-    fn append(&self, step: &StepRecord) -> Result<(), Error> {
+    fn append(&self, step: &StepRecord) -> Result<(), GateError> {
         use std::io::Write;
         use std::os::unix::fs::OpenOptionsExt as _;
         let line = serde_json::to_string(step).expect("serializable");
@@ -243,7 +243,7 @@ impl Transcript {
             .custom_flags(libc::O_NOFOLLOW)
             .open(&self.path)
             .and_then(|mut f| writeln!(f, "{line}"))
-            .map_err(|source| Error::Cache {
+            .map_err(|source| GateError::Cache {
                 path: self.path.clone(),
                 source,
             })
@@ -255,8 +255,8 @@ const STACK_NAME: &str = "agentic";
 /// The fallback's marker in the record.
 const MARKER: &str = "the agentic fallback";
 
-fn sandbox_error(source: forq_sandbox::Error) -> Error {
-    Error::Sandbox {
+fn sandbox_error(source: forq_sandbox::Error) -> GateError {
+    GateError::Sandbox {
         stack: STACK_NAME.to_owned(),
         source,
     }
@@ -330,7 +330,7 @@ impl<'a> Setup<'a> {
         backend: &dyn Backend,
         repo: &Path,
         options: &'a GateOptions,
-    ) -> Result<Result<Setup<'a>, String>, Error> {
+    ) -> Result<Result<Setup<'a>, String>, GateError> {
         let fixed_network = !backend.per_exec_network();
         let sandbox = match backend
             .create(&sandbox_spec(repo, options, fixed_network))
@@ -350,7 +350,7 @@ impl<'a> Setup<'a> {
     }
 
     /// Does one step, its commands capped at `cap`.
-    async fn perform(&self, step: &ConfigStep, cap: Duration) -> Result<Performed, Error> {
+    async fn perform(&self, step: &ConfigStep, cap: Duration) -> Result<Performed, GateError> {
         let sandbox = &*self.sandbox;
         let observed = |result: Result<String, String>| match result {
             Ok(text) => Performed::Observed(true, text),
@@ -421,7 +421,7 @@ impl<'a> Setup<'a> {
     /// After a step that may have changed the sandbox: a success is the
     /// new good state and its command is kept; a failure goes back to the
     /// last good state, a fork of it, not a replay. Whether it rolled back.
-    async fn keep_or_roll_back(&mut self, step: &ConfigStep, ok: bool) -> Result<bool, Error> {
+    async fn keep_or_roll_back(&mut self, step: &ConfigStep, ok: bool) -> Result<bool, GateError> {
         if !step.changes() {
             return Ok(false);
         }
@@ -478,7 +478,7 @@ pub(crate) async fn configure(
     configurator: &dyn Configurator,
     limits: ConfigureLimits,
     failed: &Record,
-) -> Result<Configured, Error> {
+) -> Result<Configured, GateError> {
     let started = Instant::now();
     let transcript = Transcript::fresh(repo)?;
     // A model's commands run in an isolating sandbox or not at all.

@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 use sha1::Digest;
 
 use crate::detect::{Stack, StackKind};
-use crate::gate::{Error, GateEvent, GateOptions, StackRun};
+use crate::gate::{GateError, GateEvent, GateOptions, StackRun};
 use crate::verdict::Verdict;
 
 /// How the gate's sandboxes use goldens.
@@ -158,23 +158,23 @@ fn test_rebuilds(kind: StackKind) -> bool {
 ///
 /// # Errors
 ///
-/// [`Error::Clone`] when the URL cannot be cloned, [`Error::Golden`] when
-/// the backend keeps no goldens, [`Error::GoldenUnproven`] when the tests
+/// [`GateError::Clone`] when the URL cannot be cloned, [`GateError::Golden`] when
+/// the backend keeps no goldens, [`GateError::GoldenUnproven`] when the tests
 /// do not run, and whatever the gate and provisioning fail with.
-pub async fn sync_golden(backend: &dyn Backend, source: &str) -> Result<crate::Record, Error> {
+pub async fn sync_golden(backend: &dyn Backend, source: &str) -> Result<crate::Record, GateError> {
     let temp;
     let repo = if crate::is_git_url(source) {
         temp = tempfile::Builder::new()
             .prefix("forq-sync-")
             .tempdir()
-            .map_err(|e| Error::Clone {
+            .map_err(|e| GateError::Clone {
                 url: source.to_owned(),
                 source: crate::CloneError::Temporary(e),
             })?;
         let dest = temp.path().join("repo");
         crate::clone_shallow(source, &dest, &crate::CloneOptions::default())
             .await
-            .map_err(|e| Error::Clone {
+            .map_err(|e| GateError::Clone {
                 url: source.to_owned(),
                 source: e,
             })?;
@@ -182,7 +182,7 @@ pub async fn sync_golden(backend: &dyn Backend, source: &str) -> Result<crate::R
     } else {
         std::path::PathBuf::from(source)
     };
-    let goldens = backend.goldens().map_err(|e| Error::Golden {
+    let goldens = backend.goldens().map_err(|e| GateError::Golden {
         name: source.to_owned(),
         source: e,
     })?;
@@ -192,16 +192,19 @@ pub async fn sync_golden(backend: &dyn Backend, source: &str) -> Result<crate::R
     };
     let record = crate::run(backend, &repo, &gate).await?;
     let Some(stack) = record.green_stack() else {
-        return Err(Error::GoldenUnproven {
+        return Err(GateError::GoldenUnproven {
             name: source.to_owned(),
             reason: format!("{}: {}", record.verdict.name(), record.reason),
         });
     };
     let warm = crate::provision_warm(backend, &repo, &stack, &gate).await?;
-    warm.sandbox.destroy().await.map_err(|e| Error::Sandbox {
-        stack: stack.name().to_owned(),
-        source: e,
-    })?;
+    warm.sandbox
+        .destroy()
+        .await
+        .map_err(|e| GateError::Sandbox {
+            stack: stack.name().to_owned(),
+            source: e,
+        })?;
     Ok(record)
 }
 
@@ -294,8 +297,8 @@ async fn fork_current(
     golden: &GoldenOptions,
     name: &str,
     spec: &forq_sandbox::SandboxSpec,
-) -> Result<(Box<dyn Sandbox>, u32), Error> {
-    let err = |source| Error::Golden {
+) -> Result<(Box<dyn Sandbox>, u32), GateError> {
+    let err = |source| GateError::Golden {
         name: name.to_owned(),
         source,
     };
@@ -340,8 +343,8 @@ async fn fork_matching(
     options: &GateOptions,
     golden: &GoldenOptions,
     key: &GoldenKey,
-) -> Result<Option<(Box<dyn Sandbox>, GoldenUse)>, Error> {
-    let err = |source| Error::Golden {
+) -> Result<Option<(Box<dyn Sandbox>, GoldenUse)>, GateError> {
+    let err = |source| GateError::Golden {
         name: key.name.clone(),
         source,
     };
@@ -354,7 +357,7 @@ async fn fork_matching(
     // A broken golden stops every run on the repository until it is
     // rebuilt or removed: never a silent install instead.
     if let GoldenStatus::Broken { reason } = &info.status {
-        return Err(Error::GoldenBroken {
+        return Err(GateError::GoldenBroken {
             name: key.name.clone(),
             reason: reason.clone(),
         });
@@ -386,7 +389,7 @@ pub(crate) async fn warm_from_golden(
     stack: &Stack,
     options: &GateOptions,
     golden: &GoldenOptions,
-) -> Result<Option<(Box<dyn Sandbox>, GoldenUse)>, Error> {
+) -> Result<Option<(Box<dyn Sandbox>, GoldenUse)>, GateError> {
     let Some(key) = golden_key(backend, repo, stack, options, &golden.identity).await else {
         options.tell(|| GateEvent::GoldenSkipped {
             reason: "the repository is not a git checkout, so its tree has no identity".to_owned(),
@@ -442,8 +445,8 @@ pub(crate) async fn warm_from_golden(
 }
 
 /// A golden's errors, named.
-fn golden_error(key: &GoldenKey) -> impl Fn(forq_sandbox::Error) -> Error + '_ {
-    |source| Error::Golden {
+fn golden_error(key: &GoldenKey) -> impl Fn(forq_sandbox::Error) -> GateError + '_ {
+    |source| GateError::Golden {
         name: key.name.clone(),
         source,
     }
@@ -457,7 +460,7 @@ fn previous_generation(
     stack: &Stack,
     golden: &GoldenOptions,
     key: &GoldenKey,
-) -> Result<Option<forq_sandbox::GoldenInfo>, Error> {
+) -> Result<Option<forq_sandbox::GoldenInfo>, GateError> {
     let previous = golden.goldens.get(&key.name).map_err(golden_error(key))?;
     Ok(previous.filter(|p| {
         let same_owner = p.meta["identity"] == golden.identity.as_str()
@@ -493,7 +496,7 @@ impl Build<'_> {
         &self,
         repo: &Path,
         previous: Option<&forq_sandbox::GoldenInfo>,
-    ) -> Result<(Box<dyn Sandbox>, bool, &'static str), Error> {
+    ) -> Result<(Box<dyn Sandbox>, bool, &'static str), GateError> {
         let key = self.key;
         let spec = crate::runner::spec(self.backend, repo, self.stack, self.options);
         self.options.tell(|| GateEvent::GoldenBuilding {
@@ -513,7 +516,7 @@ impl Build<'_> {
             .backend
             .create(&spec)
             .await
-            .map_err(|source| Error::Sandbox {
+            .map_err(|source| GateError::Sandbox {
                 stack: self.stack.name().to_owned(),
                 source,
             })?;
@@ -523,17 +526,17 @@ impl Build<'_> {
     /// The tests did not run green: a new golden is unproven; a synced
     /// one is marked broken, so that runs hear the tests stopped running
     /// on the new tree.
-    fn unproven(&self, run: &StackRun, synced: bool) -> Error {
+    fn unproven(&self, run: &StackRun, synced: bool) -> GateError {
         let name = self.key.name.clone();
         let reason = format!("{}: {}", self.stack.name(), run.reason);
         if !synced {
-            return Error::GoldenUnproven { name, reason };
+            return GateError::GoldenUnproven { name, reason };
         }
         let broken = GoldenStatus::Broken {
             reason: reason.clone(),
         };
         match self.golden.goldens.set_status(&name, broken) {
-            Ok(_) => Error::GoldenBroken { name, reason },
+            Ok(_) => GateError::GoldenBroken { name, reason },
             Err(e) => golden_error(self.key)(e),
         }
     }
@@ -546,7 +549,7 @@ impl Build<'_> {
         run: &StackRun,
         how: &str,
         started: Instant,
-    ) -> Result<(Box<dyn Sandbox>, GoldenUse), Error> {
+    ) -> Result<(Box<dyn Sandbox>, GoldenUse), GateError> {
         let key = self.key;
         let meta = meta(
             key,

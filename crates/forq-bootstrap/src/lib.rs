@@ -20,7 +20,7 @@ pub use configure::{
 pub use detect::{detect, Stack, StackKind};
 pub use evidence::{Evidence, Outcome};
 pub use forq_events::Observer;
-pub use gate::{run, Error, Fallback, GateEvent, GateOptions, Phase, Record, StackRun};
+pub use gate::{run, Fallback, GateError, GateEvent, GateOptions, Phase, Record, StackRun};
 pub use golden::{golden_key, sync_golden, GoldenKey, GoldenOptions, GoldenUse};
 pub use hang::{default_idle, in_progress, TestLimits, DEFAULT_TEST_IDLE_S};
 pub use journal::{run_record_path, JournalError};

@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use crate::detect::{Stack, StackKind};
 use crate::evidence::Evidence;
-use crate::gate::{Error, GateOptions, Record};
+use crate::gate::{GateError, GateOptions, Record};
 use crate::hang::TestLimits;
 
 /// Output kept of a test run: room for one line per test of a large suite
@@ -79,7 +79,7 @@ pub async fn provision(
     repo: &Path,
     stack: &Stack,
     options: &GateOptions,
-) -> Result<Box<dyn Sandbox>, Error> {
+) -> Result<Box<dyn Sandbox>, GateError> {
     Ok(provision_warm(backend, repo, stack, options).await?.sandbox)
 }
 
@@ -102,7 +102,7 @@ pub async fn provision_warm(
     repo: &Path,
     stack: &Stack,
     options: &GateOptions,
-) -> Result<Warm, Error> {
+) -> Result<Warm, GateError> {
     if let Some(golden) = &options.golden {
         if let Some((sandbox, used)) =
             crate::golden::warm_from_golden(backend, repo, stack, options, golden).await?
@@ -114,7 +114,7 @@ pub async fn provision_warm(
         }
     }
     let install_timeout = options.install_timeout;
-    let sandbox_error = |source| Error::Sandbox {
+    let sandbox_error = |source| GateError::Sandbox {
         stack: stack.name().to_owned(),
         source,
     };
@@ -136,7 +136,7 @@ pub async fn provision_warm(
         };
         if let Some(reason) = install_failure(&out, install_timeout) {
             let _ = sandbox.destroy().await;
-            return Err(Error::Install {
+            return Err(GateError::Install {
                 stack: stack.name().to_owned(),
                 command: command.clone(),
                 reason,

@@ -62,9 +62,9 @@ pub(crate) fn hint(err: &anyhow::Error) -> Option<&'static str> {
             return oracle(e);
         }
         if let Some(
-            forq_agent::provider::Error::MissingKey { .. }
-            | forq_agent::provider::Error::NoProvider,
-        ) = cause.downcast_ref::<forq_agent::provider::Error>()
+            forq_agent::provider::ProviderError::MissingKey { .. }
+            | forq_agent::provider::ProviderError::NoProvider,
+        ) = cause.downcast_ref::<forq_agent::provider::ProviderError>()
         {
             return Some(
                 "--provider replay --replay FILE plays a recorded model back, with no key",

@@ -3,7 +3,7 @@
 //! by triage, the contract check and the search's model brancher.
 
 use crate::message::{Message, Request, Usage};
-use crate::provider::{Error, Provider};
+use crate::provider::{Provider, ProviderError};
 
 /// What asking gave.
 #[derive(Debug)]
@@ -23,7 +23,7 @@ pub async fn ask<T>(
     provider: &dyn Provider,
     mut request: Request,
     validate: impl Fn(&str) -> Result<T, String>,
-) -> Result<Asked<T>, Error> {
+) -> Result<Asked<T>, ProviderError> {
     let mut usage = Usage::default();
     let mut calls = 0;
     loop {

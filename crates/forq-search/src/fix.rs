@@ -133,7 +133,7 @@ impl FixStrategy for Single {
 pub enum FixError {
     /// The bootstrap gate failed to run.
     #[error(transparent)]
-    Gate(#[from] forq_bootstrap::Error),
+    Gate(#[from] forq_bootstrap::GateError),
     /// The gate ran, and the repository's tests do not run.
     #[error("the bootstrap gate is not green ({verdict}): {reason}; a fix needs the repository's own tests to run")]
     NotBootstrapped {

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use forq_agent::message::{Message, Response, StopReason, Usage};
 use forq_agent::provider::Replay;
-use forq_agent::triage::{Action, Error, Triage};
+use forq_agent::triage::{Action, Triage, TriageError};
 
 fn answer(text: &str) -> Response {
     Response {
@@ -65,6 +65,6 @@ async fn an_invalid_answer_is_retried_once_then_refused() {
         .run("bug", "")
         .await
         .unwrap_err();
-    assert!(matches!(err, Error::InvalidOutput { .. }), "{err:?}");
+    assert!(matches!(err, TriageError::InvalidOutput { .. }), "{err:?}");
     assert!(err.to_string().contains("not the schema's shape"), "{err}");
 }

@@ -7,7 +7,7 @@ mod record;
 
 pub use event::{GateEvent, Phase};
 pub use options::GateOptions;
-pub use record::{Error, Record, StackRun};
+pub use record::{GateError, Record, StackRun};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -105,7 +105,7 @@ pub async fn run(
     backend: &dyn Backend,
     repo: &Path,
     options: &GateOptions,
-) -> Result<Record, Error> {
+) -> Result<Record, GateError> {
     let started = Instant::now();
     let mut record = Record::skipped();
     if options.skip {
@@ -169,7 +169,7 @@ pub async fn run(
     journal.mark("finished", "done", &record)?;
     // Only success is cached: a failure may be the environment's.
     if let (Some((key, head)), Verdict::Bootstrapped) = (&key, record.verdict) {
-        crate::cache::store(repo, key, head, &record).map_err(|source| Error::Cache {
+        crate::cache::store(repo, key, head, &record).map_err(|source| GateError::Cache {
             path: crate::cache::manifest_path(repo),
             source,
         })?;
@@ -186,7 +186,7 @@ async fn fall_back(
     fallback: &dyn Fallback,
     record: &mut Record,
     journal: &Journal,
-) -> Result<(), Error> {
+) -> Result<(), GateError> {
     let proposals = fallback.propose(repo, record).await;
     options.tell(|| GateEvent::Fallback {
         stacks: proposals.clone(),
@@ -222,7 +222,7 @@ async fn configure_into(
     configurator: &dyn crate::Configurator,
     record: &mut Record,
     journal: &Journal,
-) -> Result<(), Error> {
+) -> Result<(), GateError> {
     options.tell(|| GateEvent::Configuring);
     journal.mark("running", "agentic fallback", record)?;
     let nothing_detected = record.stacks.is_empty();
@@ -260,7 +260,7 @@ async fn configure_into(
         }
         return Ok(());
     };
-    crate::configure::write_recipe(repo, &recipe).map_err(|source| Error::Cache {
+    crate::configure::write_recipe(repo, &recipe).map_err(|source| GateError::Cache {
         path: repo
             .join(".forq")
             .join("bootstrap")
@@ -278,19 +278,20 @@ async fn configure_into(
                 "configured",
                 serde_json::json!({}),
             );
-            let _lock = golden
-                .goldens
-                .lock(&key.name)
-                .await
-                .map_err(|source| Error::Golden {
-                    name: key.name.clone(),
-                    source,
-                })?;
+            let _lock =
+                golden
+                    .goldens
+                    .lock(&key.name)
+                    .await
+                    .map_err(|source| GateError::Golden {
+                        name: key.name.clone(),
+                        source,
+                    })?;
             golden
                 .goldens
                 .save(&key.name, &key.key, meta, &**sandbox)
                 .await
-                .map_err(|source| Error::Golden {
+                .map_err(|source| GateError::Golden {
                     name: key.name.clone(),
                     source,
                 })?;
@@ -394,9 +395,9 @@ async fn run_stack(
     options: &GateOptions,
     journal: &Journal,
     record: &Record,
-) -> Result<StackRun, Error> {
+) -> Result<StackRun, GateError> {
     let started = Instant::now();
-    let sandbox_error = |source| Error::Sandbox {
+    let sandbox_error = |source| GateError::Sandbox {
         stack: stack.name().to_owned(),
         source,
     };
@@ -406,8 +407,8 @@ async fn run_stack(
     if let Some(golden) = &options.golden {
         match crate::golden::warm_from_golden(backend, repo, stack, options, golden).await {
             Ok(found) => from_golden = found,
-            Err(Error::GoldenUnproven { .. }) => {}
-            Err(Error::GoldenBroken { name, reason }) => {
+            Err(GateError::GoldenUnproven { .. }) => {}
+            Err(GateError::GoldenBroken { name, reason }) => {
                 let mut run = StackRun::new(stack.name(), &stack.marker);
                 run.install = stack.install.clone();
                 run.command = stack.command.clone();
@@ -462,7 +463,7 @@ pub(crate) async fn run_stack_in(
     options: &GateOptions,
     install: bool,
     journal: Option<(&Journal, &Record)>,
-) -> Result<StackRun, Error> {
+) -> Result<StackRun, GateError> {
     let started = Instant::now();
     let steps = StackSteps {
         sandbox,
@@ -502,8 +503,8 @@ struct StackSteps<'a> {
 }
 
 impl StackSteps<'_> {
-    fn sandbox_error(&self, source: forq_sandbox::Error) -> Error {
-        Error::Sandbox {
+    fn sandbox_error(&self, source: forq_sandbox::Error) -> GateError {
+        GateError::Sandbox {
             stack: self.stack.name().to_owned(),
             source,
         }
@@ -520,7 +521,7 @@ impl StackSteps<'_> {
     }
 
     /// Journals and tells a step's start; when it started.
-    fn start(&self, phase: Phase, command: &str) -> Result<Instant, Error> {
+    fn start(&self, phase: Phase, command: &str) -> Result<Instant, GateError> {
         let label = match phase {
             Phase::Install => "install",
             Phase::Test => "test",
@@ -553,7 +554,7 @@ impl StackSteps<'_> {
 
     /// The install steps, in order, up to the first that fails: why it
     /// failed, if one did.
-    async fn install(&self, run: &mut StackRun) -> Result<Option<String>, Error> {
+    async fn install(&self, run: &mut StackRun) -> Result<Option<String>, GateError> {
         let options = self.options;
         for command in &self.stack.install {
             let at = self.start(Phase::Install, command)?;
@@ -575,7 +576,7 @@ impl StackSteps<'_> {
     /// The test command, within the whole-run and per-test budgets (a
     /// hanging test is killed, named, failed, and the suite runs on
     /// without it where it can); its evidence and verdict into `run`.
-    async fn test(&self, run: &mut StackRun) -> Result<(), Error> {
+    async fn test(&self, run: &mut StackRun) -> Result<(), GateError> {
         let (stack, options) = (self.stack, self.options);
         let at = self.start(Phase::Test, &stack.command)?;
         let limits = options.test_limits(stack);

@@ -117,7 +117,7 @@ impl Record {
 /// repository).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum Error {
+pub enum GateError {
     /// The sandbox failed (not the repository's commands in it).
     #[error("the sandbox failed while bootstrapping {stack}")]
     Sandbox {

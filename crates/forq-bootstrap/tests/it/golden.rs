@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use forq_bootstrap::{Error, GateOptions, GoldenOptions, Stack};
+use forq_bootstrap::{GateError, GateOptions, GoldenOptions, Stack};
 use forq_sandbox::{Backend, Goldens, NativeBackend, NativeOptions};
 
 use super::repo;
@@ -102,7 +102,7 @@ async fn warm(
     f: &Fixture,
     repo: &Path,
     options: &GateOptions,
-) -> Result<(String, u32, String), Error> {
+) -> Result<(String, u32, String), GateError> {
     let warm = forq_bootstrap::provision_warm(&*f.backend, repo, &recipe(), options).await?;
     let used = warm.golden.clone().expect("a golden applied");
     let stamp = warm
@@ -148,7 +148,7 @@ async fn a_golden_is_built_once_then_forked_synced_and_marked_broken() {
     .unwrap();
     git(dir.path(), &["commit", "-q", "-am", "break"]).await;
     let err = warm(&f, dir.path(), &options).await.unwrap_err();
-    assert!(matches!(err, Error::GoldenBroken { .. }), "{err}");
+    assert!(matches!(err, GateError::GoldenBroken { .. }), "{err}");
     let err = warm(&f, dir.path(), &use_only).await.unwrap_err();
     assert!(err.to_string().contains("broken"), "{err}");
     // Mended: the tests load again, and a rebuild starts from scratch.
@@ -262,7 +262,7 @@ async fn a_sync_by_url_clones_proves_and_saves_the_golden() {
         .await
         .unwrap_err();
     assert!(
-        matches!(&err, Error::GoldenUnproven { reason, .. } if reason.starts_with("unsupported_ecosystem")),
+        matches!(&err, GateError::GoldenUnproven { reason, .. } if reason.starts_with("unsupported_ecosystem")),
         "{err:?}"
     );
     assert_eq!(goldens.list().unwrap().len(), 1, "nothing more was saved");
@@ -270,5 +270,5 @@ async fn a_sync_by_url_clones_proves_and_saves_the_golden() {
     let err = forq_bootstrap::sync_golden(&*f.backend, "file:///nonexistent/forq-repo")
         .await
         .unwrap_err();
-    assert!(matches!(err, Error::Clone { .. }), "{err:?}");
+    assert!(matches!(err, GateError::Clone { .. }), "{err:?}");
 }

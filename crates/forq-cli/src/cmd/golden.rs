@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context;
-use forq_bootstrap::{Error as GateError, GateOptions, GoldenOptions, Stack};
+use forq_bootstrap::{GateError, GateOptions, GoldenOptions, Stack};
 use forq_sandbox::{Backend, GoldenInfo, GoldenStatus, Goldens};
 use serde_json::json;
 

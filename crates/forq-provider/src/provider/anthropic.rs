@@ -8,7 +8,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::http::{EventStream, Http};
-use super::{ApiKey, Error, Provider, RetryPolicy, Sink, DEFAULT_TIMEOUT};
+use super::{ApiKey, Provider, ProviderError, RetryPolicy, Sink, DEFAULT_TIMEOUT};
 use crate::message::{
     parse_arguments, Delta, Message, Part, Request, Response, Role, StopReason, ToolChoice, Usage,
 };
@@ -35,11 +35,12 @@ impl std::fmt::Debug for Anthropic {
 impl Anthropic {
     /// From the environment: `ANTHROPIC_API_KEY` (required) and
     /// `ANTHROPIC_BASE_URL` (default Anthropic's).
-    pub fn from_env() -> Result<Anthropic, Error> {
-        let key = ApiKey::from_env("ANTHROPIC_API_KEY").ok_or_else(|| Error::MissingKey {
-            provider: "anthropic".to_owned(),
-            env: "ANTHROPIC_API_KEY".to_owned(),
-        })?;
+    pub fn from_env() -> Result<Anthropic, ProviderError> {
+        let key =
+            ApiKey::from_env("ANTHROPIC_API_KEY").ok_or_else(|| ProviderError::MissingKey {
+                provider: "anthropic".to_owned(),
+                env: "ANTHROPIC_API_KEY".to_owned(),
+            })?;
         let base = std::env::var("ANTHROPIC_BASE_URL")
             .ok()
             .filter(|b| !b.trim().is_empty())
@@ -322,7 +323,7 @@ impl Anthropic {
         resp: reqwest::Response,
         req: &Request,
         emit: &(dyn Fn(Delta) + Send + Sync),
-    ) -> Result<(Vec<Part>, Usage, StopReason, String), Error> {
+    ) -> Result<(Vec<Part>, Usage, StopReason, String), ProviderError> {
         let mut events = EventStream::new(resp);
         let mut reply = Streamed {
             blocks: BTreeMap::new(),
@@ -347,7 +348,7 @@ impl Anthropic {
                 Ok(true) => {}
                 Ok(false) => break,
                 Err(message) => {
-                    return Err(Error::Unavailable {
+                    return Err(ProviderError::Unavailable {
                         provider: "anthropic".to_owned(),
                         status: 200,
                         attempts: 1,
@@ -504,7 +505,11 @@ impl Provider for Anthropic {
         "anthropic"
     }
 
-    async fn complete(&self, req: &Request, sink: Option<Sink<'_>>) -> Result<Response, Error> {
+    async fn complete(
+        &self,
+        req: &Request,
+        sink: Option<Sink<'_>>,
+    ) -> Result<Response, ProviderError> {
         let url = format!("{}/v1/messages", self.base_url);
         let resp = self
             .http

@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
 
-use super::{ApiKey, Error};
+use super::{ApiKey, ProviderError};
 
 /// When and how often a failed call is retried.
 #[derive(Debug, Clone)]
@@ -129,7 +129,7 @@ impl Http {
         headers: &[(&str, String)],
         body: &Value,
         key: &ApiKey,
-    ) -> Result<reqwest::Response, Error> {
+    ) -> Result<reqwest::Response, ProviderError> {
         let provider = self.provider.to_owned();
         let mut attempt = 0;
         loop {
@@ -142,7 +142,7 @@ impl Http {
             let resp = match req.send().await {
                 Ok(resp) => resp,
                 Err(e) if last => {
-                    return Err(Error::Connect {
+                    return Err(ProviderError::Connect {
                         provider,
                         url: url.to_owned(),
                         attempts: attempt,
@@ -166,7 +166,7 @@ impl Http {
             let message = key.redact(&message_of(&text));
             match status {
                 401 | 403 => {
-                    return Err(Error::Auth {
+                    return Err(ProviderError::Auth {
                         provider,
                         status,
                         message,
@@ -178,7 +178,7 @@ impl Http {
                     tokio::time::sleep(wait).await;
                 }
                 429 | 500..=599 => {
-                    return Err(Error::Unavailable {
+                    return Err(ProviderError::Unavailable {
                         provider,
                         status,
                         attempts: attempt,
@@ -186,7 +186,7 @@ impl Http {
                     })
                 }
                 _ => {
-                    return Err(Error::BadRequest {
+                    return Err(ProviderError::BadRequest {
                         provider,
                         status,
                         message,
@@ -202,7 +202,7 @@ impl Http {
         &self,
         resp: reqwest::Response,
         what: &str,
-    ) -> Result<T, Error> {
+    ) -> Result<T, ProviderError> {
         let text = resp
             .text()
             .await
@@ -210,8 +210,8 @@ impl Http {
         serde_json::from_str(&text).map_err(|e| self.protocol(format!("not {what} ({e})")))
     }
 
-    pub(crate) fn protocol(&self, message: String) -> Error {
-        Error::Protocol {
+    pub(crate) fn protocol(&self, message: String) -> ProviderError {
+        ProviderError::Protocol {
             provider: self.provider.to_owned(),
             message,
         }

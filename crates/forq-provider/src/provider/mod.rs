@@ -31,14 +31,14 @@ pub enum Choice {
 }
 
 /// Opens the provider `choice` names, configured from the environment.
-pub fn open(choice: &Choice) -> Result<std::sync::Arc<dyn Provider>, Error> {
+pub fn open(choice: &Choice) -> Result<std::sync::Arc<dyn Provider>, ProviderError> {
     let set = |var: &str| std::env::var(var).is_ok_and(|v| !v.trim().is_empty());
     Ok(match choice {
         Choice::Auto if set("ANTHROPIC_API_KEY") => std::sync::Arc::new(Anthropic::from_env()?),
         Choice::Auto if set("OPENAI_API_KEY") || set("OPENAI_BASE_URL") => {
             std::sync::Arc::new(OpenAi::from_env()?)
         }
-        Choice::Auto => return Err(Error::NoProvider),
+        Choice::Auto => return Err(ProviderError::NoProvider),
         Choice::OpenAi => std::sync::Arc::new(OpenAi::from_env()?),
         Choice::Anthropic => std::sync::Arc::new(Anthropic::from_env()?),
         Choice::Replay(path) => std::sync::Arc::new(Replay::from_jsonl(path)?),
@@ -48,7 +48,7 @@ pub fn open(choice: &Choice) -> Result<std::sync::Arc<dyn Provider>, Error> {
 /// The provider `kind` (`openai` or `anthropic`) with `key` instead of the
 /// environment's (a contributor's own, for one run), at the environment's
 /// base URL.
-pub fn with_key(kind: &str, key: ApiKey) -> Result<std::sync::Arc<dyn Provider>, Error> {
+pub fn with_key(kind: &str, key: ApiKey) -> Result<std::sync::Arc<dyn Provider>, ProviderError> {
     let base = |var: &str, default: &str| {
         std::env::var(var)
             .ok()
@@ -94,7 +94,11 @@ pub trait Provider: Send + Sync {
 
     /// One call. With `request.stream`, deltas go to `sink` as they arrive
     /// and the whole reply is returned at the end, the same as unstreamed.
-    async fn complete(&self, request: &Request, sink: Option<Sink<'_>>) -> Result<Response, Error>;
+    async fn complete(
+        &self,
+        request: &Request,
+        sink: Option<Sink<'_>>,
+    ) -> Result<Response, ProviderError>;
 }
 
 /// An API key, never shown: `Debug` and `Display` print `[redacted]`.
@@ -139,7 +143,7 @@ impl std::fmt::Debug for ApiKey {
 /// Why a call failed. No variant ever holds the API key.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum Error {
+pub enum ProviderError {
     /// No key was given and the environment has none.
     #[error("no API key for {provider}: set {env} or pass a key")]
     MissingKey {

@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::http::{EventStream, Http};
-use super::{ApiKey, Error, Provider, RetryPolicy, Sink, DEFAULT_TIMEOUT};
+use super::{ApiKey, Provider, ProviderError, RetryPolicy, Sink, DEFAULT_TIMEOUT};
 use crate::message::{
     parse_arguments, Delta, Message, Part, Request, Response, Role, StopReason, ToolChoice, Usage,
 };
@@ -37,7 +37,7 @@ impl OpenAi {
     /// From the environment: `OPENAI_BASE_URL` (default OpenAI's) and
     /// `OPENAI_API_KEY`, which OpenAI's own endpoint requires (a local
     /// server may not).
-    pub fn from_env() -> Result<OpenAi, Error> {
+    pub fn from_env() -> Result<OpenAi, ProviderError> {
         let base = std::env::var("OPENAI_BASE_URL")
             .ok()
             .filter(|b| !b.trim().is_empty())
@@ -47,10 +47,10 @@ impl OpenAi {
 
     /// At `base_url` (`https://api.openai.com/v1`, `http://localhost:11434/v1`)
     /// with `key`.
-    pub fn new(base_url: &str, key: Option<ApiKey>) -> Result<OpenAi, Error> {
+    pub fn new(base_url: &str, key: Option<ApiKey>) -> Result<OpenAi, ProviderError> {
         let base_url = base_url.trim_end_matches('/').to_owned();
         if key.is_none() && base_url == OPENAI_BASE {
-            return Err(Error::MissingKey {
+            return Err(ProviderError::MissingKey {
                 provider: "openai".to_owned(),
                 env: "OPENAI_API_KEY".to_owned(),
             });
@@ -122,7 +122,7 @@ impl OpenAi {
     }
 
     /// Our response from a whole (not streamed) reply.
-    fn reply(&self, reply: Reply, req: &Request) -> Result<Response, Error> {
+    fn reply(&self, reply: Reply, req: &Request) -> Result<Response, ProviderError> {
         let choice = reply
             .choices
             .into_iter()
@@ -317,7 +317,7 @@ fn call_id(id: Option<String>, position: usize) -> String {
 }
 
 /// The parts of a finished call list, refusing a call without a name.
-fn tool_part(id: String, name: String, raw: &str, http: &Http) -> Result<Part, Error> {
+fn tool_part(id: String, name: String, raw: &str, http: &Http) -> Result<Part, ProviderError> {
     if name.is_empty() {
         return Err(http.protocol(format!("tool call {id} has no function name")));
     }
@@ -336,7 +336,11 @@ impl Provider for OpenAi {
         "openai"
     }
 
-    async fn complete(&self, req: &Request, sink: Option<Sink<'_>>) -> Result<Response, Error> {
+    async fn complete(
+        &self,
+        req: &Request,
+        sink: Option<Sink<'_>>,
+    ) -> Result<Response, ProviderError> {
         let url = format!("{}/chat/completions", self.base_url);
         let key = self.key.clone().unwrap_or_else(|| ApiKey::new(""));
         let resp = self

@@ -6,7 +6,7 @@ use std::sync::Mutex;
 
 use serde_json::Value;
 
-use super::{Error, Provider, Sink};
+use super::{Provider, ProviderError, Sink};
 use crate::message::{Delta, Part, Request, Response};
 
 /// Plays recorded replies back, one per call.
@@ -28,23 +28,23 @@ impl Replay {
     /// The replies of a JSONL recording: each line a [`Response`], or a
     /// transcript step holding one under `"response"` (other lines are
     /// skipped).
-    pub fn from_jsonl(path: &Path) -> Result<Replay, Error> {
+    pub fn from_jsonl(path: &Path) -> Result<Replay, ProviderError> {
         let text = std::fs::read_to_string(path)
-            .map_err(|e| Error::Replay(format!("cannot read {}: {e}", path.display())))?;
+            .map_err(|e| ProviderError::Replay(format!("cannot read {}: {e}", path.display())))?;
         let mut replies = Vec::new();
         for (n, line) in text.lines().enumerate() {
             if line.trim().is_empty() {
                 continue;
             }
             let v: Value = serde_json::from_str(line).map_err(|e| {
-                Error::Replay(format!("{} line {}: not JSON ({e})", path.display(), n + 1))
+                ProviderError::Replay(format!("{} line {}: not JSON ({e})", path.display(), n + 1))
             })?;
             let candidate = v.get("response").cloned().unwrap_or(v);
             if candidate.get("message").is_none() {
                 continue;
             }
             let reply: Response = serde_json::from_value(candidate).map_err(|e| {
-                Error::Replay(format!(
+                ProviderError::Replay(format!(
                     "{} line {}: not a reply ({e})",
                     path.display(),
                     n + 1
@@ -72,16 +72,22 @@ impl Provider for Replay {
         "replay"
     }
 
-    async fn complete(&self, request: &Request, sink: Option<Sink<'_>>) -> Result<Response, Error> {
+    async fn complete(
+        &self,
+        request: &Request,
+        sink: Option<Sink<'_>>,
+    ) -> Result<Response, ProviderError> {
         if let Ok(mut asked) = self.asked.lock() {
             asked.push(request.clone());
         }
         let reply = self
             .replies
             .lock()
-            .map_err(|_| Error::Replay("the recording's lock is poisoned".to_owned()))?
+            .map_err(|_| ProviderError::Replay("the recording's lock is poisoned".to_owned()))?
             .pop_front()
-            .ok_or_else(|| Error::Replay("no recorded reply left for this call".to_owned()))?;
+            .ok_or_else(|| {
+                ProviderError::Replay("no recorded reply left for this call".to_owned())
+            })?;
         if let (true, Some(sink)) = (request.stream, sink) {
             let mut index = 0;
             for part in &reply.message.parts {
@@ -126,9 +132,12 @@ impl std::fmt::Debug for Recorder {
 
 impl Recorder {
     /// Records `inner`'s replies to `path` (created or truncated).
-    pub fn new(inner: std::sync::Arc<dyn Provider>, path: &Path) -> Result<Recorder, Error> {
+    pub fn new(
+        inner: std::sync::Arc<dyn Provider>,
+        path: &Path,
+    ) -> Result<Recorder, ProviderError> {
         let out = std::fs::File::create(path)
-            .map_err(|e| Error::Replay(format!("cannot write {}: {e}", path.display())))?;
+            .map_err(|e| ProviderError::Replay(format!("cannot write {}: {e}", path.display())))?;
         Ok(Recorder {
             inner,
             out: Mutex::new(out),
@@ -142,13 +151,17 @@ impl Provider for Recorder {
         self.inner.name()
     }
 
-    async fn complete(&self, request: &Request, sink: Option<Sink<'_>>) -> Result<Response, Error> {
+    async fn complete(
+        &self,
+        request: &Request,
+        sink: Option<Sink<'_>>,
+    ) -> Result<Response, ProviderError> {
         let reply = self.inner.complete(request, sink).await?;
         let line = serde_json::to_string(&reply).expect("a reply serializes");
         if let Ok(mut out) = self.out.lock() {
             use std::io::Write;
             writeln!(out, "{line}")
-                .map_err(|e| Error::Replay(format!("cannot record a reply: {e}")))?;
+                .map_err(|e| ProviderError::Replay(format!("cannot record a reply: {e}")))?;
         }
         Ok(reply)
     }

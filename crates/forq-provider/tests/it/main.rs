@@ -14,7 +14,7 @@ use std::time::Duration;
 use forq_provider::message::{
     Delta, Message, Part, Request, ResponseSchema, Role, StopReason, ToolSpec,
 };
-use forq_provider::provider::{Anthropic, ApiKey, Error, OpenAi, Provider, RetryPolicy};
+use forq_provider::provider::{Anthropic, ApiKey, OpenAi, Provider, ProviderError, RetryPolicy};
 use serde_json::json;
 use server::{chunk, sse, Reply, Server};
 
@@ -475,7 +475,7 @@ async fn server_errors_are_retried_and_give_up_with_the_last_message() {
     assert!(
         matches!(
             err,
-            Error::Unavailable {
+            ProviderError::Unavailable {
                 status: 529,
                 attempts: 3,
                 ..
@@ -496,7 +496,10 @@ async fn auth_and_request_errors_are_clear_and_never_show_the_key() {
     .await;
     let provider = openai(&server);
     let err = provider.complete(&request(false), None).await.unwrap_err();
-    assert!(matches!(err, Error::Auth { status: 401, .. }), "{err:?}");
+    assert!(
+        matches!(err, ProviderError::Auth { status: 401, .. }),
+        "{err:?}"
+    );
     let text = format!("{err} {err:?} {provider:?}");
     assert!(
         text.contains("Incorrect API key provided: [redacted]"),
@@ -507,7 +510,7 @@ async fn auth_and_request_errors_are_clear_and_never_show_the_key() {
     assert_eq!(server.received().len(), 1);
     let err = provider.complete(&request(false), None).await.unwrap_err();
     assert!(
-        matches!(err, Error::BadRequest { status: 400, .. }),
+        matches!(err, ProviderError::BadRequest { status: 400, .. }),
         "{err:?}"
     );
     assert!(
@@ -532,7 +535,10 @@ async fn an_unreachable_endpoint_is_a_connect_error_after_retries() {
                 .base_delay(Duration::from_millis(5)),
         );
     let err = provider.complete(&request(false), None).await.unwrap_err();
-    assert!(matches!(err, Error::Connect { attempts: 2, .. }), "{err:?}");
+    assert!(
+        matches!(err, ProviderError::Connect { attempts: 2, .. }),
+        "{err:?}"
+    );
     assert!(
         err.to_string().contains(&format!("127.0.0.1:{port}")),
         "{err}"
@@ -594,12 +600,12 @@ async fn openai_replies_missing_ids_names_or_shape_are_handled_by_type() {
     );
     let err = provider.complete(&request(false), None).await.unwrap_err();
     assert!(
-        matches!(&err, Error::Protocol { message, .. } if message.contains("missing field `name`")),
+        matches!(&err, ProviderError::Protocol { message, .. } if message.contains("missing field `name`")),
         "{err}"
     );
     let err = provider.complete(&request(false), None).await.unwrap_err();
     assert!(
-        matches!(&err, Error::Protocol { message, .. } if message.contains("no choices")),
+        matches!(&err, ProviderError::Protocol { message, .. } if message.contains("no choices")),
         "{err}"
     );
 }
@@ -658,7 +664,7 @@ async fn anthropic_replies_are_read_by_type() {
     );
     let err = provider.complete(&request(false), None).await.unwrap_err();
     assert!(
-        matches!(&err, Error::Protocol { message, .. } if message.contains("missing field `id`")),
+        matches!(&err, ProviderError::Protocol { message, .. } if message.contains("missing field `id`")),
         "{err}"
     );
     let streamed = provider.complete(&request(true), None).await.unwrap();
