@@ -18,7 +18,7 @@ use serde_json::json;
 use tracing::Instrument;
 
 use crate::cost::{Budget, Meter, PriceTable};
-use crate::message::{Message, Part, Request, Role, Usage};
+use crate::message::{Message, Part, Request, Role, StopReason, Usage};
 use crate::provider::Provider;
 use crate::tools::{Control, ToolContext, Toolbox};
 
@@ -181,6 +181,17 @@ pub enum AgentEvent {
         /// Dollars so far.
         cost_usd: f64,
     },
+    /// The history was condensed to fit the model's context window.
+    Condensed {
+        /// The step about to be asked.
+        step: u32,
+        /// The window, in tokens.
+        window: u32,
+        /// Estimated tokens of the request before.
+        before: u32,
+        /// After.
+        after: u32,
+    },
     /// The run ended.
     Finished {
         /// How.
@@ -215,6 +226,9 @@ pub struct Agent {
     prices: PriceTable,
     system: String,
     max_tokens: u32,
+    /// The model's context window, when the caller knows it better than
+    /// the provider.
+    context_window: Option<u32>,
     stream: bool,
     observers: Observers<AgentEvent>,
     transcript: Option<PathBuf>,
@@ -243,10 +257,17 @@ impl Agent {
             prices: PriceTable::new(),
             system: SYSTEM_PROMPT.to_owned(),
             max_tokens: 4096,
+            context_window: None,
             stream: false,
             observers: Observers::new(),
             transcript: None,
         }
+    }
+    /// Fits every request into a window of `tokens` (else the provider's
+    /// word for the model, else [`crate::context::DEFAULT_CONTEXT_WINDOW`]).
+    pub fn context_window(mut self, tokens: u32) -> Self {
+        self.context_window = Some(tokens.max(1_024));
+        self
     }
     /// Offers these tools instead.
     pub fn tools(mut self, tools: Toolbox) -> Self {
@@ -348,7 +369,15 @@ impl Agent {
         meter: &mut Meter,
     ) -> Result<Outcome, Failure> {
         let mut request = self.first_request(task);
-        self.record(json!({"task": task, "model": self.model, "tools": request.tools.iter().map(|t| &t.name).collect::<Vec<_>>()}))?;
+        let mut window = match self.context_window {
+            Some(w) => w,
+            None => self
+                .provider
+                .context_window(&self.model)
+                .await
+                .unwrap_or(crate::context::DEFAULT_CONTEXT_WINDOW),
+        };
+        self.record(json!({"task": task, "model": self.model, "context_window": window, "tools": request.tools.iter().map(|t| &t.name).collect::<Vec<_>>()}))?;
         let cx = ToolContext { sandbox };
         loop {
             if let Some(exceeded) = meter.check(&self.budget, &self.model) {
@@ -369,11 +398,7 @@ impl Agent {
                 }
             };
             let response = self
-                .provider
-                .complete(
-                    &request,
-                    self.stream.then_some(&sink as crate::provider::Sink<'_>),
-                )
+                .ask(&mut request, &mut window, step, &sink)
                 .instrument(tracing::info_span!("step", step))
                 .await
                 .map_err(Failure::of(FailedIn::Model))?;
@@ -385,7 +410,9 @@ impl Agent {
                 cost_usd: meter.cost_usd,
             });
             request.messages.push(response.message.clone());
-            let (results, control) = self.call_tools(&cx, step, &response.message.parts).await;
+            let (results, control) = self
+                .call_tools(&cx, step, &response.message.parts, window)
+                .await;
             self.record(
                 json!({"step": step, "response": response, "cost": cost, "tool_results": results}),
             )?;
@@ -405,7 +432,12 @@ impl Agent {
                 }
                 None => {}
             }
-            if results.is_empty() {
+            if results.is_empty() && response.stop == StopReason::MaxTokens {
+                // Cut at the limit: one step spent, not the run.
+                request.messages.push(Message::user(
+                    "Your reply was cut off at the token limit. Reply briefly: one tool call, no long reasoning.",
+                ));
+            } else if results.is_empty() {
                 // Text alone moves nothing: ask for a tool call.
                 request.messages.push(Message::user(
                     "Continue with the tools: change the code, run the tests, then call submit (or give_up).",
@@ -444,13 +476,57 @@ impl Agent {
         request
     }
 
-    /// Answers every tool call of a reply, in order: the results, and the
-    /// first control (submit, give up) a tool asked for.
+    /// One model call for `request`, fitted to `window` first; a refusal
+    /// as too long (the estimate was short, or the window smaller than
+    /// said) fits it to the window the server names, or to three quarters
+    /// of this one, and asks again, twice at most.
+    async fn ask(
+        &self,
+        request: &mut Request,
+        window: &mut u32,
+        step: u32,
+        sink: &(dyn Fn(&crate::message::Delta) + Send + Sync),
+    ) -> Result<crate::message::Response, crate::provider::ProviderError> {
+        let mut refusals = 0;
+        loop {
+            let fitted = crate::context::fit(request, *window, self.max_tokens);
+            if fitted.condensed {
+                tracing::info!(
+                    step,
+                    window = *window,
+                    before = fitted.before,
+                    after = fitted.after,
+                    "history condensed"
+                );
+                self.tell(AgentEvent::Condensed {
+                    step,
+                    window: *window,
+                    before: fitted.before,
+                    after: fitted.after,
+                });
+            }
+            let sink = self.stream.then_some(sink as crate::provider::Sink<'_>);
+            match self.provider.complete(request, sink).await {
+                Err(e @ crate::provider::ProviderError::ContextLength { .. }) if refusals < 2 => {
+                    refusals += 1;
+                    let smaller = e.context_limit().unwrap_or(*window * 3 / 4);
+                    *window = smaller.min(*window * 9 / 10).max(1_024);
+                    tracing::warn!(step, window = *window, error = %e, "the request was too long for the model; fitting it again");
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// Answers every tool call of a reply, in order: the results (each
+    /// capped to its share of `window`), and the first control (submit,
+    /// give up) a tool asked for.
     async fn call_tools(
         &self,
         cx: &ToolContext<'_>,
         step: u32,
         parts: &[Part],
+        window: u32,
     ) -> (Vec<Part>, Option<Control>) {
         let mut results = Vec::new();
         let mut control = None;
@@ -500,7 +576,10 @@ impl Agent {
             }
             results.push(Part::ToolResult {
                 id: id.clone(),
-                content: out.content,
+                content: crate::context::cap_observation(
+                    out.content,
+                    crate::context::observation_cap(window),
+                ),
                 is_error: out.is_error,
             });
         }

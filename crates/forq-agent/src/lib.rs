@@ -7,6 +7,7 @@ pub use forq_provider::{cost, message, provider, structured};
 
 pub mod agent;
 pub mod configure;
+pub mod context;
 pub mod contract;
 pub mod docs;
 pub mod external;

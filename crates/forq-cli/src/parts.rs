@@ -33,8 +33,38 @@ pub(crate) fn open_provider(args: &ModelArgs) -> anyhow::Result<(Arc<dyn Provide
                 .clone()
                 .context("--provider replay plays the recording given with --replay FILE")?,
         ),
+        ProviderName::OpenaiCompatible => Choice::Local(
+            args.base_url
+                .clone()
+                .or_else(|| std::env::var("OPENAI_BASE_URL").ok().filter(|u| !u.trim().is_empty()))
+                .context("--provider openai-compatible talks to the server at --base-url URL (or OPENAI_BASE_URL)")?,
+        ),
+        ProviderName::Ollama => Choice::Local(
+            args.base_url
+                .clone()
+                .unwrap_or_else(|| "http://127.0.0.1:11434/v1".to_owned()),
+        ),
+        ProviderName::Llamacpp => Choice::Local(
+            args.base_url
+                .clone()
+                .unwrap_or_else(|| "http://127.0.0.1:8080/v1".to_owned()),
+        ),
     };
     let provider = provider::open(&choice)?;
+    let window =
+        match args.context_window {
+            Some(w) => Some(w),
+            None => match std::env::var("FORQ_CONTEXT_WINDOW") {
+                Ok(v) if !v.trim().is_empty() => Some(v.trim().parse().with_context(|| {
+                    format!("FORQ_CONTEXT_WINDOW={v} is not a number of tokens")
+                })?),
+                _ => None,
+            },
+        };
+    let provider = match window {
+        Some(tokens) => provider::with_context_window(provider, tokens),
+        None => provider,
+    };
     let model = args
         .model
         .clone()

@@ -178,9 +178,19 @@ pub(crate) struct IssueArg {
 #[derive(Debug, Args)]
 pub(crate) struct ModelArgs {
     /// auto (ANTHROPIC_API_KEY, else OPENAI_API_KEY / OPENAI_BASE_URL),
-    /// openai, anthropic, or replay (a recording, with --replay).
+    /// openai, anthropic, replay (a recording, with --replay), or a server
+    /// on this machine: openai-compatible (with --base-url), ollama or
+    /// llamacpp (their usual local addresses unless --base-url).
     #[arg(long, value_enum, default_value = "auto")]
     pub(crate) provider: ProviderName,
+    /// The base URL of a local server (`http://127.0.0.1:8080/v1`).
+    #[arg(long, value_name = "URL")]
+    pub(crate) base_url: Option<String>,
+    /// The model's context window in tokens, when the provider cannot say
+    /// (default: FORQ_CONTEXT_WINDOW, else what the endpoint or the known
+    /// models say, else 8192). Every request is fitted to it.
+    #[arg(long, value_name = "TOKENS")]
+    pub(crate) context_window: Option<u32>,
     /// The model (default: FORQ_MODEL, else the provider's current general
     /// model).
     #[arg(long)]
@@ -201,6 +211,9 @@ pub(crate) enum ProviderName {
     Openai,
     Anthropic,
     Replay,
+    OpenaiCompatible,
+    Ollama,
+    Llamacpp,
 }
 
 #[derive(Debug, Args)]

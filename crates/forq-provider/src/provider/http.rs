@@ -92,6 +92,61 @@ fn message_of(body: &str) -> String {
     text.chars().take(500).collect()
 }
 
+/// What a refusal says of the request, whatever its status.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Refusal {
+    /// Longer than the model's context: shorten it, never retry it as is.
+    TooLong,
+    /// Invalid as sent: a 4xx, or a 500 whose body is a validation
+    /// error (servers that check requests late answer so). Not retried.
+    Invalid,
+    /// Neither: the status decides (429 and 5xx wait and retry).
+    Other,
+}
+
+/// Reads a refused call's status and message. Local servers word a
+/// too-long prompt many ways (`context length`, `n_ctx`, `maximum
+/// context`, `prompt is too long`, `too many tokens`), and some answer an
+/// invalid request with 500.
+pub(crate) fn classify(status: u16, message: &str) -> Refusal {
+    let m = message.to_ascii_lowercase();
+    let too_long = [
+        "context length",
+        "context_length",
+        "context window",
+        "maximum context",
+        "n_ctx",
+        "prompt is too long",
+        "too many tokens",
+        "exceeds the available context",
+        "exceed context",
+        "exceeds context",
+    ]
+    .iter()
+    .any(|w| m.contains(w));
+    if too_long && (400..=500).contains(&status) {
+        return Refusal::TooLong;
+    }
+    let validation = [
+        "validation",
+        "invalid",
+        "input should be",
+        "must be",
+        "not supported",
+        "unsupported",
+        "unrecognized",
+        "extra fields not permitted",
+        "unknown field",
+    ]
+    .iter()
+    .any(|w| m.contains(w));
+    match status {
+        400..=499 if !matches!(status, 401 | 403 | 408 | 429) => Refusal::Invalid,
+        500 if validation => Refusal::Invalid,
+        _ => Refusal::Other,
+    }
+}
+
 /// A JSON-over-HTTP endpoint of a provider.
 pub(crate) struct Http {
     pub(crate) client: reqwest::Client,
@@ -164,6 +219,23 @@ impl Http {
             let wait = retry_after(resp.headers());
             let text = resp.text().await.unwrap_or_default();
             let message = key.redact(&message_of(&text));
+            match classify(status, &message) {
+                Refusal::TooLong => {
+                    return Err(ProviderError::ContextLength {
+                        provider,
+                        status,
+                        message,
+                    })
+                }
+                Refusal::Invalid => {
+                    return Err(ProviderError::BadRequest {
+                        provider,
+                        status,
+                        message,
+                    })
+                }
+                Refusal::Other => {}
+            }
             match status {
                 401 | 403 => {
                     return Err(ProviderError::Auth {

@@ -7,11 +7,13 @@ use std::time::Duration;
 use crate::message::{Delta, Request, Response};
 
 mod anthropic;
+mod compat;
 mod http;
 mod openai;
 mod replay;
 
 pub use anthropic::Anthropic;
+pub use compat::{Capabilities, StructuredOutput};
 pub use http::RetryPolicy;
 pub use openai::OpenAi;
 pub use replay::{Recorder, Replay};
@@ -28,6 +30,9 @@ pub enum Choice {
     Anthropic,
     /// A recording ([`Replay::from_jsonl`]).
     Replay(std::path::PathBuf),
+    /// An OpenAI-compatible server on the operator's machine, at this
+    /// base URL ([`OpenAi::local`]).
+    Local(String),
 }
 
 /// Opens the provider `choice` names, configured from the environment.
@@ -42,7 +47,45 @@ pub fn open(choice: &Choice) -> Result<std::sync::Arc<dyn Provider>, ProviderErr
         Choice::OpenAi => std::sync::Arc::new(OpenAi::from_env()?),
         Choice::Anthropic => std::sync::Arc::new(Anthropic::from_env()?),
         Choice::Replay(path) => std::sync::Arc::new(Replay::from_jsonl(path)?),
+        Choice::Local(base_url) => std::sync::Arc::new(OpenAi::local(base_url)?),
     })
+}
+
+/// `provider` with its context windows said by the operator: every model's
+/// is `tokens`, whatever the provider would say.
+pub fn with_context_window(
+    provider: std::sync::Arc<dyn Provider>,
+    tokens: u32,
+) -> std::sync::Arc<dyn Provider> {
+    std::sync::Arc::new(Windowed {
+        inner: provider,
+        tokens,
+    })
+}
+
+/// A provider whose context windows the operator said.
+struct Windowed {
+    inner: std::sync::Arc<dyn Provider>,
+    tokens: u32,
+}
+
+#[async_trait::async_trait]
+impl Provider for Windowed {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    async fn complete(
+        &self,
+        request: &Request,
+        sink: Option<Sink<'_>>,
+    ) -> Result<Response, ProviderError> {
+        self.inner.complete(request, sink).await
+    }
+
+    async fn context_window(&self, _model: &str) -> Option<u32> {
+        Some(self.tokens)
+    }
 }
 
 /// The provider `kind` (`openai` or `anthropic`) with `key` instead of the
@@ -78,6 +121,8 @@ pub fn default_model(provider: &str) -> String {
     match provider {
         "anthropic" => "claude-sonnet-4-5",
         "openai" => "gpt-4.1",
+        // A local server answers with the model it serves.
+        "local" => "default",
         _ => "recorded",
     }
     .to_owned()
@@ -99,6 +144,36 @@ pub trait Provider: Send + Sync {
         request: &Request,
         sink: Option<Sink<'_>>,
     ) -> Result<Response, ProviderError>;
+
+    /// `model`'s context window in tokens, when the provider knows it:
+    /// what its endpoint says of the model, else the known models' table
+    /// ([`known_context_window`]).
+    async fn context_window(&self, model: &str) -> Option<u32> {
+        known_context_window(model)
+    }
+}
+
+/// The context windows of the providers' current models, by name prefix
+/// (a dated or suffixed name matches its family).
+pub fn known_context_window(model: &str) -> Option<u32> {
+    const KNOWN: [(&str, u32); 12] = [
+        ("claude-", 200_000),
+        ("gpt-4.1", 1_047_576),
+        ("gpt-5", 400_000),
+        ("gpt-4o", 128_000),
+        ("gpt-4-turbo", 128_000),
+        ("gpt-4", 8_192),
+        ("gpt-3.5-turbo", 16_385),
+        ("o1", 200_000),
+        ("o3", 200_000),
+        ("o4", 200_000),
+        ("codex-", 200_000),
+        ("chatgpt-4o", 128_000),
+    ];
+    KNOWN
+        .iter()
+        .find(|(prefix, _)| model.starts_with(prefix))
+        .map(|(_, window)| *window)
 }
 
 /// An API key, never shown: `Debug` and `Display` print `[redacted]`.
@@ -172,6 +247,18 @@ pub enum ProviderError {
         /// The provider's message.
         message: String,
     },
+    /// The request is longer than the model's context window (whatever
+    /// the status the server put on it): a caller condenses what it sends
+    /// and asks again; retrying the same request cannot help.
+    #[error("{provider} refused the request as longer than the model's context (HTTP {status}): {message}")]
+    ContextLength {
+        /// The provider.
+        provider: String,
+        /// The status.
+        status: u16,
+        /// The provider's message.
+        message: String,
+    },
     /// 429 or 5xx, still after every retry.
     #[error("{provider} kept failing (HTTP {status}) after {attempts} attempts: {message}")]
     Unavailable {
@@ -214,6 +301,36 @@ pub enum ProviderError {
     /// A replay ran out of recorded replies, or the recording is unreadable.
     #[error("replay: {0}")]
     Replay(String),
+}
+
+impl ProviderError {
+    /// The context window a [`ProviderError::ContextLength`] refusal names,
+    /// when it names one (`maximum context length is 8192 tokens`,
+    /// `exceed context window of 2048`, `n_ctx: 4096`).
+    pub fn context_limit(&self) -> Option<u32> {
+        let ProviderError::ContextLength { message, .. } = self else {
+            return None;
+        };
+        let m = message.to_ascii_lowercase();
+        [
+            "maximum context length is",
+            "context window of",
+            "context length of",
+            "context length is",
+            "n_ctx",
+            "max_model_len",
+        ]
+        .iter()
+        .find_map(|lead| {
+            let after = &m[m.find(lead)? + lead.len()..];
+            let digits: String = after
+                .chars()
+                .skip_while(|c| !c.is_ascii_digit())
+                .take_while(char::is_ascii_digit)
+                .collect();
+            digits.parse().ok().filter(|n: &u32| *n >= 256)
+        })
+    }
 }
 
 /// How long a call may take, whole (default 10 minutes: long replies

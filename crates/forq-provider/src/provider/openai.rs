@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use super::compat::{text_protocol_messages, text_tool_call, Capabilities};
 use super::http::{EventStream, Http};
 use super::{ApiKey, Provider, ProviderError, RetryPolicy, Sink, DEFAULT_TIMEOUT};
 use crate::message::{
@@ -22,6 +23,16 @@ pub struct OpenAi {
     http: Http,
     base_url: String,
     key: Option<ApiKey>,
+    /// What each model has shown it takes ([`Capabilities`]), learnt from
+    /// the endpoint's refusals.
+    learnt: std::sync::Mutex<std::collections::HashMap<String, Capabilities>>,
+    /// The endpoint's `/models` list, once read (`None` inside: it has
+    /// none that forq can read).
+    models: tokio::sync::Mutex<Option<Option<Value>>>,
+    /// `openai`, or `local` for a server on the operator's machine.
+    name: &'static str,
+    /// Calls at once, when capped (a local server answers one at a time).
+    serial: Option<tokio::sync::Semaphore>,
 }
 
 impl std::fmt::Debug for OpenAi {
@@ -59,7 +70,23 @@ impl OpenAi {
             http: Http::new("openai", DEFAULT_TIMEOUT),
             base_url,
             key,
+            learnt: Default::default(),
+            models: Default::default(),
+            name: "openai",
+            serial: None,
         })
+    }
+
+    /// A server people run on their own machine (llama.cpp's, Ollama,
+    /// vLLM, LM Studio) at `base_url`: no key needed (`OPENAI_API_KEY` is
+    /// sent when set), nothing priced, calls one at a time and given half
+    /// an hour each, as a small machine answers slowly.
+    pub fn local(base_url: &str) -> Result<OpenAi, ProviderError> {
+        let mut local = OpenAi::new(base_url, ApiKey::from_env("OPENAI_API_KEY"))?;
+        local.name = "local";
+        local.serial = Some(tokio::sync::Semaphore::new(1));
+        local.http.set_timeout(Duration::from_secs(1800));
+        Ok(local)
     }
 
     /// Retries as `policy` says.
@@ -74,13 +101,36 @@ impl OpenAi {
         self
     }
 
-    fn body(&self, req: &Request) -> Value {
+    /// What `model` takes at this endpoint, as far as forq has learnt
+    /// (everything, until a refusal says otherwise).
+    pub fn capabilities(&self, model: &str) -> Capabilities {
+        self.learnt
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(model)
+            .copied()
+            .unwrap_or_default()
+    }
+
+    fn learn(&self, model: &str, caps: Capabilities) {
+        self.learnt
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(model.to_owned(), caps);
+    }
+
+    fn body(&self, req: &Request, caps: Capabilities) -> Value {
         let mut messages = Vec::new();
-        if !req.system.is_empty() {
-            messages.push(json!({"role": "system", "content": req.system}));
+        let system = format!("{}{}", req.system, caps.system_notes(req));
+        if !system.is_empty() {
+            messages.push(json!({"role": "system", "content": system.trim_start()}));
         }
         for m in &req.messages {
-            messages.extend(wire_messages(m));
+            if caps.native_tools {
+                messages.extend(wire_messages(m));
+            } else {
+                messages.extend(text_protocol_messages(m));
+            }
         }
         let mut body = json!({"model": req.model, "messages": messages});
         // OpenAI's newer models take `max_completion_tokens`; compatible
@@ -94,7 +144,7 @@ impl OpenAi {
         if let Some(t) = req.temperature {
             body["temperature"] = json!(t);
         }
-        if !req.tools.is_empty() {
+        if !req.tools.is_empty() && caps.native_tools {
             body["tools"] = req
                 .tools
                 .iter()
@@ -110,9 +160,8 @@ impl OpenAi {
                 ToolChoice::Tool(name) => json!({"type": "function", "function": {"name": name}}),
             };
         }
-        if let Some(schema) = &req.response_schema {
-            body["response_format"] = json!({"type": "json_schema", "json_schema": {
-                "name": schema.name, "schema": schema.schema, "strict": true}});
+        if let Some(format) = caps.response_format(req) {
+            body["response_format"] = format;
         }
         if req.stream {
             body["stream"] = json!(true);
@@ -333,7 +382,14 @@ fn tool_part(id: String, name: String, raw: &str, http: &Http) -> Result<Part, P
 #[async_trait::async_trait]
 impl Provider for OpenAi {
     fn name(&self) -> &str {
-        "openai"
+        self.name
+    }
+
+    async fn context_window(&self, model: &str) -> Option<u32> {
+        if let Some(listed) = self.listed_window(model).await {
+            return Some(listed);
+        }
+        super::known_context_window(model)
     }
 
     async fn complete(
@@ -341,16 +397,110 @@ impl Provider for OpenAi {
         req: &Request,
         sink: Option<Sink<'_>>,
     ) -> Result<Response, ProviderError> {
+        let _turn = match &self.serial {
+            Some(one) => Some(
+                one.acquire()
+                    .await
+                    .map_err(|e| self.http.protocol(e.to_string()))?,
+            ),
+            None => None,
+        };
+        let (resp, caps) = self.post(req).await?;
+        // A server that streams whatever it was asked is read as a stream.
+        let streams = resp
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("text/event-stream"));
+        let response = if req.stream || streams {
+            self.streamed(resp, req, sink).await?
+        } else {
+            let reply: Reply = self.http.typed(resp, "a Chat Completions reply").await?;
+            self.reply(reply, req)?
+        };
+        Ok(match caps.native_tools {
+            true => response,
+            false => with_text_calls(response, &req.tools),
+        })
+    }
+}
+
+impl OpenAi {
+    /// The context window the endpoint's `/models` gives `model` (vLLM's
+    /// `max_model_len`, llama.cpp's `meta.n_ctx_train`, a gateway's
+    /// `context_length`); a local server listing one model answers for it
+    /// whatever it is called.
+    async fn listed_window(&self, model: &str) -> Option<u32> {
+        let mut cached = self.models.lock().await;
+        if cached.is_none() {
+            let mut get = self
+                .http
+                .client
+                .get(format!("{}/models", self.base_url))
+                .timeout(Duration::from_secs(10));
+            for (name, value) in self.headers() {
+                get = get.header(name, value);
+            }
+            let listed = match get.send().await {
+                Ok(resp) if resp.status().is_success() => resp.json::<Value>().await.ok(),
+                _ => None,
+            };
+            *cached = Some(listed);
+        }
+        let data = cached.as_ref()?.as_ref()?.get("data")?.as_array()?;
+        let entry = data
+            .iter()
+            .find(|m| m["id"] == model)
+            .or_else(|| (data.len() == 1).then(|| &data[0]))?;
+        [
+            "/context_length",
+            "/max_model_len",
+            "/context_window",
+            "/meta/n_ctx",
+            "/meta/n_ctx_train",
+        ]
+        .iter()
+        .find_map(|p| entry.pointer(p)?.as_u64())
+        .and_then(|n| u32::try_from(n).ok())
+    }
+
+    /// Posts `req` as this endpoint takes it for its model; a refusal as
+    /// invalid is sent again with the next thing down ([`Capabilities`]),
+    /// and what worked is remembered.
+    async fn post(
+        &self,
+        req: &Request,
+    ) -> Result<(reqwest::Response, Capabilities), ProviderError> {
         let url = format!("{}/chat/completions", self.base_url);
         let key = self.key.clone().unwrap_or_else(|| ApiKey::new(""));
-        let resp = self
-            .http
-            .post(&url, &self.headers(), &self.body(req), &key)
-            .await?;
-        if !req.stream {
-            let reply: Reply = self.http.typed(resp, "a Chat Completions reply").await?;
-            return self.reply(reply, req);
+        let mut caps = self.capabilities(&req.model);
+        loop {
+            match self
+                .http
+                .post(&url, &self.headers(), &self.body(req, caps), &key)
+                .await
+            {
+                Ok(resp) => return Ok((resp, caps)),
+                Err(ProviderError::BadRequest { message, .. })
+                    if caps.after_refusal(req, &message).is_some() =>
+                {
+                    let next = caps.after_refusal(req, &message).unwrap_or(caps);
+                    tracing::info!(model = %req.model, ?next, %message, "the endpoint refused part of the request; asking again without it");
+                    self.learn(&req.model, next);
+                    caps = next;
+                }
+                Err(e) => return Err(e),
+            }
         }
+    }
+
+    /// A streamed reply, read chunk by chunk.
+    async fn streamed(
+        &self,
+        resp: reqwest::Response,
+        req: &Request,
+        sink: Option<Sink<'_>>,
+    ) -> Result<Response, ProviderError> {
         let mut events = EventStream::new(resp);
         let mut text = String::new();
         let mut calls: BTreeMap<usize, PendingCall> = BTreeMap::new();
@@ -436,4 +586,26 @@ impl Provider for OpenAi {
             model,
         })
     }
+}
+
+/// A reply from a server without tool calls, its call (written as text)
+/// made a tool call again.
+fn with_text_calls(mut response: Response, tools: &[crate::message::ToolSpec]) -> Response {
+    let text = response.message.text();
+    let Some((name, arguments, rest)) = text_tool_call(&text, tools) else {
+        return response;
+    };
+    let mut parts = Vec::new();
+    if !rest.is_empty() {
+        parts.push(Part::Text { text: rest });
+    }
+    parts.push(Part::ToolCall {
+        id: "call_0".to_owned(),
+        name,
+        arguments,
+        invalid_arguments: None,
+    });
+    response.message.parts = parts;
+    response.stop = StopReason::ToolUse;
+    response
 }

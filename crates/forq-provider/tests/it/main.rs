@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used)] // tests fail loudly
 
 mod cost;
+mod quirks;
 #[allow(dead_code)] // shared with the crates above, which use all of it
 mod server;
 

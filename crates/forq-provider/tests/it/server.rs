@@ -136,8 +136,23 @@ pub(crate) struct Server {
     replies: Arc<Mutex<VecDeque<Reply>>>,
 }
 
+/// Computes a reply from the request (a server with behaviour rather than
+/// a script).
+type Responder = Arc<dyn Fn(&Received) -> Reply + Send + Sync>;
+
 impl Server {
     pub(crate) async fn start(replies: Vec<Reply>) -> Server {
+        Server::spawn(replies, None).await
+    }
+
+    /// A server that answers each request with what `respond` makes of it.
+    pub(crate) async fn answering(
+        respond: impl Fn(&Received) -> Reply + Send + Sync + 'static,
+    ) -> Server {
+        Server::spawn(Vec::new(), Some(Arc::new(respond))).await
+    }
+
+    async fn spawn(replies: Vec<Reply>, responder: Option<Responder>) -> Server {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let received = Arc::new(Mutex::new(Vec::new()));
@@ -146,6 +161,7 @@ impl Server {
         tokio::spawn(async move {
             while let Ok((mut conn, _)) = listener.accept().await {
                 let (rec, rep, base) = (rec.clone(), rep.clone(), base.clone());
+                let responder = responder.clone();
                 tokio::spawn(async move {
                     let Some(req) = read_request(&mut conn).await else {
                         return;
@@ -158,8 +174,9 @@ impl Server {
                         let _ = conn.shutdown().await;
                         return;
                     }
+                    let computed = responder.as_ref().map(|r| r(&req));
                     rec.lock().unwrap().push(req);
-                    let reply = rep.lock().unwrap().pop_front();
+                    let reply = computed.or_else(|| rep.lock().unwrap().pop_front());
                     let reply = reply.unwrap_or(Reply::status(
                         500,
                         serde_json::json!({"error": {"message": "no scripted reply left"}}),
