@@ -368,7 +368,6 @@ impl Agent {
         task: &Task,
         meter: &mut Meter,
     ) -> Result<Outcome, Failure> {
-        let mut request = self.first_request(task);
         let mut window = match self.context_window {
             Some(w) => w,
             None => self
@@ -377,6 +376,9 @@ impl Agent {
                 .await
                 .unwrap_or(crate::context::DEFAULT_CONTEXT_WINDOW),
         };
+        let mut request = self.first_request(task, window);
+        // Tokens the model's tokenizer makes of the estimate's.
+        let mut scale = 1.0;
         self.record(json!({"task": task, "model": self.model, "context_window": window, "tools": request.tools.iter().map(|t| &t.name).collect::<Vec<_>>()}))?;
         let cx = ToolContext { sandbox };
         loop {
@@ -398,7 +400,7 @@ impl Agent {
                 }
             };
             let response = self
-                .ask(&mut request, &mut window, step, &sink)
+                .ask(&mut request, &mut window, &mut scale, step, &sink)
                 .instrument(tracing::info_span!("step", step))
                 .await
                 .map_err(Failure::of(FailedIn::Model))?;
@@ -453,13 +455,15 @@ impl Agent {
 
     /// The first request: the system prompt (with the codebase's
     /// conventions), the tools, the issue and the repository's context.
-    fn first_request(&self, task: &Task) -> Request {
+    fn first_request(&self, task: &Task, window: u32) -> Request {
         let mut first = format!("Fix this issue.\n\n<issue>\n{}\n</issue>", task.issue);
         if !task.context.is_empty() {
-            first.push_str(&format!(
-                "\n\n<repository>\n{}\n</repository>",
-                task.context
-            ));
+            // The repository's map gets a tool output's share of the window.
+            let context = crate::context::cap_observation(
+                task.context.clone(),
+                crate::context::observation_cap(window),
+            );
+            first.push_str(&format!("\n\n<repository>\n{context}\n</repository>"));
         }
         let mut request = Request::new(&self.model);
         request.system = match task.conventions.is_empty() {
@@ -484,12 +488,13 @@ impl Agent {
         &self,
         request: &mut Request,
         window: &mut u32,
+        scale: &mut f64,
         step: u32,
         sink: &(dyn Fn(&crate::message::Delta) + Send + Sync),
     ) -> Result<crate::message::Response, crate::provider::ProviderError> {
         let mut refusals = 0;
         loop {
-            let fitted = crate::context::fit(request, *window, self.max_tokens);
+            let fitted = crate::context::fit_scaled(request, *window, self.max_tokens, *scale);
             if fitted.condensed {
                 tracing::info!(
                     step,
@@ -507,10 +512,18 @@ impl Agent {
             }
             let sink = self.stream.then_some(sink as crate::provider::Sink<'_>);
             match self.provider.complete(request, sink).await {
-                Err(e @ crate::provider::ProviderError::ContextLength { .. }) if refusals < 2 => {
+                Err(e @ crate::provider::ProviderError::ContextLength { .. }) if refusals < 3 => {
                     refusals += 1;
+                    // The server says its window, and often what the
+                    // prompt came to: its tokenizer's measure of ours.
+                    if let Some(used) = e.context_used() {
+                        *scale = crate::context::used_scale(request, used, *scale);
+                    }
                     let smaller = e.context_limit().unwrap_or(*window * 3 / 4);
-                    *window = smaller.min(*window * 9 / 10).max(1_024);
+                    *window = smaller.min(*window).max(1_024);
+                    if e.context_used().is_none() {
+                        *window = (*window * 9 / 10).max(1_024);
+                    }
                     tracing::warn!(step, window = *window, error = %e, "the request was too long for the model; fitting it again");
                 }
                 other => return other,

@@ -3,11 +3,10 @@
 
 // The model layer is its own crate; its modules keep their paths here.
 pub use forq_events::Observer;
-pub use forq_provider::{cost, message, provider, structured};
+pub use forq_provider::{context, cost, message, provider, structured};
 
 pub mod agent;
 pub mod configure;
-pub mod context;
 pub mod contract;
 pub mod docs;
 pub mod external;

@@ -158,13 +158,28 @@ impl Triage {
         });
         let mut first = format!("<issue>\n{issue}\n</issue>");
         if !context.is_empty() {
+            // The repository's context gets half the model's window at most.
+            let window = self
+                .provider
+                .context_window(&self.model)
+                .await
+                .unwrap_or(crate::context::DEFAULT_CONTEXT_WINDOW);
+            let context =
+                crate::context::cap_observation(context.to_owned(), window as usize * 3 / 2);
             first.push_str(&format!("\n\n<repository>\n{context}\n</repository>"));
         }
         request.messages.push(Message::user(first));
         let asked = crate::structured::ask(&*self.provider, request, validate).await?;
-        let verdict = asked
-            .answer
-            .map_err(|(why, answer)| TriageError::InvalidOutput { why, answer })?;
+        // A model that answers no decision twice (a small local one) leaves
+        // the issue to a person: a decision, not an error.
+        let verdict = asked.answer.unwrap_or_else(|(why, answer)| Verdict {
+            act: false,
+            confidence: 0.0,
+            reason: format!(
+                "the model gave no usable decision twice ({why}; its last answer: {answer}): a person decides"
+            ),
+            suggested_action: Action::NeedsHuman,
+        });
         let attempt_fix = verdict.act
             && verdict.suggested_action == Action::Fix
             && verdict.confidence >= self.threshold;

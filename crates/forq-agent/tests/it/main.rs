@@ -13,6 +13,7 @@ mod external;
 mod server;
 mod tools;
 mod triage;
+mod window;
 
 use std::time::Duration;
 

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use forq_agent::message::{Message, Response, StopReason, Usage};
 use forq_agent::provider::Replay;
-use forq_agent::triage::{Action, Triage, TriageError};
+use forq_agent::triage::{Action, Triage};
 
 fn answer(text: &str) -> Response {
     Response {
@@ -61,10 +61,16 @@ async fn an_invalid_answer_is_retried_once_then_refused() {
         answer("I think you should fix it."),
         answer(r#"{"act": "yes"}"#),
     ];
-    let err = Triage::new(Arc::new(Replay::new(replies)), "cheap")
+    // Invalid twice: a person decides (a decision, not an error).
+    let d = Triage::new(Arc::new(Replay::new(replies)), "cheap")
         .run("bug", "")
         .await
-        .unwrap_err();
-    assert!(matches!(err, TriageError::InvalidOutput { .. }), "{err:?}");
-    assert!(err.to_string().contains("not the schema's shape"), "{err}");
+        .unwrap();
+    assert!(!d.attempt_fix && !d.verdict.act, "{d:?}");
+    assert_eq!(d.verdict.suggested_action, Action::NeedsHuman);
+    assert!(
+        d.verdict.reason.contains("not the schema's shape"),
+        "{}",
+        d.verdict.reason
+    );
 }

@@ -20,6 +20,7 @@ mod eval;
 mod fix;
 mod golden;
 mod graph;
+mod llama;
 mod sandbox;
 mod serve;
 #[allow(dead_code)] // shared with forq-provider's tests, which use all of it

@@ -249,7 +249,10 @@ mod tests {
         assert_eq!(last.response_format(&req), None);
         assert_eq!(last.after_refusal(&req, "response_format"), None);
         // A refusal for another reason drops nothing.
-        assert_eq!(caps.after_refusal(&req, "max_tokens: must be at most 8192"), None);
+        assert_eq!(
+            caps.after_refusal(&req, "max_tokens: must be at most 8192"),
+            None
+        );
         // With tools as well, a refusal naming tools drops them first.
         req.tools = vec![tool("view")];
         let no_tools = caps.after_refusal(&req, "tools are not supported").unwrap();

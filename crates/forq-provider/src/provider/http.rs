@@ -92,6 +92,22 @@ fn message_of(body: &str) -> String {
     text.chars().take(500).collect()
 }
 
+/// An error and its causes, `: `-joined (reqwest's own message says only
+/// that sending failed; the cause says why).
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        let said = cause.to_string();
+        if !out.contains(&said) {
+            out.push_str(": ");
+            out.push_str(&said);
+        }
+        source = cause.source();
+    }
+    out
+}
+
 /// What a refusal says of the request, whatever its status.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Refusal {
@@ -201,12 +217,12 @@ impl Http {
                         provider,
                         url: url.to_owned(),
                         attempts: attempt,
-                        message: key.redact(&e.to_string()),
+                        message: key.redact(&chain(&e)),
                     })
                 }
                 Err(e) => {
                     let wait = self.retry.delay(attempt - 1, None);
-                    tracing::warn!(attempt, ?wait, error = %key.redact(&e.to_string()), "cannot connect; retrying");
+                    tracing::warn!(attempt, ?wait, error = %key.redact(&chain(&e)), "cannot connect; retrying");
                     tokio::time::sleep(wait).await;
                     continue;
                 }

@@ -304,6 +304,35 @@ pub enum ProviderError {
 }
 
 impl ProviderError {
+    /// How many tokens a [`ProviderError::ContextLength`] refusal says the
+    /// prompt had, when it says (`4117 in the messages`, `your messages
+    /// resulted in 12320 tokens`).
+    pub fn context_used(&self) -> Option<u32> {
+        let ProviderError::ContextLength { message, .. } = self else {
+            return None;
+        };
+        let m = message.to_ascii_lowercase();
+        if let Some(at) = m.find(" in the messages") {
+            let digits: String = m[..at]
+                .chars()
+                .rev()
+                .take_while(char::is_ascii_digit)
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+                .collect();
+            return digits.parse().ok();
+        }
+        let lead = "messages resulted in ";
+        let after = &m[m.find(lead)? + lead.len()..];
+        after
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect::<String>()
+            .parse()
+            .ok()
+    }
+
     /// The context window a [`ProviderError::ContextLength`] refusal names,
     /// when it names one (`maximum context length is 8192 tokens`,
     /// `exceed context window of 2048`, `n_ctx: 4096`).

@@ -28,6 +28,15 @@ fn triage_request() -> Request {
     r
 }
 
+/// The calls a server received (its models list asked for aside).
+fn posts(server: &Server) -> Vec<Received> {
+    server
+        .received()
+        .into_iter()
+        .filter(|r| r.method == "POST")
+        .collect()
+}
+
 fn format_of(req: &Received) -> String {
     req.body["response_format"]["type"]
         .as_str()
@@ -51,13 +60,13 @@ async fn a_server_without_json_schema_gets_json_object_and_it_is_remembered() {
         |text: &str| serde_json::from_str::<serde_json::Value>(text).map_err(|e| e.to_string());
     let asked = ask(&provider, triage_request(), valid).await.unwrap();
     assert_eq!(asked.answer.unwrap(), json!({"act": true}));
-    let seen: Vec<String> = server.received().iter().map(format_of).collect();
+    let seen: Vec<String> = posts(&server).iter().map(format_of).collect();
     assert_eq!(
         seen,
         ["json_schema", "json_object"],
         "refused once, not retried"
     );
-    let system = &server.received()[1].body["messages"][0]["content"];
+    let system = &posts(&server)[1].body["messages"][0]["content"];
     assert!(
         system.as_str().unwrap().contains("\"act\""),
         "json_object carries the schema in the prompt: {system}"
@@ -68,8 +77,8 @@ async fn a_server_without_json_schema_gets_json_object_and_it_is_remembered() {
     );
     // Remembered: the next call goes as the server takes it.
     ask(&provider, triage_request(), valid).await.unwrap();
-    assert_eq!(format_of(&server.received()[2]), "json_object");
-    assert_eq!(server.received().len(), 3);
+    assert_eq!(format_of(&posts(&server)[2]), "json_object");
+    assert_eq!(posts(&server).len(), 3);
 }
 
 #[tokio::test]
@@ -90,7 +99,7 @@ async fn a_server_with_no_structured_output_at_all_gets_the_schema_in_the_prompt
     };
     let asked = ask(&provider, triage_request(), valid).await.unwrap();
     assert_eq!(asked.answer.unwrap(), json!({"act": false}));
-    let seen: Vec<String> = server.received().iter().map(format_of).collect();
+    let seen: Vec<String> = posts(&server).iter().map(format_of).collect();
     assert_eq!(seen, ["json_schema", "json_object", "none"]);
 }
 
@@ -200,6 +209,16 @@ async fn a_request_too_long_is_said_as_such_with_the_window_and_not_retried() {
     )
     .await;
     assert_eq!(openai_said.context_limit(), Some(8192));
+    assert_eq!(openai_said.context_used(), Some(12320));
+    let llama_said = refused(
+        400,
+        "This model's maximum context length is 4096 tokens. However, you requested 6071 tokens (4117 in the messages, 1954 in the completion).",
+    )
+    .await;
+    assert_eq!(
+        (llama_said.context_limit(), llama_said.context_used()),
+        (Some(4096), Some(4117))
+    );
     assert!(matches!(
         refused(500, "the prompt is too long: n_ctx 2048").await,
         ProviderError::ContextLength { .. }

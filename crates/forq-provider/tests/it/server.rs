@@ -174,6 +174,15 @@ impl Server {
                         let _ = conn.shutdown().await;
                         return;
                     }
+                    // A scripted server lists no models: a client's
+                    // models probe takes no scripted reply.
+                    if responder.is_none() && req.method == "GET" && req.path.ends_with("/models") {
+                        let _ = conn
+                            .write_all(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+                            .await;
+                        let _ = conn.shutdown().await;
+                        return;
+                    }
                     let computed = responder.as_ref().map(|r| r(&req));
                     rec.lock().unwrap().push(req);
                     let reply = computed.or_else(|| rep.lock().unwrap().pop_front());

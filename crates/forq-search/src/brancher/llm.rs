@@ -224,9 +224,15 @@ impl Brancher for Llm {
         if let Ok(mut meter) = self.meter.lock() {
             meter.record(&self.model, asked.usage);
         }
-        let answer = asked
-            .answer
-            .map_err(|(why, _)| fail(format!("the model's answer was invalid twice: {why}")))?;
+        // An answer that is no list of candidates twice (a small model's)
+        // costs this branching, not the search: no candidates from here.
+        let answer = match asked.answer {
+            Ok(answer) => answer,
+            Err((why, _)) => {
+                tracing::warn!(%why, "the model's answer was invalid twice: no candidates from it");
+                return Ok(Vec::new());
+            }
+        };
         let n = answer.candidates.len().max(1) as f64;
         Ok(answer
             .candidates

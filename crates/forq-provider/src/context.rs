@@ -11,7 +11,7 @@
 //! what was cut. A server that still refuses the request as too long
 //! says its window, and the loop fits to that.
 
-use forq_provider::message::{Message, Part, Request, Role};
+use crate::message::{Message, Part, Request, Role};
 
 /// The window of a model nothing says anything about: small enough for
 /// the local servers people run (llama.cpp's default is smaller still, and
@@ -75,25 +75,46 @@ pub struct Fitted {
 
 /// Fits `request` into `window` tokens: condenses its history when the
 /// prompt leaves less than a reply's floor, then gives the reply what is
-/// left, at most `max_reply`.
+/// left, at most `max_reply` and a quarter of the window.
 pub fn fit(request: &mut Request, window: u32, max_reply: u32) -> Fitted {
-    let before = request_tokens(request);
+    fit_scaled(request, window, max_reply, 1.0)
+}
+
+/// [`fit`] for a model whose tokenizer makes `scale` times the estimate's
+/// tokens (learnt from a refusal that says how many the prompt had:
+/// [`used_scale`]).
+pub fn fit_scaled(request: &mut Request, window: u32, max_reply: u32, scale: f64) -> Fitted {
+    let scale = scale.max(1.0);
+    let real = |estimate: u32| (f64::from(estimate) * scale).ceil() as u32;
+    let before = real(request_tokens(request));
     let floor = REPLY_FLOOR.min(window / 4).min(max_reply);
     let limit = window.saturating_sub(floor);
     if before > limit {
-        let fixed = before - messages_tokens(&request.messages);
-        condense(&mut request.messages, limit.saturating_sub(fixed));
+        let fixed = request_tokens(request) - messages_tokens(&request.messages);
+        let target = ((f64::from(limit) / scale) as u32).saturating_sub(fixed);
+        condense(&mut request.messages, target);
     }
-    let after = request_tokens(request);
+    let after = real(request_tokens(request));
+    // A reply's share is a quarter of the window: a small model that
+    // rambles spends one step on it, not the run.
     request.max_tokens = window
         .saturating_sub(after)
         .min(max_reply)
+        .min(window / 4)
         .max(floor.min(64));
     Fitted {
         before,
         after,
         condensed: after < before,
     }
+}
+
+/// How many tokens the model's tokenizer makes of what the estimate counts,
+/// from a refusal saying the prompt had `used` tokens (with a margin), at
+/// least `known`.
+pub fn used_scale(request: &Request, used: u32, known: f64) -> f64 {
+    let estimate = f64::from(request_tokens(request).max(1));
+    (f64::from(used) / estimate * 1.05).max(known).max(1.0)
 }
 
 /// The marker an elided output leaves.
@@ -145,6 +166,36 @@ fn condense(messages: &mut Vec<Message>, target: u32) {
             .position(|m| m.role == Role::Assistant)
             .map_or(2, |p| p + 2);
         messages.drain(1..end.min(messages.len() - KEEP_LAST));
+    }
+    // Still too long (a small window): the last steps' outputs and prose
+    // too, all but the newest message, then the issue's attachments.
+    let last = messages.len().saturating_sub(1);
+    for i in 1..last {
+        if fits(messages) {
+            return;
+        }
+        for part in &mut messages[i].parts {
+            match part {
+                Part::ToolResult { content, .. }
+                    if content.len() > 200 && !content.starts_with('[') =>
+                {
+                    *content = elided(content.len());
+                }
+                Part::Text { text } if text.len() > 200 => {
+                    *text = format!("[{} characters of reasoning elided]", text.len());
+                }
+                _ => {}
+            }
+        }
+    }
+    if !fits(messages) {
+        if let Some(Part::Text { text }) = messages.first_mut().and_then(|m| m.parts.first_mut()) {
+            let over = (tokens_of(text) as usize).saturating_sub(target as usize / 2);
+            if over > 0 {
+                let keep = text.len().saturating_sub(over * 3).max(400);
+                *text = cap_observation(std::mem::take(text), keep);
+            }
+        }
     }
 }
 
@@ -233,6 +284,7 @@ mod tests {
             r.max_tokens
         );
         assert!(r.max_tokens >= 512, "{}", r.max_tokens);
+        assert!(r.max_tokens <= 8_192 / 4, "{}", r.max_tokens);
         assert_eq!(r.messages[0].text(), "Fix this issue: add() subtracts.");
         // The last steps are whole.
         let last = r.messages.last().unwrap();
@@ -254,10 +306,13 @@ mod tests {
         let mut r = history(2, 100);
         let fitted = fit(&mut r, 8_192, 4_096);
         assert!(!fitted.condensed);
-        assert_eq!(r.max_tokens, 4_096);
-        let mut small = history(2, 100);
-        fit(&mut small, 2_048, 4_096);
-        assert_eq!(small.max_tokens, 2_048 - request_tokens(&small));
+        assert_eq!(r.max_tokens, 2_048, "a quarter of the window");
+        let mut wide = history(2, 100);
+        fit(&mut wide, 200_000, 4_096);
+        assert_eq!(wide.max_tokens, 4_096, "the caller's cap");
+        let mut tight = history(8, 600);
+        fit(&mut tight, 2_048, 4_096);
+        assert!(tight.max_tokens <= 2_048 - request_tokens(&tight).min(2_048));
     }
 
     #[test]
