@@ -33,6 +33,7 @@ BENCHES = {
     "eval": ("`forq eval` over the bundled instances", "eval/README.md"),
     "queue": ("`forq queue` on the examples and on real projects", "queue/README.md"),
     "serve": ("`forq serve bench`, measured from outside", "serve/README.md"),
+    "models": ("models as they are: context windows and local servers", "models/README.md"),
 }
 
 

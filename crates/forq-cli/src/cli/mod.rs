@@ -111,6 +111,10 @@ pub(crate) enum Command {
     /// Say which protections isolate sandboxes on this machine, backend by
     /// backend, and which do not and why.
     Doctor(DoctorArgs),
+    /// Say what a model's endpoint takes, by asking it: its context window,
+    /// structured output (json_schema, json_object or the prompt alone),
+    /// native tool calls or forq's text protocol. Two short calls.
+    Models(ModelsArgs),
     /// Golden environments: a repository's warm sandbox (installed, built,
     /// tests run once) kept so that runs fork it instead of installing.
     #[command(subcommand)]
@@ -124,6 +128,16 @@ pub(crate) enum Command {
     /// on 0.0.0.0:3128 and lets through what FORQ_EGRESS_ALLOW names.
     #[command(hide = true)]
     EgressProxy,
+}
+
+/// `forq models`.
+#[derive(Debug, Args)]
+pub(crate) struct ModelsArgs {
+    #[command(flatten)]
+    pub(crate) model: ModelArgs,
+    /// Print what was found as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 /// The `--golden` flag of the commands that make warm sandboxes.

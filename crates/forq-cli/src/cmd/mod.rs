@@ -13,6 +13,7 @@ mod eval;
 mod fix;
 mod golden;
 mod graph;
+mod models;
 mod queue;
 mod runs;
 mod sandbox;
@@ -72,6 +73,7 @@ pub(crate) fn run(args: Cli) -> anyhow::Result<ExitCode> {
             Command::Files(a) => runs::files(a),
             Command::Push(a) => runs::push(a).await,
             Command::Doctor(a) => doctor::run(a).await,
+            Command::Models(a) => models::run(a).await,
             Command::Golden(GoldenCommand::Build(a)) => golden::build(a, false).await,
             Command::Golden(GoldenCommand::Sync(a)) => golden::build(a, true).await,
             Command::Golden(GoldenCommand::Status(a)) => golden::status(a).await,

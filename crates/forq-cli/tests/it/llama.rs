@@ -102,6 +102,12 @@ async fn a_real_local_server_answers_triage_the_agent_and_the_llm_brancher() {
         return;
     };
     let local = ["--provider", "llamacpp", "--base-url", server.url.as_str()];
+    // What the endpoint takes, found by asking it.
+    let models = forq_env(&[&["models", "--json"][..], &local].concat(), &[]).await;
+    let said: serde_json::Value = serde_json::from_slice(&models.stdout).unwrap();
+    assert_eq!(models.status.code(), Some(0), "{said} {}", stderr(&models));
+    assert_eq!(said["structured_output"], "json_object", "{said}");
+    assert_eq!(said["native_tools"], true, "{said}");
     // Triage: the server takes no json_schema; a decision all the same.
     let triage = forq_env(
         &[

@@ -86,6 +86,10 @@ impl Provider for Windowed {
     async fn context_window(&self, _model: &str) -> Option<u32> {
         Some(self.tokens)
     }
+
+    fn capabilities(&self, model: &str) -> Option<Capabilities> {
+        self.inner.capabilities(model)
+    }
 }
 
 /// The provider `kind` (`openai` or `anthropic`) with `key` instead of the
@@ -150,6 +154,12 @@ pub trait Provider: Send + Sync {
     /// ([`known_context_window`]).
     async fn context_window(&self, model: &str) -> Option<u32> {
         known_context_window(model)
+    }
+
+    /// What `model` takes at this provider, as far as it has learnt
+    /// (`None`: the provider takes the whole protocol, or does not say).
+    fn capabilities(&self, _model: &str) -> Option<Capabilities> {
+        None
     }
 }
 

@@ -385,6 +385,10 @@ impl Provider for OpenAi {
         self.name
     }
 
+    fn capabilities(&self, model: &str) -> Option<Capabilities> {
+        Some(OpenAi::capabilities(self, model))
+    }
+
     async fn context_window(&self, model: &str) -> Option<u32> {
         if let Some(listed) = self.listed_window(model).await {
             return Some(listed);
