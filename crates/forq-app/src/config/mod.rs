@@ -45,6 +45,17 @@ pub struct Config {
     /// Where a run pauses for a person: `commit` (the green patch, before
     /// it is committed and the whole suite runs on it).
     pub review: Vec<ReviewPoint>,
+    /// What forq should know of models, by name (the provider's own word,
+    /// when it has one, is overridden).
+    pub models: std::collections::BTreeMap<String, ModelConfig>,
+}
+
+/// What forq should know of one model (`models.NAME` in forq.yml).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct ModelConfig {
+    /// Its context window, in tokens: every request is fitted to it.
+    pub context_window: Option<u32>,
 }
 
 /// A point where a run pauses for a person (`review:` in forq.yml).

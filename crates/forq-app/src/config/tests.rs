@@ -147,3 +147,17 @@ fn the_schema_describes_every_section() {
         "{text}"
     );
 }
+
+#[test]
+fn a_models_context_window_is_read_and_a_misspelt_key_refused() {
+    let c = Config::parse(
+        "models:\n  gemma-3-270m:\n    context_window: 4096\n",
+        "f.yml",
+    )
+    .expect("valid");
+    assert_eq!(c.models["gemma-3-270m"].context_window, Some(4096));
+    let e = Config::parse("models:\n  m:\n    context: 4096\n", "f.yml")
+        .expect_err("unknown key")
+        .to_string();
+    assert!(e.contains("context"), "{e}");
+}

@@ -81,6 +81,23 @@ impl Pipeline {
     /// untrusted author needs the contributor's key, and does not start
     /// without it.
     pub(super) fn model_for(&self, run: &Run, config: &Config) -> Phase<Option<Model>> {
+        let model = self.funded_model(run, config)?;
+        // forq.yml's `models.NAME.context_window`, for the models it names.
+        let windows: std::collections::BTreeMap<String, u32> = config
+            .models
+            .iter()
+            .filter_map(|(name, m)| Some((name.clone(), m.context_window?)))
+            .collect();
+        Ok(model.map(|mut m| {
+            if !windows.is_empty() {
+                m.provider = forq_agent::provider::with_context_windows(m.provider, windows);
+            }
+            m
+        }))
+    }
+
+    /// The model that pays for `run`: the owner's, or a contributor's.
+    fn funded_model(&self, run: &Run, config: &Config) -> Phase<Option<Model>> {
         if config.funding.mode != FundingMode::Contributor {
             return Ok(self.model.clone());
         }

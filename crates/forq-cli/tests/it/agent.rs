@@ -242,7 +242,7 @@ async fn a_run_over_http_leaves_the_key_in_no_file_forq_wrote() {
 async fn a_run_the_model_refuses_exits_with_the_models_class() {
     let server = Server::start(vec![Reply::status(
         400,
-        json!({"error": {"message": "this model does not take tools"}}),
+        json!({"error": {"message": "the model gpt-test does not exist on this endpoint"}}),
     )])
     .await;
     let repo = calc();
@@ -272,7 +272,7 @@ async fn a_run_the_model_refuses_exits_with_the_models_class() {
         report["outcome"]["error"]
             .as_str()
             .unwrap()
-            .contains("does not take tools"),
+            .contains("does not exist on this endpoint"),
         "{report}"
     );
 }

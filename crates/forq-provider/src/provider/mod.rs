@@ -59,14 +59,29 @@ pub fn with_context_window(
 ) -> std::sync::Arc<dyn Provider> {
     std::sync::Arc::new(Windowed {
         inner: provider,
-        tokens,
+        all: Some(tokens),
+        named: Default::default(),
+    })
+}
+
+/// `provider` with the context windows of the models `named` said (by a
+/// configuration); other models' as the provider says.
+pub fn with_context_windows(
+    provider: std::sync::Arc<dyn Provider>,
+    named: std::collections::BTreeMap<String, u32>,
+) -> std::sync::Arc<dyn Provider> {
+    std::sync::Arc::new(Windowed {
+        inner: provider,
+        all: None,
+        named,
     })
 }
 
 /// A provider whose context windows the operator said.
 struct Windowed {
     inner: std::sync::Arc<dyn Provider>,
-    tokens: u32,
+    all: Option<u32>,
+    named: std::collections::BTreeMap<String, u32>,
 }
 
 #[async_trait::async_trait]
@@ -83,8 +98,11 @@ impl Provider for Windowed {
         self.inner.complete(request, sink).await
     }
 
-    async fn context_window(&self, _model: &str) -> Option<u32> {
-        Some(self.tokens)
+    async fn context_window(&self, model: &str) -> Option<u32> {
+        if let Some(tokens) = self.named.get(model).copied().or(self.all) {
+            return Some(tokens);
+        }
+        self.inner.context_window(model).await
     }
 
     fn capabilities(&self, model: &str) -> Option<Capabilities> {

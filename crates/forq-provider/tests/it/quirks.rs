@@ -242,3 +242,17 @@ async fn the_window_comes_from_the_endpoints_model_list_else_the_known_models() 
     assert_eq!(known_context_window("gpt-4.1-mini"), Some(1_047_576));
     assert_eq!(known_context_window("gemma3-270m"), None);
 }
+
+#[tokio::test]
+async fn a_window_the_operator_names_wins_for_that_model_only() {
+    let server = Server::answering(|_| says("hi")).await;
+    let provider: std::sync::Arc<dyn Provider> = std::sync::Arc::new(openai(&server));
+    let named = forq_provider::provider::with_context_windows(
+        provider.clone(),
+        [("small".to_owned(), 4096)].into_iter().collect(),
+    );
+    assert_eq!(named.context_window("small").await, Some(4096));
+    assert_eq!(named.context_window("gpt-4o").await, Some(128_000));
+    let all = forq_provider::provider::with_context_window(provider, 2048);
+    assert_eq!(all.context_window("gpt-4o").await, Some(2048));
+}
