@@ -411,7 +411,24 @@ impl Agent {
                 total: meter.usage,
                 cost_usd: meter.cost_usd,
             });
-            request.messages.push(response.message.clone());
+            // A reply that repeats itself (a small model looping) costs its
+            // step, not the history: it is kept as a one-line note.
+            let degenerate = crate::context::repeats_itself(&response.message.text());
+            if degenerate {
+                tracing::warn!(step, "the reply repeated itself; dropped from the history");
+                let mut kept = response.message.clone();
+                for part in &mut kept.parts {
+                    if let Part::Text { text } = part {
+                        *text = format!(
+                            "[{} characters that repeated themselves were dropped]",
+                            text.len()
+                        );
+                    }
+                }
+                request.messages.push(kept);
+            } else {
+                request.messages.push(response.message.clone());
+            }
             let (results, control) = self
                 .call_tools(&cx, step, &response.message.parts, window)
                 .await;
@@ -434,7 +451,11 @@ impl Agent {
                 }
                 None => {}
             }
-            if results.is_empty() && response.stop == StopReason::MaxTokens {
+            if results.is_empty() && degenerate {
+                request.messages.push(Message::user(
+                    "Your last reply repeated itself. Reply with one tool call and nothing else.",
+                ));
+            } else if results.is_empty() && response.stop == StopReason::MaxTokens {
                 // Cut at the limit: one step spent, not the run.
                 request.messages.push(Message::user(
                     "Your reply was cut off at the token limit. Reply briefly: one tool call, no long reasoning.",

@@ -199,6 +199,38 @@ fn condense(messages: &mut Vec<Message>, target: u32) {
     }
 }
 
+/// Whether `text` repeats itself: a line (or, with no lines, a 20-character
+/// piece) said at least eight times that makes up half of it.
+pub fn repeats_itself(text: &str) -> bool {
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let pieces: Vec<&str> = if lines.len() >= 8 {
+        lines
+    } else {
+        let chars: Vec<(usize, char)> = text.char_indices().collect();
+        chars
+            .chunks(20)
+            .filter(|c| c.len() == 20)
+            .map(|c| {
+                let end = c[19].0 + c[19].1.len_utf8();
+                &text[c[0].0..end]
+            })
+            .collect()
+    };
+    if pieces.len() < 8 {
+        return false;
+    }
+    let mut counts: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for p in &pieces {
+        *counts.entry(p).or_default() += 1;
+    }
+    let most = counts.values().copied().max().unwrap_or(0);
+    most >= 8 && most * 2 >= pieces.len()
+}
+
 /// The most characters one tool output keeps in `window` tokens: an
 /// eighth of the window, at least 2,000.
 pub fn observation_cap(window: u32) -> usize {
@@ -313,6 +345,19 @@ mod tests {
         let mut tight = history(8, 600);
         fit(&mut tight, 2_048, 4_096);
         assert!(tight.max_tokens <= 2_048 - request_tokens(&tight).min(2_048));
+    }
+
+    #[test]
+    fn a_reply_that_loops_repeats_itself_and_prose_does_not() {
+        assert!(repeats_itself(&"I will fix the bug.\n".repeat(30)));
+        assert!(repeats_itself(&"the the the the the ".repeat(12)));
+        assert!(!repeats_itself(
+            "I will read calc.py, then edit add() and run the tests."
+        ));
+        let prose: String = (0..30)
+            .map(|n| format!("step {n}: look at line {n}\n"))
+            .collect();
+        assert!(!repeats_itself(&prose));
     }
 
     #[test]

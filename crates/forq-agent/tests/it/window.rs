@@ -109,3 +109,49 @@ async fn a_long_run_on_a_small_window_is_fitted_and_never_sent_over_it() {
     );
     let _ = sb.destroy().await;
 }
+
+#[tokio::test]
+async fn a_reply_that_repeats_itself_costs_a_step_not_the_history() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("calc.py"),
+        "def add(a, b):\n    return a - b\n",
+    )
+    .unwrap();
+    let backend = forq_sandbox::open_backend(BackendChoice::Auto)
+        .await
+        .expect("an isolating backend")
+        .backend;
+    let sb = backend.create(&SandboxSpec::new(dir.path())).await.unwrap();
+    let looping = "I should look at the file.\n".repeat(40);
+    let steps = Arc::new(AtomicUsize::new(0));
+    let count = steps.clone();
+    let server = Server::answering(move |_| {
+        if count.fetch_add(1, Ordering::SeqCst) == 0 {
+            return Reply::ok(
+                json!({"model": "small", "choices": [{"index": 0, "finish_reason": "length",
+                "message": {"role": "assistant", "content": looping}}],
+                "usage": {"prompt_tokens": 100, "completion_tokens": 400}}),
+            );
+        }
+        call(1, "submit", json!({"summary": "nothing to do"}))
+    })
+    .await;
+    let report = Agent::new(Arc::new(super::openai(&server)), "small")
+        .context_window(WINDOW as u32)
+        .run(&*sb, &Task::new("Look at calc.py."))
+        .await;
+    assert!(
+        matches!(report.outcome, Outcome::Submitted { .. }),
+        "{:?}",
+        report.outcome
+    );
+    let sent = server.received().last().unwrap().body["messages"].to_string();
+    assert!(
+        !sent.contains("I should look at the file.\\nI should look"),
+        "{sent}"
+    );
+    assert!(sent.contains("repeated themselves were dropped"), "{sent}");
+    assert!(sent.contains("Reply with one tool call"), "{sent}");
+    let _ = sb.destroy().await;
+}
