@@ -7,7 +7,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::ExternalAgent;
-use crate::agent::AgentEvent;
+use crate::agent::{summary_of, AgentEvent};
 use crate::cost::Meter;
 use crate::message::Usage;
 
@@ -187,17 +187,6 @@ pub(super) struct Reading {
     last_message: String,
 }
 
-/// The first line of `text`, at most 200 characters: an observation's
-/// summary.
-fn first_line(text: &str) -> String {
-    text.lines()
-        .next()
-        .unwrap_or("")
-        .chars()
-        .take(200)
-        .collect()
-}
-
 impl ExternalAgent {
     /// Maps one line of the program's stream onto forq's events (a line
     /// that is not one of its protocol's is skipped).
@@ -283,7 +272,7 @@ impl ExternalAgent {
                         step: r.step,
                         name: r.tools.get(&tool_use_id).cloned().unwrap_or_default(),
                         is_error,
-                        summary: first_line(&text),
+                        summary: summary_of(&text),
                     });
                 }
             }
@@ -314,7 +303,7 @@ impl ExternalAgent {
                         step,
                         name: "command".to_owned(),
                         is_error: exit_code.unwrap_or(0) != 0,
-                        summary: first_line(&aggregated_output),
+                        summary: summary_of(&aggregated_output),
                     });
                 }
                 CodexItem::FileChange { changes, status } => {

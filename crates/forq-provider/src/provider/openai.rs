@@ -485,15 +485,17 @@ impl OpenAi {
                 .await
             {
                 Ok(resp) => return Ok((resp, caps)),
-                Err(ProviderError::BadRequest { message, .. })
-                    if caps.after_refusal(req, &message).is_some() =>
-                {
-                    let next = caps.after_refusal(req, &message).unwrap_or(caps);
+                Err(e) => {
+                    let ProviderError::BadRequest { message, .. } = &e else {
+                        return Err(e);
+                    };
+                    let Some(next) = caps.after_refusal(req, message) else {
+                        return Err(e);
+                    };
                     tracing::info!(model = %req.model, ?next, %message, "the endpoint refused part of the request; asking again without it");
                     self.learn(&req.model, next);
                     caps = next;
                 }
-                Err(e) => return Err(e),
             }
         }
     }

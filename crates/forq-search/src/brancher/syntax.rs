@@ -303,6 +303,11 @@ pub(crate) fn string_names(root: tree_sitter::Node<'_>, source: &str) -> HashSet
     names
 }
 
+/// The source text of `n` (empty when it is not UTF-8).
+pub(crate) fn node_text(n: tree_sitter::Node<'_>, source: &str) -> String {
+    n.utf8_text(source.as_bytes()).unwrap_or("").to_owned()
+}
+
 pub(crate) fn is_string_literal(n: tree_sitter::Node<'_>) -> bool {
     matches!(
         n.kind(),

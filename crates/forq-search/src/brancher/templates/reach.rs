@@ -12,7 +12,7 @@
 use forq_graph::Lang;
 
 use crate::brancher::mutate::Mutation;
-use crate::brancher::syntax::{is_boolean_op, is_read};
+use crate::brancher::syntax::{is_boolean_op, is_read, node_text};
 
 pub(crate) use super::names::{top_level, words, FileIngredients};
 
@@ -102,7 +102,7 @@ fn unwrapped_calls(
         let args = positional_args(n);
         if (1..=3).contains(&args.len()) {
             for a in &args {
-                push(n, text_of(*a, source), "unwrap call", 0.5);
+                push(n, node_text(*a, source), "unwrap call", 0.5);
             }
         }
         let receiver = n
@@ -110,7 +110,7 @@ fn unwrapped_calls(
             .filter(|f| matches!(f.kind(), "attribute" | "member_expression"))
             .and_then(|f| f.child_by_field_name("object"));
         if let Some(r) = receiver.filter(|_| args.is_empty()) {
-            push(n, text_of(r, source), "unwrap call", 0.4);
+            push(n, node_text(r, source), "unwrap call", 0.4);
         }
     }
 }
@@ -136,9 +136,9 @@ fn negated_operands(
             );
             if plain {
                 let negated = if py {
-                    format!("not {}", text_of(side, source))
+                    format!("not {}", node_text(side, source))
                 } else {
-                    format!("!{}", text_of(side, source))
+                    format!("!{}", node_text(side, source))
                 };
                 push(side, negated, "negate operand", 0.6);
             }
@@ -155,7 +155,7 @@ fn similar_names(
 ) {
     let kind = n.kind();
     if is_name(kind) && names_a_use(n) {
-        for other in file.similar(&text_of(n, source)) {
+        for other in file.similar(&node_text(n, source)) {
             push(n, other.to_owned(), "similar name", 0.6);
         }
     }
@@ -174,7 +174,7 @@ fn wrapped_values(
 ) {
     let kind = n.kind();
     if kind == "identifier" && names_a_use(n) && is_plain_value(n) {
-        let name = text_of(n, source);
+        let name = node_text(n, source);
         let weight = if tested_for_truth(n) { 0.1 } else { 0.5 };
         for f in file.wrappers(&name, within) {
             push(n, format!("{f}({name})"), "wrap call", weight);
@@ -208,17 +208,17 @@ fn widened_type_checks(
     if py && kind == "call" {
         let is_check = n
             .child_by_field_name("function")
-            .is_some_and(|f| text_of(f, source) == "isinstance");
+            .is_some_and(|f| node_text(f, source) == "isinstance");
         let args = positional_args(n);
         if let (true, [_, types]) = (is_check, args.as_slice()) {
             let listed: Vec<String> = if types.kind() == "tuple" {
                 let mut c = types.walk();
                 types
                     .named_children(&mut c)
-                    .map(|t| text_of(t, source))
+                    .map(|t| node_text(t, source))
                     .collect()
             } else {
-                vec![text_of(*types, source)]
+                vec![node_text(*types, source)]
             };
             let mut added: Vec<&str> = listed
                 .iter()
@@ -249,7 +249,7 @@ fn named_tuple_calls(
     if py && kind == "call" {
         let plain = n
             .child_by_field_name("function")
-            .is_some_and(|f| text_of(f, source) == "tuple");
+            .is_some_and(|f| node_text(f, source) == "tuple");
         let args = n.child_by_field_name("arguments");
         let one =
             args.is_some_and(|a| a.kind() == "generator_expression" || a.named_child_count() == 1);
@@ -270,7 +270,7 @@ fn named_tuple_calls(
                 let weight = if shared > 0 { 1.0 } else { 0.3 };
                 push(
                     n,
-                    format!("{t}._make{}", text_of(args, source)),
+                    format!("{t}._make{}", node_text(args, source)),
                     "named tuple",
                     weight,
                 );
@@ -294,11 +294,6 @@ fn unwrapped_tries(
             }
         }
     }
-}
-
-/// The source text of `n`.
-fn text_of(n: tree_sitter::Node<'_>, source: &str) -> String {
-    n.utf8_text(source.as_bytes()).unwrap_or("").to_owned()
 }
 
 /// `raise E(…)` in an `except X:` handler, chained to what it handles:

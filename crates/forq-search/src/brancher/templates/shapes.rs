@@ -18,7 +18,7 @@ use tree_sitter::Node;
 
 use super::raises::indent_of;
 use crate::brancher::mutate::Mutation;
-use crate::brancher::syntax::{is_string, parameters};
+use crate::brancher::syntax::{is_string, node_text, parameters};
 
 /// Insertions of a forgotten statement per collection or variable, at most.
 const MAX_INSERTIONS: usize = 8;
@@ -72,18 +72,18 @@ fn swapped_operands(
     ) else {
         return;
     };
-    let o = text(op, source);
+    let o = node_text(op, source);
     let ordered = matches!(o.as_str(), "-" | "/" | "//" | "%" | "**" | "<<" | ">>");
     let joins = o == "+"
         && (is_string(n, strings, source)
             || [l, r]
                 .iter()
                 .any(|s| matches!(s.kind(), "list" | "list_comprehension" | "string")));
-    if (ordered || joins) && text(l, source) != text(r, source) {
+    if (ordered || joins) && node_text(l, source) != node_text(r, source) {
         push(
             n.start_byte(),
             n.end_byte(),
-            format!("{} {o} {}", text(r, source), text(l, source)),
+            format!("{} {o} {}", node_text(r, source), node_text(l, source)),
             "swap operands",
             0.5,
         );
@@ -111,7 +111,7 @@ fn moved_indexes(
             push(
                 i.start_byte(),
                 i.end_byte(),
-                format!("{} {d}", text(*i, source)),
+                format!("{} {d}", node_text(*i, source)),
                 "index",
                 0.8,
             );
@@ -119,14 +119,14 @@ fn moved_indexes(
     }
     for pair in idx.windows(2) {
         let (a, b) = (pair[0], pair[1]);
-        if text(a, source) == text(b, source) {
+        if node_text(a, source) == node_text(b, source) {
             continue;
         }
         let between = &source[a.end_byte()..b.start_byte()];
         push(
             a.start_byte(),
             b.end_byte(),
-            format!("{}{between}{}", text(b, source), text(a, source)),
+            format!("{}{between}{}", node_text(b, source), node_text(a, source)),
             "swap arguments",
             0.5,
         );
@@ -150,7 +150,7 @@ fn accumulated(
     if left.kind() != "identifier" || right.kind() != "binary_operator" || !in_loop(n, func) {
         return;
     }
-    let (x, e) = (text(left, source), text(right, source));
+    let (x, e) = (node_text(left, source), node_text(right, source));
     for wrapped in [
         format!("max({x}, {e})"),
         format!("min({x}, {e})"),
@@ -281,7 +281,7 @@ fn expanded_none_check(
     source: &str,
     push: &mut impl FnMut(usize, usize, String, &'static str, f64),
 ) {
-    let t = text(n, source);
+    let t = node_text(n, source);
     let Some(object) = n
         .named_child(0)
         .filter(|o| o.kind() == "attribute")
@@ -295,15 +295,10 @@ fn expanded_none_check(
     push(
         n.start_byte(),
         n.end_byte(),
-        format!("{} is None or {t}", text(object, source)),
+        format!("{} is None or {t}", node_text(object, source)),
         "expand condition",
         0.5,
     );
-}
-
-/// The source text of `n`.
-fn text(n: Node<'_>, source: &str) -> String {
-    n.utf8_text(source.as_bytes()).unwrap_or("").to_owned()
 }
 
 /// Whether `n` sits in a loop of `func` (not of a function inside it).
