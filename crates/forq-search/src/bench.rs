@@ -703,6 +703,7 @@ async fn first_candidates(
         judgement: None,
         eval_ms: 0,
         at_ms: 0,
+        evidence: None,
     };
     let changed = Default::default();
     let cx = BranchContext {

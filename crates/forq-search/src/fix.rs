@@ -123,6 +123,7 @@ impl FixStrategy for Single {
         one.budget.max_depth = 1;
         one.budget.branching = 1;
         one.keep_searching = false;
+        one.plausible = 1;
         search(root, oracle, genesis, &*self.brancher, &one).await
     }
 }
@@ -412,9 +413,14 @@ pub struct FixReport {
     /// The reproduction test files written first (they ship in the patch).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub reproduction: Vec<String>,
-    /// Every green candidate, smallest first: each is plausible (the
-    /// tests pass), none is proven right; the patch is the first.
+    /// Every green candidate, the patch first, then smallest first: each
+    /// is plausible (the tests pass); the evidence beyond the tests ranked
+    /// them.
     pub plausible: Vec<Plausible>,
+    /// What speaks for the patch besides the tests: `corroborated` or
+    /// `plausible`, and why.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<crate::evidence::Evidence>,
 }
 
 /// A green candidate of a fix run.
@@ -426,6 +432,9 @@ pub struct Plausible {
     pub diff_lines: usize,
     /// What it changed, as the brancher put it.
     pub hypothesis: String,
+    /// What speaks for it besides the tests.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<crate::evidence::Evidence>,
 }
 
 /// The green nodes of `tree`, the winner first, then by size.
@@ -438,6 +447,7 @@ fn plausible(tree: &crate::tree::Tree, winner: Option<usize>) -> Vec<Plausible> 
             node: n.id,
             diff_lines: n.score.diff_lines,
             hypothesis: n.hypothesis.clone(),
+            evidence: n.evidence.clone(),
         })
         .collect();
     green.sort_by_key(|p| (Some(p.node) != winner, p.diff_lines, p.node));
@@ -499,6 +509,7 @@ pub fn write_report(
         cost_usd: strategy.cost_usd(),
         reproduction: prepared.seed.keys().cloned().collect(),
         plausible: plausible(tree, outcome.winner.as_ref().map(|w| w.node)),
+        evidence: outcome.winner.as_ref().map(|w| w.evidence.clone()),
     };
     let summary = out.join("summary.json");
     let json = serde_json::to_vec_pretty(&report).unwrap_or_default();

@@ -4,6 +4,7 @@
 pub mod bench;
 pub mod brancher;
 pub mod candidate;
+pub mod evidence;
 pub mod fix;
 pub mod guarded;
 pub mod oracle;
@@ -19,5 +20,5 @@ pub use fix::{
 pub use forq_events::Observer;
 pub use search::{
     search, Budget, Order, SearchError, SearchOptions, SearchOutcome, Winner, DEFAULT_MAX_DEPTH,
-    DEFAULT_MAX_NODES,
+    DEFAULT_MAX_NODES, DEFAULT_PLAUSIBLE, PLAUSIBLE_WINDOW,
 };

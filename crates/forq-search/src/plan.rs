@@ -21,7 +21,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::brancher::{Brancher, Mutate, Patches};
 use crate::fix::{FixStrategy, Prepared, Single, Speculative};
-use crate::search::{Budget, Order, SearchOptions, DEFAULT_MAX_DEPTH, DEFAULT_MAX_NODES};
+use crate::search::{
+    Budget, Order, SearchOptions, DEFAULT_MAX_DEPTH, DEFAULT_MAX_NODES, DEFAULT_PLAUSIBLE,
+};
 
 /// The search's limits as people set them: forq.yml's
 /// `actions.fix.budget` and `forq fix`'s `--max-nodes`, `--max-depth`,
@@ -304,6 +306,9 @@ pub struct FixPlan {
     /// Whether the search goes on past the first green candidate for a
     /// smaller one.
     pub keep_searching: bool,
+    /// Green candidates the search collects for the evidence to choose
+    /// from (0: [`DEFAULT_PLAUSIBLE`]).
+    pub plausible: usize,
 }
 
 /// What [`FixPlan::build`] makes: the strategy, and the search's options
@@ -392,6 +397,10 @@ impl FixPlan {
         let (limits, branching) = (self.budget.clone(), self.branching);
         let mut options = SearchOptions::default()
             .keep_searching(self.keep_searching)
+            .plausible(match self.plausible {
+                0 => DEFAULT_PLAUSIBLE,
+                n => n,
+            })
             .seed(prepared.seed.clone());
         if let Some(order) = self.order {
             options = options.order(order);

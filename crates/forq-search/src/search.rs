@@ -16,6 +16,7 @@ use tokio::task::JoinSet;
 
 use crate::brancher::{BranchContext, BranchError, Brancher};
 use crate::candidate::{Candidate, Materialized};
+use crate::evidence::{examine_green, weigh, Evidence, Examination, Green};
 use crate::oracle::{Judgement, Oracle};
 use crate::tree::{Node, Score, SearchEvent, Status, Tree};
 use forq_events::{Observer, Observers};
@@ -130,6 +131,12 @@ pub struct SearchOptions {
     /// After the first green node, keep searching (within the budget) for a
     /// smaller green diff.
     pub keep_searching: bool,
+    /// Green candidates to collect before stopping (default 1, the first):
+    /// more let the evidence beyond the tests ([`crate::evidence`]) choose
+    /// among them. After the first green the search goes on at most as
+    /// long again as the first took (10 s at least, [`PLAUSIBLE_WINDOW`]
+    /// at most), within the budget.
+    pub plausible: usize,
     /// Told of every node.
     pub observers: Observers<SearchEvent>,
     /// Changes every candidate carries and the patch ships (a reproduction
@@ -147,6 +154,7 @@ impl std::fmt::Debug for SearchOptions {
             .field("budget", &self.budget)
             .field("order", &self.order)
             .field("keep_searching", &self.keep_searching)
+            .field("plausible", &self.plausible)
             .field("edit_tests", &self.edit_tests)
             .finish()
     }
@@ -166,6 +174,12 @@ impl SearchOptions {
     /// Keeps looking for a smaller green diff after the first.
     pub fn keep_searching(mut self, yes: bool) -> Self {
         self.keep_searching = yes;
+        self
+    }
+    /// Collects up to `n` green candidates before stopping, and hands back
+    /// the one the evidence beyond the tests ranks first.
+    pub fn plausible(mut self, n: usize) -> Self {
+        self.plausible = n.max(1);
         self
     }
     /// Lets candidates change the repository's test files (a rename, a doc
@@ -210,9 +224,20 @@ pub struct Winner {
     pub patch: String,
     /// Lines added plus lines removed.
     pub diff_lines: usize,
-    /// Its sandbox, with the fix and its test run; the caller destroys it.
+    /// A fork of the root with the fix written (no test run in it); the
+    /// caller destroys it.
     pub sandbox: Box<dyn Sandbox>,
+    /// What speaks for it besides the tests.
+    pub evidence: Evidence,
 }
+
+/// Green candidates `forq fix` collects unless told otherwise
+/// (`--plausible`).
+pub const DEFAULT_PLAUSIBLE: usize = 3;
+
+/// How long the search goes on after its first green, at most, to collect
+/// more plausible candidates ([`SearchOptions::plausible`]).
+pub const PLAUSIBLE_WINDOW: Duration = Duration::from_secs(60);
 
 /// What a search did.
 #[derive(Debug)]
@@ -269,6 +294,10 @@ struct Engine<'a> {
     queue: Vec<Queued>,
     rng: fastrand::Rng,
     evaluated: usize,
+    /// When the first green node was judged.
+    first_green: Option<Duration>,
+    /// What the evidence's helper found of each green node.
+    examined: HashMap<usize, Examination>,
 }
 
 impl Engine<'_> {
@@ -455,6 +484,7 @@ impl Engine<'_> {
             judgement: None,
             eval_ms: 0,
             at_ms: self.elapsed_ms(),
+            evidence: None,
         };
         let delta = match candidate.materialize(sandbox).await {
             Ok(m) => m,
@@ -655,12 +685,7 @@ pub async fn search(
     engine.finish(found).await
 }
 
-/// The green node kept so far.
-struct Found {
-    node: usize,
-    sandbox: Box<dyn Sandbox>,
-    diff_lines: usize,
-}
+mod patch;
 
 impl<'a> Engine<'a> {
     fn new(
@@ -691,6 +716,8 @@ impl<'a> Engine<'a> {
                 _ => 0,
             }),
             evaluated: 0,
+            first_green: None,
+            examined: HashMap::new(),
         }
     }
 }
@@ -728,20 +755,22 @@ impl Engine<'_> {
             judgement: Some(genesis.clone()),
             eval_ms: 0,
             at_ms: 0,
+            evidence: None,
         });
     }
 
     /// Evaluates queued candidates, `jobs` at a time, until the budget is
     /// spent, the queue is empty, or (unless told to keep searching) a
     /// green one is found.
-    async fn run(&mut self) -> Result<Option<Found>, SearchError> {
+    async fn run(&mut self) -> Result<Vec<usize>, SearchError> {
         let options = self.options;
         let budget = &options.budget;
         let mut running: JoinSet<Evaluated> = JoinSet::new();
         let mut in_flight: HashSet<usize> = HashSet::new();
-        let mut found: Option<Found> = None;
+        let mut found: Vec<usize> = Vec::new();
         let mut stop = false;
         loop {
+            stop |= self.collected_enough(&found);
             while !stop
                 && running.len() < budget.jobs
                 && self.evaluated + running.len() < budget.max_nodes
@@ -779,10 +808,18 @@ impl Engine<'_> {
                     return Err(e.into());
                 }
             };
-            let score = self.record(id, &judgement, eval_ms);
+            self.record(id, &judgement, eval_ms);
             if judgement.green() {
-                keep_smaller(&mut found, id, sandbox, score.diff_lines).await;
-                stop |= !self.options.keep_searching;
+                // Its state is kept; its code is written afresh if it wins.
+                let _ = sandbox.destroy().await;
+                if self.options.plausible > 1 || self.options.keep_searching {
+                    let state = self.states.get(&id).cloned().unwrap_or_default();
+                    let examined = examine_green(self.root, &self.oracle, &state).await;
+                    self.examined.insert(id, examined);
+                }
+                found.push(id);
+                self.first_green.get_or_insert(self.started.elapsed());
+                stop |= self.collected_enough(&found);
                 continue;
             }
             if !stop && self.promising(id, &judgement) {
@@ -791,6 +828,37 @@ impl Engine<'_> {
             let _ = sandbox.destroy().await;
         }
         Ok(found)
+    }
+
+    /// Whether the green nodes `found` end the search: as many as asked
+    /// for ([`SearchOptions::plausible`]; never, when keeping on for a
+    /// smaller one), or the time allowed after the first is up.
+    fn collected_enough(&self, found: &[usize]) -> bool {
+        let Some(first) = self.first_green else {
+            return false;
+        };
+        if self.options.keep_searching {
+            return false;
+        }
+        let window = first.clamp(Duration::from_secs(10), PLAUSIBLE_WINDOW);
+        self.behaviours(found) >= self.options.plausible.max(1)
+            || self.started.elapsed() >= first + window
+    }
+
+    /// How many behaviours the green nodes `found` have: those answering
+    /// alike near their examples count once (a patch and its equivalent
+    /// rewriting tell nothing apart), those without examples each once.
+    fn behaviours(&self, found: &[usize]) -> usize {
+        let mut seen: Vec<Vec<&str>> = Vec::new();
+        let mut alone = 0;
+        for id in found {
+            match self.examined.get(id).and_then(Examination::behaviour) {
+                Some(b) if !seen.contains(&b) => seen.push(b),
+                Some(_) => {}
+                None => alone += 1,
+            }
+        }
+        seen.len() + alone
     }
 
     /// Writes `judgement` into node `id`; its score.
@@ -830,27 +898,30 @@ impl Engine<'_> {
             }
     }
 
-    /// Prunes what was never evaluated, makes the winner's clean patch,
+    /// Prunes what was never evaluated, weighs the green nodes `found` by
+    /// the evidence beyond the tests, makes the chosen one's clean patch,
     /// and tells the end.
-    async fn finish(mut self, found: Option<Found>) -> Result<SearchOutcome, SearchError> {
+    async fn finish(mut self, found: Vec<usize>) -> Result<SearchOutcome, SearchError> {
         let left: Vec<usize> = self.queue.drain(..).map(|q| q.node).collect();
-        let budget_spent = found.is_none() && (!left.is_empty() || self.cut_short);
+        let budget_spent = found.is_empty() && (!left.is_empty() || self.cut_short);
         for id in left {
             self.update(id, |n| {
                 n.status = Status::Pruned;
                 n.reason = "not evaluated: the search ended".to_owned();
             });
         }
-        let winner = match found {
-            Some(Found { node, sandbox, .. }) => {
+        self.tree.suspected = self.brancher.suspected();
+        let winner = match self.choose(&found).await {
+            Some((node, evidence)) => {
                 let state = self.states.get(&node).cloned().unwrap_or_default();
-                let (patch, diff_lines) = clean_patch(self.root, &state).await?;
+                let (patch, diff_lines, sandbox) = patch::clean_patch(self.root, &state).await?;
                 self.tree.best = Some(node);
                 Some(Winner {
                     node,
                     patch,
                     diff_lines,
                     sandbox,
+                    evidence,
                 })
             }
             None => None,
@@ -861,7 +932,6 @@ impl Engine<'_> {
             budget_spent,
             "search done"
         );
-        self.tree.suspected = self.brancher.suspected();
         self.tell(SearchEvent::Finished {
             solved: winner.is_some(),
             best: self.tree.best,
@@ -875,74 +945,43 @@ impl Engine<'_> {
             elapsed: self.started.elapsed(),
         })
     }
-}
 
-/// Keeps green node `node` when it is smaller than the one kept so far
-/// (the loser's sandbox destroyed).
-async fn keep_smaller(
-    found: &mut Option<Found>,
-    node: usize,
-    sandbox: Box<dyn Sandbox>,
-    diff_lines: usize,
-) {
-    let smaller = found.as_ref().is_none_or(|f| diff_lines < f.diff_lines);
-    if !smaller {
-        let _ = sandbox.destroy().await;
-        return;
-    }
-    if let Some(old) = found.take() {
-        let _ = old.sandbox.destroy().await;
-    }
-    *found = Some(Found {
-        node,
-        sandbox,
-        diff_lines,
-    });
-}
-
-/// The patch of `state` alone, and its lines added plus removed: written
-/// into a fresh fork of the root, so what test runs left behind is not in
-/// it.
-async fn clean_patch(
-    root: &dyn Sandbox,
-    state: &BTreeMap<String, Option<String>>,
-) -> Result<(String, usize), forq_sandbox::Error> {
-    let fork = root.fork().await?;
-    let written = Materialized {
-        files: state.clone(),
-    }
-    .write(&*fork)
-    .await;
-    let diff = match written {
-        Ok(()) => fork.diff().await,
-        Err(e) => Err(e),
-    };
-    let _ = fork.destroy().await;
-    let diff = diff?;
-    let lines = diff
-        .files
-        .iter()
-        .filter(|f| state.contains_key(&f.path))
-        .map(|f| f.added_lines + f.removed_lines)
-        .sum();
-    Ok((only_files(&diff.patch, state), lines))
-}
-
-/// The sections of a git-format patch about the files of `state` (what
-/// install steps left in the root is not the candidate's).
-fn only_files(patch: &str, state: &BTreeMap<String, Option<String>>) -> String {
-    let mut out = String::new();
-    let mut keep = false;
-    for line in patch.split_inclusive('\n') {
-        if let Some(rest) = line.strip_prefix("diff --git a/") {
-            let path = rest.split(" b/").next().unwrap_or("");
-            keep = state.contains_key(path);
+    /// The green node to hand back and its evidence: each of `found` is
+    /// weighed ([`weigh`]) and its evidence written into its node. Keeping
+    /// on for a smaller patch, the smallest of those the evidence ranks
+    /// equal wins.
+    async fn choose(&mut self, found: &[usize]) -> Option<(usize, Evidence)> {
+        if found.is_empty() {
+            return None;
         }
-        if keep {
-            out.push_str(line);
+        let mut greens = Vec::with_capacity(found.len());
+        for &id in found {
+            let state = self.states.get(&id).cloned().unwrap_or_default();
+            let examined = match self.examined.remove(&id) {
+                Some(e) => e,
+                None => examine_green(self.root, &self.oracle, &state).await,
+            };
+            greens.push(Green {
+                node: id,
+                state,
+                prior: self.tree.nodes[id].prior,
+                diff_lines: self.tree.nodes[id].score.diff_lines,
+                examined,
+            });
         }
+        if self.options.keep_searching {
+            // The brancher's prior does not outrank size here.
+            for g in &mut greens {
+                g.prior = -(g.diff_lines as f64);
+            }
+        }
+        let (evidence, best) = weigh(self.root, &self.oracle, &self.tree.suspected, &greens).await;
+        for (g, ev) in greens.iter().zip(&evidence) {
+            let ev = ev.clone();
+            self.update(g.node, |n| n.evidence = Some(ev));
+        }
+        Some((greens[best].node, evidence[best].clone()))
     }
-    out
 }
 
 /// Why a judged node is red, in a line.

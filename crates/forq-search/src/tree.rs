@@ -95,6 +95,10 @@ pub struct Node {
     pub eval_ms: u64,
     /// Milliseconds since the search began, when it was evaluated.
     pub at_ms: u64,
+    /// What speaks for a green node besides its tests (weighed when the
+    /// search ends).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<crate::evidence::Evidence>,
 }
 
 /// What observers are told, as it happens.

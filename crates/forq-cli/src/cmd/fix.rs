@@ -149,6 +149,7 @@ fn plan_of(args: &FixArgs, issue: Option<&Issue>, model: &Model) -> anyhow::Resu
         OrderName::Random => Order::Random(0x5eed),
     });
     plan.keep_searching = args.keep_searching;
+    plan.plausible = args.plausible;
     // A program that cannot run (its key unset) is said before anything
     // is provisioned.
     match plan.check() {
@@ -373,18 +374,26 @@ fn print_report(
     } else {
         "no fix".to_owned()
     };
+    if let Some(ev) = &report.evidence {
+        // Green is plausible, not proven: say what else speaks for it.
+        writeln!(so, "{}: {}", ev.verdict.name(), ev.why)?;
+    }
     if report.plausible.len() > 1 {
-        // Green is plausible, not proven: say what else passed.
         writeln!(
             so,
-            "plausible: {} green patches (the tests cannot tell them apart); kept the smallest, {} lines; the others:",
+            "plausible: {} green patches; handed back the one the evidence ranks first ({} lines); the others:",
             report.plausible.len(),
             report.diff_lines
         )?;
         for p in report.plausible.iter().skip(1) {
+            let why = p
+                .evidence
+                .as_ref()
+                .map(|e| format!(" [{}: {}]", e.verdict.name(), e.why))
+                .unwrap_or_default();
             writeln!(
                 so,
-                "  node {} ({} lines): {}",
+                "  node {} ({} lines): {}{why}",
                 p.node, p.diff_lines, p.hypothesis
             )?;
         }

@@ -322,22 +322,105 @@ async fn fix_with_scripted_patches_picks_the_green_one_and_says_so() {
         last.starts_with("1 issue · 4 candidates · 2 green · best 2 lines · "),
         "{last}"
     );
-    // Green is plausible, not proven: the other green patch is named.
+    // Green is plausible, not proven: the other green patch is named, and
+    // nothing beyond the tests speaks for either (calc.py has no docstring
+    // examples).
     assert!(
-        stdout.contains("plausible: 2 green patches (the tests cannot tell them apart); kept the smallest, 2 lines; the others:\n"),
+        stdout.contains("plausible: 2 green patches; handed back the one the evidence ranks first (2 lines); the others:\n"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("plausible: no docstring example of the changed code\n"),
         "{stdout}"
     );
     let other = stdout
         .lines()
         .find(|l| l.starts_with("  node "))
         .unwrap_or_else(|| panic!("{stdout}"));
-    assert!(other.ends_with("(2 lines): c-right.patch"), "{other}");
+    assert!(
+        other.contains("(2 lines): c-right.patch [plausible: "),
+        "{other}"
+    );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("d-breaks-mul.txt"), "{stderr}");
     assert!(
         stderr.contains("oracle: 1 target test(s) failing"),
         "{stderr}"
     );
+}
+
+#[tokio::test]
+async fn of_two_green_patches_the_one_its_docstring_examples_vouch_for_is_handed_back() {
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = tmp.path().join("adder");
+    std::fs::create_dir_all(repo.join("tests")).unwrap();
+    std::fs::write(
+        repo.join("calc.py"),
+        "def add(a, b):\n    \"\"\"The sum of a and b.\n\n    >>> add(2, 3)\n    5\n    >>> add(-1, 1)\n    0\n    \"\"\"\n    return a - b\n",
+    )
+    .unwrap();
+    std::fs::write(repo.join("tests/__init__.py"), "").unwrap();
+    // The tests admit a wrong patch: 2 * 2 and 0 * 0 are sums too.
+    std::fs::write(
+        repo.join("tests/test_calc.py"),
+        "import unittest\n\nfrom calc import add\n\n\nclass AddTest(unittest.TestCase):\n    def test_twos(self):\n        self.assertEqual(add(2, 2), 4)\n\n    def test_zeros(self):\n        self.assertEqual(add(0, 0), 0)\n",
+    )
+    .unwrap();
+    let patches = tmp.path().join("candidates");
+    std::fs::create_dir(&patches).unwrap();
+    let sr = |new: &str| {
+        format!("calc.py\n<<<<<<< SEARCH\n    return a - b\n=======\n{new}\n>>>>>>> REPLACE\n")
+    };
+    std::fs::write(patches.join("a-product.txt"), sr("    return a * b")).unwrap();
+    std::fs::write(patches.join("b-sum.txt"), sr("    return a + b")).unwrap();
+    let out_dir = tmp.path().join("out");
+    let out = forq_env(
+        &[
+            "fix",
+            repo.to_str().unwrap(),
+            "--brancher",
+            "patches",
+            "--patches",
+            patches.to_str().unwrap(),
+            "--jobs",
+            "1",
+            "--order",
+            "breadth-first",
+            "--plausible",
+            "2",
+            "--json",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ],
+        &[],
+    )
+    .await;
+    check_exit(&out, 0);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    // Found first and as small, the product loses: it fails both examples.
+    assert_eq!(report["green"], 2, "{report}");
+    let patch = std::fs::read_to_string(out_dir.join("fix.patch")).unwrap();
+    assert!(patch.contains("+    return a + b"), "{patch}");
+    assert_eq!(report["evidence"]["verdict"], "corroborated", "{report}");
+    assert_eq!(report["evidence"]["examples"], 2, "{report}");
+    assert_eq!(report["evidence"]["examples_before"], 0, "{report}");
+    let other = &report["plausible"][1];
+    assert_eq!(other["hypothesis"], "a-product.txt", "{report}");
+    assert_eq!(other["evidence"]["verdict"], "plausible", "{report}");
+    assert_eq!(
+        other["evidence"]["why"], "fails 2 of 2 docstring examples",
+        "{report}"
+    );
+    // tree.json keeps each green node's evidence.
+    let tree: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out_dir.join("tree.json")).unwrap()).unwrap();
+    let weighed = tree["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| n.get("evidence").is_some())
+        .count();
+    assert_eq!(weighed, 2, "{tree}");
 }
 
 #[tokio::test]

@@ -1,0 +1,874 @@
+//! Evidence of correctness beyond green, for ranking plausible patches.
+//!
+//! Green means the tests pass, not that the patch is right: a test suite
+//! admits wrong patches (the program-repair literature calls this
+//! overfitting). What forq weighs without a model and without a new
+//! oracle, per green candidate:
+//!
+//! - **The changed functions' docstring examples**: `>>>` lines, and lines
+//!   such as `f(3, [1, 2]) == 5`, `f("a") => "b"`, `f(x) ➞ y`, run against
+//!   the candidate. A candidate failing an example is wrong by the code's
+//!   own word; examples that failed on the unmodified code and pass on the
+//!   candidate witness its fix.
+//! - **Inputs near the examples'**: their literal arguments nudged by type
+//!   (numbers ±1, lists cut and grown, strings cut and case-swapped). A
+//!   candidate that raises or hangs where the unmodified code returned
+//!   broke something no test covers; plausible candidates that return
+//!   different values there cannot all be right.
+//! - **Where it edits**: a patch at a line the failing tests localise
+//!   outranks one elsewhere, and one that only changes a constant on a line
+//!   they did not point to (an accumulator's start, a loop bound's literal
+//!   made to fit the tests) ranks last.
+//!
+//! A patch is *corroborated* when examples it passes failed on the
+//! unmodified code, it breaks nothing near them, and no other plausible
+//! patch that passes them disagrees with it there; else it is *plausible*.
+//! Python only for the examples (other languages rank by where they edit).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use forq_bootstrap::StackKind;
+use forq_sandbox::{ExecRequest, Network, Sandbox};
+use serde::{Deserialize, Serialize};
+
+use crate::candidate::Materialized;
+use crate::oracle::Oracle;
+use crate::spectrum::LineSuspect;
+
+/// Where the helper goes in a fork (never in the root).
+const DIR: &str = ".forq-evidence";
+
+/// Seconds an example or a nudged call may take.
+const CALL_BUDGET_S: f64 = 2.0;
+
+/// Nudged inputs tried per function at most.
+const NEAR: usize = 40;
+
+/// Runs the docstring examples of the functions holding the given lines,
+/// and calls them on inputs near the examples'. Arguments: the repository
+/// root, then `FILE:LINE` or `FILE::NAME` per function. Prints one JSON
+/// object: `{"FILE::NAME": {"examples": n, "passed": k, "near": [...]}}`.
+const HELPER: &str = r#"import ast, copy, doctest, importlib.util, json, math, random, re, signal, sys
+
+root = sys.argv[1]
+sys.path.insert(0, root)
+sys.setrecursionlimit(3000)
+BUDGET = float(sys.argv[2])
+
+
+class Slow(BaseException):
+    pass
+
+
+def alarm(*_):
+    raise Slow()
+
+
+signal.signal(signal.SIGALRM, alarm)
+
+
+def timed(fn):
+    signal.setitimer(signal.ITIMER_REAL, BUDGET)
+    try:
+        return fn()
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+
+
+def function_at(tree, line=None, name=None):
+    best = None
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if name is not None and node.name == name.split(".")[-1]:
+                return node
+            if line is not None and node.lineno <= line <= node.end_lineno:
+                if best is None or node.lineno >= best.lineno:
+                    best = node
+    return best
+
+
+ARROW = re.compile(r"^\s*(?:>>>\s*)?(?:for\s+|assert\s+)?(.*?\))\s*(?:==>|==|=>|->|\u279e|returns|should return)\s*(.+?)\s*$")
+
+
+def literal_calls(doc, name):
+    # `name(args) == value` lines: (args, expected).
+    out = []
+    for line in doc.splitlines():
+        m = ARROW.match(line)
+        if not m or not m.group(1).lstrip().startswith(name + "("):
+            continue
+        value = m.group(2).split(" #")[0].rstrip(".").strip()
+        try:
+            call = ast.parse(m.group(1).strip(), mode="eval").body
+            args = tuple(ast.literal_eval(a) for a in call.args)
+            expected = ast.literal_eval(value)
+        except Exception:
+            continue
+        if isinstance(call, ast.Call) and not call.keywords:
+            out.append((args, expected))
+    return out
+
+
+def doctest_calls(examples, name):
+    # The literal argument tuples of the doctests' calls of `name`.
+    out = []
+    for ex in examples:
+        try:
+            node = ast.parse(ex.source.strip(), mode="eval").body
+        except SyntaxError:
+            continue
+        for call in ast.walk(node):
+            if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == name \
+                    and not call.keywords:
+                try:
+                    out.append(tuple(ast.literal_eval(a) for a in call.args))
+                except Exception:
+                    pass
+    return out
+
+
+def same(a, b):
+    if isinstance(a, float) or isinstance(b, float):
+        try:
+            return math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-9)
+        except TypeError:
+            return False
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+def nudged(value, rng):
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, int):
+        return value + rng.choice([-2, -1, 1, 2, 3, -value, value])
+    if isinstance(value, float):
+        return round(value + rng.choice([-1.5, -0.5, 0.25, 0.5, 1.0]), 3)
+    if isinstance(value, str):
+        if not value:
+            return rng.choice(["a", " ", "A1"])
+        i = rng.randrange(len(value))
+        return rng.choice([value[:i], value[i:], value[::-1], value.swapcase(),
+                           value + value[i], value[:i] + value[i + 1:]])
+    if isinstance(value, (list, tuple)):
+        items = list(value)
+        pick = rng.randrange(5)
+        if pick == 0 and items:
+            items.pop(rng.randrange(len(items)))
+        elif pick == 1 and items:
+            items.append(nudged(rng.choice(items), rng))
+        elif pick == 2:
+            rng.shuffle(items)
+        elif pick == 3:
+            items.reverse()
+        elif items:
+            i = rng.randrange(len(items))
+            items[i] = nudged(items[i], rng)
+        return type(value)(items)
+    return value
+
+
+def near(args_list, count):
+    rng = random.Random(11)
+    seen, out = {repr(a) for a in args_list}, []
+    for _ in range(count * 5):
+        if not args_list or len(out) >= count:
+            break
+        base = list(rng.choice(args_list))
+        if not base:
+            break
+        i = rng.randrange(len(base))
+        base[i] = nudged(base[i], rng)
+        t = tuple(base)
+        if repr(t) not in seen:
+            seen.add(repr(t))
+            out.append(t)
+    return out
+
+
+def outcome(fn, args):
+    try:
+        r = timed(lambda: fn(*copy.deepcopy(args)))
+        if isinstance(r, float):
+            r = round(r, 6)
+        return "ok " + repr(r)[:200]
+    except Slow:
+        return "slow"
+    except BaseException as e:
+        return "raised " + type(e).__name__
+
+
+def examine(path, line, name):
+    text = open(path, encoding="utf-8").read()
+    node = function_at(ast.parse(text), line, name)
+    if node is None:
+        return None, None
+    doc = ast.get_docstring(node) or ""
+    spec = importlib.util.spec_from_file_location("forq_evidence_subject", path)
+    mod = importlib.util.module_from_spec(spec)
+    try:
+        timed(lambda: spec.loader.exec_module(mod))
+    except BaseException as e:
+        return node.name, {"examples": 0, "passed": 0, "near": [], "error": type(e).__name__}
+    fn = getattr(mod, node.name, None)
+    examples = doctest.DocTestParser().get_examples(doc)
+    calls = literal_calls(doc, node.name)
+    passed = 0
+    runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS)
+    for ex in examples:
+        test = doctest.DocTest([ex], dict(vars(mod)), node.name, path, 0, None)
+        try:
+            result = timed(lambda: runner.run(test, out=lambda _: None, clear_globs=True))
+            passed += result.failed == 0
+        except BaseException:
+            pass
+    for args, expected in calls:
+        if fn is None:
+            continue
+        try:
+            passed += same(timed(lambda: fn(*copy.deepcopy(args))), expected)
+        except BaseException:
+            pass
+    args_list = [a for a, _ in calls] + doctest_calls(examples, node.name)
+    near_out = [outcome(fn, a) for a in near(args_list, int(sys.argv[3]))] if fn else []
+    return node.name, {"examples": len(examples) + len(calls), "passed": passed, "near": near_out}
+
+
+result = {}
+for spec_ in sys.argv[4:]:
+    if "::" in spec_:
+        file, name = spec_.split("::", 1)
+        line = None
+    else:
+        file, _, l = spec_.rpartition(":")
+        name, line = None, int(l)
+    try:
+        found, data = examine(root + "/" + file, line, name)
+    except BaseException as e:
+        found, data = name, {"examples": 0, "passed": 0, "near": [], "error": type(e).__name__}
+    if found:
+        result[file + "::" + found] = data
+print(json.dumps(result))
+"#;
+
+/// What the helper found of one function.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Examined {
+    /// Docstring examples.
+    pub examples: usize,
+    /// Of them, those that passed.
+    pub passed: usize,
+    /// The outcome of each nudged call (`ok REPR`, `raised TYPE`, `slow`).
+    pub near: Vec<String>,
+}
+
+/// What a green candidate's correctness rests on besides its tests.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Evidence {
+    /// `corroborated` or `plausible`.
+    pub verdict: Verdict,
+    /// In a line, why.
+    pub why: String,
+    /// Docstring examples of the functions it changes.
+    pub examples: usize,
+    /// Of them, those it passes.
+    pub examples_passed: usize,
+    /// Of them, those the unmodified code passed.
+    pub examples_before: usize,
+    /// Inputs near the examples' where it raises or hangs and the
+    /// unmodified code returned.
+    pub broke_near: usize,
+    /// Inputs near the examples' tried.
+    pub near: usize,
+    /// Plausible patches passing as many examples that return otherwise
+    /// than it on a nearby input.
+    pub disagree: usize,
+    /// The rank, among the statements the failing tests localised, of the
+    /// most suspicious line it changes (0: the first); none when it
+    /// changes no localised line or there was no localisation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fault_rank: Option<usize>,
+    /// It only changes a literal, on a line the failing tests did not point
+    /// to.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unpointed_constant: bool,
+    /// It only adjusts a number (a literal for another, or `± 1` added):
+    /// the shape of a patch fitted to the tests, ranked below others the
+    /// evidence cannot tell from it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub adjusts_a_number: bool,
+}
+
+/// Whether more than the tests speak for a patch.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// The tests pass; nothing else speaks for it, or something against.
+    #[default]
+    Plausible,
+    /// The tests pass, docstring examples that failed before pass, nothing
+    /// nearby breaks, and no other plausible patch disagrees.
+    Corroborated,
+}
+
+impl Verdict {
+    /// Its name in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Verdict::Plausible => "plausible",
+            Verdict::Corroborated => "corroborated",
+        }
+    }
+}
+
+/// A green candidate to weigh: its node, its files against the root, the
+/// brancher's prior, and what [`examine_green`] found of it.
+#[derive(Debug, Clone)]
+pub struct Green {
+    /// Its node.
+    pub node: usize,
+    /// New contents by path.
+    pub state: BTreeMap<String, Option<String>>,
+    /// The brancher's prior.
+    pub prior: f64,
+    /// Lines added plus removed.
+    pub diff_lines: usize,
+    /// Its changed functions' examples and nearby answers.
+    pub examined: Examination,
+}
+
+/// What the helper found of a green candidate: per changed function
+/// (`FILE::NAME`), its examples and its answers near them, and where it
+/// changes each file.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Examination {
+    /// Per changed function.
+    pub functions: BTreeMap<String, Examined>,
+    /// Per changed file, the changed lines (in the new file), and whether
+    /// the change is one literal for another.
+    pub changes: BTreeMap<String, (Vec<u32>, bool, bool)>,
+}
+
+impl Examination {
+    /// What it answers near its examples, to tell two candidates'
+    /// behaviours apart (`None`: nothing to tell them by).
+    pub fn behaviour(&self) -> Option<Vec<&str>> {
+        let answers: Vec<&str> = self
+            .functions
+            .values()
+            .flat_map(|e| e.near.iter().map(String::as_str))
+            .collect();
+        (!answers.is_empty()).then_some(answers)
+    }
+}
+
+/// Runs a green candidate's changed functions' docstring examples, and
+/// calls them near the examples' inputs, in a fresh fork of `root` with
+/// `state` written.
+pub async fn examine_green(
+    root: &dyn Sandbox,
+    oracle: &Oracle,
+    state: &BTreeMap<String, Option<String>>,
+) -> Examination {
+    let python = matches!(oracle.stack.kind, StackKind::Pytest | StackKind::Unittest);
+    let mut out = Examination::default();
+    let mut targets = Vec::new();
+    for (path, new) in state {
+        let old = read(root, path).await;
+        let new = new.clone().unwrap_or_default();
+        let lines = changed_lines(&old, &new);
+        if python && path.ends_with(".py") {
+            targets.extend(lines.first().map(|l| format!("{path}:{l}")));
+        }
+        let literal = only_a_literal(&old, &new);
+        let adjusts = adjusts_a_number(&old, &new);
+        out.changes.insert(path.clone(), (lines, literal, adjusts));
+    }
+    if !targets.is_empty() {
+        out.functions = examine(root, oracle, state, &targets).await;
+    }
+    out
+}
+
+/// The changed lines of `new` against `old` (1-based, in `new`; the line
+/// before for a pure deletion).
+fn changed_lines(old: &str, new: &str) -> Vec<u32> {
+    let a: Vec<&str> = old.lines().collect();
+    let b: Vec<&str> = new.lines().collect();
+    let head = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+    let tail = a[head..]
+        .iter()
+        .rev()
+        .zip(b[head..].iter().rev())
+        .take_while(|(x, y)| x == y)
+        .count();
+    let (first, last) = (head + 1, b.len() - tail);
+    if last < first {
+        return vec![first.saturating_sub(1).max(1) as u32];
+    }
+    (first..=last).map(|l| l as u32).collect()
+}
+
+/// Whether the only difference between `old` and `new` is one literal
+/// (a number or a string) swapped for another.
+fn only_a_literal(old: &str, new: &str) -> bool {
+    let tokens = |s: &str| -> Vec<String> {
+        let mut out = Vec::new();
+        let mut cur = String::new();
+        for c in s.chars() {
+            if c.is_alphanumeric() || c == '_' || c == '.' || c == '\'' || c == '"' {
+                cur.push(c);
+            } else {
+                if !cur.is_empty() {
+                    out.push(std::mem::take(&mut cur));
+                }
+                if !c.is_whitespace() {
+                    out.push(c.to_string());
+                }
+            }
+        }
+        if !cur.is_empty() {
+            out.push(cur);
+        }
+        out
+    };
+    let (a, b) = (tokens(old), tokens(new));
+    if a.len() != b.len() {
+        return false;
+    }
+    let diffs: Vec<(&String, &String)> = a.iter().zip(&b).filter(|(x, y)| x != y).collect();
+    let literal = |t: &str| {
+        t.chars().next().is_some_and(|c| c.is_ascii_digit())
+            || t.starts_with('\'')
+            || t.starts_with('"')
+            || matches!(t, "True" | "False" | "None" | "true" | "false")
+    };
+    diffs.len() == 1 && literal(diffs[0].0) && literal(diffs[0].1)
+}
+
+/// The interpreter of a Python stack's test command (`.forq/venv/bin/python
+/// -m pytest` → `.forq/venv/bin/python`).
+fn interpreter(command: &str) -> String {
+    command
+        .split_whitespace()
+        .next()
+        .filter(|w| {
+            w.rsplit('/')
+                .next()
+                .is_some_and(|b| b.starts_with("python"))
+        })
+        .unwrap_or("python3")
+        .to_owned()
+}
+
+/// Runs the helper in a fresh fork of `root` with `state` written, on
+/// `targets`.
+async fn examine(
+    root: &dyn Sandbox,
+    oracle: &Oracle,
+    state: &BTreeMap<String, Option<String>>,
+    targets: &[String],
+) -> BTreeMap<String, Examined> {
+    let run = async {
+        let fork = root.fork().await.map_err(|e| e.to_string())?;
+        let result = async {
+            Materialized {
+                files: state.clone(),
+            }
+            .write(&*fork)
+            .await
+            .map_err(|e| e.to_string())?;
+            fork.write_file(&Path::new(DIR).join("examples.py"), HELPER.as_bytes())
+                .await
+                .map_err(|e| e.to_string())?;
+            let quoted: Vec<String> = targets.iter().map(|t| shell_word(t)).collect();
+            let script = format!(
+                "PYTHONDONTWRITEBYTECODE=1 exec {} {DIR}/examples.py \"$PWD\" {CALL_BUDGET_S} {NEAR} {}",
+                interpreter(&oracle.stack.command),
+                quoted.join(" ")
+            );
+            let budget = Duration::from_secs_f64(
+                10.0 + CALL_BUDGET_S * (NEAR as f64 + 10.0) * targets.len() as f64,
+            );
+            let out = fork
+                .exec(
+                    ExecRequest::shell(script)
+                        .timeout(budget)
+                        .stdin(Vec::new())
+                        .network(Network::None),
+                )
+                .await
+                .map_err(|e| e.to_string())?;
+            let text = String::from_utf8_lossy(&out.stdout);
+            let last = text.lines().last().unwrap_or("{}");
+            serde_json::from_str::<BTreeMap<String, Examined>>(last).map_err(|e| {
+                format!("{e}: {}", String::from_utf8_lossy(&out.stderr).trim())
+            })
+        }
+        .await;
+        let _ = fork.destroy().await;
+        result
+    };
+    run.await.unwrap_or_else(|e| {
+        tracing::debug!(error = %e, "the docstring examples could not be run");
+        BTreeMap::new()
+    })
+}
+
+fn shell_word(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "'\\''"))
+}
+
+/// Weighs each of `greens` (candidates green against `oracle`, branched
+/// from `root`, each examined) and returns their evidence, in the order
+/// given, and the index of the one to hand back: the best by evidence,
+/// then by the brancher's prior, then the smaller patch, then the first
+/// found.
+pub async fn weigh(
+    root: &dyn Sandbox,
+    oracle: &Oracle,
+    suspected: &[LineSuspect],
+    greens: &[Green],
+) -> (Vec<Evidence>, usize) {
+    let mut names: Vec<String> = Vec::new();
+    for g in greens {
+        for name in g.examined.functions.keys() {
+            if !names.contains(name) {
+                names.push(name.clone());
+            }
+        }
+    }
+    // The unmodified code, on the same functions.
+    let before = if names.is_empty() {
+        BTreeMap::new()
+    } else {
+        examine(root, oracle, &BTreeMap::new(), &names).await
+    };
+    let mut evidence: Vec<Evidence> = greens
+        .iter()
+        .map(|g| {
+            let mut ev = Evidence::default();
+            for (path, (lines, literal, adjusts)) in &g.examined.changes {
+                ev.fault_rank = ev.fault_rank.min_some(rank_of(suspected, path, lines));
+                let pointed = suspected.iter().take(5).any(|s| s.file == *path);
+                ev.unpointed_constant |=
+                    *literal && (!pointed || ev.fault_rank.is_none_or(|r| r >= 5));
+                ev.adjusts_a_number |= *adjusts;
+            }
+            summarize(ev, &g.examined.functions, &before)
+        })
+        .collect();
+    disagreements(&mut evidence, greens);
+    for ev in &mut evidence {
+        judge(ev);
+    }
+    let best = (0..greens.len())
+        .max_by(|&a, &b| {
+            let (ea, eb) = (&evidence[a], &evidence[b]);
+            rank_key(ea)
+                .partial_cmp(&rank_key(eb))
+                .unwrap_or(std::cmp::Ordering::Equal)
+                .then(greens[a].prior.total_cmp(&greens[b].prior))
+                .then(greens[b].diff_lines.cmp(&greens[a].diff_lines))
+                .then(greens[b].node.cmp(&greens[a].node))
+        })
+        .unwrap_or(0);
+    (evidence, best)
+}
+
+async fn read(root: &dyn Sandbox, path: &str) -> String {
+    root.read_file(Path::new(path))
+        .await
+        .ok()
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_default()
+}
+
+trait MinSome {
+    fn min_some(self, other: Option<usize>) -> Option<usize>;
+}
+
+impl MinSome for Option<usize> {
+    fn min_some(self, other: Option<usize>) -> Option<usize> {
+        match (self, other) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+}
+
+/// The rank among `suspected` of the most suspicious of `lines` of `path`.
+fn rank_of(suspected: &[LineSuspect], path: &str, lines: &[u32]) -> Option<usize> {
+    suspected
+        .iter()
+        .position(|s| s.file == path && lines.contains(&s.line))
+}
+
+/// Sums the helper's findings over the changed functions.
+fn summarize(
+    mut ev: Evidence,
+    examined: &BTreeMap<String, Examined>,
+    before: &BTreeMap<String, Examined>,
+) -> Evidence {
+    for (name, e) in examined {
+        ev.examples += e.examples;
+        ev.examples_passed += e.passed;
+        let prior = before.get(name);
+        ev.examples_before += prior.map_or(0, |b| b.passed.min(e.examples));
+        if let Some(b) = prior {
+            for (now, then) in e.near.iter().zip(&b.near) {
+                ev.near += 1;
+                if !now.starts_with("ok") && then.starts_with("ok") {
+                    ev.broke_near += 1;
+                }
+            }
+        }
+    }
+    ev
+}
+
+/// Counts, per candidate, the others passing as many examples that return
+/// otherwise on a nearby input.
+fn disagreements(evidence: &mut [Evidence], greens: &[Green]) {
+    for i in 0..greens.len() {
+        let mut n = 0;
+        for j in 0..greens.len() {
+            if i == j || evidence[j].examples_passed < evidence[i].examples_passed {
+                continue;
+            }
+            let (mine, theirs) = (&greens[i].examined.functions, &greens[j].examined.functions);
+            let differs = mine.iter().any(|(name, e)| {
+                theirs.get(name).is_some_and(|o| {
+                    e.near
+                        .iter()
+                        .zip(&o.near)
+                        .any(|(a, b)| a != b && a.starts_with("ok") && b.starts_with("ok"))
+                })
+            });
+            n += usize::from(differs);
+        }
+        evidence[i].disagree = n;
+    }
+}
+
+/// Sets the verdict and its reason.
+fn judge(ev: &mut Evidence) {
+    let failed = ev.examples - ev.examples_passed.min(ev.examples);
+    let witnessed = ev.examples_passed.saturating_sub(ev.examples_before);
+    let (verdict, why) = if ev.examples == 0 {
+        (
+            Verdict::Plausible,
+            "no docstring example of the changed code".to_owned(),
+        )
+    } else if failed > 0 {
+        (
+            Verdict::Plausible,
+            format!("fails {failed} of {} docstring examples", ev.examples),
+        )
+    } else if ev.broke_near > 0 {
+        (
+            Verdict::Plausible,
+            format!(
+                "raises or hangs on {} of {} inputs near the examples' where the code did not",
+                ev.broke_near, ev.near
+            ),
+        )
+    } else if witnessed == 0 {
+        (
+            Verdict::Plausible,
+            format!(
+                "its {} docstring examples passed before the change too",
+                ev.examples
+            ),
+        )
+    } else if ev.disagree > 0 {
+        (
+            Verdict::Plausible,
+            format!(
+                "{} other plausible patch(es) pass the examples and answer otherwise nearby",
+                ev.disagree
+            ),
+        )
+    } else if ev.unpointed_constant {
+        (
+            Verdict::Plausible,
+            "it only changes a constant the failing tests did not point to".to_owned(),
+        )
+    } else {
+        (
+            Verdict::Corroborated,
+            format!(
+                "passes {} docstring examples, {witnessed} of which failed before; nothing breaks on {} inputs near them",
+                ev.examples, ev.near
+            ),
+        )
+    };
+    ev.verdict = verdict;
+    ev.why = why;
+}
+
+/// Higher is better: examples failed, breakage nearby, a constant edit
+/// where the tests did not point, a number adjusted, then how localised
+/// the change is.
+fn rank_key(ev: &Evidence) -> (i64, i64, i64, i64, i64, f64) {
+    let failed = ev.examples as i64 - ev.examples_passed.min(ev.examples) as i64;
+    (
+        -failed,
+        -(ev.broke_near as i64),
+        -i64::from(ev.unpointed_constant),
+        -i64::from(ev.adjusts_a_number),
+        i64::from(ev.verdict == Verdict::Corroborated),
+        ev.fault_rank.map_or(0.0, |r| 1.0 / (1.0 + r as f64)),
+    )
+}
+
+/// Whether `new` differs from `old` by one number alone (`0` for `-1`,
+/// `24` for `26`) or by a `+ 1` or `- 1` added.
+fn adjusts_a_number(old: &str, new: &str) -> bool {
+    let squeeze = |s: &str| s.chars().filter(|c| !c.is_whitespace()).collect::<String>();
+    let (a, b) = (squeeze(old), squeeze(new));
+    if a == b {
+        return false;
+    }
+    let numeric = |c: u8| c.is_ascii_digit() || c == b'.' || c == b'-';
+    let (x, y) = (a.as_bytes(), b.as_bytes());
+    let mut head = x.iter().zip(y).take_while(|(p, q)| p == q).count();
+    let mut tail = x[head..]
+        .iter()
+        .rev()
+        .zip(y[head..].iter().rev())
+        .take_while(|(p, q)| p == q)
+        .count();
+    // Widen to whole numbers on both sides.
+    while head > 0 && numeric(x[head - 1]) {
+        head -= 1;
+    }
+    while tail > 0 && numeric(x[x.len() - tail]) {
+        tail -= 1;
+    }
+    let number = |s: &[u8]| {
+        let s = s.strip_prefix(b"-").unwrap_or(s);
+        !s.is_empty() && s.iter().all(|&c| c.is_ascii_digit() || c == b'.') && s[0].is_ascii_digit()
+    };
+    // A digit ending a name (`a1`) is no number.
+    let in_name = head > 0 && (x[head - 1].is_ascii_alphabetic() || x[head - 1] == b'_');
+    let (da, db) = (&x[head..x.len() - tail], &y[head..y.len() - tail]);
+    (!in_name && number(da) && number(db)) || adds_one(old, new)
+}
+
+/// Whether `new` differs from `old` by a `+ 1` or `- 1` added and nothing
+/// else.
+fn adds_one(old: &str, new: &str) -> bool {
+    let squeeze = |s: &str| s.chars().filter(|c| !c.is_whitespace()).collect::<String>();
+    let (a, b) = (squeeze(old), squeeze(new));
+    if b.len() != a.len() + 2 {
+        return false;
+    }
+    let head = a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
+    matches!(b.get(head..head + 2), Some("+1" | "-1")) && b.get(head + 2..) == a.get(head..)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_changed_lines_are_those_between_the_common_head_and_tail() {
+        assert_eq!(changed_lines("a\nb\nc\n", "a\nB\nc\n"), vec![2]);
+        assert_eq!(changed_lines("a\nb\nc\n", "a\nb\nx\ny\nc\n"), vec![3, 4]);
+        assert_eq!(changed_lines("a\nb\nc\n", "a\nc\n"), vec![1]);
+    }
+
+    #[test]
+    fn a_swapped_literal_is_told_from_any_other_change() {
+        assert!(only_a_literal("    balance = 0\n", "    balance = 1\n"));
+        assert!(only_a_literal("x = f('a')", "x = f('b')"));
+        assert!(!only_a_literal("if a < b:", "if a <= b:"));
+        assert!(!only_a_literal("x = y", "x = z"));
+        assert!(!only_a_literal("x = 0", "x = abs(0)"));
+    }
+
+    #[test]
+    fn adding_one_is_told_from_other_edits() {
+        assert!(adds_one("for i in range(n):", "for i in range(n + 1):"));
+        assert!(adds_one("x = a[i]", "x = a[i-1]"));
+        assert!(!adds_one("x = a[i]", "x = a[j]"));
+        assert!(!adds_one("if a == b:", "if a < b:"));
+        assert!(adjusts_a_number("    depth = 0", "    depth = -1"));
+        assert!(adjusts_a_number("d[(i + 4) % 26]", "d[(i + 4) % 24]"));
+        assert!(adjusts_a_number("range(n)", "range(n - 1)"));
+        assert!(!adjusts_a_number("if d < 0:", "if d == 0:"));
+        assert!(!adjusts_a_number("x = a1", "x = a2"));
+    }
+
+    #[test]
+    fn the_interpreter_is_the_test_commands_python_or_python3() {
+        assert_eq!(
+            interpreter(".forq/venv/bin/python -m pytest -v"),
+            ".forq/venv/bin/python"
+        );
+        assert_eq!(interpreter("python3 -m unittest"), "python3");
+        assert_eq!(interpreter("cargo test"), "python3");
+    }
+
+    fn ev(examples: usize, passed: usize, before: usize) -> Evidence {
+        Evidence {
+            examples,
+            examples_passed: passed,
+            examples_before: before,
+            near: 10,
+            ..Evidence::default()
+        }
+    }
+
+    #[test]
+    fn corroborated_needs_examples_that_failed_before_and_nothing_against() {
+        let mut good = ev(3, 3, 1);
+        judge(&mut good);
+        assert_eq!(good.verdict, Verdict::Corroborated, "{}", good.why);
+        let mut stale = ev(3, 3, 3);
+        judge(&mut stale);
+        assert_eq!(stale.verdict, Verdict::Plausible);
+        assert!(stale.why.contains("passed before"), "{}", stale.why);
+        let mut failing = ev(3, 2, 1);
+        judge(&mut failing);
+        assert!(failing.why.contains("fails 1 of 3"), "{}", failing.why);
+        let mut broke = Evidence {
+            broke_near: 2,
+            ..ev(3, 3, 1)
+        };
+        judge(&mut broke);
+        assert_eq!(broke.verdict, Verdict::Plausible);
+        let mut torn = Evidence {
+            disagree: 1,
+            ..ev(3, 3, 1)
+        };
+        judge(&mut torn);
+        assert_eq!(torn.verdict, Verdict::Plausible);
+        let mut none = ev(0, 0, 0);
+        judge(&mut none);
+        assert_eq!(none.verdict, Verdict::Plausible);
+    }
+
+    #[test]
+    fn failing_an_example_ranks_below_an_unlocalised_patch_that_passes_them() {
+        let mut a = Evidence {
+            fault_rank: Some(0),
+            ..ev(2, 1, 0)
+        };
+        let mut b = ev(2, 2, 0);
+        judge(&mut a);
+        judge(&mut b);
+        assert!(rank_key(&b) > rank_key(&a));
+        let mut c = Evidence {
+            unpointed_constant: true,
+            ..ev(2, 2, 0)
+        };
+        judge(&mut c);
+        assert!(rank_key(&b) > rank_key(&c));
+    }
+}
