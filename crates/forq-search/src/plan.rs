@@ -144,7 +144,7 @@ impl StrategyKind {
     pub fn default_brancher(self) -> BrancherKind {
         match self {
             StrategyKind::Single => BrancherKind::Agent,
-            StrategyKind::Speculative => BrancherKind::Mutate,
+            StrategyKind::Speculative => BrancherKind::Templates,
         }
     }
 }

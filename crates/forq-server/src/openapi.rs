@@ -111,7 +111,7 @@ fn action_paths(run_id: &Value, json_ok: &dyn Fn(&str) -> Value) -> Value {
                     "action": {"type": "string", "enum": ["auto", "fix", "triage"], "default": "auto"},
                     "label": {"type": "string"}, "limit": {"type": "integer"},
                     "strategy": {"type": "string", "enum": ["speculative", "single"], "description": "over forq.yml's, for these runs"},
-                    "brancher": {"type": "string", "enum": ["mutate", "llm", "agent"], "description": "over forq.yml's, for these runs"},
+                    "brancher": {"type": "string", "enum": ["mutate", "templates", "llm", "agent"], "description": "over forq.yml's, for these runs"},
                     "ids": {"type": "array", "items": {"type": "string"}, "description": "only these issues; with a local repo alone, picked from the configured sources"},
                     "again": {"type": "boolean", "default": false}}}}}},
                 "responses": {"202": {"description": "the runs queued (started in the background) and those standing already", "content": {"application/json": {}}},

@@ -180,8 +180,8 @@ pub struct FixConfig {
     pub mode: Mode,
     /// `speculative` (the tree search) or `single` (one agent pass).
     pub strategy: Strategy,
-    /// Who proposes candidates (default: `mutate` for speculative, `agent`
-    /// for single).
+    /// Who proposes candidates (default: `templates` for speculative,
+    /// `agent` for single).
     pub brancher: Option<BrancherName>,
     /// The coding agent's limits.
     pub agent: AgentConfig,

@@ -298,7 +298,7 @@ pub(crate) struct EvalArgs {
     #[arg(long, default_value_t = 1)]
     pub(crate) jobs: usize,
     /// `model_name_or_path` in the predictions (default: forq and its
-    /// brancher, e.g. forq-mutate).
+    /// brancher, e.g. forq-templates).
     #[arg(long, value_name = "NAME")]
     pub(crate) model_name: Option<String>,
     /// Settings for every instance's run (forq.yml's format); the flags
@@ -308,8 +308,8 @@ pub(crate) struct EvalArgs {
     /// single or speculative (default: the settings', else speculative).
     #[arg(long, value_parser = strategy_kind())]
     pub(crate) strategy: Option<StrategyKind>,
-    /// mutate, llm or agent (default: the settings', else mutate for
-    /// speculative and agent for single).
+    /// mutate, templates, llm or agent (default: the settings', else
+    /// templates for speculative and agent for single).
     #[arg(long, value_parser = brancher_kind())]
     pub(crate) brancher: Option<BrancherKind>,
     /// Most candidates evaluated per instance.

@@ -111,7 +111,7 @@ async fn eval_predicts_judges_reports_and_resumes() {
     assert_eq!(report["resolved"], 3, "{report}");
     assert_eq!(report["unresolved"], 1, "{report}");
     assert_eq!(report["setup_failed"], 1, "{report}");
-    assert_eq!(report["model_name"], "forq-mutate");
+    assert_eq!(report["model_name"], "forq-templates");
     let result = |id: &str| {
         report["results"]
             .as_array()
@@ -177,7 +177,7 @@ async fn predictions_apply_to_their_base(
             ["instance_id", "model_name_or_path", "model_patch"],
             "{p}"
         );
-        assert_eq!(p["model_name_or_path"], "forq-mutate");
+        assert_eq!(p["model_name_or_path"], "forq-templates");
     }
     let patch = predictions
         .iter()

@@ -55,7 +55,7 @@ async fn fix_solves_every_example_with_a_small_patch() {
         let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         assert_eq!(report["solved"], true, "{name}: {report}");
         assert_eq!(report["strategy"], "speculative");
-        assert_eq!(report["brancher"], "mutate");
+        assert_eq!(report["brancher"], "templates");
         let lines = report["diff_lines"].as_u64().unwrap();
         assert!((1..=4).contains(&lines), "{name}: {report}");
         let patch = std::fs::read_to_string(out_dir.join("fix.patch")).unwrap();

@@ -61,7 +61,7 @@ async fn a_plan_by_name_builds_the_strategy_or_says_what_it_lacks() {
         patches.build(None, &prepared).err().unwrap(),
         PlanError::NoPatches
     ));
-    // The default speculative plan is the mutate search, its options the
+    // The default speculative plan is the templates search, its options the
     // plan's limits (mutate's usual branching), and it finds the seeded
     // fault.
     let mut plan = FixPlan::new(StrategyKind::Speculative);
@@ -72,7 +72,7 @@ async fn a_plan_by_name_builds_the_strategy_or_says_what_it_lacks() {
     let strategy = built.strategy;
     assert_eq!(
         (strategy.name(), strategy.brancher()),
-        ("speculative", "mutate")
+        ("speculative", "templates")
     );
     let budget = &built.options.budget;
     assert_eq!(

@@ -11,6 +11,7 @@ use crate::brancher::syntax::{
     binding_site, function_name, function_within, is_binary, is_compound_assignment, is_index,
     is_integer, is_read, is_string, string_names,
 };
+use crate::brancher::templates::classic::classic_templates;
 use crate::brancher::templates::reach::{reach_templates, FileIngredients};
 use crate::brancher::templates::shapes::shape_templates;
 use crate::brancher::templates::{ingredient_templates, repair_templates, saturating, Ingredients};
@@ -373,6 +374,7 @@ pub(crate) fn mutations(file: &Parsed, start: usize, end: usize, templates: bool
             ingredient_templates(lang, n, source, &ingredients, &in_file.exceptions, &mut out);
             reach_templates(lang, n, source, in_file, within, &mut out);
             shape_templates(lang, n, source, strings, repaired, &mut out);
+            classic_templates(lang, n, source, &mut out);
         }
     }
     out

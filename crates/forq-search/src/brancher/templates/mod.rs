@@ -17,6 +17,7 @@ use crate::brancher::syntax::{
 use crate::spectrum::Expected;
 use raises::{class_name, missing_raise};
 
+pub(crate) mod classic;
 pub(crate) mod errors;
 pub(crate) mod forward;
 pub(crate) mod names;
