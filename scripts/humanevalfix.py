@@ -318,6 +318,8 @@ def verdict(args):
     refs = os.path.join(args.dir, ".reference")
     for name in sorted(os.listdir(refs)):
         bug = name[:-5]
+        if not os.path.isdir(os.path.join(args.dir, bug)):
+            continue  # a bug of the other half
         reference = json.load(open(os.path.join(refs, name), encoding="utf-8"))
         test_source = open(os.path.join(args.dir, bug, "test_task.py"), encoding="utf-8").read()
         result_path = os.path.join(args.results, f"{bug}.json")
@@ -346,13 +348,20 @@ def verdict(args):
         print(json.dumps(rows, indent=1))
         return
     classes = sorted({r["bug_type"] for r in rows})
-    print("| bug class | bugs | plausible | correct | green and wrong |")
-    print("|---|---|---|---|---|")
+    print("| bug class | bugs | handed back | correct | green and wrong | corroborated | corroborated and wrong |")
+    print("|---|---|---|---|---|---|---|")
     for c in classes + ["all"]:
         sel = [r for r in rows if c == "all" or r["bug_type"] == c]
-        plausible = [r for r in sel if r["outcome"] in ("correct", "wrong")]
-        correct = [r for r in sel if r["outcome"] == "correct"]
-        print(f"| {c} | {len(sel)} | {len(plausible)} | {len(correct)} | {len(plausible) - len(correct)} |")
+        back = [r for r in sel if r["outcome"] in ("correct", "wrong")]
+        correct = [r for r in back if r["outcome"] == "correct"]
+        corr = [r for r in back if (r.get("evidence") or {}).get("verdict") == "corroborated"]
+        corr_wrong = [r for r in corr if r["outcome"] == "wrong"]
+        print(f"| {c} | {len(sel)} | {len(back)} | {len(correct)} | {len(back) - len(correct)} "
+              f"| {len(corr)} | {len(corr_wrong)} |")
+    solved = sorted(r["seconds"] for r in rows if r["outcome"] in ("correct", "wrong") and r.get("seconds"))
+    if solved:
+        print(f"\nmedian wall time of a handed-back patch: {solved[len(solved) // 2]:.1f} s "
+              f"({len(solved)} runs)")
     for r in rows:
         if r["outcome"] == "wrong":
             print(f"wrong: {r['bug']} ({r['bug_type']}): {r.get('why', '')}", file=sys.stderr)

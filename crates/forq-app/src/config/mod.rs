@@ -187,6 +187,9 @@ pub struct FixConfig {
     pub agent: AgentConfig,
     /// The search's limits.
     pub budget: SearchBudget,
+    /// Green candidates the search collects for the evidence beyond the
+    /// tests to choose from (as `forq fix --plausible`; default 3).
+    pub plausible: usize,
     /// The branch a finished run commits to; `{action}`, `{run_id}` and
     /// `{issue}` are filled in.
     pub branch: String,
@@ -203,6 +206,7 @@ impl Default for FixConfig {
             brancher: None,
             agent: AgentConfig::default(),
             budget: SearchBudget::default(),
+            plausible: forq_search::DEFAULT_PLAUSIBLE,
             branch: "forq/{action}/{run_id}".to_owned(),
             ripple_depth: 3,
         }
@@ -551,6 +555,12 @@ impl Config {
             out.push((
                 "actions.fix.agent.max_cost_usd",
                 "not an amount of dollars; write 0 or more".to_owned(),
+            ));
+        }
+        if self.actions.fix.plausible == 0 {
+            out.push((
+                "actions.fix.plausible",
+                "0 hands back nothing; write at least 1 (1: the first green patch)".to_owned(),
             ));
         }
         if self.actions.fix.budget.max_nodes == 0 {

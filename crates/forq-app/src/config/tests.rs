@@ -17,6 +17,13 @@ fn review_points_forq_cannot_honour_are_refused_with_why() {
         .expect_err("out of range")
         .to_string();
     assert!(e.starts_with("f.yml:3: actions.fix.ripple_depth:"), "{e}");
+    let e = Config::parse("actions:\n  fix:\n    plausible: 0\n", "f.yml")
+        .expect_err("nothing handed back")
+        .to_string();
+    assert!(
+        e.starts_with("f.yml:3: actions.fix.plausible:") && e.contains("at least 1"),
+        "{e}"
+    );
     let e = Config::parse("test:\n  idle_s: -1\n", "f.yml")
         .expect_err("negative")
         .to_string();
@@ -59,6 +66,7 @@ actions:
     brancher: agent
     agent: {max_steps: 12, max_cost_usd: 0.5}
     budget: {max_nodes: 40, max_depth: 1}
+    plausible: 5
     branch: bot/{issue}-{run_id}
 funding:
   mode: contributor
@@ -82,6 +90,11 @@ sandbox:
     assert_eq!(c.actions.fix.brancher, Some(BrancherName::Agent));
     assert_eq!(c.actions.fix.agent.max_steps, 12);
     assert_eq!(c.actions.fix.budget.max_nodes, 40);
+    assert_eq!(c.actions.fix.plausible, 5);
+    assert_eq!(
+        Config::default().actions.fix.plausible,
+        forq_search::DEFAULT_PLAUSIBLE
+    );
     assert_eq!(c.funding.trusted, ["alice"]);
     assert_eq!(c.sandbox.memory_mb, Some(2048));
     let gate = c.gate_options();

@@ -156,6 +156,7 @@ pub(super) fn plan(
     });
     plan.observer = agent_log;
     plan.budget = fix.budget.clone();
+    plan.plausible = fix.plausible;
     if plan.brancher_kind() == BrancherName::Agent {
         plan.program = program_of(fix.agent.program);
         if let Err(forq_search::plan::PlanError::Program { why }) = plan.check() {
