@@ -74,6 +74,7 @@ impl Pipeline {
             patch: report.patch,
             cost_usd: report.cost_usd,
             budget_spent: report.budget_spent,
+            evidence: report.evidence,
         })
     }
 
@@ -286,4 +287,7 @@ pub(super) struct Implemented {
     /// The budget ended the search with candidates untried.
     #[serde(default)]
     pub(super) budget_spent: bool,
+    /// What speaks for the patch besides the tests.
+    #[serde(default)]
+    pub(super) evidence: Option<forq_search::evidence::Evidence>,
 }

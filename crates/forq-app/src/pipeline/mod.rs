@@ -452,18 +452,24 @@ impl Pipeline {
         let contract = self
             .contract_kept(run, &seeded, &config, &branch, model.as_ref())
             .await?;
+        // Green is plausible, not proven: the reason says what else vouches.
+        let vouched = implemented
+            .evidence
+            .as_ref()
+            .map(|e| format!("; {}: {}", e.verdict.name(), e.why))
+            .unwrap_or_default();
         let (state, reason) = if contract.has_findings() {
             (
                 State::CompletedWithFindings,
-                format!("committed on {branch}; {}", contract.summary()),
+                format!("committed on {branch}; {}{vouched}", contract.summary()),
             )
         } else if !contract.adapted.is_empty() {
             (
                 State::PatchReady,
-                format!("committed on {branch}; {}", contract.summary()),
+                format!("committed on {branch}; {}{vouched}", contract.summary()),
             )
         } else {
-            (State::PatchReady, format!("committed on {branch}"))
+            (State::PatchReady, format!("committed on {branch}{vouched}"))
         };
         *run = self.store.transition(&id, state, &reason).map_err(fail)?;
         self.tell(&id, state, &branch);

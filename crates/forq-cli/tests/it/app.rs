@@ -248,6 +248,13 @@ async fn check_committed_run(run: &Value, state: &Path, issues: &Path) {
     assert_eq!(branch, format!("forq/fix/{id}"));
     let lines = run["patch_lines"].as_u64().unwrap();
     assert!((1..=4).contains(&lines), "{run}");
+    // Green is plausible, not proven: the reason says what else vouches
+    // (the examples' functions have no docstring examples).
+    let reason = run["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with(&format!("committed on {branch}; plausible: ")),
+        "{run}"
+    );
     // The branch holds one commit over the seed, naming issue and run.
     let ws = state.join("runs").join(id).join("workspace");
     let message = git(&ws, &["log", "-1", "--format=%B", branch]).await;
