@@ -355,6 +355,7 @@ function describe(e) {
   switch (e.kind) {
     case 'state': return `${d.from} → ${d.to}${d.reason ? ` (${d.reason})` : ''}`;
     case 'node': return `node ${d.id} ${d.status}: ${d.hypothesis || ''}${d.status === 'exploring' ? '' : ` (${d.diff_lines} lines)`}`;
+    case 'best': return `handed back node ${d.id}`;
     case 'checkpoint': return `checkpoint ${d.phase}`;
     case 'note': return d.text;
     case 'cost': return `${d.phase}: ${usd(d.usd)}`;
@@ -382,6 +383,8 @@ function runView(id) {
   const log = h('div', { class: 'log', id: 'log' });
   const nodes = new Map();
   let picked = null;
+  // The green node handed back, once the search says.
+  let chosen = null;
   let replaying = null;
   let handle = null;
   const parts = {
@@ -395,6 +398,7 @@ function runView(id) {
     log.append(h('div', { 'data-id': e.id }, h('span', { class: 'k' }, `${clock(e.at_ms)} ${e.kind}`), ' ', describe(e)));
     log.scrollTop = log.scrollHeight;
     if (e.kind === 'node') { nodes.set(e.data.id, Object.assign(nodes.get(e.data.id) || {}, e.data)); drawTree(); }
+    if (e.kind === 'best') { chosen = e.data.id; drawTree(); }
     if (e.kind === 'state') { run.state = e.data.to; run.reason = e.data.reason || run.reason; drawHead(); }
     if (e.kind === 'cost') { run.cost_usd = (run.cost_usd || 0) + (e.data.usd || 0); drawHead(); }
   }
@@ -504,7 +508,9 @@ function runView(id) {
     const list = [...nodes.values()].sort((a, b) => a.id - b.id);
     const candidates = list.filter((n) => n.id !== 0);
     const green = candidates.filter((n) => n.status === 'green');
-    const best = green.reduce((b, n) => (!b || n.diff_lines < b.diff_lines ? n : b), null);
+    // The node the evidence handed back; before the end, the smallest green.
+    const best = (chosen != null && nodes.get(chosen))
+      || green.reduce((b, n) => (!b || n.diff_lines < b.diff_lines ? n : b), null);
     const secs = list.reduce((m, n) => Math.max(m, (n.at_ms || 0) + (n.eval_ms || 0)), 0) / 1000;
     const counter = h('div', { class: 'counter', id: 'counter' },
       h('b', {}, '1'), ' bug · ', h('b', {}, candidates.length), ' candidates · ', h('b', {}, green.length), ' green · best ',
@@ -569,7 +575,8 @@ function runView(id) {
         h('dt', {}, 'targets'), h('dd', {}, t ? `${t.target_passed} of ${t.target_total} passing` : '—'),
         t && t.failing.length ? [h('dt', {}, 'failing'), h('dd', { class: 'mono' }, t.failing.join(', '))] : null,
         t && t.broken.length ? [h('dt', {}, 'broke'), h('dd', { class: 'mono' }, t.broken.join(', '))] : null,
-        h('dt', {}, 'took'), h('dd', {}, `${n.eval_ms || 0} ms`)),
+        h('dt', {}, 'took'), h('dd', {}, `${n.eval_ms || 0} ms`),
+        n.evidence ? [h('dt', {}, 'evidence'), h('dd', { id: 'evidence' }, `${n.evidence.verdict}: ${n.evidence.why}`)] : null),
       n.change ? renderDiff(n.change) : null);
   }
 
@@ -609,8 +616,9 @@ function runView(id) {
       nodes.set(n.id, { id: n.id, parent: n.parent, depth: n.depth, status: n.status, hypothesis: n.hypothesis,
         reason: n.reason, diff_lines: n.score ? n.score.diff_lines : 0, change: n.change, at_ms: n.at_ms, eval_ms: n.eval_ms,
         tests: n.judgement ? { target_passed: n.judgement.target_passed, target_total: n.judgement.target_total,
-          failing: n.judgement.failing, broken: n.judgement.broken } : null });
+          failing: n.judgement.failing, broken: n.judgement.broken } : null, evidence: n.evidence });
     }
+    if (tree.best != null) chosen = tree.best;
     drawTree();
   }
 

@@ -222,7 +222,21 @@ pub(super) struct NodeLog {
 
 impl Observer<TreeEvent> for NodeLog {
     fn event(&self, event: &TreeEvent) {
-        let TreeEvent::Node(node) = event else { return };
+        let node = match event {
+            TreeEvent::Node(node) => node,
+            TreeEvent::Finished {
+                best: Some(best), ..
+            } => {
+                // The green node handed back: the evidence's pick, not
+                // always the smallest.
+                let _ = self
+                    .pipeline
+                    .store
+                    .event(&self.run, "best", json!({"id": best}));
+                return;
+            }
+            _ => return,
+        };
         let status = match node.status {
             Status::Exploring => "exploring",
             Status::Red => "red",
@@ -254,6 +268,7 @@ impl Observer<TreeEvent> for NodeLog {
                 "tests": tests,
                 "eval_ms": node.eval_ms,
                 "at_ms": node.at_ms,
+                "evidence": node.evidence,
             }),
         );
         if node.id == 0 || !matches!(node.status, Status::Red | Status::Green) {

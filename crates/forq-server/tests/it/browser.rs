@@ -502,6 +502,15 @@ async fn check_the_patch_and_a_green_node(browser: &Browser) {
         .await;
     let detail = detail.as_str().unwrap();
     assert!(detail.contains("passing"), "{detail}");
+    // A green node says what vouches for it besides the tests.
+    let evidence = browser
+        .js("const e = document.getElementById('evidence'); return e && e.textContent")
+        .await;
+    let evidence = evidence.as_str().unwrap_or_default();
+    assert!(
+        evidence.starts_with("plausible: ") || evidence.starts_with("corroborated: "),
+        "{detail}"
+    );
     assert!(
         browser
             .js("return document.querySelectorAll('#node-detail .diff .add').length > 0")
