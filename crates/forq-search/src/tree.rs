@@ -106,7 +106,9 @@ pub struct Node {
 #[serde(tag = "event", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum SearchEvent {
-    /// A node was created or changed.
+    /// A node was created or changed: queued, judged, pruned, and for a
+    /// green node once more at the end with its `evidence` (a counter of
+    /// judged nodes skips that one).
     Node(Box<Node>),
     /// The search ended.
     Finished {

@@ -271,7 +271,11 @@ impl Observer<TreeEvent> for NodeLog {
                 "evidence": node.evidence,
             }),
         );
-        if node.id == 0 || !matches!(node.status, Status::Red | Status::Green) {
+        // A node weighed at the end (its evidence) was counted when judged.
+        if node.id == 0
+            || node.evidence.is_some()
+            || !matches!(node.status, Status::Red | Status::Green)
+        {
             return;
         }
         let green = node.status == Status::Green;

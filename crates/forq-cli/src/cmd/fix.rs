@@ -35,7 +35,11 @@ impl Observer<SearchEvent> for Progress {
         let SearchEvent::Node(node) = event else {
             return;
         };
-        if node.id == 0 || !matches!(node.status, Status::Red | Status::Green) {
+        // A node weighed at the end (its evidence) was counted when judged.
+        if node.id == 0
+            || node.evidence.is_some()
+            || !matches!(node.status, Status::Red | Status::Green)
+        {
             return;
         }
         let mut c = self.counts.lock().unwrap_or_else(|p| p.into_inner());
