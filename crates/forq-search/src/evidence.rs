@@ -854,6 +854,51 @@ mod tests {
         assert_eq!(none.verdict, Verdict::Plausible);
     }
 
+    fn green(node: usize, near: &[&str]) -> Green {
+        let mut functions = BTreeMap::new();
+        functions.insert(
+            "m.py::f".to_owned(),
+            Examined {
+                examples: 2,
+                passed: 2,
+                near: near.iter().map(|s| (*s).to_owned()).collect(),
+            },
+        );
+        Green {
+            node,
+            state: BTreeMap::new(),
+            prior: 0.5,
+            diff_lines: 2,
+            examined: Examination {
+                functions,
+                changes: BTreeMap::new(),
+            },
+        }
+    }
+
+    #[test]
+    fn patches_that_answer_alike_nearby_are_one_behaviour_and_others_disagree() {
+        let a = green(1, &["ok 1", "ok 2"]);
+        let b = green(2, &["ok 1", "ok 2"]);
+        let c = green(3, &["ok 1", "ok 3"]);
+        assert_eq!(a.examined.behaviour(), b.examined.behaviour());
+        assert_ne!(a.examined.behaviour(), c.examined.behaviour());
+        assert_eq!(Examination::default().behaviour(), None);
+        let greens = [a, b, c];
+        let mut evidence = vec![ev(2, 2, 0); 3];
+        disagreements(&mut evidence, &greens);
+        assert_eq!(
+            evidence.iter().map(|e| e.disagree).collect::<Vec<_>>(),
+            [1, 1, 2]
+        );
+        // One raising where the other returns is breakage, not a
+        // disagreement between answers.
+        let d = green(4, &["raised ValueError", "ok 2"]);
+        let mut two = vec![ev(2, 2, 0); 2];
+        disagreements(&mut two, &[green(1, &["ok 1", "ok 2"]), d]);
+        assert_eq!(two[0].disagree, 0);
+    }
+
     #[test]
     fn failing_an_example_ranks_below_an_unlocalised_patch_that_passes_them() {
         let mut a = Evidence {
