@@ -537,14 +537,7 @@ impl Agent {
                     refusals += 1;
                     // The server says its window, and often what the
                     // prompt came to: its tokenizer's measure of ours.
-                    if let Some(used) = e.context_used() {
-                        *scale = crate::context::used_scale(request, used, *scale);
-                    }
-                    let smaller = e.context_limit().unwrap_or(*window * 3 / 4);
-                    *window = smaller.min(*window).max(1_024);
-                    if e.context_used().is_none() {
-                        *window = (*window * 9 / 10).max(1_024);
-                    }
+                    (*window, *scale) = crate::context::after_refusal(&e, request, *window, *scale);
                     tracing::warn!(step, window = *window, error = %e, "the request was too long for the model; fitting it again");
                 }
                 other => return other,

@@ -109,6 +109,26 @@ pub fn fit_scaled(request: &mut Request, window: u32, max_reply: u32, scale: f64
     }
 }
 
+/// What a refusal of `request` as too long teaches: the window the server
+/// names (else three quarters of `window`), and the scale of its tokenizer
+/// against the estimate when it says what the prompt came to (without
+/// that count, a tenth more is taken off, the estimate being unproven).
+pub fn after_refusal(
+    refusal: &crate::provider::ProviderError,
+    request: &Request,
+    window: u32,
+    scale: f64,
+) -> (u32, f64) {
+    let smaller = refusal
+        .context_limit()
+        .unwrap_or(window * 3 / 4)
+        .min(window);
+    match refusal.context_used() {
+        Some(used) => (smaller.max(1_024), used_scale(request, used, scale)),
+        None => ((smaller * 9 / 10).max(1_024), scale),
+    }
+}
+
 /// How many tokens the model's tokenizer makes of what the estimate counts,
 /// from a refusal saying the prompt had `used` tokens (with a margin), at
 /// least `known`.

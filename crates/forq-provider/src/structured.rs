@@ -41,13 +41,7 @@ pub async fn ask<T>(
         let reply = match provider.complete(&request, None).await {
             // Longer than the model takes: fitted to what it says, once.
             Err(e @ ProviderError::ContextLength { .. }) => {
-                if let Some(used) = e.context_used() {
-                    scale = crate::context::used_scale(&request, used, scale);
-                }
-                window = e
-                    .context_limit()
-                    .unwrap_or(window * 3 / 4)
-                    .min(window * 9 / 10);
+                (window, scale) = crate::context::after_refusal(&e, &request, window, scale);
                 crate::context::fit_scaled(&mut request, window, max_reply, scale);
                 calls += 1;
                 provider.complete(&request, None).await?
