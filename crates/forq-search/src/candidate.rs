@@ -41,6 +41,19 @@ pub enum Change {
     },
 }
 
+/// How many lines `a` and `b` share at their start, and then at their end
+/// (what is between is what changed).
+pub(crate) fn common_ends(a: &[&str], b: &[&str]) -> (usize, usize) {
+    let head = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    let tail = a[head..]
+        .iter()
+        .rev()
+        .zip(b[head..].iter().rev())
+        .take_while(|(x, y)| x == y)
+        .count();
+    (head, tail)
+}
+
 /// A candidate edit: what it supposes, and the changes that try it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Candidate {

@@ -399,13 +399,7 @@ pub async fn examine_green(
 fn changed_lines(old: &str, new: &str) -> Vec<u32> {
     let a: Vec<&str> = old.lines().collect();
     let b: Vec<&str> = new.lines().collect();
-    let head = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
-    let tail = a[head..]
-        .iter()
-        .rev()
-        .zip(b[head..].iter().rev())
-        .take_while(|(x, y)| x == y)
-        .count();
+    let (head, tail) = crate::candidate::common_ends(&a, &b);
     let (first, last) = (head + 1, b.len() - tail);
     if last < first {
         return vec![first.saturating_sub(1).max(1) as u32];

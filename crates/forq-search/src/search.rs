@@ -356,13 +356,7 @@ impl Engine<'_> {
             let new = new.clone().unwrap_or_default();
             let a: Vec<&str> = old.lines().collect();
             let b: Vec<&str> = new.lines().collect();
-            let head = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
-            let tail = a[head..]
-                .iter()
-                .rev()
-                .zip(b[head..].iter().rev())
-                .take_while(|(x, y)| x == y)
-                .count();
+            let (head, tail) = crate::candidate::common_ends(&a, &b);
             total += (a.len() - head - tail) + (b.len() - head - tail);
             if change.len() < MAX_CHANGE {
                 let from = head.saturating_sub(CONTEXT);

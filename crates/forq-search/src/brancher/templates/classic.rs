@@ -4,15 +4,15 @@
 //! `startswith`/`endswith`, `floor`/`ceil`), a call missing around a value
 //! (`abs(a - b)`, `len(xs)`, `sorted(xs)`, `set(xs)`, `str(n)`) or one too
 //! many, a case fold missing on a string compared (`.lower()`), a literal
-//! of the same type mistaken for another (`' '` for `''`), and the operands
-//! of a non-commutative operator swapped where the shape templates do not
-//! reach (JavaScript, TypeScript, Rust, C).
+//! of the same type mistaken for another (`' '` for `''`). (The operands of
+//! a non-commutative operator swapped are the shape templates', in every
+//! language.)
 
 use forq_graph::Lang;
 use tree_sitter::Node;
 
 use crate::brancher::mutate::Mutation;
-use crate::brancher::syntax::{grouped, node_text};
+use crate::brancher::syntax::node_text;
 
 /// Pairs of names where one is often written for the other, per language.
 fn swapped_name(lang: Lang, name: &str) -> &'static [&'static str] {
@@ -168,9 +168,6 @@ pub(crate) fn classic_templates(lang: Lang, n: Node<'_>, source: &str, out: &mut
     }
     missing_calls(lang, n, source, out);
     literal_swaps(lang, n, source, out);
-    if lang != Lang::Python {
-        swapped_operands(n, source, out);
-    }
 }
 
 /// A call missing around a value: `abs(a - b)` for a difference, `len(xs)`
@@ -308,36 +305,6 @@ fn literal_swaps(lang: Lang, n: Node<'_>, source: &str, out: &mut Vec<Mutation>)
     }
 }
 
-/// `b - a` for `a - b` (and `/`, `%`): the operands of a non-commutative
-/// operator swapped, for the grammars the shape templates do not read.
-fn swapped_operands(n: Node<'_>, source: &str, out: &mut Vec<Mutation>) {
-    if n.kind() != "binary_expression" {
-        return;
-    }
-    let (Some(l), Some(op), Some(r)) = (
-        n.child_by_field_name("left"),
-        n.child_by_field_name("operator"),
-        n.child_by_field_name("right"),
-    ) else {
-        return;
-    };
-    let op = node_text(op, source);
-    if !matches!(op.as_str(), "-" | "/" | "%") {
-        return;
-    }
-    out.push(Mutation {
-        start: n.start_byte(),
-        end: n.end_byte(),
-        text: format!(
-            "{} {op} {}",
-            grouped(&node_text(r, source)),
-            grouped(&node_text(l, source))
-        ),
-        operator: "swap operands",
-        weight: 0.4,
-    });
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -357,6 +324,10 @@ mod tests {
             let mut c = n.walk();
             stack.extend(n.children(&mut c));
             classic_templates(lang, n, source, &mut out);
+            let strings = std::collections::HashSet::new();
+            crate::brancher::templates::shapes::shape_templates(
+                lang, n, source, &strings, None, &mut out,
+            );
         }
         out.iter().map(|m| m.applied_to(source)).collect()
     }

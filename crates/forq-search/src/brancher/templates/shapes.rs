@@ -18,7 +18,7 @@ use tree_sitter::Node;
 
 use super::raises::indent_of;
 use crate::brancher::mutate::Mutation;
-use crate::brancher::syntax::{is_string, node_text, parameters};
+use crate::brancher::syntax::{grouped, is_string, node_text, parameters};
 
 /// Insertions of a forgotten statement per collection or variable, at most.
 const MAX_INSERTIONS: usize = 8;
@@ -32,9 +32,6 @@ pub(crate) fn shape_templates(
     func: Option<Node<'_>>,
     out: &mut Vec<Mutation>,
 ) {
-    if lang != Lang::Python {
-        return;
-    }
     let mut push = |start: usize, end: usize, text: String, operator, weight| {
         out.push(Mutation {
             start,
@@ -44,6 +41,14 @@ pub(crate) fn shape_templates(
             weight,
         })
     };
+    if lang != Lang::Python {
+        // The operands' order matters in every language; the rest of the
+        // family reads Python's shapes only.
+        if n.kind() == "binary_expression" {
+            swapped_operands(n, source, strings, &mut push);
+        }
+        return;
+    }
     match n.kind() {
         "binary_operator" => swapped_operands(n, source, strings, &mut push),
         "subscript" => moved_indexes(n, source, &mut push),
@@ -83,7 +88,11 @@ fn swapped_operands(
         push(
             n.start_byte(),
             n.end_byte(),
-            format!("{} {o} {}", node_text(r, source), node_text(l, source)),
+            format!(
+                "{} {o} {}",
+                grouped(&node_text(r, source)),
+                grouped(&node_text(l, source))
+            ),
             "swap operands",
             0.5,
         );
