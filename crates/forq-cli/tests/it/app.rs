@@ -151,7 +151,8 @@ async fn verbose_logs_follow_a_run_through_its_phases_in_spans() {
         "{stderr}"
     );
     assert!(
-        stderr.contains("search{brancher=templates}: search done") && stderr.contains("solved=true"),
+        stderr.contains("search{brancher=templates}: search done")
+            && stderr.contains("solved=true"),
         "{stderr}"
     );
     assert!(
