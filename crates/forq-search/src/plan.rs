@@ -10,7 +10,7 @@
 //!
 //! let s: StrategyKind = "single".parse().unwrap();
 //! assert_eq!(s.default_brancher(), BrancherKind::Agent);
-//! assert_eq!(StrategyKind::Speculative.default_brancher(), BrancherKind::Mutate);
+//! assert_eq!(StrategyKind::Speculative.default_brancher(), BrancherKind::Templates);
 //! assert_eq!(BrancherKind::Llm.name(), "llm");
 //! assert!("tree".parse::<StrategyKind>().unwrap_err().contains("speculative, single"));
 //! ```
