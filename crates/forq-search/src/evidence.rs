@@ -325,14 +325,12 @@ impl Verdict {
     }
 }
 
-/// A green candidate to weigh: its node, its files against the root, the
-/// brancher's prior, and what [`examine_green`] found of it.
+/// A green candidate to weigh: its node, the brancher's prior, its size,
+/// and what [`examine_green`] found of it.
 #[derive(Debug, Clone)]
 pub struct Green {
     /// Its node.
     pub node: usize,
-    /// New contents by path.
-    pub state: BTreeMap<String, Option<String>>,
     /// The brancher's prior.
     pub prior: f64,
     /// Lines added plus removed.
@@ -547,7 +545,11 @@ pub async fn weigh(
         .map(|g| {
             let mut ev = Evidence::default();
             for (path, (lines, literal, adjusts)) in &g.examined.changes {
-                ev.fault_rank = ev.fault_rank.min_some(rank_of(suspected, path, lines));
+                ev.fault_rank = ev
+                    .fault_rank
+                    .into_iter()
+                    .chain(rank_of(suspected, path, lines))
+                    .min();
                 let pointed = suspected.iter().take(5).any(|s| s.file == *path);
                 ev.unpointed_constant |=
                     *literal && (!pointed || ev.fault_rank.is_none_or(|r| r >= 5));
@@ -580,19 +582,6 @@ async fn read(root: &dyn Sandbox, path: &str) -> String {
         .ok()
         .map(|b| String::from_utf8_lossy(&b).into_owned())
         .unwrap_or_default()
-}
-
-trait MinSome {
-    fn min_some(self, other: Option<usize>) -> Option<usize>;
-}
-
-impl MinSome for Option<usize> {
-    fn min_some(self, other: Option<usize>) -> Option<usize> {
-        match (self, other) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
-    }
 }
 
 /// The rank among `suspected` of the most suspicious of `lines` of `path`.
@@ -860,7 +849,6 @@ mod tests {
         );
         Green {
             node,
-            state: BTreeMap::new(),
             prior: 0.5,
             diff_lines: 2,
             examined: Examination {

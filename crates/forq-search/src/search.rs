@@ -950,14 +950,15 @@ impl Engine<'_> {
         }
         let mut greens = Vec::with_capacity(found.len());
         for &id in found {
-            let state = self.states.get(&id).cloned().unwrap_or_default();
             let examined = match self.examined.remove(&id) {
                 Some(e) => e,
-                None => examine_green(self.root, &self.oracle, &state).await,
+                None => {
+                    let state = self.states.get(&id).cloned().unwrap_or_default();
+                    examine_green(self.root, &self.oracle, &state).await
+                }
             };
             greens.push(Green {
                 node: id,
-                state,
                 prior: self.tree.nodes[id].prior,
                 diff_lines: self.tree.nodes[id].score.diff_lines,
                 examined,
