@@ -85,9 +85,7 @@ impl NativeBackend {
         state::ensure_dir(&home_skel)?;
         let (holder, mut ids) = privilege(user_namespace, &state, options.id_base)?;
         let mut toolchain_lowers = Vec::new();
-        let mut toolchain_secrets = Vec::new();
         for t in toolchains.iter().filter(|t| t.writable) {
-            toolchain_secrets.extend(private_entries(&t.path));
             toolchain_lowers.push(match &mut ids {
                 Some(ids) => ids.view(&t.path).map_err(|e| {
                     unavailable(format!(
@@ -120,7 +118,6 @@ impl NativeBackend {
                 holder,
                 ids,
                 toolchain_lowers,
-                toolchain_secrets,
                 home,
                 home_skel,
                 toolchains,

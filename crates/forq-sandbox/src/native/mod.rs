@@ -114,10 +114,6 @@ struct Shared {
     /// Writable toolchains as overlays name them (through the id map as
     /// root), in the order of `toolchains`' writable ones.
     toolchain_lowers: Vec<PathBuf>,
-    /// Non-world-readable entries of the writable toolchains (credentials):
-    /// masked in every sandbox, since the id map makes the rest of those
-    /// trees the sandbox's own.
-    toolchain_secrets: Vec<PathBuf>,
     home: PathBuf,
     home_skel: PathBuf,
     empty: PathBuf,

@@ -156,8 +156,16 @@ impl Template {
                 false,
             ));
         }
-        for secret in &self.shared.toolchain_secrets {
-            steps.extend(mask(secret, &r(secret)));
+        // Listed afresh for every sandbox: a token written after the
+        // backend opened is hidden too, and one removed since is no error.
+        for t in self.shared.toolchains.iter().filter(|t| t.writable) {
+            for secret in private_entries(&t.path) {
+                steps.extend(
+                    mask(&secret, &r(&secret))
+                        .into_iter()
+                        .map(|step| Step::IfPresent(Box::new(step))),
+                );
+            }
         }
         for ro in &self.read_only {
             mkdir_all(&mut steps, ro);

@@ -101,18 +101,26 @@ async fn host_files_only_root_may_read_stay_unreadable() {
     }
     let tag = std::process::id();
     // In a read-only system directory, and at the top of a writable
-    // toolchain (where cargo keeps its credentials); planted before the
-    // backend opens, as an operator's files are.
+    // toolchain (where cargo keeps its credentials).
     let in_opt = plant_secret(Path::new("/opt"), &format!("forq-it-secret-{tag}"));
     let home = std::env::var("HOME").unwrap_or_else(|_| "/root".to_owned());
     let cargo = Path::new(&home).join(".cargo");
     let in_cargo = cargo
         .is_dir()
         .then(|| plant_secret(&cargo, &format!("forq-it-credentials-{tag}")));
+    // One removed after the backend opened (no error), one planted after
+    // (hidden all the same).
+    let gone = cargo
+        .is_dir()
+        .then(|| plant_secret(&cargo, &format!("forq-it-gone-{tag}")));
     let Some(h) = as_root().await else { return };
+    drop(gone);
+    let late = cargo
+        .is_dir()
+        .then(|| plant_secret(&cargo, &format!("forq-it-late-{tag}")));
     let sb = h.create().await;
     let mut paths = vec![in_opt.0.clone(), PathBuf::from("/etc/shadow")];
-    paths.extend(in_cargo.iter().map(|p| p.0.clone()));
+    paths.extend(in_cargo.iter().chain(&late).map(|p| p.0.clone()));
     for path in &paths {
         let out = sh(
             &*sb,

@@ -58,6 +58,9 @@ pub(crate) enum Step {
         attrs: u64,
         recursive: bool,
     },
+    /// The step, where its target still exists: a file listed to be masked
+    /// that vanished before the mount has nothing left to hide.
+    IfPresent(Box<Step>),
 }
 
 /// `MOUNT_ATTR_*` of mount_setattr(2), spelt out because libc keeps them in
@@ -110,6 +113,7 @@ impl Step {
     pub(crate) fn describe(&self) -> String {
         let s = |c: &CString| c.to_string_lossy().into_owned();
         match self {
+            Step::IfPresent(step) => format!("{} (where present)", step.describe()),
             Step::Mkdir(p) => format!("mkdir {}", s(p)),
             Step::Symlink { target, link } => format!("symlink {} -> {}", s(link), s(target)),
             Step::Touch(p) => format!("create {}", s(p)),
@@ -404,65 +408,77 @@ fn fork_init(plan: &Plan) -> io::Result<()> {
 /// Runs `steps` in order; a failing one is reported as step `offset + i`
 /// and ends this process.
 fn run_steps(plan: &Plan, steps: &[Step], offset: usize) {
-    let null = std::ptr::null::<libc::c_char>();
     for (i, step) in steps.iter().enumerate() {
-        // SAFETY: system calls on the steps' prepared strings.
-        let rc = unsafe {
-            match step {
-                Step::Mkdir(path) => {
-                    let rc = libc::mkdir(path.as_ptr(), 0o755);
-                    if rc != 0 && last_errno() == libc::EEXIST {
-                        0
-                    } else {
-                        rc
-                    }
-                }
-                Step::Symlink { target, link } => libc::symlink(target.as_ptr(), link.as_ptr()),
-                Step::Touch(path) => {
-                    let fd = libc::open(
-                        path.as_ptr(),
-                        libc::O_CREAT | libc::O_WRONLY | libc::O_CLOEXEC,
-                        0o644,
-                    );
-                    if fd >= 0 {
-                        libc::close(fd);
-                        0
-                    } else {
-                        -1
-                    }
-                }
-                Step::Mount {
-                    source,
-                    target,
-                    fstype,
-                    flags,
-                    data,
-                } => libc::mount(
-                    source.as_ref().map_or(null, |s| s.as_ptr()),
-                    target.as_ptr(),
-                    fstype.as_ref().map_or(null, |s| s.as_ptr()),
-                    *flags,
-                    data.as_ref()
-                        .map_or(std::ptr::null(), |s| s.as_ptr().cast()),
-                ),
-                Step::Seal {
-                    target,
-                    attrs,
-                    recursive,
-                } => {
-                    let attr = MountAttr {
-                        attr_set: *attrs,
-                        attr_clr: 0,
-                        propagation: 0,
-                        userns_fd: 0,
-                    };
-                    let flags = if *recursive { AT_RECURSIVE } else { 0 };
-                    mount_setattr(libc::AT_FDCWD, target, flags, &attr) as libc::c_int
+        if run_step(step) != 0 {
+            fail_setup(plan, (offset + i) as i32);
+        }
+    }
+}
+
+/// Runs one step; nonzero (with `errno` set) when it failed.
+fn run_step(step: &Step) -> libc::c_int {
+    let null = std::ptr::null::<libc::c_char>();
+    // SAFETY: system calls on the steps' prepared strings.
+    unsafe {
+        match step {
+            Step::IfPresent(inner) => {
+                let rc = run_step(inner);
+                if rc != 0 && last_errno() == libc::ENOENT {
+                    0
+                } else {
+                    rc
                 }
             }
-        };
-        if rc != 0 {
-            fail_setup(plan, (offset + i) as i32);
+            Step::Mkdir(path) => {
+                let rc = libc::mkdir(path.as_ptr(), 0o755);
+                if rc != 0 && last_errno() == libc::EEXIST {
+                    0
+                } else {
+                    rc
+                }
+            }
+            Step::Symlink { target, link } => libc::symlink(target.as_ptr(), link.as_ptr()),
+            Step::Touch(path) => {
+                let fd = libc::open(
+                    path.as_ptr(),
+                    libc::O_CREAT | libc::O_WRONLY | libc::O_CLOEXEC,
+                    0o644,
+                );
+                if fd >= 0 {
+                    libc::close(fd);
+                    0
+                } else {
+                    -1
+                }
+            }
+            Step::Mount {
+                source,
+                target,
+                fstype,
+                flags,
+                data,
+            } => libc::mount(
+                source.as_ref().map_or(null, |s| s.as_ptr()),
+                target.as_ptr(),
+                fstype.as_ref().map_or(null, |s| s.as_ptr()),
+                *flags,
+                data.as_ref()
+                    .map_or(std::ptr::null(), |s| s.as_ptr().cast()),
+            ),
+            Step::Seal {
+                target,
+                attrs,
+                recursive,
+            } => {
+                let attr = MountAttr {
+                    attr_set: *attrs,
+                    attr_clr: 0,
+                    propagation: 0,
+                    userns_fd: 0,
+                };
+                let flags = if *recursive { AT_RECURSIVE } else { 0 };
+                mount_setattr(libc::AT_FDCWD, target, flags, &attr) as libc::c_int
+            }
         }
     }
 }
