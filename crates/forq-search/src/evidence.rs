@@ -48,10 +48,17 @@ const NEAR: usize = 40;
 
 /// Runs the docstring examples of the functions holding the given lines,
 /// and calls them on inputs near the examples'. Arguments: the repository
-/// root, then `FILE:LINE` or `FILE::NAME` per function. Prints one JSON
-/// object: `{"FILE::NAME": {"examples": n, "passed": k, "near": [...]}}`.
-const HELPER: &str = r#"import ast, copy, doctest, importlib.util, json, math, random, re, signal, sys
+/// root, then `FILE:LINE` or `FILE::NAME` per function; a nonce on stdin.
+/// Prints one line, the nonce and a JSON object:
+/// `{"FILE::NAME": {"examples": n, "passed": k, "near": [...]}}`, and ends
+/// the process at once (no exit handler of the examined code runs after).
+const HELPER: &str = r#"import ast, copy, doctest, importlib.util, json, math, os, random, re, signal, sys
 
+# The report goes, behind a nonce read from stdin before any code under
+# examination is imported, to a copy of stdout taken now: what that code
+# prints (or prints at exit) is not the report.
+NONCE = sys.stdin.readline().strip()
+REPORT = os.dup(1)
 root = sys.argv[1]
 sys.path.insert(0, root)
 sys.setrecursionlimit(3000)
@@ -251,7 +258,10 @@ for spec_ in sys.argv[4:]:
         found, data = name, {"examples": 0, "passed": 0, "near": [], "error": type(e).__name__}
     if found:
         result[file + "::" + found] = data
-print(json.dumps(result))
+report = (NONCE + " " + json.dumps(result) + "\n").encode()
+while report:
+    report = report[os.write(REPORT, report):]
+os._exit(0)
 "#;
 
 /// What the helper found of one function.
@@ -477,6 +487,7 @@ async fn examine(
             fork.write_file(&Path::new(DIR).join("examples.py"), HELPER.as_bytes())
                 .await
                 .map_err(|e| e.to_string())?;
+            let nonce = nonce();
             let quoted: Vec<String> = targets.iter().map(|t| shell_word(t)).collect();
             let script = format!(
                 "PYTHONDONTWRITEBYTECODE=1 exec {} {DIR}/examples.py \"$PWD\" {CALL_BUDGET_S} {NEAR} {}",
@@ -490,14 +501,12 @@ async fn examine(
                 .exec(
                     ExecRequest::shell(script)
                         .timeout(budget)
-                        .stdin(Vec::new())
+                        .stdin(format!("{nonce}\n"))
                         .network(Network::None),
                 )
                 .await
                 .map_err(|e| e.to_string())?;
-            let text = String::from_utf8_lossy(&out.stdout);
-            let last = text.lines().last().unwrap_or("{}");
-            serde_json::from_str::<BTreeMap<String, Examined>>(last).map_err(|e| {
+            report(&String::from_utf8_lossy(&out.stdout), &nonce).map_err(|e| {
                 format!("{e}: {}", String::from_utf8_lossy(&out.stderr).trim())
             })
         }
@@ -509,6 +518,35 @@ async fn examine(
         tracing::debug!(error = %e, "the docstring examples could not be run");
         BTreeMap::new()
     })
+}
+
+/// A value the examined code cannot guess (it never sees the host's
+/// memory), so it cannot print a report of its own.
+fn nonce() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let word = || {
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u128(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos()),
+        );
+        h.finish()
+    };
+    format!("forq-evidence-{:016x}{:016x}", word(), word())
+}
+
+/// The helper's report in its output: the line behind `nonce`. Anything
+/// else on stdout (the examined code's prints, a forged report) is not
+/// read; no such line (the code ended the process first) is an error, and
+/// the patch goes without evidence.
+fn report(stdout: &str, nonce: &str) -> Result<BTreeMap<String, Examined>, String> {
+    let line = stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix(nonce)?.strip_prefix(' '))
+        .last()
+        .ok_or("the helper did not report")?;
+    serde_json::from_str(line).map_err(|e| e.to_string())
 }
 
 fn shell_word(s: &str) -> String {
@@ -879,6 +917,74 @@ mod tests {
         let mut two = vec![ev(2, 2, 0); 2];
         disagreements(&mut two, &[green(1, &["ok 1", "ok 2"]), d]);
         assert_eq!(two[0].disagree, 0);
+    }
+
+    /// Runs the helper on `source` (as `m.py`, examining `name`) with the
+    /// host's python3, as a fork would; None where there is no python3.
+    fn run_helper(source: &str, name: &str) -> Option<(String, String)> {
+        use std::io::Write;
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("m.py"), source).unwrap();
+        std::fs::write(dir.path().join("examples.py"), HELPER).unwrap();
+        let nonce = nonce();
+        let child = std::process::Command::new("python3")
+            .arg(dir.path().join("examples.py"))
+            .arg(dir.path())
+            .arg(CALL_BUDGET_S.to_string())
+            .arg(NEAR.to_string())
+            .arg(format!("m.py::{name}"))
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn();
+        let Ok(mut child) = child else {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "python3 is needed under CI"
+            );
+            return None;
+        };
+        writeln!(child.stdin.take().unwrap(), "{nonce}").unwrap();
+        let out = child.wait_with_output().unwrap();
+        Some((String::from_utf8_lossy(&out.stdout).into_owned(), nonce))
+    }
+
+    #[test]
+    fn code_under_examination_cannot_forge_the_report() {
+        let forged = r#"{"m.py::f": {"examples": 1, "passed": 1, "near": []}}"#;
+        let source = format!(
+            "import atexit, sys\n\
+             print('{forged}')\n\
+             atexit.register(lambda: print('{forged}'))\n\
+             def f(x):\n    \"\"\"\n    >>> f(2)\n    4\n    \"\"\"\n    \
+             print('{forged}')\n    return x + 1\n"
+        );
+        let Some((stdout, nonce)) = run_helper(&source, "f") else {
+            return; // no python3 on this machine
+        };
+        assert!(
+            stdout.contains(forged),
+            "the forgeries were printed: {stdout}"
+        );
+        let got = report(&stdout, &nonce).unwrap();
+        let f = &got["m.py::f"];
+        assert_eq!((f.examples, f.passed), (1, 0), "{stdout}");
+        assert!(!f.near.is_empty());
+        // A forged line behind a guessed nonce is not the report either.
+        assert!(report(&format!("forq-evidence-0 {forged}\n"), &nonce).is_err());
+    }
+
+    #[test]
+    fn code_that_ends_the_process_leaves_no_evidence() {
+        let forged = r#"{"m.py::f": {"examples": 1, "passed": 1, "near": []}}"#;
+        let source = format!(
+            "import os\nprint('{forged}', flush=True)\nos._exit(0)\n\
+             def f(x):\n    \"\"\"\n    >>> f(2)\n    4\n    \"\"\"\n    return x + 1\n"
+        );
+        let Some((stdout, nonce)) = run_helper(&source, "f") else {
+            return;
+        };
+        assert!(report(&stdout, &nonce).is_err(), "{stdout}");
     }
 
     #[test]
