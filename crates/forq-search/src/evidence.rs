@@ -543,8 +543,8 @@ fn nonce() -> String {
 fn report(stdout: &str, nonce: &str) -> Result<BTreeMap<String, Examined>, String> {
     let line = stdout
         .lines()
-        .filter_map(|l| l.strip_prefix(nonce)?.strip_prefix(' '))
-        .last()
+        .rev()
+        .find_map(|l| l.strip_prefix(nonce)?.strip_prefix(' '))
         .ok_or("the helper did not report")?;
     serde_json::from_str(line).map_err(|e| e.to_string())
 }
@@ -921,13 +921,13 @@ mod tests {
 
     /// Runs the helper on `source` (as `m.py`, examining `name`) with the
     /// host's python3, as a fork would; None where there is no python3.
-    fn run_helper(source: &str, name: &str) -> Option<(String, String)> {
-        use std::io::Write;
+    async fn run_helper(source: &str, name: &str) -> Option<(String, String)> {
+        use tokio::io::AsyncWriteExt;
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("m.py"), source).unwrap();
         std::fs::write(dir.path().join("examples.py"), HELPER).unwrap();
         let nonce = nonce();
-        let child = std::process::Command::new("python3")
+        let child = forq_sandbox::host_command("python3")
             .arg(dir.path().join("examples.py"))
             .arg(dir.path())
             .arg(CALL_BUDGET_S.to_string())
@@ -944,13 +944,18 @@ mod tests {
             );
             return None;
         };
-        writeln!(child.stdin.take().unwrap(), "{nonce}").unwrap();
-        let out = child.wait_with_output().unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        stdin
+            .write_all(format!("{nonce}\n").as_bytes())
+            .await
+            .unwrap();
+        drop(stdin);
+        let out = child.wait_with_output().await.unwrap();
         Some((String::from_utf8_lossy(&out.stdout).into_owned(), nonce))
     }
 
-    #[test]
-    fn code_under_examination_cannot_forge_the_report() {
+    #[tokio::test]
+    async fn code_under_examination_cannot_forge_the_report() {
         let forged = r#"{"m.py::f": {"examples": 1, "passed": 1, "near": []}}"#;
         let source = format!(
             "import atexit, sys\n\
@@ -959,7 +964,7 @@ mod tests {
              def f(x):\n    \"\"\"\n    >>> f(2)\n    4\n    \"\"\"\n    \
              print('{forged}')\n    return x + 1\n"
         );
-        let Some((stdout, nonce)) = run_helper(&source, "f") else {
+        let Some((stdout, nonce)) = run_helper(&source, "f").await else {
             return; // no python3 on this machine
         };
         assert!(
@@ -974,14 +979,14 @@ mod tests {
         assert!(report(&format!("forq-evidence-0 {forged}\n"), &nonce).is_err());
     }
 
-    #[test]
-    fn code_that_ends_the_process_leaves_no_evidence() {
+    #[tokio::test]
+    async fn code_that_ends_the_process_leaves_no_evidence() {
         let forged = r#"{"m.py::f": {"examples": 1, "passed": 1, "near": []}}"#;
         let source = format!(
             "import os\nprint('{forged}', flush=True)\nos._exit(0)\n\
              def f(x):\n    \"\"\"\n    >>> f(2)\n    4\n    \"\"\"\n    return x + 1\n"
         );
-        let Some((stdout, nonce)) = run_helper(&source, "f") else {
+        let Some((stdout, nonce)) = run_helper(&source, "f").await else {
             return;
         };
         assert!(report(&stdout, &nonce).is_err(), "{stdout}");
