@@ -23,7 +23,8 @@
 //! A patch is *corroborated* when examples it passes failed on the
 //! unmodified code, it breaks nothing near them, and no other plausible
 //! patch that passes them disagrees with it there; else it is *plausible*.
-//! Python only for the examples (other languages rank by where they edit).
+//! The examples are run for Python and JavaScript (other languages rank by
+//! where they edit).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -52,217 +53,11 @@ const NEAR: usize = 40;
 /// Prints one line, the nonce and a JSON object:
 /// `{"FILE::NAME": {"examples": n, "passed": k, "near": [...]}}`, and ends
 /// the process at once (no exit handler of the examined code runs after).
-const HELPER: &str = r#"import ast, copy, doctest, importlib.util, json, math, os, random, re, signal, sys
+const HELPER_PY: &str = include_str!("examples.py");
 
-# The report goes, behind a nonce read from stdin before any code under
-# examination is imported, to a copy of stdout taken now: what that code
-# prints (or prints at exit) is not the report.
-NONCE = sys.stdin.readline().strip()
-REPORT = os.dup(1)
-root = sys.argv[1]
-sys.path.insert(0, root)
-sys.setrecursionlimit(3000)
-BUDGET = float(sys.argv[2])
-
-
-class Slow(BaseException):
-    pass
-
-
-def alarm(*_):
-    raise Slow()
-
-
-signal.signal(signal.SIGALRM, alarm)
-
-
-def timed(fn):
-    signal.setitimer(signal.ITIMER_REAL, BUDGET)
-    try:
-        return fn()
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-
-
-def function_at(tree, line=None, name=None):
-    best = None
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            if name is not None and node.name == name.split(".")[-1]:
-                return node
-            if line is not None and node.lineno <= line <= node.end_lineno:
-                if best is None or node.lineno >= best.lineno:
-                    best = node
-    return best
-
-
-ARROW = re.compile(r"^\s*(?:>>>\s*)?(?:for\s+|assert\s+)?(.*?\))\s*(?:==>|==|=>|->|\u279e|returns|should return)\s*(.+?)\s*$")
-
-
-def literal_calls(doc, name):
-    # `name(args) == value` lines: (args, expected).
-    out = []
-    for line in doc.splitlines():
-        m = ARROW.match(line)
-        if not m or not m.group(1).lstrip().startswith(name + "("):
-            continue
-        value = m.group(2).split(" #")[0].rstrip(".").strip()
-        try:
-            call = ast.parse(m.group(1).strip(), mode="eval").body
-            args = tuple(ast.literal_eval(a) for a in call.args)
-            expected = ast.literal_eval(value)
-        except Exception:
-            continue
-        if isinstance(call, ast.Call) and not call.keywords:
-            out.append((args, expected))
-    return out
-
-
-def doctest_calls(examples, name):
-    # The literal argument tuples of the doctests' calls of `name`.
-    out = []
-    for ex in examples:
-        try:
-            node = ast.parse(ex.source.strip(), mode="eval").body
-        except SyntaxError:
-            continue
-        for call in ast.walk(node):
-            if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == name \
-                    and not call.keywords:
-                try:
-                    out.append(tuple(ast.literal_eval(a) for a in call.args))
-                except Exception:
-                    pass
-    return out
-
-
-def same(a, b):
-    if isinstance(a, float) or isinstance(b, float):
-        try:
-            return math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-9)
-        except TypeError:
-            return False
-    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
-    return a == b
-
-
-def nudged(value, rng):
-    if isinstance(value, bool):
-        return not value
-    if isinstance(value, int):
-        return value + rng.choice([-2, -1, 1, 2, 3, -value, value])
-    if isinstance(value, float):
-        return round(value + rng.choice([-1.5, -0.5, 0.25, 0.5, 1.0]), 3)
-    if isinstance(value, str):
-        if not value:
-            return rng.choice(["a", " ", "A1"])
-        i = rng.randrange(len(value))
-        return rng.choice([value[:i], value[i:], value[::-1], value.swapcase(),
-                           value + value[i], value[:i] + value[i + 1:]])
-    if isinstance(value, (list, tuple)):
-        items = list(value)
-        pick = rng.randrange(5)
-        if pick == 0 and items:
-            items.pop(rng.randrange(len(items)))
-        elif pick == 1 and items:
-            items.append(nudged(rng.choice(items), rng))
-        elif pick == 2:
-            rng.shuffle(items)
-        elif pick == 3:
-            items.reverse()
-        elif items:
-            i = rng.randrange(len(items))
-            items[i] = nudged(items[i], rng)
-        return type(value)(items)
-    return value
-
-
-def near(args_list, count):
-    rng = random.Random(11)
-    seen, out = {repr(a) for a in args_list}, []
-    for _ in range(count * 5):
-        if not args_list or len(out) >= count:
-            break
-        base = list(rng.choice(args_list))
-        if not base:
-            break
-        i = rng.randrange(len(base))
-        base[i] = nudged(base[i], rng)
-        t = tuple(base)
-        if repr(t) not in seen:
-            seen.add(repr(t))
-            out.append(t)
-    return out
-
-
-def outcome(fn, args):
-    try:
-        r = timed(lambda: fn(*copy.deepcopy(args)))
-        if isinstance(r, float):
-            r = round(r, 6)
-        return "ok " + repr(r)[:200]
-    except Slow:
-        return "slow"
-    except BaseException as e:
-        return "raised " + type(e).__name__
-
-
-def examine(path, line, name):
-    text = open(path, encoding="utf-8").read()
-    node = function_at(ast.parse(text), line, name)
-    if node is None:
-        return None, None
-    doc = ast.get_docstring(node) or ""
-    spec = importlib.util.spec_from_file_location("forq_evidence_subject", path)
-    mod = importlib.util.module_from_spec(spec)
-    try:
-        timed(lambda: spec.loader.exec_module(mod))
-    except BaseException as e:
-        return node.name, {"examples": 0, "passed": 0, "near": [], "error": type(e).__name__}
-    fn = getattr(mod, node.name, None)
-    examples = doctest.DocTestParser().get_examples(doc)
-    calls = literal_calls(doc, node.name)
-    passed = 0
-    runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS)
-    for ex in examples:
-        test = doctest.DocTest([ex], dict(vars(mod)), node.name, path, 0, None)
-        try:
-            result = timed(lambda: runner.run(test, out=lambda _: None, clear_globs=True))
-            passed += result.failed == 0
-        except BaseException:
-            pass
-    for args, expected in calls:
-        if fn is None:
-            continue
-        try:
-            passed += same(timed(lambda: fn(*copy.deepcopy(args))), expected)
-        except BaseException:
-            pass
-    args_list = [a for a, _ in calls] + doctest_calls(examples, node.name)
-    near_out = [outcome(fn, a) for a in near(args_list, int(sys.argv[3]))] if fn else []
-    return node.name, {"examples": len(examples) + len(calls), "passed": passed, "near": near_out}
-
-
-result = {}
-for spec_ in sys.argv[4:]:
-    if "::" in spec_:
-        file, name = spec_.split("::", 1)
-        line = None
-    else:
-        file, _, l = spec_.rpartition(":")
-        name, line = None, int(l)
-    try:
-        found, data = examine(root + "/" + file, line, name)
-    except BaseException as e:
-        found, data = name, {"examples": 0, "passed": 0, "near": [], "error": type(e).__name__}
-    if found:
-        result[file + "::" + found] = data
-report = (NONCE + " " + json.dumps(result) + "\n").encode()
-while report:
-    report = report[os.write(REPORT, report):]
-os._exit(0)
-"#;
+/// The same for JavaScript (CommonJS or plain scripts, run by `node` in a
+/// `vm` context): the examples in the comment above each changed function.
+const HELPER_JS: &str = include_str!("examples.cjs");
 
 /// What the helper found of one function.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -382,22 +177,22 @@ pub async fn examine_green(
     oracle: &Oracle,
     state: &BTreeMap<String, Option<String>>,
 ) -> Examination {
-    let python = matches!(oracle.stack.kind, StackKind::Pytest | StackKind::Unittest);
+    let helper = Helper::of(oracle);
     let mut out = Examination::default();
     let mut targets = Vec::new();
     for (path, new) in state {
         let old = read(root, path).await;
         let new = new.clone().unwrap_or_default();
         let lines = changed_lines(&old, &new);
-        if python && path.ends_with(".py") {
+        if helper.as_ref().is_some_and(|h| h.reads(path)) {
             targets.extend(lines.first().map(|l| format!("{path}:{l}")));
         }
         let literal = only_a_literal(&old, &new);
         let adjusts = adjusts_a_number(&old, &new);
         out.changes.insert(path.clone(), (lines, literal, adjusts));
     }
-    if !targets.is_empty() {
-        out.functions = examine(root, oracle, state, &targets).await;
+    if let (Some(helper), false) = (helper, targets.is_empty()) {
+        out.functions = examine(root, &helper, state, &targets).await;
     }
     out
 }
@@ -467,11 +262,61 @@ fn interpreter(command: &str) -> String {
         .to_owned()
 }
 
+/// The helper that runs a stack's examples, and how.
+enum Helper {
+    /// Python, with the stack's interpreter.
+    Python(String),
+    /// JavaScript, with `node`.
+    Node,
+}
+
+impl Helper {
+    fn of(oracle: &Oracle) -> Option<Helper> {
+        match oracle.stack.kind {
+            StackKind::Pytest | StackKind::Unittest => {
+                Some(Helper::Python(interpreter(&oracle.stack.command)))
+            }
+            StackKind::Node => Some(Helper::Node),
+            _ => None,
+        }
+    }
+
+    /// Whether the helper reads functions of this file.
+    fn reads(&self, path: &str) -> bool {
+        match self {
+            Helper::Python(_) => path.ends_with(".py"),
+            Helper::Node => path.ends_with(".js") || path.ends_with(".cjs"),
+        }
+    }
+
+    /// The helper's file name in the fork and its source.
+    fn file(&self) -> (&'static str, &'static str) {
+        match self {
+            Helper::Python(_) => ("examples.py", HELPER_PY),
+            // `.cjs`: CommonJS even where package.json says "type": "module".
+            Helper::Node => ("examples.cjs", HELPER_JS),
+        }
+    }
+
+    /// The shell command that runs it on `args`.
+    fn command(&self, args: &str) -> String {
+        let (file, _) = self.file();
+        match self {
+            Helper::Python(python) => format!(
+                "PYTHONDONTWRITEBYTECODE=1 exec {python} {DIR}/{file} \"$PWD\" {CALL_BUDGET_S} {NEAR} {args}"
+            ),
+            Helper::Node => {
+                format!("exec node {DIR}/{file} \"$PWD\" {CALL_BUDGET_S} {NEAR} {args}")
+            }
+        }
+    }
+}
+
 /// Runs the helper in a fresh fork of `root` with `state` written, on
 /// `targets`.
 async fn examine(
     root: &dyn Sandbox,
-    oracle: &Oracle,
+    helper: &Helper,
     state: &BTreeMap<String, Option<String>>,
     targets: &[String],
 ) -> BTreeMap<String, Examined> {
@@ -484,16 +329,13 @@ async fn examine(
             .write(&*fork)
             .await
             .map_err(|e| e.to_string())?;
-            fork.write_file(&Path::new(DIR).join("examples.py"), HELPER.as_bytes())
+            let (file, source) = helper.file();
+            fork.write_file(&Path::new(DIR).join(file), source.as_bytes())
                 .await
                 .map_err(|e| e.to_string())?;
             let nonce = nonce();
             let quoted: Vec<String> = targets.iter().map(|t| shell_word(t)).collect();
-            let script = format!(
-                "PYTHONDONTWRITEBYTECODE=1 exec {} {DIR}/examples.py \"$PWD\" {CALL_BUDGET_S} {NEAR} {}",
-                interpreter(&oracle.stack.command),
-                quoted.join(" ")
-            );
+            let script = helper.command(&quoted.join(" "));
             let budget = Duration::from_secs_f64(
                 10.0 + CALL_BUDGET_S * (NEAR as f64 + 10.0) * targets.len() as f64,
             );
@@ -506,9 +348,8 @@ async fn examine(
                 )
                 .await
                 .map_err(|e| e.to_string())?;
-            report(&String::from_utf8_lossy(&out.stdout), &nonce).map_err(|e| {
-                format!("{e}: {}", String::from_utf8_lossy(&out.stderr).trim())
-            })
+            report(&String::from_utf8_lossy(&out.stdout), &nonce)
+                .map_err(|e| format!("{e}: {}", String::from_utf8_lossy(&out.stderr).trim()))
         }
         .await;
         let _ = fork.destroy().await;
@@ -576,7 +417,10 @@ pub async fn weigh(
     let before = if names.is_empty() {
         BTreeMap::new()
     } else {
-        examine(root, oracle, &BTreeMap::new(), &names).await
+        match Helper::of(oracle) {
+            Some(helper) => examine(root, &helper, &BTreeMap::new(), &names).await,
+            None => BTreeMap::new(),
+        }
     };
     let mut evidence: Vec<Evidence> = greens
         .iter()
@@ -919,20 +763,28 @@ mod tests {
         assert_eq!(two[0].disagree, 0);
     }
 
-    /// Runs the helper on `source` (as `m.py`, examining `name`) with the
-    /// host's python3, as a fork would; None where there is no python3.
-    async fn run_helper(source: &str, name: &str) -> Option<(String, String)> {
+    /// Runs a helper on `source` (written as `file`, examining `spec`)
+    /// with the host's `program`, as a fork would; None where there is no
+    /// such program (outside CI).
+    async fn run_with(
+        program: &str,
+        helper: (&str, &str),
+        file: &str,
+        source: &str,
+        spec: &str,
+        near: usize,
+    ) -> Option<(String, String)> {
         use tokio::io::AsyncWriteExt;
         let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("m.py"), source).unwrap();
-        std::fs::write(dir.path().join("examples.py"), HELPER).unwrap();
+        std::fs::write(dir.path().join(file), source).unwrap();
+        std::fs::write(dir.path().join(helper.0), helper.1).unwrap();
         let nonce = nonce();
-        let child = forq_sandbox::host_command("python3")
-            .arg(dir.path().join("examples.py"))
+        let child = forq_sandbox::host_command(program)
+            .arg(dir.path().join(helper.0))
             .arg(dir.path())
             .arg(CALL_BUDGET_S.to_string())
-            .arg(NEAR.to_string())
-            .arg(format!("m.py::{name}"))
+            .arg(near.to_string())
+            .arg(spec)
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::null())
@@ -940,7 +792,7 @@ mod tests {
         let Ok(mut child) = child else {
             assert!(
                 std::env::var_os("CI").is_none(),
-                "python3 is needed under CI"
+                "{program} is needed under CI"
             );
             return None;
         };
@@ -952,6 +804,76 @@ mod tests {
         drop(stdin);
         let out = child.wait_with_output().await.unwrap();
         Some((String::from_utf8_lossy(&out.stdout).into_owned(), nonce))
+    }
+
+    async fn run_helper(source: &str, name: &str) -> Option<(String, String)> {
+        let spec = format!("m.py::{name}");
+        run_with(
+            "python3",
+            ("examples.py", HELPER_PY),
+            "m.py",
+            source,
+            &spec,
+            NEAR,
+        )
+        .await
+    }
+
+    async fn run_node(source: &str, spec: &str) -> Option<(String, String)> {
+        run_with("node", ("examples.cjs", HELPER_JS), "m.js", source, spec, 4).await
+    }
+
+    const JS_SUBJECT: &str = "console.log('{\"m.js::add\": {\"examples\": 9, \"passed\": 9}}');
+process.on('exit', () => console.log('{\"m.js::add\": {\"examples\": 9, \"passed\": 9}}'));
+
+/* Adds.
+  >>> add(2, 3)
+  5
+  add(1, 1) == 2
+  >>> pair(1)
+  (1, 2)
+  */
+const add = (a, b) => {
+  console.log('noise');
+  return a - b;
+};
+
+// pair(2) => [2, 3]
+function pair(x) {
+  return [x, x + 1];
+}
+
+module.exports = { add, pair };
+";
+
+    #[tokio::test]
+    async fn the_javascript_helper_runs_comment_examples_and_nearby_calls() {
+        let Some((stdout, nonce)) = run_node(JS_SUBJECT, "m.js:12").await else {
+            return;
+        };
+        // `add` is wrong by both of its examples, whatever it printed.
+        let got = report(&stdout, &nonce).unwrap();
+        let add = &got["m.js::add"];
+        assert_eq!((add.examples, add.passed), (2, 0), "{stdout}");
+        assert!(add.near.iter().all(|o| o.starts_with("ok ")), "{add:?}");
+        assert!(!add.near.is_empty());
+        // By name too; a Python-style tuple answer reads as a list.
+        let (stdout, nonce) = run_node(JS_SUBJECT, "m.js::pair").await.unwrap();
+        let got = report(&stdout, &nonce).unwrap();
+        assert_eq!(
+            (got["m.js::pair"].examples, got["m.js::pair"].passed),
+            (1, 1),
+            "{stdout}"
+        );
+        // A loop is cut at the call budget, not waited out.
+        let slow = "/* spin(1) == 1 */\nfunction spin(x) { while (x) {} return x; }\n";
+        let (stdout, nonce) = run_node(slow, "m.js::spin").await.unwrap();
+        let got = report(&stdout, &nonce).unwrap();
+        assert_eq!(got["m.js::spin"].passed, 0, "{stdout}");
+        assert!(
+            got["m.js::spin"].near.iter().any(|o| o == "slow"),
+            "{stdout}"
+        );
     }
 
     #[tokio::test]
