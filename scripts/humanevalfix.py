@@ -268,27 +268,32 @@ def inputs(test_source, entry, count=100, seed=7):
     return made
 
 
-def answers(python, path, entry, args_list, budget):
-    feed = "".join(repr(a) + "\n" for a in args_list)
+def calls(argv, lines, budget):
+    """Runs a call harness on one input per line; its JSON answer per
+    line, or None when it did not answer each."""
     try:
-        r = subprocess.run([python, "-c", CALL, path, entry, str(budget)], input=feed,
-                           capture_output=True, text=True, timeout=budget * len(args_list) + 60)
+        r = subprocess.run(argv, input="".join(x + "\n" for x in lines), capture_output=True,
+                           text=True, timeout=budget * len(lines) + 60)
     except subprocess.TimeoutExpired:
         return None
-    lines = r.stdout.splitlines()
-    return [json.loads(x) for x in lines] if len(lines) == len(args_list) else None
+    out = r.stdout.splitlines()
+    return [json.loads(x) for x in out] if len(out) == len(lines) else None
 
 
-def patched(reference, patch):
-    """task.py after `patch` (git format) on the buggy body, or None."""
+def answers(python, path, entry, args_list, budget):
+    return calls([python, "-c", CALL, path, entry, str(budget)], [repr(a) for a in args_list], budget)
+
+
+def patched(reference, patch, file="task.py"):
+    """`file` after `patch` (git format) on the buggy source, or None."""
     with tempfile.TemporaryDirectory(prefix="forq-humanevalfix-") as tmp:
-        with open(os.path.join(tmp, "task.py"), "w", encoding="utf-8") as f:
+        with open(os.path.join(tmp, file), "w", encoding="utf-8") as f:
             f.write(reference["buggy"])
-        r = subprocess.run(["git", "apply", "--include=task.py", "-"], cwd=tmp, input=patch,
+        r = subprocess.run(["git", "apply", f"--include={file}", "-"], cwd=tmp, input=patch,
                            capture_output=True, text=True)
         if r.returncode != 0:
             return None
-        return open(os.path.join(tmp, "task.py"), encoding="utf-8").read()
+        return open(os.path.join(tmp, file), encoding="utf-8").read()
 
 
 def judge(python, reference, test_source, source, budget):
@@ -301,6 +306,47 @@ def judge(python, reference, test_source, source, budget):
         args_list = inputs(test_source, entry)
         want = answers(python, right, entry, args_list, budget)
         got = answers(python, cand, entry, args_list, budget)
+    return compare(args_list, want, got, lambda a: f"{entry}{a!r}")
+
+
+def verdict(args):
+    def judged(bug, reference, source):
+        test_source = open(os.path.join(args.dir, bug, "test_task.py"), encoding="utf-8").read()
+        return judge(args.python, reference, test_source, source, args.budget)
+    report(verdict_rows(args.dir, args.results, "task.py", judged), args.json)
+
+
+def verdict_rows(trees, results, file, judged):
+    """A row per bug tree of TREES (made by `make`): its class, and the
+    outcome of what `forq fix` handed back (in RESULTS) as `judged(bug,
+    reference, patched source)` says."""
+    rows = []
+    refs = os.path.join(trees, ".reference")
+    for name in sorted(os.listdir(refs)):
+        bug = name[:-5]
+        if not os.path.isdir(os.path.join(trees, bug)):
+            continue  # a bug of the other half
+        reference = json.load(open(os.path.join(refs, name), encoding="utf-8"))
+        row = {"bug": bug, "bug_type": reference["bug_type"], "outcome": "not run"}
+        if os.path.exists(os.path.join(results, f"{bug}.json")):
+            result, patch = read_result(results, bug)
+            row["seconds"] = result.get("elapsed_s")
+            row["evidence"] = result.get("evidence")
+            if not result.get("solved") or not patch:
+                row["outcome"] = "not solved"
+            else:
+                source = patched(reference, patch, file)
+                if source is None:
+                    row["outcome"], row["why"] = "wrong", f"the patch does not apply to {file}"
+                else:
+                    row["outcome"], row["compared"], row["why"] = judged(bug, reference, source)
+        rows.append(row)
+    return rows
+
+
+def compare(args_list, want, got, show):
+    """("correct" | "wrong", inputs compared, first disagreement) of the
+    answers `got` against `want` on `args_list` (`show` prints a call)."""
     if want is None or got is None:
         return "wrong", 0, "the patched function could not be run on the inputs"
     compared = 0
@@ -309,42 +355,25 @@ def judge(python, reference, test_source, source, budget):
             continue  # outside what the correct function answers
         compared += 1
         if g != w:
-            return "wrong", compared, f"{entry}{a!r}: {g[-1] if len(g) > 1 else g[0]}, want {w[1]}"
+            return "wrong", compared, f"{show(a)}: {g[-1] if len(g) > 1 else g[0]}, want {w[1]}"
     return "correct", compared, ""
 
 
-def verdict(args):
-    rows = []
-    refs = os.path.join(args.dir, ".reference")
-    for name in sorted(os.listdir(refs)):
-        bug = name[:-5]
-        if not os.path.isdir(os.path.join(args.dir, bug)):
-            continue  # a bug of the other half
-        reference = json.load(open(os.path.join(refs, name), encoding="utf-8"))
-        test_source = open(os.path.join(args.dir, bug, "test_task.py"), encoding="utf-8").read()
-        result_path = os.path.join(args.results, f"{bug}.json")
-        row = {"bug": bug, "bug_type": reference["bug_type"], "outcome": "not run"}
-        if os.path.exists(result_path):
-            try:
-                result = json.load(open(result_path, encoding="utf-8"))
-            except json.JSONDecodeError:
-                result = {}
-            patch = result.get("patch") or ""
-            if patch and os.path.exists(patch):
-                patch = open(patch, encoding="utf-8").read()  # `patch` names fix.patch
-            row["seconds"] = result.get("elapsed_s")
-            row["evidence"] = result.get("evidence")
-            if not result.get("solved") or not patch:
-                row["outcome"] = "not solved"
-            else:
-                source = patched(reference, patch)
-                if source is None:
-                    row["outcome"], row["why"] = "wrong", "the patch does not apply to task.py"
-                else:
-                    row["outcome"], row["compared"], row["why"] = judge(
-                        args.python, reference, test_source, source, args.budget)
-        rows.append(row)
-    if args.json:
+def read_result(results, bug):
+    """(`forq fix --json` output of `bug` in RESULTS, its patch text)."""
+    try:
+        result = json.load(open(os.path.join(results, f"{bug}.json"), encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        result = {}
+    patch = result.get("patch") or ""
+    if patch and os.path.exists(patch):
+        patch = open(patch, encoding="utf-8").read()  # `patch` names fix.patch
+    return result, patch
+
+
+def report(rows, as_json):
+    """Prints the rows, or a table per bug class and the wrong ones."""
+    if as_json:
         print(json.dumps(rows, indent=1))
         return
     classes = sorted({r["bug_type"] for r in rows})
@@ -352,19 +381,20 @@ def verdict(args):
     print("|---|---|---|---|---|---|---|")
     for c in classes + ["all"]:
         sel = [r for r in rows if c == "all" or r["bug_type"] == c]
-        back = [r for r in sel if r["outcome"] in ("correct", "wrong")]
+        back = [r for r in sel if r["outcome"] in ("correct", "wrong", "unjudged")]
         correct = [r for r in back if r["outcome"] == "correct"]
+        wrong = [r for r in back if r["outcome"] == "wrong"]
         corr = [r for r in back if (r.get("evidence") or {}).get("verdict") == "corroborated"]
         corr_wrong = [r for r in corr if r["outcome"] == "wrong"]
-        print(f"| {c} | {len(sel)} | {len(back)} | {len(correct)} | {len(back) - len(correct)} "
+        print(f"| {c} | {len(sel)} | {len(back)} | {len(correct)} | {len(wrong)} "
               f"| {len(corr)} | {len(corr_wrong)} |")
     solved = sorted(r["seconds"] for r in rows if r["outcome"] in ("correct", "wrong") and r.get("seconds"))
     if solved:
         print(f"\nmedian wall time of a handed-back patch: {solved[len(solved) // 2]:.1f} s "
               f"({len(solved)} runs)")
     for r in rows:
-        if r["outcome"] == "wrong":
-            print(f"wrong: {r['bug']} ({r['bug_type']}): {r.get('why', '')}", file=sys.stderr)
+        if r["outcome"] in ("wrong", "unjudged"):
+            print(f"{r['outcome']}: {r['bug']} ({r['bug_type']}): {r.get('why', '')}", file=sys.stderr)
 
 
 def main():
