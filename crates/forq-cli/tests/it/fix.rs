@@ -423,6 +423,69 @@ async fn of_two_green_patches_the_one_its_docstring_examples_vouch_for_is_handed
     assert_eq!(weighed, 2, "{tree}");
 }
 
+/// The JavaScript twin: the examples in the comment above the function,
+/// run by node, vouch for the sum.
+#[tokio::test]
+async fn in_javascript_too_the_comment_examples_pick_the_right_green_patch() {
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = tmp.path().join("adder");
+    std::fs::create_dir_all(repo.join("test")).unwrap();
+    std::fs::write(
+        repo.join("calc.js"),
+        "/* The sum of a and b.\n  >>> add(2, 3)\n  5\n  add(-1, 1) == 0\n */\nconst add = (a, b) => {\n  return a - b;\n};\n\nmodule.exports = { add };\n",
+    )
+    .unwrap();
+    std::fs::write(
+        repo.join("package.json"),
+        r#"{"name": "adder", "version": "1.0.0", "private": true, "scripts": {"test": "node --test"}}"#,
+    )
+    .unwrap();
+    // The tests admit a wrong patch: 2 * 2 and 0 * 0 are sums too.
+    std::fs::write(
+        repo.join("test/calc.test.js"),
+        "const test = require('node:test');\nconst assert = require('node:assert');\nconst { add } = require('../calc.js');\n\ntest('twos', () => {\n  assert.strictEqual(add(2, 2), 4);\n});\n\ntest('zeros', () => {\n  assert.strictEqual(add(0, 0), 0);\n});\n",
+    )
+    .unwrap();
+    let patches = tmp.path().join("candidates");
+    std::fs::create_dir(&patches).unwrap();
+    let sr = |new: &str| {
+        format!("calc.js\n<<<<<<< SEARCH\n  return a - b;\n=======\n{new}\n>>>>>>> REPLACE\n")
+    };
+    std::fs::write(patches.join("a-product.txt"), sr("  return a * b;")).unwrap();
+    std::fs::write(patches.join("b-sum.txt"), sr("  return a + b;")).unwrap();
+    let out = forq_env(
+        &[
+            "fix",
+            repo.to_str().unwrap(),
+            "--brancher",
+            "patches",
+            "--patches",
+            patches.to_str().unwrap(),
+            "--jobs",
+            "1",
+            "--order",
+            "breadth-first",
+            "--plausible",
+            "2",
+            "--json",
+        ],
+        &[],
+    )
+    .await;
+    check_exit(&out, 0);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["green"], 2, "{report}");
+    assert_eq!(report["hypothesis"], "b-sum.txt", "{report}");
+    assert_eq!(report["evidence"]["verdict"], "corroborated", "{report}");
+    assert_eq!(report["evidence"]["examples"], 2, "{report}");
+    let other = &report["plausible"][1];
+    assert_eq!(other["hypothesis"], "a-product.txt", "{report}");
+    assert_eq!(
+        other["evidence"]["why"], "fails 2 of 2 docstring examples",
+        "{report}"
+    );
+}
+
 #[tokio::test]
 async fn fix_out_of_budget_exits_1_and_bad_arguments_say_what_to_do() {
     let tmp = tempfile::tempdir().unwrap();
