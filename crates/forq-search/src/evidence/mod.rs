@@ -89,8 +89,9 @@ pub struct Evidence {
     pub broke_near: usize,
     /// Inputs near the examples' tried.
     pub near: usize,
-    /// Plausible patches passing as many examples that return otherwise
-    /// than it on a nearby input.
+    /// Behaviours of other plausible patches passing as many examples that
+    /// return otherwise than it on a nearby input (patches that answer
+    /// alike nearby count once).
     pub disagree: usize,
     /// The rank, among the statements the failing tests localised, of the
     /// most suspicious line it changes (0: the first); none when it
@@ -496,11 +497,13 @@ fn summarize(
     ev
 }
 
-/// Counts, per candidate, the others passing as many examples that return
-/// otherwise on a nearby input.
+/// Counts, per candidate, the other behaviours — patches passing as many
+/// examples that return otherwise on a nearby input, those that answer
+/// alike counted once: four spellings of one wrong fix are one voice, not
+/// four.
 fn disagreements(evidence: &mut [Evidence], greens: &[Green]) {
     for i in 0..greens.len() {
-        let mut n = 0;
+        let mut others = std::collections::BTreeSet::new();
         for j in 0..greens.len() {
             if i == j || evidence[j].examples_passed < evidence[i].examples_passed {
                 continue;
@@ -514,9 +517,11 @@ fn disagreements(evidence: &mut [Evidence], greens: &[Green]) {
                         .any(|(a, b)| a != b && a.starts_with("ok") && b.starts_with("ok"))
                 })
             });
-            n += usize::from(differs);
+            if differs {
+                others.insert(greens[j].examined.behaviour());
+            }
         }
-        evidence[i].disagree = n;
+        evidence[i].disagree = others.len();
     }
 }
 
@@ -554,7 +559,7 @@ fn judge(ev: &mut Evidence) {
         (
             Verdict::Plausible,
             format!(
-                "{} other plausible patch(es) pass the examples and answer otherwise nearby",
+                "{} other plausible behaviour(s) pass the examples and answer otherwise nearby",
                 ev.disagree
             ),
         )
@@ -753,7 +758,8 @@ mod tests {
         disagreements(&mut evidence, &greens);
         assert_eq!(
             evidence.iter().map(|e| e.disagree).collect::<Vec<_>>(),
-            [1, 1, 2]
+            [1, 1, 1],
+            "a and b answer alike: c disagrees with one behaviour"
         );
         // One raising where the other returns is breakage, not a
         // disagreement between answers.
