@@ -584,6 +584,32 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_gates_default_budget_reaches_nodes_own_runner() {
+        // `npm test` running `node --test`: the gate's limits, left at
+        // their default, carry node's per-test budget (else a synchronous
+        // loop holds the run for the gate's whole timeout).
+        let stack = Stack {
+            kind: StackKind::Node,
+            marker: "package.json test script: node --test".to_owned(),
+            ..Stack::custom("node", Vec::new(), "npm test")
+        };
+        let gate = crate::GateOptions::default();
+        let want = Some(Duration::from_secs(DEFAULT_TEST_IDLE_S));
+        assert_eq!(gate.test_limits(&stack).idle, want);
+        // Told otherwise, it is what it was told; zero is none.
+        let two = Some(Duration::from_secs(2));
+        assert_eq!(gate.clone().test_idle(two).test_limits(&stack).idle, two);
+        let none = gate.test_idle(Some(Duration::ZERO)).test_limits(&stack);
+        assert_eq!(none.idle, None);
+        // A runner that prints a file at its end (jest) gets none.
+        let jest = Stack {
+            marker: "package.json test script: jest".to_owned(),
+            ..stack
+        };
+        assert_eq!(crate::GateOptions::default().test_limits(&jest).idle, None);
+    }
+
+    #[test]
     fn a_crashed_test_is_the_one_whose_line_the_crash_report_cut() {
         // unittest: the shell's report lands on the test's open line.
         let unittest = "test_a (tests.test_a.A.test_a) ... ok\ntest_crash (tests.test_b.B.test_crash) ... Segmentation fault\n";

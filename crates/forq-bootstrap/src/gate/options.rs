@@ -13,7 +13,8 @@ pub struct GateOptions {
     /// Cap on the test command (default 15 minutes).
     pub test_timeout: Duration,
     /// Each test's budget: a test silent this long hangs and is killed.
-    /// `None`: the stack's default ([`crate::default_idle`]); zero: none.
+    /// `None`: the stack's default ([`crate::default_idle`], and for
+    /// node's own runner its `--test-timeout`); zero: none.
     pub test_idle: Option<Duration>,
     /// Network for the test run (default none: the registries are reached
     /// by the install steps only).
@@ -124,11 +125,14 @@ impl GateOptions {
     /// for the whole run, [`GateOptions::test_idle`] (or the stack's
     /// default) for each test.
     pub fn test_limits(&self, stack: &Stack) -> crate::TestLimits {
-        let idle = match self.test_idle {
-            Some(idle) => (!idle.is_zero()).then_some(idle),
-            None => crate::hang::default_idle(stack.kind),
-        };
-        crate::TestLimits::new(stack, self.test_timeout).idle(idle)
+        // The stack's default is TestLimits::new's: it knows node's own
+        // runner, whose budget goes through `--test-timeout` (the kind
+        // alone does not say whether `npm test` is `node --test`).
+        let limits = crate::TestLimits::new(stack, self.test_timeout);
+        match self.test_idle {
+            Some(idle) => limits.idle((!idle.is_zero()).then_some(idle)),
+            None => limits,
+        }
     }
     /// Skips the gate.
     pub fn skip(mut self, skip: bool) -> Self {
