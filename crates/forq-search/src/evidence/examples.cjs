@@ -174,7 +174,8 @@ function examine(file, line, wanted) {
     __filename: full, __dirname: path.dirname(full),
   });
   try {
-    vm.runInContext(text, ctx, { filename: full, timeout: BUDGET });
+    // A shebang line is node's to skip, not the script's.
+    vm.runInContext(text.replace(/^#!.*/, ''), ctx, { filename: full, timeout: BUDGET });
   } catch (e) {
     return [name, { examples: 0, passed: 0, near: [], error: (e && e.name) || 'Error' }];
   }
