@@ -52,7 +52,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from humanevalfix import calls, compare, nudged, report, verdict_rows  # noqa: E402
+from humanevalfix import calls, compare, nudged, number, report, verdict_rows  # noqa: E402
 
 # Calls the entry point (argv[2]) of the source in argv[1] on each line of
 # stdin (a JSON array of arguments), each within argv[3] ms, in a vm
@@ -102,10 +102,6 @@ for (const line of fs.readFileSync(0, 'utf8').split('\n').filter(Boolean)) {
 
 def log(msg):
     print(f"humanevalfix-js: {msg}", file=sys.stderr, flush=True)
-
-
-def number(row):
-    return int(row["task_id"].split("/")[1])
 
 
 def name_of(n):

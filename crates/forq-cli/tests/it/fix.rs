@@ -349,6 +349,41 @@ async fn fix_with_scripted_patches_picks_the_green_one_and_says_so() {
     );
 }
 
+/// `forq fix REPO --brancher patches` over two candidates for `file`'s
+/// line `old` — the product (`a-product.txt`, found first) and the sum —
+/// one at a time, both kept (`--plausible 2`); its JSON report.
+async fn product_or_sum(
+    tmp: &Path,
+    repo: &Path,
+    (file, old, product, sum): (&str, &str, &str, &str),
+    extra: &[&str],
+) -> serde_json::Value {
+    let patches = tmp.join("candidates");
+    std::fs::create_dir(&patches).unwrap();
+    let sr =
+        |new: &str| format!("{file}\n<<<<<<< SEARCH\n{old}\n=======\n{new}\n>>>>>>> REPLACE\n");
+    std::fs::write(patches.join("a-product.txt"), sr(product)).unwrap();
+    std::fs::write(patches.join("b-sum.txt"), sr(sum)).unwrap();
+    let args = [
+        "fix",
+        repo.to_str().unwrap(),
+        "--brancher",
+        "patches",
+        "--patches",
+        patches.to_str().unwrap(),
+        "--jobs",
+        "1",
+        "--order",
+        "breadth-first",
+        "--plausible",
+        "2",
+        "--json",
+    ];
+    let out = forq_env(&[&args[..], extra].concat(), &[]).await;
+    check_exit(&out, 0);
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 #[tokio::test]
 async fn of_two_green_patches_the_one_its_docstring_examples_vouch_for_is_handed_back() {
     let tmp = tempfile::tempdir().unwrap();
@@ -366,37 +401,19 @@ async fn of_two_green_patches_the_one_its_docstring_examples_vouch_for_is_handed
         "import unittest\n\nfrom calc import add\n\n\nclass AddTest(unittest.TestCase):\n    def test_twos(self):\n        self.assertEqual(add(2, 2), 4)\n\n    def test_zeros(self):\n        self.assertEqual(add(0, 0), 0)\n",
     )
     .unwrap();
-    let patches = tmp.path().join("candidates");
-    std::fs::create_dir(&patches).unwrap();
-    let sr = |new: &str| {
-        format!("calc.py\n<<<<<<< SEARCH\n    return a - b\n=======\n{new}\n>>>>>>> REPLACE\n")
-    };
-    std::fs::write(patches.join("a-product.txt"), sr("    return a * b")).unwrap();
-    std::fs::write(patches.join("b-sum.txt"), sr("    return a + b")).unwrap();
     let out_dir = tmp.path().join("out");
-    let out = forq_env(
-        &[
-            "fix",
-            repo.to_str().unwrap(),
-            "--brancher",
-            "patches",
-            "--patches",
-            patches.to_str().unwrap(),
-            "--jobs",
-            "1",
-            "--order",
-            "breadth-first",
-            "--plausible",
-            "2",
-            "--json",
-            "--out",
-            out_dir.to_str().unwrap(),
-        ],
-        &[],
+    let report = product_or_sum(
+        tmp.path(),
+        &repo,
+        (
+            "calc.py",
+            "    return a - b",
+            "    return a * b",
+            "    return a + b",
+        ),
+        &["--out", out_dir.to_str().unwrap()],
     )
     .await;
-    check_exit(&out, 0);
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     // Found first and as small, the product loses: it fails both examples.
     assert_eq!(report["green"], 2, "{report}");
     let patch = std::fs::read_to_string(out_dir.join("fix.patch")).unwrap();
@@ -446,34 +463,18 @@ async fn in_javascript_too_the_comment_examples_pick_the_right_green_patch() {
         "const test = require('node:test');\nconst assert = require('node:assert');\nconst { add } = require('../calc.js');\n\ntest('twos', () => {\n  assert.strictEqual(add(2, 2), 4);\n});\n\ntest('zeros', () => {\n  assert.strictEqual(add(0, 0), 0);\n});\n",
     )
     .unwrap();
-    let patches = tmp.path().join("candidates");
-    std::fs::create_dir(&patches).unwrap();
-    let sr = |new: &str| {
-        format!("calc.js\n<<<<<<< SEARCH\n  return a - b;\n=======\n{new}\n>>>>>>> REPLACE\n")
-    };
-    std::fs::write(patches.join("a-product.txt"), sr("  return a * b;")).unwrap();
-    std::fs::write(patches.join("b-sum.txt"), sr("  return a + b;")).unwrap();
-    let out = forq_env(
-        &[
-            "fix",
-            repo.to_str().unwrap(),
-            "--brancher",
-            "patches",
-            "--patches",
-            patches.to_str().unwrap(),
-            "--jobs",
-            "1",
-            "--order",
-            "breadth-first",
-            "--plausible",
-            "2",
-            "--json",
-        ],
+    let report = product_or_sum(
+        tmp.path(),
+        &repo,
+        (
+            "calc.js",
+            "  return a - b;",
+            "  return a * b;",
+            "  return a + b;",
+        ),
         &[],
     )
     .await;
-    check_exit(&out, 0);
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["green"], 2, "{report}");
     assert_eq!(report["hypothesis"], "b-sum.txt", "{report}");
     assert_eq!(report["evidence"]["verdict"], "corroborated", "{report}");
