@@ -41,9 +41,9 @@ pub enum Change {
     },
 }
 
-/// How many lines `a` and `b` share at their start, and then at their end
-/// (what is between is what changed).
-pub(crate) fn common_ends(a: &[&str], b: &[&str]) -> (usize, usize) {
+/// How many items (lines, bytes) `a` and `b` share at their start, and
+/// then at their end (what is between is what changed).
+pub(crate) fn common_ends<T: PartialEq>(a: &[T], b: &[T]) -> (usize, usize) {
     let head = a.iter().zip(b).take_while(|(x, y)| x == y).count();
     let tail = a[head..]
         .iter()

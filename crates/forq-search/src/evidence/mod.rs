@@ -599,20 +599,13 @@ fn rank_key(ev: &Evidence) -> (i64, i64, i64, i64, i64, f64) {
 /// Whether `new` differs from `old` by one number alone (`0` for `-1`,
 /// `24` for `26`) or by a `+ 1` or `- 1` added.
 fn adjusts_a_number(old: &str, new: &str) -> bool {
-    let squeeze = |s: &str| s.chars().filter(|c| !c.is_whitespace()).collect::<String>();
-    let (a, b) = (squeeze(old), squeeze(new));
+    let (a, b) = (squeezed(old), squeezed(new));
     if a == b {
         return false;
     }
     let numeric = |c: u8| c.is_ascii_digit() || c == b'.' || c == b'-';
     let (x, y) = (a.as_bytes(), b.as_bytes());
-    let mut head = x.iter().zip(y).take_while(|(p, q)| p == q).count();
-    let mut tail = x[head..]
-        .iter()
-        .rev()
-        .zip(y[head..].iter().rev())
-        .take_while(|(p, q)| p == q)
-        .count();
+    let (mut head, mut tail) = crate::candidate::common_ends(x, y);
     // Widen to whole numbers on both sides.
     while head > 0 && numeric(x[head - 1]) {
         head -= 1;
@@ -633,13 +626,17 @@ fn adjusts_a_number(old: &str, new: &str) -> bool {
 /// Whether `new` differs from `old` by a `+ 1` or `- 1` added and nothing
 /// else.
 fn adds_one(old: &str, new: &str) -> bool {
-    let squeeze = |s: &str| s.chars().filter(|c| !c.is_whitespace()).collect::<String>();
-    let (a, b) = (squeeze(old), squeeze(new));
+    let (a, b) = (squeezed(old), squeezed(new));
     if b.len() != a.len() + 2 {
         return false;
     }
     let head = a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
     matches!(b.get(head..head + 2), Some("+1" | "-1")) && b.get(head + 2..) == a.get(head..)
+}
+
+/// `s` without its whitespace.
+fn squeezed(s: &str) -> String {
+    s.chars().filter(|c| !c.is_whitespace()).collect()
 }
 
 #[cfg(test)]
