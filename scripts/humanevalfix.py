@@ -251,9 +251,15 @@ def nudged(value, rng):
 
 def inputs(test_source, entry, count=100, seed=7):
     """The tests' own argument tuples and `count` nudged ones."""
-    own = call_args(test_source, entry)
+    return nudged_inputs(call_args(test_source, entry), tuple, repr, count, seed)
+
+
+def nudged_inputs(own, make, key, count, seed):
+    """`own` (argument lists) and up to `count` more, each one argument of
+    one of them nudged; `make` builds an argument list, `key` tells two
+    apart."""
     rng = random.Random(seed)
-    made, seen = list(own), {repr(a) for a in own}
+    made, seen = list(own), {key(a) for a in own}
     for _ in range(count * 5):
         if not own or len(made) >= len(own) + count:
             break
@@ -261,9 +267,9 @@ def inputs(test_source, entry, count=100, seed=7):
         if base:
             i = rng.randrange(len(base))
             base[i] = nudged(base[i], rng)
-        t = tuple(base)
-        if repr(t) not in seen:
-            seen.add(repr(t))
+        t = make(base)
+        if key(t) not in seen:
+            seen.add(key(t))
             made.append(t)
     return made
 

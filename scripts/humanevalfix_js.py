@@ -43,7 +43,6 @@ of HumanEvalPack's JavaScript file.
 import argparse
 import json
 import os
-import random
 import re
 import shutil
 import signal
@@ -52,7 +51,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from humanevalfix import calls, compare, nudged, number, report, verdict_rows  # noqa: E402
+from humanevalfix import calls, compare, nudged_inputs, number, report, verdict_rows  # noqa: E402
 
 # Calls the entry point (argv[2]) of the source in argv[1] on each line of
 # stdin (a JSON array of arguments), each within argv[3] ms, in a vm
@@ -268,21 +267,7 @@ def call_args(reference):
 
 
 def inputs(reference, count=100, seed=7):
-    own = call_args(reference)
-    rng = random.Random(seed)
-    made, seen = list(own), {json.dumps(a) for a in own}
-    for _ in range(count * 5):
-        if not own or len(made) >= len(own) + count:
-            break
-        base = list(rng.choice(own))
-        if base:
-            i = rng.randrange(len(base))
-            base[i] = nudged(base[i], rng)
-        key = json.dumps(base)
-        if key not in seen:
-            seen.add(key)
-            made.append(base)
-    return made
+    return nudged_inputs(call_args(reference), list, json.dumps, count, seed)
 
 
 def answers(path, entry, args_list, budget):
