@@ -65,8 +65,9 @@ pub(crate) struct FixArgs {
     pub(crate) keep_searching: bool,
     /// Green patches to collect before stopping (bounded in time: at most
     /// as long again as the first took); the evidence beyond the tests
-    /// (docstring examples, inputs near them, where the failing tests
-    /// point) picks the one handed back.
+    /// (docstring examples, inputs near theirs and the tests', what the
+    /// passing tests observe, where the failing tests point) picks the one
+    /// handed back.
     #[arg(long, value_name = "N", default_value_t = forq_search::DEFAULT_PLAUSIBLE)]
     pub(crate) plausible: usize,
     /// Most wall-clock seconds for the search.

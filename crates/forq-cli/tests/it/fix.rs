@@ -330,7 +330,7 @@ async fn fix_with_scripted_patches_picks_the_green_one_and_says_so() {
         "{stdout}"
     );
     assert!(
-        stdout.contains("plausible: no docstring example of the changed code\n"),
+        stdout.contains("plausible: no docstring example of the changed code; nothing breaks on "),
         "{stdout}"
     );
     let other = stdout
@@ -350,20 +350,21 @@ async fn fix_with_scripted_patches_picks_the_green_one_and_says_so() {
 }
 
 /// `forq fix REPO --brancher patches` over two candidates for `file`'s
-/// line `old` — the product (`a-product.txt`, found first) and the sum —
-/// one at a time, both kept (`--plausible 2`); its JSON report.
-async fn product_or_sum(
+/// line `old` — the wrong one (`a-wrong.txt`, found first) and the right
+/// one (`b-right.txt`) — one at a time, both kept (`--plausible 2`); its
+/// JSON report.
+async fn wrong_or_right(
     tmp: &Path,
     repo: &Path,
-    (file, old, product, sum): (&str, &str, &str, &str),
+    (file, old, wrong, right): (&str, &str, &str, &str),
     extra: &[&str],
 ) -> serde_json::Value {
     let patches = tmp.join("candidates");
     std::fs::create_dir(&patches).unwrap();
     let sr =
         |new: &str| format!("{file}\n<<<<<<< SEARCH\n{old}\n=======\n{new}\n>>>>>>> REPLACE\n");
-    std::fs::write(patches.join("a-product.txt"), sr(product)).unwrap();
-    std::fs::write(patches.join("b-sum.txt"), sr(sum)).unwrap();
+    std::fs::write(patches.join("a-wrong.txt"), sr(wrong)).unwrap();
+    std::fs::write(patches.join("b-right.txt"), sr(right)).unwrap();
     let args = [
         "fix",
         repo.to_str().unwrap(),
@@ -402,7 +403,7 @@ async fn of_two_green_patches_the_one_its_docstring_examples_vouch_for_is_handed
     )
     .unwrap();
     let out_dir = tmp.path().join("out");
-    let report = product_or_sum(
+    let report = wrong_or_right(
         tmp.path(),
         &repo,
         (
@@ -422,7 +423,7 @@ async fn of_two_green_patches_the_one_its_docstring_examples_vouch_for_is_handed
     assert_eq!(report["evidence"]["examples"], 2, "{report}");
     assert_eq!(report["evidence"]["examples_before"], 0, "{report}");
     let other = &report["plausible"][1];
-    assert_eq!(other["hypothesis"], "a-product.txt", "{report}");
+    assert_eq!(other["hypothesis"], "a-wrong.txt", "{report}");
     assert_eq!(other["evidence"]["verdict"], "plausible", "{report}");
     assert_eq!(
         other["evidence"]["why"], "fails 2 of 2 docstring examples",
@@ -438,6 +439,64 @@ async fn of_two_green_patches_the_one_its_docstring_examples_vouch_for_is_handed
         .filter(|n| n.get("evidence").is_some())
         .count();
     assert_eq!(weighed, 2, "{tree}");
+}
+
+/// Where the function has no examples, the tests' own calls speak: of two
+/// green patches, the one that changes what a passing test observes (a
+/// fee of 3 where it was 5, which `<= 5` admits) ranks below the one that
+/// keeps it, though found first and as small.
+#[tokio::test]
+async fn of_two_green_patches_the_one_that_keeps_what_passing_tests_observe_is_handed_back() {
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = tmp.path().join("fees");
+    std::fs::create_dir_all(repo.join("tests")).unwrap();
+    std::fs::write(
+        repo.join("fees.py"),
+        "def fee(amount):\n    return amount * 10 if amount > 100 else 5\n",
+    )
+    .unwrap();
+    std::fs::write(repo.join("tests/__init__.py"), "").unwrap();
+    std::fs::write(
+        repo.join("tests/test_fees.py"),
+        "import unittest\n\nfrom fees import fee\n\n\nclass FeeTest(unittest.TestCase):\n    def test_large(self):\n        self.assertEqual(fee(200), 20)\n\n    def test_small_is_capped(self):\n        self.assertLessEqual(fee(30), 5)\n",
+    )
+    .unwrap();
+    let report = wrong_or_right(
+        tmp.path(),
+        &repo,
+        (
+            "fees.py",
+            "    return amount * 10 if amount > 100 else 5",
+            "    return amount // 10",
+            "    return amount // 10 if amount > 100 else 5",
+        ),
+        &[],
+    )
+    .await;
+    assert_eq!(report["green"], 2, "{report}");
+    assert_eq!(report["hypothesis"], "b-right.txt", "{report}");
+    let other = &report["plausible"][1];
+    assert_eq!(other["hypothesis"], "a-wrong.txt", "{report}");
+    assert_eq!(other["evidence"]["changed_passing"], 1, "{report}");
+    assert_eq!(
+        other["evidence"]["why"],
+        "answers otherwise than before on 1 call(s) in tests that passed before",
+        "{report}"
+    );
+    // The right one keeps fee(30) at 5, and the two disagree near the
+    // tests' inputs (fee(31): 3 or 5).
+    assert!(
+        report["evidence"].get("changed_passing").is_none(),
+        "{report}"
+    );
+    assert_eq!(report["evidence"]["examples"], 0, "{report}");
+    assert!(
+        report["evidence"]["why"]
+            .as_str()
+            .unwrap()
+            .starts_with("no docstring example of the changed code; 1 other plausible behaviour(s) answer otherwise near the tests' inputs"),
+        "{report}"
+    );
 }
 
 /// The JavaScript twin: the examples in the comment above the function,
@@ -463,7 +522,7 @@ async fn in_javascript_too_the_comment_examples_pick_the_right_green_patch() {
         "const test = require('node:test');\nconst assert = require('node:assert');\nconst { add } = require('../calc.js');\n\ntest('twos', () => {\n  assert.strictEqual(add(2, 2), 4);\n});\n\ntest('zeros', () => {\n  assert.strictEqual(add(0, 0), 0);\n});\n",
     )
     .unwrap();
-    let report = product_or_sum(
+    let report = wrong_or_right(
         tmp.path(),
         &repo,
         (
@@ -476,11 +535,11 @@ async fn in_javascript_too_the_comment_examples_pick_the_right_green_patch() {
     )
     .await;
     assert_eq!(report["green"], 2, "{report}");
-    assert_eq!(report["hypothesis"], "b-sum.txt", "{report}");
+    assert_eq!(report["hypothesis"], "b-right.txt", "{report}");
     assert_eq!(report["evidence"]["verdict"], "corroborated", "{report}");
     assert_eq!(report["evidence"]["examples"], 2, "{report}");
     let other = &report["plausible"][1];
-    assert_eq!(other["hypothesis"], "a-product.txt", "{report}");
+    assert_eq!(other["hypothesis"], "a-wrong.txt", "{report}");
     assert_eq!(
         other["evidence"]["why"], "fails 2 of 2 docstring examples",
         "{report}"

@@ -97,6 +97,65 @@ function argsOf(call, name) {
   return null;
 }
 
+const SKIP = new Set(['node_modules', 'dist', 'build', 'coverage']);
+
+// The repository's test files (`*.test.js`, `*.spec.js`, and scripts under
+// `test/`, `tests/`, `__tests__/`), in a stable order.
+function testFiles(limit = 400) {
+  const out = [];
+  const walk = (dir, inTests) => {
+    let entries;
+    try {
+      entries = fs.readdirSync(dir, { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : 1));
+    } catch (e) {
+      return;
+    }
+    for (const e of entries) {
+      if (out.length >= limit || e.name.startsWith('.') || SKIP.has(e.name)) continue;
+      const full = path.join(dir, e.name);
+      if (e.isDirectory()) walk(full, inTests || ['test', 'tests', '__tests__'].includes(e.name));
+      else if (/\.[cm]?js$/.test(e.name) && (inTests || /[.-](test|spec)\.[cm]?js$/.test(e.name))) out.push(full);
+    }
+  };
+  walk(root, false);
+  return out;
+}
+
+const TEST_NAME = /\b(?:test|it)\s*\(\s*(['"`])((?:\\.|(?!\1)[^\\])*)\1/g;
+
+// The calls of `name` (or of a name bound to it: `const f = name;`) in the
+// tests, each with the name of the `test(...)`/`it(...)` it is in: the
+// argument texts, [[test, args text]].
+function testCalls(name, limit = 60) {
+  const out = [];
+  const seen = new Set();
+  for (const file of testFiles()) {
+    let text;
+    try {
+      text = fs.readFileSync(file, 'utf8');
+    } catch (e) {
+      continue;
+    }
+    if (!text.includes(name)) continue;
+    const escaped = (n) => n.replace(/\$/g, '\\$');
+    const names = [escaped(name)];
+    const alias = new RegExp('\\b(?:const|let|var)\\s+([A-Za-z_$][\\w$]*)\\s*=\\s*(?:[\\w$]+\\.)?' + escaped(name) + '\\s*;', 'g');
+    for (const m of text.matchAll(alias)) names.push(escaped(m[1]));
+    const tests = [...text.matchAll(TEST_NAME)].map((m) => [m.index, m[2]]);
+    const call = new RegExp('(?<![\\w$]|function\\s)(?:' + names.join('|') + ')\\s*\\(', 'g');
+    for (const m of text.matchAll(call)) {
+      const callee = m[0].replace(/\s*\($/, '');
+      const args = argsOf(text.slice(m.index, m.index + 4000).replace(m[0], callee + '('), callee);
+      if (args === null || !args.trim() || seen.has(args)) continue;
+      seen.add(args);
+      const inside = tests.filter(([at]) => at < m.index).pop();
+      out.push([inside ? inside[1] : '', args]);
+      if (out.length >= limit) return out;
+    }
+  }
+  return out;
+}
+
 function round(_, v) {
   return typeof v === 'number' && !Number.isInteger(v) ? Math.round(v * 1e6) / 1e6 : v;
 }
@@ -160,6 +219,18 @@ function near(argsList, count) {
   return out;
 }
 
+// The arguments `args` (a call's text between its parentheses) stand for,
+// where they are plain data; else null.
+function plain(call, args) {
+  try {
+    const list = call('[' + args + ']');
+    const copy = JSON.parse(stringify(list));
+    return stringify(copy) === stringify(list) ? copy : null;
+  } catch (e) {
+    return null; // not plain data, or names only the test knows
+  }
+}
+
 function examine(file, line, wanted) {
   const full = path.join(root, file);
   const text = fs.readFileSync(full, 'utf8');
@@ -204,16 +275,16 @@ function examine(file, line, wanted) {
       // raised or too slow: not passed
     }
     const args = argsOf(code, name);
-    if (args !== null) {
-      try {
-        const list = call('[' + args + ']');
-        if (stringify(JSON.parse(stringify(list))) === stringify(list)) argsList.push(JSON.parse(stringify(list)));
-      } catch (e) {
-        // arguments that are not plain data
-      }
-    }
+    const list = args === null ? null : plain(call, args);
+    if (list) argsList.push(list);
   }
-  const outcomes = near(argsList, Number(nearCount)).map((args) => {
+  const tested = [];
+  for (const [test, args] of testCalls(name)) {
+    const list = plain(call, args);
+    if (list) tested.push([test, list]);
+  }
+  argsList.push(...tested.map(([, list]) => list));
+  const outcome = (args) => {
     ctx.__forq_args = args;
     try {
       const r = stringify(call('__forq_fn(...__forq_args)'), round);
@@ -221,8 +292,10 @@ function examine(file, line, wanted) {
     } catch (e) {
       return e && e.code === 'ERR_SCRIPT_EXECUTION_TIMEOUT' ? 'slow' : 'raised ' + ((e && e.name) || 'Error');
     }
-  });
-  return [name, { examples: counted, passed, near: outcomes }];
+  };
+  const outcomes = near(argsList, Number(nearCount)).map(outcome);
+  const calls = tested.map(([test, list]) => [test, outcome(list)]);
+  return [name, { examples: counted, passed, near: outcomes, calls }];
 }
 
 const result = {};

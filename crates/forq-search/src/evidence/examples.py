@@ -82,6 +82,81 @@ def doctest_calls(examples, name):
     return out
 
 
+SKIP = {"node_modules", "__pycache__", "site-packages", "venv", "build", "dist"}
+
+
+def test_files(limit=400):
+    # The repository's test files, in a stable order.
+    out = []
+    for here, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d not in SKIP and not d.startswith("."))
+        rel = os.path.relpath(here, root)
+        in_tests = any(part in ("test", "tests", "testing") for part in rel.split(os.sep))
+        for f in sorted(files):
+            if f.endswith(".py") and (in_tests or f.startswith("test_") or f.endswith("_test.py")):
+                out.append(os.path.join(here, f))
+                if len(out) >= limit:
+                    return out
+    return out
+
+
+def names_it(node, name):
+    # `name`, or `module.name`.
+    return (isinstance(node, ast.Name) and node.id == name) or \
+        (isinstance(node, ast.Attribute) and node.attr == name)
+
+
+def test_calls(name, limit=60):
+    # The literal calls of `name` in the tests, each with the test it is in:
+    # [(test, args)]. A name bound to it (`candidate = name`, or a
+    # parameter it is passed as: `check(name)` with `def check(candidate)`)
+    # stands for it too.
+    out, seen = [], set()
+    for path in test_files():
+        try:
+            text = open(path, encoding="utf-8").read()
+            if name not in text:
+                continue
+            tree = ast.parse(text)
+        except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
+            continue
+        defs = {n.name: n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        aliases = {name}
+        for n in ast.walk(tree):
+            if isinstance(n, ast.Assign) and names_it(n.value, name):
+                aliases.update(t.id for t in n.targets if isinstance(t, ast.Name))
+            elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in defs:
+                params = defs[n.func.id].args.args
+                aliases.update(params[i].arg for i, a in enumerate(n.args[:len(params)]) if names_it(a, name))
+        scopes = []
+        for n in tree.body:
+            if isinstance(n, ast.ClassDef):
+                scopes.extend((m.name, m) for m in n.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)))
+            elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                scopes.append((n.name, n))
+        # A call both a test and a helper of tests make counts as the test's.
+        scopes.sort(key=lambda s: not s[0].startswith("test"))
+        for test, scope in scopes:
+            for call in ast.walk(scope):
+                if not isinstance(call, ast.Call) or call.keywords or not call.args:
+                    continue
+                f = call.func
+                if not ((isinstance(f, ast.Name) and f.id in aliases) or
+                        (isinstance(f, ast.Attribute) and f.attr == name)):
+                    continue
+                try:
+                    args = tuple(ast.literal_eval(a) for a in call.args)
+                except (ValueError, TypeError, SyntaxError, RecursionError):
+                    continue
+                key = repr(args)
+                if key not in seen:
+                    seen.add(key)
+                    out.append((test, args))
+                    if len(out) >= limit:
+                        return out
+    return out
+
+
 def same(a, b):
     if isinstance(a, float) or isinstance(b, float):
         try:
@@ -185,9 +260,11 @@ def examine(path, line, name):
             passed += same(timed(lambda: fn(*copy.deepcopy(args))), expected)
         except BaseException:
             pass
-    args_list = [a for a, _ in calls] + doctest_calls(examples, node.name)
+    tested = test_calls(node.name) if fn else []
+    args_list = [a for a, _ in calls] + doctest_calls(examples, node.name) + [a for _, a in tested]
     near_out = [outcome(fn, a) for a in near(args_list, int(sys.argv[3]))] if fn else []
-    return node.name, {"examples": len(examples) + len(calls), "passed": passed, "near": near_out}
+    return node.name, {"examples": len(examples) + len(calls), "passed": passed, "near": near_out,
+                       "calls": [[test, outcome(fn, a)] for test, a in tested]}
 
 
 result = {}

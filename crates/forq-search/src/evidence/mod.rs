@@ -10,11 +10,17 @@
 //!   the candidate. A candidate failing an example is wrong by the code's
 //!   own word; examples that failed on the unmodified code and pass on the
 //!   candidate witness its fix.
-//! - **Inputs near the examples'**: their literal arguments nudged by type
-//!   (numbers ±1, lists cut and grown, strings cut and case-swapped). A
-//!   candidate that raises or hangs where the unmodified code returned
-//!   broke something no test covers; plausible candidates that return
-//!   different values there cannot all be right.
+//! - **Inputs near the examples' and the tests'**: the literal arguments of
+//!   the examples and of the tests' own calls of the function (found in the
+//!   test files, through names bound to it such as `candidate = f`),
+//!   nudged by type (numbers ±1, lists cut and grown, strings cut and
+//!   case-swapped). A candidate that raises or hangs where the unmodified
+//!   code returned broke something no test covers; plausible candidates
+//!   that return different values there cannot all be right.
+//! - **What the passing tests observe**: a candidate answering otherwise
+//!   than the unmodified code on the arguments of a test that passed
+//!   before changed behaviour the failing tests did not ask to change
+//!   (the PATCH-SIM idea, on return values).
 //! - **Where it edits**: a patch at a line the failing tests localise
 //!   outranks one elsewhere, and one that only changes a constant on a line
 //!   they did not point to (an accumulator's start, a loop bound's literal
@@ -22,7 +28,8 @@
 //!
 //! A patch is *corroborated* when examples it passes failed on the
 //! unmodified code, it breaks nothing near them, and no other plausible
-//! patch that passes them disagrees with it there; else it is *plausible*.
+//! patch that passes them disagrees with it there, and the passing tests
+//! observe what they did; else it is *plausible*.
 //! The examples are run for Python and JavaScript (other languages rank by
 //! where they edit).
 
@@ -47,6 +54,9 @@ const CALL_BUDGET_S: f64 = 2.0;
 /// Nudged inputs tried per function at most.
 const NEAR: usize = 40;
 
+/// The tests' own calls of a function run at most.
+const TEST_CALLS: usize = 60;
+
 /// Runs the docstring examples of the functions holding the given lines,
 /// and calls them on inputs near the examples'. Arguments: the repository
 /// root, then `FILE:LINE` or `FILE::NAME` per function; a nonce on stdin.
@@ -68,6 +78,24 @@ pub struct Examined {
     pub passed: usize,
     /// The outcome of each nudged call (`ok REPR`, `raised TYPE`, `slow`).
     pub near: Vec<String>,
+    /// The tests' own literal calls of it: the test each is in (its name,
+    /// or empty outside a test) and the outcome.
+    #[serde(default)]
+    pub calls: Vec<(String, String)>,
+}
+
+impl Examined {
+    /// Its answers nearby, then on the tests' calls.
+    fn answers(&self) -> impl Iterator<Item = &str> {
+        self.near
+            .iter()
+            .chain(self.calls.iter().map(|(_, o)| o))
+            .map(String::as_str)
+    }
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// What a green candidate's correctness rests on besides its tests.
@@ -84,11 +112,16 @@ pub struct Evidence {
     pub examples_passed: usize,
     /// Of them, those the unmodified code passed.
     pub examples_before: usize,
-    /// Inputs near the examples' where it raises or hangs and the
-    /// unmodified code returned.
+    /// Inputs near the examples' and the tests' where it raises or hangs
+    /// and the unmodified code returned.
     pub broke_near: usize,
-    /// Inputs near the examples' tried.
+    /// Inputs near the examples' and the tests' tried.
     pub near: usize,
+    /// Calls in tests that passed before on which it answers otherwise
+    /// than the unmodified code: behaviour the passing tests observe,
+    /// changed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub changed_passing: usize,
     /// Behaviours of other plausible patches passing as many examples that
     /// return otherwise than it on a nearby input (patches that answer
     /// alike nearby count once).
@@ -158,13 +191,13 @@ pub struct Examination {
 }
 
 impl Examination {
-    /// What it answers near its examples, to tell two candidates'
-    /// behaviours apart (`None`: nothing to tell them by).
+    /// What it answers near its examples and on the tests' calls, to tell
+    /// two candidates' behaviours apart (`None`: nothing to tell them by).
     pub fn behaviour(&self) -> Option<Vec<&str>> {
         let answers: Vec<&str> = self
             .functions
             .values()
-            .flat_map(|e| e.near.iter().map(String::as_str))
+            .flat_map(Examined::answers)
             .collect();
         (!answers.is_empty()).then_some(answers)
     }
@@ -337,9 +370,9 @@ async fn examine(
             let nonce = nonce();
             let quoted: Vec<String> = targets.iter().map(|t| shell_word(t)).collect();
             let script = helper.command(&quoted.join(" "));
-            let budget = Duration::from_secs_f64(
-                10.0 + CALL_BUDGET_S * (NEAR as f64 + 10.0) * targets.len() as f64,
-            );
+            let calls = (NEAR + TEST_CALLS + 10) as f64;
+            let budget =
+                Duration::from_secs_f64(10.0 + CALL_BUDGET_S * calls * targets.len() as f64);
             let out = fork
                 .exec(
                     ExecRequest::shell(script)
@@ -438,7 +471,9 @@ pub async fn weigh(
                     *literal && (!pointed || ev.fault_rank.is_none_or(|r| r >= 5));
                 ev.adjusts_a_number |= *adjusts;
             }
-            summarize(ev, &g.examined.functions, &before)
+            summarize(ev, &g.examined.functions, &before, |test| {
+                passed_before(oracle, test)
+            })
         })
         .collect();
     disagreements(&mut evidence, greens);
@@ -474,11 +509,33 @@ fn rank_of(suspected: &[LineSuspect], path: &str, lines: &[u32]) -> Option<usize
         .position(|s| s.file == path && lines.contains(&s.line))
 }
 
+/// Whether the test named `test` (a function's name, or a `test(...)`'s)
+/// passed before the change and is not among those that failed: a guard
+/// whose id is that name or ends in it (`file.py::test_x`, `suite >
+/// case`, `mod.Class.test_x`, `file.py::test_x[param]`).
+fn passed_before(oracle: &Oracle, test: &str) -> bool {
+    names_a_guard(&oracle.target, &oracle.guard, test)
+}
+
+fn names_a_guard(target: &[String], guard: &[String], test: &str) -> bool {
+    let names = |id: &str| {
+        !test.is_empty()
+            && (id == test
+                || ["::", " > ", "."].iter().any(|sep| {
+                    id.strip_suffix(test)
+                        .is_some_and(|head| head.ends_with(sep))
+                })
+                || id.contains(&format!("::{test}[")))
+    };
+    guard.iter().any(|id| names(id)) && !target.iter().any(|id| names(id))
+}
+
 /// Sums the helper's findings over the changed functions.
 fn summarize(
     mut ev: Evidence,
     examined: &BTreeMap<String, Examined>,
     before: &BTreeMap<String, Examined>,
+    passed_before: impl Fn(&str) -> bool,
 ) -> Evidence {
     for (name, e) in examined {
         ev.examples += e.examples;
@@ -490,6 +547,12 @@ fn summarize(
                 ev.near += 1;
                 if !now.starts_with("ok") && then.starts_with("ok") {
                     ev.broke_near += 1;
+                }
+            }
+            // The same calls in the same order: both ran the same tests.
+            for ((test, now), (_, then)) in e.calls.iter().zip(&b.calls) {
+                if now != then && then.starts_with("ok") && passed_before(test) {
+                    ev.changed_passing += 1;
                 }
             }
         }
@@ -511,9 +574,8 @@ fn disagreements(evidence: &mut [Evidence], greens: &[Green]) {
             let (mine, theirs) = (&greens[i].examined.functions, &greens[j].examined.functions);
             let differs = mine.iter().any(|(name, e)| {
                 theirs.get(name).is_some_and(|o| {
-                    e.near
-                        .iter()
-                        .zip(&o.near)
+                    e.answers()
+                        .zip(o.answers())
                         .any(|(a, b)| a != b && a.starts_with("ok") && b.starts_with("ok"))
                 })
             });
@@ -529,12 +591,7 @@ fn disagreements(evidence: &mut [Evidence], greens: &[Green]) {
 fn judge(ev: &mut Evidence) {
     let failed = ev.examples - ev.examples_passed.min(ev.examples);
     let witnessed = ev.examples_passed.saturating_sub(ev.examples_before);
-    let (verdict, why) = if ev.examples == 0 {
-        (
-            Verdict::Plausible,
-            "no docstring example of the changed code".to_owned(),
-        )
-    } else if failed > 0 {
+    let (verdict, why) = if failed > 0 {
         (
             Verdict::Plausible,
             format!("fails {failed} of {} docstring examples", ev.examples),
@@ -543,9 +600,32 @@ fn judge(ev: &mut Evidence) {
         (
             Verdict::Plausible,
             format!(
-                "raises or hangs on {} of {} inputs near the examples' where the code did not",
+                "raises or hangs on {} of {} inputs near the examples' and the tests' where the code did not",
                 ev.broke_near, ev.near
             ),
+        )
+    } else if ev.changed_passing > 0 {
+        (
+            Verdict::Plausible,
+            format!(
+                "answers otherwise than before on {} call(s) in tests that passed before",
+                ev.changed_passing
+            ),
+        )
+    } else if ev.examples == 0 {
+        let nearby = if ev.disagree > 0 {
+            format!(
+                "; {} other plausible behaviour(s) answer otherwise near the tests' inputs",
+                ev.disagree
+            )
+        } else if ev.near > 0 {
+            format!("; nothing breaks on {} inputs near the tests'", ev.near)
+        } else {
+            String::new()
+        };
+        (
+            Verdict::Plausible,
+            format!("no docstring example of the changed code{nearby}"),
         )
     } else if witnessed == 0 {
         (
@@ -572,7 +652,7 @@ fn judge(ev: &mut Evidence) {
         (
             Verdict::Corroborated,
             format!(
-                "passes {} docstring examples, {witnessed} of which failed before; nothing breaks on {} inputs near them",
+                "passes {} docstring examples, {witnessed} of which failed before; nothing breaks on {} inputs near them and the tests'",
                 ev.examples, ev.near
             ),
         )
@@ -581,14 +661,15 @@ fn judge(ev: &mut Evidence) {
     ev.why = why;
 }
 
-/// Higher is better: examples failed, breakage nearby, a constant edit
-/// where the tests did not point, a number adjusted, then how localised
-/// the change is.
-fn rank_key(ev: &Evidence) -> (i64, i64, i64, i64, i64, f64) {
+/// Higher is better: examples failed, breakage nearby, what passing tests
+/// observe changed, a constant edit where the tests did not point, a
+/// number adjusted, then how localised the change is.
+fn rank_key(ev: &Evidence) -> (i64, i64, i64, i64, i64, i64, f64) {
     let failed = ev.examples as i64 - ev.examples_passed.min(ev.examples) as i64;
     (
         -failed,
         -(ev.broke_near as i64),
+        -(ev.changed_passing as i64),
         -i64::from(ev.unpointed_constant),
         -i64::from(ev.adjusts_a_number),
         i64::from(ev.verdict == Verdict::Corroborated),
@@ -729,6 +810,7 @@ mod tests {
                 examples: 2,
                 passed: 2,
                 near: near.iter().map(|s| (*s).to_owned()).collect(),
+                ..Examined::default()
             },
         );
         Green {
@@ -766,20 +848,23 @@ mod tests {
         assert_eq!(two[0].disagree, 0);
     }
 
-    /// Runs a helper on `source` (written as `file`, examining `spec`)
-    /// with the host's `program`, as a fork would; None where there is no
-    /// such program (outside CI).
+    /// Runs a helper on `files` (path, text; the first is examined by
+    /// `spec`) with the host's `program`, as a fork would; None where there
+    /// is no such program (outside CI).
     async fn run_with(
         program: &str,
         helper: (&str, &str),
-        file: &str,
-        source: &str,
+        files: &[(&str, &str)],
         spec: &str,
         near: usize,
     ) -> Option<(String, String)> {
         use tokio::io::AsyncWriteExt;
         let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join(file), source).unwrap();
+        for (file, text) in files {
+            let path = dir.path().join(file);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
         std::fs::write(dir.path().join(helper.0), helper.1).unwrap();
         let nonce = nonce();
         let child = forq_sandbox::host_command(program)
@@ -814,8 +899,7 @@ mod tests {
         run_with(
             "python3",
             ("examples.py", HELPER_PY),
-            "m.py",
-            source,
+            &[("m.py", source)],
             &spec,
             NEAR,
         )
@@ -823,7 +907,14 @@ mod tests {
     }
 
     async fn run_node(source: &str, spec: &str) -> Option<(String, String)> {
-        run_with("node", ("examples.cjs", HELPER_JS), "m.js", source, spec, 4).await
+        run_with(
+            "node",
+            ("examples.cjs", HELPER_JS),
+            &[("m.js", source)],
+            spec,
+            4,
+        )
+        .await
     }
 
     const JS_SUBJECT: &str = "console.log('{\"m.js::add\": {\"examples\": 9, \"passed\": 9}}');
@@ -915,6 +1006,139 @@ module.exports = { add, pair };
             return;
         };
         assert!(report(&stdout, &nonce).is_err(), "{stdout}");
+    }
+
+    /// The calls' tests and outcomes, in the helper's order.
+    fn calls_of(stdout: &str, nonce: &str, name: &str) -> Vec<(String, String)> {
+        let got = report(stdout, nonce).unwrap();
+        got.get(name)
+            .unwrap_or_else(|| panic!("{stdout}"))
+            .calls
+            .clone()
+    }
+
+    fn pair(test: &str, outcome: &str) -> (String, String) {
+        (test.to_owned(), outcome.to_owned())
+    }
+
+    #[tokio::test]
+    async fn the_python_helper_finds_the_tests_literal_calls_through_the_names_bound_to_it() {
+        let subject = "def f(x):\n    return x + 1\n\ndef g(x):\n    return x\n";
+        let tests = "import m\nfrom m import f\nLIMIT = 3\n\n\
+                     def check(candidate):\n    assert candidate(10) == 11\n\n\
+                     def test_direct():\n    assert f(1) == 2\n    assert f(LIMIT) == 4\n\n\
+                     def test_alias():\n    h = f\n    assert h(2) == 3\n    assert m.f([5]) is None\n\n\
+                     def test_other():\n    assert g(7) == 7\n\n\
+                     def test_check():\n    check(f)\n";
+        let Some((stdout, nonce)) = run_with(
+            "python3",
+            ("examples.py", HELPER_PY),
+            &[("m.py", subject), ("tests/test_m.py", tests)],
+            "m.py::f",
+            5,
+        )
+        .await
+        else {
+            return;
+        };
+        // A named constant is no literal; g's call is not f's; f([5]) raises.
+        assert_eq!(
+            calls_of(&stdout, &nonce, "m.py::f"),
+            vec![
+                pair("test_direct", "ok 2"),
+                pair("test_alias", "ok 3"),
+                pair("test_alias", "raised TypeError"),
+                pair("check", "ok 11"),
+            ],
+            "{stdout}"
+        );
+        // The tests' arguments are nudged too, where f has no examples.
+        let got = report(&stdout, &nonce).unwrap();
+        assert_eq!(got["m.py::f"].examples, 0);
+        assert_eq!(got["m.py::f"].near.len(), 5, "{stdout}");
+    }
+
+    #[tokio::test]
+    async fn the_javascript_helper_finds_the_tests_calls_and_the_test_each_is_in() {
+        let subject = "function f(x) { return x + 1; }\nmodule.exports = { f };\n";
+        let tests = "const test = require('node:test');\nconst { f } = require('../m.js');\n\
+                     const g = f;\nconst limit = 3;\n\
+                     test('direct', () => {\n  f(1);\n  f(limit);\n});\n\
+                     test(\"alias\", () => {\n  g([2, 3]);\n});\n";
+        let Some((stdout, nonce)) = run_with(
+            "node",
+            ("examples.cjs", HELPER_JS),
+            &[("m.js", subject), ("test/m.test.js", tests)],
+            "m.js::f",
+            3,
+        )
+        .await
+        else {
+            return;
+        };
+        assert_eq!(
+            calls_of(&stdout, &nonce, "m.js::f"),
+            vec![pair("direct", "ok 2"), pair("alias", "ok \"2,31\"")],
+            "{stdout}"
+        );
+    }
+
+    fn ids(names: &[&str]) -> Vec<String> {
+        names.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn a_call_counts_as_a_passing_tests_when_a_guard_and_no_target_names_its_test() {
+        let target = ids(&["tests/test_m.py::test_fails"]);
+        let guard = ids(&[
+            "tests/test_m.py::test_ok",
+            "tests/test_m.py::test_param[1]",
+            "suite > case one",
+            "tests.test_m.T.test_unit",
+            "tests/test_m.py::T::test_fails",
+        ]);
+        for yes in ["test_ok", "test_param", "case one", "test_unit"] {
+            assert!(names_a_guard(&target, &guard, yes), "{yes}");
+        }
+        // A name a failing test bears too is not known to have passed.
+        for no in ["test_fails", "ok", "", "check", "one"] {
+            assert!(!names_a_guard(&target, &guard, no), "{no}");
+        }
+    }
+
+    #[test]
+    fn answering_otherwise_on_a_passing_tests_call_ranks_below_keeping_it() {
+        let examined = |outcomes: [&str; 2]| {
+            BTreeMap::from([(
+                "m.py::f".to_owned(),
+                Examined {
+                    calls: vec![
+                        pair("test_fails", outcomes[0]),
+                        pair("test_ok", outcomes[1]),
+                    ],
+                    ..Examined::default()
+                },
+            )])
+        };
+        let (target, guard) = (ids(&["m::test_fails"]), ids(&["m::test_ok"]));
+        let before = examined(["ok 20", "ok 5"]);
+        let weigh = |now: [&str; 2]| {
+            let mut ev = summarize(Evidence::default(), &examined(now), &before, |t| {
+                names_a_guard(&target, &guard, t)
+            });
+            judge(&mut ev);
+            ev
+        };
+        // Changing what the failing test sees is the fix; what the passing
+        // one sees, a change nobody asked for.
+        let keeps = weigh(["ok 2", "ok 5"]);
+        let changes = weigh(["ok 2", "ok 3"]);
+        assert_eq!((keeps.changed_passing, changes.changed_passing), (0, 1));
+        assert_eq!(
+            changes.why,
+            "answers otherwise than before on 1 call(s) in tests that passed before"
+        );
+        assert!(rank_key(&keeps) > rank_key(&changes));
     }
 
     #[test]
