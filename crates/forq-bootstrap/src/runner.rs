@@ -368,6 +368,7 @@ impl Record {
             marker: run.marker.clone(),
             install: run.install.clone(),
             command: run.command.clone(),
+            declared: run.declared.clone(),
         })
     }
 }

@@ -56,14 +56,23 @@ impl Observer<GateEvent> for Lines {
             GateEvent::Detected { stacks } if stacks.is_empty() => {
                 "detect: no stack matched".to_owned()
             }
-            GateEvent::Detected { stacks } => format!(
-                "detect: {}",
-                stacks
-                    .iter()
-                    .map(|s| format!("{} ({})", s.name(), s.marker))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
+            GateEvent::Detected { stacks } => {
+                let mut line = format!(
+                    "detect: {}",
+                    stacks
+                        .iter()
+                        .map(|s| format!("{} ({})", s.name(), s.marker))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
+                // Where the tests' needs were read, so a wrong guess shows.
+                for s in stacks {
+                    for source in &s.declared {
+                        line.push_str(&format!("\ndeclared ({}): {source}", s.name()));
+                    }
+                }
+                line
+            }
             GateEvent::Cached { record } => match record.stacks.iter().find(|s| s.name == "agentic") {
                 Some(agentic) => format!(
                     "cache hit: the agentic fallback's recipe for this commit ({} step(s), {:.1} s saved)",

@@ -409,9 +409,7 @@ async fn run_stack(
             Ok(found) => from_golden = found,
             Err(GateError::GoldenUnproven { .. }) => {}
             Err(GateError::GoldenBroken { name, reason }) => {
-                let mut run = StackRun::new(stack.name(), &stack.marker);
-                run.install = stack.install.clone();
-                run.command = stack.command.clone();
+                let mut run = StackRun::of(stack);
                 run.reason = format!(
                     "the golden environment {name} is broken ({reason}); rebuild it or remove it"
                 );
@@ -472,9 +470,7 @@ pub(crate) async fn run_stack_in(
         options,
         journal,
     };
-    let mut run = StackRun::new(stack.name(), &stack.marker);
-    run.install = stack.install.clone();
-    run.command = stack.command.clone();
+    let mut run = StackRun::of(stack);
     let failed_install = if install {
         steps.install(&mut run).await?
     } else {

@@ -16,6 +16,10 @@ pub struct StackRun {
     pub install: Vec<String>,
     /// The test command.
     pub command: String,
+    /// Where the project declares what its tests need, and what each
+    /// source gave the install steps ([`Stack::declared`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub declared: Vec<String>,
     /// The exit code of the last command run (install step or test).
     pub exit_code: Option<i32>,
     /// What this stack alone concludes.
@@ -45,6 +49,7 @@ impl StackRun {
             marker: marker.to_owned(),
             install: Vec::new(),
             command: String::new(),
+            declared: Vec::new(),
             exit_code: None,
             verdict: Verdict::FailedDeterministic,
             reason: String::new(),
@@ -53,6 +58,16 @@ impl StackRun {
             duration_ms: 0,
             toolchains: BTreeMap::new(),
             golden: None,
+        }
+    }
+
+    /// A run of `stack` not started yet.
+    pub(crate) fn of(stack: &Stack) -> StackRun {
+        StackRun {
+            install: stack.install.clone(),
+            command: stack.command.clone(),
+            declared: stack.declared.clone(),
+            ..StackRun::new(stack.name(), &stack.marker)
         }
     }
 }

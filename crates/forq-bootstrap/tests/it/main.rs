@@ -439,6 +439,43 @@ addopts = -q
     );
 }
 
+/// What the tests need, from where the project declares it, each source
+/// named: Poetry's dev group (PyYAML and pytest, as one Poetry project on
+/// PyPI keeps them), and pytest in a Pipfile saying the runner.
+#[test]
+fn test_dependencies_are_read_where_the_project_declares_them() {
+    let dir = repo(&[
+        (
+            "pyproject.toml",
+            "[tool.poetry]\nname = \"x\"\n\n[tool.poetry.dependencies]\npython = \"^3.8\"\n\n\
+             [tool.poetry.dev-dependencies]\npytest = \"^7.0\"\nPyYAML = \"^6.0\"\n\n\
+             [build-system]\nrequires = [\"poetry-core\"]\nbuild-backend = \"poetry.core.masonry.api\"\n",
+        ),
+        ("tests/test_x.py", ""),
+    ]);
+    let stack = forq_bootstrap::detect(dir.path()).remove(0);
+    assert_eq!(
+        stack.install,
+        [
+            "python3 -m venv .forq/venv",
+            ".forq/venv/bin/pip install -e .",
+            ".forq/venv/bin/pip install 'PyYAML>=6.0,<7' 'pytest>=7.0,<8'",
+            ".forq/venv/bin/pip install pytest",
+        ]
+    );
+    assert_eq!(
+        stack.declared,
+        ["pyproject.toml [tool.poetry.dev-dependencies]: PyYAML>=6.0,<7, pytest>=7.0,<8"]
+    );
+    assert_eq!(
+        detected(&[
+            ("Pipfile", "[packages]\n\n[dev-packages]\npytest = \"*\"\n"),
+            ("test_x.py", "import unittest\n"),
+        ]),
+        ["pytest: test*.py files and pytest in Pipfile [dev-packages] => .forq/venv/bin/python -m pytest -v"]
+    );
+}
+
 #[test]
 fn pytest_plugins_the_configuration_names_are_installed() {
     let pytest = |files: &[(&str, &str)]| {

@@ -57,6 +57,47 @@ async fn a_pytest_project_installs_pytest_into_a_virtualenv() {
     assert!(!dir.path().join(".forq/venv").exists());
 }
 
+/// A project whose tests' dependencies live only in tox.ini (pytest held
+/// below 9, and a library the tests import): a person reads tox.ini; so
+/// does the gate, and says so in the record.
+#[tokio::test]
+async fn test_dependencies_declared_only_in_tox_ini_are_installed() {
+    let dir = repo(&[
+        (
+            "tox.ini",
+            "[tox]\nenvlist = py3\n\n[testenv]\ndeps =\n    pytest<9\n    six\n    py27: mock\ncommands = pytest {posargs}\n",
+        ),
+        ("calc.py", "def add(a, b):\n    return a - b\n"),
+        (
+            "tests/test_calc.py",
+            "import six\nimport pytest\nfrom calc import add\n\n\
+             def test_add():\n    assert add(2, 3) == 5\n\n\
+             def test_pinned():\n    assert int(pytest.__version__.split('.')[0]) < 9\n",
+        ),
+    ]);
+    let record = gate(dir.path(), GateOptions::default()).await;
+    assert_green(
+        &record,
+        &[
+            ("tests/test_calc.py::test_add", Outcome::Failed),
+            ("tests/test_calc.py::test_pinned", Outcome::Passed),
+        ],
+        "python",
+    );
+    let stack = &record.stacks[0];
+    assert_eq!(
+        stack.declared,
+        ["tox.ini [testenv]: pytest<9, six"],
+        "{stack:#?}"
+    );
+    assert!(
+        stack
+            .install
+            .contains(&".forq/venv/bin/pip install 'pytest<9' six".to_owned()),
+        "{stack:#?}"
+    );
+}
+
 #[tokio::test]
 async fn a_pytest_configuration_naming_coverage_and_workers_gets_their_plugins() {
     // Without pytest-cov and pytest-xdist, pytest stops at the first

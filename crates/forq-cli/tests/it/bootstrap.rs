@@ -126,3 +126,28 @@ async fn bootstrap_clones_a_git_url_shallow_and_keeps_it_when_asked() {
         "{out:?}"
     );
 }
+
+/// Where the tests' needs were read is said as the gate starts, and kept
+/// in the record.
+#[tokio::test]
+async fn bootstrap_says_where_the_tests_needs_are_declared() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("tests")).unwrap();
+    std::fs::write(
+        dir.path().join("tox.ini"),
+        "[testenv]\ndeps =\n    pytest\n    six\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("tests/test_six.py"),
+        "import six\n\n\ndef test_six():\n    assert six.PY3\n",
+    )
+    .unwrap();
+    let out = forq(&["bootstrap", dir.path().to_str().unwrap(), "--no-cache"]).await;
+    check_exit(&out, 0);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("\ndeclared (pytest): tox.ini [testenv]: pytest, six\n"),
+        "{stderr}"
+    );
+}

@@ -6,6 +6,9 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::evidence::{self, Evidence};
+use crate::runner;
+
+mod python;
 
 /// A stack the gate knows how to run.
 #[derive(
@@ -65,6 +68,11 @@ pub struct Stack {
     pub install: Vec<String>,
     /// The test command.
     pub command: String,
+    /// Where the project declares what its tests need, each with what it
+    /// gave the install steps (`pyproject.toml [dependency-groups] test:
+    /// pytest, pyyaml`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub declared: Vec<String>,
 }
 
 impl StackKind {
@@ -103,6 +111,7 @@ impl Stack {
             marker: marker.to_owned(),
             install,
             command: command.to_owned(),
+            declared: Vec::new(),
         }
     }
 
@@ -235,10 +244,11 @@ fn imports_pytest(dir: &Path) -> bool {
     })
 }
 
-/// The Python install steps: a virtualenv, the project itself (with its
-/// test extra when it declares one), and test requirement files. Empty
-/// when the project declares nothing to install.
-fn python_install(root: &Path) -> Vec<String> {
+/// The Python install steps: a virtualenv, the project itself (with the
+/// extras its tests need), the requirement files and requirements the
+/// project declares for its tests ([`python::declared`]); and where each
+/// was declared. Empty when the project declares nothing to install.
+fn python_install(root: &Path, declared: &python::Declared) -> Vec<String> {
     let mut steps = vec!["python3 -m venv .forq/venv".to_owned()];
     let pyproject = read(root, "pyproject.toml").unwrap_or_default();
     // A setup.cfg alone is not a project pip installs (it wants a
@@ -247,66 +257,34 @@ fn python_install(root: &Path) -> Vec<String> {
         || pyproject.contains("[project]")
         || pyproject.contains("[build-system]");
     if setup {
-        // setup.cfg's extras are the keys of `[options.extras_require]`.
-        let cfg_extras: Vec<String> = read(root, "setup.cfg")
-            .and_then(|cfg| section(&cfg, "[options.extras_require]"))
-            .map(|body| entries(&body).map(|(key, _)| key.to_owned()).collect())
-            .unwrap_or_default();
-        let extra = ["test", "tests", "testing", "dev"].into_iter().find(|e| {
-            pyproject.contains(&format!("\n{e} = ["))
-                || pyproject.contains(&format!("\n{e}=["))
-                || cfg_extras.iter().any(|k| k == e)
-        });
-        steps.push(match extra {
-            Some(e) => format!(".forq/venv/bin/pip install -e '.[{e}]'"),
-            None => ".forq/venv/bin/pip install -e .".to_owned(),
+        steps.push(if declared.extras.is_empty() {
+            ".forq/venv/bin/pip install -e .".to_owned()
+        } else {
+            let spec = format!(".[{}]", declared.extras.join(","));
+            format!(
+                ".forq/venv/bin/pip install -e {}",
+                runner::single_quoted(&spec)
+            )
         });
     }
-    steps.extend(
-        test_requirements(root)
-            .into_iter()
-            .map(|r| format!(".forq/venv/bin/pip install -r {r}")),
-    );
+    for file in &declared.files {
+        steps.push(format!(
+            ".forq/venv/bin/pip install -r {}",
+            runner::quote(file)
+        ));
+    }
+    if !declared.requirements.is_empty() {
+        let words: Vec<String> = declared
+            .requirements
+            .iter()
+            .map(|r| runner::quote(r))
+            .collect();
+        steps.push(format!(".forq/venv/bin/pip install {}", words.join(" ")));
+    }
     if steps.len() == 1 {
         steps.clear(); // nothing to install: no virtualenv either
     }
     steps
-}
-
-/// Requirement files for the tests: `requirements*test*.txt` at the top,
-/// `*test*.txt` in `requirements/`, and any `requirements*.txt` in
-/// `tests/` or `test/` (where other `.txt` files are test data).
-fn test_requirements(root: &Path) -> Vec<String> {
-    let mut found = Vec::new();
-    for (dir, any) in [
-        ("", false),
-        ("requirements", false),
-        ("tests", true),
-        ("test", true),
-    ] {
-        let Ok(entries) = std::fs::read_dir(root.join(dir)) else {
-            continue;
-        };
-        let mut names: Vec<String> = entries
-            .flatten()
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .filter(|n| {
-                n.ends_with(".txt")
-                    && (any && n.starts_with("requirements")
-                        || n.contains("test")
-                            && (n.starts_with("requirements") || dir == "requirements"))
-            })
-            .collect();
-        names.sort();
-        found.extend(names.into_iter().map(|n| {
-            if dir.is_empty() {
-                n
-            } else {
-                format!("{dir}/{n}")
-            }
-        }));
-    }
-    found
 }
 
 /// The files pytest reads its configuration from, with the section it
@@ -526,14 +504,26 @@ fn stack(kind: StackKind, marker: &str, install: Vec<String>, command: &str) -> 
         marker: marker.to_owned(),
         install,
         command: command.to_owned(),
+        declared: Vec::new(),
     }
 }
 
 /// pytest where it is configured or imported, else unittest where it finds
 /// test files.
 fn python(root: &Path) -> Option<Stack> {
-    if let Some(marker) = pytest_marker(root) {
-        let mut install = python_install(root);
+    let declared = python::declared(root);
+    let marker = pytest_marker(root).or_else(|| {
+        // pytest among what the tests need, wherever it is declared.
+        let source = declared.pytest.as_deref()?;
+        has_test_files(root, 2).then(|| format!("test*.py files and pytest in {source}"))
+    });
+    let mut stack = python_of(root, marker, python_install(root, &declared))?;
+    stack.declared = declared.sources;
+    Some(stack)
+}
+
+fn python_of(root: &Path, pytest: Option<String>, mut install: Vec<String>) -> Option<Stack> {
+    if let Some(marker) = pytest {
         if install.is_empty() {
             install.push("python3 -m venv .forq/venv".to_owned());
         }
@@ -553,7 +543,6 @@ fn python(root: &Path) -> Option<Stack> {
         }
         return Some(stack(StackKind::Pytest, &marker, install, &command));
     } else if has_test_files(root, 2) {
-        let install = python_install(root);
         let python = if install.is_empty() {
             "python3"
         } else {
