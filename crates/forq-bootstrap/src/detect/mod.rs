@@ -229,6 +229,33 @@ fn any_file_below(
     })
 }
 
+/// The package manifest of a project that ships no tests at all — a
+/// manifest (`pyproject.toml`, `setup.py`, `setup.cfg`, `package.json`,
+/// `Cargo.toml`, `go.mod`), and no file or directory whose name says test
+/// or spec within four levels — as registries' packages often are; None
+/// when there is no manifest or something looks like a test.
+pub(crate) fn shipped_without_tests(root: &Path) -> Option<&'static str> {
+    let manifest = [
+        "pyproject.toml",
+        "setup.py",
+        "setup.cfg",
+        "package.json",
+        "Cargo.toml",
+        "go.mod",
+    ]
+    .into_iter()
+    .find(|m| exists(root, m))?;
+    let testish = |name: &str| {
+        let n = name.to_ascii_lowercase();
+        n.contains("test") || n.contains("spec") || n == "t"
+    };
+    let looks_tested = any_file_below(root, 4, &|_| true, &|path, _| {
+        path.strip_prefix(root)
+            .is_ok_and(|rel| rel.iter().any(|part| testish(&part.to_string_lossy())))
+    });
+    (!looks_tested).then_some(manifest)
+}
+
 /// Python test files under `dir`, `depth` levels down.
 fn has_test_files(dir: &Path, depth: u32) -> bool {
     any_test_file(dir, depth, &|_| true)

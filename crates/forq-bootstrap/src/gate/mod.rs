@@ -142,17 +142,30 @@ pub async fn run(
         record.stacks.push(run);
     }
     conclude(&mut record, stacks.is_empty());
+    let untested = stacks
+        .is_empty()
+        .then(|| crate::detect::shipped_without_tests(repo))
+        .flatten();
+    if let Some(manifest) = untested {
+        // No model can set up tests that are not there.
+        record.verdict = Verdict::FailedDeterministic;
+        record.reason = format!(
+            "no tests in the package: {manifest} declares a project, but no test file, test directory \
+             or test script ships with it (registries' packages often leave them out); point forq at \
+             the project's source repository instead"
+        );
+    }
     tracing::info!(
         verdict = record.verdict.name(),
         tests = record.tests_executed,
         "gate verdict"
     );
-    if record.verdict != Verdict::Bootstrapped {
+    if record.verdict != Verdict::Bootstrapped && untested.is_none() {
         if let Some(fallback) = &options.fallback {
             fall_back(backend, repo, options, &**fallback, &mut record, &journal).await?;
         }
     }
-    if record.verdict != Verdict::Bootstrapped {
+    if record.verdict != Verdict::Bootstrapped && untested.is_none() {
         if let Some(configurator) = &options.configurator {
             configure_into(
                 backend,

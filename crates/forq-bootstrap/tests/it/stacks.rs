@@ -216,3 +216,40 @@ async fn a_meson_project_with_tests() {
         "meson",
     );
 }
+
+/// A package that ships no tests (a registry's sdist, often) is a
+/// deterministic failure that says what to do, not an unknown ecosystem;
+/// a directory with no manifest stays unknown.
+#[tokio::test]
+async fn a_package_that_ships_no_tests_says_so() {
+    let dir = repo(&[
+        (
+            "pyproject.toml",
+            "[project]\nname = \"lonely\"\nversion = \"1.0\"\n",
+        ),
+        ("src/lonely/__init__.py", "def f():\n    return 1\n"),
+        ("README.md", "# lonely\n"),
+    ]);
+    let record = gate(dir.path(), GateOptions::default()).await;
+    assert_eq!(record.verdict, Verdict::FailedDeterministic, "{record:#?}");
+    assert!(
+        record.reason.starts_with(
+            "no tests in the package: pyproject.toml declares a project, but no test file"
+        ),
+        "{}",
+        record.reason
+    );
+    assert!(record
+        .reason
+        .contains("point forq at the project's source repository"));
+    // Something named for tests, in a layout nothing detects: unknown.
+    let dir = repo(&[
+        ("pyproject.toml", "[project]\nname = \"odd\"\n"),
+        ("qa/testing_notes.txt", "run by hand\n"),
+    ]);
+    let record = gate(dir.path(), GateOptions::default()).await;
+    assert_eq!(record.verdict, Verdict::UnsupportedEcosystem, "{record:#?}");
+    let dir = repo(&[("notes.txt", "no project here\n")]);
+    let record = gate(dir.path(), GateOptions::default()).await;
+    assert_eq!(record.verdict, Verdict::UnsupportedEcosystem, "{record:#?}");
+}
