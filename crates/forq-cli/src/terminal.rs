@@ -113,6 +113,7 @@ impl Observer<GateEvent> for Lines {
                 *duration_ms as f64 / 1000.0
             ),
             GateEvent::Fallback { stacks } => format!("fallback: {} recipe(s) proposed", stacks.len()),
+            GateEvent::Retry { stack, reason, .. } => format!("retry {stack}: {reason}"),
             GateEvent::GoldenForked { golden } => format!(
                 "golden: forked {} (generation {}), nothing installed",
                 golden.name, golden.generation

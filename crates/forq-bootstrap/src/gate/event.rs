@@ -31,6 +31,16 @@ pub enum GateEvent {
         /// The cached record.
         record: Box<Record>,
     },
+    /// A stack failed in a way a newer toolchain brought; it is tried
+    /// again as the rule says ([`StackRun::retry`] names it in the record).
+    Retry {
+        /// The stack.
+        stack: String,
+        /// The rule (`cap_lints`, `doctests_only`, `pytest_major`).
+        rule: String,
+        /// Why, from the failed run's output.
+        reason: String,
+    },
     /// A step starts.
     Step {
         /// The stack (`pytest`, `rust`, ...).

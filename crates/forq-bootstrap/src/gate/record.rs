@@ -35,6 +35,14 @@ pub struct StackRun {
     /// Versions of its toolchain, when it was green.
     #[serde(default)]
     pub toolchains: BTreeMap<String, String>,
+    /// The rule that made this run a second try of the stack before it,
+    /// and why (`cap_lints: lints the crate denies are errors on this
+    /// compiler …`); none for a first try.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry: Option<String>,
+    /// The second try its output calls for, if it failed so.
+    #[serde(skip)]
+    pub(crate) again: Option<super::retry::Retry>,
     /// The golden environment its tests ran in, when one was used
     /// ([`GateOptions::golden`]): the install steps were not run again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -57,6 +65,8 @@ impl StackRun {
             output_tail: String::new(),
             duration_ms: 0,
             toolchains: BTreeMap::new(),
+            retry: None,
+            again: None,
             golden: None,
         }
     }

@@ -155,6 +155,79 @@ async fn a_rust_crate_is_fetched_then_tested_offline() {
     );
 }
 
+/// A crate whose own `deny` a compiler turns into errors (as a newer one
+/// does to an older crate's) is tried again with the lints capped, and
+/// the record keeps both runs and the rule.
+#[tokio::test]
+async fn denied_lints_are_capped_on_a_second_try_and_the_record_says_so() {
+    let dir = repo(&[
+        ("Cargo.toml", "[package]\nname = \"strict\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n"),
+        (
+            "src/lib.rs",
+            "//! Strict.\n#![deny(missing_docs)]\n\npub fn add(a: i32, b: i32) -> i32 { a - b }\n\n\
+             #[cfg(test)]\nmod tests {\n    #[test]\n    fn adds() { assert_eq!(super::add(2, 3), 5); }\n    \
+             #[test]\n    fn zero() { assert_eq!(super::add(0, 0), 0); }\n}\n",
+        ),
+    ]);
+    let record = gate(dir.path(), GateOptions::default()).await;
+    assert_green(
+        &record,
+        &[
+            ("src/lib.rs::tests::adds", Outcome::Failed),
+            ("src/lib.rs::tests::zero", Outcome::Passed),
+        ],
+        "cargo",
+    );
+    assert_eq!(record.stacks.len(), 2, "{record:#?}");
+    assert_eq!(record.stacks[0].verdict, Verdict::FailedDeterministic);
+    let again = &record.stacks[1];
+    assert!(
+        again.retry.as_deref().is_some_and(|r| r.starts_with(
+            "cap_lints: lints the crate denies are errors on this compiler (error: missing documentation"
+        )),
+        "{again:#?}"
+    );
+    assert!(again
+        .command
+        .starts_with("RUSTFLAGS=--cap-lints=warn cargo test"));
+}
+
+/// A crate whose tests read a file the package left out: its doctests
+/// are what it can still prove, and the verdict says so.
+#[tokio::test]
+async fn tests_missing_their_data_leave_a_proof_by_doctests() {
+    let dir = repo(&[
+        ("Cargo.toml", "[package]\nname = \"doubler\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n"),
+        (
+            "src/lib.rs",
+            "/// Doubles.\n///\n/// ```\n/// assert_eq!(doubler::double(2), 4);\n/// ```\npub fn double(x: i32) -> i32 { 2 * x }\n",
+        ),
+        (
+            "tests/golden.rs",
+            "const WANT: &str = include_str!(\"data/golden.txt\");\n\n#[test]\nfn golden() { assert_eq!(WANT.trim(), \"4\"); }\n",
+        ),
+    ]);
+    let record = gate(dir.path(), GateOptions::default()).await;
+    assert_eq!(record.verdict, Verdict::Bootstrapped, "{record:#?}");
+    assert_eq!((record.passed, record.failed), (1, 0), "{record:#?}");
+    assert!(
+        record
+            .reason
+            .starts_with("doctests only (the other tests cannot build): `cargo test --doc"),
+        "{}",
+        record.reason
+    );
+    let again = &record.stacks[1];
+    assert!(
+        again
+            .retry
+            .as_deref()
+            .is_some_and(|r| r.starts_with("doctests_only: the tests cannot build")
+                && r.contains("data/golden.txt")),
+        "{again:#?}"
+    );
+}
+
 #[tokio::test]
 async fn a_node_project_with_the_builtin_test_runner() {
     let dir = repo(&[

@@ -1,0 +1,267 @@
+//! Toolchain drift, handled as a person would: a stack whose tests failed
+//! for a reason a newer toolchain brought (not the project's code) is
+//! tried once more, changed as the reason says, and the record keeps both
+//! runs and names the rule.
+//!
+//! - `cap_lints`: lints a crate denies (`#![deny(missing_docs)]`,
+//!   `deny(warnings)`) that a newer compiler turned into errors: again with
+//!   `RUSTFLAGS=--cap-lints=warn`, as `cargo` itself builds dependencies.
+//! - `doctests_only`: a crate's tests that cannot build because the
+//!   package leaves out files they read (`include_str!`, a module file):
+//!   its doctests alone (`cargo test --doc`), a smaller proof, named so.
+//! - `pytest_major`: pytest's newest major failing the project's
+//!   collection with an incompatibility it introduced (a removed API, a
+//!   deprecation become an error): the newest pytest below that major.
+
+use crate::detect::{Stack, StackKind};
+
+/// A rule's second try of a stack.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Retry {
+    /// The rule (`cap_lints`, `doctests_only`, `pytest_major`).
+    pub rule: &'static str,
+    /// Why, from the output, in a sentence.
+    pub reason: String,
+    /// The stack changed as the rule says.
+    pub stack: Stack,
+}
+
+/// The rule the failed test output of `stack` calls for, if any, other
+/// than those in `tried`.
+pub(crate) fn after(stack: &Stack, output: &str, tried: &[&str]) -> Option<Retry> {
+    let rules: [fn(&Stack, &str) -> Option<Retry>; 3] = [doctests_only, cap_lints, pytest_major];
+    rules
+        .iter()
+        .filter_map(|rule| rule(stack, output))
+        .find(|r| !tried.contains(&r.rule))
+}
+
+fn retried(
+    stack: &Stack,
+    rule: &'static str,
+    reason: String,
+    install: Vec<String>,
+    command: String,
+) -> Retry {
+    Retry {
+        rule,
+        stack: Stack {
+            marker: format!("{}; retried: {rule}", stack.marker),
+            install,
+            command,
+            ..stack.clone()
+        },
+        reason,
+    }
+}
+
+/// The first line of `output` holding `sign`, trimmed.
+fn line_with<'o>(output: &'o str, sign: &str) -> Option<&'o str> {
+    output.lines().find(|l| l.contains(sign)).map(str::trim)
+}
+
+fn cap_lints(stack: &Stack, output: &str) -> Option<Retry> {
+    if stack.kind != StackKind::Rust
+        || stack.command.contains("cap-lints")
+        || !output.contains("could not compile")
+    {
+        return None;
+    }
+    // rustc says where a denied lint's level comes from.
+    let denied = [
+        "lint level is defined here",
+        "#[deny(",
+        "#![deny(",
+        "implied by `-D",
+    ]
+    .iter()
+    .any(|sign| output.contains(sign));
+    if !denied {
+        return None;
+    }
+    let lint = output
+        .lines()
+        .find(|l| l.trim_start().starts_with("error:") && !l.contains("could not compile"))
+        .map_or("a denied lint", str::trim);
+    Some(retried(
+        stack,
+        "cap_lints",
+        format!(
+            "lints the crate denies are errors on this compiler ({lint}); tried again with \
+             RUSTFLAGS=--cap-lints=warn"
+        ),
+        stack.install.clone(),
+        format!("RUSTFLAGS=--cap-lints=warn {}", stack.command),
+    ))
+}
+
+fn doctests_only(stack: &Stack, output: &str) -> Option<Retry> {
+    if stack.kind != StackKind::Rust || stack.command.contains("--doc") {
+        return None;
+    }
+    let missing = [
+        "couldn't read `",
+        "file not found for module",
+        "couldn't read \"",
+    ]
+    .iter()
+    .find_map(|sign| line_with(output, sign))?;
+    if !output.contains("could not compile") {
+        return None;
+    }
+    let command = stack
+        .command
+        .replace("cargo test", "cargo test --doc")
+        .replace("cargo nextest run", "cargo test --doc");
+    Some(retried(
+        stack,
+        "doctests_only",
+        format!(
+            "the tests cannot build: the package leaves out a file they read ({missing}); its \
+             doctests alone were run, a smaller proof"
+        ),
+        stack.install.clone(),
+        command,
+    ))
+}
+
+/// Signs of an incompatibility a pytest major brought, in a failed
+/// collection.
+const PYTEST_BREAKS: [&str; 6] = [
+    "PytestRemovedIn",
+    "has no attribute 'yield_fixture'",
+    "pytest.warns(None)",
+    "unexpected keyword argument 'path'",
+    "has no attribute 'fspath'",
+    "support for nose",
+];
+
+fn pytest_major(stack: &Stack, output: &str) -> Option<Retry> {
+    if stack.kind != StackKind::Pytest {
+        return None;
+    }
+    // The session header: `platform linux -- Python 3.11.2, pytest-9.2.0, pluggy-1.6.0`.
+    let major: u32 = output
+        .split("pytest-")
+        .skip(1)
+        .find_map(|rest| rest.split('.').next()?.parse().ok())?;
+    let sign = PYTEST_BREAKS.iter().find_map(|s| line_with(output, s))?;
+    let pin = format!("pytest<{major}");
+    // The step that installs pytest (and the plugins after it).
+    let mut changed = false;
+    let install: Vec<String> = stack
+        .install
+        .iter()
+        .map(|step| {
+            let at = step.find(" install pytest").filter(|_| !changed);
+            let end = at.map(|a| a + " install pytest".len());
+            match (at, end) {
+                (Some(at), Some(end)) if step[end..].is_empty() || step[end..].starts_with(' ') => {
+                    changed = true;
+                    format!("{} install '{pin}'{}", &step[..at], &step[end..])
+                }
+                _ => step.clone(),
+            }
+        })
+        .collect();
+    changed.then(|| {
+        retried(
+            stack,
+            "pytest_major",
+            format!(
+                "pytest {major} fails this project's collection ({sign}); tried again with the \
+                 newest pytest below {major}"
+            ),
+            install,
+            stack.command.clone(),
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rust() -> Stack {
+        crate::detect::Stack {
+            kind: StackKind::Rust,
+            marker: "Cargo.toml".to_owned(),
+            ..Stack::custom(
+                "rust",
+                vec!["cargo fetch".to_owned()],
+                "cargo test --workspace --no-fail-fast --offline",
+            )
+        }
+    }
+
+    #[test]
+    fn a_denied_lint_on_a_newer_compiler_is_capped_once() {
+        let output = "   Compiling memchr v2.7.4\nerror: missing documentation for a method\n  --> src/arch/mod.rs:3:5\n   |\nnote: the lint level is defined here\n  --> src/lib.rs:1:9\n   |\n1  | #![deny(missing_docs)]\n\nerror: could not compile `memchr` (lib test) due to 4 previous errors\n";
+        let retry = after(&rust(), output, &[]).unwrap();
+        assert_eq!(retry.rule, "cap_lints");
+        assert_eq!(
+            retry.stack.command,
+            "RUSTFLAGS=--cap-lints=warn cargo test --workspace --no-fail-fast --offline"
+        );
+        assert!(
+            retry
+                .reason
+                .contains("(error: missing documentation for a method)"),
+            "{}",
+            retry.reason
+        );
+        assert_eq!(retry.stack.marker, "Cargo.toml; retried: cap_lints");
+        // Once: the capped stack asks for nothing more on the same output.
+        assert_eq!(after(&retry.stack, output, &["cap_lints"]), None);
+        // A plain compile error is the code's, not drift.
+        let broken = "error[E0308]: mismatched types\nerror: could not compile `x` (lib) due to 1 previous error\n";
+        assert_eq!(after(&rust(), broken, &[]), None);
+    }
+
+    #[test]
+    fn tests_missing_their_data_leave_the_doctests() {
+        let output = "error: couldn't read `tests/data/sample.bin`: No such file or directory (os error 2)\n --> tests/decode.rs:4:20\nerror: could not compile `bytes-ish` (test \"decode\") due to 1 previous error\n";
+        let retry = after(&rust(), output, &[]).unwrap();
+        assert_eq!(retry.rule, "doctests_only");
+        assert_eq!(
+            retry.stack.command,
+            "cargo test --doc --workspace --no-fail-fast --offline"
+        );
+        assert!(retry
+            .reason
+            .contains("couldn't read `tests/data/sample.bin`"));
+        assert_eq!(after(&retry.stack, output, &["doctests_only"]), None);
+    }
+
+    #[test]
+    fn a_pytest_major_that_breaks_collection_is_pinned_below() {
+        let stack = Stack {
+            kind: StackKind::Pytest,
+            ..Stack::custom(
+                "pytest",
+                vec![
+                    "python3 -m venv .forq/venv".to_owned(),
+                    ".forq/venv/bin/pip install pytest pytest-cov".to_owned(),
+                ],
+                ".forq/venv/bin/python -m pytest -v --no-cov",
+            )
+        };
+        let output = "platform linux -- Python 3.11.2, pytest-9.2.0, pluggy-1.6.0\ncollected 0 items / 1 error\nE   pytest.PytestRemovedIn9Warning: support for nose tests is removed\n";
+        let retry = after(&stack, output, &[]).unwrap();
+        assert_eq!(retry.rule, "pytest_major");
+        assert_eq!(
+            retry.stack.install[1],
+            ".forq/venv/bin/pip install 'pytest<9' pytest-cov"
+        );
+        assert!(
+            retry.reason.starts_with(
+                "pytest 9 fails this project's collection (E   pytest.PytestRemovedIn9Warning"
+            ),
+            "{}",
+            retry.reason
+        );
+        // No sign of drift: a missing module is the project's setup.
+        let plain = "platform linux -- Python 3.11.2, pytest-9.2.0\nE   ModuleNotFoundError: No module named 'yaml'\n";
+        assert_eq!(after(&stack, plain, &[]), None);
+    }
+}
