@@ -179,7 +179,9 @@ impl Stack {
             StackKind::Node => evidence::node_test(output)
                 .or_else(|| evidence::jest(output))
                 .or_else(|| evidence::vitest(output))
-                .or_else(|| evidence::mocha(output)),
+                .or_else(|| evidence::mocha(output))
+                .or_else(|| evidence::ava(output))
+                .or_else(|| evidence::uvu(output)),
             StackKind::Custom => evidence::any(output),
         }
     }

@@ -392,7 +392,7 @@ pub fn node_test(output: &str) -> Option<Evidence> {
         };
         if matches!(
             key,
-            "tests" | "pass" | "fail" | "cancelled" | "skipped" | "todo"
+            "tests" | "pass" | "fail" | "cancelled" | "skipped" | "skip" | "todo"
         ) {
             if let Ok(n) = value.trim().parse() {
                 counts.insert(key, n);
@@ -411,11 +411,16 @@ pub fn node_test(output: &str) -> Option<Evidence> {
     ev.passed = get("pass");
     ev.failed = get("fail");
     ev.errors = get("cancelled");
-    ev.skipped = get("skipped") + get("todo");
+    ev.skipped = get("skipped") + get("skip") + get("todo");
     // A file node's runner gave up on is named by its absolute path: the
     // directory the run started in (see [`NODE_CWD`]) is cut off it, so
     // the name is the same in every fork.
     let cwd = text.lines().find_map(|l| l.strip_prefix(NODE_CWD));
+    // Flat TAP (tape, `ava --tap`): no subtests, each `ok N - name` at
+    // the margin is a test.
+    let flat = !text
+        .lines()
+        .any(|l| l.trim_start().starts_with("# Subtest: "));
     // TAP: a stack of open subtests (indent, name, has children).
     let mut open: Vec<(usize, String, bool)> = Vec::new();
     for line in text.lines() {
@@ -444,17 +449,24 @@ pub fn node_test(output: &str) -> Option<Evidence> {
         let (name, directive) = name_and_directive
             .split_once(" # ")
             .map_or((name_and_directive, ""), |(n, d)| (n, d));
-        let Some(at) = open.iter().rposition(|(i, n, _)| *i == indent && n == name) else {
-            continue;
+        let id = if flat {
+            if indent > 0 {
+                continue;
+            }
+            name.to_owned()
+        } else {
+            let Some(at) = open.iter().rposition(|(i, n, _)| *i == indent && n == name) else {
+                continue;
+            };
+            if open[at].2 {
+                continue; // a suite
+            }
+            open[..=at]
+                .iter()
+                .map(|(_, n, _)| relative_to(cwd, n))
+                .collect::<Vec<_>>()
+                .join(" > ")
         };
-        if open[at].2 {
-            continue; // a suite
-        }
-        let id = open[..=at]
-            .iter()
-            .map(|(_, n, _)| relative_to(cwd, n))
-            .collect::<Vec<_>>()
-            .join(" > ");
         let upper = directive.to_ascii_uppercase();
         let outcome = if upper.starts_with("SKIP") || upper.starts_with("TODO") {
             Outcome::Skipped
@@ -627,6 +639,111 @@ pub fn mocha(output: &str) -> Option<Evidence> {
         ("- ", Outcome::Skipped),
     ];
     tree_report(&lines[..passing_at], "", &markers, &mut ev);
+    Some(ev)
+}
+
+/// ava's default reporter (verbose under CI): `✔ name`, `✘ [fail]: name`,
+/// `- [skip] name`, `- [todo] name` per test, and the closing `N tests
+/// failed` / `N tests passed` / `N tests skipped` / `N known failures`
+/// lines (passes are counted from their lines where the summary leaves
+/// them out, as it does when a test failed).
+pub fn ava(output: &str) -> Option<Evidence> {
+    let text = strip_ansi(output);
+    let mut ev = Evidence::new("ava");
+    let mut summary: BTreeMap<&str, u32> = BTreeMap::new();
+    for line in text.lines() {
+        let t = line.trim();
+        let mut words = t.split_whitespace();
+        if let (Some(n), Some(unit), Some(what), None) =
+            (words.next(), words.next(), words.next(), words.next())
+        {
+            if let (Ok(n), true) = (n.parse::<u32>(), matches!(unit, "test" | "tests" | "known")) {
+                let key = match what {
+                    "passed" | "failed" | "skipped" | "todo" => what,
+                    "failure" | "failures" if unit == "known" => "known",
+                    _ => continue,
+                };
+                summary.insert(key, n);
+                ev.lines.push(t.to_owned());
+                continue;
+            }
+        }
+        let (outcome, name) = if let Some(name) = t.strip_prefix("✔ ") {
+            (Outcome::Passed, name)
+        } else if let Some(name) = t.strip_prefix("✘ [fail]: ") {
+            (Outcome::Failed, name)
+        } else if let Some(name) = t
+            .strip_prefix("- [skip] ")
+            .or_else(|| t.strip_prefix("- [todo] "))
+        {
+            (Outcome::Skipped, name)
+        } else {
+            continue;
+        };
+        // `✔ name (12ms)`: the duration is not the name.
+        let name = match name.rsplit_once(" (") {
+            Some((head, tail)) if tail.ends_with("ms)") || tail.ends_with("s)") => head,
+            _ => name,
+        };
+        ev.tests.insert(name.trim().to_owned(), outcome);
+    }
+    if summary.is_empty() {
+        return None;
+    }
+    let count = |o: Outcome| ev.tests.values().filter(|&&x| x == o).count() as u32;
+    ev.passed = summary
+        .get("passed")
+        .copied()
+        .unwrap_or_else(|| count(Outcome::Passed));
+    ev.failed = summary
+        .get("failed")
+        .copied()
+        .unwrap_or_else(|| count(Outcome::Failed));
+    ev.skipped =
+        summary.get("skipped").copied().unwrap_or(0) + summary.get("todo").copied().unwrap_or(0);
+    Some(ev)
+}
+
+/// uvu: the closing `Total: N`, `Passed: N`, `Skipped: N` block (failed
+/// is what of the total did not pass) and a failed test's `FAIL  "name"`
+/// (with its suite, `FAIL  suite  "name"`).
+pub fn uvu(output: &str) -> Option<Evidence> {
+    let text = strip_ansi(output);
+    let mut ev = Evidence::new("uvu");
+    let mut total = None;
+    let mut passed = None;
+    for line in text.lines() {
+        let t = line.trim();
+        let number = |key: &str| t.strip_prefix(key)?.trim().parse::<u32>().ok();
+        if let Some(n) = number("Total:") {
+            total = Some(n);
+        } else if let Some(n) = number("Passed:") {
+            passed = Some(n);
+        } else if let Some(n) = number("Skipped:") {
+            ev.skipped = n;
+        } else if let Some(rest) = t.strip_prefix("FAIL ") {
+            let rest = rest.trim();
+            if let Some((suite, name)) = rest
+                .rsplit_once('"')
+                .and_then(|(head, _)| head.rsplit_once('"'))
+            {
+                let suite = suite.trim();
+                let id = if suite.is_empty() {
+                    name.to_owned()
+                } else {
+                    format!("{suite} > {name}")
+                };
+                ev.tests.insert(id, Outcome::Failed);
+            }
+            continue;
+        } else {
+            continue;
+        }
+        ev.lines.push(t.to_owned());
+    }
+    let (total, passed) = (total?, passed?);
+    ev.passed = passed;
+    ev.failed = total.saturating_sub(passed);
     Some(ev)
 }
 
@@ -912,7 +1029,7 @@ pub fn meson(output: &str) -> Option<Evidence> {
 /// is not known in advance: the first that saw tests execute, else the
 /// first that recognised its runner at all.
 pub fn any(output: &str) -> Option<Evidence> {
-    let parsers: [fn(&str) -> Option<Evidence>; 15] = [
+    let parsers: [fn(&str) -> Option<Evidence>; 17] = [
         pytest,
         unittest,
         nextest,
@@ -922,6 +1039,8 @@ pub fn any(output: &str) -> Option<Evidence> {
         jest,
         vitest,
         mocha,
+        ava,
+        uvu,
         node_test,
         ctest,
         meson,

@@ -599,6 +599,9 @@ impl StackSteps<'_> {
             run.exit_code = Some(out.shell_code());
             run.output_tail = tail(&out);
             if let Some(why) = crate::runner::install_failure(&out, options.install_timeout) {
+                let package = self.sandbox.read_file(Path::new("package.json")).await.ok();
+                let package = package.as_deref().map(String::from_utf8_lossy);
+                run.again = retry::after_install(self.stack, package.as_deref());
                 return Ok(Some(format!("install step `{command}` {why}")));
             }
         }

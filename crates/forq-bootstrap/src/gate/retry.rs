@@ -12,6 +12,10 @@
 //! - `pytest_major`: pytest's newest major failing the project's
 //!   collection with an incompatibility it introduced (a removed API, a
 //!   deprecation become an error): the newest pytest below that major.
+//! - `lean_install`: an npm install that failed, again without what the
+//!   tests do not need — optional dependencies, install scripts (where
+//!   browser runners download browsers from hosts the egress proxy
+//!   refuses), and browser-only devDependencies (karma, puppeteer, …).
 
 use crate::detect::{Stack, StackKind};
 
@@ -45,8 +49,9 @@ fn retried(
 ) -> Retry {
     Retry {
         rule,
+        // The marker stays: it is what detected the stack (and node's
+        // runner reads its script from it); the run's `retry` names the rule.
         stack: Stack {
-            marker: format!("{}; retried: {rule}", stack.marker),
             install,
             command,
             ..stack.clone()
@@ -178,6 +183,73 @@ fn pytest_major(stack: &Stack, output: &str) -> Option<Retry> {
     })
 }
 
+/// devDependencies that run tests in a browser (or fetch one): a node
+/// test run does not need them, and their installs reach for hosts no
+/// registry serves.
+const BROWSER_ONLY: [&str; 22] = [
+    "karma",
+    "puppeteer",
+    "playwright",
+    "@playwright/",
+    "electron",
+    "chromedriver",
+    "geckodriver",
+    "selenium",
+    "webdriverio",
+    "@wdio/",
+    "cypress",
+    "nightwatch",
+    "testem",
+    "airtap",
+    "zuul",
+    "tape-run",
+    "browser-run",
+    "@web/test-runner",
+    "phantomjs",
+    "mochify",
+    "testling",
+    "saucelabs",
+];
+
+/// The second try a failed npm install of `stack` calls for, given the
+/// repository's `package.json` (None: unreadable).
+pub(crate) fn after_install(stack: &Stack, package_json: Option<&str>) -> Option<Retry> {
+    let npm = matches!(stack.install.as_slice(), [one] if one == "npm ci" || one == "npm install");
+    if stack.kind != StackKind::Node || !npm {
+        return None;
+    }
+    let pkg: serde_json::Value = serde_json::from_str(package_json?).ok()?;
+    let browser: Vec<&str> = pkg
+        .get("devDependencies")
+        .and_then(serde_json::Value::as_object)
+        .into_iter()
+        .flat_map(|deps| deps.keys())
+        .map(String::as_str)
+        .filter(|name| BROWSER_ONLY.iter().any(|b| name.starts_with(b)))
+        .collect();
+    let mut install = Vec::new();
+    let mut what = "optional dependencies and install scripts".to_owned();
+    if !browser.is_empty() {
+        let keys: Vec<String> = browser
+            .iter()
+            .map(|b| crate::runner::quote(&format!("devDependencies.{b}")))
+            .collect();
+        install.push(format!("npm pkg delete {}", keys.join(" ")));
+        what = format!(
+            "{what}, and browser-only devDependencies ({})",
+            browser.join(", ")
+        );
+    }
+    install.push("npm install --no-audit --no-fund --omit=optional --ignore-scripts".to_owned());
+    Some(retried(
+        stack,
+        "lean_install",
+        format!("the full install failed; tried again without what the tests do not need: {what}"),
+        install,
+        stack.command.clone(),
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -210,7 +282,6 @@ mod tests {
             "{}",
             retry.reason
         );
-        assert_eq!(retry.stack.marker, "Cargo.toml; retried: cap_lints");
         // Once: the capped stack asks for nothing more on the same output.
         assert_eq!(after(&retry.stack, output, &["cap_lints"]), None);
         // A plain compile error is the code's, not drift.
@@ -231,6 +302,37 @@ mod tests {
             .reason
             .contains("couldn't read `tests/data/sample.bin`"));
         assert_eq!(after(&retry.stack, output, &["doctests_only"]), None);
+    }
+
+    #[test]
+    fn a_failed_npm_install_goes_lean_without_browser_runners() {
+        let stack = Stack {
+            kind: StackKind::Node,
+            ..Stack::custom("node", vec!["npm ci".to_owned()], "npm test")
+        };
+        let pkg = r#"{"devDependencies": {"tape": "^5", "karma": "^6", "karma-chrome-launcher": "^3", "@wdio/cli": "^8", "jsdom": "^24"}}"#;
+        let retry = after_install(&stack, Some(pkg)).unwrap();
+        assert_eq!(retry.rule, "lean_install");
+        assert_eq!(
+            retry.stack.install,
+            [
+                "npm pkg delete devDependencies.@wdio/cli devDependencies.karma devDependencies.karma-chrome-launcher",
+                "npm install --no-audit --no-fund --omit=optional --ignore-scripts",
+            ]
+        );
+        assert!(
+            retry.reason.ends_with(
+                "browser-only devDependencies (@wdio/cli, karma, karma-chrome-launcher)"
+            ),
+            "{}",
+            retry.reason
+        );
+        // Once: the lean stack is not made leaner; other stacks are not npm's.
+        assert_eq!(after_install(&retry.stack, Some(pkg)), None);
+        assert_eq!(after_install(&rust(), Some(pkg)), None);
+        // Nothing browser-only: scripts and optional dependencies alone.
+        let retry = after_install(&stack, Some("{}")).unwrap();
+        assert_eq!(retry.stack.install.len(), 1);
     }
 
     #[test]

@@ -18,6 +18,8 @@ type Parser = fn(&str) -> Option<Evidence>;
 /// The parser of a capture, by the prefix of its name (as `capture.sh`
 /// names them).
 const PARSERS: &[(&str, &str, Parser)] = &[
+    ("ava_tap", "node_test", evidence::node_test),
+    ("ava_", "ava", evidence::ava),
     ("cargo_", "cargo", evidence::cargo),
     ("ctest_", "ctest", evidence::ctest),
     ("go_json", "go_test_json", evidence::go_test_json),
@@ -32,6 +34,7 @@ const PARSERS: &[(&str, &str, Parser)] = &[
     ("pytest_", "pytest", evidence::pytest),
     ("tape_", "node_test", evidence::node_test),
     ("unittest_", "unittest", evidence::unittest),
+    ("uvu_", "uvu", evidence::uvu),
     ("vitest_", "vitest", evidence::vitest),
 ];
 

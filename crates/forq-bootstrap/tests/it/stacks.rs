@@ -228,6 +228,71 @@ async fn tests_missing_their_data_leave_a_proof_by_doctests() {
     );
 }
 
+/// uvu through `npm test`, installed from the registry: its summary is
+/// the evidence.
+#[tokio::test]
+async fn a_node_project_testing_with_uvu() {
+    let dir = repo(&[
+        (
+            "package.json",
+            r#"{"name": "calc", "version": "1.0.0", "private": true, "scripts": {"test": "uvu tests"}, "devDependencies": {"uvu": "^0.5.6"}}"#,
+        ),
+        ("calc.js", "exports.add = (a, b) => a - b;\n"),
+        (
+            "tests/calc.js",
+            "const { test } = require('uvu');\nconst assert = require('uvu/assert');\nconst { add } = require('../calc.js');\n\
+             test('adds', () => { assert.is(add(2, 3), 5); });\ntest('zero', () => { assert.is(add(0, 0), 0); });\ntest.run();\n",
+        ),
+    ]);
+    let record = gate(dir.path(), GateOptions::default()).await;
+    assert_eq!(record.verdict, Verdict::Bootstrapped, "{record:#?}");
+    assert_eq!((record.passed, record.failed), (1, 1), "{record:#?}");
+    assert_eq!(record.tests.get("adds"), Some(&Outcome::Failed));
+}
+
+/// An npm install that fails on what the tests do not need (here the
+/// project's own install script; a browser runner's download, elsewhere)
+/// is tried again lean, and the tests run.
+#[tokio::test]
+async fn a_failed_npm_install_is_tried_again_without_scripts_and_browser_runners() {
+    let dir = repo(&[
+        (
+            "package.json",
+            r#"{"name": "calc", "version": "1.0.0", "private": true, "scripts": {"preinstall": "exit 3", "test": "node --test"}, "devDependencies": {"karma": "^6.4.4"}}"#,
+        ),
+        ("calc.js", "exports.add = (a, b) => a - b;\n"),
+        (
+            "test/calc.test.js",
+            "const test = require('node:test');\nconst assert = require('node:assert');\nconst { add } = require('../calc.js');\n\
+             test('adds', () => assert.strictEqual(add(2, 3), 5));\ntest('zero', () => assert.strictEqual(add(0, 0), 0));\n",
+        ),
+    ]);
+    let record = gate(dir.path(), GateOptions::default()).await;
+    assert_eq!(record.verdict, Verdict::Bootstrapped, "{record:#?}");
+    assert_eq!((record.passed, record.failed), (1, 1), "{record:#?}");
+    assert_eq!(record.stacks.len(), 2, "{record:#?}");
+    assert!(
+        record.stacks[0]
+            .reason
+            .starts_with("install step `npm install` exited"),
+        "{record:#?}"
+    );
+    let lean = &record.stacks[1];
+    assert_eq!(
+        lean.install,
+        [
+            "npm pkg delete devDependencies.karma",
+            "npm install --no-audit --no-fund --omit=optional --ignore-scripts",
+        ]
+    );
+    assert!(
+        lean.retry
+            .as_deref()
+            .is_some_and(|r| r.starts_with("lean_install: the full install failed")),
+        "{lean:#?}"
+    );
+}
+
 #[tokio::test]
 async fn a_node_project_with_the_builtin_test_runner() {
     let dir = repo(&[

@@ -95,6 +95,9 @@ pub(crate) async fn run(args: BootstrapArgs) -> anyhow::Result<ExitCode> {
                 "{:<10} {}  ({}, {} ms)",
                 s.name, s.command, s.marker, s.duration_ms
             )?;
+            if let Some(retry) = &s.retry {
+                writeln!(out, "           retried: {retry}")?;
+            }
             for step in &s.install {
                 writeln!(out, "           install: {step}")?;
             }
