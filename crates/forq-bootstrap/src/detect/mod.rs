@@ -249,7 +249,18 @@ pub(crate) fn shipped_without_tests(root: &Path) -> Option<&'static str> {
     .find(|m| exists(root, m))?;
     let testish = |name: &str| {
         let n = name.to_ascii_lowercase();
-        n.contains("test") || n.contains("spec") || n == "t"
+        let stem = n.split('.').next().unwrap_or(&n);
+        matches!(
+            stem,
+            "test" | "tests" | "testing" | "spec" | "specs" | "__tests__" | "t" | "conftest"
+        ) || ["test_", "test-", "tests_"]
+            .iter()
+            .any(|p| stem.starts_with(p))
+            || ["_test", "_tests", "-test", "-tests", "_spec"]
+                .iter()
+                .any(|s| stem.ends_with(s))
+            || n.contains(".test.")
+            || n.contains(".spec.")
     };
     let looks_tested = any_file_below(root, 4, &|_| true, &|path, _| {
         path.strip_prefix(root)

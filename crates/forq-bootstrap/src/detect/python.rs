@@ -499,14 +499,18 @@ fn tox(root: &Path, pyproject: &Table, project: Option<&str>, found: &mut Vec<Fo
             f.line(&line, project);
         }
         for line in value_lines(&body, "extras").unwrap_or_default() {
-            if !line.contains(':') {
-                f.extras.extend(
-                    line.split(',')
-                        .map(str::trim)
-                        .filter(|e| !e.is_empty())
-                        .map(str::to_owned),
-                );
-            }
+            let names = match factored(&line) {
+                Some((factors, rest)) if factors.iter().any(|f| TEST_FACTORS.contains(f)) => rest,
+                Some(_) => continue,
+                None => line.as_str(),
+            };
+            f.extras.extend(
+                names
+                    .split([',', ' '])
+                    .map(str::trim)
+                    .filter(|e| !e.is_empty())
+                    .map(str::to_owned),
+            );
         }
         found.push(f);
     } else if let Some(base) = path(pyproject, &["tool", "tox", "env_run_base"]) {
@@ -555,17 +559,36 @@ fn tox_lines(text: &str, lines: &[String], depth: usize) -> Vec<String> {
             }
             continue;
         }
-        let factor = line.split_once(':').is_some_and(|(head, rest)| {
-            !rest.starts_with("//")
-                && head
-                    .chars()
-                    .all(|c| c.is_alphanumeric() || matches!(c, '-' | '_' | ',' | '!' | '.' | ' '))
-        });
-        if !factor {
-            out.push(line.clone());
+        match factored(line) {
+            // A test environment's factor (`unit: pytest`): the tests'.
+            Some((factors, rest)) if factors.iter().any(|f| TEST_FACTORS.contains(f)) => {
+                out.push(rest.to_owned());
+            }
+            Some(_) => {}
+            None => out.push(line.clone()),
         }
     }
     out
+}
+
+/// tox factors that name a test environment.
+const TEST_FACTORS: [&str; 6] = ["unit", "units", "test", "tests", "testing", "pytest"];
+
+/// A factor-conditional tox line (`py38,unit-!pypy: x`): its positive
+/// factors and what follows; None for a plain line.
+fn factored(line: &str) -> Option<(Vec<&str>, &str)> {
+    let (head, rest) = line.split_once(':')?;
+    let factor_chars =
+        |c: char| c.is_alphanumeric() || matches!(c, '-' | '_' | ',' | '!' | '.' | ' ' | '{' | '}');
+    if rest.starts_with("//") || !head.chars().all(factor_chars) {
+        return None;
+    }
+    let factors = head
+        .split([',', '-', ' '])
+        .map(str::trim)
+        .filter(|f| !f.is_empty() && !f.starts_with('!'))
+        .collect();
+    Some((factors, rest.trim()))
 }
 
 /// nox sessions named for tests, read (never run): the string arguments
@@ -788,6 +811,19 @@ mod tests {
         assert_eq!(got.requirements, ["pytest<9", "hypothesis"]);
         assert_eq!(got.files, ["requirements/test.txt"]);
         assert_eq!(got.extras, ["diagrams", "yaml"]);
+        // A test environment's factors are the tests' (pyparsing's tox.ini
+        // says `unit: pytest` and `extras = unit: diagrams`); a docs one's
+        // and a Python version's are not.
+        let (_d, got) = project(&[(
+            "tox.ini",
+            "[testenv]\ndeps =\n    unit: pytest\n    unit-!py315t: matplotlib; python_version <= '3.15'\n    doctest: sphinx\n\
+             extras = unit: diagrams\n",
+        )]);
+        assert_eq!(
+            got.requirements,
+            ["pytest", "matplotlib; python_version <= '3.15'"]
+        );
+        assert_eq!(got.extras, ["diagrams"]);
         // The same in setup.cfg beside [tox:tox], and in pyproject.toml.
         let cfg = ini.replace("[tox]", "[tox:tox]");
         let (_d, got) = project(&[("setup.cfg", &cfg)]);

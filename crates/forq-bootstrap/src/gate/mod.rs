@@ -165,8 +165,9 @@ pub async fn run(
         record.stacks.push(run);
     }
     conclude(&mut record, stacks.is_empty());
-    let untested = stacks
-        .is_empty()
+    // Nothing detected, or a runner found nothing to run: where the
+    // package ships no tests, that is the reason.
+    let untested = (record.verdict != Verdict::Bootstrapped)
         .then(|| crate::detect::shipped_without_tests(repo))
         .flatten();
     if let Some(manifest) = untested {

@@ -12,6 +12,9 @@
 //! - `pytest_major`: pytest's newest major failing the project's
 //!   collection with an incompatibility it introduced (a removed API, a
 //!   deprecation become an error): the newest pytest below that major.
+//! - `pytest_unpinned`: the old pytest (or plugin) a project pins for its
+//!   tests crashing on this Python (a traceback inside pytest itself):
+//!   the newest ones, unpinned.
 //! - `lean_install`: an npm install that failed, again without what the
 //!   tests do not need — optional dependencies, install scripts (where
 //!   browser runners download browsers from hosts the egress proxy
@@ -33,7 +36,8 @@ pub(crate) struct Retry {
 /// The rule the failed test output of `stack` calls for, if any, other
 /// than those in `tried`.
 pub(crate) fn after(stack: &Stack, output: &str, tried: &[&str]) -> Option<Retry> {
-    let rules: [fn(&Stack, &str) -> Option<Retry>; 3] = [doctests_only, cap_lints, pytest_major];
+    let rules: [fn(&Stack, &str) -> Option<Retry>; 4] =
+        [doctests_only, cap_lints, pytest_major, pytest_unpinned];
     rules
         .iter()
         .filter_map(|rule| rule(stack, output))
@@ -183,6 +187,62 @@ fn pytest_major(stack: &Stack, output: &str) -> Option<Retry> {
     })
 }
 
+fn pytest_unpinned(stack: &Stack, output: &str) -> Option<Retry> {
+    if stack.kind != StackKind::Pytest {
+        return None;
+    }
+    // A traceback through pytest's own code or a plugin's, not the tests'.
+    let sign = output
+        .lines()
+        .find(|l| l.contains("site-packages/_pytest/") || l.contains("site-packages/pytest_"))?;
+    let error = output
+        .lines()
+        .rev()
+        .find(|l| !l.starts_with(' ') && l.contains("Error"))
+        .map_or(sign.trim(), str::trim);
+    let mut unpinned = Vec::new();
+    let install: Vec<String> = stack
+        .install
+        .iter()
+        .map(|step| {
+            if !step.contains("pip install ") {
+                return step.clone();
+            }
+            let words: Vec<String> = step
+                .split(' ')
+                .map(|w| {
+                    let bare = w.trim_matches('\'');
+                    let name_end = bare
+                        .find(|c: char| matches!(c, '<' | '>' | '=' | '~' | '!' | '['))
+                        .unwrap_or(bare.len());
+                    let name = &bare[..name_end];
+                    let pinned = name_end < bare.len() && !bare[name_end..].starts_with('[');
+                    if (name == "pytest" || name.starts_with("pytest-")) && pinned {
+                        unpinned.push(bare.to_owned());
+                        name.to_owned()
+                    } else {
+                        w.to_owned()
+                    }
+                })
+                .collect();
+            words.join(" ")
+        })
+        .collect();
+    (!unpinned.is_empty()).then(|| {
+        retried(
+            stack,
+            "pytest_unpinned",
+            format!(
+                "the pytest the project pins ({}) fails on this Python ({error}); tried again \
+                 with the newest",
+                unpinned.join(", ")
+            ),
+            install,
+            stack.command.clone(),
+        )
+    })
+}
+
 /// devDependencies that run tests in a browser (or fetch one): a node
 /// test run does not need them, and their installs reach for hosts no
 /// registry serves.
@@ -302,6 +362,36 @@ mod tests {
             .reason
             .contains("couldn't read `tests/data/sample.bin`"));
         assert_eq!(after(&retry.stack, output, &["doctests_only"]), None);
+    }
+
+    #[test]
+    fn an_old_pinned_pytest_that_crashes_on_this_python_is_unpinned() {
+        let stack = Stack {
+            kind: StackKind::Pytest,
+            ..Stack::custom(
+                "pytest",
+                vec![
+                    ".forq/venv/bin/pip install -e .".to_owned(),
+                    ".forq/venv/bin/pip install 'pytest>=4.6.4,<5' 'pytest-mock>=1.10.4,<2' 'tox>=3.13.2,<4'".to_owned(),
+                    ".forq/venv/bin/pip install pytest".to_owned(),
+                ],
+                ".forq/venv/bin/python -m pytest -v",
+            )
+        };
+        let output = "Traceback (most recent call last):\n  File \"/workspace/.forq/venv/lib/python3.11/site-packages/_pytest/assertion/rewrite.py\", line 406, in _rewrite_test\n    co = compile(tree, fn.strpath, \"exec\", dont_inherit=True)\nTypeError: required field \"lineno\" missing from alias\n";
+        let retry = after(&stack, output, &[]).unwrap();
+        assert_eq!(retry.rule, "pytest_unpinned");
+        assert_eq!(
+            retry.stack.install[1],
+            ".forq/venv/bin/pip install pytest pytest-mock 'tox>=3.13.2,<4'"
+        );
+        assert!(retry.reason.contains("(pytest>=4.6.4,<5, pytest-mock>=1.10.4,<2) fails on this Python (TypeError: required field"), "{}", retry.reason);
+        // Nothing pinned: nothing to unpin; a traceback in the tests: not pytest's.
+        assert_eq!(after(&retry.stack, output, &["pytest_unpinned"]), None);
+        assert_eq!(pytest_unpinned(&retry.stack, output), None);
+        let tests =
+            "  File \"/workspace/tests/test_x.py\", line 3\nNameError: name 'x' is not defined\n";
+        assert_eq!(pytest_unpinned(&stack, tests), None);
     }
 
     #[test]

@@ -383,7 +383,7 @@ async fn a_package_that_ships_no_tests_says_so() {
     // Something named for tests, in a layout nothing detects: unknown.
     let dir = repo(&[
         ("pyproject.toml", "[project]\nname = \"odd\"\n"),
-        ("qa/testing_notes.txt", "run by hand\n"),
+        ("qa/test_notes.txt", "run by hand\n"),
     ]);
     let record = gate(dir.path(), GateOptions::default()).await;
     assert_eq!(record.verdict, Verdict::UnsupportedEcosystem, "{record:#?}");
