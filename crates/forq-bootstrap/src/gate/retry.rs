@@ -213,7 +213,7 @@ fn pytest_unpinned(stack: &Stack, output: &str) -> Option<Retry> {
                 .map(|w| {
                     let bare = w.trim_matches('\'');
                     let name_end = bare
-                        .find(|c: char| matches!(c, '<' | '>' | '=' | '~' | '!' | '['))
+                        .find(['<', '>', '=', '~', '!', '['])
                         .unwrap_or(bare.len());
                     let name = &bare[..name_end];
                     let pinned = name_end < bare.len() && !bare[name_end..].starts_with('[');
