@@ -5,6 +5,13 @@
 #   FORQ: the forq binary (default: the newer of target/release/forq and
 #         target/debug/forq)
 #   WORK: where to fetch and unpack (default: a temporary directory)
+#   BEFORE: another forq binary (an older commit's) run on each project
+#         just before FORQ, its verdict and time printed beside: the same
+#         machine and moment for both
+#   SET: which projects: `existing` (the first 26), `shapes` (the shapes
+#         of issue 38: where projects declare test dependencies, toolchain
+#         drift, doctest-only crates, npm test runners and installs,
+#         packages without tests) or `all` (default)
 # Usage: scripts/bootstrap-quality.sh [--backend native|docker]
 #          [--fallback-record DIR | --fallback-replay DIR]
 # Each project runs deterministically (--offline). With --fallback-record,
@@ -39,6 +46,20 @@ pypi=(six==1.16.0 idna==3.10 toolz==1.0.0 more-itertools==10.5.0 iniconfig==2.0.
       markupsafe==2.1.5 jmespath==1.0.1 colorama==0.4.6 sortedcontainers==2.4.0 wcwidth==0.2.13)
 crates=(itoa=1.0.11 semver=1.0.23 either=1.13.0 hex=0.4.3 fnv=1.0.7 memchr=2.7.4 smallvec=1.13.2 bitflags=2.6.0)
 npm=(minimist@1.2.8 qs@6.13.0 deep-equal@2.2.3 object-inspect@1.13.2 has-symbols@1.0.3)
+# The shapes: test dependencies in Poetry groups, PEP 735 groups, tox.ini
+# (with test factors), nox and requirement files; an old pinned pytest;
+# packages without tests; crates whose lints a newer compiler denies or
+# whose tests read files the package leaves out; npm packages whose
+# devDependencies pull browser runners.
+pypi_shapes=(cleo==2.1.0 tomlkit==0.15.3 pastel==0.2.1 pyparsing==3.3.3 pyproject-hooks==1.3.3 exceptiongroup==1.3.2
+             installer==1.1.0 markdown-it-py==4.3.0 crashtest==0.4.1 mdurl==0.1.2)
+crates_shapes=(base64=0.13.0 gif=0.11.4 byteorder=1.4.3 deflate=0.8.6)
+npm_shapes=(events@3.3.0 stream-browserify@3.0.0 util@0.12.5 process@0.11.10)
+case "${SET:-all}" in
+  existing) ;;
+  shapes) pypi=("${pypi_shapes[@]}"); crates=("${crates_shapes[@]}"); npm=("${npm_shapes[@]}") ;;
+  *) pypi+=("${pypi_shapes[@]}"); crates+=("${crates_shapes[@]}"); npm+=("${npm_shapes[@]}") ;;
+esac
 
 for p in "${pypi[@]}"; do
   pip download -q --no-binary :all: --no-deps -d sdists "$p" >/dev/null 2>&1 || echo "cannot fetch $p" >&2
@@ -47,10 +68,12 @@ done
 # the sandbox's capability-less root.
 for f in sdists/*.tar.gz; do tar xzf "$f" -C src --no-same-owner; done
 
-# Crates: fetched by cargo through a throwaway manifest that depends on them.
+# Crates: fetched by cargo through a throwaway manifest that depends on
+# them (each under a key of its own: two versions of one crate may be asked).
 mkdir -p fetch/src && echo 'fn main() {}' >fetch/src/main.rs
 { printf '[package]\nname = "fetch"\nversion = "0.0.0"\nedition = "2021"\n[dependencies]\n'
-  for c in "${crates[@]}"; do printf '%s = "=%s"\n' "${c%%=*}" "${c#*=}"; done; } >fetch/Cargo.toml
+  i=0
+  for c in "${crates[@]}"; do i=$((i + 1)); printf 'c%s = { package = "%s", version = "=%s" }\n' "$i" "${c%%=*}" "${c#*=}"; done; } >fetch/Cargo.toml
 (cd fetch && cargo fetch -q) || echo "cannot fetch crates" >&2
 for c in "${crates[@]}"; do
   dir=$(ls -d "$HOME"/.cargo/registry/src/*/"${c%%=*}-${c#*=}" 2>/dev/null | head -n 1)
@@ -62,10 +85,11 @@ for p in "${npm[@]}"; do
     echo "cannot fetch $p" >&2
 done
 
-# report NAME RECORD.json SUMMARY.tsv: one row of the table, and one line
+# report NAME RECORD.json SUMMARY.tsv [BEFORE.json]: one row of the table
+# (with the other binary's verdict and time first when given), and one line
 # of the summary.
 report() {
-  python3 - "$1" "$2" "$3" <<'PY'
+  python3 - "$@" <<'PY'
 import json, sys
 name, path, summary = sys.argv[1], sys.argv[2], sys.argv[3]
 try:
@@ -75,20 +99,47 @@ except Exception as e:
     sys.exit()
 stack = next((s for s in r["stacks"] if s["verdict"] == "bootstrapped"), r["stacks"][-1] if r["stacks"] else None)
 what = f'{stack["name"]}: {stack["reason"][:90]}' if stack else r["reason"][:90]
-print(f'{name:<22} {r["verdict"]:<22} {r["tests_executed"]:>8} {r["passed"]:>7} {r["failed"]:>7} {r["duration_ms"]/1000:>8.1f}  {what}')
+# The rule that made it work: a retry's, else where the tests' needs were read.
+rule = "-"
+if stack and stack.get("retry"):
+    rule = stack["retry"].split(":")[0]
+elif stack and stack.get("declared"):
+    rule = "declared: " + "; ".join(d.split(":")[0] for d in stack["declared"])
+elif r["reason"].startswith("no tests in the package"):
+    rule = "no tests shipped"
+before = ""
+if len(sys.argv) > 4:
+    try:
+        b = json.load(open(sys.argv[4]))
+        before = f'{b["verdict"]:<22} {b["tests_executed"]:>8} {b["duration_ms"]/1000:>8.1f}  '
+    except Exception as e:
+        before = f'{"error":<22} {"":>8} {"":>8}  '
+print(f'{name:<22} {before}{r["verdict"]:<22} {r["tests_executed"]:>8} {r["passed"]:>7} {r["failed"]:>7} {r["duration_ms"]/1000:>8.1f}  {rule:<28} {what}')
 with open(summary, "a") as out:
     out.write(f'{name}\t{r["verdict"]}\t{r["tests_executed"]}\n')
 PY
 }
 
-printf '%-22s %-22s %8s %7s %7s %8s  %s\n' project verdict executed passed failed seconds stack
+if [ -n "${BEFORE:-}" ]; then
+  printf '%-22s %-22s %8s %8s  ' project "verdict before" executed seconds
+  printf '%-22s %8s %7s %7s %8s  %-28s %s\n' verdict executed passed failed seconds rule stack
+else
+  printf '%-22s %-22s %8s %7s %7s %8s  %-28s %s\n' project verdict executed passed failed seconds rule stack
+fi
 [ -n "$fallback" ] && echo "(+ fallback: the same project with the agentic fallback, $fallback)"
 : >summary.tsv
 : >summary-fallback.tsv
 for dir in src/*/; do
   name=$(basename "$dir")
+  if [ -n "${BEFORE:-}" ]; then
+    "$BEFORE" bootstrap "$dir" --no-cache --offline --json "$@" >"out/$name.before.json" 2>"out/$name.before.err"
+  fi
   "$forq" bootstrap "$dir" --no-cache --offline --json "$@" >"out/$name.json" 2>"out/$name.err"
-  report "$name" "out/$name.json" summary.tsv
+  if [ -n "${BEFORE:-}" ]; then
+    report "$name" "out/$name.json" summary.tsv "out/$name.before.json"
+  else
+    report "$name" "out/$name.json" summary.tsv
+  fi
   verdict=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["verdict"])' "out/$name.json" 2>/dev/null)
   if [ -n "$fallback" ] && [ "$verdict" != bootstrapped ]; then
     rec="$fallback_dir/$name.jsonl"

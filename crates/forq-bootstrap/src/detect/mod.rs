@@ -233,16 +233,16 @@ fn any_file_below(
 
 /// The package manifest of a project that ships no tests at all — a
 /// manifest (`pyproject.toml`, `setup.py`, `setup.cfg`, `package.json`,
-/// `Cargo.toml`, `go.mod`), and no file or directory whose name says test
-/// or spec within four levels — as registries' packages often are; None
-/// when there is no manifest or something looks like a test.
+/// `go.mod`), and no file or directory whose name says test or spec
+/// within four levels — as registries' packages often are; None when
+/// there is no manifest or something looks like a test. (Not for crates:
+/// their unit tests live in their sources.)
 pub(crate) fn shipped_without_tests(root: &Path) -> Option<&'static str> {
     let manifest = [
         "pyproject.toml",
         "setup.py",
         "setup.cfg",
         "package.json",
-        "Cargo.toml",
         "go.mod",
     ]
     .into_iter()

@@ -167,7 +167,11 @@ pub async fn run(
     conclude(&mut record, stacks.is_empty());
     // Nothing detected, or a runner found nothing to run: where the
     // package ships no tests, that is the reason.
-    let untested = (record.verdict != Verdict::Bootstrapped)
+    let found_nothing = record
+        .stacks
+        .iter()
+        .all(|s| s.reason.starts_with("no tests ran"));
+    let untested = (record.verdict != Verdict::Bootstrapped && found_nothing)
         .then(|| crate::detect::shipped_without_tests(repo))
         .flatten();
     if let Some(manifest) = untested {
