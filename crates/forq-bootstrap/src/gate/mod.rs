@@ -167,10 +167,16 @@ pub async fn run(
     conclude(&mut record, stacks.is_empty());
     // Nothing detected, or a runner found nothing to run: where the
     // package ships no tests, that is the reason.
-    let found_nothing = record
-        .stacks
-        .iter()
-        .all(|s| s.reason.starts_with("no tests ran"));
+    let found_nothing = record.stacks.iter().all(|s| {
+        // No test collected, or the test script's own file is not there.
+        s.reason.starts_with("no tests ran")
+            || s.output_tail.lines().any(|l| {
+                let missing = l.contains("Cannot find module")
+                    || l.contains("file or directory not found")
+                    || l.contains("No such file or directory");
+                missing && l.to_ascii_lowercase().contains("test")
+            })
+    });
     let untested = (record.verdict != Verdict::Bootstrapped && found_nothing)
         .then(|| crate::detect::shipped_without_tests(repo))
         .flatten();

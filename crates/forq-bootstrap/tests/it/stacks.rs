@@ -380,6 +380,19 @@ async fn a_package_that_ships_no_tests_says_so() {
     assert!(record
         .reason
         .contains("point forq at the project's source repository"));
+    // A test script whose file the package left out (util 0.12.5's
+    // `node test/node/index.js`) is the same.
+    let dir = repo(&[(
+        "package.json",
+        r#"{"name": "lonely", "version": "1.0.0", "scripts": {"test": "node test/node/index.js"}}"#,
+    )]);
+    let record = gate(dir.path(), GateOptions::default()).await;
+    assert!(
+        record
+            .reason
+            .starts_with("no tests in the package: package.json declares"),
+        "{record:#?}"
+    );
     // Something named for tests, in a layout nothing detects: unknown.
     let dir = repo(&[
         ("pyproject.toml", "[project]\nname = \"odd\"\n"),
