@@ -631,6 +631,18 @@ fn node(root: &Path) -> Option<Stack> {
                 "pnpm" => "npx --yes pnpm test",
                 _ => "npx --yes yarn test",
             };
+            // A chain with a browser run in it: its node parts alone.
+            if let (Some((command, dropped)), "npm") = (without_browser_parts(&pkg), manager) {
+                return Some(stack(
+                    StackKind::Node,
+                    &format!(
+                        "package.json test script: {script} (the browser part left out: {})",
+                        dropped.join(", ")
+                    ),
+                    vec![install.to_owned()],
+                    &command,
+                ));
+            }
             return Some(stack(
                 StackKind::Node,
                 &format!("package.json test script: {script}"),
@@ -782,6 +794,53 @@ fn java(root: &Path) -> Option<Stack> {
 }
 
 /// The `scripts.test` of a package.json.
+/// Signs of a script that runs the tests in a browser.
+const BROWSER_RUNS: [&str; 12] = [
+    "browser",
+    "karma",
+    "airtap",
+    "zuul",
+    "phantom",
+    "testling",
+    "puppeteer",
+    "playwright",
+    "cypress",
+    "electron",
+    "wdio",
+    "selenium",
+];
+
+/// A test script chaining `npm run X && npm run Y` where some part runs in
+/// a browser (by its name or its script): the other parts, as one
+/// command, and the names left out. None where nothing is left out or
+/// nothing would be left.
+fn without_browser_parts(package_json: &str) -> Option<(String, Vec<String>)> {
+    let value: serde_json::Value = serde_json::from_str(package_json).ok()?;
+    let scripts = value.get("scripts")?;
+    let test = scripts.get("test")?.as_str()?;
+    let browser = |text: &str| {
+        let t = text.to_ascii_lowercase();
+        BROWSER_RUNS.iter().any(|b| t.contains(b))
+    };
+    let (mut kept, mut dropped) = (Vec::new(), Vec::new());
+    for part in test.split("&&").map(str::trim) {
+        let name = part
+            .strip_prefix("npm run ")
+            .or_else(|| part.strip_prefix("npm run-script "))
+            .map(str::trim)
+            .filter(|n| {
+                !n.is_empty() && n.chars().all(|c| c.is_alphanumeric() || "-_:.".contains(c))
+            });
+        let body = name.and_then(|n| scripts.get(n)?.as_str()).unwrap_or(part);
+        if browser(name.unwrap_or_default()) || browser(body) {
+            dropped.push(name.unwrap_or(part).to_owned());
+        } else {
+            kept.push(part);
+        }
+    }
+    (!dropped.is_empty() && !kept.is_empty()).then(|| (kept.join(" && "), dropped))
+}
+
 fn package_test_script(package_json: &str) -> Option<String> {
     let value: serde_json::Value = serde_json::from_str(package_json).ok()?;
     value

@@ -476,6 +476,26 @@ fn test_dependencies_are_read_where_the_project_declares_them() {
     );
 }
 
+/// `npm test` chaining a node run and a browser run (querystring-es3's
+/// `npm run test-node && npm run test-browser && npm run test-tap`): the
+/// gate runs the node parts, and says which it left out.
+#[test]
+fn a_test_chain_with_a_browser_run_keeps_its_node_parts() {
+    let pkg = r#"{"name": "q", "scripts": {"test": "npm run test-node && npm run test-browser && npm run test-tap",
+        "test-node": "node ./test/common-index.js", "test-browser": "node ./node_modules/phantomify/bin/cmd.js ./test/common-index.js",
+        "test-tap": "node ./test/tap-index.js"}}"#;
+    assert_eq!(
+        detected(&[("package.json", pkg)]),
+        ["node: package.json test script: npm run test-node && npm run test-browser && npm run test-tap (the browser part left out: test-browser) => npm run test-node && npm run test-tap"]
+    );
+    // Nothing in a browser: npm test as written.
+    let plain = r#"{"name": "q", "scripts": {"test": "npm run lint && npm run unit", "unit": "tape test/*.js", "lint": "eslint ."}}"#;
+    assert_eq!(
+        detected(&[("package.json", plain)]),
+        ["node: package.json test script: npm run lint && npm run unit => npm test"]
+    );
+}
+
 #[test]
 fn pytest_plugins_the_configuration_names_are_installed() {
     let pytest = |files: &[(&str, &str)]| {
