@@ -54,7 +54,7 @@ npm=(minimist@1.2.8 qs@6.13.0 deep-equal@2.2.3 object-inspect@1.13.2 has-symbols
 pypi_shapes=(cleo==2.1.0 tomlkit==0.15.3 pastel==0.2.1 pyparsing==3.3.3 pyproject-hooks==1.3.3 exceptiongroup==1.3.2
              installer==1.1.0 markdown-it-py==4.3.0 crashtest==0.4.1 mdurl==0.1.2)
 crates_shapes=(base64=0.13.0 gif=0.11.4 png=0.16.8 log=0.4.14)
-npm_shapes=(events@3.3.0 stream-browserify@3.0.0 util@0.12.5 process@0.11.10)
+npm_shapes=(stream-browserify@3.0.0 process@0.11.10 querystring-es3@0.2.1 util@0.12.5 events@3.3.0)
 case "${SET:-all}" in
   existing) ;;
   shapes) pypi=("${pypi_shapes[@]}"); crates=("${crates_shapes[@]}"); npm=("${npm_shapes[@]}") ;;
