@@ -81,7 +81,7 @@ for c in "${crates[@]}"; do
 done
 
 for p in "${npm[@]}"; do
-  (cd src && npm pack -s "$p" >/dev/null 2>&1 && mkdir -p "$p" && tar xzf ./*.tgz -C "$p" --strip-components=1 --no-same-owner && rm -f ./*.tgz) ||
+  (cd src && npm pack -s "$p" >/dev/null 2>&1 && mkdir -p "$p" && tar xzf ./*.tgz -C "$p" --strip-components=1 --no-same-owner --warning=no-unknown-keyword && rm -f ./*.tgz) ||
     echo "cannot fetch $p" >&2
 done
 
