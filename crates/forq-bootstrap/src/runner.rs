@@ -369,6 +369,7 @@ impl Record {
             install: run.install.clone(),
             command: run.command.clone(),
             declared: run.declared.clone(),
+            dev_install: Vec::new(),
         })
     }
 }

@@ -73,6 +73,11 @@ pub struct Stack {
     /// pytest, pyyaml`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub declared: Vec<String>,
+    /// Install steps from what the project declares for development at
+    /// large (a `dev` group or requirements file, where nothing names the
+    /// tests'), run only on a second try when the tests miss a module.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dev_install: Vec<String>,
 }
 
 impl StackKind {
@@ -112,6 +117,7 @@ impl Stack {
             install,
             command: command.to_owned(),
             declared: Vec::new(),
+            dev_install: Vec::new(),
         }
     }
 
@@ -290,13 +296,25 @@ fn imports_pytest(dir: &Path) -> bool {
 /// was declared. Empty when the project declares nothing to install.
 fn python_install(root: &Path, declared: &python::Declared) -> Vec<String> {
     let mut steps = vec!["python3 -m venv .forq/venv".to_owned()];
+    steps.extend(declared_steps(root, declared, false));
+    if steps.len() == 1 {
+        steps.clear(); // nothing to install: no virtualenv either
+    }
+    steps
+}
+
+/// The pip steps for what `declared` gives: the project with its extras
+/// (with none, only unless `extras_only`), requirement files,
+/// requirements.
+fn declared_steps(root: &Path, declared: &python::Declared, extras_only: bool) -> Vec<String> {
+    let mut steps = Vec::new();
     let pyproject = read(root, "pyproject.toml").unwrap_or_default();
     // A setup.cfg alone is not a project pip installs (it wants a
     // setup.py or a pyproject.toml beside it).
     let setup = exists(root, "setup.py")
         || pyproject.contains("[project]")
         || pyproject.contains("[build-system]");
-    if setup {
+    if setup && !(extras_only && declared.extras.is_empty()) {
         steps.push(if declared.extras.is_empty() {
             ".forq/venv/bin/pip install -e .".to_owned()
         } else {
@@ -320,9 +338,6 @@ fn python_install(root: &Path, declared: &python::Declared) -> Vec<String> {
             .map(|r| runner::quote(r))
             .collect();
         steps.push(format!(".forq/venv/bin/pip install {}", words.join(" ")));
-    }
-    if steps.len() == 1 {
-        steps.clear(); // nothing to install: no virtualenv either
     }
     steps
 }
@@ -545,6 +560,7 @@ fn stack(kind: StackKind, marker: &str, install: Vec<String>, command: &str) -> 
         install,
         command: command.to_owned(),
         declared: Vec::new(),
+        dev_install: Vec::new(),
     }
 }
 
@@ -558,7 +574,15 @@ fn python(root: &Path) -> Option<Stack> {
         has_test_files(root, 2).then(|| format!("test*.py files and pytest in {source}"))
     });
     let mut stack = python_of(root, marker, python_install(root, &declared))?;
-    stack.declared = declared.sources;
+    if let Some(dev) = &declared.dev {
+        stack.dev_install = declared_steps(root, dev, true);
+        stack.declared.extend(
+            dev.sources
+                .iter()
+                .map(|s| format!("if the tests miss a module: {s}")),
+        );
+    }
+    stack.declared.splice(0..0, declared.sources);
     Some(stack)
 }
 

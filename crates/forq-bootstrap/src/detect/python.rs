@@ -31,6 +31,12 @@ pub(crate) struct Declared {
     pub sources: Vec<String>,
     /// The source that declares pytest, if one does.
     pub pytest: Option<String>,
+    /// What development groups, files and requirements declare where no
+    /// source names the tests' (`[dependency-groups] dev`,
+    /// `requirements/development.txt`): linters and doc builders as often
+    /// as the tests' needs, so installed only when the tests miss a
+    /// module (the gate's `dev_dependencies` retry).
+    pub dev: Option<Box<Declared>>,
 }
 
 /// How strongly a group's name says it is the tests'.
@@ -168,10 +174,30 @@ fn merge(found: Vec<Found>) -> Declared {
     let found: Vec<Found> = found.into_iter().filter(|f| !f.is_empty()).collect();
     let best = found.iter().filter_map(|f| f.fit).max();
     let mut out = Declared::default();
+    let mut dev = Declared::default();
     for f in found
         .into_iter()
         .filter(|f| f.fit.is_none() || f.fit == best)
     {
+        // A dev extra is installed with the project, as it always was; dev
+        // groups and files wait until the tests miss a module.
+        let waits = f.fit == Some(Fit::Dev) && (!f.files.is_empty() || !f.requirements.is_empty());
+        if waits {
+            dev.add(f);
+        } else {
+            out.add(f);
+        }
+    }
+    if dev != Declared::default() {
+        out.dev = Some(Box::new(dev));
+    }
+    out
+}
+
+impl Declared {
+    /// `f`'s findings, each once; its source named.
+    fn add(&mut self, f: Found) {
+        let out = self;
         let mut gave: Vec<String> = f.extras.iter().map(|e| format!(".[{e}]")).collect();
         gave.extend(f.files.iter().map(|r| format!("-r {r}")));
         gave.extend(f.requirements.iter().cloned());
@@ -203,7 +229,6 @@ fn merge(found: Vec<Found>) -> Declared {
             }
         }
     }
-    out
 }
 
 fn path<'t>(table: &'t Table, keys: &[&str]) -> Option<&'t Value> {
@@ -795,11 +820,13 @@ mod tests {
             got.sources,
             ["pyproject.toml [dependency-groups] test: .[yaml], pytest>=8, typing-extensions"]
         );
+        // A dev group alone waits until the tests miss a module.
         let (_d, got) = project(&[(
             "pyproject.toml",
             "[dependency-groups]\ndev = [\"pytest\", \"black\"]\ndocs = [\"sphinx\"]\n",
         )]);
-        assert_eq!(got.requirements, ["pytest", "black"]);
+        assert!(got.requirements.is_empty(), "{got:?}");
+        assert_eq!(got.dev.unwrap().requirements, ["pytest", "black"]);
     }
 
     #[test]
@@ -887,7 +914,7 @@ mod tests {
             ["test-requirements.txt", "tests/requirements.txt"]
         );
         let (_d, got) = project(&[("requirements-dev.txt", "pytest\n")]);
-        assert_eq!(got.files, ["requirements-dev.txt"]);
+        assert_eq!(got.dev.unwrap().files, ["requirements-dev.txt"]);
     }
 
     #[test]

@@ -15,6 +15,9 @@
 //! - `pytest_unpinned`: the old pytest (or plugin) a project pins for its
 //!   tests crashing on this Python (a traceback inside pytest itself):
 //!   the newest ones, unpinned.
+//! - `dev_dependencies`: Python tests missing a module where the project
+//!   declares development groups or files but nothing for its tests
+//!   alone: again with those installed too.
 //! - `lean_install`: an npm install that failed, again without what the
 //!   tests do not need — optional dependencies, install scripts (where
 //!   browser runners download browsers from hosts the egress proxy
@@ -36,8 +39,13 @@ pub(crate) struct Retry {
 /// The rule the failed test output of `stack` calls for, if any, other
 /// than those in `tried`.
 pub(crate) fn after(stack: &Stack, output: &str, tried: &[&str]) -> Option<Retry> {
-    let rules: [fn(&Stack, &str) -> Option<Retry>; 4] =
-        [doctests_only, cap_lints, pytest_major, pytest_unpinned];
+    let rules: [fn(&Stack, &str) -> Option<Retry>; 5] = [
+        doctests_only,
+        cap_lints,
+        pytest_major,
+        pytest_unpinned,
+        dev_dependencies,
+    ];
     rules
         .iter()
         .filter_map(|rule| rule(stack, output))
@@ -243,6 +251,36 @@ fn pytest_unpinned(stack: &Stack, output: &str) -> Option<Retry> {
     })
 }
 
+fn dev_dependencies(stack: &Stack, output: &str) -> Option<Retry> {
+    if !matches!(stack.kind, StackKind::Pytest | StackKind::Unittest)
+        || stack.dev_install.is_empty()
+    {
+        return None;
+    }
+    let missing = ["ModuleNotFoundError", "No module named", "ImportError"]
+        .iter()
+        .find_map(|sign| line_with(output, sign))?;
+    // Before the runner's own install (the last step), so pins hold.
+    let mut install = stack.install.clone();
+    let at = install
+        .iter()
+        .rposition(|s| s.ends_with(" install pytest") || s.contains(" install pytest "))
+        .unwrap_or(install.len());
+    install.splice(at..at, stack.dev_install.iter().cloned());
+    let mut retry = retried(
+        stack,
+        "dev_dependencies",
+        format!(
+            "the tests miss a module ({missing}); tried again with what the project declares for \
+             development"
+        ),
+        install,
+        stack.command.clone(),
+    );
+    retry.stack.dev_install.clear();
+    Some(retry)
+}
+
 /// devDependencies that run tests in a browser (or fetch one): a node
 /// test run does not need them, and their installs reach for hosts no
 /// registry serves.
@@ -392,6 +430,41 @@ mod tests {
         let tests =
             "  File \"/workspace/tests/test_x.py\", line 3\nNameError: name 'x' is not defined\n";
         assert_eq!(pytest_unpinned(&stack, tests), None);
+    }
+
+    #[test]
+    fn tests_missing_a_module_get_the_dev_dependencies_on_a_second_try() {
+        let stack = Stack {
+            kind: StackKind::Pytest,
+            dev_install: vec![".forq/venv/bin/pip install PyYAML~=6.0 mypy".to_owned()],
+            ..Stack::custom(
+                "pytest",
+                vec![
+                    "python3 -m venv .forq/venv".to_owned(),
+                    ".forq/venv/bin/pip install -e .".to_owned(),
+                    ".forq/venv/bin/pip install pytest".to_owned(),
+                ],
+                ".forq/venv/bin/python -m pytest -v",
+            )
+        };
+        let output = "E   ModuleNotFoundError: No module named 'yaml'\n";
+        let retry = after(&stack, output, &[]).unwrap();
+        assert_eq!(retry.rule, "dev_dependencies");
+        assert_eq!(
+            retry.stack.install,
+            [
+                "python3 -m venv .forq/venv",
+                ".forq/venv/bin/pip install -e .",
+                ".forq/venv/bin/pip install PyYAML~=6.0 mypy",
+                ".forq/venv/bin/pip install pytest",
+            ]
+        );
+        assert!(retry
+            .reason
+            .contains("(E   ModuleNotFoundError: No module named 'yaml')"));
+        // Once; and not for a failure that is no missing module.
+        assert_eq!(after(&retry.stack, output, &[]), None);
+        assert_eq!(after(&stack, "E   assert 1 == 2\n", &[]), None);
     }
 
     #[test]

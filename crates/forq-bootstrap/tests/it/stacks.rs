@@ -355,6 +355,44 @@ async fn a_meson_project_with_tests() {
     );
 }
 
+/// A dev group waits until the tests miss a module (it carries linters as
+/// often as the tests' needs); then the gate tries again with it.
+#[tokio::test]
+async fn a_dev_group_is_installed_when_the_tests_miss_a_module() {
+    let dir = repo(&[
+        (
+            "pyproject.toml",
+            "[dependency-groups]\ndev = [\"six\"]\n\n[tool.pytest.ini_options]\ntestpaths = [\"tests\"]\n",
+        ),
+        (
+            "tests/test_six.py",
+            "import six\n\n\ndef test_py3():\n    assert six.PY3\n\n\ndef test_py2():\n    assert six.PY2\n",
+        ),
+    ]);
+    let record = gate(dir.path(), GateOptions::default()).await;
+    assert_eq!(record.verdict, Verdict::Bootstrapped, "{record:#?}");
+    assert_eq!((record.passed, record.failed), (1, 1), "{record:#?}");
+    assert_eq!(record.stacks.len(), 2, "{record:#?}");
+    assert_eq!(
+        record.stacks[0].declared,
+        ["if the tests miss a module: pyproject.toml [dependency-groups] dev: six"]
+    );
+    let again = &record.stacks[1];
+    assert!(
+        again
+            .retry
+            .as_deref()
+            .is_some_and(|r| r.starts_with("dev_dependencies: the tests miss a module")),
+        "{again:#?}"
+    );
+    assert!(
+        again
+            .install
+            .contains(&".forq/venv/bin/pip install six".to_owned()),
+        "{again:#?}"
+    );
+}
+
 /// A package that ships no tests (a registry's sdist, often) is a
 /// deterministic failure that says what to do, not an unknown ecosystem;
 /// a directory with no manifest stays unknown.
