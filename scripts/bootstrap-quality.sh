@@ -101,12 +101,12 @@ stack = next((s for s in r["stacks"] if s["verdict"] == "bootstrapped"), r["stac
 what = f'{stack["name"]}: {stack["reason"][:90]}' if stack else r["reason"][:90]
 # The rule that made it work: a retry's, else where the tests' needs were read.
 rule = "-"
-if stack and stack.get("retry"):
+if r["reason"].startswith("no tests in the package"):
+    rule = "no tests shipped"
+elif stack and stack.get("retry"):
     rule = stack["retry"].split(":")[0]
 elif stack and stack.get("declared"):
     rule = "declared: " + "; ".join(d.split(":")[0] for d in stack["declared"])
-elif r["reason"].startswith("no tests in the package"):
-    rule = "no tests shipped"
 before = ""
 if len(sys.argv) > 4:
     try:
