@@ -92,6 +92,18 @@ impl Browser {
     }
 
     async fn call(&self, method: reqwest::Method, path: &str, body: Value) -> Value {
+        self.try_call(method, path, body)
+            .await
+            .unwrap_or_else(|message| panic!("WebDriver {path}: {message}"))
+    }
+
+    /// The call's value, or WebDriver's error message.
+    async fn try_call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Value,
+    ) -> Result<Value, String> {
         let mut req = self
             .http
             .request(method.clone(), format!("{}{path}", self.base));
@@ -100,12 +112,10 @@ impl Browser {
         }
         let answer: Value = req.send().await.unwrap().json().await.unwrap();
         let value = answer["value"].clone();
-        assert!(
-            value.get("error").is_none(),
-            "WebDriver {path}: {}",
-            value["message"]
-        );
-        value
+        match value.get("error") {
+            None => Ok(value),
+            Some(_) => Err(value["message"].to_string()),
+        }
     }
 
     fn at(&self, path: &str) -> String {
@@ -145,22 +155,35 @@ impl Browser {
         }
     }
 
-    /// A real click on the element `css` matches.
+    /// A real click on the element `css` matches. The page redraws as
+    /// events arrive, so the element found may be replaced before the
+    /// click lands (WebDriver's "stale element reference"): then it is
+    /// found again and clicked, as a person clicks the button now shown.
     async fn click(&self, css: &str) {
-        let found = self
-            .call(
-                reqwest::Method::POST,
-                &self.at("/element"),
-                json!({"using": "css selector", "value": css}),
-            )
-            .await;
-        let id = found[ELEMENT].as_str().unwrap().to_owned();
-        self.call(
-            reqwest::Method::POST,
-            &self.at(&format!("/element/{id}/click")),
-            json!({}),
-        )
-        .await;
+        for attempt in 0.. {
+            let found = self
+                .call(
+                    reqwest::Method::POST,
+                    &self.at("/element"),
+                    json!({"using": "css selector", "value": css}),
+                )
+                .await;
+            let id = found[ELEMENT].as_str().unwrap().to_owned();
+            let clicked = self
+                .try_call(
+                    reqwest::Method::POST,
+                    &self.at(&format!("/element/{id}/click")),
+                    json!({}),
+                )
+                .await;
+            match clicked {
+                Ok(_) => return,
+                Err(message) if message.contains("stale element") && attempt < 50 => {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                Err(message) => panic!("WebDriver click on {css}: {message}"),
+            }
+        }
     }
 
     /// Saves the page as `target/tmp/screenshots/NAME.png`.
