@@ -6,6 +6,10 @@
 //! - `cap_lints`: lints a crate denies (`#![deny(missing_docs)]`,
 //!   `deny(warnings)`) that a newer compiler turned into errors: again with
 //!   `RUSTFLAGS=--cap-lints=warn`, as `cargo` itself builds dependencies.
+//! - `missing_targets`: a crate whose manifest names test, bench or
+//!   example targets the package left out (cargo refuses the manifest
+//!   before building anything): again with those entries dropped from the
+//!   sandbox's copy of `Cargo.toml`, as a person would.
 //! - `doctests_only`: a crate's tests that cannot build because the
 //!   package leaves out files they read (`include_str!`, a module file):
 //!   its doctests alone (`cargo test --doc`), a smaller proof, named so.
@@ -39,7 +43,8 @@ pub(crate) struct Retry {
 /// The rule the failed test output of `stack` calls for, if any, other
 /// than those in `tried`.
 pub(crate) fn after(stack: &Stack, output: &str, tried: &[&str]) -> Option<Retry> {
-    let rules: [fn(&Stack, &str) -> Option<Retry>; 5] = [
+    let rules: [fn(&Stack, &str) -> Option<Retry>; 6] = [
+        missing_targets,
         doctests_only,
         cap_lints,
         pytest_major,
@@ -110,6 +115,83 @@ fn cap_lints(stack: &Stack, output: &str) -> Option<Retry> {
         stack.install.clone(),
         format!("RUSTFLAGS=--cap-lints=warn {}", stack.command),
     ))
+}
+
+/// cargo's words for a target whose file is missing, and the manifest
+/// table that declares such targets.
+const TARGET_KINDS: [(&str, &str); 3] = [
+    ("integration-test", "test"),
+    ("bench", "bench"),
+    ("example", "example"),
+];
+
+fn missing_targets(stack: &Stack, output: &str) -> Option<Retry> {
+    if stack.kind != StackKind::Rust {
+        return None;
+    }
+    // `error: can't find integration-test `filters` at path `…``
+    let mut missing: Vec<(&str, String)> = Vec::new();
+    for line in output.lines() {
+        let Some(rest) = line.trim().strip_prefix("error: can't find ") else {
+            continue;
+        };
+        for (kind, table) in TARGET_KINDS {
+            let name = rest
+                .strip_prefix(kind)
+                .and_then(|r| r.trim_start().strip_prefix('`'))
+                .and_then(|r| r.split_once('`'))
+                .map(|(name, _)| name);
+            // Only plain target names reach the shell.
+            if let Some(name) = name.filter(|n| {
+                !n.is_empty()
+                    && n.chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+            }) {
+                missing.push((table, name.to_owned()));
+            }
+        }
+    }
+    if missing.is_empty() || stack.install.iter().any(|s| s.contains("forq-Cargo.toml")) {
+        return None;
+    }
+    let mut install = stack.install.clone();
+    for (table, names) in TARGET_KINDS.iter().map(|(_, t)| {
+        let names: Vec<&str> = missing
+            .iter()
+            .filter(|(k, _)| k == t)
+            .map(|(_, n)| n.as_str())
+            .collect();
+        (*t, names)
+    }) {
+        if !names.is_empty() {
+            install.push(drop_targets(table, &names));
+        }
+    }
+    let listed: Vec<String> = missing
+        .iter()
+        .map(|(t, n)| format!("[[{t}]] {n}"))
+        .collect();
+    Some(retried(
+        stack,
+        "missing_targets",
+        format!(
+            "the manifest names targets the package left out ({}); tried again without them",
+            listed.join(", ")
+        ),
+        install,
+        stack.command.clone(),
+    ))
+}
+
+/// A shell step dropping the `[[table]]` entries named `names` from
+/// `Cargo.toml` (names are plain: letters, digits, `_`, `-`).
+fn drop_targets(table: &str, names: &[&str]) -> String {
+    format!(
+        "awk -v drop=' {} ' '/^\\[/ {{ if (buf != \"\" && !skip) printf \"%s\", buf; buf = \"\"; skip = 0; inblk = ($0 ~ /^\\[\\[{table}\\]\\][ \\t]*$/) }} \
+         inblk {{ buf = buf $0 \"\\n\"; if ($0 ~ /^[ \\t]*name[ \\t]*=/) {{ n = $0; sub(/^[^\"]*\"/, \"\", n); sub(/\".*$/, \"\", n); if (index(drop, \" \" n \" \")) skip = 1 }}; next }} \
+         {{ print }} END {{ if (buf != \"\" && !skip) printf \"%s\", buf }}' Cargo.toml > .forq-Cargo.toml && mv .forq-Cargo.toml Cargo.toml",
+        names.join(" ")
+    )
 }
 
 fn doctests_only(stack: &Stack, output: &str) -> Option<Retry> {
@@ -385,6 +467,29 @@ mod tests {
         // A plain compile error is the code's, not drift.
         let broken = "error[E0308]: mismatched types\nerror: could not compile `x` (lib) due to 1 previous error\n";
         assert_eq!(after(&rust(), broken, &[]), None);
+    }
+
+    #[test]
+    fn targets_the_package_left_out_are_dropped_from_the_manifest() {
+        let output = "error: can't find integration-test `filters` at path `/workspace/tests/filters.rs`\n --> /workspace/Cargo.toml\nerror: can't find integration-test `macros` at path `/workspace/tests/macros.rs`\nerror: can't find bench `x; rm -rf /` at path `b`\nerror: could not compile due to 2 previous target resolution errors\n";
+        let retry = after(&rust(), output, &[]).unwrap();
+        assert_eq!(retry.rule, "missing_targets");
+        assert_eq!(retry.stack.install.len(), 2);
+        assert!(
+            retry.stack.install[1].starts_with("awk -v drop=' filters macros ' "),
+            "{}",
+            retry.stack.install[1]
+        );
+        assert!(
+            !retry.stack.install[1].contains("rm -rf"),
+            "only plain names reach the shell"
+        );
+        assert!(
+            retry.reason.contains("([[test]] filters, [[test]] macros)"),
+            "{}",
+            retry.reason
+        );
+        assert_eq!(missing_targets(&retry.stack, output), None);
     }
 
     #[test]

@@ -192,6 +192,42 @@ async fn denied_lints_are_capped_on_a_second_try_and_the_record_says_so() {
         .starts_with("RUSTFLAGS=--cap-lints=warn cargo test"));
 }
 
+/// A manifest naming a test target whose file the package left out
+/// (log 0.4.14's): cargo refuses it before building; the gate drops the
+/// entry from its sandbox's copy, runs the rest, and leaves the
+/// repository's manifest as it was.
+#[tokio::test]
+async fn test_targets_the_package_left_out_are_dropped_and_the_rest_runs() {
+    let manifest = "[package]\nname = \"calc\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[[test]]\nname = \"gone\"\npath = \"tests/gone.rs\"\n\n[workspace]\n";
+    let dir = repo(&[
+        ("Cargo.toml", manifest),
+        (
+            "src/lib.rs",
+            "pub fn add(a: i32, b: i32) -> i32 { a - b }\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn adds() { assert_eq!(super::add(2, 3), 5); }\n    #[test]\n    fn zero() { assert_eq!(super::add(0, 0), 0); }\n}\n",
+        ),
+    ]);
+    let record = gate(dir.path(), GateOptions::default()).await;
+    assert_green(
+        &record,
+        &[
+            ("src/lib.rs::tests::adds", Outcome::Failed),
+            ("src/lib.rs::tests::zero", Outcome::Passed),
+        ],
+        "cargo",
+    );
+    let again = &record.stacks[1];
+    assert!(
+        again.retry.as_deref().is_some_and(|r| r.starts_with(
+            "missing_targets: the manifest names targets the package left out ([[test]] gone)"
+        )),
+        "{again:#?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("Cargo.toml")).unwrap(),
+        manifest
+    );
+}
+
 /// A crate whose tests read a file the package left out: its doctests
 /// are what it can still prove, and the verdict says so.
 #[tokio::test]
