@@ -294,27 +294,34 @@ fn imports_pytest(dir: &Path) -> bool {
 /// extras its tests need), the requirement files and requirements the
 /// project declares for its tests ([`python::declared`]); and where each
 /// was declared. Empty when the project declares nothing to install.
-fn python_install(root: &Path, declared: &python::Declared) -> Vec<String> {
+fn python_install(installable: bool, declared: &python::Declared) -> Vec<String> {
     let mut steps = vec!["python3 -m venv .forq/venv".to_owned()];
-    steps.extend(declared_steps(root, declared, false));
+    steps.extend(declared_steps(installable, declared, false));
     if steps.len() == 1 {
         steps.clear(); // nothing to install: no virtualenv either
     }
     steps
 }
 
-/// The pip steps for what `declared` gives: the project with its extras
-/// (with none, only unless `extras_only`), requirement files,
-/// requirements.
-fn declared_steps(root: &Path, declared: &python::Declared, extras_only: bool) -> Vec<String> {
-    let mut steps = Vec::new();
+/// Whether pip can install the project itself. A setup.cfg alone is not
+/// enough (pip wants a setup.py or a pyproject.toml beside it).
+fn installable(root: &Path) -> bool {
     let pyproject = read(root, "pyproject.toml").unwrap_or_default();
-    // A setup.cfg alone is not a project pip installs (it wants a
-    // setup.py or a pyproject.toml beside it).
-    let setup = exists(root, "setup.py")
+    exists(root, "setup.py")
         || pyproject.contains("[project]")
-        || pyproject.contains("[build-system]");
-    if setup && !(extras_only && declared.extras.is_empty()) {
+        || pyproject.contains("[build-system]")
+}
+
+/// The pip steps for what `declared` gives: the project (when
+/// `installable`) with its extras (with none, only unless `extras_only`),
+/// requirement files, requirements.
+fn declared_steps(
+    installable: bool,
+    declared: &python::Declared,
+    extras_only: bool,
+) -> Vec<String> {
+    let mut steps = Vec::new();
+    if installable && !(extras_only && declared.extras.is_empty()) {
         steps.push(if declared.extras.is_empty() {
             ".forq/venv/bin/pip install -e .".to_owned()
         } else {
@@ -573,9 +580,10 @@ fn python(root: &Path) -> Option<Stack> {
         let source = declared.pytest.as_deref()?;
         has_test_files(root, 2).then(|| format!("test*.py files and pytest in {source}"))
     });
-    let mut stack = python_of(root, marker, python_install(root, &declared))?;
+    let installable = installable(root);
+    let mut stack = python_of(root, marker, python_install(installable, &declared))?;
     if let Some(dev) = &declared.dev {
-        stack.dev_install = declared_steps(root, dev, true);
+        stack.dev_install = declared_steps(installable, dev, true);
         stack.declared.extend(
             dev.sources
                 .iter()

@@ -349,28 +349,41 @@ fn poetry_requirement(name: &str, spec: &Value) -> Option<String> {
         return None;
     }
     let (version, extras) = match spec {
-        Value::String(v) => (v.as_str(), Vec::new()),
-        Value::Table(t) => {
-            if ["path", "git", "url", "file"]
+        // Several constraints by Python version: the newest's is unknown.
+        Value::Array(_) => ("*", Vec::new()),
+        _ => version_and_extras(spec)?,
+    };
+    Some(requirement(name, &extras, &poetry_version(version)))
+}
+
+/// A dependency table's entry — `"^1.2"`, or `{version = "…", extras =
+/// […]}` — as its version text (`*` when it names none) and extras; None
+/// for what pip cannot fetch from an index (a path, git, a URL, a file)
+/// and for other shapes.
+fn version_and_extras(spec: &Value) -> Option<(&str, Vec<String>)> {
+    match spec {
+        Value::String(v) => Some((v.as_str(), Vec::new())),
+        Value::Table(t)
+            if !["path", "git", "url", "file"]
                 .iter()
-                .any(|k| t.contains_key(*k))
-            {
-                return None;
-            }
-            (
+                .any(|k| t.contains_key(*k)) =>
+        {
+            Some((
                 t.get("version").and_then(Value::as_str).unwrap_or("*"),
                 strings(t.get("extras")),
-            )
+            ))
         }
-        // Several constraints by Python version: the newest's is unknown.
-        _ => ("*", Vec::new()),
-    };
-    let extras = if extras.is_empty() {
-        String::new()
+        _ => None,
+    }
+}
+
+/// `name[extras]version`, as pip reads it.
+fn requirement(name: &str, extras: &[String], version: &str) -> String {
+    if extras.is_empty() {
+        format!("{name}{version}")
     } else {
-        format!("[{}]", extras.join(","))
-    };
-    Some(format!("{name}{extras}{}", poetry_version(version)))
+        format!("{name}[{}]{version}", extras.join(","))
+    }
 }
 
 /// A Poetry version constraint in PEP 440: `^1.2.3` → `>=1.2.3,<2`,
@@ -686,28 +699,11 @@ fn pipfile(root: &Path, found: &mut Vec<Found>) {
     };
     let mut f = Found::new("Pipfile [dev-packages]", Some(Fit::Test));
     for (name, spec) in dev {
-        let (version, extras) = match spec {
-            Value::String(v) => (v.clone(), Vec::new()),
-            Value::Table(t) if !["path", "git", "file"].iter().any(|k| t.contains_key(*k)) => (
-                t.get("version")
-                    .and_then(Value::as_str)
-                    .unwrap_or("*")
-                    .to_owned(),
-                strings(t.get("extras")),
-            ),
-            _ => continue,
+        let Some((version, extras)) = version_and_extras(spec) else {
+            continue;
         };
-        let extras = if extras.is_empty() {
-            String::new()
-        } else {
-            format!("[{}]", extras.join(","))
-        };
-        let version = if version == "*" {
-            String::new()
-        } else {
-            version
-        };
-        f.requirements.push(format!("{name}{extras}{version}"));
+        let version = if version == "*" { "" } else { version };
+        f.requirements.push(requirement(name, &extras, version));
     }
     found.push(f);
 }

@@ -140,12 +140,13 @@ pub async fn run(
     // verdict); the cheapest green one decides.
     for stack in &stacks {
         let mut run = run_stack(backend, repo, stack, options, &journal, &record).await?;
-        // Toolchain drift: a second try as the failure says, at most two.
+        // Toolchain drift: a second try as the failure says, each rule
+        // once, at most two.
         let mut tried = Vec::new();
-        while let Some(again) = run.again.take().filter(|a| !tried.contains(&a.rule)) {
-            if tried.len() == 2 {
+        while tried.len() < 2 {
+            let Some(again) = run.again.take().filter(|a| !tried.contains(&a.rule)) else {
                 break;
-            }
+            };
             tried.push(again.rule);
             options.tell(|| GateEvent::Retry {
                 stack: stack.name().to_owned(),
@@ -155,11 +156,8 @@ pub async fn run(
             record.stacks.push(run);
             run = run_stack(backend, repo, &again.stack, options, &journal, &record).await?;
             run.retry = Some(format!("{}: {}", again.rule, again.reason));
-            if again.rule == "doctests_only" && run.verdict == Verdict::Bootstrapped {
-                run.reason = format!(
-                    "doctests only (the other tests cannot build): {}",
-                    run.reason
-                );
+            if let (Some(narrower), Verdict::Bootstrapped) = (again.narrower, run.verdict) {
+                run.reason = format!("{narrower}: {}", run.reason);
             }
         }
         record.stacks.push(run);
@@ -167,16 +165,7 @@ pub async fn run(
     conclude(&mut record, stacks.is_empty());
     // Nothing detected, or a runner found nothing to run: where the
     // package ships no tests, that is the reason.
-    let found_nothing = record.stacks.iter().all(|s| {
-        // No test collected, or the test script's own file is not there.
-        s.reason.starts_with("no tests ran")
-            || s.output_tail.lines().any(|l| {
-                let missing = l.contains("Cannot find module")
-                    || l.contains("file or directory not found")
-                    || l.contains("No such file or directory");
-                missing && l.to_ascii_lowercase().contains("test")
-            })
-    });
+    let found_nothing = record.stacks.iter().all(found_no_test);
     let untested = (record.verdict != Verdict::Bootstrapped && found_nothing)
         .then(|| crate::detect::shipped_without_tests(repo))
         .flatten();
@@ -222,6 +211,18 @@ pub async fn run(
         })?;
     }
     Ok(record)
+}
+
+/// Whether a stack's run found no test to run: none collected, or the test
+/// script's own file is not there.
+fn found_no_test(run: &StackRun) -> bool {
+    run.reason.starts_with("no tests ran")
+        || run.output_tail.lines().any(|l| {
+            let missing = l.contains("Cannot find module")
+                || l.contains("file or directory not found")
+                || l.contains("No such file or directory");
+            missing && l.to_ascii_lowercase().contains("test")
+        })
 }
 
 /// Runs the recipes `fallback` proposes after the stacks failed, up to the
@@ -610,9 +611,11 @@ impl StackSteps<'_> {
             run.exit_code = Some(out.shell_code());
             run.output_tail = tail(&out);
             if let Some(why) = crate::runner::install_failure(&out, options.install_timeout) {
-                let package = self.sandbox.read_file(Path::new("package.json")).await.ok();
-                let package = package.as_deref().map(String::from_utf8_lossy);
-                run.again = retry::after_install(self.stack, package.as_deref());
+                if self.stack.kind == StackKind::Node {
+                    let package = self.sandbox.read_file(Path::new("package.json")).await.ok();
+                    let package = package.as_deref().map(String::from_utf8_lossy);
+                    run.again = retry::after_install(self.stack, package.as_deref());
+                }
                 return Ok(Some(format!("install step `{command}` {why}")));
             }
         }
@@ -661,7 +664,7 @@ impl StackSteps<'_> {
         }
         let (verdict, reason) = judge_suite(stack, options, &limits, &suite, run.evidence.as_ref());
         if verdict != Verdict::Bootstrapped {
-            run.again = retry::after(stack, &suite.text, &[]);
+            run.again = retry::after(stack, &suite.text);
         }
         run.verdict = verdict;
         run.reason = reason;

@@ -38,11 +38,15 @@ pub(crate) struct Retry {
     pub reason: String,
     /// The stack changed as the rule says.
     pub stack: Stack,
+    /// What a green run of it proves, where that is less than the whole
+    /// suite (`doctests only …`): said before the run's own reason.
+    pub narrower: Option<&'static str>,
 }
 
-/// The rule the failed test output of `stack` calls for, if any, other
-/// than those in `tried`.
-pub(crate) fn after(stack: &Stack, output: &str, tried: &[&str]) -> Option<Retry> {
+/// The rule the failed test output of `stack` calls for, if any. Each
+/// rule's changed stack no longer calls for the same rule; the gate also
+/// tries a rule once per stack.
+pub(crate) fn after(stack: &Stack, output: &str) -> Option<Retry> {
     let rules: [fn(&Stack, &str) -> Option<Retry>; 6] = [
         missing_targets,
         doctests_only,
@@ -51,10 +55,7 @@ pub(crate) fn after(stack: &Stack, output: &str, tried: &[&str]) -> Option<Retry
         pytest_unpinned,
         dev_dependencies,
     ];
-    rules
-        .iter()
-        .filter_map(|rule| rule(stack, output))
-        .find(|r| !tried.contains(&r.rule))
+    rules.iter().find_map(|rule| rule(stack, output))
 }
 
 fn retried(
@@ -74,7 +75,17 @@ fn retried(
             ..stack.clone()
         },
         reason,
+        narrower: None,
     }
+}
+
+/// The index of the step that installs the test runner (`… pip install
+/// pytest[ plugin …]`, the last such), where one does.
+fn runner_step(install: &[String]) -> Option<usize> {
+    install.iter().rposition(|step| {
+        step.split_once(" install pytest")
+            .is_some_and(|(_, rest)| rest.is_empty() || rest.starts_with(' '))
+    })
 }
 
 /// The first line of `output` holding `sign`, trimmed.
@@ -212,7 +223,7 @@ fn doctests_only(stack: &Stack, output: &str) -> Option<Retry> {
         .command
         .replace("cargo test", "cargo test --doc")
         .replace("cargo nextest run", "cargo test --doc");
-    Some(retried(
+    let mut retry = retried(
         stack,
         "doctests_only",
         format!(
@@ -221,7 +232,9 @@ fn doctests_only(stack: &Stack, output: &str) -> Option<Retry> {
         ),
         stack.install.clone(),
         command,
-    ))
+    );
+    retry.narrower = Some("doctests only (the other tests cannot build)");
+    Some(retry)
 }
 
 /// Signs of an incompatibility a pytest major brought, in a failed
@@ -245,36 +258,20 @@ fn pytest_major(stack: &Stack, output: &str) -> Option<Retry> {
         .skip(1)
         .find_map(|rest| rest.split('.').next()?.parse().ok())?;
     let sign = PYTEST_BREAKS.iter().find_map(|s| line_with(output, s))?;
-    let pin = format!("pytest<{major}");
-    // The step that installs pytest (and the plugins after it).
-    let mut changed = false;
-    let install: Vec<String> = stack
-        .install
-        .iter()
-        .map(|step| {
-            let at = step.find(" install pytest").filter(|_| !changed);
-            let end = at.map(|a| a + " install pytest".len());
-            match (at, end) {
-                (Some(at), Some(end)) if step[end..].is_empty() || step[end..].starts_with(' ') => {
-                    changed = true;
-                    format!("{} install '{pin}'{}", &step[..at], &step[end..])
-                }
-                _ => step.clone(),
-            }
-        })
-        .collect();
-    changed.then(|| {
-        retried(
-            stack,
-            "pytest_major",
-            format!(
-                "pytest {major} fails this project's collection ({sign}); tried again with the \
-                 newest pytest below {major}"
-            ),
-            install,
-            stack.command.clone(),
-        )
-    })
+    // The runner's step, pinned (the plugins after it stay).
+    let at = runner_step(&stack.install)?;
+    let mut install = stack.install.clone();
+    install[at] = install[at].replacen(" install pytest", &format!(" install 'pytest<{major}'"), 1);
+    Some(retried(
+        stack,
+        "pytest_major",
+        format!(
+            "pytest {major} fails this project's collection ({sign}); tried again with the \
+             newest pytest below {major}"
+        ),
+        install,
+        stack.command.clone(),
+    ))
 }
 
 fn pytest_unpinned(stack: &Stack, output: &str) -> Option<Retry> {
@@ -342,12 +339,9 @@ fn dev_dependencies(stack: &Stack, output: &str) -> Option<Retry> {
     let missing = ["ModuleNotFoundError", "No module named", "ImportError"]
         .iter()
         .find_map(|sign| line_with(output, sign))?;
-    // Before the runner's own install (the last step), so pins hold.
+    // Before the runner's own install, so pins hold.
     let mut install = stack.install.clone();
-    let at = install
-        .iter()
-        .rposition(|s| s.ends_with(" install pytest") || s.contains(" install pytest "))
-        .unwrap_or(install.len());
+    let at = runner_step(&install).unwrap_or(install.len());
     install.splice(at..at, stack.dev_install.iter().cloned());
     let mut retry = retried(
         stack,
@@ -449,7 +443,7 @@ mod tests {
     #[test]
     fn a_denied_lint_on_a_newer_compiler_is_capped_once() {
         let output = "   Compiling memchr v2.7.4\nerror: missing documentation for a method\n  --> src/arch/mod.rs:3:5\n   |\nnote: the lint level is defined here\n  --> src/lib.rs:1:9\n   |\n1  | #![deny(missing_docs)]\n\nerror: could not compile `memchr` (lib test) due to 4 previous errors\n";
-        let retry = after(&rust(), output, &[]).unwrap();
+        let retry = after(&rust(), output).unwrap();
         assert_eq!(retry.rule, "cap_lints");
         assert_eq!(
             retry.stack.command,
@@ -463,16 +457,16 @@ mod tests {
             retry.reason
         );
         // Once: the capped stack asks for nothing more on the same output.
-        assert_eq!(after(&retry.stack, output, &["cap_lints"]), None);
+        assert_eq!(after(&retry.stack, output), None);
         // A plain compile error is the code's, not drift.
         let broken = "error[E0308]: mismatched types\nerror: could not compile `x` (lib) due to 1 previous error\n";
-        assert_eq!(after(&rust(), broken, &[]), None);
+        assert_eq!(after(&rust(), broken), None);
     }
 
     #[test]
     fn targets_the_package_left_out_are_dropped_from_the_manifest() {
         let output = "error: can't find integration-test `filters` at path `/workspace/tests/filters.rs`\n --> /workspace/Cargo.toml\nerror: can't find integration-test `macros` at path `/workspace/tests/macros.rs`\nerror: can't find bench `x; rm -rf /` at path `b`\nerror: could not compile due to 2 previous target resolution errors\n";
-        let retry = after(&rust(), output, &[]).unwrap();
+        let retry = after(&rust(), output).unwrap();
         assert_eq!(retry.rule, "missing_targets");
         assert_eq!(retry.stack.install.len(), 2);
         assert!(
@@ -495,7 +489,7 @@ mod tests {
     #[test]
     fn tests_missing_their_data_leave_the_doctests() {
         let output = "error: couldn't read `tests/data/sample.bin`: No such file or directory (os error 2)\n --> tests/decode.rs:4:20\nerror: could not compile `bytes-ish` (test \"decode\") due to 1 previous error\n";
-        let retry = after(&rust(), output, &[]).unwrap();
+        let retry = after(&rust(), output).unwrap();
         assert_eq!(retry.rule, "doctests_only");
         assert_eq!(
             retry.stack.command,
@@ -504,7 +498,7 @@ mod tests {
         assert!(retry
             .reason
             .contains("couldn't read `tests/data/sample.bin`"));
-        assert_eq!(after(&retry.stack, output, &["doctests_only"]), None);
+        assert_eq!(after(&retry.stack, output), None);
     }
 
     #[test]
@@ -522,7 +516,7 @@ mod tests {
             )
         };
         let output = "Traceback (most recent call last):\n  File \"/workspace/.forq/venv/lib/python3.11/site-packages/_pytest/assertion/rewrite.py\", line 406, in _rewrite_test\n    co = compile(tree, fn.strpath, \"exec\", dont_inherit=True)\nTypeError: required field \"lineno\" missing from alias\n";
-        let retry = after(&stack, output, &[]).unwrap();
+        let retry = after(&stack, output).unwrap();
         assert_eq!(retry.rule, "pytest_unpinned");
         assert_eq!(
             retry.stack.install[1],
@@ -530,7 +524,7 @@ mod tests {
         );
         assert!(retry.reason.contains("(pytest>=4.6.4,<5, pytest-mock>=1.10.4,<2) fails on this Python (TypeError: required field"), "{}", retry.reason);
         // Nothing pinned: nothing to unpin; a traceback in the tests: not pytest's.
-        assert_eq!(after(&retry.stack, output, &["pytest_unpinned"]), None);
+        assert_eq!(after(&retry.stack, output), None);
         assert_eq!(pytest_unpinned(&retry.stack, output), None);
         let tests =
             "  File \"/workspace/tests/test_x.py\", line 3\nNameError: name 'x' is not defined\n";
@@ -553,7 +547,7 @@ mod tests {
             )
         };
         let output = "E   ModuleNotFoundError: No module named 'yaml'\n";
-        let retry = after(&stack, output, &[]).unwrap();
+        let retry = after(&stack, output).unwrap();
         assert_eq!(retry.rule, "dev_dependencies");
         assert_eq!(
             retry.stack.install,
@@ -568,8 +562,8 @@ mod tests {
             .reason
             .contains("(E   ModuleNotFoundError: No module named 'yaml')"));
         // Once; and not for a failure that is no missing module.
-        assert_eq!(after(&retry.stack, output, &[]), None);
-        assert_eq!(after(&stack, "E   assert 1 == 2\n", &[]), None);
+        assert_eq!(after(&retry.stack, output), None);
+        assert_eq!(after(&stack, "E   assert 1 == 2\n"), None);
     }
 
     #[test]
@@ -617,7 +611,7 @@ mod tests {
             )
         };
         let output = "platform linux -- Python 3.11.2, pytest-9.2.0, pluggy-1.6.0\ncollected 0 items / 1 error\nE   pytest.PytestRemovedIn9Warning: support for nose tests is removed\n";
-        let retry = after(&stack, output, &[]).unwrap();
+        let retry = after(&stack, output).unwrap();
         assert_eq!(retry.rule, "pytest_major");
         assert_eq!(
             retry.stack.install[1],
@@ -632,6 +626,6 @@ mod tests {
         );
         // No sign of drift: a missing module is the project's setup.
         let plain = "platform linux -- Python 3.11.2, pytest-9.2.0\nE   ModuleNotFoundError: No module named 'yaml'\n";
-        assert_eq!(after(&stack, plain, &[]), None);
+        assert_eq!(after(&stack, plain), None);
     }
 }
