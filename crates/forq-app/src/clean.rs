@@ -89,6 +89,24 @@ pub fn record(state_dir: &Path, id: &str, name: &str) -> std::io::Result<Option<
     }
 }
 
+/// Run `id`'s record `name` as the store keeps it (written when the run
+/// ended, on whichever machine ran it), else from `state_dir` on this
+/// machine (a run still going, or one from before records were kept).
+pub fn stored_record(
+    store: &crate::store::Store,
+    state_dir: Option<&Path>,
+    id: &str,
+    name: &str,
+) -> std::io::Result<Option<Vec<u8>>> {
+    if let Some(bytes) = store.artifact(id, name).map_err(std::io::Error::other)? {
+        return Ok(Some(bytes));
+    }
+    match state_dir {
+        Some(dir) => record(dir, id, name),
+        None => Ok(None),
+    }
+}
+
 /// The files of run `id`'s workspace (without `.git` and `.forq`),
 /// relative and sorted; `None` when it has no workspace (removed by
 /// `clean`, or never seeded).

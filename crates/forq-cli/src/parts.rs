@@ -225,9 +225,15 @@ pub(crate) async fn open_backend(choice: BackendChoice) -> anyhow::Result<Arc<dy
     Ok(selected.backend)
 }
 
-pub(crate) fn open_store(state: &Path) -> anyhow::Result<Arc<Store>> {
+/// The run store: `url` (PostgreSQL, shared by machines) when given, else
+/// `STATE/forq.db`.
+pub(crate) fn open_store(state: &Path, url: Option<&str>) -> anyhow::Result<Arc<Store>> {
     forq_sandbox::refuse_link(state)?;
-    Ok(Arc::new(Store::open(&state.join("forq.db"))?))
+    let store = match url.filter(|u| !u.is_empty()) {
+        Some(url) => Store::connect(url)?,
+        None => Store::open(&state.join("forq.db"))?,
+    };
+    Ok(Arc::new(store))
 }
 
 /// The owner's model, when one is configured (none is not an error: triage

@@ -94,8 +94,13 @@ pub(crate) async fn run_events(
 pub(crate) fn state_dir(app: &App) -> std::path::PathBuf {
     app.store
         .path()
-        .parent()
+        .and_then(std::path::Path::parent)
         .map(std::path::Path::to_path_buf)
+        .or_else(|| {
+            app.actions
+                .as_ref()
+                .map(|a| a.pipeline.state_dir().to_path_buf())
+        })
         .unwrap_or_default()
 }
 
@@ -105,10 +110,13 @@ pub(crate) async fn record(app: &App, id: String, name: &'static str) -> Result<
     let check = id.clone();
     blocking(move || store.get(&check)).await?;
     let dir = state_dir(app);
-    let found = tokio::task::spawn_blocking(move || forq_app::clean::record(&dir, &id, name))
-        .await
-        .map_err(internal)?
-        .map_err(internal)?;
+    let store = app.store.clone();
+    let found = tokio::task::spawn_blocking(move || {
+        forq_app::clean::stored_record(&store, Some(&dir), &id, name)
+    })
+    .await
+    .map_err(internal)?
+    .map_err(internal)?;
     found.ok_or_else(|| {
         ApiError(
             StatusCode::NOT_FOUND,

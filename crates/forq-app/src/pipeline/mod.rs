@@ -108,6 +108,7 @@ pub struct Pipeline {
     known: HashMap<String, Config>,
     observers: Observers<PipelineEvent>,
     golden: GoldenPolicy,
+    lease: Duration,
 }
 
 /// How runs use their repository's golden environment.
@@ -146,12 +147,12 @@ pub enum RunError {
     #[error("run {0}: forq panicked while running it; resuming the run continues it from its last checkpoint")]
     Panicked(String),
     /// Another live process works on the run.
-    #[error("run {id} is being worked on by process {pid}")]
+    #[error("run {id} is being worked on by {holder}")]
     Busy {
         /// The run.
         id: String,
-        /// The process.
-        pid: u32,
+        /// Who holds it (a worker's name, or `HOST/PID`).
+        holder: String,
     },
 }
 
@@ -276,7 +277,15 @@ impl Pipeline {
             known: HashMap::new(),
             observers: Observers::new(),
             golden: GoldenPolicy::default(),
+            lease: DEFAULT_LEASE,
         }
+    }
+
+    /// How long a run's holder is trusted without renewing its lease
+    /// (default [`DEFAULT_LEASE`]); it renews three times a lease.
+    pub fn lease(mut self, lease: Duration) -> Self {
+        self.lease = lease;
+        self
     }
 
     /// The owner's model, for triage and the model branchers.
@@ -306,6 +315,11 @@ impl Pipeline {
     /// The store.
     pub fn store(&self) -> &Arc<Store> {
         &self.store
+    }
+
+    /// The state directory: `runs/ID/` for each run this machine drives.
+    pub fn state_dir(&self) -> &Path {
+        &self.state_dir
     }
 
     /// Run `id`'s directory: `fix.patch`, `tree.json`, `summary.json`, and
@@ -355,31 +369,56 @@ impl Pipeline {
     }
 
     /// Runs (or resumes) run `id` to a terminal state, and returns it.
+    /// The run is held under a lease while it runs (renewed as it goes):
+    /// another process takes it up only once this one is gone, and if this
+    /// one loses it (paused past its lease), it stops driving it and
+    /// writes nothing more to it.
     #[tracing::instrument(name = "run", skip_all, fields(run = %id))]
     pub async fn execute(&self, id: &str) -> Result<Run, RunError> {
-        let mut run = self.store.get(id)?;
+        let run = self.store.get(id)?;
         if run.state.is_terminal() {
             return Ok(run);
         }
-        let dead = run.pid.filter(|p| *p != std::process::id());
-        if let Some(pid) = dead.filter(|_| run.is_live()) {
-            return Err(RunError::Busy { id: run.id, pid });
-        }
-        if !self.store.claim(&run.id, run.pid, std::process::id())? {
-            let pid = self.store.get(&run.id)?.pid.unwrap_or_default();
-            return Err(RunError::Busy { id: run.id, pid });
-        }
-        if let Some(pid) = dead {
+        let Some(before) = self.store.acquire(&run.id, self.lease)? else {
+            let holder = self.store.get(&run.id)?.worker.unwrap_or_default();
+            return Err(RunError::Busy { id: run.id, holder });
+        };
+        let id = run.id.clone();
+        let out = self.drive(before).await;
+        let _ = self.store.release(&id);
+        out
+    }
+
+    /// Drives run `before` (as it was when this process took it up) to its
+    /// end.
+    async fn drive(&self, before: Run) -> Result<Run, RunError> {
+        let id = before.id.clone();
+        if before.worker.is_some() && !self.store.holder().holds(&before) {
             let _ = self.store.event(
-                &run.id,
+                &id,
                 "resumed",
-                json!({"from": run.state.name(), "dead_pid": pid}),
+                json!({"from": before.state.name(), "after": before.worker, "dead_pid": before.pid}),
             );
         }
-        let id = run.id.clone();
+        let mut run = self.store.get(&id)?;
+        let outcome = self.drive_phases(&id, &mut run).await;
+        // Its records go to the store, so every machine that reads the
+        // store reads them, whichever machine ran it.
+        self.keep_records(&id);
+        outcome
+    }
+
+    async fn drive_phases(&self, id: &str, run: &mut Run) -> Result<Run, RunError> {
+        let id = id.to_owned();
         let outcome = tokio::select! {
-            r = self.phases(&mut run) => r,
-            () = self.abort_requested(&id) => Err(Stop::end(State::Aborted, "aborted by request".to_owned())),
+            r = self.phases(run) => r,
+            held = self.keep(&id) => match held {
+                Kept::Abort => Err(Stop::end(State::Aborted, "aborted by request".to_owned())),
+                Kept::Lost => {
+                    tracing::warn!("another process took the run up (this one's lease ran out): stopped driving it");
+                    return Err(RunError::Store(StoreError::Fenced { id }));
+                }
+            },
         };
         let Err(Stop {
             state,
@@ -401,17 +440,58 @@ impl Pipeline {
         Ok(done)
     }
 
-    /// Resolves once someone asks run `id` to stop.
-    async fn abort_requested(&self, id: &str) {
+    /// Copies the files run `id` wrote in its directory (`fix.patch`,
+    /// `tree.json`, `summary.json`, `ripple.patch`) into the store, each
+    /// up to 16 MiB; links and directories are not followed.
+    fn keep_records(&self, id: &str) {
+        const MAX: u64 = 16 << 20;
+        let Ok(entries) = std::fs::read_dir(self.run_dir(id)) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            let small = entry.metadata().is_ok_and(|m| m.len() <= MAX);
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if !kind.is_file() || !small {
+                continue;
+            }
+            if let Ok(bytes) = std::fs::read(entry.path()) {
+                if let Err(e) = self.store.put_artifact(id, &name, &bytes) {
+                    tracing::warn!("{name} was not kept in the store: {e}");
+                }
+            }
+        }
+    }
+
+    /// Keeps run `id` held while it runs: renews the lease a few times
+    /// within each lease, and resolves when someone asks the run to stop,
+    /// or when the run was lost (another process holds it now, or the
+    /// store could not be told of this one for a whole lease).
+    async fn keep(&self, id: &str) -> Kept {
+        let every = (self.lease / 3).max(Duration::from_millis(100));
+        let mut renewed = Instant::now();
         loop {
-            tokio::time::sleep(Duration::from_millis(300)).await;
+            tokio::time::sleep(Duration::from_millis(300).min(every)).await;
             if self
                 .store
                 .get(id)
                 .map(|r| r.abort_requested)
                 .unwrap_or(false)
             {
-                return;
+                return Kept::Abort;
+            }
+            if renewed.elapsed() >= every {
+                match self.store.renew(id, self.lease) {
+                    Ok(true) => renewed = Instant::now(),
+                    Ok(false) => return Kept::Lost,
+                    Err(e) if renewed.elapsed() >= self.lease => {
+                        tracing::warn!("the lease could not be renewed for a whole lease: {e}");
+                        return Kept::Lost;
+                    }
+                    Err(e) => tracing::warn!("the lease could not be renewed (trying again): {e}"),
+                }
             }
         }
     }
@@ -693,6 +773,16 @@ impl Pipeline {
         Preview::start(sandbox, spec).await
     }
 }
+
+/// Why [`Pipeline::keep`] stopped keeping a run.
+enum Kept {
+    Abort,
+    Lost,
+}
+
+/// How long a run's holder is trusted without a word: past it, another
+/// process may take the run up.
+pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
 
 /// Where a live state is in the phase order.
 fn order(state: State) -> u8 {

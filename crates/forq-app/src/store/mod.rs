@@ -1,6 +1,14 @@
 //! The run store: every run, its events (state changes, search nodes,
-//! agent steps, notes) and its checkpoints, in one SQLite database
-//! (`.forq/forq.db`, WAL, so `forq runs tail` reads while a run writes).
+//! agent steps, notes), its checkpoints and its artifacts, in one SQLite
+//! database (`.forq/forq.db`, WAL, so `forq runs tail` reads while a run
+//! writes) or in PostgreSQL, shared by every machine (`postgres://…`).
+//!
+//! A process that drives a run holds it under a lease ([`Store::acquire`],
+//! [`Store::renew`]): a holder that dies lets its lease run out and
+//! another takes the run up from its last checkpoint. Each taking-up
+//! raises the run's fence, and every write of a holder names the fence it
+//! took the run with: a holder that lost its run (a paused process, a
+//! cut-off machine) writes nothing more to it ([`StoreError::Fenced`]).
 //!
 //! ```
 //! use forq_app::store::{NewRun, State, Store};
@@ -14,15 +22,25 @@
 //! assert_eq!(store.events(&run.id, 0).unwrap().len(), 2); // created, then the state change
 //! ```
 
-use std::path::{Path, PathBuf};
-use std::sync::Mutex;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+mod db;
+mod lease;
+#[cfg(feature = "postgres")]
+mod postgres;
+mod schema;
 
-use rusqlite::{params, Connection, OptionalExtension};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{SystemTime, UNIX_EPOCH};
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::failure::FailureKind;
+use db::{vals, Db, DbError, Sql, Val};
+
+pub use lease::{Holder, Worker};
+pub use schema::SCHEMA_VERSION;
 
 /// Where a run is in its life.
 #[derive(
@@ -234,6 +252,17 @@ pub struct Run {
     /// missing model); `None` for a run that reached its goal, one triage
     /// declined, and one whose search found no green candidate.
     pub failure: Option<FailureKind>,
+    /// The process holding it (a worker's name, else `HOST/PID`), while
+    /// one does or last did.
+    pub worker: Option<String>,
+    /// The machine that process runs on.
+    pub host: Option<String>,
+    /// Until when its holder's lease runs, milliseconds since the epoch:
+    /// past it, another process may take the run up.
+    pub lease_until_ms: Option<u64>,
+    /// How many times a process took it up: the number its holder writes
+    /// under.
+    pub fence: u64,
 }
 
 /// A file given to a run as context: read from `source` on the host,
@@ -247,10 +276,20 @@ pub struct ContextFile {
 }
 
 impl Run {
-    /// Whether a process is working on it now: not over, and its recorded
-    /// process is alive.
+    /// Whether a process is working on it now: not over, and its holder's
+    /// lease runs (a holder on this machine must also be alive: one that
+    /// died is known dead at once, without waiting for its lease).
     pub fn is_live(&self) -> bool {
-        !self.state.is_terminal() && self.pid.is_some_and(process_alive)
+        if self.state.is_terminal() {
+            return false;
+        }
+        let here = self.host.as_deref().is_none_or(|h| h == lease::this_host());
+        let alive_here = !here || self.pid.is_some_and(process_alive);
+        match self.lease_until_ms {
+            Some(until) => until > now_ms() && alive_here,
+            // Taken up by a forq from before leases: its process, here.
+            None => here && self.pid.is_some_and(process_alive),
+        }
     }
     /// Seconds from when a process took it up (else its creation) to the
     /// last change: the run's own time, not its time in the queue.
@@ -287,13 +326,13 @@ pub struct RunEvent {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum StoreError {
-    /// SQLite failed.
-    #[error("the run store {path}: {source}")]
-    Sqlite {
-        /// The database.
-        path: PathBuf,
-        /// SQLite's error (boxed: the binding's types are not part of
-        /// this crate's API).
+    /// The database failed.
+    #[error("the run store {store}: {source}")]
+    Database {
+        /// The store: its file, or its URL without the password.
+        store: String,
+        /// The database's error (boxed: the drivers' types are not part
+        /// of this crate's API).
         source: Box<dyn std::error::Error + Send + Sync>,
     },
     /// No run has this id.
@@ -304,17 +343,27 @@ pub enum StoreError {
     Ambiguous(String),
     /// The database was written by a newer forq.
     #[error(
-        "the run store {path} has schema version {found}, newer than the {supported} this forq \
+        "the run store {store} has schema version {found}, newer than the {supported} this forq \
          reads; upgrade forq (the store is left as it is)"
     )]
     TooNew {
-        /// The database.
-        path: PathBuf,
+        /// The store.
+        store: String,
         /// Its schema version.
         found: i64,
         /// The newest this build reads.
         supported: i64,
     },
+    /// This process's hold on the run ended: another took it up (this
+    /// one's lease ran out), so nothing this one writes is kept.
+    #[error("run {id} was taken up by another process (this one's lease on it ran out): nothing more is written for it from here")]
+    Fenced {
+        /// The run.
+        id: String,
+    },
+    /// `--store` names no store this build opens.
+    #[error("{0}")]
+    Unsupported(String),
     /// The run is over and cannot change state.
     #[error("run {id} is {state} already: it is over")]
     Over {
@@ -328,122 +377,70 @@ pub enum StoreError {
 /// The run store. Methods are synchronous and quick; share it in an `Arc`.
 #[derive(Debug)]
 pub struct Store {
-    path: PathBuf,
-    conn: Mutex<Connection>,
+    db: Arc<Db>,
+    /// The file, or the URL without its password: what messages name.
+    location: String,
+    path: Option<PathBuf>,
+    /// Who this handle writes as.
+    holder: Holder,
+    /// The runs this handle holds, with the fence each was taken up with.
+    held: Arc<Mutex<HashMap<String, u64>>>,
 }
 
-/// The schema this build writes; `PRAGMA user_version` holds a store's.
-pub const SCHEMA_VERSION: i64 = 3;
+/// The columns a [`Run`] is read from, in [`run_of`]'s order.
+const RUN_COLUMNS: &str = "id, issue, repo, action, state, reason, created_ms, updated_ms, pid, \
+     cost_usd, patch_lines, branch, abort_requested, started_ms, context, failure, worker, host, \
+     lease_until, fence";
 
-/// The runs table of schema 1, and the columns a store made before schema
-/// versions existed may lack (added by the first migration).
-const RUNS_V1: &str = "
-CREATE TABLE IF NOT EXISTS runs (
-    id TEXT PRIMARY KEY,
-    issue TEXT NOT NULL,
-    repo TEXT NOT NULL,
-    action TEXT NOT NULL,
-    state TEXT NOT NULL,
-    reason TEXT NOT NULL DEFAULT '',
-    created_ms INTEGER NOT NULL,
-    updated_ms INTEGER NOT NULL,
-    pid INTEGER,
-    cost_usd REAL NOT NULL DEFAULT 0,
-    patch_lines INTEGER,
-    branch TEXT,
-    abort_requested INTEGER NOT NULL DEFAULT 0,
-    started_ms INTEGER,
-    context TEXT NOT NULL DEFAULT '[]'
-);
-CREATE TABLE IF NOT EXISTS events (
-    run_id TEXT NOT NULL REFERENCES runs(id),
-    seq INTEGER NOT NULL,
-    at_ms INTEGER NOT NULL,
-    kind TEXT NOT NULL,
-    data TEXT NOT NULL,
-    PRIMARY KEY (run_id, seq)
-);
-CREATE TABLE IF NOT EXISTS deliveries (
-    id TEXT PRIMARY KEY,
-    at_ms INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS checkpoints (
-    run_id TEXT NOT NULL REFERENCES runs(id),
-    phase TEXT NOT NULL,
-    at_ms INTEGER NOT NULL,
-    data TEXT NOT NULL,
-    PRIMARY KEY (run_id, phase)
-);
-";
-
-const RUNS_LATE_COLUMNS: &[(&str, &str)] = &[
-    ("cost_usd", "REAL NOT NULL DEFAULT 0"),
-    ("patch_lines", "INTEGER"),
-    ("branch", "TEXT"),
-    ("abort_requested", "INTEGER NOT NULL DEFAULT 0"),
-    ("started_ms", "INTEGER"),
-    ("context", "TEXT NOT NULL DEFAULT '[]'"),
-];
-
-/// Schema 2: every event gets an id in the whole store (a table rebuild,
-/// since SQLite cannot change a primary key in place).
-const EVENTS_V2: &str = "
-CREATE TABLE events_v2 (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    run_id TEXT NOT NULL REFERENCES runs(id),
-    seq INTEGER NOT NULL,
-    at_ms INTEGER NOT NULL,
-    kind TEXT NOT NULL,
-    data TEXT NOT NULL,
-    UNIQUE (run_id, seq)
-);
-INSERT INTO events_v2 (run_id, seq, at_ms, kind, data)
-    SELECT run_id, seq, at_ms, kind, data FROM events ORDER BY at_ms, run_id, seq;
-DROP TABLE events;
-ALTER TABLE events_v2 RENAME TO events;
-";
-
-/// Brings the store from schema `from` to `from + 1`.
-fn migrate(c: &Connection, from: i64) -> Result<(), rusqlite::Error> {
-    match from {
-        0 => {
-            c.execute_batch(RUNS_V1)?;
-            let have: Vec<String> = c
-                .prepare("SELECT name FROM pragma_table_info('runs')")?
-                .query_map([], |r| r.get(0))?
-                .collect::<Result<_, _>>()?;
-            for (column, decl) in RUNS_LATE_COLUMNS {
-                if !have.iter().any(|h| h == column) {
-                    c.execute_batch(&format!("ALTER TABLE runs ADD COLUMN {column} {decl}"))?;
-                }
-            }
-            Ok(())
-        }
-        1 => c.execute_batch(EVENTS_V2),
-        // Schema 3: why a run stopped short, as a class.
-        2 => c.execute_batch("ALTER TABLE runs ADD COLUMN failure TEXT"),
-        _ => Ok(()),
-    }
-}
-
-/// Appends one event inside the caller's transaction; returns its `seq`.
+/// Appends one event inside the caller's transaction, under `fence` when
+/// the writer holds the run; returns its `seq`. The run's row is the
+/// event counter, so writers of one run take turns on it, and the event
+/// id comes from one counter row taken last: ids are handed out in the
+/// order their transactions commit, which is what lets a stream resume
+/// from an id and miss nothing.
 fn append_event(
-    c: &Connection,
+    c: &mut dyn Sql,
     id: &str,
+    fence: Option<u64>,
     now: i64,
     kind: &str,
     data: &str,
-) -> Result<u64, rusqlite::Error> {
-    let seq: i64 = c.query_row(
-        "SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE run_id = ?1",
-        params![id],
-        |r| r.get(0),
+) -> Result<Result<u64, StoreError>, DbError> {
+    let seq = c
+        .value(
+            "UPDATE runs SET last_seq = last_seq + 1
+             WHERE id = ?1 AND (fence = ?2 OR ?2 IS NULL) RETURNING last_seq",
+            vals![id, fence],
+        )?
+        .int();
+    let Some(seq) = seq else {
+        return Ok(Err(missing(c, id)?));
+    };
+    let event_id = c
+        .value(
+            "UPDATE meta SET value = value + 1 WHERE name = 'event_id' RETURNING value",
+            &[],
+        )?
+        .int()
+        .ok_or("the store's event counter is missing")?;
+    c.exec(
+        "INSERT INTO events (id, run_id, seq, at_ms, kind, data, fence) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        vals![event_id, id, seq, now, kind, data, fence],
     )?;
-    c.execute(
-        "INSERT INTO events (run_id, seq, at_ms, kind, data) VALUES (?1, ?2, ?3, ?4, ?5)",
-        params![id, seq, now, kind, data],
-    )?;
-    Ok(seq as u64)
+    Ok(Ok(seq as u64))
+}
+
+/// Why a write to run `id` changed nothing: it does not exist, or the
+/// writer's fence is not the run's.
+fn missing(c: &mut dyn Sql, id: &str) -> Result<StoreError, DbError> {
+    let exists = c
+        .row("SELECT 1 FROM runs WHERE id = ?1", vals![id])?
+        .is_some();
+    Ok(if exists {
+        StoreError::Fenced { id: id.to_owned() }
+    } else {
+        StoreError::NotFound(id.to_owned())
+    })
 }
 
 /// Milliseconds since the epoch.
@@ -454,72 +451,130 @@ pub fn now_ms() -> u64 {
 }
 
 impl Store {
-    /// Opens (creating) the database at `path`.
+    /// Opens (creating) the SQLite database at `path`.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
-        let err = |source: rusqlite::Error| StoreError::Sqlite {
-            path: path.to_owned(),
-            source: Box::new(source),
-        };
-        if let Some(dir) = path.parent() {
-            let _ = std::fs::create_dir_all(dir);
+        let location = path.display().to_string();
+        let conn = db::Sqlite::open(path).map_err(|e| StoreError::Database {
+            store: location.clone(),
+            source: Box::new(e),
+        })?;
+        Store::over(Db::new(Box::new(conn)), location, Some(path.to_owned()))
+    }
+
+    /// Opens the store `spec` names: a PostgreSQL URL
+    /// (`postgres://user:password@host/db`, shared by every machine), else
+    /// a SQLite file.
+    pub fn connect(spec: &str) -> Result<Store, StoreError> {
+        if !(spec.starts_with("postgres://") || spec.starts_with("postgresql://")) {
+            return Store::open(Path::new(spec.strip_prefix("sqlite://").unwrap_or(spec)));
         }
-        // Never through a link: a run store opened through a name someone
-        // else could plant would be theirs to read and change.
-        let flags = rusqlite::OpenFlags::default() | rusqlite::OpenFlags::SQLITE_OPEN_NOFOLLOW;
-        let conn = Connection::open_with_flags(path, flags).map_err(err)?;
-        conn.busy_timeout(Duration::from_secs(10)).map_err(err)?;
-        conn.pragma_update(None, "journal_mode", "WAL")
-            .map_err(err)?;
-        conn.pragma_update(None, "synchronous", "NORMAL")
-            .map_err(err)?;
-        let found: i64 = conn
-            .pragma_query_value(None, "user_version", |r| r.get(0))
-            .map_err(err)?;
-        if found > SCHEMA_VERSION {
-            return Err(StoreError::TooNew {
-                path: path.to_owned(),
+        #[cfg(feature = "postgres")]
+        {
+            let location = postgres::redacted(spec);
+            let conn =
+                postgres::Postgres::connect(spec).map_err(|source| StoreError::Database {
+                    store: location.clone(),
+                    source,
+                })?;
+            Store::over(Db::new(Box::new(conn)), location, None)
+        }
+        #[cfg(not(feature = "postgres"))]
+        Err(StoreError::Unsupported(
+            "this forq was built without PostgreSQL (forq-app's `postgres` feature): use a SQLite \
+             store, or a build with the feature"
+                .to_owned(),
+        ))
+    }
+
+    fn over(db: Db, location: String, path: Option<PathBuf>) -> Result<Store, StoreError> {
+        schema::upgrade(&db).map_err(|e| match e {
+            schema::SchemaError::TooNew(found) => StoreError::TooNew {
+                store: location.clone(),
                 found,
                 supported: SCHEMA_VERSION,
-            });
-        }
-        for from in found..SCHEMA_VERSION {
-            // Each step and its version number in one transaction: a store
-            // is at one version or the next, never between.
-            let tx = rusqlite::Transaction::new_unchecked(
-                &conn,
-                rusqlite::TransactionBehavior::Immediate,
-            )
-            .map_err(err)?;
-            let now: i64 = tx
-                .pragma_query_value(None, "user_version", |r| r.get(0))
-                .map_err(err)?;
-            if now == from {
-                migrate(&tx, from).map_err(err)?;
-                tx.pragma_update(None, "user_version", from + 1)
-                    .map_err(err)?;
-            }
-            tx.commit().map_err(err)?;
-        }
+            },
+            schema::SchemaError::Db(source) => StoreError::Database {
+                store: location.clone(),
+                source,
+            },
+        })?;
         Ok(Store {
-            path: path.to_owned(),
-            conn: Mutex::new(conn),
+            db: Arc::new(db),
+            location,
+            path,
+            holder: Holder::this_process(),
+            held: Arc::default(),
         })
     }
 
-    /// The database file.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    fn with<T>(
-        &self,
-        f: impl FnOnce(&Connection) -> Result<T, rusqlite::Error>,
-    ) -> Result<T, StoreError> {
-        let conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
-        f(&conn).map_err(|source| StoreError::Sqlite {
+    /// The same store, writing as `holder` (a worker's name): runs it
+    /// takes up are recorded as that holder's.
+    pub fn as_holder(&self, holder: Holder) -> Store {
+        Store {
+            db: self.db.clone(),
+            location: self.location.clone(),
             path: self.path.clone(),
-            source: Box::new(source),
-        })
+            holder,
+            held: Arc::default(),
+        }
+    }
+
+    /// Who this handle writes as.
+    pub fn holder(&self) -> &Holder {
+        &self.holder
+    }
+
+    /// The SQLite file, for a store that is one.
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
+    /// What messages call the store: its file, or its URL without the
+    /// password.
+    pub fn location(&self) -> &str {
+        &self.location
+    }
+
+    fn err(&self, source: DbError) -> StoreError {
+        StoreError::Database {
+            store: self.location.clone(),
+            source,
+        }
+    }
+
+    fn with<T>(&self, f: impl FnOnce(&mut dyn Sql) -> Result<T, DbError>) -> Result<T, StoreError> {
+        self.db.with(f).map_err(|e| self.err(e))
+    }
+
+    /// Runs `f` in one transaction that holds the write lock from its
+    /// start (SQLite), or the rows it touches (PostgreSQL): what it reads
+    /// stays true until it commits, across processes and machines. An
+    /// `Err` inside `f`'s `Ok` rolls back too.
+    fn write<T>(
+        &self,
+        f: impl FnOnce(&mut dyn Sql) -> Result<Result<T, StoreError>, DbError>,
+    ) -> Result<T, StoreError> {
+        let out = self.db.write(|c| match f(c)? {
+            Ok(t) => Ok(t),
+            // Undo whatever the step wrote before it found it may not.
+            Err(e) => Err(Box::new(Refused(e)) as DbError),
+        });
+        match out {
+            Ok(t) => Ok(t),
+            Err(e) => match e.downcast::<Refused>() {
+                Ok(refused) => Err(refused.0),
+                Err(e) => Err(self.err(e)),
+            },
+        }
+    }
+
+    /// The fence this handle holds run `id` under, if it holds it.
+    fn fence(&self, id: &str) -> Option<u64> {
+        self.held
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(id)
+            .copied()
     }
 
     /// Records a new run, `queued`.
@@ -527,65 +582,57 @@ impl Store {
         let now = now_ms();
         let issue = serde_json::to_string(&new.issue).unwrap_or_default();
         let context = serde_json::to_string(&new.context).unwrap_or_default();
+        let created = serde_json::json!({"issue": new.issue.id, "action": new.action.name(), "repo": new.repo}).to_string();
         // An id is the second and 16 random bits: runs created in the same
         // second (a backlog queued at once) may draw the same one, and then
         // draw again.
-        let id = self.with(|c| loop {
+        let id = self.write(|c| loop {
             // Drawn from the clock each time: a full second passes.
             let id = new_id(now_ms());
-            let inserted = c.execute(
-                "INSERT OR IGNORE INTO runs (id, issue, repo, action, state, created_ms, updated_ms, context)
-                 VALUES (?1, ?2, ?3, ?4, 'queued', ?5, ?5, ?6)",
-                params![id, issue, new.repo, new.action.name(), now as i64, context],
+            let inserted = c.exec(
+                "INSERT INTO runs (id, issue, repo, action, state, created_ms, updated_ms, context)
+                 VALUES (?1, ?2, ?3, ?4, 'queued', ?5, ?5, ?6) ON CONFLICT (id) DO NOTHING",
+                vals![&id, &issue, &new.repo, new.action.name(), now, &context],
             )?;
             if inserted == 1 {
-                return Ok(id);
+                return Ok(append_event(c, &id, None, now as i64, "created", &created)?.map(|_| id));
             }
         })?;
-        self.event(
-            &id,
-            "created",
-            serde_json::json!({"issue": new.issue.id, "action": new.action.name(), "repo": new.repo}),
-        )?;
         self.get(&id)
     }
 
     /// The run `id`, or the one run whose id starts with it.
     pub fn get(&self, id: &str) -> Result<Run, StoreError> {
         let rows = self.with(|c| {
-            let mut q = c.prepare(
-                "SELECT id, issue, repo, action, state, reason, created_ms, updated_ms, pid,
-                        cost_usd, patch_lines, branch, abort_requested, started_ms, context,
-                        failure
-                 FROM runs WHERE id = ?1 OR id LIKE ?2 ORDER BY id = ?1 DESC LIMIT 2",
-            )?;
-            let rows = q
-                .query_map(params![id, format!("{id}%")], row)?
-                .collect::<Result<Vec<_>, _>>()?;
-            Ok(rows)
+            c.rows(
+                &format!(
+                    "SELECT {RUN_COLUMNS} FROM runs WHERE id = ?1 OR id LIKE ?2 \
+                     ORDER BY id = ?1 DESC LIMIT 2"
+                ),
+                vals![id, format!("{}%", like_escaped(id))],
+            )
         })?;
-        match rows.as_slice() {
-            [] => Err(StoreError::NotFound(id.to_owned())),
-            [one, ..] if one.id == id => Ok(one.clone()),
-            [one] => Ok(one.clone()),
+        let mut runs: Vec<Run> = rows.into_iter().map(run_of).collect();
+        match runs.len() {
+            0 => Err(StoreError::NotFound(id.to_owned())),
+            1 => Ok(runs.remove(0)),
+            _ if runs[0].id == id => Ok(runs.remove(0)),
             _ => Err(StoreError::Ambiguous(id.to_owned())),
         }
     }
 
     /// The newest runs first, at most `limit`.
     pub fn list(&self, limit: usize) -> Result<Vec<Run>, StoreError> {
-        self.with(|c| {
-            let mut q = c.prepare(
-                "SELECT id, issue, repo, action, state, reason, created_ms, updated_ms, pid,
-                        cost_usd, patch_lines, branch, abort_requested, started_ms, context,
-                        failure
-                 FROM runs ORDER BY created_ms DESC, id DESC LIMIT ?1",
-            )?;
-            let rows = q
-                .query_map(params![limit as i64], row)?
-                .collect::<Result<Vec<_>, _>>()?;
-            Ok(rows)
-        })
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let rows = self.with(|c| {
+            c.rows(
+                &format!(
+                    "SELECT {RUN_COLUMNS} FROM runs ORDER BY created_ms DESC, id DESC LIMIT ?1"
+                ),
+                vals![limit],
+            )
+        })?;
+        Ok(rows.into_iter().map(run_of).collect())
     }
 
     /// Every run, newest first.
@@ -594,8 +641,8 @@ impl Store {
     }
 
     /// The runs no process works on that have not ended (their process
-    /// died, or never took them up), oldest first: what `forq runs resume
-    /// --interrupted` continues.
+    /// died or its lease ran out, or none took them up), oldest first:
+    /// what `forq runs resume --interrupted` continues.
     pub fn interrupted(&self) -> Result<Vec<Run>, StoreError> {
         let mut runs = self.all()?;
         runs.retain(|r| !r.state.is_terminal() && !r.is_live());
@@ -622,139 +669,117 @@ impl Store {
     ) -> Result<Run, StoreError> {
         let run = self.get(id)?;
         let now = now_ms() as i64;
-        let moved = self.write(|c| {
-            // Read inside the transaction: another process may have moved
-            // the run since `get`.
-            let from: String = c.query_row(
-                "SELECT state FROM runs WHERE id = ?1",
-                params![run.id],
-                |r| r.get(0),
-            )?;
+        let fence = self.fence(&run.id);
+        let kind = failure.map(FailureKind::name);
+        self.write(|c| {
+            // Read inside the transaction (the row locked): another
+            // process may have moved the run since `get`.
+            let Some(from) = c
+                .value(
+                    "UPDATE runs SET updated_ms = updated_ms WHERE id = ?1 RETURNING state",
+                    vals![&run.id],
+                )?
+                .into_text()
+            else {
+                return Ok(Err(StoreError::NotFound(run.id.clone())));
+            };
             let from = State::from_name(&from).unwrap_or(run.state);
             let allowed = !from.is_terminal()
                 || (from.has_patch() && to == State::PrOpened)
                 || (from == State::NeedsReview && (!to.is_terminal() || to == State::Aborted));
             if !allowed {
-                return Ok(Err(from));
+                return Ok(Err(StoreError::Over {
+                    id: run.id.clone(),
+                    state: from,
+                }));
             }
-            let kind = failure.map(FailureKind::name);
-            c.execute(
-                "UPDATE runs SET state = ?2, reason = ?3, updated_ms = ?4, failure = ?5 WHERE id = ?1",
-                params![run.id, to.name(), reason, now, kind],
-            )?;
             let mut event =
                 serde_json::json!({"from": from.name(), "to": to.name(), "reason": reason});
             if let Some(kind) = kind {
                 event["failure"] = kind.into();
             }
-            append_event(c, &run.id, now, "state", &event.to_string())?;
+            if let Err(e) = append_event(c, &run.id, fence, now, "state", &event.to_string())? {
+                return Ok(Err(e));
+            }
+            c.exec(
+                "UPDATE runs SET state = ?2, reason = ?3, updated_ms = ?4, failure = ?5 WHERE id = ?1",
+                vals![&run.id, to.name(), reason, now, kind],
+            )?;
             Ok(Ok(()))
         })?;
-        if let Err(state) = moved {
-            return Err(StoreError::Over { id: run.id, state });
-        }
         self.get(&run.id)
-    }
-
-    /// Runs `f` in one `IMMEDIATE` transaction: the write lock is taken at
-    /// its start, so what it reads stays true until it commits, across
-    /// processes (they wait for each other, up to the busy timeout).
-    fn write<T>(
-        &self,
-        f: impl FnOnce(&Connection) -> Result<T, rusqlite::Error>,
-    ) -> Result<T, StoreError> {
-        self.with(|c| {
-            let tx =
-                rusqlite::Transaction::new_unchecked(c, rusqlite::TransactionBehavior::Immediate)?;
-            let out = f(&tx)?;
-            tx.commit()?;
-            Ok(out)
-        })
     }
 
     /// Appends an event to run `id`'s log.
     pub fn event(&self, id: &str, kind: &str, data: Value) -> Result<u64, StoreError> {
         let now = now_ms() as i64;
         let data = data.to_string();
-        self.write(|c| append_event(c, id, now, kind, &data))
+        let fence = self.fence(id);
+        self.write(|c| append_event(c, id, fence, now, kind, &data))
     }
 
     /// Run `id`'s events after `after` (0 for all), in order.
     pub fn events(&self, id: &str, after: u64) -> Result<Vec<RunEvent>, StoreError> {
-        self.with(|c| {
-            let mut q = c.prepare(
+        let rows = self.with(|c| {
+            c.rows(
                 "SELECT id, seq, at_ms, kind, data FROM events WHERE run_id = ?1 AND seq > ?2 ORDER BY seq",
-            )?;
-            let rows = q
-                .query_map(params![id, after as i64], |r| {
-                    let data: String = r.get(4)?;
-                    Ok(RunEvent {
-                        id: r.get::<_, i64>(0)? as u64,
-                        seq: r.get::<_, i64>(1)? as u64,
-                        at_ms: r.get::<_, i64>(2)? as u64,
-                        kind: r.get(3)?,
-                        data: serde_json::from_str(&data).unwrap_or(Value::Null),
-                    })
-                })?
-                .collect::<Result<Vec<_>, _>>()?;
-            Ok(rows)
-        })
+                vals![id, after],
+            )
+        })?;
+        Ok(rows.into_iter().map(event_of).collect())
     }
 
     /// Events with a store-wide id above `after_id`, of run `run` or of
     /// every run, oldest first, at most `limit`, each with its run's id:
     /// what a live stream resumes from (events written by other processes
-    /// included).
+    /// and machines included).
     pub fn events_after(
         &self,
         run: Option<&str>,
         after_id: u64,
         limit: usize,
     ) -> Result<Vec<(String, RunEvent)>, StoreError> {
-        self.with(|c| {
-            let mut q = c.prepare(
-                "SELECT run_id, id, seq, at_ms, kind, data FROM events \
-                 WHERE id > ?1 AND (?2 IS NULL OR run_id = ?2) ORDER BY id LIMIT ?3",
-            )?;
-            let rows = q
-                .query_map(params![after_id as i64, run, limit as i64], |r| {
-                    let data: String = r.get(5)?;
-                    Ok((
-                        r.get::<_, String>(0)?,
-                        RunEvent {
-                            id: r.get::<_, i64>(1)? as u64,
-                            seq: r.get::<_, i64>(2)? as u64,
-                            at_ms: r.get::<_, i64>(3)? as u64,
-                            kind: r.get(4)?,
-                            data: serde_json::from_str(&data).unwrap_or(Value::Null),
-                        },
-                    ))
-                })?
-                .collect::<Result<Vec<_>, _>>()?;
-            Ok(rows)
-        })
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let rows = self.with(|c| match run {
+            Some(run) => c.rows(
+                "SELECT id, seq, at_ms, kind, data, run_id FROM events \
+                 WHERE id > ?1 AND run_id = ?2 ORDER BY id LIMIT ?3",
+                vals![after_id, run, limit],
+            ),
+            None => c.rows(
+                "SELECT id, seq, at_ms, kind, data, run_id FROM events \
+                 WHERE id > ?1 ORDER BY id LIMIT ?2",
+                vals![after_id, limit],
+            ),
+        })?;
+        Ok(rows
+            .into_iter()
+            .map(|mut r| {
+                let run = r.pop().and_then(Val::into_text).unwrap_or_default();
+                (run, event_of(r))
+            })
+            .collect())
     }
 
     /// The newest event's store-wide id (0 for none): a stream that starts
     /// after it misses nothing written since.
     pub fn last_event_id(&self) -> Result<u64, StoreError> {
         self.with(|c| {
-            Ok(
-                c.query_row("SELECT COALESCE(MAX(id), 0) FROM events", [], |r| {
-                    r.get::<_, i64>(0)
-                })? as u64,
-            )
+            Ok(c.value("SELECT COALESCE(MAX(id), 0) FROM events", &[])?
+                .int()
+                .unwrap_or(0) as u64)
         })
     }
 
     /// Records webhook delivery `id`; `true` the first time, `false` for a
-    /// redelivery (so it is acted on once, across restarts and processes).
+    /// redelivery (so it is acted on once, across restarts, processes and
+    /// machines).
     pub fn first_delivery(&self, id: &str) -> Result<bool, StoreError> {
         let now = now_ms() as i64;
-        self.write(|c| {
-            Ok(c.execute(
-                "INSERT OR IGNORE INTO deliveries (id, at_ms) VALUES (?1, ?2)",
-                params![id, now],
+        self.with(|c| {
+            Ok(c.exec(
+                "INSERT INTO deliveries (id, at_ms) VALUES (?1, ?2) ON CONFLICT (id) DO NOTHING",
+                vals![id, now],
             )? == 1)
         })
     }
@@ -763,41 +788,34 @@ impl Store {
     /// (replacing an earlier record of the same phase).
     pub fn checkpoint(&self, id: &str, phase: &str, data: &Value) -> Result<(), StoreError> {
         let now = now_ms() as i64;
-        self.with(|c| {
-            c.execute(
-                "INSERT OR REPLACE INTO checkpoints (run_id, phase, at_ms, data) VALUES (?1, ?2, ?3, ?4)",
-                params![id, phase, now, data.to_string()],
-            )
-        })?;
-        self.event(id, "checkpoint", serde_json::json!({"phase": phase}))?;
-        Ok(())
+        let fence = self.fence(id);
+        let event = serde_json::json!({"phase": phase}).to_string();
+        let data = data.to_string();
+        self.write(|c| {
+            // The event first: it checks the writer's fence.
+            if let Err(e) = append_event(c, id, fence, now, "checkpoint", &event)? {
+                return Ok(Err(e));
+            }
+            c.exec(
+                "INSERT INTO checkpoints (run_id, phase, at_ms, data) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT (run_id, phase) DO UPDATE SET at_ms = excluded.at_ms, data = excluded.data",
+                vals![id, phase, now, &data],
+            )?;
+            Ok(Ok(()))
+        })
     }
 
     /// What run `id` recorded when it finished `phase`, if it did.
     pub fn checkpointed(&self, id: &str, phase: &str) -> Result<Option<Value>, StoreError> {
-        self.with(|c| {
-            c.query_row(
+        let data = self.with(|c| {
+            c.value(
                 "SELECT data FROM checkpoints WHERE run_id = ?1 AND phase = ?2",
-                params![id, phase],
-                |r| r.get::<_, String>(0),
+                vals![id, phase],
             )
-            .optional()
-        })
-        .map(|d| d.map(|d| serde_json::from_str(&d).unwrap_or(Value::Null)))
-    }
-
-    /// Claims run `id` for process `pid`, if its owner is still `was` (the
-    /// owner read before deciding to take it up): false when another
-    /// process claimed it in between, so two resumes never both run it.
-    pub fn claim(&self, id: &str, was: Option<u32>, pid: u32) -> Result<bool, StoreError> {
-        self.with(|c| {
-            c.execute(
-                "UPDATE runs SET pid = ?2, updated_ms = ?3, started_ms = COALESCE(started_ms, ?3)
-                    WHERE id = ?1 AND pid IS ?4",
-                params![id, pid, now_ms() as i64, was],
-            )
-        })
-        .map(|changed| changed == 1)
+        })?;
+        Ok(data
+            .into_text()
+            .map(|d| serde_json::from_str(&d).unwrap_or(Value::Null)))
     }
 
     /// Asks run `id` to stop; a run that no process works on is aborted
@@ -811,12 +829,12 @@ impl Store {
             });
         }
         self.with(|c| {
-            c.execute(
+            c.exec(
                 "UPDATE runs SET abort_requested = 1 WHERE id = ?1",
-                params![run.id],
+                vals![&run.id],
             )
         })?;
-        if run.is_live() && run.pid != Some(std::process::id()) {
+        if run.is_live() && !self.holds(&run) {
             return self.get(&run.id);
         }
         self.transition(&run.id, State::Aborted, "aborted by request")
@@ -830,53 +848,181 @@ impl Store {
         patch_lines: Option<usize>,
         branch: Option<&str>,
     ) -> Result<(), StoreError> {
-        self.with(|c| {
-            c.execute(
+        let fence = self.fence(id);
+        let changed = self.with(|c| {
+            c.exec(
                 "UPDATE runs SET cost_usd = COALESCE(?2, cost_usd),
                     patch_lines = COALESCE(?3, patch_lines), branch = COALESCE(?4, branch),
-                    updated_ms = ?5 WHERE id = ?1",
-                params![
+                    updated_ms = ?5 WHERE id = ?1 AND (fence = ?6 OR ?6 IS NULL)",
+                vals![
                     id,
                     cost_usd,
-                    patch_lines.map(|l| l as i64),
+                    patch_lines.map(|l| l as u64),
                     branch,
-                    now_ms() as i64
+                    now_ms(),
+                    fence
                 ],
             )
+        })?;
+        if changed == 0 {
+            return Err(self.with(|c| missing(c, id))?);
+        }
+        Ok(())
+    }
+
+    /// Keeps `data` as run `id`'s artifact `name` (its patch, tree,
+    /// transcript, log), replacing an earlier one: reachable from every
+    /// machine the store is, whichever machine ran the run.
+    pub fn put_artifact(&self, id: &str, name: &str, data: &[u8]) -> Result<(), StoreError> {
+        let now = now_ms() as i64;
+        let fence = self.fence(id);
+        self.write(|c| {
+            if c
+                .row(
+                    "SELECT 1 FROM runs WHERE id = ?1 AND (fence = ?2 OR ?2 IS NULL)",
+                    vals![id, fence],
+                )?
+                .is_none()
+            {
+                return Ok(Err(missing(c, id)?));
+            }
+            c.exec(
+                "INSERT INTO artifacts (run_id, name, at_ms, data) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT (run_id, name) DO UPDATE SET at_ms = excluded.at_ms, data = excluded.data",
+                vals![id, name, now, data.to_vec()],
+            )?;
+            Ok(Ok(()))
         })
-        .map(drop)
+    }
+
+    /// Run `id`'s artifact `name`, if it has one.
+    pub fn artifact(&self, id: &str, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        let data = self.with(|c| {
+            c.value(
+                "SELECT data FROM artifacts WHERE run_id = ?1 AND name = ?2",
+                vals![id, name],
+            )
+        })?;
+        Ok(data.into_blob())
+    }
+
+    /// The names of run `id`'s artifacts.
+    pub fn artifacts(&self, id: &str) -> Result<Vec<String>, StoreError> {
+        let rows = self.with(|c| {
+            c.rows(
+                "SELECT name FROM artifacts WHERE run_id = ?1 ORDER BY name",
+                vals![id],
+            )
+        })?;
+        Ok(rows
+            .into_iter()
+            .filter_map(|r| r.into_iter().next().and_then(Val::into_text))
+            .collect())
     }
 }
 
-fn row(r: &rusqlite::Row<'_>) -> Result<Run, rusqlite::Error> {
-    let issue: String = r.get(1)?;
-    let action: String = r.get(3)?;
-    let state: String = r.get(4)?;
-    Ok(Run {
-        id: r.get(0)?,
-        issue: serde_json::from_str(&issue).unwrap_or_default(),
-        repo: r.get(2)?,
-        action: match action.as_str() {
-            "triage" => Action::Triage,
-            "auto" => Action::Auto,
+/// A new, empty database on the PostgreSQL server `admin` connects to
+/// (as a user who may create databases), and its URL: for tests and
+/// benches that each want a store of their own.
+#[cfg(feature = "postgres")]
+pub fn fresh_postgres(admin: &str) -> Result<String, StoreError> {
+    let err = |source: DbError| StoreError::Database {
+        store: postgres::redacted(admin),
+        source,
+    };
+    let name = format!("forq_{:016x}", fastrand::u64(..));
+    let mut conn = postgres::Postgres::connect(admin).map_err(err)?;
+    conn.batch(&format!("CREATE DATABASE {name}"))
+        .map_err(err)?;
+    let (head, query) = match admin.split_once('?') {
+        Some((h, q)) => (h, format!("?{q}")),
+        None => (admin, String::new()),
+    };
+    let scheme_end = head.find("://").map_or(0, |i| i + 3);
+    let base = match head[scheme_end..].find('/') {
+        Some(i) => &head[..scheme_end + i],
+        None => head,
+    };
+    Ok(format!("{base}/{name}{query}"))
+}
+
+/// Wraps a refusal found inside a transaction, so the transaction rolls
+/// back and the refusal comes out as itself.
+#[derive(Debug)]
+struct Refused(StoreError);
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for Refused {}
+
+/// `s` with LIKE's wildcards taken literally (ids never hold them, but a
+/// prefix typed by a person might).
+fn like_escaped(s: &str) -> String {
+    s.replace(['%', '_'], "")
+}
+
+fn run_of(r: Vec<Val>) -> Run {
+    let mut r = r.into_iter();
+    let mut next = || r.next().unwrap_or(Val::Null);
+    let id = next().into_text().unwrap_or_default();
+    let issue = next();
+    let repo = next().into_text().unwrap_or_default();
+    let action = next();
+    let state = next();
+    Run {
+        id,
+        issue: issue
+            .text()
+            .and_then(|i| serde_json::from_str(i).ok())
+            .unwrap_or_default(),
+        repo,
+        action: match action.text() {
+            Some("triage") => Action::Triage,
+            Some("auto") => Action::Auto,
             _ => Action::Fix,
         },
-        state: State::from_name(&state).unwrap_or(State::Failed),
-        reason: r.get(5)?,
-        created_ms: r.get::<_, i64>(6)? as u64,
-        updated_ms: r.get::<_, i64>(7)? as u64,
-        pid: r.get::<_, Option<i64>>(8)?.map(|p| p as u32),
-        cost_usd: r.get(9)?,
-        patch_lines: r.get::<_, Option<i64>>(10)?.map(|l| l as usize),
-        branch: r.get(11)?,
-        abort_requested: r.get::<_, i64>(12)? != 0,
-        started_ms: r.get::<_, Option<i64>>(13)?.map(|t| t as u64),
-        context: serde_json::from_str(&r.get::<_, String>(14)?).unwrap_or_default(),
-        failure: r
-            .get::<_, Option<String>>(15)?
-            .as_deref()
-            .and_then(FailureKind::from_name),
-    })
+        state: state
+            .text()
+            .and_then(State::from_name)
+            .unwrap_or(State::Failed),
+        reason: next().into_text().unwrap_or_default(),
+        created_ms: next().int().unwrap_or(0) as u64,
+        updated_ms: next().int().unwrap_or(0) as u64,
+        pid: next().int().map(|p| p as u32),
+        cost_usd: next().real().unwrap_or(0.0),
+        patch_lines: next().int().map(|l| l as usize),
+        branch: next().into_text(),
+        abort_requested: next().int().unwrap_or(0) != 0,
+        started_ms: next().int().map(|t| t as u64),
+        context: next()
+            .text()
+            .and_then(|c| serde_json::from_str(c).ok())
+            .unwrap_or_default(),
+        failure: next().text().and_then(FailureKind::from_name),
+        worker: next().into_text(),
+        host: next().into_text(),
+        lease_until_ms: next().int().map(|t| t as u64),
+        fence: next().int().unwrap_or(0) as u64,
+    }
+}
+
+fn event_of(r: Vec<Val>) -> RunEvent {
+    let mut r = r.into_iter();
+    let mut next = || r.next().unwrap_or(Val::Null);
+    RunEvent {
+        id: next().int().unwrap_or(0) as u64,
+        seq: next().int().unwrap_or(0) as u64,
+        at_ms: next().int().unwrap_or(0) as u64,
+        kind: next().into_text().unwrap_or_default(),
+        data: next()
+            .text()
+            .and_then(|d| serde_json::from_str(d).ok())
+            .unwrap_or(Value::Null),
+    }
 }
 
 /// A run id: the creation time (sortable, readable) and four random hex

@@ -1,135 +1,399 @@
-//! The run store: runs, ids, events, checkpoints, owners.
+//! The run store: runs, ids, events, checkpoints, holders — each test on
+//! SQLite and on PostgreSQL (a database of its own on the server
+//! `FORQ_TEST_PG_URL` names; `.ci/run` starts one).
+
+use std::time::Duration;
 
 use super::*;
 
-fn store() -> (tempfile::TempDir, Store) {
+/// A SQLite store, and a PostgreSQL one when a server is named (under CI
+/// one must be).
+fn stores() -> Vec<(Option<tempfile::TempDir>, Store)> {
     let dir = tempfile::tempdir().expect("tempdir");
-    let store = Store::open(&dir.path().join(".forq/forq.db")).expect("open");
-    (dir, store)
+    let sqlite = Store::open(&dir.path().join(".forq/forq.db")).expect("open");
+    let mut all = vec![(Some(dir), sqlite)];
+    match std::env::var("FORQ_TEST_PG_URL") {
+        #[cfg(feature = "postgres")]
+        Ok(admin) if !admin.is_empty() => {
+            let url = fresh_postgres(&admin).expect("a fresh database");
+            all.push((None, Store::connect(&url).expect("open on PostgreSQL")));
+        }
+        _ if std::env::var_os("CI").is_some() => {
+            panic!("CI tests the store on PostgreSQL too: set FORQ_TEST_PG_URL (.ci/run starts a server)")
+        }
+        _ => eprintln!("SKIPPED the PostgreSQL half: FORQ_TEST_PG_URL is not set"),
+    }
+    all
 }
+
+/// `test` on every store.
+fn each(test: impl Fn(&Store)) {
+    for (_dir, s) in stores() {
+        test(&s);
+    }
+}
+
+/// A handle on `s` writing as another process on this machine, one that
+/// no longer exists.
+fn dead_process(s: &Store) -> Store {
+    s.as_holder(Holder {
+        worker: "gone".to_owned(),
+        host: lease::this_host().to_owned(),
+        pid: u32::MAX - 1,
+    })
+}
+
+/// A handle on `s` writing as a worker on another machine.
+fn elsewhere(s: &Store, name: &str) -> Store {
+    s.as_holder(Holder {
+        worker: name.to_owned(),
+        host: format!("{name}.elsewhere"),
+        pid: 1,
+    })
+}
+
+const LEASE: Duration = Duration::from_secs(60);
 
 #[test]
 fn a_backlog_created_in_one_second_gets_distinct_runs() {
     // 16 random bits per second: 2,000 runs in a second would collide
     // about thirty times; each draws again.
-    let (_d, s) = store();
-    for n in 0..2000 {
-        s.create(&NewRun::fix(&n.to_string(), "t", "/r"))
-            .expect("create");
-    }
-    let runs = s.list(usize::MAX).expect("list");
-    let ids: std::collections::HashSet<&str> = runs.iter().map(|r| r.id.as_str()).collect();
-    assert_eq!((runs.len(), ids.len()), (2000, 2000));
+    each(|s| {
+        for n in 0..2000 {
+            s.create(&NewRun::fix(&n.to_string(), "t", "/r"))
+                .expect("create");
+        }
+        let runs = s.list(usize::MAX).expect("list");
+        let ids: std::collections::HashSet<&str> = runs.iter().map(|r| r.id.as_str()).collect();
+        assert_eq!((runs.len(), ids.len()), (2000, 2000));
+    });
 }
 
 #[test]
 fn ids_are_dated_and_distinct() {
     assert!(new_id(1_764_610_000_000).starts_with("20251201-"));
     assert!(new_id(0).starts_with("19700101-000000-"));
-    let (_d, s) = store();
-    let a = s.create(&NewRun::fix("1", "a", "/r")).expect("a");
-    let b = s.create(&NewRun::fix("2", "b", "/r")).expect("b");
-    assert_ne!(a.id, b.id);
-    assert_eq!(s.list(10).expect("list").len(), 2);
+    each(|s| {
+        let a = s.create(&NewRun::fix("1", "a", "/r")).expect("a");
+        let b = s.create(&NewRun::fix("2", "b", "/r")).expect("b");
+        assert_ne!(a.id, b.id);
+        assert_eq!(s.list(10).expect("list").len(), 2);
+    });
 }
 
 #[test]
 fn a_patch_with_findings_is_over_kept_and_can_still_be_published() {
     let state = State::from_name("completed_with_findings").expect("named");
     assert!(state.is_terminal() && state.has_patch());
-    let (_d, s) = store();
-    let run = s.create(&NewRun::fix("1", "a", "/r")).expect("create");
-    s.transition(&run.id, state, "committed; 2 callers to look at")
-        .expect("to findings");
-    assert!(s.transition(&run.id, State::Failed, "no").is_err());
-    let opened = s
-        .transition(&run.id, State::PrOpened, "https://x/pull/1")
-        .expect("a person opened a pull request");
-    assert_eq!(opened.state, State::PrOpened);
+    each(|s| {
+        let run = s.create(&NewRun::fix("1", "a", "/r")).expect("create");
+        s.transition(&run.id, state, "committed; 2 callers to look at")
+            .expect("to findings");
+        assert!(s.transition(&run.id, State::Failed, "no").is_err());
+        let opened = s
+            .transition(&run.id, State::PrOpened, "https://x/pull/1")
+            .expect("a person opened a pull request");
+        assert_eq!(opened.state, State::PrOpened);
+    });
 }
 
 #[test]
 fn a_run_that_is_over_stays_over() {
-    let (_d, s) = store();
-    let run = s.create(&NewRun::fix("1", "a", "/r")).expect("create");
-    s.transition(&run.id, State::PatchReady, "green")
-        .expect("ready");
-    let err = s.transition(&run.id, State::Failed, "x").expect_err("over");
-    assert!(err.to_string().contains("patch_ready already"), "{err}");
-    // The one way on: a person pushed and opened a pull request.
-    s.transition(&run.id, State::PrOpened, "").expect("pr");
-    assert!(s.request_abort(&run.id).is_err());
+    each(|s| {
+        let run = s.create(&NewRun::fix("1", "a", "/r")).expect("create");
+        s.transition(&run.id, State::PatchReady, "green")
+            .expect("ready");
+        let err = s.transition(&run.id, State::Failed, "x").expect_err("over");
+        assert!(err.to_string().contains("patch_ready already"), "{err}");
+        // The one way on: a person pushed and opened a pull request.
+        s.transition(&run.id, State::PrOpened, "").expect("pr");
+        assert!(s.request_abort(&run.id).is_err());
+    });
 }
 
 #[test]
 fn checkpoints_replace_and_read_back() {
-    let (_d, s) = store();
-    let run = s.create(&NewRun::fix("1", "a", "/r")).expect("create");
-    assert_eq!(s.checkpointed(&run.id, "seeded").expect("read"), None);
-    s.checkpoint(&run.id, "seeded", &serde_json::json!({"head": "a"}))
-        .expect("write");
-    s.checkpoint(&run.id, "seeded", &serde_json::json!({"head": "b"}))
-        .expect("rewrite");
-    let got = s.checkpointed(&run.id, "seeded").expect("read");
-    assert_eq!(got, Some(serde_json::json!({"head": "b"})));
+    each(|s| {
+        let run = s.create(&NewRun::fix("1", "a", "/r")).expect("create");
+        assert_eq!(s.checkpointed(&run.id, "seeded").expect("read"), None);
+        s.checkpoint(&run.id, "seeded", &serde_json::json!({"head": "a"}))
+            .expect("write");
+        s.checkpoint(&run.id, "seeded", &serde_json::json!({"head": "b"}))
+            .expect("rewrite");
+        let got = s.checkpointed(&run.id, "seeded").expect("read");
+        assert_eq!(got, Some(serde_json::json!({"head": "b"})));
+    });
 }
 
 #[test]
 fn prefixes_find_one_run_or_say_which_is_ambiguous() {
-    let (_d, s) = store();
-    let a = s.create(&NewRun::fix("1", "a", "/r")).expect("a");
-    let _b = s.create(&NewRun::fix("2", "b", "/r")).expect("b");
-    assert_eq!(s.get(&a.id).expect("exact").issue.id, "1");
-    assert!(matches!(s.get("2"), Err(StoreError::Ambiguous(_))));
-    assert!(matches!(s.get("nope"), Err(StoreError::NotFound(_))));
+    each(|s| {
+        let a = s.create(&NewRun::fix("1", "a", "/r")).expect("a");
+        let _b = s.create(&NewRun::fix("2", "b", "/r")).expect("b");
+        assert_eq!(s.get(&a.id).expect("exact").issue.id, "1");
+        assert!(matches!(s.get("2"), Err(StoreError::Ambiguous(_))));
+        assert!(matches!(s.get("nope"), Err(StoreError::NotFound(_))));
+    });
 }
 
 #[test]
 fn of_two_processes_taking_up_the_same_run_one_gets_it() {
-    let (_d, s) = store();
-    let run = s.create(&NewRun::fix("1", "a", "/r")).expect("create");
-    assert!(s.claim(&run.id, None, 7).expect("first"));
-    // Both saw owner 7 dead; the first to write takes the run.
-    assert!(s.claim(&run.id, Some(7), 8).expect("second"));
-    assert!(!s.claim(&run.id, Some(7), 9).expect("third"));
-    assert_eq!(s.get(&run.id).expect("get").pid, Some(8));
+    each(|s| {
+        let run = s.create(&NewRun::fix("1", "a", "/r")).expect("create");
+        let (a, b) = (elsewhere(s, "a"), elsewhere(s, "b"));
+        assert!(a.acquire(&run.id, LEASE).expect("first").is_some());
+        // A live lease on another machine: the second waits its turn.
+        assert!(b.acquire(&run.id, LEASE).expect("second").is_none());
+        let held = s.get(&run.id).expect("get");
+        assert_eq!(
+            (held.worker.as_deref(), held.fence),
+            (Some("a"), 1),
+            "{held:?}"
+        );
+        assert!(held.is_live());
+    });
+}
+
+#[test]
+fn a_lease_that_runs_out_frees_the_run_and_fences_its_old_holder() {
+    each(|s| {
+        let run = s.create(&NewRun::fix("1", "a", "/r")).expect("create");
+        let (a, b) = (elsewhere(s, "a"), elsewhere(s, "b"));
+        assert!(a
+            .acquire(&run.id, Duration::from_millis(1))
+            .expect("a")
+            .is_some());
+        a.event(&run.id, "note", serde_json::json!({"by": "a"}))
+            .expect("a writes while it holds the run");
+        std::thread::sleep(Duration::from_millis(20));
+        assert!(!s.get(&run.id).expect("get").is_live());
+        let before = b.acquire(&run.id, LEASE).expect("b").expect("taken up");
+        assert_eq!(before.worker.as_deref(), Some("a"));
+        // a wakes up: every write it tries is refused, none is kept.
+        let refused = [
+            a.event(&run.id, "note", serde_json::json!({"by": "a"}))
+                .map(drop),
+            a.checkpoint(&run.id, "seeded", &serde_json::json!({"by": "a"})),
+            a.transition(&run.id, State::Failed, "a thinks it failed")
+                .map(drop),
+            a.record(&run.id, Some(9.0), None, None),
+            a.put_artifact(&run.id, "fix.patch", b"from a"),
+        ];
+        for r in refused {
+            assert!(matches!(r, Err(StoreError::Fenced { .. })), "{r:?}");
+        }
+        assert!(!a.renew(&run.id, LEASE).expect("renew"));
+        let now = s.get(&run.id).expect("get");
+        assert_eq!((now.state, now.cost_usd), (State::Queued, 0.0));
+        assert_eq!(s.checkpointed(&run.id, "seeded").expect("read"), None);
+        b.transition(&run.id, State::Triaging, "")
+            .expect("b goes on");
+        let kinds: Vec<String> = s
+            .events(&run.id, 0)
+            .expect("events")
+            .into_iter()
+            .map(|e| e.kind)
+            .collect();
+        assert_eq!(kinds, ["created", "claimed", "note", "claimed", "state"]);
+    });
+}
+
+#[test]
+fn a_holder_on_this_machine_that_died_frees_its_run_at_once() {
+    each(|s| {
+        let run = s.create(&NewRun::fix("1", "a", "/r")).expect("create");
+        let gone = dead_process(s);
+        assert!(gone.acquire(&run.id, LEASE).expect("claim").is_some());
+        // Its lease runs for a minute, but its process is gone.
+        assert!(!s.get(&run.id).expect("get").is_live());
+        assert!(s.acquire(&run.id, LEASE).expect("take over").is_some());
+        assert!(s.renew(&run.id, LEASE).expect("renew"));
+        s.release(&run.id).expect("release");
+        assert!(!s.get(&run.id).expect("get").is_live());
+    });
+}
+
+#[test]
+fn workers_claiming_at_once_never_share_a_run() {
+    for (_dir, s) in stores() {
+        for n in 0..40 {
+            s.create(&NewRun::fix(&n.to_string(), "t", "/r"))
+                .expect("create");
+        }
+        let s = Arc::new(s);
+        let claimed: Vec<Vec<String>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..4)
+                .map(|w| {
+                    let mine = elsewhere(&s, &format!("w{w}"));
+                    scope.spawn(move || {
+                        let mut got = Vec::new();
+                        loop {
+                            let runs = mine.claim_next(3, LEASE, &[]).expect("claim");
+                            if runs.is_empty() {
+                                return got;
+                            }
+                            got.extend(runs.into_iter().map(|r| r.id));
+                        }
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let mut all: Vec<&String> = claimed.iter().flatten().collect();
+        let total = all.len();
+        all.sort();
+        all.dedup();
+        assert_eq!((total, all.len()), (40, 40), "{claimed:?}");
+        // Every claim is one fence step on its run.
+        for run in s.all().expect("all") {
+            assert_eq!(run.fence, 1, "{run:?}");
+        }
+    }
+}
+
+#[test]
+fn a_worker_prefers_runs_on_repositories_it_has_ready() {
+    each(|s| {
+        let old = s.create(&NewRun::fix("1", "a", "/cold")).expect("old");
+        let warm = s.create(&NewRun::fix("2", "b", "/warm")).expect("warm");
+        let w = elsewhere(s, "w");
+        let got = w
+            .claim_next(1, LEASE, &["/warm".to_owned()])
+            .expect("claim");
+        assert_eq!(got[0].id, warm.id);
+        let next = w
+            .claim_next(1, LEASE, &["/warm".to_owned()])
+            .expect("claim");
+        assert_eq!(next[0].id, old.id);
+    });
 }
 
 #[test]
 fn interrupted_runs_are_the_unfinished_ones_nobody_works_on() {
-    let (_d, s) = store();
-    let dead = s.create(&NewRun::fix("1", "a", "/r")).expect("dead");
-    assert!(s.claim(&dead.id, None, u32::MAX - 1).expect("claim"));
-    s.transition(&dead.id, State::Triaging, "")
-        .expect("triaging");
-    let never = s
-        .create(&NewRun::fix("2", "b", "/r"))
-        .expect("never taken up");
-    let live = s.create(&NewRun::fix("3", "c", "/r")).expect("live");
-    assert!(s.claim(&live.id, None, std::process::id()).expect("claim"));
-    let over = s.create(&NewRun::fix("4", "d", "/r")).expect("over");
-    s.transition(&over.id, State::Failed, "boom")
-        .expect("failed");
-    let mut ids: Vec<String> = s
-        .interrupted()
-        .expect("interrupted")
-        .into_iter()
-        .map(|r| r.id)
-        .collect();
-    ids.sort();
-    let mut want = [dead.id, never.id];
-    want.sort();
-    assert_eq!(ids, want);
+    each(|s| {
+        let dead = s.create(&NewRun::fix("1", "a", "/r")).expect("dead");
+        assert!(dead_process(s)
+            .acquire(&dead.id, LEASE)
+            .expect("claim")
+            .is_some());
+        s.transition(&dead.id, State::Triaging, "")
+            .expect("triaging");
+        let never = s
+            .create(&NewRun::fix("2", "b", "/r"))
+            .expect("never taken up");
+        let live = s.create(&NewRun::fix("3", "c", "/r")).expect("live");
+        assert!(s.acquire(&live.id, LEASE).expect("claim").is_some());
+        let away = s.create(&NewRun::fix("5", "e", "/r")).expect("away");
+        assert!(elsewhere(s, "w")
+            .acquire(&away.id, LEASE)
+            .expect("claim")
+            .is_some());
+        let over = s.create(&NewRun::fix("4", "d", "/r")).expect("over");
+        s.transition(&over.id, State::Failed, "boom")
+            .expect("failed");
+        let mut ids: Vec<String> = s
+            .interrupted()
+            .expect("interrupted")
+            .into_iter()
+            .map(|r| r.id)
+            .collect();
+        ids.sort();
+        let mut want = [dead.id, never.id];
+        want.sort();
+        assert_eq!(ids, want);
+    });
 }
 
 #[test]
 fn aborting_a_run_nobody_works_on_aborts_it_now() {
-    let (_d, s) = store();
-    let run = s.create(&NewRun::fix("1", "a", "/r")).expect("create");
-    assert!(s
-        .claim(&run.id, None, u32::MAX - 1)
-        .expect("claim by a process that is gone"));
-    let aborted = s.request_abort(&run.id).expect("abort");
-    assert_eq!(aborted.state, State::Aborted);
-    assert!(aborted.abort_requested);
+    each(|s| {
+        let run = s.create(&NewRun::fix("1", "a", "/r")).expect("create");
+        assert!(dead_process(s)
+            .acquire(&run.id, LEASE)
+            .expect("claim by a process that is gone")
+            .is_some());
+        let aborted = s.request_abort(&run.id).expect("abort");
+        assert_eq!(aborted.state, State::Aborted);
+        assert!(aborted.abort_requested);
+        // One held elsewhere is only asked: its holder stops it.
+        let away = s.create(&NewRun::fix("2", "b", "/r")).expect("create");
+        assert!(elsewhere(s, "w")
+            .acquire(&away.id, LEASE)
+            .expect("claim")
+            .is_some());
+        let asked = s.request_abort(&away.id).expect("abort");
+        assert_eq!((asked.state, asked.abort_requested), (State::Queued, true));
+    });
+}
+
+#[test]
+fn event_ids_grow_in_the_order_events_are_written_across_runs() {
+    each(|s| {
+        let a = s.create(&NewRun::fix("1", "a", "/r")).expect("a");
+        let b = s.create(&NewRun::fix("2", "b", "/r")).expect("b");
+        for n in 0..5 {
+            s.event(&a.id, "note", serde_json::json!({"n": n}))
+                .expect("a");
+            s.event(&b.id, "note", serde_json::json!({"n": n}))
+                .expect("b");
+        }
+        let all = s.events_after(None, 0, 100).expect("all");
+        let ids: Vec<u64> = all.iter().map(|(_, e)| e.id).collect();
+        assert_eq!(ids, (1..=12).collect::<Vec<u64>>());
+        let last = s.last_event_id().expect("last");
+        assert_eq!(last, 12);
+        let of_b = s.events_after(Some(&b.id), 6, 100).expect("b's");
+        assert!(of_b.iter().all(|(run, e)| *run == b.id && e.id > 6));
+        assert_eq!(of_b.len(), 3);
+        assert!(s.first_delivery("d1").expect("first"));
+        assert!(!s.first_delivery("d1").expect("again"));
+    });
+}
+
+#[test]
+fn artifacts_are_kept_whole_and_replaced() {
+    each(|s| {
+        let run = s.create(&NewRun::fix("1", "a", "/r")).expect("create");
+        let bytes: Vec<u8> = (0..=255u8).cycle().take(70_000).collect();
+        s.put_artifact(&run.id, "fix.patch", &bytes).expect("put");
+        s.put_artifact(&run.id, "tree.json", b"{}").expect("put");
+        assert_eq!(s.artifact(&run.id, "fix.patch").expect("get"), Some(bytes));
+        s.put_artifact(&run.id, "tree.json", b"{\"n\":1}")
+            .expect("replace");
+        assert_eq!(
+            s.artifact(&run.id, "tree.json").expect("get").as_deref(),
+            Some(&b"{\"n\":1}"[..])
+        );
+        assert_eq!(
+            s.artifacts(&run.id).expect("names"),
+            ["fix.patch", "tree.json"]
+        );
+        assert_eq!(s.artifact(&run.id, "nope").expect("get"), None);
+    });
+}
+
+#[test]
+fn workers_are_listed_with_what_they_drive() {
+    each(|s| {
+        let w = Worker {
+            id: "w1".to_owned(),
+            host: "h".to_owned(),
+            pid: 1,
+            labels: vec!["native".to_owned(), "x86_64".to_owned()],
+            jobs: 2,
+            started_ms: 1,
+            heartbeat_ms: 1,
+            driving: Vec::new(),
+            stopping: false,
+        };
+        s.register_worker(&w).expect("register");
+        s.worker_beat("w1", &["r1".to_owned()], true).expect("beat");
+        let listed = s.workers().expect("workers");
+        assert_eq!(listed.len(), 1);
+        assert_eq!(listed[0].driving, ["r1"]);
+        assert!(listed[0].stopping && listed[0].heartbeat_ms > 1);
+        assert_eq!(listed[0].labels, w.labels);
+        s.worker_gone("w1").expect("gone");
+        assert!(s.workers().expect("workers").is_empty());
+    });
 }

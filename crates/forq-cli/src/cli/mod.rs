@@ -169,6 +169,11 @@ pub(crate) struct StateArgs {
     /// workspace and records.
     #[arg(long, env = "FORQ_STATE", default_value = ".forq", global = true)]
     pub(crate) state: PathBuf,
+    /// The run store, when not STATE/forq.db: a PostgreSQL URL
+    /// (postgres://USER:PASSWORD@HOST/DB) that forq processes on every
+    /// machine share — workers, queues, the server, `forq runs`.
+    #[arg(long, env = "FORQ_STORE_URL", global = true, value_name = "URL")]
+    pub(crate) store: Option<String>,
 }
 
 /// The issue to work on.

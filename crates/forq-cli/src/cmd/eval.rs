@@ -29,7 +29,7 @@ pub(crate) async fn run(args: EvalArgs) -> anyhow::Result<ExitCode> {
     let out = args.out.canonicalize()?;
     let state = out.join("state");
     std::fs::create_dir_all(&state)?;
-    let store = crate::parts::open_store(&state)?;
+    let store = crate::parts::open_store(&state, None)?;
     let backend = crate::parts::open_backend(args.backend.backend).await?;
     let model = crate::parts::owner_model(&args.model)?;
     let pipeline = Pipeline::new(store, &state, backend).model(model);

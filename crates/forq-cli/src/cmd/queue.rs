@@ -39,7 +39,7 @@ pub(crate) async fn queue(args: QueueArgs) -> anyhow::Result<ExitCode> {
     std::fs::create_dir_all(&args.state.state)
         .with_context(|| format!("cannot create {}", args.state.state.display()))?;
     let state_dir = args.state.state.canonicalize()?;
-    let store = open_store(&state_dir)?;
+    let store = open_store(&state_dir, args.state.store.as_deref())?;
     let new = if args.again {
         new
     } else {

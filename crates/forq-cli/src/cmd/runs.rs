@@ -22,7 +22,7 @@ use crate::terminal::{as_ended, note, paint, report, table, RunProgress};
 
 pub(crate) async fn runs(args: RunsArgs) -> anyhow::Result<ExitCode> {
     let state_dir = &args.state.state;
-    let store = open_store(state_dir)?;
+    let store = open_store(state_dir, args.state.store.as_deref())?;
     let json = args.json;
     match args.command {
         None => list(&store, state_dir, args.outcome.as_deref(), args.limit, json),
@@ -346,7 +346,7 @@ fn workspace_of(state_dir: &Path, run: &Run) -> anyhow::Result<PathBuf> {
 }
 
 pub(crate) fn files(args: FilesArgs) -> anyhow::Result<ExitCode> {
-    let store = open_store(&args.state.state)?;
+    let store = open_store(&args.state.state, args.state.store.as_deref())?;
     let run = store.get(&args.id)?;
     let ws = workspace_of(&args.state.state, &run)?.canonicalize()?;
     let paths: Vec<PathBuf> = forq_app::clean::workspace_files(&args.state.state, &run.id)
@@ -382,7 +382,7 @@ pub(crate) fn files(args: FilesArgs) -> anyhow::Result<ExitCode> {
 
 pub(crate) async fn push(args: PushArgs) -> anyhow::Result<ExitCode> {
     use forq_app::publish::{self, PublishError, PushOptions};
-    let store = open_store(&args.state.state)?;
+    let store = open_store(&args.state.state, args.state.store.as_deref())?;
     let id = store.get(&args.id)?.id;
     let mut options = PushOptions::new().pull_request(args.pr);
     options.remote = args.remote.clone();

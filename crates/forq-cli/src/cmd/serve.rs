@@ -97,7 +97,7 @@ pub(crate) async fn serve(args: crate::cli::ServeArgs) -> anyhow::Result<ExitCod
     std::fs::create_dir_all(&args.state.state)
         .with_context(|| format!("cannot create {}", args.state.state.display()))?;
     let state_dir = args.state.state.canonicalize()?;
-    let store = open_store(&state_dir)?;
+    let store = open_store(&state_dir, args.state.store.as_deref())?;
     let backend = crate::parts::open_backend(args.backend.backend).await?;
     let from_config = matches!(args.backend.backend, forq_sandbox::BackendChoice::Auto);
     let pipeline = Pipeline::new(store.clone(), &state_dir, backend.clone())

@@ -66,7 +66,16 @@ async fn an_issue_queued_over_http_runs_and_streams_to_its_patch() {
     store
         .transition(&stuck.id, State::Triaging, "triaging")
         .unwrap();
-    assert!(store.claim(&stuck.id, None, 999_999_999).unwrap());
+    // Taken up by a process on this machine that is gone.
+    let gone = store.as_holder(forq_app::store::Holder {
+        worker: "gone".to_owned(),
+        pid: 999_999_999,
+        ..forq_app::store::Holder::this_process()
+    });
+    assert!(gone
+        .acquire(&stuck.id, std::time::Duration::from_secs(60))
+        .unwrap()
+        .is_some());
     let resumed = reqwest::Client::new()
         .post(format!("{url}/api/runs/{}/resume", stuck.id))
         .send()
