@@ -15,5 +15,6 @@ pub mod review;
 pub mod seed;
 pub mod source;
 pub mod store;
+pub mod worker;
 
 pub use forq_events::Observer;

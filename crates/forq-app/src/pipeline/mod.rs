@@ -383,10 +383,26 @@ impl Pipeline {
             let holder = self.store.get(&run.id)?.worker.unwrap_or_default();
             return Err(RunError::Busy { id: run.id, holder });
         };
-        let id = run.id.clone();
+        self.drive_held(before).await
+    }
+
+    /// Drives a run this pipeline's store holds already (taken up by
+    /// [`Store::claim_next`]; `before` is the run as it was then) to its
+    /// end, and lets go of it.
+    pub async fn drive_held(&self, before: Run) -> Result<Run, RunError> {
+        let id = before.id.clone();
         let out = self.drive(before).await;
         let _ = self.store.release(&id);
         out
+    }
+
+    /// The same pipeline over `store` (the same store written as another
+    /// holder: a worker's name).
+    pub fn with_store(&self, store: Arc<Store>) -> Pipeline {
+        Pipeline {
+            store,
+            ..self.clone()
+        }
     }
 
     /// Drives run `before` (as it was when this process took it up) to its

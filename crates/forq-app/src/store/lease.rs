@@ -146,8 +146,9 @@ impl Store {
 
     /// Up to `n` runs no live process holds (queued, or left by a holder
     /// that died), oldest first — those on `prefer`'s repositories before
-    /// the others — taken up for this handle's holder for `lease`. Two
-    /// workers asking at once never get the same run.
+    /// the others — taken up for this handle's holder for `lease`, each as
+    /// it was before (its last holder, its state). Two workers asking at
+    /// once never get the same run.
     pub fn claim_next(
         &self,
         n: usize,
@@ -185,12 +186,13 @@ impl Store {
             }
             Ok(Ok(taken))
         })?;
-        let mut runs = Vec::new();
-        for (fence, run) in claimed {
-            self.hold(&run.id, fence);
-            runs.push(self.get(&run.id)?);
-        }
-        Ok(runs)
+        Ok(claimed
+            .into_iter()
+            .map(|(fence, run)| {
+                self.hold(&run.id, fence);
+                run
+            })
+            .collect())
     }
 
     /// Records this holder on `run` with the next fence, and says so in

@@ -181,7 +181,61 @@ pub(crate) struct QueueArgs {
     pub(crate) engines: EngineArgs,
     #[command(flatten)]
     pub(crate) state: StateArgs,
+    /// Only record the runs, queued, and print them: `forq worker`
+    /// processes (on this machine or others sharing --store) drive them.
+    #[arg(long)]
+    pub(crate) enqueue: bool,
     /// Print the runs as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// `forq worker`.
+#[derive(Debug, Args)]
+pub(crate) struct WorkerArgs {
+    #[command(flatten)]
+    pub(crate) golden: GoldenArg,
+    /// The worker's name in the store, unique in the fleet (default: this
+    /// machine's host name).
+    #[arg(long, env = "FORQ_WORKER_NAME")]
+    pub(crate) name: Option<String>,
+    /// Runs at once.
+    #[arg(long, default_value_t = 2)]
+    pub(crate) jobs: usize,
+    /// Seconds a run stays this worker's without a word from it: past
+    /// them (the worker died, or its machine went away), another worker
+    /// takes the run up from its last checkpoint. Renewed three times a
+    /// lease.
+    #[arg(long, default_value_t = 30.0, value_name = "SECONDS")]
+    pub(crate) lease: f64,
+    /// Seconds between looks for work (and heartbeats).
+    #[arg(long, default_value_t = 1.0, value_name = "SECONDS")]
+    pub(crate) poll: f64,
+    /// What this worker offers, shown on the dashboard (repeatable; the
+    /// backend and architecture are added).
+    #[arg(long)]
+    pub(crate) label: Vec<String>,
+    /// Stop once no run in the store is left to do (a batch, a CI job).
+    #[arg(long)]
+    pub(crate) exit_when_idle: bool,
+    /// Seconds the worker's runs may go on after SIGTERM or Ctrl-C before
+    /// they are handed back (another worker resumes them).
+    #[arg(long, default_value_t = 60.0, value_name = "SECONDS")]
+    pub(crate) grace: f64,
+    /// Settings for every run instead of each repository's forq.yml.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) config: Option<PathBuf>,
+    /// The environment variable holding the contributor's key, for
+    /// contributor-funded runs.
+    #[arg(long, value_name = "VAR")]
+    pub(crate) contributor_key_env: Option<String>,
+    #[command(flatten)]
+    pub(crate) model: ModelArgs,
+    #[command(flatten)]
+    pub(crate) backend: BackendArgs,
+    #[command(flatten)]
+    pub(crate) state: StateArgs,
+    /// Print what the worker did as JSON when it stops.
     #[arg(long)]
     pub(crate) json: bool,
 }

@@ -91,6 +91,11 @@ pub(crate) enum Command {
     /// when some need a human (completed_with_findings, needs_review
     /// included) or were aborted, 2 when some failed.
     Queue(QueueArgs),
+    /// Drive queued runs from the store, on this machine, until stopped
+    /// (SIGTERM or Ctrl-C: it finishes or hands back its runs): one per
+    /// machine, all sharing one --store (PostgreSQL). A worker that dies
+    /// loses nothing: its runs go on elsewhere from their last checkpoint.
+    Worker(WorkerArgs),
     /// List runs, or show, follow, abort or resume one.
     Runs(RunsArgs),
     /// Run forq on benchmark instances in SWE-bench's format (JSONL) and

@@ -19,6 +19,7 @@ mod runs;
 mod sandbox;
 mod search_bench;
 mod serve;
+mod worker;
 
 use std::process::ExitCode;
 
@@ -68,6 +69,7 @@ pub(crate) fn run(args: Cli) -> anyhow::Result<ExitCode> {
             Command::Search(SearchCommand::Bench(a)) => search_bench::run(a).await,
             Command::Config(c) => config::config(c),
             Command::Queue(a) => queue::queue(a).await,
+            Command::Worker(a) => worker::worker(a).await,
             Command::Eval(a) => eval::run(a).await,
             Command::Runs(a) => runs::runs(a).await,
             Command::Files(a) => runs::files(a),

@@ -22,6 +22,13 @@ pub(crate) async fn queue(args: QueueArgs) -> anyhow::Result<ExitCode> {
         ActionName::Triage => Action::Triage,
         ActionName::Fix => Action::Fix,
     };
+    if args.enqueue && args.config.is_some() {
+        return Err(crate::failures::input(
+            "--config is for the runs this process drives; with --enqueue, give it to the workers \
+             (forq worker --config FILE)"
+                .to_owned(),
+        ));
+    }
     let context = context_files(&args.context)?;
     let source = source_of(&args)?;
     let selection = Selection {
@@ -51,6 +58,11 @@ pub(crate) async fn queue(args: QueueArgs) -> anyhow::Result<ExitCode> {
             crate::terminal::print_json(&Vec::<Run>::new())?;
         }
         return Ok(ExitCode::SUCCESS);
+    }
+    if args.enqueue {
+        // Only recorded: workers drive them, with their own settings.
+        let runs = queue::enqueue(&store, &new)?;
+        return report(&runs, args.json).map(Into::into);
     }
     let model = owner_model(&args.model)?;
     let contributor = contributor_model(

@@ -231,7 +231,7 @@ fn serve_token(path: &Path) -> anyhow::Result<String> {
 }
 
 /// ^C or SIGTERM.
-async fn shutdown_signal() {
+pub(crate) async fn shutdown_signal() {
     let term = async {
         match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
             Ok(mut s) => {
