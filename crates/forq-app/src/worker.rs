@@ -176,7 +176,11 @@ pub async fn work(
         }
     }
     store.worker_gone(&options.name)?;
-    tracing::info!(worker = options.name, finished = report.finished, "worker stopped");
+    tracing::info!(
+        worker = options.name,
+        finished = report.finished,
+        "worker stopped"
+    );
     Ok(report)
 }
 
@@ -202,7 +206,11 @@ async fn finish_or_hand_back(
     running.abort_all();
     while running.join_next().await.is_some() {}
     for id in &left {
-        let _ = store.event(id, "handed_back", serde_json::json!({"reason": "its worker stopped"}));
+        let _ = store.event(
+            id,
+            "handed_back",
+            serde_json::json!({"reason": "its worker stopped"}),
+        );
         let _ = store.release(id);
     }
     left.len()

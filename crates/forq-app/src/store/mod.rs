@@ -320,6 +320,10 @@ pub struct RunEvent {
     pub kind: String,
     /// Details, JSON.
     pub data: Value,
+    /// The fence its writer held the run under (`None`: written by a
+    /// process that did not hold it, such as `forq runs abort`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fence: Option<u64>,
 }
 
 /// Why the store failed.
@@ -722,7 +726,7 @@ impl Store {
     pub fn events(&self, id: &str, after: u64) -> Result<Vec<RunEvent>, StoreError> {
         let rows = self.with(|c| {
             c.rows(
-                "SELECT id, seq, at_ms, kind, data FROM events WHERE run_id = ?1 AND seq > ?2 ORDER BY seq",
+                "SELECT id, seq, at_ms, kind, data, fence FROM events WHERE run_id = ?1 AND seq > ?2 ORDER BY seq",
                 vals![id, after],
             )
         })?;
@@ -742,12 +746,12 @@ impl Store {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let rows = self.with(|c| match run {
             Some(run) => c.rows(
-                "SELECT id, seq, at_ms, kind, data, run_id FROM events \
+                "SELECT id, seq, at_ms, kind, data, fence, run_id FROM events \
                  WHERE id > ?1 AND run_id = ?2 ORDER BY id LIMIT ?3",
                 vals![after_id, run, limit],
             ),
             None => c.rows(
-                "SELECT id, seq, at_ms, kind, data, run_id FROM events \
+                "SELECT id, seq, at_ms, kind, data, fence, run_id FROM events \
                  WHERE id > ?1 ORDER BY id LIMIT ?2",
                 vals![after_id, limit],
             ),
@@ -1022,6 +1026,7 @@ fn event_of(r: Vec<Val>) -> RunEvent {
             .text()
             .and_then(|d| serde_json::from_str(d).ok())
             .unwrap_or(Value::Null),
+        fence: next().int().map(|f| f as u64),
     }
 }
 

@@ -62,7 +62,8 @@ pub(crate) async fn queue(args: QueueArgs) -> anyhow::Result<ExitCode> {
     if args.enqueue {
         // Only recorded: workers drive them, with their own settings.
         let runs = queue::enqueue(&store, &new)?;
-        return report(&runs, args.json).map(Into::into);
+        report(&runs, args.json)?;
+        return Ok(ExitCode::SUCCESS);
     }
     let model = owner_model(&args.model)?;
     let contributor = contributor_model(

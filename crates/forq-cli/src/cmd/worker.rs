@@ -15,7 +15,11 @@ pub(crate) async fn worker(args: WorkerArgs) -> anyhow::Result<ExitCode> {
         Duration::try_from_secs_f64(s)
             .ok()
             .filter(|d| !d.is_zero())
-            .ok_or_else(|| crate::failures::input(format!("--{what} takes a positive number of seconds, not {s}")))
+            .ok_or_else(|| {
+                crate::failures::input(format!(
+                    "--{what} takes a positive number of seconds, not {s}"
+                ))
+            })
     };
     let lease = seconds("lease", args.lease)?;
     let poll = seconds("poll", args.poll)?;

@@ -16,6 +16,7 @@ use crate::agent::forq_env;
 
 mod agents;
 mod engines;
+mod fleet;
 mod github;
 mod resume;
 mod ripple;

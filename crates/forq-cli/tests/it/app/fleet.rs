@@ -1,0 +1,334 @@
+//! Workers on a shared PostgreSQL store: three `forq worker` processes
+//! burn down 200 runs while two of them are killed with SIGKILL in the
+//! middle of a run. Every run ends in its right state once, no two
+//! workers ever drive one run at once, no event is lost or doubled, and
+//! what the killed workers left (mounts, sandbox directories, cgroups) is
+//! gone afterwards — all read from the store and the machine, not from
+//! what the workers say.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use forq_app::store::{RunEvent, State, Store};
+use serde_json::json;
+
+use super::{calc_repo, forq_bin, triage_replay};
+use crate::native_or_skip;
+
+/// A database of its own on the test server, or `None` (skipped) when
+/// none is named outside CI.
+pub(crate) fn postgres_or_skip(test: &str) -> Option<String> {
+    match std::env::var("FORQ_TEST_PG_URL") {
+        Ok(admin) if !admin.is_empty() => {
+            Some(forq_app::store::fresh_postgres(&admin).expect("a fresh database"))
+        }
+        _ if std::env::var_os("CI").is_some() => {
+            panic!("{test}: CI names a PostgreSQL server in FORQ_TEST_PG_URL (.ci/run starts one)")
+        }
+        _ => {
+            eprintln!("SKIPPED {test}: FORQ_TEST_PG_URL names no PostgreSQL server");
+            None
+        }
+    }
+}
+
+fn issues(dir: &Path, prefix: &str, n: usize) -> PathBuf {
+    let dir = dir.join(format!("issues-{prefix}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    for i in 0..n {
+        std::fs::write(
+            dir.join(format!("{prefix}{i}.md")),
+            format!("---\nid: {prefix}{i}\n---\n# add() subtracts\n"),
+        )
+        .unwrap();
+    }
+    dir
+}
+
+struct Fleet {
+    url: String,
+    tmp: PathBuf,
+    sandbox_dir: PathBuf,
+    replay: PathBuf,
+}
+
+impl Fleet {
+    fn start(&self, name: &str) -> tokio::process::Child {
+        let state = self.tmp.join(format!("state-{name}"));
+        let log = std::fs::File::create(self.tmp.join(format!("{name}.log"))).unwrap();
+        forq_sandbox::host_command(forq_bin())
+            .args([
+                "worker",
+                "--name",
+                name,
+                "--jobs",
+                "2",
+                "--lease",
+                "2",
+                "--poll",
+                "0.2",
+                "--grace",
+                "5",
+                "--exit-when-idle",
+                "--backend",
+                "native",
+                "--provider",
+                "replay",
+                "--replay",
+                self.replay.to_str().unwrap(),
+                "--state",
+                state.to_str().unwrap(),
+                "--store",
+                &self.url,
+                "-v",
+            ])
+            .env("FORQ_SANDBOX_DIR", &self.sandbox_dir)
+            .env("NO_COLOR", "1")
+            .stdout(std::process::Stdio::null())
+            .stderr(log)
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start a worker")
+    }
+
+    /// What process `pid` left on this machine: mounts and directories
+    /// under the workers' sandbox directory, and exec cgroups.
+    fn leftovers(&self, pid: u32) -> usize {
+        let owned = format!("/{pid}-");
+        let mounts = std::fs::read_to_string("/proc/self/mountinfo")
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| l.split(' ').nth(4))
+            .filter(|p| p.starts_with(self.sandbox_dir.to_str().unwrap()) && p.contains(&owned))
+            .count();
+        let dirs: usize = ["s", "l", "h", "i"]
+            .iter()
+            .map(|sub| in_dir_owned(&self.sandbox_dir.join(sub), pid))
+            .sum();
+        let cgroups: usize = std::fs::read_dir("/sys/fs/cgroup")
+            .map(|hierarchies| {
+                hierarchies
+                    .flatten()
+                    .map(|h| in_dir_owned(&h.path().join("forq"), pid))
+                    .sum()
+            })
+            .unwrap_or(0);
+        mounts + dirs + cgroups
+    }
+}
+
+fn in_dir_owned(dir: &Path, pid: u32) -> usize {
+    std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter(|e| {
+                    e.file_name()
+                        .to_string_lossy()
+                        .starts_with(&format!("{pid}-"))
+                })
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+/// Waits until worker `name` drives a run past triage (a sandbox of its
+/// own is up), and returns that run's id.
+async fn driving_a_fix(store: &Store, name: &str, fleet: &Fleet, pid: u32) -> String {
+    let started = Instant::now();
+    loop {
+        assert!(
+            started.elapsed() < Duration::from_secs(300),
+            "worker {name} never drove a fix"
+        );
+        let busy = store.all().unwrap().into_iter().find(|r| {
+            r.worker.as_deref() == Some(name)
+                && matches!(r.state, State::Implementing | State::Testing)
+        });
+        if let Some(run) = busy {
+            if fleet.leftovers(pid) > 0 {
+                return run.id;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workers_killed_mid_run_lose_nothing_and_leave_nothing() {
+    const TEST: &str = "workers_killed_mid_run_lose_nothing_and_leave_nothing";
+    if !native_or_skip(TEST) {
+        return;
+    }
+    let Some(url) = postgres_or_skip(TEST) else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = calc_repo(tmp.path(), Some("actions:\n  fix:\n    brancher: mutate\n"));
+    let verdict = json!({"act": true, "confidence": 0.9, "reason": "a real bug",
+        "suggested_action": "fix"});
+    let fleet = Fleet {
+        url: url.clone(),
+        tmp: tmp.path().to_owned(),
+        sandbox_dir: tmp.path().join("sandboxes"),
+        replay: triage_replay(tmp.path(), &verdict, 600),
+    };
+    // 40 fixes and 160 triages, queued from here; workers drive them.
+    for (action, dir) in [
+        ("fix", issues(tmp.path(), "f", 40)),
+        ("triage", issues(tmp.path(), "t", 160)),
+    ] {
+        let out = crate::agent::forq_env(
+            &[
+                "queue",
+                "--enqueue",
+                "--action",
+                action,
+                "--issues",
+                dir.to_str().unwrap(),
+                "--repo",
+                repo.to_str().unwrap(),
+                "--state",
+                tmp.path().join("state-queue").to_str().unwrap(),
+                "--store",
+                &url,
+                "--json",
+            ],
+            &[],
+        )
+        .await;
+        crate::check_exit(&out, 0);
+    }
+    let store = Store::connect(&url).unwrap();
+    assert_eq!(store.all().unwrap().len(), 200);
+
+    let mut a = fleet.start("a");
+    let mut b = fleet.start("b");
+    let mut c = fleet.start("c");
+    // Killed in the middle of a fix: a at once, b once half the queue is
+    // done; each is replaced by a worker of another name.
+    let mut leftovers_at_kill = Vec::new();
+    let mut killed = Vec::new();
+    let pid = a.id().expect("a runs");
+    let run = driving_a_fix(&store, "a", &fleet, pid).await;
+    a.start_kill().unwrap();
+    a.wait().await.unwrap();
+    leftovers_at_kill.push(fleet.leftovers(pid));
+    killed.push((pid, run));
+    let mut a2 = fleet.start("a2");
+    while store
+        .all()
+        .unwrap()
+        .iter()
+        .filter(|r| r.state.is_terminal())
+        .count()
+        < 100
+    {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let pid = b.id().expect("b runs");
+    let run = driving_a_fix(&store, "b", &fleet, pid).await;
+    b.start_kill().unwrap();
+    b.wait().await.unwrap();
+    leftovers_at_kill.push(fleet.leftovers(pid));
+    killed.push((pid, run));
+    let mut b2 = fleet.start("b2");
+    let statuses = tokio::time::timeout(Duration::from_secs(900), async {
+        [
+            c.wait().await.unwrap(),
+            a2.wait().await.unwrap(),
+            b2.wait().await.unwrap(),
+        ]
+    })
+    .await
+    .expect("the workers ended within 15 minutes");
+    assert!(statuses.iter().all(|s| s.success()), "{statuses:?}");
+
+    // Every run ended, in its right state, once.
+    let runs = store.all().unwrap();
+    assert_eq!(runs.len(), 200);
+    let mut outcomes: BTreeMap<(String, &str), usize> = BTreeMap::new();
+    for run in &runs {
+        let want = if run.issue.id.starts_with('f') {
+            State::PatchReady
+        } else {
+            State::Triaged
+        };
+        assert_eq!(run.state, want, "{run:?}");
+        *outcomes
+            .entry((run.action.name().to_owned(), run.state.name()))
+            .or_default() += 1;
+        let events = store.events(&run.id, 0).unwrap();
+        check_history(&run.id, &events);
+    }
+    // The two killed runs were taken up again, by another worker.
+    for (pid, id) in &killed {
+        let events = store.events(id, 0).unwrap();
+        let claims: Vec<&RunEvent> = events.iter().filter(|e| e.kind == "claimed").collect();
+        assert!(claims.len() >= 2, "{id}: {claims:?}");
+        let resumed = events
+            .iter()
+            .find(|e| e.kind == "resumed")
+            .expect("resumed");
+        assert_eq!(resumed.data["dead_pid"], json!(pid), "{resumed:?}");
+    }
+    // Event ids: unique in the store, and in each run's order.
+    let all = store.events_after(None, 0, 1_000_000).unwrap();
+    let mut ids: Vec<u64> = all.iter().map(|(_, e)| e.id).collect();
+    let n = ids.len();
+    ids.dedup();
+    assert_eq!(ids.len(), n, "an event id was handed out twice");
+    // What the killed workers left is gone (their replacements swept it
+    // when they started), and it was there to sweep.
+    let after: Vec<usize> = killed
+        .iter()
+        .map(|(pid, _)| fleet.leftovers(*pid))
+        .collect();
+    eprintln!("{TEST}: {outcomes:?}; left by the killed workers: {leftovers_at_kill:?} at the kill, {after:?} after");
+    assert!(
+        leftovers_at_kill.iter().all(|n| *n > 0),
+        "{leftovers_at_kill:?}"
+    );
+    assert_eq!(after, [0, 0]);
+    assert!(store
+        .workers()
+        .unwrap()
+        .iter()
+        .all(|w| w.id != "a2" && w.id != "b2"));
+}
+
+/// One run's events: numbered 1, 2, 3… with nothing missing or doubled;
+/// created once; one terminal state change; and each written under the
+/// fence of the latest claim before it (no holder wrote after another
+/// took the run up), the fences counting up from 1.
+#[track_caller]
+fn check_history(id: &str, events: &[RunEvent]) {
+    let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, (1..=events.len() as u64).collect::<Vec<_>>(), "{id}");
+    assert_eq!(events.iter().filter(|e| e.kind == "created").count(), 1);
+    let ended = events
+        .iter()
+        .filter(|e| e.kind == "state")
+        .filter(|e| {
+            e.data["to"]
+                .as_str()
+                .and_then(State::from_name)
+                .is_some_and(State::is_terminal)
+        })
+        .count();
+    assert_eq!(ended, 1, "{id}: {events:?}");
+    let mut fence = 0;
+    for e in events {
+        if e.kind == "claimed" {
+            assert_eq!(e.fence, Some(fence + 1), "{id}: claims count up");
+            fence += 1;
+        } else if e.kind != "created" {
+            assert_eq!(
+                e.fence,
+                Some(fence),
+                "{id}: {e:?} written outside the latest claim"
+            );
+        }
+    }
+}
