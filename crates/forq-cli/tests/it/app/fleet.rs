@@ -47,6 +47,8 @@ fn issues(dir: &Path, prefix: &str, n: usize) -> PathBuf {
 }
 
 struct Fleet {
+    /// Seconds a stopped worker's runs may go on.
+    grace: &'static str,
     url: String,
     tmp: PathBuf,
     sandbox_dir: PathBuf,
@@ -69,7 +71,7 @@ impl Fleet {
                 "--poll",
                 "0.2",
                 "--grace",
-                "5",
+                self.grace,
                 "--exit-when-idle",
                 "--backend",
                 "native",
@@ -169,6 +171,7 @@ async fn workers_killed_mid_run_lose_nothing_and_leave_nothing() {
     let verdict = json!({"act": true, "confidence": 0.9, "reason": "a real bug",
         "suggested_action": "fix"});
     let fleet = Fleet {
+        grace: "5",
         url: url.clone(),
         tmp: tmp.path().to_owned(),
         sandbox_dir: tmp.path().join("sandboxes"),
@@ -331,4 +334,76 @@ fn check_history(id: &str, events: &[RunEvent]) {
             );
         }
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_told_to_stop_hands_its_run_back_and_another_finishes_it() {
+    const TEST: &str = "a_worker_told_to_stop_hands_its_run_back_and_another_finishes_it";
+    if !native_or_skip(TEST) {
+        return;
+    }
+    let Some(url) = postgres_or_skip(TEST) else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = calc_repo(tmp.path(), Some("actions:\n  fix:\n    brancher: mutate\n"));
+    let verdict = json!({"act": true, "confidence": 0.9, "reason": "a real bug",
+        "suggested_action": "fix"});
+    let fleet = Fleet {
+        grace: "0",
+        url: url.clone(),
+        tmp: tmp.path().to_owned(),
+        sandbox_dir: tmp.path().join("sandboxes"),
+        replay: triage_replay(tmp.path(), &verdict, 10),
+    };
+    let dir = issues(tmp.path(), "s", 1);
+    let out = crate::agent::forq_env(
+        &[
+            "queue",
+            "--enqueue",
+            "--action",
+            "fix",
+            "--issues",
+            dir.to_str().unwrap(),
+            "--repo",
+            repo.to_str().unwrap(),
+            "--state",
+            tmp.path().join("state-queue").to_str().unwrap(),
+            "--store",
+            &url,
+        ],
+        &[],
+    )
+    .await;
+    crate::check_exit(&out, 0);
+    let store = Store::connect(&url).unwrap();
+    let mut first = fleet.start("first");
+    let pid = first.id().expect("runs");
+    let id = driving_a_fix(&store, "first", &fleet, pid).await;
+    // SIGTERM with no grace: the run is handed back at once.
+    let term = forq_sandbox::host_command("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .await
+        .unwrap();
+    assert!(term.success());
+    let status = tokio::time::timeout(Duration::from_secs(60), first.wait())
+        .await
+        .expect("the worker stopped within its grace")
+        .unwrap();
+    assert!(status.success(), "{status:?}");
+    let run = store.get(&id).unwrap();
+    assert!(!run.is_live(), "{run:?}");
+    let handed_back = store
+        .events(&id, 0)
+        .unwrap()
+        .iter()
+        .any(|e| e.kind == "handed_back");
+    assert!(handed_back && !run.state.is_terminal(), "{run:?}");
+    assert!(store.workers().unwrap().is_empty(), "it said it left");
+    let mut second = fleet.start("second");
+    assert!(second.wait().await.unwrap().success());
+    let run = store.get(&id).unwrap();
+    assert_eq!(run.state, State::PatchReady, "{run:?}");
+    check_history(&id, &store.events(&id, 0).unwrap());
 }
