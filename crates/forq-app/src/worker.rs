@@ -40,6 +40,9 @@ pub struct WorkerOptions {
     /// After a stop is asked, how long its runs may go on before they are
     /// handed back.
     pub grace: Duration,
+    /// Repositories this machine is ready for (its goldens'): their runs
+    /// are taken up first. Those it runs join them.
+    pub warm: Vec<String>,
 }
 
 impl WorkerOptions {
@@ -54,6 +57,7 @@ impl WorkerOptions {
             labels: Vec::new(),
             exit_when_idle: false,
             grace: Duration::from_secs(60),
+            warm: Vec::new(),
         }
     }
 }
@@ -105,7 +109,7 @@ pub async fn work(
     tracing::info!(worker = options.name, jobs = options.jobs, "worker started");
     let mut report = WorkerReport::default();
     let mut running: JoinSet<(String, Result<crate::store::Run, RunError>)> = JoinSet::new();
-    let mut warm: BTreeSet<String> = BTreeSet::new();
+    let mut warm: BTreeSet<String> = options.warm.iter().cloned().collect();
     tokio::pin!(stop);
     let mut stopping = false;
     loop {

@@ -257,15 +257,45 @@ function reposView() {
           stat(r.issues, 'issues'), stat(active, 'active'), stat(done, 'patches'),
           stat(stuck, 'need a person'), stat(usd(r.cost_usd), 'spent')));
     });
+    let fleet = { workers: [] };
+    try { ({ body: fleet } = await api('/api/workers')); } catch (e) { /* an older server */ }
     view.replaceChildren(
       h('div', { class: 'spread' }, h('h1', {}, 'Repositories'),
         h('span', { class: 'muted small' }, `${body.repos.length} repositories`)),
       ...body.problems.map((p) => h('p', { class: 'error' }, p)),
       cards.length ? h('div', { class: 'grid' }, cards)
-        : h('div', { class: 'panel empty' }, 'No repositories yet: start forq serve with --source, or queue issues with forq queue.'));
+        : h('div', { class: 'panel empty' }, 'No repositories yet: start forq serve with --source, or queue issues with forq queue.'),
+      workersPanel(fleet));
   }
   load();
-  return { onEvent(e) { if (e.kind === 'state' || e.kind === 'created') refresh(); } };
+  // Heartbeats change without events: look again now and then.
+  const beat = setInterval(refresh, 5000);
+  return {
+    onEvent(e) { if (e.kind === 'state' || e.kind === 'created' || e.kind === 'claimed') refresh(); },
+    close() { clearInterval(beat); },
+  };
+}
+
+// The forq workers sharing the store (none: runs are driven by the
+// processes that queued them).
+function workersPanel(fleet) {
+  if (!fleet.workers || !fleet.workers.length) return null;
+  const queued = (fleet.live && fleet.live.queued) || 0;
+  const rows = fleet.workers.map((w) => h('tr', { 'data-worker': w.id, class: w.silent ? 'silent' : '' },
+    h('td', {}, h('b', {}, w.id)),
+    h('td', { class: 'muted' }, w.host),
+    h('td', {}, w.silent ? h('span', { class: 'pill broken', title: 'no heartbeat for 30 s: its runs go to others when their leases end' }, 'silent')
+      : w.stopping ? h('span', { class: 'pill syncing' }, 'stopping') : h('span', { class: 'pill ready' }, 'working')),
+    h('td', { class: 'load' }, `${w.load} of ${w.jobs}`),
+    h('td', {}, ...w.driving.map((id) => h('a', { href: `#/run/${encodeURIComponent(id)}`, class: 'mono small' }, id, ' '))),
+    h('td', { class: 'muted small' }, (w.labels || []).join(', ')),
+    h('td', { class: 'muted small', title: new Date(w.heartbeat_ms).toISOString() }, ago(w.heartbeat_ms))));
+  return h('section', { class: 'panel', id: 'workers' },
+    h('div', { class: 'spread' }, h('h2', {}, 'Workers'),
+      h('span', { class: 'muted small' }, `${fleet.workers.length} workers, ${queued} runs queued`)),
+    h('table', { class: 'table' },
+      h('thead', {}, h('tr', {}, ...['worker', 'host', '', 'load', 'driving', 'labels', 'heard from'].map((t) => h('th', {}, t)))),
+      h('tbody', {}, ...rows)));
 }
 
 function stat(value, label) {

@@ -5,6 +5,7 @@
 pub mod bench;
 mod dashboard;
 mod enqueue;
+mod fleet;
 mod guard;
 mod openapi;
 mod previews;
@@ -341,6 +342,7 @@ fn router(app: App) -> Router {
         .route("/api/queue", post(queue_issues))
         .route("/webhooks/github", post(webhook::github))
         .route("/api/goldens", get(goldens))
+        .route("/api/workers", get(fleet::workers))
         .route("/api/repos", get(repos::list))
         .route("/api/runs/{id}/preview", post(previews::start))
         .route("/api/runs/{id}/push", post(publish::push))

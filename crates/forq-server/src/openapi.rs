@@ -53,6 +53,8 @@ pub fn openapi_document() -> Value {
             "/api/stream": {"get": {"summary": "Every run's events as Server-Sent Events; resumes after Last-Event-ID",
                 "parameters": [after], "responses": sse_ok("the events, live")}},
             "/api/goldens": {"get": {"summary": "The golden environments", "responses": json_ok("the goldens")}},
+            "/api/workers": {"get": {"summary": "The forq workers sharing the store: each one's host, labels, jobs, last heartbeat (silent past 30 s), load and the runs it drives; and how many runs are in each live state",
+                "responses": json_ok("{now_ms, workers, live}")}},
             "/api/repos": {"get": {"summary": "Every repository a run was made on or a configured source names: its runs counted by state, its open issues, its cost, its golden (ready, broken with reason, syncing)",
                 "responses": json_ok("{repos, problems}")}},
             "/api/issues": {"get": {"summary": "A repository's issues from the configured sources, then those only its runs know, each with its latest run",

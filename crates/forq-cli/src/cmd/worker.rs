@@ -54,6 +54,16 @@ pub(crate) async fn worker(args: WorkerArgs) -> anyhow::Result<ExitCode> {
     let mut labels = args.label.clone();
     labels.push(backend.kind().to_string());
     labels.push(std::env::consts::ARCH.to_owned());
+    // The repositories whose goldens this machine holds: their runs first.
+    let warm: Vec<String> = backend
+        .goldens()
+        .and_then(|g| g.list())
+        .map(|list| {
+            list.into_iter()
+                .filter_map(|g| g.meta["identity"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
     let pipeline = forq_app::pipeline::Pipeline::new(store.clone(), &state_dir, backend)
         .backend_from_config(from_config)
         .golden(golden_policy(args.golden.golden))
@@ -67,6 +77,7 @@ pub(crate) async fn worker(args: WorkerArgs) -> anyhow::Result<ExitCode> {
         poll,
         grace,
         exit_when_idle: args.exit_when_idle,
+        warm,
         ..WorkerOptions::new(&name, args.jobs)
     };
     note(&format!(

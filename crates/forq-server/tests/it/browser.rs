@@ -265,7 +265,58 @@ async fn the_dashboard_burns_down_a_queue_and_draws_the_search_live_in_chromium(
     browser.goto(link.as_str().unwrap()).await;
     let shown = browser.js("return document.body.innerText").await;
     assert!(shown.as_str().unwrap().contains("2 + 3 = 5"), "{shown}");
+    workers_are_shown_with_their_load(&browser, &url, &store, &run_id).await;
     task.abort();
+}
+
+/// A worker sharing the store shows on the repositories page with what it
+/// drives, and turns silent when its heartbeat stops.
+async fn workers_are_shown_with_their_load(
+    browser: &Browser,
+    url: &str,
+    store: &forq_app::store::Store,
+    run_id: &str,
+) {
+    let now = forq_app::store::now_ms();
+    let worker = forq_app::store::Worker {
+        id: "w-east".to_owned(),
+        host: "east-1".to_owned(),
+        pid: 42,
+        labels: vec!["native".to_owned(), "x86_64".to_owned()],
+        jobs: 2,
+        started_ms: now,
+        heartbeat_ms: now,
+        driving: vec![run_id.to_owned()],
+        stopping: false,
+    };
+    store.register_worker(&worker).unwrap();
+    store
+        .register_worker(&forq_app::store::Worker {
+            id: "w-west".to_owned(),
+            host: "west-1".to_owned(),
+            heartbeat_ms: now - 120_000,
+            driving: Vec::new(),
+            ..worker.clone()
+        })
+        .unwrap();
+    browser.goto(&format!("{url}/#/")).await;
+    let load = browser
+        .until(
+            "the worker's row",
+            "const r = document.querySelector('[data-worker=\"w-east\"]'); return r && r.querySelector('.load').textContent",
+            30,
+        )
+        .await;
+    assert_eq!(load, json!("1 of 2"));
+    let silent = browser
+        .js("return document.querySelector('[data-worker=\"w-west\"]').className")
+        .await;
+    assert_eq!(silent, json!("silent"));
+    let link = browser
+        .js("return document.querySelector('[data-worker=\"w-east\"] a').getAttribute('href')")
+        .await;
+    assert_eq!(link, json!(format!("#/run/{run_id}")));
+    browser.screenshot("workers").await;
 }
 
 /// The repositories page shows the source's repository with its two
