@@ -50,12 +50,18 @@ claims.sort()
 def pct(p):
     return claims[min(len(claims) - 1, int(round(p / 100 * (len(claims) - 1))))] if claims else float("nan")
 q = "SELECT (SELECT COUNT(*) FROM events) + (SELECT COUNT(*) FROM checkpoints), (SELECT COUNT(*) FROM runs WHERE state = 'patch_ready')"
+others = "SELECT state || ': ' || reason FROM runs WHERE state <> 'patch_ready'"
 if store.startswith("postgres"):
     out = subprocess.run(["psql", "-Atc", q, store], capture_output=True, text=True).stdout
     writes, ready = out.strip().split("|")
+    stray = subprocess.run(["psql", "-Atc", others, store], capture_output=True, text=True).stdout.splitlines()
 else:
     import sqlite3
-    writes, ready = sqlite3.connect(store).execute(q).fetchone()
+    db = sqlite3.connect(store)
+    writes, ready = db.execute(q).fetchone()
+    stray = [r[0] for r in db.execute(others)]
+for line in stray:
+    print(f"    not patch_ready: {line[:300]}", file=sys.stderr)
 wall = end - start
 print(f"{name:<22} {wall:8.1f} {n / wall * 60:8.1f} {pct(50):12.1f} {pct(95):14.1f} {int(writes) / wall:9.0f}   ({ready} of {n} patch_ready)")
 with open(f"{state}/row", "w") as fh:

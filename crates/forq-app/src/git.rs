@@ -122,6 +122,11 @@ pub async fn head(dir: &Path) -> Result<String, GitError> {
     git(dir, &["rev-parse", "HEAD"]).await
 }
 
+/// The tree of the commit checked out.
+pub async fn tree(dir: &Path) -> Result<String, GitError> {
+    git(dir, &["rev-parse", "HEAD^{tree}"]).await
+}
+
 /// The branch checked out.
 pub async fn current_branch(dir: &Path) -> Result<String, GitError> {
     git(dir, &["rev-parse", "--abbrev-ref", "HEAD"]).await

@@ -54,6 +54,10 @@ pub struct Seeded {
     pub how: String,
     /// The commit the run starts from.
     pub head: String,
+    /// Its tree: what a seed made again elsewhere must match (a copy's
+    /// commit differs every time, its tree does not).
+    #[serde(default)]
+    pub tree: Option<String>,
     /// The branch checked out, which pull requests go into.
     pub base: String,
     /// Files in the workspace (outside `.git`).
@@ -159,6 +163,7 @@ async fn seed_inner(
         source,
     })?;
     let head = git::head(workspace).await?;
+    let tree = git::tree(workspace).await.ok();
     let base = git::current_branch(workspace).await?;
     let files = walkdir::WalkDir::new(workspace)
         .into_iter()
@@ -170,6 +175,7 @@ async fn seed_inner(
         workspace: workspace.to_owned(),
         how: how.to_owned(),
         head,
+        tree,
         base,
         files,
         removed_forq,

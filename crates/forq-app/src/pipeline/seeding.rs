@@ -12,20 +12,42 @@ impl Pipeline {
             if seeded.workspace.join(".git").exists() {
                 return Ok(seeded);
             }
-            return Err(Stop::end(
-                State::Failed,
-                format!(
-                    "the run's workspace {} is gone; start a new run",
-                    seeded.workspace.display()
-                ),
-            ));
+            // Gone: the run began on another machine (a worker resumes it
+            // here), or its workspace was removed. Before its patch was
+            // found, nothing in it is needed: seed it again, at the same
+            // commit.
+            if self
+                .store
+                .checkpointed(&run.id, "implemented")
+                .map_err(fail)?
+                .is_some()
+            {
+                return Err(Stop::end(
+                    State::Failed,
+                    format!(
+                        "the run's workspace {} is gone (on another machine, or removed) after its \
+                         patch was found; its patch is in the store (`forq runs show {}`): start a new run",
+                        seeded.workspace.display(),
+                        run.id
+                    ),
+                ));
+            }
+            return self.seed_fresh(run, Some(&seeded)).await;
         }
-        let trace = self
-            .store
-            .events(&run.id, 0)
-            .map_err(fail)?
-            .iter()
-            .any(|e| e.kind == "node" || e.kind == "agent");
+        self.seed_fresh(run, None).await
+    }
+
+    /// Seeds the run's workspace from its repository; `again` is the seed
+    /// a run resumed on this machine had elsewhere (the new one must be at
+    /// its commit).
+    async fn seed_fresh(&self, run: &Run, again: Option<&Seeded>) -> Phase<Seeded> {
+        let trace = again.is_none()
+            && self
+                .store
+                .events(&run.id, 0)
+                .map_err(fail)?
+                .iter()
+                .any(|e| e.kind == "node" || e.kind == "agent");
         if trace {
             return Err(fail(seed::SeedError::Started(run.id.clone())));
         }
@@ -42,6 +64,32 @@ impl Pipeline {
         let seeded = seed::seed(&run.repo, &workspace, &options)
             .await
             .map_err(fail)?;
+        if let Some(before) = again {
+            let same = match (&before.tree, &seeded.tree) {
+                (Some(a), Some(b)) => a == b,
+                _ => before.head == seeded.head,
+            };
+            if !same {
+                return Err(Stop::short(
+                    State::Failed,
+                    format!(
+                        "the run was resumed on another machine, where its repository is at {} \
+                         and no longer as it was where the run began ({}): start a new run",
+                        short(&seeded.head),
+                        short(&before.head)
+                    ),
+                    FailureKind::Repository,
+                ));
+            }
+            self.note(
+                &run.id,
+                State::Provisioning,
+                &format!(
+                    "seeded again on this machine at {} (the workspace was on another)",
+                    short(&seeded.head)
+                ),
+            );
+        }
         if seeded.removed_forq {
             let text = "the repository tracks a .forq of its own: removed from the workspace (.forq is \
                         forq's index and records, and links there would reach outside the workspace)";
@@ -126,4 +174,9 @@ impl Pipeline {
         }
         config.confined()
     }
+}
+
+/// A commit, shortened for a message.
+fn short(head: &str) -> &str {
+    &head[..head.len().min(12)]
 }

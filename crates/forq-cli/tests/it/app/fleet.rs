@@ -407,3 +407,70 @@ async fn a_worker_told_to_stop_hands_its_run_back_and_another_finishes_it() {
     assert_eq!(run.state, State::PatchReady, "{run:?}");
     check_history(&id, &store.events(&id, 0).unwrap());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_resumed_where_its_workspace_is_not_is_seeded_again_there() {
+    const TEST: &str = "a_run_resumed_where_its_workspace_is_not_is_seeded_again_there";
+    if !native_or_skip(TEST) {
+        return;
+    }
+    let Some(url) = postgres_or_skip(TEST) else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = calc_repo(tmp.path(), Some("actions:\n  fix:\n    brancher: mutate\n"));
+    let verdict = json!({"act": true, "confidence": 0.9, "reason": "a real bug",
+        "suggested_action": "fix"});
+    let fleet = Fleet {
+        grace: "0",
+        url: url.clone(),
+        tmp: tmp.path().to_owned(),
+        sandbox_dir: tmp.path().join("sandboxes"),
+        replay: triage_replay(tmp.path(), &verdict, 10),
+    };
+    let dir = issues(tmp.path(), "m", 1);
+    let out = crate::agent::forq_env(
+        &[
+            "queue",
+            "--enqueue",
+            "--issues",
+            dir.to_str().unwrap(),
+            "--repo",
+            repo.to_str().unwrap(),
+            "--state",
+            tmp.path().join("state-queue").to_str().unwrap(),
+            "--store",
+            &url,
+        ],
+        &[],
+    )
+    .await;
+    crate::check_exit(&out, 0);
+    let store = Store::connect(&url).unwrap();
+    let mut here = fleet.start("here");
+    let pid = here.id().expect("runs");
+    let id = driving_a_fix(&store, "here", &fleet, pid).await;
+    here.start_kill().unwrap();
+    here.wait().await.unwrap();
+    // Its machine is gone, and its workspace with it.
+    std::fs::rename(tmp.path().join("state-here"), tmp.path().join("gone")).unwrap();
+    let mut there = fleet.start("there");
+    assert!(there.wait().await.unwrap().success());
+    let run = store.get(&id).unwrap();
+    assert_eq!(run.state, State::PatchReady, "{run:?}");
+    let events = store.events(&id, 0).unwrap();
+    assert!(
+        events.iter().any(|e| e.kind == "note"
+            && e.data["text"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("seeded again on this machine"))),
+        "{events:?}"
+    );
+    check_history(&id, &events);
+    // Its records are in the store, read from anywhere.
+    let patch = store
+        .artifact(&id, "fix.patch")
+        .unwrap()
+        .expect("the patch");
+    assert!(String::from_utf8_lossy(&patch).contains("calc.py"));
+}
