@@ -150,8 +150,13 @@ pub(crate) fn require_actions(app: &App) -> Result<Actions, ApiError> {
 }
 
 /// Runs (or resumes) `runs` on `actions` in the background, as `forq
-/// queue` does.
+/// queue` does; leaves them to the workers when the server does not
+/// drive runs.
 pub(crate) fn spawn_runs(actions: Actions, runs: Vec<Run>) {
+    if !actions.drive {
+        // Queued in the store: the workers take them up.
+        return;
+    }
     tokio::spawn(async move {
         let ended = queue::run_spread(
             &actions.pipeline,

@@ -116,16 +116,21 @@ pub struct Actions {
     pub jobs: usize,
     /// Runs at once on one repository.
     pub per_repo: usize,
+    /// Whether this server drives the runs it starts (`false`: they are
+    /// only recorded, queued, and `forq worker` processes drive them).
+    pub drive: bool,
 }
 
 impl Actions {
-    /// Runs on `pipeline`, two at a time, one per repository.
+    /// Runs on `pipeline`, two at a time, one per repository, driven by
+    /// this server.
     pub fn new(pipeline: Pipeline) -> Self {
         Actions {
             pipeline,
             github: Github::from_env(),
             jobs: 2,
             per_repo: 1,
+            drive: true,
         }
     }
 }

@@ -153,6 +153,8 @@ impl dyn Sql + '_ {
 /// a time (a store's statements are short).
 pub(crate) struct Db {
     conn: Mutex<Box<dyn Sql>>,
+    /// Which database this is.
+    pub(crate) dialect: Dialect,
 }
 
 impl std::fmt::Debug for Db {
@@ -164,6 +166,7 @@ impl std::fmt::Debug for Db {
 impl Db {
     pub(crate) fn new(conn: Box<dyn Sql>) -> Db {
         Db {
+            dialect: conn.dialect(),
             conn: Mutex::new(conn),
         }
     }
@@ -204,10 +207,6 @@ impl Db {
                 }
             }
         })
-    }
-
-    pub(crate) fn dialect(&self) -> Dialect {
-        self.with(|c| Ok(c.dialect())).unwrap_or(Dialect::Sqlite)
     }
 }
 

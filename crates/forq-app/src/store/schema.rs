@@ -198,7 +198,7 @@ impl From<DbError> for SchemaError {
 
 /// Brings `db` to [`SCHEMA_VERSION`].
 pub(crate) fn upgrade(db: &Db) -> Result<(), SchemaError> {
-    match db.dialect() {
+    match db.dialect {
         Dialect::Sqlite => upgrade_sqlite(db),
         Dialect::Postgres => upgrade_postgres(db),
     }

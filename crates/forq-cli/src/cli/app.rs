@@ -27,6 +27,11 @@ pub(crate) struct ServeArgs {
     /// web page in your browser reaches the port.
     #[arg(long)]
     pub(crate) no_token: bool,
+    /// Only record the runs the API, the dashboard and webhooks start
+    /// (queued, in the store): `forq worker` processes sharing --store
+    /// drive them.
+    #[arg(long)]
+    pub(crate) enqueue_only: bool,
     /// A name requests may carry in `Host` besides the bound address
     /// (repeat it): the public name behind a reverse proxy. Other names are
     /// refused (DNS rebinding).

@@ -107,6 +107,7 @@ pub(crate) async fn serve(args: crate::cli::ServeArgs) -> anyhow::Result<ExitCod
     let mut actions = forq_server::Actions::new(pipeline);
     actions.jobs = args.jobs;
     actions.per_repo = args.per_repo;
+    actions.drive = !args.enqueue_only;
     let mut control = forq_server::Control::new(store).actions(actions);
     for spec in &args.sources {
         control = control.source(serve_source(spec)?);

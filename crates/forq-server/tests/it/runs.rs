@@ -227,3 +227,49 @@ async fn its_records_are_served(url: &str, id: &str) {
     );
     assert!(!files.iter().any(|f| f.starts_with(".git/")), "{files:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_only_enqueues_leaves_its_runs_to_a_worker() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some((store, pipeline)) = pipeline_in(dir.path()).await else {
+        return;
+    };
+    let mut actions = forq_server::Actions::new(pipeline.clone());
+    actions.drive = false;
+    let control = Control::new(store.clone()).actions(actions);
+    let (addr, task) = spawn(control, loopback()).await;
+    let url = format!("http://{addr}");
+    let repo = calc(dir.path());
+    let queued = reqwest::Client::new()
+        .post(format!("{url}/api/queue"))
+        .json(&json!({"text": "# add() subtracts", "repo": repo, "action": "fix"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(queued.status().as_u16(), 202);
+    let queued: Value = queued.json().await.unwrap();
+    let id = queued["runs"][0]["id"].as_str().unwrap().to_owned();
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    assert_eq!(store.get(&id).unwrap().state, State::Queued);
+    // A worker on the same store takes it up and drives it to its end.
+    let mut options = forq_app::worker::WorkerOptions::new("w1", 1);
+    options.exit_when_idle = true;
+    options.poll = std::time::Duration::from_millis(100);
+    let report = forq_app::worker::work(&pipeline, &options, std::future::pending())
+        .await
+        .unwrap();
+    assert_eq!(report.finished, 1, "{report:?}");
+    let run = store.get(&id).unwrap();
+    assert_eq!(run.state, State::PatchReady, "{run:?}");
+    assert_eq!(run.worker.as_deref(), Some("w1"));
+    // Its patch is in the store, served from there.
+    let patch = reqwest::get(format!("{url}/api/runs/{id}/patch"))
+        .await
+        .unwrap();
+    assert_eq!(patch.status().as_u16(), 200);
+    assert!(patch.text().await.unwrap().contains("calc.py"));
+    assert!(store.artifact(&id, "fix.patch").unwrap().is_some());
+    let (_, fleet) = get_json(&format!("{url}/api/workers")).await;
+    assert_eq!(fleet["workers"], json!([]), "the worker left the list: {fleet}");
+    task.abort();
+}
