@@ -32,6 +32,7 @@ BENCHES = {
     "search": ("the fix search: orders, repair spaces, real bugs", "search/README.md"),
     "eval": ("`forq eval` over the bundled instances", "eval/README.md"),
     "queue": ("`forq queue` on the examples and on real projects", "queue/README.md"),
+    "fleet": ("`forq worker`s on a shared store: 1 on SQLite, 1, 2 and 4 on PostgreSQL", "fleet/README.md"),
     "serve": ("`forq serve bench`, measured from outside", "serve/README.md"),
     "models": ("models as they are: context windows and local servers", "models/README.md"),
 }

@@ -116,10 +116,34 @@ impl Driver {
         Ok(self.client.as_mut().expect("connected above"))
     }
 
+    /// `run` on the connection; outside a transaction, once more on a new
+    /// connection when the old one turned out closed (the server
+    /// restarted, a failover, an idle connection cut): a statement on its
+    /// own is as good as new there.
+    fn again<T>(
+        &mut self,
+        run: impl Fn(&mut postgres::Client) -> Result<T, DbError>,
+    ) -> Result<T, DbError> {
+        let first = self.client().and_then(&run);
+        match first {
+            Err(_)
+                if !self.in_tx
+                    && self
+                        .client
+                        .as_ref()
+                        .is_some_and(postgres::Client::is_closed) =>
+            {
+                self.client = None;
+                self.client().and_then(run)
+            }
+            out => out,
+        }
+    }
+
     fn serve(&mut self, request: Request) {
         match request {
             Request::Exec(sql, params, reply) => {
-                let out = self.client().and_then(|c| {
+                let out = self.again(|c| {
                     let p: Vec<&(dyn ToSql + Sync)> =
                         params.iter().map(|v| v as &(dyn ToSql + Sync)).collect();
                     Ok(c.execute(sql.as_str(), &p)?)
@@ -127,7 +151,7 @@ impl Driver {
                 let _ = reply.send(out);
             }
             Request::Rows(sql, params, reply) => {
-                let out = self.client().and_then(|c| {
+                let out = self.again(|c| {
                     let p: Vec<&(dyn ToSql + Sync)> =
                         params.iter().map(|v| v as &(dyn ToSql + Sync)).collect();
                     let rows = c.query(sql.as_str(), &p)?;
@@ -155,9 +179,14 @@ impl Driver {
                     });
                     return;
                 }
-                let out = self
-                    .client()
-                    .and_then(|c| Ok(c.batch_execute(sql.as_str())?));
+                let run = |c: &mut postgres::Client| Ok(c.batch_execute(sql.as_str())?);
+                // A transaction may begin on a new connection; nothing
+                // inside one may.
+                let out = if word.starts_with("BEGIN") && !self.in_tx {
+                    self.again(run)
+                } else {
+                    self.client().and_then(run)
+                };
                 if word.starts_with("BEGIN") && out.is_ok() {
                     self.in_tx = true;
                 }

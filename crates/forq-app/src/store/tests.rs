@@ -397,3 +397,36 @@ fn workers_are_listed_with_what_they_drive() {
         assert!(s.workers().expect("workers").is_empty());
     });
 }
+
+#[cfg(feature = "postgres")]
+#[test]
+fn a_connection_the_server_cut_is_made_again() {
+    let Some(admin) = std::env::var("FORQ_TEST_PG_URL")
+        .ok()
+        .filter(|u| !u.is_empty())
+    else {
+        assert!(std::env::var_os("CI").is_none(), "CI sets FORQ_TEST_PG_URL");
+        return;
+    };
+    let url = fresh_postgres(&admin).expect("a fresh database");
+    let s = Store::connect(&url).expect("open");
+    let run = s.create(&NewRun::fix("1", "a", "/r")).expect("create");
+    // Another process ends every other connection to the database: what a
+    // server restart or a failover does to this one.
+    let other = Store::connect(&url).expect("open again");
+    other
+        .with(|c| {
+            c.rows(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+                 WHERE datname = current_database() AND pid <> pg_backend_pid()",
+                &[],
+            )
+        })
+        .expect("terminate");
+    std::thread::sleep(Duration::from_millis(100));
+    // The next statement finds its connection closed and runs again on a
+    // new one; so does the next write.
+    assert_eq!(s.get(&run.id).expect("read after the cut").id, run.id);
+    s.event(&run.id, "note", serde_json::json!({}))
+        .expect("write after the cut");
+}

@@ -269,6 +269,9 @@ pub(crate) struct RunsArgs {
 pub(crate) enum RunsCommand {
     /// One run: its issue, state, outcome and events.
     Show(RunIdArgs),
+    /// Print a run's patch (`fix.patch`), from the store: on any machine
+    /// that shares it, whichever machine ran the run.
+    Patch(RunIdArgs),
     /// Follow a run's events as they happen, until it ends.
     Tail(RunIdArgs),
     /// Stop a run (the process working on it stops at once).

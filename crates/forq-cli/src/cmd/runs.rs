@@ -27,6 +27,7 @@ pub(crate) async fn runs(args: RunsArgs) -> anyhow::Result<ExitCode> {
     match args.command {
         None => list(&store, state_dir, args.outcome.as_deref(), args.limit, json),
         Some(RunsCommand::Show(a)) => show(&store, &a.id, json),
+        Some(RunsCommand::Patch(a)) => patch(&store, state_dir, &a.id),
         Some(RunsCommand::Tail(a)) => tail(&store, &a.id, json).await,
         Some(RunsCommand::Abort(a)) => abort(&store, &a.id, json).await,
         Some(RunsCommand::Resume(a)) => resume(a, state_dir, store, json).await,
@@ -76,6 +77,21 @@ fn list(
 }
 
 /// `forq runs show`: a run's record and events.
+/// `forq runs patch ID`: the run's patch on stdout, from the store (else
+/// this machine's state directory).
+fn patch(store: &Store, state_dir: &std::path::Path, id: &str) -> anyhow::Result<ExitCode> {
+    let run = store.get(id)?;
+    let Some(bytes) = forq_app::clean::stored_record(store, Some(state_dir), &run.id, "fix.patch")?
+    else {
+        return Err(crate::failures::input(format!(
+            "run {} has no patch (yet): it is kept when its search ends green ({})",
+            run.id, run.state
+        )));
+    };
+    std::io::stdout().lock().write_all(&bytes)?;
+    Ok(ExitCode::SUCCESS)
+}
+
 fn show(store: &Store, id: &str, json: bool) -> anyhow::Result<ExitCode> {
     let run = store.get(id)?;
     let events = store.events(&run.id, 0)?;
@@ -106,8 +122,15 @@ fn show(store: &Store, id: &str, json: bool) -> anyhow::Result<ExitCode> {
     if let Some(kind) = run.failure {
         writeln!(out, "failure  {kind}")?;
     }
+    if let (Some(worker), Some(host)) = (&run.worker, &run.host) {
+        writeln!(out, "worker   {worker} on {host}")?;
+    }
     if let Some(b) = &run.branch {
         writeln!(out, "branch   {b}")?;
+    }
+    let records = store.artifacts(&run.id)?;
+    if !records.is_empty() {
+        writeln!(out, "records  {} (in the store)", records.join(", "))?;
     }
     if let Some(l) = run.patch_lines {
         writeln!(out, "patch    {l} lines")?;

@@ -270,6 +270,10 @@ async fn a_server_that_only_enqueues_leaves_its_runs_to_a_worker() {
     assert!(patch.text().await.unwrap().contains("calc.py"));
     assert!(store.artifact(&id, "fix.patch").unwrap().is_some());
     let (_, fleet) = get_json(&format!("{url}/api/workers")).await;
-    assert_eq!(fleet["workers"], json!([]), "the worker left the list: {fleet}");
+    assert_eq!(
+        fleet["workers"],
+        json!([]),
+        "the worker left the list: {fleet}"
+    );
     task.abort();
 }
