@@ -157,31 +157,33 @@ async fn driving_a_fix(store: &Store, name: &str, fleet: &Fleet, pid: u32) -> St
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn workers_killed_mid_run_lose_nothing_and_leave_nothing() {
-    const TEST: &str = "workers_killed_mid_run_lose_nothing_and_leave_nothing";
-    if !native_or_skip(TEST) {
-        return;
+/// A fleet for test `test` (or `None`, skipped): examples/calc with the
+/// `mutate` brancher, a replay model that always says fix, the issues of
+/// `queued` (action, id prefix, how many) recorded with `forq queue
+/// --enqueue` on a PostgreSQL store of its own, and workers that get
+/// `grace` seconds when stopped.
+async fn fleet_for(
+    test: &str,
+    grace: &'static str,
+    queued: &[(&str, &str, usize)],
+) -> Option<(tempfile::TempDir, Fleet, Store)> {
+    if !native_or_skip(test) {
+        return None;
     }
-    let Some(url) = postgres_or_skip(TEST) else {
-        return;
-    };
+    let url = postgres_or_skip(test)?;
     let tmp = tempfile::tempdir().unwrap();
     let repo = calc_repo(tmp.path(), Some("actions:\n  fix:\n    brancher: mutate\n"));
     let verdict = json!({"act": true, "confidence": 0.9, "reason": "a real bug",
         "suggested_action": "fix"});
     let fleet = Fleet {
-        grace: "5",
+        grace,
         url: url.clone(),
         tmp: tmp.path().to_owned(),
         sandbox_dir: tmp.path().join("sandboxes"),
         replay: triage_replay(tmp.path(), &verdict, 600),
     };
-    // 40 fixes and 160 triages, queued from here; workers drive them.
-    for (action, dir) in [
-        ("fix", issues(tmp.path(), "f", 40)),
-        ("triage", issues(tmp.path(), "t", 160)),
-    ] {
+    for (action, prefix, n) in queued {
+        let dir = issues(tmp.path(), prefix, *n);
         let out = crate::agent::forq_env(
             &[
                 "queue",
@@ -196,7 +198,6 @@ async fn workers_killed_mid_run_lose_nothing_and_leave_nothing() {
                 tmp.path().join("state-queue").to_str().unwrap(),
                 "--store",
                 &url,
-                "--json",
             ],
             &[],
         )
@@ -204,6 +205,21 @@ async fn workers_killed_mid_run_lose_nothing_and_leave_nothing() {
         crate::check_exit(&out, 0);
     }
     let store = Store::connect(&url).unwrap();
+    Some((tmp, fleet, store))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workers_killed_mid_run_lose_nothing_and_leave_nothing() {
+    // 40 fixes and 160 triages, queued from here; workers drive them.
+    let Some((_tmp, fleet, store)) = fleet_for(
+        "workers_killed_mid_run_lose_nothing_and_leave_nothing",
+        "5",
+        &[("fix", "f", 40), ("triage", "t", 160)],
+    )
+    .await
+    else {
+        return;
+    };
     assert_eq!(store.all().unwrap().len(), 200);
 
     let mut a = fleet.start("a");
@@ -288,7 +304,7 @@ async fn workers_killed_mid_run_lose_nothing_and_leave_nothing() {
         .iter()
         .map(|(pid, _)| fleet.leftovers(*pid))
         .collect();
-    eprintln!("{TEST}: {outcomes:?}; left by the killed workers: {leftovers_at_kill:?} at the kill, {after:?} after");
+    eprintln!("workers killed mid-run: {outcomes:?}; left by the killed workers: {leftovers_at_kill:?} at the kill, {after:?} after");
     assert!(
         leftovers_at_kill.iter().all(|n| *n > 0),
         "{leftovers_at_kill:?}"
@@ -338,45 +354,15 @@ fn check_history(id: &str, events: &[RunEvent]) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_told_to_stop_hands_its_run_back_and_another_finishes_it() {
-    const TEST: &str = "a_worker_told_to_stop_hands_its_run_back_and_another_finishes_it";
-    if !native_or_skip(TEST) {
-        return;
-    }
-    let Some(url) = postgres_or_skip(TEST) else {
-        return;
-    };
-    let tmp = tempfile::tempdir().unwrap();
-    let repo = calc_repo(tmp.path(), Some("actions:\n  fix:\n    brancher: mutate\n"));
-    let verdict = json!({"act": true, "confidence": 0.9, "reason": "a real bug",
-        "suggested_action": "fix"});
-    let fleet = Fleet {
-        grace: "0",
-        url: url.clone(),
-        tmp: tmp.path().to_owned(),
-        sandbox_dir: tmp.path().join("sandboxes"),
-        replay: triage_replay(tmp.path(), &verdict, 10),
-    };
-    let dir = issues(tmp.path(), "s", 1);
-    let out = crate::agent::forq_env(
-        &[
-            "queue",
-            "--enqueue",
-            "--action",
-            "fix",
-            "--issues",
-            dir.to_str().unwrap(),
-            "--repo",
-            repo.to_str().unwrap(),
-            "--state",
-            tmp.path().join("state-queue").to_str().unwrap(),
-            "--store",
-            &url,
-        ],
-        &[],
+    let Some((_tmp, fleet, store)) = fleet_for(
+        "a_worker_told_to_stop_hands_its_run_back_and_another_finishes_it",
+        "0",
+        &[("fix", "s", 1)],
     )
-    .await;
-    crate::check_exit(&out, 0);
-    let store = Store::connect(&url).unwrap();
+    .await
+    else {
+        return;
+    };
     let mut first = fleet.start("first");
     let pid = first.id().expect("runs");
     let id = driving_a_fix(&store, "first", &fleet, pid).await;
@@ -410,43 +396,15 @@ async fn a_worker_told_to_stop_hands_its_run_back_and_another_finishes_it() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_resumed_where_its_workspace_is_not_is_seeded_again_there() {
-    const TEST: &str = "a_run_resumed_where_its_workspace_is_not_is_seeded_again_there";
-    if !native_or_skip(TEST) {
-        return;
-    }
-    let Some(url) = postgres_or_skip(TEST) else {
-        return;
-    };
-    let tmp = tempfile::tempdir().unwrap();
-    let repo = calc_repo(tmp.path(), Some("actions:\n  fix:\n    brancher: mutate\n"));
-    let verdict = json!({"act": true, "confidence": 0.9, "reason": "a real bug",
-        "suggested_action": "fix"});
-    let fleet = Fleet {
-        grace: "0",
-        url: url.clone(),
-        tmp: tmp.path().to_owned(),
-        sandbox_dir: tmp.path().join("sandboxes"),
-        replay: triage_replay(tmp.path(), &verdict, 10),
-    };
-    let dir = issues(tmp.path(), "m", 1);
-    let out = crate::agent::forq_env(
-        &[
-            "queue",
-            "--enqueue",
-            "--issues",
-            dir.to_str().unwrap(),
-            "--repo",
-            repo.to_str().unwrap(),
-            "--state",
-            tmp.path().join("state-queue").to_str().unwrap(),
-            "--store",
-            &url,
-        ],
-        &[],
+    let Some((tmp, fleet, store)) = fleet_for(
+        "a_run_resumed_where_its_workspace_is_not_is_seeded_again_there",
+        "0",
+        &[("auto", "m", 1)],
     )
-    .await;
-    crate::check_exit(&out, 0);
-    let store = Store::connect(&url).unwrap();
+    .await
+    else {
+        return;
+    };
     let mut here = fleet.start("here");
     let pid = here.id().expect("runs");
     let id = driving_a_fix(&store, "here", &fleet, pid).await;
@@ -467,10 +425,26 @@ async fn a_run_resumed_where_its_workspace_is_not_is_seeded_again_there() {
         "{events:?}"
     );
     check_history(&id, &events);
-    // Its records are in the store, read from anywhere.
+    // Its records are in the store, read from anywhere: here, from a
+    // state directory that never saw the run.
     let patch = store
         .artifact(&id, "fix.patch")
         .unwrap()
         .expect("the patch");
+    let printed = crate::agent::forq_env(
+        &[
+            "runs",
+            "patch",
+            &id,
+            "--store",
+            &fleet.url,
+            "--state",
+            tmp.path().join("elsewhere").to_str().unwrap(),
+        ],
+        &[],
+    )
+    .await;
+    crate::check_exit(&printed, 0);
+    assert_eq!(printed.stdout, patch);
     assert!(String::from_utf8_lossy(&patch).contains("calc.py"));
 }
