@@ -122,6 +122,26 @@ pub async fn head(dir: &Path) -> Result<String, GitError> {
     git(dir, &["rev-parse", "HEAD"]).await
 }
 
+/// Writes `branch`'s commits after `base` (its whole history when `None`)
+/// to the bundle file `out`: what another machine fetches the same commits
+/// from.
+pub async fn bundle(
+    dir: &Path,
+    branch: &str,
+    base: Option<&str>,
+    out: &Path,
+) -> Result<(), GitError> {
+    let tip = format!("refs/heads/{branch}");
+    let range = match base {
+        Some(base) => format!("{base}..{tip}"),
+        None => tip,
+    };
+    let out = out.to_string_lossy();
+    git(dir, &["bundle", "create", "-q", &out, &range])
+        .await
+        .map(drop)
+}
+
 /// The tree of the commit checked out.
 pub async fn tree(dir: &Path) -> Result<String, GitError> {
     git(dir, &["rev-parse", "HEAD^{tree}"]).await

@@ -85,8 +85,9 @@ pub enum PublishError {
         /// Its state.
         state: String,
     },
-    /// The run's workspace is gone or was never made.
-    #[error("run {id} has no workspace (removed, or never seeded)")]
+    /// The run's workspace is gone or was never made, and the store keeps
+    /// no bundle of its branch.
+    #[error("run {id} has no workspace here and the store keeps no bundle of its branch: push from the machine that ran it")]
     NoWorkspace {
         /// The run.
         id: String,
@@ -106,6 +107,14 @@ pub enum PublishError {
         id: String,
         /// Where its issue came from.
         from: String,
+    },
+    /// The run's branch could not be made again here from the store.
+    #[error("run {id}'s branch could not be restored from the store here: {reason}")]
+    Restore {
+        /// The run.
+        id: String,
+        /// Why.
+        reason: String,
     },
     /// git failed (a rejected push is [`GitError::Rejected`]).
     #[error(transparent)]
@@ -139,9 +148,11 @@ pub async fn push(
         state: "without a branch".to_owned(),
     };
     let branch = run.branch.clone().ok_or_else(not_ready)?;
-    let ws = crate::clean::workspace_path(state_dir, &run.id);
+    let mut ws = crate::clean::workspace_path(state_dir, &run.id);
     if !ws.is_dir() {
-        return Err(PublishError::NoWorkspace { id: run.id });
+        // Run on another machine (or cleaned here): the same commits, from
+        // the store.
+        ws = restore(store, &run, &branch, state_dir).await?;
     }
     let remote = options
         .remote
@@ -186,6 +197,60 @@ pub async fn push(
         open_pull_request(store, github, &run, &ws, &remote, options, &mut out).await?;
     }
     Ok(out)
+}
+
+/// A repository holding run `run`'s `branch` as it was committed, made
+/// from the branch bundle the store keeps (`runs/ID/restored/repo`): a
+/// shallow clone of the run's repository at its seed with the bundle's
+/// commits on top, or, for a copied repository, the bundle alone.
+async fn restore(
+    store: &Store,
+    run: &Run,
+    branch: &str,
+    state_dir: &Path,
+) -> Result<std::path::PathBuf, PublishError> {
+    let no_workspace = || PublishError::NoWorkspace { id: run.id.clone() };
+    let bundle = store
+        .artifact(&run.id, "branch.bundle")?
+        .ok_or_else(no_workspace)?;
+    let seeded: crate::seed::Seeded = store
+        .checkpointed(&run.id, "seeded")?
+        .and_then(|s| serde_json::from_value(s).ok())
+        .ok_or_else(no_workspace)?;
+    let dir = state_dir.join("runs").join(&run.id).join("restored");
+    let io = |e: std::io::Error| PublishError::Restore {
+        id: run.id.clone(),
+        reason: e.to_string(),
+    };
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir).map_err(io)?;
+    }
+    std::fs::create_dir_all(&dir).map_err(io)?;
+    let file = dir.join("branch.bundle");
+    std::fs::write(&file, &bundle).map_err(io)?;
+    let repo = dir.join("repo");
+    if seeded.how == "clone" {
+        forq_bootstrap::clone_shallow(&run.repo, &repo, &forq_bootstrap::CloneOptions::default())
+            .await
+            .map_err(|e| PublishError::Restore {
+                id: run.id.clone(),
+                reason: e.to_string(),
+            })?;
+        let have = format!("{}^{{commit}}", seeded.head);
+        if git::git(&repo, &["cat-file", "-e", &have]).await.is_err() {
+            git::git(
+                &repo,
+                &["fetch", "-q", "--depth", "1", "origin", &seeded.head],
+            )
+            .await?;
+        }
+    } else {
+        std::fs::create_dir_all(&repo).map_err(io)?;
+        git::git(&repo, &["init", "-q"]).await?;
+    }
+    let refspec = format!("refs/heads/{branch}:refs/heads/{branch}");
+    git::git(&repo, &["fetch", "-q", &file.to_string_lossy(), &refspec]).await?;
+    Ok(repo)
 }
 
 /// Opens the pull request of run `run`'s pushed branch (its body with the

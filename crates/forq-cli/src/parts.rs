@@ -352,3 +352,19 @@ pub(crate) fn golden_policy(mode: crate::cli::GoldenMode) -> forq_app::pipeline:
         crate::cli::GoldenMode::Off => forq_app::pipeline::GoldenPolicy::Off,
     }
 }
+
+/// ^C or SIGTERM.
+pub(crate) async fn shutdown_signal() {
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        () = term => {}
+    }
+}

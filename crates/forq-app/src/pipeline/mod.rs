@@ -420,8 +420,38 @@ impl Pipeline {
         let outcome = self.drive_phases(&id, &mut run).await;
         // Its records go to the store, so every machine that reads the
         // store reads them, whichever machine ran it.
+        self.bundle_branch(&id).await;
         self.keep_records(&id);
         outcome
+    }
+
+    /// Writes run `id`'s branch, when it has one, as `branch.bundle` in
+    /// its directory: the commits after its seed (the whole branch for a
+    /// copied repository, whose seed commit exists nowhere else), so that
+    /// `forq push` on another machine pushes the very same commits. Only
+    /// for a store other machines share.
+    async fn bundle_branch(&self, id: &str) {
+        // A store on this machine's disk: the workspace is here as well.
+        if self.store.path().is_some() {
+            return;
+        }
+        let Ok(run) = self.store.get(id) else {
+            return;
+        };
+        let (Some(branch), true) = (&run.branch, run.state.has_patch()) else {
+            return;
+        };
+        let Ok(Some(seeded)) = self.store.checkpointed(id, "seeded") else {
+            return;
+        };
+        let Ok(seeded) = serde_json::from_value::<Seeded>(seeded) else {
+            return;
+        };
+        let base = (seeded.how == "clone").then_some(seeded.head.as_str());
+        let out = self.run_dir(id).join("branch.bundle");
+        if let Err(e) = git::bundle(&seeded.workspace, branch, base, &out).await {
+            tracing::warn!("the branch was not bundled for other machines: {e}");
+        }
     }
 
     async fn drive_phases(&self, id: &str, run: &mut Run) -> Result<Run, RunError> {
@@ -457,7 +487,8 @@ impl Pipeline {
     }
 
     /// Copies the files run `id` wrote in its directory (`fix.patch`,
-    /// `tree.json`, `summary.json`, `ripple.patch`) into the store, each
+    /// `tree.json`, `summary.json`, `ripple.patch`, `branch.bundle`) into
+    /// the store, each
     /// up to 16 MiB; links and directories are not followed.
     fn keep_records(&self, id: &str) {
         const MAX: u64 = 16 << 20;

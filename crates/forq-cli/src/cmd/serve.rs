@@ -165,7 +165,7 @@ pub(crate) async fn serve(args: crate::cli::ServeArgs) -> anyhow::Result<ExitCod
     // stopped before forq exits.
     let served = tokio::select! {
         r = served => r,
-        () = shutdown_signal() => {
+        () = crate::parts::shutdown_signal() => {
             previews.stop_all().await;
             Ok(())
         }
@@ -228,22 +228,6 @@ fn serve_token(path: &Path) -> anyhow::Result<String> {
                 path.display()
             )
         }),
-    }
-}
-
-/// ^C or SIGTERM.
-pub(crate) async fn shutdown_signal() {
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending().await,
-        }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        () = term => {}
     }
 }
 

@@ -85,7 +85,7 @@ pub(crate) async fn worker(args: WorkerArgs) -> anyhow::Result<ExitCode> {
         options.jobs,
         store.location()
     ));
-    let report = worker::work(&pipeline, &options, crate::cmd::serve::shutdown_signal()).await?;
+    let report = worker::work(&pipeline, &options, crate::parts::shutdown_signal()).await?;
     if args.json {
         crate::terminal::print_json(&report)?;
     } else {

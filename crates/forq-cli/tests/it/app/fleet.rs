@@ -447,4 +447,63 @@ async fn a_run_resumed_where_its_workspace_is_not_is_seeded_again_there() {
     crate::check_exit(&printed, 0);
     assert_eq!(printed.stdout, patch);
     assert!(String::from_utf8_lossy(&patch).contains("calc.py"));
+    // And pushed from there: the very commit the worker made, from the
+    // branch bundle the store keeps, its machine gone too.
+    std::fs::rename(tmp.path().join("state-there"), tmp.path().join("gone-too")).unwrap();
+    let bare = tmp.path().join("remote.git");
+    let init = forq_sandbox::host_command("git")
+        .args(["init", "-q", "--bare", bare.to_str().unwrap()])
+        .status()
+        .await
+        .unwrap();
+    assert!(init.success());
+    let pushed = crate::agent::forq_env(
+        &[
+            "push",
+            &id,
+            "--remote",
+            bare.to_str().unwrap(),
+            "--store",
+            &fleet.url,
+            "--state",
+            tmp.path().join("elsewhere").to_str().unwrap(),
+            "--json",
+        ],
+        &[],
+    )
+    .await;
+    crate::check_exit(&pushed, 0);
+    let pushed: serde_json::Value = serde_json::from_slice(&pushed.stdout).unwrap();
+    let run = store.get(&id).unwrap();
+    let branch = run.branch.clone().expect("a branch");
+    let at = forq_sandbox::host_command("git")
+        .args([
+            "--git-dir",
+            bare.to_str().unwrap(),
+            "rev-parse",
+            &format!("refs/heads/{branch}"),
+        ])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&at.stdout).trim(),
+        pushed["commit"].as_str().unwrap(),
+        "{pushed}"
+    );
+    let committed = store
+        .events(&id, 0)
+        .unwrap()
+        .into_iter()
+        .find_map(|e| {
+            e.data["text"]
+                .as_str()
+                .and_then(|t| t.strip_prefix("committed "))
+                .map(|t| t.split(' ').next().unwrap().to_owned())
+        })
+        .expect("a commit note");
+    assert!(
+        pushed["commit"].as_str().unwrap().starts_with(&committed),
+        "the worker's commit {committed}, pushed {pushed}"
+    );
 }
