@@ -586,6 +586,7 @@ impl Harness {
             repo: checkout.to_string_lossy().into_owned(),
             action: Action::Fix,
             context: Vec::new(),
+            requires: Vec::new(),
         };
         let store = self.pipeline.store();
         let run = store.create(&new).map_err(|e| e.to_string())?;

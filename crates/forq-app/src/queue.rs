@@ -200,6 +200,7 @@ pub async fn select(
                     repo,
                     action: selection.action,
                     context: selection.context.clone(),
+                    requires: Vec::new(),
                 });
             }
         }
@@ -213,6 +214,7 @@ pub async fn select(
                     repo: clone_url.clone(),
                     action: selection.action,
                     context: selection.context.clone(),
+                    requires: Vec::new(),
                 });
             }
         }
@@ -227,6 +229,7 @@ pub async fn select(
                 repo: clone_url.clone(),
                 action: selection.action,
                 context: selection.context.clone(),
+                requires: Vec::new(),
             });
         }
         Source::Text { text, repo } => {
@@ -242,6 +245,7 @@ pub async fn select(
                 repo: repo.clone(),
                 action: selection.action,
                 context: selection.context.clone(),
+                requires: Vec::new(),
             });
         }
     }

@@ -32,7 +32,8 @@ pub struct WorkerOptions {
     pub lease: Duration,
     /// How often it looks for work and says it is alive.
     pub poll: Duration,
-    /// What it offers, shown with it (backends, architecture).
+    /// What it offers (backends, architecture, an operator's own): it
+    /// takes up only runs whose required labels are all among them.
     pub labels: Vec<String>,
     /// Stop once the store holds no run that is not over (and this one
     /// drives none): for a batch, a test or a bench.
@@ -118,7 +119,7 @@ pub async fn work(
         if !stopping && free > 0 {
             let asked = std::time::Instant::now();
             let prefer: Vec<String> = warm.iter().cloned().collect();
-            match store.claim_next(free, options.lease, &prefer) {
+            match store.claim_next(free, options.lease, &prefer, &options.labels) {
                 Ok(runs) => {
                     if !runs.is_empty() {
                         report.claim_ms.push(asked.elapsed().as_secs_f64() * 1000.0);

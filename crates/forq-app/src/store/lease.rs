@@ -147,13 +147,15 @@ impl Store {
     /// Up to `n` runs no live process holds (queued, or left by a holder
     /// that died), oldest first — those on `prefer`'s repositories before
     /// the others — taken up for this handle's holder for `lease`, each as
-    /// it was before (its last holder, its state). Two workers asking at
-    /// once never get the same run.
+    /// it was before (its last holder, its state); only runs whose
+    /// required labels are all among `labels`. Two workers asking at once
+    /// never get the same run.
     pub fn claim_next(
         &self,
         n: usize,
         lease: Duration,
         prefer: &[String],
+        labels: &[String],
     ) -> Result<Vec<Run>, StoreError> {
         if n == 0 {
             return Ok(Vec::new());
@@ -174,7 +176,7 @@ impl Store {
                 .rows(&sql, vals![now, &host, window])?
                 .into_iter()
                 .map(run_of)
-                .filter(|r| !r.is_live())
+                .filter(|r| !r.is_live() && r.requires.iter().all(|l| labels.contains(l)))
                 .collect();
             // Stable: oldest first within each side.
             free.sort_by_key(|r| !prefer.contains(&r.repo));

@@ -195,6 +195,9 @@ pub struct NewRun {
     pub action: Action,
     /// Context files for its workspace.
     pub context: Vec<ContextFile>,
+    /// The labels a worker must offer to take it up (`native`, `x86_64`,
+    /// an operator's own); none: any worker.
+    pub requires: Vec<String>,
 }
 
 impl NewRun {
@@ -209,6 +212,7 @@ impl NewRun {
             repo: repo.to_owned(),
             action: Action::Fix,
             context: Vec::new(),
+            requires: Vec::new(),
         }
     }
 }
@@ -263,6 +267,8 @@ pub struct Run {
     /// How many times a process took it up: the number its holder writes
     /// under.
     pub fence: u64,
+    /// The labels a worker must offer to take it up.
+    pub requires: Vec<String>,
 }
 
 /// A file given to a run as context: read from `source` on the host,
@@ -394,7 +400,7 @@ pub struct Store {
 /// The columns a [`Run`] is read from, in [`run_of`]'s order.
 const RUN_COLUMNS: &str = "id, issue, repo, action, state, reason, created_ms, updated_ms, pid, \
      cost_usd, patch_lines, branch, abort_requested, started_ms, context, failure, worker, host, \
-     lease_until, fence";
+     lease_until, fence, requires";
 
 /// Appends one event inside the caller's transaction, under `fence` when
 /// the writer holds the run; returns its `seq`. The run's row is the
@@ -586,6 +592,7 @@ impl Store {
         let now = now_ms();
         let issue = serde_json::to_string(&new.issue).unwrap_or_default();
         let context = serde_json::to_string(&new.context).unwrap_or_default();
+        let requires = serde_json::to_string(&new.requires).unwrap_or_default();
         let created = serde_json::json!({"issue": new.issue.id, "action": new.action.name(), "repo": new.repo}).to_string();
         // An id is the second and 16 random bits: runs created in the same
         // second (a backlog queued at once) may draw the same one, and then
@@ -594,9 +601,9 @@ impl Store {
             // Drawn from the clock each time: a full second passes.
             let id = new_id(now_ms());
             let inserted = c.exec(
-                "INSERT INTO runs (id, issue, repo, action, state, created_ms, updated_ms, context)
-                 VALUES (?1, ?2, ?3, ?4, 'queued', ?5, ?5, ?6) ON CONFLICT (id) DO NOTHING",
-                vals![&id, &issue, &new.repo, new.action.name(), now, &context],
+                "INSERT INTO runs (id, issue, repo, action, state, created_ms, updated_ms, context, requires)
+                 VALUES (?1, ?2, ?3, ?4, 'queued', ?5, ?5, ?6, ?7) ON CONFLICT (id) DO NOTHING",
+                vals![&id, &issue, &new.repo, new.action.name(), now, &context, &requires],
             )?;
             if inserted == 1 {
                 return Ok(append_event(c, &id, None, now as i64, "created", &created)?.map(|_| id));
@@ -1033,6 +1040,10 @@ fn run_of(r: Vec<Val>) -> Run {
         host: next().into_text(),
         lease_until_ms: next().int().map(|t| t as u64),
         fence: next().int().unwrap_or(0) as u64,
+        requires: next()
+            .text()
+            .and_then(|r| serde_json::from_str(r).ok())
+            .unwrap_or_default(),
     }
 }
 

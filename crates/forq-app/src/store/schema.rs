@@ -5,13 +5,13 @@
 //! existed). PostgreSQL support began at schema 4, so a new PostgreSQL
 //! store is made at 4 in one step and keeps its version in `forq_schema`;
 //! every version after 4 is one step both databases take, in SQL both
-//! read. Each step and its version number commit together: a store is at
-//! one version or the next, never between.
+//! read (`migrate_shared`). Each step and its version number commit
+//! together: a store is at one version or the next, never between.
 
 use super::db::{vals, Db, DbError, Dialect, Sql, Val};
 
 /// The schema this build writes.
-pub const SCHEMA_VERSION: i64 = 4;
+pub const SCHEMA_VERSION: i64 = 5;
 
 /// The runs table of schema 1, and the columns a store made before schema
 /// versions existed may lack (added by the first migration).
@@ -248,6 +248,15 @@ fn migrate_sqlite(c: &mut dyn Sql, from: i64) -> Result<(), DbError> {
         // Schema 3: why a run stopped short, as a class.
         2 => c.batch("ALTER TABLE runs ADD COLUMN failure TEXT"),
         3 => c.batch(SQLITE_V4),
+        from => migrate_shared(c, from),
+    }
+}
+
+/// The steps after schema 4, the same SQL on both databases.
+fn migrate_shared(c: &mut dyn Sql, from: i64) -> Result<(), DbError> {
+    match from {
+        // Schema 5: the labels a worker must offer to take a run up.
+        4 => c.batch("ALTER TABLE runs ADD COLUMN requires TEXT NOT NULL DEFAULT '[]'"),
         _ => Ok(()),
     }
 }
@@ -274,6 +283,19 @@ fn upgrade_postgres(db: &Db) -> Result<(), SchemaError> {
     if found > SCHEMA_VERSION {
         return Err(SchemaError::TooNew(found));
     }
-    // Versions after 4 are steps both databases share; none yet.
+    for from in found..SCHEMA_VERSION {
+        db.write(|c| {
+            c.batch("SELECT pg_advisory_xact_lock(7235915)")?;
+            let now = c
+                .value("SELECT MAX(version) FROM forq_schema", &[])?
+                .int()
+                .unwrap_or(0);
+            if now == from {
+                migrate_shared(c, from)?;
+                c.exec("UPDATE forq_schema SET version = ?1", vals![from + 1])?;
+            }
+            Ok(())
+        })?;
+    }
     Ok(())
 }

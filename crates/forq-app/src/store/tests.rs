@@ -228,7 +228,7 @@ fn workers_claiming_at_once_never_share_a_run() {
                     scope.spawn(move || {
                         let mut got = Vec::new();
                         loop {
-                            let runs = mine.claim_next(3, LEASE, &[]).expect("claim");
+                            let runs = mine.claim_next(3, LEASE, &[], &[]).expect("claim");
                             if runs.is_empty() {
                                 return got;
                             }
@@ -258,11 +258,11 @@ fn a_worker_prefers_runs_on_repositories_it_has_ready() {
         let warm = s.create(&NewRun::fix("2", "b", "/warm")).expect("warm");
         let w = elsewhere(s, "w");
         let got = w
-            .claim_next(1, LEASE, &["/warm".to_owned()])
+            .claim_next(1, LEASE, &["/warm".to_owned()], &[])
             .expect("claim");
         assert_eq!(got[0].id, warm.id);
         let next = w
-            .claim_next(1, LEASE, &["/warm".to_owned()])
+            .claim_next(1, LEASE, &["/warm".to_owned()], &[])
             .expect("claim");
         assert_eq!(next[0].id, old.id);
     });
@@ -429,4 +429,26 @@ fn a_connection_the_server_cut_is_made_again() {
     assert_eq!(s.get(&run.id).expect("read after the cut").id, run.id);
     s.event(&run.id, "note", serde_json::json!({}))
         .expect("write after the cut");
+}
+
+#[test]
+fn a_run_that_requires_labels_goes_only_to_a_worker_that_offers_them() {
+    each(|s| {
+        let mut gpu = NewRun::fix("1", "a", "/r");
+        gpu.requires = vec!["gpu".to_owned(), "x86_64".to_owned()];
+        let gpu = s.create(&gpu).expect("create");
+        assert_eq!(gpu.requires, ["gpu", "x86_64"]);
+        let plain = s.create(&NewRun::fix("2", "b", "/r")).expect("create");
+        let labels = |l: &[&str]| l.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        let cpu = elsewhere(s, "cpu");
+        let got = cpu
+            .claim_next(5, LEASE, &[], &labels(&["x86_64", "native"]))
+            .expect("claim");
+        assert_eq!(got.iter().map(|r| &r.id).collect::<Vec<_>>(), [&plain.id]);
+        let with_gpu = elsewhere(s, "gpu");
+        let got = with_gpu
+            .claim_next(5, LEASE, &[], &labels(&["x86_64", "gpu"]))
+            .expect("claim");
+        assert_eq!(got.iter().map(|r| &r.id).collect::<Vec<_>>(), [&gpu.id]);
+    });
 }

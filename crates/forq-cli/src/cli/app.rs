@@ -190,6 +190,10 @@ pub(crate) struct QueueArgs {
     /// processes (on this machine or others sharing --store) drive them.
     #[arg(long)]
     pub(crate) enqueue: bool,
+    /// A label the worker that takes a run up must offer (`native`,
+    /// `x86_64`, one of its --label; repeatable): with --enqueue.
+    #[arg(long, value_name = "LABEL", requires = "enqueue")]
+    pub(crate) require: Vec<String>,
     /// Print the runs as JSON.
     #[arg(long)]
     pub(crate) json: bool,

@@ -61,6 +61,13 @@ pub(crate) async fn queue(args: QueueArgs) -> anyhow::Result<ExitCode> {
     }
     if args.enqueue {
         // Only recorded: workers drive them, with their own settings.
+        let new: Vec<NewRun> = new
+            .into_iter()
+            .map(|n| NewRun {
+                requires: args.require.clone(),
+                ..n
+            })
+            .collect();
         let runs = queue::enqueue(&store, &new)?;
         report(&runs, args.json)?;
         return Ok(ExitCode::SUCCESS);

@@ -125,6 +125,9 @@ fn show(store: &Store, id: &str, json: bool) -> anyhow::Result<ExitCode> {
     if let (Some(worker), Some(host)) = (&run.worker, &run.host) {
         writeln!(out, "worker   {worker} on {host}")?;
     }
+    if !run.requires.is_empty() {
+        writeln!(out, "requires {}", run.requires.join(", "))?;
+    }
     if let Some(b) = &run.branch {
         writeln!(out, "branch   {b}")?;
     }

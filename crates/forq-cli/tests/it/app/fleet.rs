@@ -160,8 +160,8 @@ async fn driving_a_fix(store: &Store, name: &str, fleet: &Fleet, pid: u32) -> St
 /// A fleet for test `test` (or `None`, skipped): examples/calc with the
 /// `mutate` brancher, a replay model that always says fix, the issues of
 /// `queued` (action, id prefix, how many) recorded with `forq queue
-/// --enqueue` on a PostgreSQL store of its own, and workers that get
-/// `grace` seconds when stopped.
+/// --enqueue --require native` on a PostgreSQL store of its own, and
+/// workers that get `grace` seconds when stopped.
 async fn fleet_for(
     test: &str,
     grace: &'static str,
@@ -188,6 +188,9 @@ async fn fleet_for(
             &[
                 "queue",
                 "--enqueue",
+                // What every worker here offers: its backend.
+                "--require",
+                "native",
                 "--action",
                 action,
                 "--issues",
