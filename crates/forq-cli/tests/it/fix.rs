@@ -880,3 +880,43 @@ async fn fix_with_codex_as_the_agent_in_a_native_sandbox() {
     assert!(patch.contains("+    return a + b\n"), "{patch}");
     assert_eq!(server.received().len(), 2);
 }
+
+/// A right candidate whose test is silent a while (as any test is on a
+/// machine under load) is not judged hung on the strength of the
+/// unmodified code's quick run: the silence is confirmed once with a
+/// patient budget, and the fix is found. (Seen under load: `a + b` judged
+/// hung after 1.1 s, and the run ended with no green candidate.)
+#[tokio::test]
+async fn a_right_candidate_slow_to_answer_is_not_taken_for_a_hang() {
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = tmp.path().join("calc");
+    forq_search::bench::copy_tree(&repo_root().join("examples/calc"), &repo).unwrap();
+    // The right answer takes 1.5 s to confirm; the wrong one answers at
+    // once, so the budget made from the unmodified code's run is 1 s.
+    std::fs::write(
+        repo.join("tests/test_calc.py"),
+        "import time\nimport unittest\n\nfrom calc import add, mul\n\n\n\
+         class CalcTest(unittest.TestCase):\n    def test_add(self):\n        \
+         r = add(2, 3)\n        if r == 5:\n            time.sleep(1.5)\n        \
+         self.assertEqual(r, 5)\n\n    def test_mul(self):\n        \
+         self.assertEqual(mul(2, 3), 6)\n",
+    )
+    .unwrap();
+    let out_dir = tmp.path().join("out");
+    let out = forq_env(
+        &[
+            "fix",
+            repo.to_str().unwrap(),
+            "--json",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ],
+        &[],
+    )
+    .await;
+    check_exit(&out, 0);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["solved"], true, "{report}");
+    let patch = std::fs::read_to_string(out_dir.join("fix.patch")).unwrap();
+    assert!(patch.contains("+    return a + b"), "{patch}");
+}
