@@ -77,7 +77,9 @@ async fn fix_solves_every_example_with_a_small_patch() {
 /// with `target` the test the unmodified code's run named hanging and a
 /// patch holding `fixed_line`; every candidate that still loops judged
 /// hanging within a budget made from the unmodified code's measured time
-/// (about a second), not the run's five minutes. Returns the wall time.
+/// (about a second, then once more with four times it, at least 4 s per
+/// test, to confirm the silence), not the run's five minutes. Returns the
+/// wall time.
 async fn fix_mends_a_loop(fixture: &str, target: &str, fixed_line: &str) -> std::time::Duration {
     let tmp = tempfile::tempdir().unwrap();
     let repo = tmp.path().join("digits");
@@ -120,7 +122,7 @@ async fn fix_mends_a_loop(fixture: &str, target: &str, fixed_line: &str) -> std:
     assert!(!hung.is_empty(), "no candidate hung: {tree}");
     for node in &hung {
         let ms = node["judgement"]["test_ms"].as_u64().unwrap();
-        assert!(ms < 10_000, "a looping candidate ran {ms} ms: {node}");
+        assert!(ms < 20_000, "a looping candidate ran {ms} ms: {node}");
     }
     took
 }
