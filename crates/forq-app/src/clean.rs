@@ -89,6 +89,37 @@ pub fn record(state_dir: &Path, id: &str, name: &str) -> std::io::Result<Option<
     }
 }
 
+/// The record files in run directory `dir` (`fix.patch`, `tree.json`,
+/// `summary.json`, `ripple.patch`, `branch.bundle`), each up to 16 MiB:
+/// regular files only, each opened without following a link (a link
+/// planted there, or swapped in after the listing, is never read), so
+/// nothing outside the run's own records reaches the store.
+pub fn record_files(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    const MAX: u64 = 16 << 20;
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut records = Vec::new();
+    for entry in entries.flatten() {
+        let opened = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .open(entry.path());
+        let Ok(mut file) = opened else {
+            continue;
+        };
+        let fits = file.metadata().is_ok_and(|m| m.is_file() && m.len() <= MAX);
+        let mut bytes = Vec::new();
+        if fits && file.read_to_end(&mut bytes).is_ok() {
+            records.push((entry.file_name().to_string_lossy().into_owned(), bytes));
+        }
+    }
+    records.sort();
+    records
+}
+
 /// Run `id`'s record `name` as the store keeps it (written when the run
 /// ended, on whichever machine ran it), else from `state_dir` on this
 /// machine (a run still going, or one from before records were kept).
@@ -129,6 +160,26 @@ pub fn workspace_files(state_dir: &Path, id: &str) -> Option<Vec<std::path::Path
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_link_among_a_runs_records_is_never_read() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let run = dir.path().join("run");
+        std::fs::create_dir_all(run.join("workspace")).expect("run dir");
+        std::fs::write(run.join("fix.patch"), "--- a/x\n").expect("patch");
+        let secret = dir.path().join("host-secret");
+        std::fs::write(&secret, "root's key").expect("secret");
+        std::os::unix::fs::symlink(&secret, run.join("summary.json")).expect("link");
+        std::os::unix::fs::symlink(&secret, run.join("workspace/leak")).expect("link");
+        let names: Vec<String> = super::record_files(&run)
+            .into_iter()
+            .map(|(name, bytes)| {
+                assert!(!String::from_utf8_lossy(&bytes).contains("root's key"));
+                name
+            })
+            .collect();
+        assert_eq!(names, ["fix.patch"]);
+    }
+
     use super::*;
     use crate::store::NewRun;
 

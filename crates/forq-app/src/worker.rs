@@ -93,20 +93,19 @@ pub async fn work(
 ) -> Result<WorkerReport, StoreError> {
     let store = Arc::new(pipeline.store().as_holder(Holder::named(&options.name)));
     let pipeline = pipeline.with_store(store.clone()).lease(options.lease);
-    let me = Holder::named(&options.name);
+    let me = store.holder().clone();
     let started = now_ms();
-    let record = |driving: Vec<String>, stopping: bool| Worker {
+    store.register_worker(&Worker {
         id: options.name.clone(),
         host: me.host.clone(),
         pid: me.pid,
         labels: options.labels.clone(),
         jobs: options.jobs,
         started_ms: started,
-        heartbeat_ms: now_ms(),
-        driving,
-        stopping,
-    };
-    store.register_worker(&record(Vec::new(), false))?;
+        heartbeat_ms: started,
+        driving: Vec::new(),
+        stopping: false,
+    })?;
     tracing::info!(worker = options.name, jobs = options.jobs, "worker started");
     let mut report = WorkerReport::default();
     let mut running: JoinSet<(String, Result<crate::store::Run, RunError>)> = JoinSet::new();

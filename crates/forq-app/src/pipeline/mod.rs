@@ -491,23 +491,9 @@ impl Pipeline {
     /// the store, each
     /// up to 16 MiB; links and directories are not followed.
     fn keep_records(&self, id: &str) {
-        const MAX: u64 = 16 << 20;
-        let Ok(entries) = std::fs::read_dir(self.run_dir(id)) else {
-            return;
-        };
-        for entry in entries.flatten() {
-            let Ok(kind) = entry.file_type() else {
-                continue;
-            };
-            let small = entry.metadata().is_ok_and(|m| m.len() <= MAX);
-            let name = entry.file_name().to_string_lossy().into_owned();
-            if !kind.is_file() || !small {
-                continue;
-            }
-            if let Ok(bytes) = std::fs::read(entry.path()) {
-                if let Err(e) = self.store.put_artifact(id, &name, &bytes) {
-                    tracing::warn!("{name} was not kept in the store: {e}");
-                }
+        for (name, bytes) in crate::clean::record_files(&self.run_dir(id)) {
+            if let Err(e) = self.store.put_artifact(id, &name, &bytes) {
+                tracing::warn!("{name} was not kept in the store: {e}");
             }
         }
     }
