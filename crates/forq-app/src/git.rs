@@ -52,7 +52,24 @@ pub async fn show(dir: &Path, rev: &str, path: &str) -> Result<String, GitError>
 
 /// [`git`], its stdout as written.
 async fn git_raw(dir: &Path, args: &[&str]) -> Result<String, GitError> {
-    let out = forq_sandbox::host_command("git")
+    git_with(dir, args, &[]).await
+}
+
+/// [`git_raw`] with settings given through the environment
+/// (`GIT_CONFIG_KEY_n`): they reach this one process and are never written
+/// to a config file or shown in its arguments.
+async fn git_with(
+    dir: &Path,
+    args: &[&str],
+    config: &[(String, String)],
+) -> Result<String, GitError> {
+    let mut cmd = forq_sandbox::host_command("git");
+    cmd.env("GIT_CONFIG_COUNT", config.len().to_string());
+    for (i, (key, value)) in config.iter().enumerate() {
+        cmd.env(format!("GIT_CONFIG_KEY_{i}"), key)
+            .env(format!("GIT_CONFIG_VALUE_{i}"), value);
+    }
+    let out = cmd
         .args([
             "-c",
             "core.hooksPath=/dev/null",
@@ -281,15 +298,34 @@ fn is_local_url(url: &str) -> bool {
 /// this run pushed before (`expected`, the commit it last pushed; `None`:
 /// the remote must not have the branch yet). A destination on this machine
 /// runs its `receive-pack` with hooks off: no host-side git command ever
-/// runs a repository's hooks.
+/// runs a repository's hooks. `credential`, a GitHub token, is offered to
+/// an HTTPS remote only.
 pub async fn push(
     dir: &Path,
     remote: &str,
     branch: &str,
     expected: Option<&str>,
     local_paths: bool,
+    credential: Option<&str>,
 ) -> Result<(), GitError> {
     let local = check_remote(dir, remote, local_paths).await?;
+    // A token goes only to the HTTPS URL it is for, in this process's
+    // environment: never into the workspace's config.
+    let mut config = Vec::new();
+    if let Some(token) = credential {
+        let url = git(dir, &["remote", "get-url", remote])
+            .await
+            .unwrap_or_else(|_| remote.to_owned());
+        if url.starts_with("https://") {
+            use base64::Engine as _;
+            let basic =
+                base64::engine::general_purpose::STANDARD.encode(format!("x-access-token:{token}"));
+            config.push((
+                format!("http.{url}.extraHeader"),
+                format!("Authorization: Basic {basic}"),
+            ));
+        }
+    }
     let lease = format!(
         "--force-with-lease=refs/heads/{branch}:{}",
         expected.unwrap_or("")
@@ -307,7 +343,7 @@ pub async fn push(
         args.push("--receive-pack=git -c core.hooksPath=/dev/null receive-pack");
     }
     args.extend([lease.as_str(), "--", remote, refspec.as_str()]);
-    match git(dir, &args).await {
+    match git_with(dir, &args, &config).await {
         Ok(_) => Ok(()),
         // A shallow workspace cannot give a remote without its history
         // what it lacks: that is not someone else's branch.

@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+pub mod answer;
 pub mod clean;
 pub mod config;
 pub mod contract;

@@ -172,12 +172,14 @@ pub async fn push(
         .filter(|p| p["remote"] == json!(remote))
         .and_then(|p| p["commit"].as_str().map(str::to_owned));
     let commit = git::git(&ws, &["rev-parse", &format!("refs/heads/{branch}")]).await?;
+    let credential = push_credential(github, &ws, &remote).await?;
     git::push(
         &ws,
         &remote,
         &branch,
         expected.as_deref(),
         options.local_paths,
+        credential.as_deref(),
     )
     .await?;
     store.checkpoint(
@@ -197,6 +199,23 @@ pub async fn push(
         open_pull_request(store, github, &run, &ws, &remote, options, &mut out).await?;
     }
     Ok(out)
+}
+
+/// The token a push to `remote` carries: for a GitHub repository over
+/// HTTPS, the token forq speaks with there (the App's installation token:
+/// a repository the App is not installed on is refused); else none.
+async fn push_credential(
+    github: &Github,
+    ws: &Path,
+    remote: &str,
+) -> Result<Option<String>, PublishError> {
+    let url = git::git(ws, &["remote", "get-url", remote])
+        .await
+        .unwrap_or_else(|_| remote.to_owned());
+    match repo_slug(&url) {
+        Ok(slug) if url.starts_with("https://") => Ok(github.push_token(&slug).await?),
+        _ => Ok(None),
+    }
 }
 
 /// A repository holding run `run`'s `branch` as it was committed, made

@@ -149,9 +149,9 @@ pub enum QueueError {
 }
 
 /// The settings of a GitHub source's repository, read through the API
-/// before anything is cloned (its `forq.yml`, else `.forq.yml`): what the
-/// runs' first phase, triage, follows (funding, triage settings). `None`
-/// for a local source (read from disk) or a repository without the file.
+/// before anything is cloned (its `forq.yml`, else `.forq.yml`, else the
+/// defaults): what the runs' first phase, triage, follows (funding, triage
+/// settings). `None` for a local source (read from disk).
 pub async fn remote_config(
     source: &Source,
     github: &Github,
@@ -163,13 +163,20 @@ pub async fn remote_config(
     else {
         return Ok(None);
     };
+    let config = github_config(github, slug).await?;
+    Ok(Some((clone_url.clone(), config.unwrap_or_default())))
+}
+
+/// `slug`'s `forq.yml` (else `.forq.yml`) on its default branch, read
+/// through the API; `None` when it has neither.
+pub async fn github_config(github: &Github, slug: &str) -> Result<Option<Config>, QueueError> {
     for name in crate::config::FILE_NAMES {
         if let Some(text) = github.file(slug, name).await? {
             let config = Config::parse(&text, name).map_err(|error| QueueError::RemoteConfig {
-                slug: slug.clone(),
+                slug: slug.to_owned(),
                 error,
             })?;
-            return Ok(Some((clone_url.clone(), config)));
+            return Ok(Some(config));
         }
     }
     Ok(None)

@@ -99,7 +99,7 @@ pub(crate) fn run_id() -> String {
 /// Markdown file.
 pub(crate) async fn load_issue(spec: &str) -> anyhow::Result<forq_agent::issue::Issue> {
     if spec.starts_with("http://") || spec.starts_with("https://") {
-        let found = forq_app::github::Github::from_env().issue_at(spec).await?;
+        let found = forq_app::github::Github::from_env()?.issue_at(spec).await?;
         return Ok(forq_agent::issue::Issue {
             title: found.title,
             body: found.body.unwrap_or_default().trim().to_owned(),
@@ -340,7 +340,9 @@ pub(crate) async fn pipeline_on(
         Some(e) => e.backend.clone(),
         None => crate::parts::open_backend(backend.backend).await?,
     };
-    let pipeline = Pipeline::new(store, state_dir, default).backend_from_config(from_config);
+    let pipeline = Pipeline::new(store, state_dir, default)
+        .backend_from_config(from_config)
+        .github(forq_app::github::Github::from_env()?);
     Ok((pipeline, engines))
 }
 

@@ -1,8 +1,9 @@
 //! `POST /api/queue`: issues from a source become runs, the same calls as
 //! `forq queue`; and the goldens the dashboard lists.
 
-#[allow(clippy::wildcard_imports)] // the server's own types and imports
 use crate::*;
+#[allow(clippy::wildcard_imports)] // the server's own types and imports
+use forq_app::github::GithubError;
 
 /// What `POST /api/queue` takes.
 #[derive(Debug, Deserialize)]
@@ -49,6 +50,9 @@ pub(crate) async fn queue_issues(
     };
     let bad = |e: QueueError| match e {
         QueueError::Store(e) => internal(e),
+        e @ QueueError::Github(GithubError::NotInstalled { .. }) => {
+            ApiError(StatusCode::FORBIDDEN, e.to_string())
+        }
         e => ApiError(StatusCode::BAD_REQUEST, e.to_string()),
     };
     let selection = Selection {
@@ -58,7 +62,7 @@ pub(crate) async fn queue_issues(
         context: Vec::new(),
     };
     let mut new = match Source::from_request(req.issues, req.text, req.repo) {
-        Ok(source) => queue::select(&source, &selection, &actions.github)
+        Ok(source) => queue::select(&source, &selection, &app.github)
             .await
             .map_err(bad)?,
         // A local repository alone: its issues from the configured sources.

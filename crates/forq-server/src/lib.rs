@@ -110,8 +110,6 @@ pub enum ServerError {
 pub struct Actions {
     /// The pipeline runs execute on.
     pub pipeline: Pipeline,
-    /// GitHub, for a GitHub repository's issues.
-    pub github: Github,
     /// Runs at once.
     pub jobs: usize,
     /// Runs at once on one repository.
@@ -127,7 +125,6 @@ impl Actions {
     pub fn new(pipeline: Pipeline) -> Self {
         Actions {
             pipeline,
-            github: Github::from_env(),
             jobs: 2,
             per_repo: 1,
             drive: true,
@@ -142,6 +139,7 @@ pub struct Control {
     store: Arc<Store>,
     goldens: Option<Goldens>,
     actions: Option<Actions>,
+    github: Github,
     webhook_secret: Option<Arc<str>>,
     webhook_authors: Arc<[String]>,
     golden_sync: Option<GoldenSync>,
@@ -178,6 +176,7 @@ impl Control {
             store,
             goldens: None,
             actions: None,
+            github: Github::new("https://api.github.com", None),
             webhook_secret: None,
             webhook_authors: webhook::DEFAULT_AUTHORS
                 .iter()
@@ -237,6 +236,14 @@ impl Control {
         self
     }
 
+    /// Speaks to GitHub as `github` does (a GitHub App's installations, or
+    /// a person's token) for issues, pull requests and comments; default:
+    /// anonymously, to api.github.com.
+    pub fn github(mut self, github: Github) -> Self {
+        self.github = github;
+        self
+    }
+
     /// Starts runs on request (`POST /api/queue`).
     pub fn actions(mut self, actions: Actions) -> Self {
         self.actions = Some(actions);
@@ -249,6 +256,7 @@ struct App {
     store: Arc<Store>,
     goldens: Option<Goldens>,
     actions: Option<Actions>,
+    github: Github,
     webhook_secret: Option<Arc<str>>,
     webhook_authors: Arc<[String]>,
     golden_sync: Option<GoldenSync>,
@@ -273,6 +281,7 @@ pub async fn serve(
         store,
         goldens,
         actions,
+        github,
         webhook_secret,
         webhook_authors,
         golden_sync,
@@ -290,10 +299,12 @@ pub async fn serve(
         .local_addr()
         .map_err(|source| ServerError::Io { bind, source })?;
     ready(addr);
+    let (app_github, app_store) = (github.clone(), store.clone());
     let app = router(App {
         store,
         goldens,
         actions,
+        github,
         webhook_secret,
         webhook_authors,
         golden_sync,
@@ -304,6 +315,12 @@ pub async fn serve(
         hosts: allowed_hosts(addr, &options.hosts),
         poll: options.poll,
     });
+    // As a GitHub App: the repositories its installations hold now (the
+    // installation webhooks keep the list from here on).
+    let installed = AbortOnDrop(tokio::spawn(sync_installations(
+        app_github.clone(),
+        app_store.clone(),
+    )));
     // Idle previews stop; the reaper goes with the server.
     let idle = options.preview_idle;
     let reaper = AbortOnDrop(tokio::spawn(async move {
@@ -317,7 +334,33 @@ pub async fn serve(
         .await
         .map_err(|source| ServerError::Io { bind: addr, source });
     drop(reaper);
+    drop(installed);
     served
+}
+
+/// Records in the store every repository the GitHub App's installations
+/// hold (nothing when forq speaks with a token).
+async fn sync_installations(github: Github, store: Arc<Store>) {
+    if github.app_id().is_none() {
+        return;
+    }
+    match github.installed_repositories().await {
+        Ok(found) => {
+            let mut by: std::collections::BTreeMap<u64, Vec<String>> = Default::default();
+            for (id, repo) in found {
+                by.entry(id).or_default().push(repo);
+            }
+            let recorded = tokio::task::spawn_blocking(move || {
+                by.iter()
+                    .try_for_each(|(id, repos)| store.install_repos(*id, repos))
+            })
+            .await;
+            if let Ok(Err(e)) = recorded {
+                tracing::warn!(error = %e, "could not record the App's repositories");
+            }
+        }
+        Err(e) => tracing::warn!(error = %e, "could not list the GitHub App's installations"),
+    }
 }
 
 /// A task that ends when this is dropped.

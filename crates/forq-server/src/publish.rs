@@ -13,9 +13,7 @@ use serde_json::{json, Value};
 use crate::{blocking, state_dir, ApiError, App};
 
 fn github(app: &App) -> forq_app::github::Github {
-    app.actions
-        .as_ref()
-        .map_or_else(forq_app::github::Github::from_env, |a| a.github.clone())
+    app.github.clone()
 }
 
 fn refused(e: PublishError) -> ApiError {
@@ -27,6 +25,9 @@ fn refused(e: PublishError) -> ApiError {
         | PublishError::NoGithubRepo
         | PublishError::Git(GitError::Remote { .. }) => StatusCode::BAD_REQUEST,
         PublishError::NoWorkspace { .. } => StatusCode::GONE,
+        PublishError::Github(forq_app::github::GithubError::NotInstalled { .. }) => {
+            StatusCode::FORBIDDEN
+        }
         PublishError::Github(_) => StatusCode::BAD_GATEWAY,
         _ => StatusCode::INTERNAL_SERVER_ERROR,
     };

@@ -23,10 +23,7 @@ pub(crate) async fn source_issues(app: &App) -> (Vec<NewRun>, Vec<String>) {
         action: Action::Auto,
         context: Vec::new(),
     };
-    let github = app
-        .actions
-        .as_ref()
-        .map_or_else(forq_app::github::Github::from_env, |a| a.github.clone());
+    let github = app.github.clone();
     let mut issues = Vec::new();
     let mut problems = Vec::new();
     for source in app.sources.iter() {

@@ -17,6 +17,10 @@
 //!   (every run spends the operator's model key);
 //! - `push` to the repository's default branch: its golden environment is
 //!   synced (cloned shallow, proven, saved), in the background;
+//! - `installation` and `installation_repositories`: the repositories the
+//!   GitHub App may act on are recorded in the store (and forgotten when
+//!   removed); when forq speaks as an App, a trigger on a repository no
+//!   installation holds is refused, and the reply says why;
 //! - `ping` and anything else: acknowledged, nothing done.
 
 use axum::body::Bytes;
@@ -108,6 +112,24 @@ struct Delivery {
     /// A push's ref (`refs/heads/main`).
     #[serde(rename = "ref")]
     pushed: Option<String>,
+    /// The App installation the delivery is for.
+    installation: Option<Installation>,
+    /// `installation` created: the repositories it holds.
+    repositories: Vec<Named>,
+    /// `installation_repositories`: those added.
+    repositories_added: Vec<Named>,
+    /// `installation_repositories`: those removed.
+    repositories_removed: Vec<Named>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Installation {
+    id: u64,
+}
+
+#[derive(Debug, Deserialize)]
+struct Named {
+    full_name: String,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -137,7 +159,7 @@ struct Comment {
 type Reply = Result<(StatusCode, Json<Value>), ApiError>;
 
 pub(crate) async fn github(State(app): State<App>, headers: HeaderMap, body: Bytes) -> Reply {
-    let (delivery, event, payload) = verified(&app, &headers, &body)?;
+    let (delivery, event, mut payload) = verified(&app, &headers, &body)?;
     let store = app.store.clone();
     let key = delivery_key(&event, &body);
     let first = blocking(move || store.first_delivery(&key)).await?;
@@ -147,10 +169,11 @@ pub(crate) async fn github(State(app): State<App>, headers: HeaderMap, body: Byt
             Json(json!({"delivery": delivery, "done": "nothing: delivered before"})),
         ));
     }
-    let repo = payload.repository.unwrap_or_default();
+    let repo = payload.repository.take().unwrap_or_default();
     let slug = repo.full_name.clone().unwrap_or_default();
     let clone_url = repo.clone_url.clone().unwrap_or_default();
-    let act = payload.action.as_deref().unwrap_or_default();
+    let act = payload.action.take().unwrap_or_default();
+    let act = act.as_str();
     let ignored = |why: String| {
         Ok((
             StatusCode::OK,
@@ -160,6 +183,12 @@ pub(crate) async fn github(State(app): State<App>, headers: HeaderMap, body: Byt
     let trusted = |association: Option<&str>, what: &str| {
         untrusted(&app, association.unwrap_or("NONE"), what)
     };
+    if matches!(event.as_str(), "installation" | "installation_repositories") {
+        return installation(&app, &delivery, &event, act, payload).await;
+    }
+    if let Some(why) = not_installed(&app, &slug).await? {
+        return ignored(why);
+    }
     match (event.as_str(), &payload.issue) {
         ("issues", Some(issue)) if matches!(act, "opened" | "labeled") => {
             // Labeling takes triage rights on GitHub; opening an issue
@@ -196,6 +225,79 @@ pub(crate) async fn github(State(app): State<App>, headers: HeaderMap, body: Byt
         }
         _ => ignored(format!("nothing: {event} {act} is not acted on")),
     }
+}
+
+/// Keeps the store's list of the repositories the App's installations
+/// hold, and the client's cache of them, as GitHub tells.
+async fn installation(
+    app: &App,
+    delivery: &str,
+    event: &str,
+    act: &str,
+    payload: Delivery,
+) -> Reply {
+    let Some(id) = payload.installation.as_ref().map(|i| i.id) else {
+        return Err(ApiError(
+            StatusCode::BAD_REQUEST,
+            format!("the {event} delivery names no installation"),
+        ));
+    };
+    let names = |list: Vec<Named>| list.into_iter().map(|n| n.full_name).collect::<Vec<_>>();
+    let (added, removed): (Vec<String>, Option<Vec<String>>) = match (event, act) {
+        ("installation", "created" | "new_permissions_accepted" | "unsuspend") => {
+            (names(payload.repositories), Some(Vec::new()))
+        }
+        ("installation", "deleted" | "suspend") => (Vec::new(), None),
+        ("installation_repositories", "added" | "removed") => (
+            names(payload.repositories_added),
+            Some(names(payload.repositories_removed)),
+        ),
+        _ => {
+            return Ok((
+                StatusCode::OK,
+                Json(
+                    json!({"delivery": delivery, "done": format!("nothing: {event} {act} is not acted on")}),
+                ),
+            ))
+        }
+    };
+    let store = app.store.clone();
+    let keep = added.clone();
+    let gone = blocking(move || {
+        store.install_repos(id, &keep)?;
+        store.uninstall_repos(id, removed.as_deref())
+    })
+    .await?;
+    for repo in &added {
+        app.github.remember(repo, id);
+    }
+    for repo in &gone {
+        app.github.forget(repo);
+    }
+    Ok((
+        StatusCode::OK,
+        Json(json!({"delivery": delivery, "installation": id, "added": added, "removed": gone})),
+    ))
+}
+
+/// Why a trigger on `slug` is refused when forq speaks as a GitHub App
+/// and no installation the store knows holds it; `None` when it may go
+/// on (or forq speaks with a person's token).
+async fn not_installed(app: &App, slug: &str) -> Result<Option<String>, ApiError> {
+    let Some(id) = app.github.app_id() else {
+        return Ok(None);
+    };
+    if slug.is_empty() {
+        return Ok(None);
+    }
+    let store = app.store.clone();
+    let repo = slug.to_owned();
+    let known = blocking(move || store.installation_of(&repo)).await?;
+    Ok(known.is_none().then(|| {
+        format!(
+            "refused: the GitHub App {id} is not installed on {slug}; forq acts only on the repositories its installations hold (install it there, or add {slug} to the installation)"
+        )
+    }))
 }
 
 /// The delivery's id, event and payload, once its signature holds.
@@ -286,9 +388,14 @@ async fn queue_issue(
         action,
         context: Vec::new(),
     };
-    let new = queue::select(&source, &selection, &actions.github)
+    let new = queue::select(&source, &selection, &app.github)
         .await
-        .map_err(|e| ApiError(StatusCode::BAD_GATEWAY, e.to_string()))?;
+        .map_err(|e| match e {
+            e @ queue::QueueError::Github(forq_app::github::GithubError::NotInstalled {
+                ..
+            }) => ApiError(StatusCode::FORBIDDEN, e.to_string()),
+            e => ApiError(StatusCode::BAD_GATEWAY, e.to_string()),
+        })?;
     let (runs, standing) =
         crate::start(app, actions, new, false, crate::FixChoice::default()).await?;
     Ok((

@@ -150,6 +150,12 @@ pub struct TriageConfig {
     /// Confidence at or above which a fix is attempted.
     #[schemars(range(min = 0.0, max = 1.0))]
     pub threshold: f64,
+    /// Answer on GitHub an issue triage declines: a comment with the
+    /// verdict and its reason, once (default on; forq needs a token or an
+    /// App that may write issues).
+    pub answer: bool,
+    /// A label added to an issue triage declines, with the answer.
+    pub label: Option<String>,
 }
 
 impl Default for TriageConfig {
@@ -158,6 +164,8 @@ impl Default for TriageConfig {
             enabled: true,
             model: None,
             threshold: forq_agent::triage::DEFAULT_THRESHOLD,
+            answer: true,
+            label: None,
         }
     }
 }

@@ -109,6 +109,8 @@ pub struct Pipeline {
     observers: Observers<PipelineEvent>,
     golden: GoldenPolicy,
     lease: Duration,
+    /// GitHub, where forq answers the issues triage declines.
+    github: Option<crate::github::Github>,
 }
 
 /// How runs use their repository's golden environment.
@@ -278,7 +280,16 @@ impl Pipeline {
             observers: Observers::new(),
             golden: GoldenPolicy::default(),
             lease: DEFAULT_LEASE,
+            github: None,
         }
+    }
+
+    /// Speaks to GitHub as `github` does: an issue on GitHub that triage
+    /// declines is answered there, once (forq.yml `triage.answer`,
+    /// `triage.label`; see [`crate::answer`]). Without it, nothing is said.
+    pub fn github(mut self, github: crate::github::Github) -> Self {
+        self.github = Some(github);
+        self
     }
 
     /// How long a run's holder is trusted without renewing its lease
@@ -593,18 +604,28 @@ impl Pipeline {
     /// ends here, and so does one triage would not attempt.
     async fn triaged(&self, run: &mut Run) -> Phase<serde_json::Value> {
         let id = run.id.clone();
+        let mut config = None;
         let triage = match self.store.checkpointed(&id, "triaged").map_err(fail)? {
             Some(t) => t,
             None => {
                 self.enter(run, State::Triaging)?;
-                let t = self.triage(run).await?;
+                let read = self.config_before_triage(run).await?;
+                let t = self.triage(run, &read).await?;
                 self.store.checkpoint(&id, "triaged", &t).map_err(fail)?;
+                config = Some(read);
                 t
             }
         };
         let reason = triage["reason"].as_str().unwrap_or_default().to_owned();
         if let Some(cost) = triage["cost_usd"].as_f64() {
             let _ = self.store.record(&id, Some(cost), None, None);
+        }
+        if triage["attempt_fix"] == json!(false) && triage["skipped"] != json!(true) {
+            let config = match config {
+                Some(c) => c,
+                None => self.config_before_triage(run).await?,
+            };
+            self.answer_declined(run, &triage, &config).await;
         }
         if run.action == Action::Triage {
             return Err(Stop::end(State::Triaged, reason));

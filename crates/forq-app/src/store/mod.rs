@@ -23,6 +23,7 @@
 //! ```
 
 mod db;
+mod github;
 mod lease;
 #[cfg(feature = "postgres")]
 mod postgres;

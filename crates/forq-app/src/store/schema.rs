@@ -11,7 +11,7 @@
 use super::db::{vals, Db, DbError, Dialect, Sql, Val};
 
 /// The schema this build writes.
-pub const SCHEMA_VERSION: i64 = 5;
+pub const SCHEMA_VERSION: i64 = 6;
 
 /// The runs table of schema 1, and the columns a store made before schema
 /// versions existed may lack (added by the first migration).
@@ -257,6 +257,12 @@ fn migrate_shared(c: &mut dyn Sql, from: i64) -> Result<(), DbError> {
     match from {
         // Schema 5: the labels a worker must offer to take a run up.
         4 => c.batch("ALTER TABLE runs ADD COLUMN requires TEXT NOT NULL DEFAULT '[]'"),
+        // Schema 6: the repositories a GitHub App's installations hold, and
+        // what forq said on GitHub once (a triage's answer, a fix's link).
+        5 => c.batch(
+            "CREATE TABLE github_repos (repo TEXT PRIMARY KEY, installation BIGINT NOT NULL, at_ms BIGINT NOT NULL);
+             CREATE TABLE github_said (key TEXT PRIMARY KEY, url TEXT NOT NULL, at_ms BIGINT NOT NULL);",
+        ),
         _ => Ok(()),
     }
 }

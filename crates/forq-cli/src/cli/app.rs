@@ -291,6 +291,38 @@ pub(crate) enum RunsCommand {
     /// Remove the workspaces of runs that are over (their records stay);
     /// those with an unpushed patch only with --patched.
     Clean(CleanArgs),
+    /// Comment on a run's GitHub issue or pull request.
+    Comment(CommentArgs),
+    /// Add labels to a run's GitHub issue or pull request.
+    Label(LabelArgs),
+    /// Close a run's GitHub issue, with a comment first when given.
+    Close(CloseArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct CommentArgs {
+    /// The run's id (or a prefix of it).
+    pub(crate) id: String,
+    /// The comment (Markdown).
+    pub(crate) body: String,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct LabelArgs {
+    /// The run's id (or a prefix of it).
+    pub(crate) id: String,
+    /// The labels to add.
+    #[arg(required = true)]
+    pub(crate) labels: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct CloseArgs {
+    /// The run's id (or a prefix of it).
+    pub(crate) id: String,
+    /// Comment this first.
+    #[arg(long)]
+    pub(crate) comment: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -37,7 +37,7 @@ pub(crate) async fn queue(args: QueueArgs) -> anyhow::Result<ExitCode> {
         action,
         context,
     };
-    let github = Github::from_env();
+    let github = Github::from_env()?;
     let new = queue::select(&source, &selection, &github).await?;
     if new.is_empty() {
         note("forq: no issue matched");

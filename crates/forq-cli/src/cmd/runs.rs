@@ -1,4 +1,5 @@
-//! `forq runs` (list, show, tail, abort, resume, approve, reject, clean),
+//! `forq runs` (list, show, tail, abort, resume, approve, reject, clean,
+//! comment, label, close),
 //! `forq files` and `forq push`: a run's record, its workspace and its
 //! branch. The work is forq-app's; this maps arguments in and results out.
 
@@ -12,6 +13,7 @@ use std::time::Duration;
 
 use forq_app::git;
 use forq_app::github::Github;
+use forq_app::publish::IssueAction;
 use forq_app::queue::{self};
 use forq_app::store::{Run, State, Store};
 use serde_json::json;
@@ -34,7 +36,31 @@ pub(crate) async fn runs(args: RunsArgs) -> anyhow::Result<ExitCode> {
         Some(RunsCommand::Approve(a)) => approve(a, state_dir, store, json).await,
         Some(RunsCommand::Reject(a)) => reject(&store, &a, json),
         Some(RunsCommand::Clean(a)) => clean(&store, state_dir, a.patched, json),
+        Some(RunsCommand::Comment(a)) => {
+            act(&store, &a.id, IssueAction::Comment(a.body), json).await
+        }
+        Some(RunsCommand::Label(a)) => act(&store, &a.id, IssueAction::Label(a.labels), json).await,
+        Some(RunsCommand::Close(a)) => {
+            act(&store, &a.id, IssueAction::Close(a.comment), json).await
+        }
     }
+}
+
+/// `forq runs comment|label|close`: does `action` to the run's GitHub
+/// issue, as forq speaks to GitHub (the App's installation, or the token).
+async fn act(store: &Store, id: &str, action: IssueAction, json: bool) -> anyhow::Result<ExitCode> {
+    let run = store.get(id)?;
+    let done = match forq_app::publish::act_on_issue(&Github::from_env()?, &run, &action).await {
+        Ok(done) => done,
+        Err(e @ forq_app::publish::PublishError::NotOnGithub { .. }) => bail_input!("{e}"),
+        Err(e) => return Err(e.into()),
+    };
+    if json {
+        crate::terminal::print_json(&json!({"run": run.id, "done": done}))?;
+    } else {
+        writeln!(std::io::stdout().lock(), "{done}")?;
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// `forq runs`: the newest runs, or those in one state.
@@ -419,7 +445,7 @@ pub(crate) async fn push(args: PushArgs) -> anyhow::Result<ExitCode> {
     let pushed = match publish::push(
         &store,
         &args.state.state,
-        &Github::from_env(),
+        &Github::from_env()?,
         &id,
         &options,
     )

@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
+use forq_app::github::Github;
 use forq_app::pipeline::Pipeline;
 
 use crate::parts::golden_policy;
@@ -100,7 +101,9 @@ pub(crate) async fn serve(args: crate::cli::ServeArgs) -> anyhow::Result<ExitCod
     let store = open_store(&state_dir, args.state.store.as_deref())?;
     let backend = crate::parts::open_backend(args.backend.backend).await?;
     let from_config = matches!(args.backend.backend, forq_sandbox::BackendChoice::Auto);
+    let github = Github::from_env()?;
     let pipeline = Pipeline::new(store.clone(), &state_dir, backend.clone())
+        .github(github.clone())
         .backend_from_config(from_config)
         .model(owner_model(&args.model)?)
         .golden(golden_policy(args.golden.golden));
@@ -108,7 +111,9 @@ pub(crate) async fn serve(args: crate::cli::ServeArgs) -> anyhow::Result<ExitCod
     actions.jobs = args.jobs;
     actions.per_repo = args.per_repo;
     actions.drive = !args.enqueue_only;
-    let mut control = forq_server::Control::new(store).actions(actions);
+    let mut control = forq_server::Control::new(store)
+        .actions(actions)
+        .github(github);
     for spec in &args.sources {
         control = control.source(serve_source(spec)?);
     }

@@ -66,6 +66,7 @@ pub(crate) async fn worker(args: WorkerArgs) -> anyhow::Result<ExitCode> {
         .unwrap_or_default();
     let pipeline = forq_app::pipeline::Pipeline::new(store.clone(), &state_dir, backend)
         .backend_from_config(from_config)
+        .github(forq_app::github::Github::from_env()?)
         .golden(golden_policy(args.golden.golden))
         .model(model)
         .contributor(contributor)

@@ -414,7 +414,7 @@ async fn watch_a_run_from_before_it_starts(
             action: forq_app::store::Action::Fix,
             context: Vec::new(),
         },
-        &forq_app::github::Github::from_env(),
+        &forq_app::github::Github::from_env().unwrap(),
     )
     .await
     .unwrap();

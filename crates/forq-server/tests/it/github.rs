@@ -130,9 +130,10 @@ async fn a_finished_run_is_pushed_with_a_pull_request_and_its_issue_acted_on() {
     let Some((store, pipeline)) = pipeline_in(dir.path()).await else {
         return;
     };
-    let mut actions = forq_server::Actions::new(pipeline);
-    actions.github = forq_app::github::Github::new(&api, Some("token".to_owned()));
-    let (addr, task) = spawn(Control::new(store.clone()).actions(actions), loopback()).await;
+    let actions = forq_server::Actions::new(pipeline);
+    let github = forq_app::github::Github::new(&api, Some("token".to_owned()));
+    let control = Control::new(store.clone()).actions(actions).github(github);
+    let (addr, task) = spawn(control, loopback()).await;
     let url = format!("http://{addr}");
     let client = reqwest::Client::new();
     let id = queued_with_the_choices_made_here(&client, &url, &repo, &store).await;
@@ -311,11 +312,11 @@ async fn a_github_repositorys_open_issues_are_listed_for_the_dashboard() {
     let backend = Arc::new(forq_sandbox::HostBackend::open(host).unwrap());
     let pipeline = forq_app::pipeline::Pipeline::new(store.clone(), dir.path(), backend);
     let (api, calls) = recording_github().await;
-    let mut actions = forq_server::Actions::new(pipeline);
-    actions.github = forq_app::github::Github::new(&api, None);
+    let actions = forq_server::Actions::new(pipeline);
     let clone_url = "https://github.com/o/calc.git";
     let control = Control::new(store)
         .actions(actions)
+        .github(forq_app::github::Github::new(&api, None))
         .source(forq_app::queue::Source::Github {
             slug: "o/calc".to_owned(),
             clone_url: clone_url.to_owned(),

@@ -13,8 +13,11 @@ use forq_server::{serve, Control, ServerError, ServerOptions};
 use futures_util::StreamExt;
 use serde_json::{json, Value};
 
+mod answers;
 mod browser;
 mod github;
+mod github_app;
+mod hub;
 mod preview;
 mod runs;
 mod webhooks;

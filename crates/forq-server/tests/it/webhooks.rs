@@ -29,7 +29,7 @@ async fn fake_github(number: u64) -> String {
     url
 }
 
-fn sign(secret: &str, body: &[u8]) -> String {
+pub(crate) fn sign(secret: &str, body: &[u8]) -> String {
     use hmac::{KeyInit, Mac};
     let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(secret.as_bytes()).unwrap();
     mac.update(body);
@@ -53,8 +53,8 @@ async fn github_webhooks_are_verified_deduplicated_and_acted_on() {
     host.state_dir = Some(dir.path().join("sandboxes"));
     let backend = Arc::new(forq_sandbox::HostBackend::open(host).unwrap());
     let pipeline = forq_app::pipeline::Pipeline::new(store.clone(), &state, backend);
-    let mut actions = forq_server::Actions::new(pipeline);
-    actions.github = forq_app::github::Github::new(&fake_github(7).await, None);
+    let actions = forq_server::Actions::new(pipeline);
+    let github = forq_app::github::Github::new(&fake_github(7).await, None);
     let (synced_tx, mut synced) = tokio::sync::mpsc::unbounded_channel::<String>();
     // A sync lasts until the test lets it end.
     let release = Arc::new(tokio::sync::Semaphore::new(0));
@@ -70,6 +70,7 @@ async fn github_webhooks_are_verified_deduplicated_and_acted_on() {
     });
     let control = Control::new(store)
         .actions(actions)
+        .github(github)
         .webhook_secret("hook-secret")
         .golden_sync(sync);
     let mut options = loopback();

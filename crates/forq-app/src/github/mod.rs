@@ -1,7 +1,10 @@
 //! GitHub over its REST API: list a repository's open issues and pull
 //! requests (every page), read one, comment, label, close, open a pull
-//! request. The token comes from the environment (`GITHUB_TOKEN`) and is
-//! sent only as the `Authorization` header; `GITHUB_API_URL` points at
+//! request. forq speaks either as a GitHub App installation ([`AppKey`]:
+//! `FORQ_GITHUB_APP_ID` and the private key's file in
+//! `FORQ_GITHUB_APP_KEY_FILE`), scoped to the repositories the App is
+//! installed on, or with one person's token (`GITHUB_TOKEN`); either is
+//! sent only as the `Authorization` header. `GITHUB_API_URL` points at
 //! GitHub Enterprise (or a test server).
 //!
 //! Rate limits are waited out rather than failed on: a `Retry-After`
@@ -11,6 +14,8 @@
 //! A wait longer than [`Github::max_wait`] is an error that says when to
 //! come back.
 
+use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use reqwest::{Method, StatusCode};
@@ -19,12 +24,27 @@ use serde_json::Value;
 
 use crate::store::IssueRecord;
 
+mod app;
+
+pub use app::AppKey;
+
+/// Who forq speaks as.
+#[derive(Clone)]
+enum Auth {
+    /// Nobody: public data, the lowest rate limit.
+    Anonymous,
+    /// One person's token.
+    Token(String),
+    /// A GitHub App: each repository's installation token.
+    App(Arc<app::Installations>),
+}
+
 /// A GitHub REST client for one API base.
 #[derive(Clone)]
 pub struct Github {
     http: reqwest::Client,
     api: String,
-    token: Option<String>,
+    auth: Auth,
     max_wait: Duration,
     attempts: u32,
     secondary_wait: Duration,
@@ -34,7 +54,14 @@ impl std::fmt::Debug for Github {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Github")
             .field("api", &self.api)
-            .field("token", &self.token.as_ref().map(|_| "(set)"))
+            .field(
+                "auth",
+                &match &self.auth {
+                    Auth::Anonymous => "none".to_owned(),
+                    Auth::Token(_) => "token (set)".to_owned(),
+                    Auth::App(app) => format!("app {}", app.key.id()),
+                },
+            )
             .field("max_wait", &self.max_wait)
             .finish()
     }
@@ -98,6 +125,18 @@ impl GhIssue {
     }
 }
 
+/// A comment on an issue or a pull request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GhComment {
+    /// Its id.
+    pub id: u64,
+    /// Its text (GitHub sends null for an empty one).
+    #[serde(default)]
+    pub body: Option<String>,
+    /// Its page.
+    pub html_url: String,
+}
+
 /// A pull request as opened.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GhPull {
@@ -157,6 +196,25 @@ pub enum GithubError {
     /// Not the URL of an issue or a pull request.
     #[error("{0} is not a GitHub issue URL (https://github.com/OWNER/REPO/issues/N or /pull/N)")]
     NotAnIssue(String),
+    /// The App's private key could not be read or is not an RSA key.
+    #[error("the GitHub App's private key{}: {message}; name the .pem file GitHub gave for the App (FORQ_GITHUB_APP_KEY_FILE)", path.as_ref().map(|p| format!(" {}", p.display())).unwrap_or_default())]
+    AppKey {
+        /// The key's file, when it came from one.
+        path: Option<PathBuf>,
+        /// What is wrong (never the key).
+        message: String,
+    },
+    /// The App's settings in the environment are incomplete or malformed.
+    #[error("{0}")]
+    AppSettings(String),
+    /// The App is not installed on the repository.
+    #[error("the GitHub App {app} is not installed on {repo}: forq acts only where it is installed; install it there, or add {repo} to its installation's repositories")]
+    NotInstalled {
+        /// The App's id.
+        app: u64,
+        /// `OWNER/REPO`.
+        repo: String,
+    },
 }
 
 /// `OWNER/REPO` and the number of an issue's or pull request's URL
@@ -216,6 +274,22 @@ pub fn repo_slug(spec: &str) -> Result<String, GithubError> {
 impl Github {
     /// A client for `api` (such as `https://api.github.com`), with `token`.
     pub fn new(api: &str, token: Option<String>) -> Github {
+        let auth = match token.filter(|t| !t.is_empty()) {
+            Some(t) => Auth::Token(t),
+            None => Auth::Anonymous,
+        };
+        Github::with_auth(api, auth)
+    }
+
+    /// A client for `api` that acts as the GitHub App `key` is for: each
+    /// request on a repository carries that repository's installation
+    /// token, and a repository the App is not installed on is refused
+    /// ([`GithubError::NotInstalled`]).
+    pub fn app(api: &str, key: AppKey) -> Github {
+        Github::with_auth(api, Auth::App(Arc::new(app::Installations::new(key))))
+    }
+
+    fn with_auth(api: &str, auth: Auth) -> Github {
         Github {
             http: reqwest::Client::builder()
                 .user_agent(concat!("forq/", env!("CARGO_PKG_VERSION")))
@@ -223,7 +297,7 @@ impl Github {
                 .build()
                 .unwrap_or_default(),
             api: api.trim_end_matches('/').to_owned(),
-            token: token.filter(|t| !t.is_empty()),
+            auth,
             max_wait: Duration::from_secs(900),
             attempts: 6,
             secondary_wait: Duration::from_secs(60),
@@ -231,13 +305,29 @@ impl Github {
     }
 
     /// A client from the environment: `GITHUB_API_URL` (default
-    /// `https://api.github.com`) and `GITHUB_TOKEN`.
-    pub fn from_env() -> Github {
-        let api = std::env::var("GITHUB_API_URL")
-            .ok()
-            .filter(|s| !s.is_empty())
-            .unwrap_or_else(|| "https://api.github.com".to_owned());
-        Github::new(&api, std::env::var("GITHUB_TOKEN").ok())
+    /// `https://api.github.com`); then a GitHub App when
+    /// `FORQ_GITHUB_APP_ID` is set (its key read from the file
+    /// `FORQ_GITHUB_APP_KEY_FILE` names), else `GITHUB_TOKEN`.
+    pub fn from_env() -> Result<Github, GithubError> {
+        let var = |name: &str| std::env::var(name).ok().filter(|s| !s.trim().is_empty());
+        let api = var("GITHUB_API_URL").unwrap_or_else(|| "https://api.github.com".to_owned());
+        match (var("FORQ_GITHUB_APP_ID"), var("FORQ_GITHUB_APP_KEY_FILE")) {
+            (Some(id), Some(file)) => {
+                let id = id.trim().parse().map_err(|_| {
+                    GithubError::AppSettings(format!(
+                        "FORQ_GITHUB_APP_ID={id} is not a GitHub App id (a number, on the App's settings page)"
+                    ))
+                })?;
+                Ok(Github::app(&api, AppKey::from_file(id, std::path::Path::new(&file))?))
+            }
+            (Some(_), None) => Err(GithubError::AppSettings(
+                "FORQ_GITHUB_APP_ID is set without FORQ_GITHUB_APP_KEY_FILE: name the App's private key (.pem)".to_owned(),
+            )),
+            (None, Some(_)) => Err(GithubError::AppSettings(
+                "FORQ_GITHUB_APP_KEY_FILE is set without FORQ_GITHUB_APP_ID: give the App's id too".to_owned(),
+            )),
+            (None, None) => Ok(Github::new(&api, var("GITHUB_TOKEN"))),
+        }
     }
 
     /// The longest single wait for a rate limit (default 15 minutes).
@@ -253,15 +343,185 @@ impl Github {
         self
     }
 
-    /// Whether a token is set.
+    /// Whether forq speaks as someone (a token, or an App).
     pub fn has_token(&self) -> bool {
-        self.token.is_some()
+        !matches!(self.auth, Auth::Anonymous)
     }
 
-    /// Sends one request, waiting out rate limits; returns the reply's
-    /// `Link` header and its JSON.
+    /// The App's id, when forq speaks as a GitHub App.
+    pub fn app_id(&self) -> Option<u64> {
+        match &self.auth {
+            Auth::App(app) => Some(app.key.id()),
+            _ => None,
+        }
+    }
+
+    /// Forgets which installation holds `repo` (after GitHub said it was
+    /// removed from one): the next request on it asks again, and is
+    /// refused if no installation holds it.
+    pub fn forget(&self, repo: &str) {
+        if let Auth::App(app) = &self.auth {
+            app.forget(repo);
+        }
+    }
+
+    /// Records that `installation` holds `repo` (GitHub said so in a
+    /// webhook).
+    pub fn remember(&self, repo: &str, installation: u64) {
+        if let Auth::App(app) = &self.auth {
+            app.remember(repo, installation);
+        }
+    }
+
+    /// The credential a git push to `repo` (`OWNER/REPO`) over HTTPS
+    /// carries: its installation's token, or the person's token; `None`
+    /// when forq speaks as nobody. For the moment of the push only: never
+    /// write it down.
+    pub async fn push_token(&self, repo: &str) -> Result<Option<String>, GithubError> {
+        match &self.auth {
+            Auth::Anonymous => Ok(None),
+            Auth::Token(t) => Ok(Some(t.clone())),
+            Auth::App(app) => self.installation_token(app, repo).await.map(Some),
+        }
+    }
+
+    /// Installation `id`'s token: the one in hand while fresh, else a new
+    /// one bought with the App's JWT.
+    async fn token_of(&self, app: &app::Installations, id: u64) -> Result<String, GithubError> {
+        if let Some(token) = app.token(id) {
+            return Ok(token);
+        }
+        let url = format!("{}/app/installations/{id}/access_tokens", self.api);
+        let jwt = app.key.jwt()?;
+        let (_, json) = self.exchange(Some(&jwt), Method::POST, &url, None).await?;
+        let granted: app::Granted =
+            serde_json::from_value(json).map_err(|e| GithubError::Shape {
+                url: url.clone(),
+                message: e.to_string(),
+            })?;
+        let token = granted.token(&url)?;
+        let secret = token.secret.clone();
+        app.keep(id, token);
+        tracing::debug!(installation = id, "bought an installation token");
+        Ok(secret)
+    }
+
+    /// The token of the installation holding `repo`; an installation not
+    /// known yet is asked of GitHub (`GET /repos/R/installation`).
+    async fn installation_token(
+        &self,
+        app: &app::Installations,
+        repo: &str,
+    ) -> Result<String, GithubError> {
+        let id = match app.installation(repo) {
+            Some(id) => id,
+            None => {
+                let url = format!("{}/repos/{repo}/installation", self.api);
+                let jwt = app.key.jwt()?;
+                let json = match self.exchange(Some(&jwt), Method::GET, &url, None).await {
+                    Ok((_, json)) => json,
+                    Err(GithubError::Status { status: 404, .. }) => {
+                        return Err(GithubError::NotInstalled {
+                            app: app.key.id(),
+                            repo: repo.to_owned(),
+                        })
+                    }
+                    Err(e) => return Err(e),
+                };
+                let id = json["id"].as_u64().ok_or_else(|| GithubError::Shape {
+                    url,
+                    message: "no installation id".to_owned(),
+                })?;
+                app.remember(repo, id);
+                id
+            }
+        };
+        self.token_of(app, id).await
+    }
+
+    /// Every repository the App's installations hold, as
+    /// `(installation, OWNER/REPO)`: what forq may act on. Only for an App.
+    pub async fn installed_repositories(&self) -> Result<Vec<(u64, String)>, GithubError> {
+        let Auth::App(app) = &self.auth else {
+            return Ok(Vec::new());
+        };
+        let jwt = app.key.jwt()?;
+        let mut installations = Vec::new();
+        let mut next = Some(format!("{}/app/installations?per_page=100", self.api));
+        while let Some(url) = next.take() {
+            let (link, json) = self.exchange(Some(&jwt), Method::GET, &url, None).await?;
+            for i in json.as_array().into_iter().flatten() {
+                let id = i["id"].as_u64().ok_or_else(|| GithubError::Shape {
+                    url: url.clone(),
+                    message: "an installation without an id".to_owned(),
+                })?;
+                installations.push(id);
+            }
+            next = link.as_deref().and_then(next_link);
+        }
+        let mut out = Vec::new();
+        for id in installations {
+            let token = self.token_of(app, id).await?;
+            let mut next = Some(format!(
+                "{}/installation/repositories?per_page=100",
+                self.api
+            ));
+            while let Some(url) = next.take() {
+                let (link, json) = self.exchange(Some(&token), Method::GET, &url, None).await?;
+                for r in json["repositories"].as_array().into_iter().flatten() {
+                    if let Some(name) = r["full_name"].as_str() {
+                        app.remember(name, id);
+                        out.push((id, name.to_owned()));
+                    }
+                }
+                next = link.as_deref().and_then(next_link);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Sends one request on `repo` (or on no repository) as forq speaks,
+    /// waiting out rate limits; an installation token GitHub refuses is
+    /// bought again once. Returns the reply's `Link` header and its JSON.
     async fn send(
         &self,
+        repo: Option<&str>,
+        method: Method,
+        url: &str,
+        body: Option<&Value>,
+    ) -> Result<(Option<String>, Value), GithubError> {
+        match (&self.auth, repo) {
+            (Auth::Anonymous, _) => self.exchange(None, method, url, body).await,
+            (Auth::Token(t), _) => self.exchange(Some(t), method, url, body).await,
+            (Auth::App(app), None) => {
+                let jwt = app.key.jwt()?;
+                self.exchange(Some(&jwt), method, url, body).await
+            }
+            (Auth::App(app), Some(repo)) => {
+                let token = self.installation_token(app, repo).await?;
+                match self.exchange(Some(&token), method.clone(), url, body).await {
+                    Err(GithubError::Status { status: 401, .. }) => {
+                        // Expired or revoked before its time: buy another.
+                        if let Some(id) = app.installation(repo) {
+                            app.drop_token(id);
+                        }
+                        tracing::info!(
+                            repo,
+                            "GitHub refused the installation token: buying another"
+                        );
+                        let token = self.installation_token(app, repo).await?;
+                        self.exchange(Some(&token), method, url, body).await
+                    }
+                    other => other,
+                }
+            }
+        }
+    }
+
+    /// Sends one request with `bearer`, waiting out rate limits.
+    async fn exchange(
+        &self,
+        bearer: Option<&str>,
         method: Method,
         url: &str,
         body: Option<&Value>,
@@ -275,7 +535,7 @@ impl Github {
                 .request(method.clone(), url)
                 .header("Accept", "application/vnd.github+json")
                 .header("X-GitHub-Api-Version", "2022-11-28");
-            if let Some(token) = &self.token {
+            if let Some(token) = bearer {
                 req = req.bearer_auth(token);
             }
             if let Some(body) = body {
@@ -332,7 +592,7 @@ impl Github {
                 url: url.to_owned(),
                 status: status.as_u16(),
                 message,
-                hint: hint(status, self.token.is_some()),
+                hint: hint(status, bearer.is_some()),
             });
         }
     }
@@ -357,7 +617,7 @@ impl Github {
         let mut out = Vec::new();
         let mut next = Some(url);
         while let Some(url) = next.take() {
-            let (link, json) = self.send(Method::GET, &url, None).await?;
+            let (link, json) = self.send(Some(repo), Method::GET, &url, None).await?;
             let page: Vec<GhIssue> =
                 serde_json::from_value(json).map_err(|e| GithubError::Shape {
                     url: url.clone(),
@@ -380,7 +640,7 @@ impl Github {
     pub async fn file(&self, repo: &str, path: &str) -> Result<Option<String>, GithubError> {
         use base64::Engine as _;
         let url = format!("{}/repos/{repo}/contents/{path}", self.api);
-        let json = match self.send(Method::GET, &url, None).await {
+        let json = match self.send(Some(repo), Method::GET, &url, None).await {
             Ok((_, json)) => json,
             Err(GithubError::Status { status: 404, .. }) => return Ok(None),
             Err(e) => return Err(e),
@@ -416,11 +676,31 @@ impl Github {
     /// Issue (or pull request) `number` of `repo`.
     pub async fn issue(&self, repo: &str, number: u64) -> Result<GhIssue, GithubError> {
         let url = format!("{}/repos/{repo}/issues/{number}", self.api);
-        let (_, json) = self.send(Method::GET, &url, None).await?;
+        let (_, json) = self.send(Some(repo), Method::GET, &url, None).await?;
         serde_json::from_value(json).map_err(|e| GithubError::Shape {
             url,
             message: e.to_string(),
         })
+    }
+
+    /// Every comment on issue (or pull request) `number`, oldest first.
+    pub async fn comments(&self, repo: &str, number: u64) -> Result<Vec<GhComment>, GithubError> {
+        let mut out = Vec::new();
+        let mut next = Some(format!(
+            "{}/repos/{repo}/issues/{number}/comments?per_page=100",
+            self.api
+        ));
+        while let Some(url) = next.take() {
+            let (link, json) = self.send(Some(repo), Method::GET, &url, None).await?;
+            let page: Vec<GhComment> =
+                serde_json::from_value(json).map_err(|e| GithubError::Shape {
+                    url: url.clone(),
+                    message: e.to_string(),
+                })?;
+            out.extend(page);
+            next = link.as_deref().and_then(next_link);
+        }
+        Ok(out)
     }
 
     /// Comments `body` on issue `number`; returns the comment's URL.
@@ -432,7 +712,12 @@ impl Github {
     ) -> Result<String, GithubError> {
         let url = format!("{}/repos/{repo}/issues/{number}/comments", self.api);
         let (_, json) = self
-            .send(Method::POST, &url, Some(&serde_json::json!({"body": body})))
+            .send(
+                Some(repo),
+                Method::POST,
+                &url,
+                Some(&serde_json::json!({"body": body})),
+            )
             .await?;
         Ok(json["html_url"].as_str().unwrap_or_default().to_owned())
     }
@@ -446,6 +731,7 @@ impl Github {
     ) -> Result<(), GithubError> {
         let url = format!("{}/repos/{repo}/issues/{number}/labels", self.api);
         self.send(
+            Some(repo),
             Method::POST,
             &url,
             Some(&serde_json::json!({"labels": labels})),
@@ -458,6 +744,7 @@ impl Github {
     pub async fn close(&self, repo: &str, number: u64) -> Result<(), GithubError> {
         let url = format!("{}/repos/{repo}/issues/{number}", self.api);
         self.send(
+            Some(repo),
             Method::PATCH,
             &url,
             Some(&serde_json::json!({"state": "closed"})),
@@ -478,6 +765,7 @@ impl Github {
         let url = format!("{}/repos/{repo}/pulls", self.api);
         let (_, json) = self
             .send(
+                Some(repo),
                 Method::POST,
                 &url,
                 Some(
@@ -494,7 +782,7 @@ impl Github {
     /// The repository's default branch.
     pub async fn default_branch(&self, repo: &str) -> Result<String, GithubError> {
         let url = format!("{}/repos/{repo}", self.api);
-        let (_, json) = self.send(Method::GET, &url, None).await?;
+        let (_, json) = self.send(Some(repo), Method::GET, &url, None).await?;
         json["default_branch"]
             .as_str()
             .map(str::to_owned)
