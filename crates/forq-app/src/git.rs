@@ -293,6 +293,24 @@ fn is_local_url(url: &str) -> bool {
     }
 }
 
+/// What [`push`] pushes, and where.
+#[derive(Debug, Clone, Copy)]
+pub struct PushSpec<'a> {
+    /// The remote: a name configured in the workspace, or a URL.
+    pub remote: &'a str,
+    /// The workspace's branch.
+    pub branch: &'a str,
+    /// The remote's branch it goes to (default: the same name).
+    pub dest: Option<&'a str>,
+    /// The commit the remote's branch must be at (`None`: it must not
+    /// exist).
+    pub expected: Option<&'a str>,
+    /// `remote` may be a path on this machine.
+    pub local_paths: bool,
+    /// A GitHub token for an HTTPS remote.
+    pub credential: Option<&'a str>,
+}
+
 /// Pushes `branch` of the workspace `dir` to `remote` (checked by
 /// [`check_remote`] first; `local_paths` as there), forcing only over what
 /// this run pushed before (`expected`, the commit it last pushed; `None`:
@@ -300,14 +318,26 @@ fn is_local_url(url: &str) -> bool {
 /// runs its `receive-pack` with hooks off: no host-side git command ever
 /// runs a repository's hooks. `credential`, a GitHub token, is offered to
 /// an HTTPS remote only.
-pub async fn push(
-    dir: &Path,
-    remote: &str,
-    branch: &str,
-    expected: Option<&str>,
-    local_paths: bool,
-    credential: Option<&str>,
-) -> Result<(), GitError> {
+pub async fn push(dir: &Path, spec: &PushSpec<'_>) -> Result<(), GitError> {
+    let PushSpec {
+        remote,
+        branch,
+        dest,
+        expected,
+        local_paths,
+        credential,
+    } = *spec;
+    let dest = dest.unwrap_or(branch);
+    if git(dir, &["check-ref-format", "--branch", dest])
+        .await
+        .is_err()
+        || dest.starts_with('-')
+    {
+        return Err(GitError::Remote {
+            remote: remote.to_owned(),
+            reason: "the branch to push to is not a valid branch name",
+        });
+    }
     let local = check_remote(dir, remote, local_paths).await?;
     // A token goes only to the HTTPS URL it is for, in this process's
     // environment: never into the workspace's config.
@@ -327,10 +357,10 @@ pub async fn push(
         }
     }
     let lease = format!(
-        "--force-with-lease=refs/heads/{branch}:{}",
+        "--force-with-lease=refs/heads/{dest}:{}",
         expected.unwrap_or("")
     );
-    let refspec = format!("refs/heads/{branch}:refs/heads/{branch}");
+    let refspec = format!("refs/heads/{branch}:refs/heads/{dest}");
     let mut args = vec![
         "-c",
         "protocol.ext.allow=never",
@@ -356,7 +386,7 @@ pub async fn push(
             if message.contains("stale info") || message.contains("rejected") =>
         {
             Err(GitError::Rejected {
-                branch: branch.to_owned(),
+                branch: dest.to_owned(),
             })
         }
         Err(e) => Err(e),

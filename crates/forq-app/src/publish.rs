@@ -71,6 +71,9 @@ pub struct Pushed {
     /// failed (the pull request is open all the same).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub comment_failed: Option<String>,
+    /// The comment that told the run's pull request of the result.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub commented: Option<String>,
 }
 
 /// Why a run could not be published or its issue acted on.
@@ -154,6 +157,9 @@ pub async fn push(
         // the store.
         ws = restore(store, &run, &branch, state_dir).await?;
     }
+    if let (Some(pull), None) = (&run.issue.pull, &options.remote) {
+        return push_to_pull(store, github, &run, pull, &ws, &branch, options).await;
+    }
     let remote = options
         .remote
         .clone()
@@ -175,11 +181,14 @@ pub async fn push(
     let credential = push_credential(github, &ws, &remote).await?;
     git::push(
         &ws,
-        &remote,
-        &branch,
-        expected.as_deref(),
-        options.local_paths,
-        credential.as_deref(),
+        &git::PushSpec {
+            remote: &remote,
+            branch: &branch,
+            dest: None,
+            expected: expected.as_deref(),
+            local_paths: options.local_paths,
+            credential: credential.as_deref(),
+        },
     )
     .await?;
     store.checkpoint(
@@ -194,11 +203,137 @@ pub async fn push(
         commit,
         pull_request: None,
         comment_failed: None,
+        commented: None,
     };
     if options.pull_request {
         open_pull_request(store, github, &run, &ws, &remote, options, &mut out).await?;
     }
     Ok(out)
+}
+
+/// Gives a pull request's run its result back: its commits pushed onto
+/// the pull request's own branch when forq may push there (the head is in
+/// the base repository, or its author lets maintainers edit it), else its
+/// branch pushed to the base repository with a pull request against the
+/// pull request's branch; then a comment on the pull request, once.
+async fn push_to_pull(
+    store: &Store,
+    github: &Github,
+    run: &Run,
+    pull: &crate::store::PullRecord,
+    ws: &Path,
+    branch: &str,
+    options: &PushOptions,
+) -> Result<Pushed, PublishError> {
+    let onto_head = pull.pushes_to_head()
+        && git::git(ws, &["remote", "get-url", "pr-head"])
+            .await
+            .is_ok();
+    let (remote, dest) = match onto_head {
+        true => ("pr-head", pull.head_ref.as_str()),
+        false => ("origin", branch),
+    };
+    git::check_remote(ws, remote, options.local_paths).await?;
+    let pushed = store.checkpointed(&run.id, "pushed")?;
+    // Onto the head, the branch must still be where the run began (or
+    // where this run pushed it): never over the author's newer commits.
+    let expected = pushed
+        .as_ref()
+        .filter(|p| p["remote"] == json!(remote))
+        .and_then(|p| p["commit"].as_str().map(str::to_owned))
+        .or_else(|| onto_head.then(|| pull.head_sha.clone()));
+    let commit = git::git(ws, &["rev-parse", &format!("refs/heads/{branch}")]).await?;
+    let credential = push_credential(github, ws, remote).await?;
+    git::push(
+        ws,
+        &git::PushSpec {
+            remote,
+            branch,
+            dest: Some(dest),
+            expected: expected.as_deref(),
+            local_paths: options.local_paths,
+            credential: credential.as_deref(),
+        },
+    )
+    .await?;
+    store.checkpoint(
+        &run.id,
+        "pushed",
+        &json!({"remote": remote, "branch": dest, "commit": commit}),
+    )?;
+    let mut out = Pushed {
+        run: run.id.clone(),
+        remote: remote.to_owned(),
+        branch: dest.to_owned(),
+        commit: commit.clone(),
+        pull_request: None,
+        comment_failed: None,
+        commented: None,
+    };
+    let short = &commit[..commit.len().min(12)];
+    let lines = run.patch_lines.unwrap_or(0);
+    let text = if onto_head {
+        store.transition(
+            &run.id,
+            State::PrOpened,
+            &format!("pushed to {}", pull_url(pull)),
+        )?;
+        format!(
+            "forq pushed {short} onto this pull request's branch `{}`: its failing tests pass now, and so does the rest of the suite ({lines} line{} changed, run `{}`). A person approved the push.",
+            pull.head_ref,
+            if lines == 1 { "" } else { "s" },
+            run.id
+        )
+    } else {
+        let owner = pull.repo.split('/').next().unwrap_or_default();
+        let body = format!(
+            "Makes the failing tests of #{} pass ({lines} line{} changed), found by forq run `{}` and run against the whole suite on a fresh sandbox. A person pushed this branch.",
+            pull.number,
+            if lines == 1 { "" } else { "s" },
+            run.id
+        );
+        let pr = github
+            .open_pull(
+                &pull.head_repo,
+                &format!("Fix the failing checks of {}#{}", pull.repo, pull.number),
+                &format!("{owner}:{branch}"),
+                &pull.head_ref,
+                &body,
+            )
+            .await?;
+        store.transition(&run.id, State::PrOpened, &pr.html_url)?;
+        let text = format!(
+            "forq proposes {} against this pull request's branch `{}` (its author does not let maintainers push to it): its failing tests pass there ({lines} line{} changed, run `{}`).",
+            pr.html_url,
+            pull.head_ref,
+            if lines == 1 { "" } else { "s" },
+            run.id
+        );
+        out.pull_request = Some(pr);
+        text
+    };
+    match crate::answer::say_once(
+        store,
+        github,
+        &pull.repo,
+        pull.number,
+        &format!("result-{}", run.id),
+        &text,
+        &[],
+    )
+    .await
+    {
+        Ok(crate::answer::Said::Now(url) | crate::answer::Said::Before(url)) => {
+            out.commented = Some(url);
+        }
+        Err(e) => out.comment_failed = Some(e.to_string()),
+    }
+    Ok(out)
+}
+
+/// A pull request's page, as its repository and number say.
+fn pull_url(pull: &crate::store::PullRecord) -> String {
+    format!("{}#{}", pull.repo, pull.number)
 }
 
 /// The token a push to `remote` carries: for a GitHub repository over

@@ -14,7 +14,7 @@ use crate::config::{Config, ConfigError};
 use crate::github::{repo_slug, Github, GithubError};
 use crate::pipeline::{Pipeline, RunError};
 use crate::source::{self, SourceError};
-use crate::store::{Action, ContextFile, IssueRecord, NewRun, Run, Store, StoreError};
+use crate::store::{Action, ContextFile, IssueRecord, NewRun, PullRecord, Run, Store, StoreError};
 
 /// Where the queue's issues come from.
 #[derive(Debug, Clone)]
@@ -42,6 +42,17 @@ pub enum Source {
         /// The issue's number.
         number: u64,
         /// What to clone.
+        clone_url: String,
+    },
+    /// One GitHub pull request, by number: worked on from its head, its
+    /// failing checks the target.
+    GithubPull {
+        /// `OWNER/REPO`.
+        slug: String,
+        /// The pull request's number.
+        number: u64,
+        /// What to clone (the base repository; its head is fetched as
+        /// `refs/pull/N/head`).
         clone_url: String,
     },
     /// One issue given as text, on `repo`.
@@ -81,6 +92,14 @@ impl Source {
             let Source::Github { slug, clone_url } = Source::github(&repo)? else {
                 return Err(GithubError::NotARepo(spec.to_owned()));
             };
+            let path = spec.split(['#', '?']).next().unwrap_or(spec);
+            if path.contains("/pull/") || path.contains("/pulls/") {
+                return Ok(Source::GithubPull {
+                    slug,
+                    number,
+                    clone_url,
+                });
+            }
             return Ok(Source::GithubIssue {
                 slug,
                 number,
@@ -135,6 +154,14 @@ pub enum QueueError {
         /// The local repository given alone.
         repo: Option<String>,
     },
+    /// A pull request's head repository was deleted.
+    #[error("pull request #{number} of {slug} comes from a repository that no longer exists: there is no head to work from")]
+    HeadGone {
+        /// `OWNER/REPO`.
+        slug: String,
+        /// The pull request.
+        number: u64,
+    },
     /// A local issue names no repository.
     #[error("issue {0} names no repository: add `repo:` to its front matter, or give the queue a default repository")]
     NoRepo(String),
@@ -158,6 +185,9 @@ pub async fn remote_config(
 ) -> Result<Option<(String, Config)>, QueueError> {
     let (Source::Github { slug, clone_url }
     | Source::GithubIssue {
+        slug, clone_url, ..
+    }
+    | Source::GithubPull {
         slug, clone_url, ..
     }) = source
     else {
@@ -239,6 +269,21 @@ pub async fn select(
                 requires: Vec::new(),
             });
         }
+        Source::GithubPull {
+            slug,
+            number,
+            clone_url,
+        } => {
+            let pull = github.pull(slug, *number).await?;
+            let failures = github.check_failures(slug, &pull.head.sha).await?;
+            runs.push(NewRun {
+                issue: pull_record(slug, &pull, &failures)?,
+                repo: clone_url.clone(),
+                action: selection.action,
+                context: selection.context.clone(),
+                requires: Vec::new(),
+            });
+        }
         Source::Text { text, repo } => {
             let parsed = forq_agent::issue::Issue::from_text(text);
             runs.push(NewRun {
@@ -260,6 +305,67 @@ pub async fn select(
         runs.truncate(limit);
     }
     Ok(runs)
+}
+
+/// The run's record of pull request `pull` on `slug`, whose head's checks
+/// failed as `failures` say: the tests their logs name are its targets.
+fn pull_record(
+    slug: &str,
+    pull: &crate::github::GhPullRequest,
+    failures: &[crate::github::CheckFailure],
+) -> Result<IssueRecord, QueueError> {
+    let head = pull
+        .head
+        .repo
+        .as_ref()
+        .ok_or_else(|| QueueError::HeadGone {
+            slug: slug.to_owned(),
+            number: pull.number,
+        })?;
+    let mut targets: Vec<String> = failures.iter().flat_map(|f| f.tests.clone()).collect();
+    targets.sort();
+    targets.dedup();
+    let failed_checks: Vec<String> = failures
+        .iter()
+        .map(|f| match f.summary.is_empty() {
+            true => format!("{} ({})", f.name, f.conclusion),
+            false => format!("{} ({}): {}", f.name, f.conclusion, f.summary),
+        })
+        .collect();
+    let mut body = pull.body.clone().unwrap_or_default();
+    if !failed_checks.is_empty() {
+        body.push_str("\n\nThe pull request's checks fail on its head:\n");
+        for line in &failed_checks {
+            body.push_str(&format!("- {line}\n"));
+        }
+    }
+    Ok(IssueRecord {
+        id: pull.number.to_string(),
+        title: pull.title.clone(),
+        body,
+        source: pull.html_url.clone(),
+        labels: pull.labels.iter().map(|l| l.name.clone()).collect(),
+        author: pull.user.as_ref().map(|u| u.login.clone()),
+        url: Some(pull.html_url.clone()),
+        pull: Some(PullRecord {
+            number: pull.number,
+            repo: slug.to_owned(),
+            head_sha: pull.head.sha.clone(),
+            head_ref: pull.head.name.clone(),
+            head_repo: head.full_name.clone(),
+            head_clone_url: head.clone_url.clone(),
+            base_ref: pull.base.name.clone(),
+            maintainer_can_modify: pull.maintainer_can_modify,
+            failed_checks,
+            targets_from: if targets.is_empty() {
+                "local"
+            } else {
+                "checks"
+            }
+            .to_owned(),
+        }),
+        targets,
+    })
 }
 
 fn absolute(p: &Path) -> String {

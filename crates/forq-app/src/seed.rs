@@ -26,6 +26,7 @@ use forq_bootstrap::{clone_shallow, is_git_url, CloneError, CloneOptions};
 use serde::{Deserialize, Serialize};
 
 use crate::git;
+use crate::store::PullRecord;
 
 /// Caps on seeding.
 #[derive(Debug, Clone)]
@@ -108,6 +109,21 @@ pub enum SeedError {
     /// git failed.
     #[error(transparent)]
     Git(#[from] git::GitError),
+    /// The pull request's head is no longer the commit it was queued at.
+    #[error("pull request #{number} moved: its head is {now} now, the run was queued at {queued}; queue it again")]
+    PullMoved {
+        /// The pull request.
+        number: u64,
+        /// The head when the run was queued.
+        queued: String,
+        /// The head now.
+        now: String,
+    },
+    /// A pull request's repository is a directory, not a clone.
+    #[error(
+        "{0}: a pull request's run starts from a clone of its repository, not a copied directory"
+    )]
+    PullNotCloned(String),
     /// A context file would land outside the workspace.
     #[error(
         "context file {0}: it must be a relative path inside the workspace (no `..`, not absolute)"
@@ -121,17 +137,61 @@ pub async fn seed(
     workspace: &Path,
     options: &SeedOptions,
 ) -> Result<Seeded, SeedError> {
-    let result = seed_inner(source, workspace, options).await;
+    let result = seed_inner(source, workspace, options, None).await;
     if result.is_err() {
         let _ = std::fs::remove_dir_all(workspace);
     }
     result
 }
 
+/// Seeds `workspace` at pull request `pull`'s head: `source` (its base
+/// repository) is cloned, `refs/pull/N/head` fetched from it and checked
+/// out as branch `forq-pr-N`. The head must be the commit the run was
+/// queued at. The head repository becomes remote `pr-head` when it is
+/// reached the way `source` is (where forq pushes a result the author
+/// lets maintainers push).
+pub async fn seed_pull(
+    source: &str,
+    workspace: &Path,
+    options: &SeedOptions,
+    pull: &PullRecord,
+) -> Result<Seeded, SeedError> {
+    let result = seed_inner(source, workspace, options, Some(pull)).await;
+    if result.is_err() {
+        let _ = std::fs::remove_dir_all(workspace);
+    }
+    result
+}
+
+/// Checks out `pull`'s head in the fresh clone `workspace`.
+async fn check_out_pull(workspace: &Path, pull: &PullRecord) -> Result<(), SeedError> {
+    let head = format!("refs/pull/{}/head", pull.number);
+    git::git(workspace, &["fetch", "-q", "--depth", "1", "origin", &head]).await?;
+    let at = git::git(workspace, &["rev-parse", "FETCH_HEAD"]).await?;
+    if at != pull.head_sha {
+        return Err(SeedError::PullMoved {
+            number: pull.number,
+            queued: pull.head_sha.clone(),
+            now: at,
+        });
+    }
+    let branch = format!("forq-pr-{}", pull.number);
+    git::git(workspace, &["checkout", "-q", "-B", &branch, "FETCH_HEAD"]).await?;
+    let origin = git::git(workspace, &["remote", "get-url", "origin"]).await?;
+    let url = pull.head_clone_url.as_str();
+    let transport = |u: &str| u.split_once("://").map(|(scheme, _)| scheme.to_owned());
+    let plain = !url.starts_with('-') && !url.chars().any(|c| c.is_whitespace() || c.is_control());
+    if plain && transport(url).is_some() && transport(url) == transport(&origin) {
+        git::git(workspace, &["remote", "add", "pr-head", url]).await?;
+    }
+    Ok(())
+}
+
 async fn seed_inner(
     source: &str,
     workspace: &Path,
     options: &SeedOptions,
+    pull: Option<&PullRecord>,
 ) -> Result<Seeded, SeedError> {
     let clone = CloneOptions::default()
         .timeout(options.timeout)
@@ -154,6 +214,12 @@ async fn seed_inner(
             "copy"
         }
     };
+    if let Some(pull) = pull {
+        if how != "clone" {
+            return Err(SeedError::PullNotCloned(source.to_owned()));
+        }
+        check_out_pull(workspace, pull).await?;
+    }
     let removed_forq = remove_forq_dir(workspace).map_err(|source| SeedError::Io {
         path: workspace.join(".forq"),
         source,
@@ -164,7 +230,11 @@ async fn seed_inner(
     })?;
     let head = git::head(workspace).await?;
     let tree = git::tree(workspace).await.ok();
-    let base = git::current_branch(workspace).await?;
+    let base = match pull {
+        // What a pull request against the pull request goes into.
+        Some(p) => p.head_ref.clone(),
+        None => git::current_branch(workspace).await?,
+    };
     let files = walkdir::WalkDir::new(workspace)
         .into_iter()
         .filter_entry(|e| e.file_name() != ".git")

@@ -93,6 +93,7 @@ pub fn parse_markdown(text: &str, source: &str) -> Result<LocalIssue, SourceErro
             targets: front.targets,
             author: front.author,
             url: None,
+            pull: None,
         },
         repo: front.repo.map(PathBuf::from),
     })

@@ -39,7 +39,9 @@ pub(crate) async fn source_issues(app: &App) -> (Vec<NewRun>, Vec<String>) {
 fn describe(source: &Source) -> String {
     match source {
         Source::Local { dir, .. } => dir.display().to_string(),
-        Source::Github { slug, .. } | Source::GithubIssue { slug, .. } => slug.clone(),
+        Source::Github { slug, .. }
+        | Source::GithubIssue { slug, .. }
+        | Source::GithubPull { slug, .. } => slug.clone(),
         Source::Text { repo, .. } => repo.clone(),
     }
 }

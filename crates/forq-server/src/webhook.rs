@@ -15,6 +15,12 @@
 //!   trusted author: the issue is queued with that action;
 //! - anyone else's issue or command queues nothing, and the reply says so
 //!   (every run spends the operator's model key);
+//! - `issue_comment` with `/forq fix` on a pull request: the pull request
+//!   is queued, to be fixed from its head;
+//! - `pull_request` opened, synchronize or labeled, and `check_suite` or
+//!   `check_run` completed in failure: the pull request is queued when the
+//!   repository's forq.yml names that event (`pull_requests.on`) and its
+//!   author is trusted (for a label: anyone who may label);
 //! - `push` to the repository's default branch: its golden environment is
 //!   synced (cloned shallow, proven, saved), in the background;
 //! - `installation` and `installation_repositories`: the repositories the
@@ -27,6 +33,7 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::Json;
+use forq_app::config::PullTrigger;
 use forq_app::queue::{self, Selection, Source};
 use forq_app::store::Action;
 use hmac::{Hmac, KeyInit, Mac};
@@ -120,6 +127,42 @@ struct Delivery {
     repositories_added: Vec<Named>,
     /// `installation_repositories`: those removed.
     repositories_removed: Vec<Named>,
+    /// `pull_request`: the pull request.
+    pull_request: Option<PullPayload>,
+    /// `pull_request` labeled: the label.
+    label: Option<Label>,
+    /// `check_suite`: the suite.
+    check_suite: Option<Checks>,
+    /// `check_run`: the run.
+    check_run: Option<Checks>,
+}
+
+#[derive(Debug, Deserialize)]
+struct PullPayload {
+    number: u64,
+    #[serde(default)]
+    author_association: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Label {
+    name: String,
+}
+
+/// A check suite or check run, as far as forq reads it.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct Checks {
+    conclusion: Option<String>,
+    head_sha: Option<String>,
+    /// The pull requests of the same repository with this head (GitHub
+    /// leaves out those from forks).
+    pull_requests: Vec<Numbered>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Numbered {
+    number: u64,
 }
 
 #[derive(Debug, Deserialize)]
@@ -143,6 +186,9 @@ struct Repository {
 #[derive(Debug, Deserialize)]
 struct Issue {
     number: u64,
+    /// Present when the issue is a pull request.
+    #[serde(default)]
+    pull_request: Option<Value>,
     /// The author's relation to the repository (`OWNER`, `NONE`, …).
     #[serde(default)]
     author_association: Option<String>,
@@ -198,7 +244,12 @@ pub(crate) async fn github(State(app): State<App>, headers: HeaderMap, body: Byt
                     return ignored(why);
                 }
             }
-            queue_issue(&app, &delivery, slug, clone_url, issue.number, Action::Auto).await
+            let source = Source::GithubIssue {
+                slug,
+                number: issue.number,
+                clone_url,
+            };
+            queue_sources(&app, &delivery, vec![source], Action::Auto).await
         }
         ("issue_comment", Some(issue)) if act == "created" => {
             let comment = payload.comment.unwrap_or_default();
@@ -213,7 +264,95 @@ pub(crate) async fn github(State(app): State<App>, headers: HeaderMap, body: Byt
             if let Some(why) = trusted(comment.author_association.as_deref(), "/forq commands") {
                 return ignored(why);
             }
-            queue_issue(&app, &delivery, slug, clone_url, issue.number, action).await
+            let source = match (&issue.pull_request, action) {
+                (Some(_), Action::Fix) => Source::GithubPull {
+                    slug,
+                    number: issue.number,
+                    clone_url,
+                },
+                _ => Source::GithubIssue {
+                    slug,
+                    number: issue.number,
+                    clone_url,
+                },
+            };
+            queue_sources(&app, &delivery, vec![source], action).await
+        }
+        ("pull_request", _) if matches!(act, "opened" | "synchronize" | "labeled") => {
+            let Some(pull) = payload.pull_request.take() else {
+                return ignored("nothing: the delivery holds no pull request".to_owned());
+            };
+            let trigger = match act {
+                "opened" => PullTrigger::Opened,
+                "synchronize" => PullTrigger::Synchronize,
+                _ => PullTrigger::Labeled,
+            };
+            let config = repo_config(&app, &slug).await?;
+            if !config.pull_requests.on.contains(&trigger) {
+                return ignored(format!(
+                    "nothing: {slug}'s forq.yml does not name {act} in pull_requests.on"
+                ));
+            }
+            if trigger == PullTrigger::Labeled {
+                // Labeling takes triage rights on GitHub.
+                let name = payload.label.as_ref().map(|l| l.name.as_str());
+                if let Some(wanted) = &config.pull_requests.label {
+                    if name != Some(wanted.as_str()) {
+                        return ignored(format!("nothing: the label is not {wanted}"));
+                    }
+                }
+            } else if let Some(why) = trusted(pull.author_association.as_deref(), "pull requests") {
+                return ignored(why);
+            }
+            let source = Source::GithubPull {
+                slug,
+                number: pull.number,
+                clone_url,
+            };
+            queue_sources(&app, &delivery, vec![source], Action::Fix).await
+        }
+        ("check_suite" | "check_run", _) if act == "completed" => {
+            let checks = payload
+                .check_suite
+                .take()
+                .or(payload.check_run.take())
+                .unwrap_or_default();
+            let conclusion = checks.conclusion.as_deref().unwrap_or_default();
+            if !matches!(conclusion, "failure" | "timed_out") {
+                return ignored(format!("nothing: the checks concluded {conclusion}"));
+            }
+            let config = repo_config(&app, &slug).await?;
+            if !config.pull_requests.on.contains(&PullTrigger::ChecksFailed) {
+                return ignored(format!(
+                    "nothing: {slug}'s forq.yml does not name checks_failed in pull_requests.on"
+                ));
+            }
+            let mut numbers: Vec<u64> = checks.pull_requests.iter().map(|p| p.number).collect();
+            if numbers.is_empty() {
+                if let Some(sha) = &checks.head_sha {
+                    numbers = app.github.pulls_at(&slug, sha).await.map_err(gateway)?;
+                }
+            }
+            if numbers.is_empty() {
+                return ignored("nothing: the checks ran on no open pull request".to_owned());
+            }
+            let mut sources = Vec::new();
+            let mut refused = Vec::new();
+            for number in numbers {
+                let pull = app.github.pull(&slug, number).await.map_err(gateway)?;
+                match trusted(pull.author_association.as_deref(), "pull requests") {
+                    Some(why) => refused.push(format!("#{number}: {why}")),
+                    None => sources.push(Source::GithubPull {
+                        slug: slug.clone(),
+                        number,
+                        clone_url: clone_url.clone(),
+                    }),
+                }
+            }
+            if sources.is_empty() {
+                return ignored(refused.join("; "));
+            }
+            queue_sources(&app, &delivery, sources, Action::Fix).await
         }
         ("push", _) => {
             let branch = repo.default_branch.as_deref().unwrap_or_default();
@@ -281,23 +420,35 @@ async fn installation(
 }
 
 /// Why a trigger on `slug` is refused when forq speaks as a GitHub App
-/// and no installation the store knows holds it; `None` when it may go
-/// on (or forq speaks with a person's token).
+/// and no installation holds it; `None` when it may go on (or forq speaks
+/// with a person's token). The store's list answers first; a repository it
+/// does not hold is asked of GitHub (a delivery may come before the list
+/// is read at start, or after a missed webhook), and recorded.
 async fn not_installed(app: &App, slug: &str) -> Result<Option<String>, ApiError> {
-    let Some(id) = app.github.app_id() else {
-        return Ok(None);
-    };
-    if slug.is_empty() {
+    if app.github.app_id().is_none() || slug.is_empty() {
         return Ok(None);
     }
     let store = app.store.clone();
     let repo = slug.to_owned();
-    let known = blocking(move || store.installation_of(&repo)).await?;
-    Ok(known.is_none().then(|| {
-        format!(
-            "refused: the GitHub App {id} is not installed on {slug}; forq acts only on the repositories its installations hold (install it there, or add {slug} to the installation)"
-        )
-    }))
+    if blocking(move || store.installation_of(&repo))
+        .await?
+        .is_some()
+    {
+        return Ok(None);
+    }
+    match app.github.installation(slug).await {
+        Ok(Some(id)) => {
+            let store = app.store.clone();
+            let repos = vec![slug.to_owned()];
+            blocking(move || store.install_repos(id, &repos)).await?;
+            Ok(None)
+        }
+        Ok(None) => Ok(None),
+        Err(e @ forq_app::github::GithubError::NotInstalled { .. }) => {
+            Ok(Some(format!("refused: {e}")))
+        }
+        Err(e) => Err(gateway(e)),
+    }
 }
 
 /// The delivery's id, event and payload, once its signature holds.
@@ -367,35 +518,46 @@ fn sync_golden(app: &App, delivery: &str, slug: &str, clone_url: String) -> Repl
     ))
 }
 
-/// Queues GitHub issue `number` of `slug` with `action`, and runs it.
-async fn queue_issue(
-    app: &App,
-    delivery: &str,
-    slug: String,
-    clone_url: String,
-    number: u64,
-    action: Action,
-) -> Reply {
+/// A GitHub failure, as the reply to a delivery says it.
+fn gateway(e: forq_app::github::GithubError) -> ApiError {
+    match e {
+        e @ forq_app::github::GithubError::NotInstalled { .. } => {
+            ApiError(StatusCode::FORBIDDEN, e.to_string())
+        }
+        e => ApiError(StatusCode::BAD_GATEWAY, e.to_string()),
+    }
+}
+
+/// `slug`'s forq.yml, read through the API (the defaults without one).
+async fn repo_config(app: &App, slug: &str) -> Result<forq_app::config::Config, ApiError> {
+    match queue::github_config(&app.github, slug).await {
+        Ok(config) => Ok(config.unwrap_or_default()),
+        Err(queue::QueueError::Github(e)) => Err(gateway(e)),
+        Err(e) => Err(ApiError(StatusCode::UNPROCESSABLE_ENTITY, e.to_string())),
+    }
+}
+
+/// Queues the issues and pull requests of `sources` with `action`, and
+/// runs them.
+async fn queue_sources(app: &App, delivery: &str, sources: Vec<Source>, action: Action) -> Reply {
     let actions = crate::require_actions(app)?;
-    let source = Source::GithubIssue {
-        slug,
-        number,
-        clone_url,
-    };
     let selection = Selection {
         label: None,
         limit: None,
         action,
         context: Vec::new(),
     };
-    let new = queue::select(&source, &selection, &app.github)
-        .await
-        .map_err(|e| match e {
-            e @ queue::QueueError::Github(forq_app::github::GithubError::NotInstalled {
-                ..
-            }) => ApiError(StatusCode::FORBIDDEN, e.to_string()),
-            e => ApiError(StatusCode::BAD_GATEWAY, e.to_string()),
-        })?;
+    let mut new = Vec::new();
+    for source in &sources {
+        new.extend(
+            queue::select(source, &selection, &app.github)
+                .await
+                .map_err(|e| match e {
+                    queue::QueueError::Github(e) => gateway(e),
+                    e => ApiError(StatusCode::BAD_GATEWAY, e.to_string()),
+                })?,
+        );
+    }
     let (runs, standing) =
         crate::start(app, actions, new, false, crate::FixChoice::default()).await?;
     Ok((

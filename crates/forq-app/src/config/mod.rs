@@ -48,6 +48,37 @@ pub struct Config {
     /// What forq should know of models, by name (the provider's own word,
     /// when it has one, is overridden).
     pub models: std::collections::BTreeMap<String, ModelConfig>,
+    /// Which pull request events start a fix of the pull request.
+    pub pull_requests: PullRequests,
+}
+
+/// Pull requests as work items (`pull_requests:` in forq.yml): which
+/// webhook events start a fix of a pull request, from its head. None by
+/// default: a pull request is then worked on only when a trusted author
+/// asks (`/forq fix` in a comment on it) or the operator queues it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct PullRequests {
+    /// The events: `opened`, `synchronize` (new commits), `labeled`,
+    /// `checks_failed` (a check suite or run on its head concluded in
+    /// failure).
+    pub on: Vec<PullTrigger>,
+    /// With `labeled`: only this label starts a fix (default: any).
+    pub label: Option<String>,
+}
+
+/// A pull request event that may start a fix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PullTrigger {
+    /// The pull request was opened.
+    Opened,
+    /// Commits were pushed to it.
+    Synchronize,
+    /// A label was added.
+    Labeled,
+    /// Its checks failed.
+    ChecksFailed,
 }
 
 /// What forq should know of one model (`models.NAME` in forq.yml).

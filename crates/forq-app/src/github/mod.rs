@@ -25,8 +25,10 @@ use serde_json::Value;
 use crate::store::IssueRecord;
 
 mod app;
+mod pulls;
 
 pub use app::AppKey;
+pub use pulls::{failing_tests, CheckFailure, GhBranch, GhPullRequest, GhRepo};
 
 /// Who forq speaks as.
 #[derive(Clone)]
@@ -121,6 +123,7 @@ impl GhIssue {
             targets: Vec::new(),
             author: self.user.as_ref().map(|u| u.login.clone()),
             url: Some(self.html_url.clone()),
+            pull: None,
         }
     }
 }
@@ -373,6 +376,17 @@ impl Github {
         }
     }
 
+    /// The installation of the App that holds `repo`, as GitHub says
+    /// ([`GithubError::NotInstalled`] when none does); `None` when forq
+    /// speaks with a token.
+    pub async fn installation(&self, repo: &str) -> Result<Option<u64>, GithubError> {
+        let Auth::App(app) = &self.auth else {
+            return Ok(None);
+        };
+        self.installation_token(app, repo).await?;
+        Ok(app.installation(repo))
+    }
+
     /// The credential a git push to `repo` (`OWNER/REPO`) over HTTPS
     /// carries: its installation's token, or the person's token; `None`
     /// when forq speaks as nobody. For the moment of the push only: never
@@ -554,8 +568,13 @@ impl Github {
                     .map(str::to_owned)
             };
             let link = header("link");
+            let plain = header("content-type").is_some_and(|t| t.starts_with("text/plain"));
             let text = reply.text().await.unwrap_or_default();
             if status.is_success() {
+                // A plain-text reply (a job's log) comes back as a string.
+                if plain {
+                    return Ok((link, Value::String(text)));
+                }
                 let json = if text.trim().is_empty() {
                     Value::Null
                 } else {

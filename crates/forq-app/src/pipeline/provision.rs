@@ -84,24 +84,75 @@ impl Pipeline {
         let backend = self.backend_for(config).await?;
         let gate = self.gate_for(run, config, &*backend, true);
         // With a model, an issue no test catches yet gets a reproduction
-        // test first: it must fail now, and ships in the patch.
-        let reproducer = match targets.is_empty() {
+        // test first: it must fail now, and ships in the patch. A pull
+        // request's failing tests are what they are: none is written.
+        let reproducer = match targets.is_empty() && run.issue.pull.is_none() {
             true => plan(run, seeded, config, model, None)?
                 .reproducer(format!("# {}\n\n{}", run.issue.title, run.issue.body)),
             false => None,
         };
-        let prepared = forq_search::prepare_with(
+        let timeout = Duration::from_secs(config.test.timeout_s);
+        let reproducer = reproducer
+            .as_ref()
+            .map(|r| r as &dyn forq_search::Reproducer);
+        let mut prepared = forq_search::prepare_with(
             &*backend,
             &seeded.workspace,
             &gate,
             &targets,
-            Duration::from_secs(config.test.timeout_s),
-            reproducer
-                .as_ref()
-                .map(|r| r as &dyn forq_search::Reproducer),
+            timeout,
+            reproducer,
         )
-        .await
-        .map_err(|e| match e {
+        .await;
+        // The tests a pull request's checks named may not fail here (the
+        // checks ran elsewhere, on another machine or platform): the
+        // suite's failures at its head are the target then.
+        let mut from_checks = run
+            .issue
+            .pull
+            .as_ref()
+            .is_some_and(|p| p.targets_from == "checks");
+        if let Err(forq_search::FixError::Oracle(
+            e @ (OracleError::UnknownTarget(_) | OracleError::TargetPasses(_)),
+        )) = &prepared
+        {
+            if from_checks {
+                from_checks = false;
+                self.note(
+                    &run.id,
+                    State::Provisioning,
+                    &format!("the checks' failing tests do not fail here ({e}): the target is the suite's failures at the pull request's head"),
+                );
+                prepared = forq_search::prepare_with(
+                    &*backend,
+                    &seeded.workspace,
+                    &gate,
+                    &config.test.targets,
+                    timeout,
+                    None,
+                )
+                .await;
+            }
+        }
+        if let Some(pull) = &run.issue.pull {
+            if let Ok(p) = &prepared {
+                self.note(
+                    &run.id,
+                    State::Provisioning,
+                    &format!(
+                        "pull request #{}: target {} ({})",
+                        pull.number,
+                        p.oracle.target.join(", "),
+                        if from_checks {
+                            "named by its failing checks"
+                        } else {
+                            "the suite's failures at its head"
+                        }
+                    ),
+                );
+            }
+        }
+        let prepared = prepared.map_err(|e| match e {
             forq_search::FixError::NotBootstrapped { .. } => {
                 Stop::short(State::NeedsHuman, e.to_string(), FailureKind::Repository)
             }

@@ -61,9 +61,16 @@ impl Pipeline {
             max_bytes: config.sandbox.max_seed_mb << 20,
             timeout: Duration::from_secs(config.sandbox.seed_timeout_s),
         };
-        let seeded = seed::seed(&run.repo, &workspace, &options)
-            .await
-            .map_err(fail)?;
+        let seeded = match &run.issue.pull {
+            Some(pull) => seed::seed_pull(&run.repo, &workspace, &options, pull).await,
+            None => seed::seed(&run.repo, &workspace, &options).await,
+        }
+        .map_err(|e| match e {
+            e @ seed::SeedError::PullMoved { .. } => {
+                Stop::short(State::Failed, e.to_string(), FailureKind::Input)
+            }
+            e => fail(e),
+        })?;
         if let Some(before) = again {
             let same = match (&before.tree, &seeded.tree) {
                 (Some(a), Some(b)) => a == b,

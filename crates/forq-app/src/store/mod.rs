@@ -183,6 +183,47 @@ pub struct IssueRecord {
     /// The pull request or issue URL on its forge, when it has one.
     #[serde(default)]
     pub url: Option<String>,
+    /// The pull request, when the work item is one: the run starts from
+    /// its head, and its result goes back to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pull: Option<PullRecord>,
+}
+
+/// A pull request a run works on, as it was when the run was queued.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PullRecord {
+    /// Its number.
+    pub number: u64,
+    /// The repository it is on, `OWNER/REPO` (its base).
+    pub repo: String,
+    /// The head commit the run starts from.
+    pub head_sha: String,
+    /// The head branch's name (in the head repository).
+    pub head_ref: String,
+    /// The head repository, `OWNER/REPO`: a fork's, or the base's.
+    pub head_repo: String,
+    /// Where the head repository is cloned and pushed.
+    pub head_clone_url: String,
+    /// The branch it goes into.
+    pub base_ref: String,
+    /// Whether the base's maintainers may push to its head branch.
+    pub maintainer_can_modify: bool,
+    /// The checks that failed on its head, in a line each.
+    #[serde(default)]
+    pub failed_checks: Vec<String>,
+    /// Where the run's target tests come from: `checks` (the failing
+    /// checks' logs named them) or `local` (the suite's failures at the
+    /// head, found when the run starts).
+    pub targets_from: String,
+}
+
+impl PullRecord {
+    /// Whether forq may push its result to the head branch itself: the
+    /// head is in the base repository, or its author lets maintainers
+    /// edit it.
+    pub fn pushes_to_head(&self) -> bool {
+        self.maintainer_can_modify || self.head_repo.eq_ignore_ascii_case(&self.repo)
+    }
 }
 
 /// A run to create.

@@ -351,6 +351,34 @@ fn event_ids_grow_in_the_order_events_are_written_across_runs() {
 }
 
 #[test]
+fn the_apps_repositories_and_what_was_said_are_kept_by_name() {
+    each(|s| {
+        s.install_repos(7, &["O/R".to_owned(), "o/other".to_owned()])
+            .expect("install");
+        s.install_repos(8, &["x/y".to_owned()]).expect("install");
+        assert_eq!(s.installation_of("o/r").expect("of"), Some(7));
+        // Removed from one installation: only its own rows go.
+        assert_eq!(
+            s.uninstall_repos(7, Some(&["o/other".to_owned()]))
+                .expect("remove"),
+            ["o/other"]
+        );
+        assert_eq!(s.installation_of("o/other").expect("of"), None);
+        // Uninstalled: every repository of that installation, no other.
+        assert_eq!(s.uninstall_repos(7, None).expect("uninstall"), ["o/r"]);
+        assert_eq!(s.installed_repos().expect("list"), [("x/y".to_owned(), 8)]);
+        assert!(s.record_said("triage:o/r#5", "https://x/1").expect("say"));
+        assert!(!s.record_said("triage:o/r#5", "https://x/2").expect("again"));
+        assert_eq!(
+            s.said("triage:o/r#5").expect("said").as_deref(),
+            Some("https://x/1"),
+            "the first record stands"
+        );
+        assert_eq!(s.said("triage:o/r#6").expect("said"), None);
+    });
+}
+
+#[test]
 fn artifacts_are_kept_whole_and_replaced() {
     each(|s| {
         let run = s.create(&NewRun::fix("1", "a", "/r")).expect("create");

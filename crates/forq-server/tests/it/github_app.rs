@@ -162,7 +162,9 @@ async fn the_installation_webhooks_say_where_an_app_may_act() {
     let (status, reply) = deliver("issues", opened("labeled")).await;
     assert_eq!(status, 202, "{reply}");
     assert_eq!(store.all().unwrap().len(), 1, "{reply}");
-    // Uninstalled: every repository of the installation is forgotten.
+    // Uninstalled: every repository of the installation is forgotten (and
+    // GitHub no longer has it).
+    hub.lock().installations.clear();
     let (status, reply) = deliver(
         "installation",
         json!({"action": "deleted", "installation": {"id": 7}, "repositories": []}),

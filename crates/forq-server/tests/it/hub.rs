@@ -149,15 +149,18 @@ impl Hub {
                         status,
                         body,
                     });
+                    // A job's log is plain text, as GitHub serves it.
+                    let (kind, text) = match reply {
+                        Value::String(log) if status == 200 => ("text/plain; charset=utf-8", log),
+                        reply => ("application/json", reply.to_string()),
+                    };
                     let mut response = axum::response::Response::builder()
                         .status(status)
-                        .header("content-type", "application/json");
+                        .header("content-type", kind);
                     for (k, v) in headers {
                         response = response.header(k, v);
                     }
-                    response
-                        .body(axum::body::Body::from(reply.to_string()))
-                        .unwrap()
+                    response.body(axum::body::Body::from(text)).unwrap()
                 }
             },
         );
@@ -424,6 +427,15 @@ impl State {
                     ),
                     None => not_found(),
                 }
+            }
+            ("GET", ["pulls"]) => {
+                let items: Vec<Value> = self
+                    .pulls
+                    .iter()
+                    .filter(|((r, _), _)| r == repo)
+                    .map(|(_, v)| v.clone())
+                    .collect();
+                self.page(base, uri, items)
             }
             ("GET", ["pulls", n]) => match self.pulls.get(&key(n)) {
                 Some(v) => (200, vec![], v.clone()),

@@ -19,6 +19,7 @@ mod github;
 mod github_app;
 mod hub;
 mod preview;
+mod pulls;
 mod runs;
 mod webhooks;
 

@@ -1,0 +1,359 @@
+//! Pull requests as work items, end to end on loopback: a pull request
+//! from a fork whose check fails is fixed from its head; the fix goes onto
+//! its branch when its author lets maintainers push there, else it is
+//! proposed as a pull request against that branch; the pull request hears
+//! of it.
+
+use super::hub::{app_keys, Hub};
+use super::webhooks::sign;
+use super::*;
+use forq_app::git::git;
+use forq_app::github::{AppKey, Github};
+
+/// A unittest job log as GitHub Actions keeps it: each line stamped.
+const UNITTEST_LOG: &str = "2026-12-06T10:00:00.1000000Z ##[group]Run python -m unittest -v\n\
+2026-12-06T10:00:01.2000000Z test_add (tests.test_calc.CalcTest.test_add) ... FAIL\n\
+2026-12-06T10:00:01.2100000Z test_mul (tests.test_calc.CalcTest.test_mul) ... ok\n\
+2026-12-06T10:00:01.3000000Z \n\
+2026-12-06T10:00:01.3100000Z ======================================================================\n\
+2026-12-06T10:00:01.3200000Z FAIL: test_add (tests.test_calc.CalcTest.test_add)\n\
+2026-12-06T10:00:01.3300000Z ----------------------------------------------------------------------\n\
+2026-12-06T10:00:01.3400000Z AssertionError: -1 != 5\n\
+2026-12-06T10:00:01.3500000Z \n\
+2026-12-06T10:00:01.3600000Z Ran 2 tests in 0.001s\n\
+2026-12-06T10:00:01.3700000Z \n\
+2026-12-06T10:00:01.3800000Z FAILED (failures=1)\n";
+
+/// A pytest job log as GitHub Actions keeps it: each line stamped.
+const LOG: &str = "2026-12-06T10:00:00.1000000Z ##[group]Run python -m pytest\n\
+2026-12-06T10:00:01.2000000Z ============================= test session starts ==============================\n\
+2026-12-06T10:00:01.3000000Z tests/test_calc.py F.                                                      [100%]\n\
+2026-12-06T10:00:01.4000000Z =========================== short test summary info ============================\n\
+2026-12-06T10:00:01.5000000Z FAILED tests/test_calc.py::test_add - assert -1 == 5\n\
+2026-12-06T10:00:01.6000000Z ========================= 1 failed, 1 passed in 0.03s ==========================\n\
+2026-12-06T10:00:01.7000000Z ##[error]Process completed with exit code 1.\n";
+
+fn pull(number: u64, head_ref: &str, sha: &str, fork: &str, edits: bool) -> Value {
+    json!({"number": number, "title": format!("feature {number}"), "body": "adds things",
+        "html_url": format!("https://github.com/o/r/pull/{number}"), "state": "open",
+        "user": {"login": "alice"}, "author_association": "CONTRIBUTOR",
+        "head": {"ref": head_ref, "sha": sha, "repo": {"full_name": "f/r", "clone_url": fork}},
+        "base": {"ref": "main", "sha": sha, "repo": {"full_name": "o/r", "clone_url": "unused"}},
+        "maintainer_can_modify": edits, "labels": []})
+}
+
+async fn deliver(hook: &str, event: &str, body: Value) -> (u16, Value) {
+    let body = body.to_string();
+    let reply = reqwest::Client::new()
+        .post(hook)
+        .header("x-github-event", event)
+        .header("x-github-delivery", format!("d-{}", body.len()))
+        .header("x-hub-signature-256", sign("hook-secret", body.as_bytes()))
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    let status = reply.status().as_u16();
+    (status, reply.json().await.unwrap())
+}
+
+/// Waits for run `id` to end.
+async fn ended(store: &Store, id: &str) -> forq_app::store::Run {
+    for _ in 0..1200 {
+        let run = store.get(id).unwrap();
+        if run.state.is_terminal() {
+            return run;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("run {id} never ended");
+}
+
+fn notes(store: &Store, id: &str) -> Vec<String> {
+    store
+        .events(id, 0)
+        .unwrap()
+        .iter()
+        .filter_map(|e| e.data["text"].as_str().map(str::to_owned))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pull_request_from_a_fork_with_a_failing_check_is_fixed_from_its_head() {
+    let dir = tempfile::tempdir().unwrap();
+    // The fork's two branches (the same bug, two commits), and the base
+    // repository with GitHub's refs/pull/N/head of each.
+    let work = calc(dir.path());
+    git(&work, &["init", "-q", "-b", "feature"]).await.unwrap();
+    git(&work, &["add", "-A"]).await.unwrap();
+    git(&work, &["commit", "-q", "-m", "feature"])
+        .await
+        .unwrap();
+    let a = git(&work, &["rev-parse", "HEAD"]).await.unwrap();
+    std::fs::write(work.join("NOTES.md"), "notes\n").unwrap();
+    git(&work, &["add", "-A"]).await.unwrap();
+    git(&work, &["commit", "-q", "-m", "notes"]).await.unwrap();
+    let b = git(&work, &["rev-parse", "HEAD"]).await.unwrap();
+    let (base, fork) = (dir.path().join("o-r.git"), dir.path().join("f-r.git"));
+    for bare in [&base, &fork] {
+        git(
+            dir.path(),
+            &["init", "-q", "--bare", bare.to_str().unwrap()],
+        )
+        .await
+        .unwrap();
+    }
+    let push = |to: &std::path::Path, spec: String| {
+        let (work, to) = (work.clone(), to.to_owned());
+        async move {
+            git(&work, &["push", "-q", to.to_str().unwrap(), &spec])
+                .await
+                .unwrap();
+        }
+    };
+    push(&base, format!("{a}:refs/heads/main")).await;
+    push(&base, format!("{a}:refs/pull/9/head")).await;
+    push(&base, format!("{b}:refs/pull/10/head")).await;
+    push(&fork, format!("{a}:refs/heads/feature")).await;
+    push(&fork, format!("{b}:refs/heads/other")).await;
+    let fork_url = format!("file://{}", fork.display());
+    let base_url = format!("file://{}", base.display());
+
+    let keys = app_keys().await;
+    let hub = Hub::start(42, &keys.public_pem, &[(7, &["o/r", "f/r"])]).await;
+    {
+        let mut h = hub.lock();
+        h.pulls.insert(
+            ("o/r".to_owned(), 9),
+            pull(9, "feature", &a, &fork_url, true),
+        );
+        h.pulls.insert(
+            ("o/r".to_owned(), 10),
+            pull(10, "other", &b, &fork_url, false),
+        );
+        for (n, sha) in [(9, &a), (10, &b)] {
+            h.issues.insert(
+                ("o/r".to_owned(), n),
+                json!({"number": n, "title": format!("feature {n}"), "body": "",
+                    "html_url": format!("https://github.com/o/r/pull/{n}"), "state": "open",
+                    "labels": [], "user": {"login": "alice"}, "pull_request": {}}),
+            );
+            h.check_runs.insert(
+                ("o/r".to_owned(), sha.clone()),
+                vec![
+                    json!({"id": 70 + n, "name": "tests (3.11)", "status": "completed",
+                    "conclusion": "failure", "app": {"slug": "github-actions"},
+                    "output": {"title": "1 failed", "summary": ""},
+                    "html_url": format!("https://github.com/o/r/runs/{}", 70 + n)}),
+                ],
+            );
+            h.statuses.insert(
+                ("o/r".to_owned(), sha.clone()),
+                vec![json!({"context": "ci/lint", "state": "success"}),
+                    json!({"context": "ci/coverage", "state": "failure", "description": "coverage fell"})],
+            );
+            // #9's job ran pytest, whose ids are not this machine's
+            // runner's; #10's ran unittest, as this machine does.
+            let log = if n == 9 { LOG } else { UNITTEST_LOG };
+            h.logs.insert(("o/r".to_owned(), 70 + n), log.to_owned());
+        }
+        h.files.insert(
+            ("o/r".to_owned(), "forq.yml".to_owned()),
+            "pull_requests:\n  on: [checks_failed]\n".to_owned(),
+        );
+    }
+    let Some((store, pipeline)) = pipeline_in(dir.path()).await else {
+        return;
+    };
+    let github = Github::app(&hub.url, AppKey::from_file(42, &keys.file).unwrap());
+    let control = Control::new(store.clone())
+        .actions(forq_server::Actions::new(pipeline.github(github.clone())))
+        .github(github)
+        .webhook_secret("hook-secret")
+        .webhook_authors(["OWNER", "MEMBER", "COLLABORATOR", "CONTRIBUTOR"]);
+    let (addr, task) = spawn(control, loopback()).await;
+    let hook = format!("http://{addr}/webhooks/github");
+    let url = format!("http://{addr}");
+    let repository = json!({"full_name": "o/r", "clone_url": base_url, "default_branch": "main"});
+
+    // 1. The check suite on #9's head failed. GitHub names no pull request
+    //    in a suite from a fork: forq finds it by its head.
+    let (status, reply) = deliver(
+        &hook,
+        "check_suite",
+        json!({"action": "completed", "repository": repository, "installation": {"id": 7},
+            "check_suite": {"conclusion": "failure", "head_sha": a, "pull_requests": []}}),
+    )
+    .await;
+    assert_eq!(status, 202, "{reply}");
+    let id = reply["runs"][0]["id"].as_str().unwrap().to_owned();
+    let queued = store.get(&id).unwrap();
+    let record = queued.issue.pull.clone().unwrap();
+    assert_eq!(
+        (
+            record.head_sha.as_str(),
+            record.head_ref.as_str(),
+            record.targets_from.as_str()
+        ),
+        (a.as_str(), "feature", "checks")
+    );
+    assert_eq!(queued.issue.targets, ["tests/test_calc.py::test_add"]);
+    assert_eq!(
+        record.failed_checks,
+        [
+            "tests (3.11) (failure): 1 failed",
+            "ci/coverage (failure): coverage fell"
+        ]
+    );
+    let run = ended(&store, &id).await;
+    assert_eq!(
+        run.state,
+        State::PatchReady,
+        "{}: {:?}",
+        run.reason,
+        notes(&store, &id)
+    );
+    let said = notes(&store, &id);
+    assert!(
+        said.iter()
+            .any(|n| n.starts_with("pull request #9: target ")),
+        "the run says where its target came from: {said:?}"
+    );
+    let seeded = store.checkpointed(&id, "seeded").unwrap().unwrap();
+    assert_eq!(
+        (&seeded["head"], &seeded["base"]),
+        (&json!(a), &json!("feature"))
+    );
+    // A person pushes: onto the pull request's own branch, over its head.
+    let client = reqwest::Client::new();
+    let pushed: Value = client
+        .post(format!("{url}/api/runs/{id}/push"))
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        (&pushed["remote"], &pushed["branch"]),
+        (&json!("pr-head"), &json!("feature")),
+        "{pushed}"
+    );
+    let on_fork = git(
+        &work,
+        &["ls-remote", fork.to_str().unwrap(), "refs/heads/feature"],
+    )
+    .await
+    .unwrap();
+    assert!(
+        on_fork.starts_with(pushed["commit"].as_str().unwrap()),
+        "{on_fork}"
+    );
+    let parent = git(
+        &base,
+        &[
+            "--git-dir",
+            fork.to_str().unwrap(),
+            "rev-parse",
+            &format!("{}^", pushed["commit"].as_str().unwrap()),
+        ],
+    )
+    .await
+    .unwrap();
+    assert_eq!(parent, a, "the fix sits on the pull request's head");
+    let told = hub
+        .lock()
+        .comments
+        .get(&("o/r".to_owned(), 9))
+        .cloned()
+        .unwrap();
+    assert_eq!(told.len(), 1);
+    let text = told[0]["body"].as_str().unwrap();
+    assert!(
+        text.contains("onto this pull request's branch `feature`"),
+        "{text}"
+    );
+    assert_eq!(store.get(&id).unwrap().state, State::PrOpened);
+
+    // 2. #10 does not let maintainers push: asked for by a comment, its
+    //    fix is proposed against its branch.
+    let (status, reply) = deliver(
+        &hook,
+        "issue_comment",
+        json!({"action": "created", "repository": repository, "installation": {"id": 7},
+            "issue": {"number": 10, "author_association": "CONTRIBUTOR", "pull_request": {"url": "x"}},
+            "comment": {"id": 5, "body": "/forq fix", "author_association": "OWNER"}}),
+    )
+    .await;
+    assert_eq!(status, 202, "{reply}");
+    let id = reply["runs"][0]["id"].as_str().unwrap().to_owned();
+    let run = ended(&store, &id).await;
+    assert_eq!(
+        run.state,
+        State::PatchReady,
+        "{}: {:?}",
+        run.reason,
+        notes(&store, &id)
+    );
+    let pushed: Value = client
+        .post(format!("{url}/api/runs/{id}/push"))
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let branch = run.branch.clone().unwrap();
+    assert_eq!(
+        (&pushed["remote"], &pushed["branch"]),
+        (&json!("origin"), &json!(branch)),
+        "{pushed}"
+    );
+    let opened = hub.lock().opened.clone();
+    assert_eq!(opened.len(), 1, "{opened:?}");
+    assert_eq!(
+        opened[0]["repo"], "f/r",
+        "proposed on the fork, against its branch"
+    );
+    assert_eq!(opened[0]["pull"]["base"], "other");
+    assert_eq!(opened[0]["pull"]["head"], json!(format!("o:{branch}")));
+    let on_base = git(
+        &work,
+        &[
+            "ls-remote",
+            base.to_str().unwrap(),
+            &format!("refs/heads/{branch}"),
+        ],
+    )
+    .await
+    .unwrap();
+    assert!(
+        on_base.starts_with(pushed["commit"].as_str().unwrap()),
+        "{on_base}"
+    );
+    let told = hub
+        .lock()
+        .comments
+        .get(&("o/r".to_owned(), 10))
+        .cloned()
+        .unwrap();
+    assert_eq!(told.len(), 1);
+    assert!(
+        told[0]["body"]
+            .as_str()
+            .unwrap()
+            .contains("against this pull request's branch `other`"),
+        "{told:?}"
+    );
+    // The fork's branch is untouched.
+    let other = git(
+        &work,
+        &["ls-remote", fork.to_str().unwrap(), "refs/heads/other"],
+    )
+    .await
+    .unwrap();
+    assert!(other.starts_with(&b), "{other}");
+    task.abort();
+}
