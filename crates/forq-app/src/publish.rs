@@ -243,7 +243,13 @@ async fn push_to_pull(
         .and_then(|p| p["commit"].as_str().map(str::to_owned))
         .or_else(|| onto_head.then(|| pull.head_sha.clone()));
     let commit = git::git(ws, &["rev-parse", &format!("refs/heads/{branch}")]).await?;
-    let credential = push_credential(github, ws, remote).await?;
+    // A maintainer pushes to a fork's branch with the base repository's
+    // rights (the author allowed edits): the base's installation token.
+    let url = git::git(ws, &["remote", "get-url", remote]).await?;
+    let credential = match url.starts_with("https://") {
+        true => github.push_token(&pull.repo).await?,
+        false => None,
+    };
     git::push(
         ws,
         &git::PushSpec {
@@ -292,7 +298,7 @@ async fn push_to_pull(
             if lines == 1 { "" } else { "s" },
             run.id
         );
-        let pr = github
+        let opened = github
             .open_pull(
                 &pull.head_repo,
                 &format!("Fix the failing checks of {}#{}", pull.repo, pull.number),
@@ -300,17 +306,36 @@ async fn push_to_pull(
                 &pull.head_ref,
                 &body,
             )
-            .await?;
-        store.transition(&run.id, State::PrOpened, &pr.html_url)?;
-        let text = format!(
-            "forq proposes {} against this pull request's branch `{}` (its author does not let maintainers push to it): its failing tests pass there ({lines} line{} changed, run `{}`).",
-            pr.html_url,
-            pull.head_ref,
-            if lines == 1 { "" } else { "s" },
-            run.id
-        );
-        out.pull_request = Some(pr);
-        text
+            .await;
+        let plural = if lines == 1 { "" } else { "s" };
+        match opened {
+            Ok(pr) => {
+                store.transition(&run.id, State::PrOpened, &pr.html_url)?;
+                let text = format!(
+                    "forq proposes {} against this pull request's branch `{}` (its author does not let maintainers push to it): its failing tests pass there ({lines} line{plural} changed, run `{}`).",
+                    pr.html_url, pull.head_ref, run.id
+                );
+                out.pull_request = Some(pr);
+                text
+            }
+            // The fork is not forq's to open pull requests on (an App not
+            // installed there, a token without access): the branch is in
+            // the base repository, and the author is told how to take it.
+            Err(
+                e @ (GithubError::NotInstalled { .. }
+                | GithubError::Status {
+                    status: 403 | 404 | 422,
+                    ..
+                }),
+            ) => {
+                tracing::info!(error = %e, "no pull request on the fork: telling the author where the fix is");
+                format!(
+                    "forq has a fix for this pull request's failing tests ({lines} line{plural} changed, run `{}`) on branch `{branch}` of {}; its author does not let maintainers push to `{}`, and forq cannot open a pull request on {}. To take it: `git pull {} {branch}` on `{}`.",
+                    run.id, pull.repo, pull.head_ref, pull.head_repo, run.repo, pull.head_ref
+                )
+            }
+            Err(e) => return Err(e.into()),
+        }
     };
     match crate::answer::say_once(
         store,

@@ -94,6 +94,9 @@ async fn a_pull_request_from_a_fork_with_a_failing_check_is_fixed_from_its_head(
     git(&work, &["add", "-A"]).await.unwrap();
     git(&work, &["commit", "-q", "-m", "notes"]).await.unwrap();
     let b = git(&work, &["rev-parse", "HEAD"]).await.unwrap();
+    std::fs::write(work.join("NOTES.md"), "more notes\n").unwrap();
+    git(&work, &["commit", "-qam", "more"]).await.unwrap();
+    let c = git(&work, &["rev-parse", "HEAD"]).await.unwrap();
     let (base, fork) = (dir.path().join("o-r.git"), dir.path().join("f-r.git"));
     for bare in [&base, &fork] {
         git(
@@ -114,6 +117,8 @@ async fn a_pull_request_from_a_fork_with_a_failing_check_is_fixed_from_its_head(
     push(&base, format!("{a}:refs/heads/main")).await;
     push(&base, format!("{a}:refs/pull/9/head")).await;
     push(&base, format!("{b}:refs/pull/10/head")).await;
+    push(&base, format!("{c}:refs/pull/11/head")).await;
+    push(&fork, format!("{c}:refs/heads/third")).await;
     push(&fork, format!("{a}:refs/heads/feature")).await;
     push(&fork, format!("{b}:refs/heads/other")).await;
     let fork_url = format!("file://{}", fork.display());
@@ -131,7 +136,11 @@ async fn a_pull_request_from_a_fork_with_a_failing_check_is_fixed_from_its_head(
             ("o/r".to_owned(), 10),
             pull(10, "other", &b, &fork_url, false),
         );
-        for (n, sha) in [(9, &a), (10, &b)] {
+        h.pulls.insert(
+            ("o/r".to_owned(), 11),
+            pull(11, "third", &c, &fork_url, false),
+        );
+        for (n, sha) in [(9, &a), (10, &b), (11, &c)] {
             h.issues.insert(
                 ("o/r".to_owned(), n),
                 json!({"number": n, "title": format!("feature {n}"), "body": "",
@@ -355,5 +364,51 @@ async fn a_pull_request_from_a_fork_with_a_failing_check_is_fixed_from_its_head(
     .await
     .unwrap();
     assert!(other.starts_with(&b), "{other}");
+    // 3. Nor does #11, and the App is not installed on the fork: the fix
+    //    waits on a branch of the base repository, and the author is told
+    //    how to take it.
+    hub.lock().installations.insert(7, vec!["o/r".to_owned()]);
+    let (status, reply) = deliver(
+        &hook,
+        "issue_comment",
+        json!({"action": "created", "repository": repository, "installation": {"id": 7},
+            "issue": {"number": 11, "author_association": "CONTRIBUTOR", "pull_request": {"url": "x"}},
+            "comment": {"id": 6, "body": "/forq fix", "author_association": "OWNER"}}),
+    )
+    .await;
+    assert_eq!(status, 202, "{reply}");
+    let id = reply["runs"][0]["id"].as_str().unwrap().to_owned();
+    let run = ended(&store, &id).await;
+    assert_eq!(
+        run.state,
+        State::PatchReady,
+        "{}: {:?}",
+        run.reason,
+        notes(&store, &id)
+    );
+    let reply = client
+        .post(format!("{url}/api/runs/{id}/push"))
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(reply.status().as_u16(), 200);
+    let branch = run.branch.clone().unwrap();
+    assert_eq!(
+        hub.lock().opened.len(),
+        1,
+        "no pull request on a fork forq may not touch"
+    );
+    let told = hub
+        .lock()
+        .comments
+        .get(&("o/r".to_owned(), 11))
+        .cloned()
+        .unwrap();
+    let text = told[0]["body"].as_str().unwrap();
+    assert!(
+        text.contains(&format!("git pull {base_url} {branch}")) && text.contains("on `third`"),
+        "{text}"
+    );
     task.abort();
 }
