@@ -144,7 +144,10 @@ async fn a_declined_issue_is_answered_once_across_redeliveries_restarts_and_stor
     // The same delivery again: nothing.
     let reply = ask(&hook, 1).await;
     assert_eq!(reply["done"], "nothing: delivered before", "{reply}");
-    // A new trigger runs triage again, and says nothing again.
+    // A new trigger runs triage again, and says nothing again; the
+    // installation's token expired in between, and is bought again.
+    let bought = hub.calls("POST", "/access_tokens").len();
+    hub.revoke_tokens();
     let reply = ask(&hook, 2).await;
     assert_eq!(reply["runs"].as_array().map(Vec::len), Some(1), "{reply}");
     let notes = settled(&store).await;
@@ -155,6 +158,7 @@ async fn a_declined_issue_is_answered_once_across_redeliveries_restarts_and_stor
         "{notes:?}"
     );
     assert_eq!(comments().len(), 1);
+    assert_eq!(hub.calls("POST", "/access_tokens").len(), bought + 1);
     // A restarted server on the same store.
     task.abort();
     drop(store);

@@ -125,3 +125,113 @@ async fn a_github_repositorys_forq_yml_is_read_before_triage() {
     );
     assert_eq!(server.received()[1].path, "/repos/o/r/contents/forq.yml");
 }
+
+#[tokio::test]
+async fn a_runs_issue_is_commented_on_labelled_and_closed_from_the_command_line() {
+    let server = Server::start(vec![Reply::ok(json!({"number": 7, "title": "bug 7",
+        "body": "it breaks", "html_url": "https://github.com/o/r/issues/7", "state": "open",
+        "labels": [], "user": {"login": "alice"}}))])
+    .await;
+    let tmp = tempfile::tempdir().unwrap();
+    let state = tmp.path().join("state");
+    let env = [
+        ("GITHUB_API_URL", server.url.as_str()),
+        ("GITHUB_TOKEN", "ghp_x"),
+    ];
+    let out = forq_env(
+        &[
+            "queue",
+            "--repo",
+            "https://github.com/o/r/issues/7",
+            "--enqueue",
+            "--state",
+            state.to_str().unwrap(),
+            "--json",
+        ],
+        &env,
+    )
+    .await;
+    check_exit(&out, 0);
+    let id = json_of(&out)[0]["id"].as_str().unwrap().to_owned();
+    let github = Server::start(vec![
+        Reply::ok(json!({"html_url": "https://github.com/o/r/issues/7#issuecomment-1"})),
+        Reply::ok(json!([{"name": "needs-repro"}])),
+        Reply::ok(json!({"html_url": "https://github.com/o/r/issues/7#issuecomment-2"})),
+        Reply::ok(json!({"number": 7, "state": "closed"})),
+    ])
+    .await;
+    let env = [
+        ("GITHUB_API_URL", github.url.as_str()),
+        ("GITHUB_TOKEN", "ghp_x"),
+    ];
+    let state = state.to_str().unwrap();
+    let out = forq_env(&["runs", "--state", state, "comment", &id, "Thanks!"], &env).await;
+    check_exit(&out, 0);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "commented on o/r#7: https://github.com/o/r/issues/7#issuecomment-1"
+    );
+    let out = forq_env(
+        &["runs", "--state", state, "label", &id, "needs-repro"],
+        &env,
+    )
+    .await;
+    check_exit(&out, 0);
+    let out = forq_env(
+        &[
+            "runs",
+            "--state",
+            state,
+            "close",
+            &id,
+            "--comment",
+            "Works as documented.",
+        ],
+        &env,
+    )
+    .await;
+    check_exit(&out, 0);
+    let got = github.received();
+    let calls: Vec<(&str, &str)> = got
+        .iter()
+        .map(|r| (r.method.as_str(), r.path.as_str()))
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            ("POST", "/repos/o/r/issues/7/comments"),
+            ("POST", "/repos/o/r/issues/7/labels"),
+            ("POST", "/repos/o/r/issues/7/comments"),
+            ("PATCH", "/repos/o/r/issues/7"),
+        ]
+    );
+    assert_eq!(got[0].body["body"], "Thanks!");
+    assert_eq!(got[1].body["labels"], json!(["needs-repro"]));
+    assert_eq!(got[3].body["state"], "closed");
+    assert_eq!(got[0].header("authorization"), Some("Bearer ghp_x"));
+    // A run whose issue is no GitHub issue has nothing to comment on.
+    let out = forq_env(
+        &[
+            "queue",
+            "--text",
+            "# add() subtracts",
+            "--repo",
+            "examples/calc",
+            "--enqueue",
+            "--state",
+            state,
+            "--json",
+        ],
+        &env,
+    )
+    .await;
+    check_exit(&out, 0);
+    let text_run = json_of(&out)[0]["id"].as_str().unwrap().to_owned();
+    let out = forq_env(&["runs", "--state", state, "comment", &text_run, "x"], &env).await;
+    check_exit(&out, 65);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("is not on GitHub"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
