@@ -16,6 +16,7 @@ pub mod review;
 pub mod seed;
 pub mod source;
 pub mod store;
+pub mod trusted;
 pub mod worker;
 
 pub use forq_events::Observer;

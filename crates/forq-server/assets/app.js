@@ -302,6 +302,56 @@ function stat(value, label) {
   return h('div', { class: 'stat' }, h('b', {}, value), h('span', {}, label));
 }
 
+// ---- a GitHub repository's trusted contributors ---------------------------
+
+// Whether `repo` names a GitHub repository (OWNER/REPO or its URL).
+function onGithub(repo) {
+  return /^[\w.-]+\/[\w.-]+$/.test(repo) || /github\.com[/:][\w.-]+\/[\w.-]+/.test(repo);
+}
+
+// forq.yml's funding.trusted, changed by a pull request a person merges.
+function trustedPanel(repo) {
+  const panel = h('section', { class: 'panel', id: 'trusted' });
+  let list = [];
+  const removing = new Set();
+  let message = null;
+  async function load() {
+    try { ({ body: { trusted: list } } = await api(`/api/trusted?repo=${encodeURIComponent(repo)}`)); } catch (e) {
+      panel.replaceChildren(h('h2', {}, 'Trusted contributors'), h('p', { class: 'note' }, e.message)); return;
+    }
+    draw();
+  }
+  function draw() {
+    const input = h('input', { id: 'trust-add', type: 'text', placeholder: 'logins to trust, comma-separated',
+      'aria-label': 'logins to trust' });
+    const go = h('button', { class: 'primary', id: 'trust-propose', onclick: async () => {
+      const add = input.value.split(/[\s,]+/).filter(Boolean);
+      go.disabled = true;
+      try {
+        const { body } = await post('/api/trusted', { repo, add, remove: [...removing] });
+        message = h('span', {}, 'Proposed in ',
+          h('a', { id: 'trust-pr', href: body.pull_request.html_url, target: '_blank', rel: 'noopener' }, body.pull_request.html_url),
+          `: once merged, ${body.after.length ? body.after.join(', ') : 'nobody'} will be trusted.`);
+        removing.clear();
+      } catch (e) { message = e.message; }
+      draw();
+    } }, 'Propose');
+    panel.replaceChildren(
+      h('div', { class: 'spread' }, h('h2', {}, 'Trusted contributors'),
+        h('span', { class: 'muted small' }, 'forq.yml funding.trusted')),
+      h('p', { class: 'note' }, 'Their issues run on your model key when runs are contributor-funded. A change is a pull request to forq.yml: nothing changes until a person merges it.'),
+      h('ul', { class: 'trusted' }, list.length ? list.map((login) => h('li', { 'data-login': login, class: removing.has(login) ? 'removing' : '' },
+        h('span', { class: 'mono' }, login),
+        h('button', { class: 'small', 'aria-label': `stop trusting ${login}`,
+          onclick: () => { removing.has(login) ? removing.delete(login) : removing.add(login); draw(); } },
+        removing.has(login) ? 'keep' : 'remove'))) : h('li', { class: 'muted' }, 'nobody yet')),
+      h('div', { class: 'toolbar' }, input, go),
+      ...(message ? [h('p', { class: 'note', id: 'trust-message' }, message)] : []));
+  }
+  load();
+  return panel;
+}
+
 // ---- a repository's issue queue -------------------------------------------
 
 function repoView(repo) {
@@ -309,6 +359,8 @@ function repoView(repo) {
   const picked = new Set();
   let message = '';
   const refresh = debounce(load, 150);
+  // Made once: a redraw of the queue keeps it as it is.
+  const trust = onGithub(repo) ? trustedPanel(repo) : null;
   async function load() {
     try { ({ body: data } = await api(`/api/issues?repo=${encodeURIComponent(repo)}`)); } catch (e) {
       view.replaceChildren(h('p', { class: 'error' }, e.message)); return;
@@ -367,7 +419,8 @@ function repoView(repo) {
       ...data.problems.map((p) => h('p', { class: 'error' }, p)),
       h('section', { class: 'panel flush' },
         h('div', { class: 'toolbar' }, h('span', { class: 'grow note' }, message || `${picked.size} selected`), action, go),
-        rows.length ? table : h('div', { class: 'empty' }, 'No issues: give forq serve a --source for this repository.')));
+        rows.length ? table : h('div', { class: 'empty' }, 'No issues: give forq serve a --source for this repository.')),
+      ...(trust ? [trust] : []));
   }
   load();
   return {

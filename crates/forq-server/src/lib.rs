@@ -13,6 +13,7 @@ mod publish;
 mod repos;
 mod runs;
 mod streams;
+mod trusted;
 mod webhook;
 
 pub use openapi::openapi_document;
@@ -392,6 +393,7 @@ fn router(app: App) -> Router {
         .route("/api/goldens", get(goldens))
         .route("/api/workers", get(fleet::workers))
         .route("/api/repos", get(repos::list))
+        .route("/api/trusted", get(trusted::list).post(trusted::change))
         .route("/api/runs/{id}/preview", post(previews::start))
         .route("/api/runs/{id}/push", post(publish::push))
         .route("/api/runs/{id}/comment", post(publish::comment))

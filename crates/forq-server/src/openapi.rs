@@ -57,6 +57,15 @@ pub fn openapi_document() -> Value {
                 "responses": json_ok("{now_ms, workers, live}")}},
             "/api/repos": {"get": {"summary": "Every repository a run was made on or a configured source names: its runs counted by state, its open issues, its cost, its golden (ready, broken with reason, syncing)",
                 "responses": json_ok("{repos, problems}")}},
+            "/api/trusted": {
+                "get": {"summary": "The contributors a GitHub repository's forq.yml trusts (funding.trusted), read from its default branch",
+                    "parameters": [{"name": "repo", "in": "query", "required": true, "schema": {"type": "string"}}],
+                    "responses": json_ok("{repo, trusted}")},
+                "post": {"summary": "Propose a change of funding.trusted: a branch and a pull request to the repository's forq.yml, which a person merges; the file is edited only where the list is",
+                    "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object",
+                        "properties": {"repo": {"type": "string"}, "add": {"type": "array", "items": {"type": "string"}}, "remove": {"type": "array", "items": {"type": "string"}}},
+                        "required": ["repo"]}}}},
+                    "responses": {"201": {"description": "{before, after, branch, pull_request}"}, "400": {"description": "not a login, or nothing to change"}, "422": {"description": "forq.yml does not parse, or cannot be edited safely"}}}},
             "/api/issues": {"get": {"summary": "A repository's issues from the configured sources, then those only its runs know, each with its latest run",
                 "parameters": [{"name": "repo", "in": "query", "required": true, "schema": {"type": "string"}}],
                 "responses": json_ok("{repo, name, issues: [{issue, run, queueable}], problems}")}}

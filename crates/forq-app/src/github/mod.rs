@@ -657,6 +657,16 @@ impl Github {
     /// The text of `path` on `repo`'s default branch; `None` when there is
     /// no such file.
     pub async fn file(&self, repo: &str, path: &str) -> Result<Option<String>, GithubError> {
+        Ok(self.file_blob(repo, path).await?.map(|(text, _)| text))
+    }
+
+    /// The text of `path` on `repo`'s default branch and its blob's sha
+    /// (what an update of it names); `None` when there is no such file.
+    pub async fn file_blob(
+        &self,
+        repo: &str,
+        path: &str,
+    ) -> Result<Option<(String, String)>, GithubError> {
         use base64::Engine as _;
         let url = format!("{}/repos/{repo}/contents/{path}", self.api);
         let json = match self.send(Some(repo), Method::GET, &url, None).await {
@@ -680,9 +690,62 @@ impl Github {
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(packed)
             .map_err(|e| shape(&format!("its content is not base64: {e}")))?;
-        String::from_utf8(bytes)
-            .map(Some)
-            .map_err(|_| shape("its content is not UTF-8 text"))
+        let text = String::from_utf8(bytes).map_err(|_| shape("its content is not UTF-8 text"))?;
+        let sha = json["sha"].as_str().unwrap_or_default().to_owned();
+        Ok(Some((text, sha)))
+    }
+
+    /// Makes branch `name` of `repo` at commit `sha`.
+    pub async fn create_branch(
+        &self,
+        repo: &str,
+        name: &str,
+        sha: &str,
+    ) -> Result<(), GithubError> {
+        let url = format!("{}/repos/{repo}/git/refs", self.api);
+        let body = serde_json::json!({"ref": format!("refs/heads/{name}"), "sha": sha});
+        self.send(Some(repo), Method::POST, &url, Some(&body))
+            .await
+            .map(drop)
+    }
+
+    /// The commit branch `name` of `repo` is at.
+    pub async fn branch_head(&self, repo: &str, name: &str) -> Result<String, GithubError> {
+        let url = format!("{}/repos/{repo}/git/ref/heads/{name}", self.api);
+        let (_, json) = self.send(Some(repo), Method::GET, &url, None).await?;
+        json["object"]["sha"]
+            .as_str()
+            .map(str::to_owned)
+            .ok_or(GithubError::Shape {
+                url,
+                message: "no object.sha".to_owned(),
+            })
+    }
+
+    /// Writes `text` to `path` on branch `branch` of `repo` as one commit
+    /// (`blob`: the sha of the file it replaces, `None` for a new file).
+    pub async fn put_file(
+        &self,
+        repo: &str,
+        path: &str,
+        branch: &str,
+        text: &str,
+        blob: Option<&str>,
+        message: &str,
+    ) -> Result<(), GithubError> {
+        use base64::Engine as _;
+        let url = format!("{}/repos/{repo}/contents/{path}", self.api);
+        let mut body = serde_json::json!({
+            "message": message,
+            "content": base64::engine::general_purpose::STANDARD.encode(text),
+            "branch": branch,
+        });
+        if let Some(sha) = blob {
+            body["sha"] = serde_json::json!(sha);
+        }
+        self.send(Some(repo), Method::PUT, &url, Some(&body))
+            .await
+            .map(drop)
     }
 
     /// The issue (or pull request) at `url` ([`issue_ref`]).

@@ -267,6 +267,79 @@ async fn the_dashboard_burns_down_a_queue_and_draws_the_search_live_in_chromium(
     assert!(shown.as_str().unwrap().contains("2 + 3 = 5"), "{shown}");
     workers_are_shown_with_their_load(&browser, &url, &store, &run_id).await;
     task.abort();
+    trusted_contributors_change_by_a_pull_request(&browser).await;
+}
+
+/// A GitHub repository's page lists the contributors its forq.yml trusts;
+/// removing one and adding another proposes a pull request to forq.yml.
+async fn trusted_contributors_change_by_a_pull_request(browser: &Browser) {
+    use super::hub::{app_keys, Hub};
+    let keys = app_keys().await;
+    let hub = Hub::start(42, &keys.public_pem, &[(7, &["o/r"])]).await;
+    hub.lock().files.insert(
+        ("o/r".to_owned(), "forq.yml".to_owned()),
+        "funding:\n  mode: contributor\n  trusted: [alice, carol]\n".to_owned(),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let store =
+        std::sync::Arc::new(forq_app::store::Store::open(&dir.path().join("forq.db")).unwrap());
+    let github = forq_app::github::Github::app(
+        &hub.url,
+        forq_app::github::AppKey::from_file(42, &keys.file).unwrap(),
+    );
+    let (addr, task) = super::spawn(Control::new(store).github(github), super::loopback()).await;
+    let repo = "https://github.com/o/r.git";
+    browser
+        .goto(&format!(
+            "http://{addr}/#/repo/{}",
+            repo.replace(':', "%3A").replace('/', "%2F")
+        ))
+        .await;
+    let shown = browser
+        .until(
+            "the trusted contributors",
+            "return [...document.querySelectorAll('#trusted li[data-login]')].map((li) => li.dataset.login).join(',') || null",
+            30,
+        )
+        .await;
+    assert_eq!(shown, json!("alice,carol"));
+    browser
+        .click("#trusted li[data-login=\"alice\"] button")
+        .await;
+    let struck = browser
+        .js("return document.querySelector('#trusted li[data-login=\"alice\"]').className")
+        .await;
+    assert_eq!(struck, json!("removing"));
+    browser
+        .js("document.getElementById('trust-add').value = 'bob, dave'; return true")
+        .await;
+    browser.click("#trust-propose").await;
+    let link = browser
+        .until(
+            "the pull request's link",
+            "const a = document.getElementById('trust-pr'); return a && a.href",
+            30,
+        )
+        .await;
+    let opened = hub.lock().opened.clone();
+    assert_eq!(opened.len(), 1, "{opened:?}");
+    assert_eq!(link, opened[0]["pull"]["html_url"]);
+    let written = hub.lock().puts[0]["text"].clone();
+    assert_eq!(
+        written,
+        json!("funding:\n  mode: contributor\n  trusted: [\"carol\", \"bob\", \"dave\"]\n")
+    );
+    let said = browser
+        .js("return document.getElementById('trust-message').innerText")
+        .await;
+    assert!(
+        said.as_str()
+            .unwrap()
+            .contains("carol, bob, dave will be trusted"),
+        "{said}"
+    );
+    browser.screenshot("trusted").await;
+    task.abort();
 }
 
 /// A worker sharing the store shows on the repositories page with what it

@@ -94,6 +94,10 @@ pub(crate) struct State {
     pub(crate) logs: BTreeMap<(String, u64), String>,
     /// Pull requests opened.
     pub(crate) opened: Vec<Value>,
+    /// Branches made, by repository and name: their commit.
+    pub(crate) refs: BTreeMap<(String, String), String>,
+    /// Files written: repository, path, branch, text, the blob replaced.
+    pub(crate) puts: Vec<Value>,
     /// Answer the next list request with a spent rate limit.
     pub(crate) limit_next_list: bool,
     /// Items per page of a list.
@@ -423,10 +427,37 @@ impl State {
                     Some(text) => (
                         200,
                         vec![],
-                        json!({"encoding": "base64", "content": base64::engine::general_purpose::STANDARD.encode(text)}),
+                        json!({"encoding": "base64", "sha": format!("blob-{}", text.len()),
+                            "content": base64::engine::general_purpose::STANDARD.encode(text)}),
                     ),
                     None => not_found(),
                 }
+            }
+            ("GET", ["git", "ref", "heads", name @ ..]) => (
+                200,
+                vec![],
+                json!({"object": {"sha": format!("head-of-{}", name.join("/"))}}),
+            ),
+            ("POST", ["git", "refs"]) => {
+                let name = body["ref"]
+                    .as_str()
+                    .unwrap()
+                    .trim_start_matches("refs/heads/")
+                    .to_owned();
+                self.refs.insert(
+                    (repo.to_owned(), name),
+                    body["sha"].as_str().unwrap().to_owned(),
+                );
+                (201, vec![], body.clone())
+            }
+            ("PUT", ["contents", file @ ..]) => {
+                use base64::Engine as _;
+                let text = base64::engine::general_purpose::STANDARD
+                    .decode(body["content"].as_str().unwrap())
+                    .unwrap();
+                self.puts.push(json!({"repo": repo, "path": file.join("/"), "branch": body["branch"],
+                    "text": String::from_utf8(text).unwrap(), "replaces": body["sha"], "message": body["message"]}));
+                (200, vec![], json!({"content": {}}))
             }
             ("GET", ["pulls"]) => {
                 let items: Vec<Value> = self

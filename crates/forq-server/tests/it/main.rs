@@ -21,6 +21,7 @@ mod hub;
 mod preview;
 mod pulls;
 mod runs;
+mod trusted;
 mod webhooks;
 
 struct Served {
