@@ -141,11 +141,10 @@ pub fn with_trusted(text: &str, logins: &[String]) -> Option<String> {
                 .unwrap_or_default()
                 .trim();
             // A block list's items follow the key, deeper or at its depth.
+            let item =
+                |i: usize| indent(lines[i]) >= child && lines[i].trim_start().starts_with("- ");
             let items_end = (k + 1..end)
-                .find(|&i| {
-                    !idle(lines[i])
-                        && !(indent(lines[i]) >= child && lines[i].trim_start().starts_with("- "))
-                })
+                .find(|&i| !idle(lines[i]) && !item(i))
                 .unwrap_or(end);
             let items: Vec<usize> = (k + 1..items_end)
                 .filter(|&i| lines[i].trim_start().starts_with("- "))
