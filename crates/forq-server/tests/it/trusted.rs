@@ -51,38 +51,39 @@ async fn trusted_contributors_change_through_a_pull_request_to_forq_yml() {
     );
     let branch = proposed["branch"].as_str().unwrap().to_owned();
     assert!(branch.starts_with("forq/trusted-"), "{branch}");
-    let h = hub.lock();
-    assert_eq!(
-        h.refs
-            .get(&("o/r".to_owned(), branch.clone()))
-            .map(String::as_str),
-        Some("head-of-main")
-    );
-    assert_eq!(h.puts.len(), 1);
-    assert_eq!(
-        h.puts[0]["text"],
-        "# who pays for runs\nfunding:\n  mode: contributor   # each brings a key\n  trusted: [\"bob\"]\ntest:\n  timeout_s: 60\n",
-        "only the list changed; comments and the rest stay"
-    );
-    assert_eq!(
-        (&h.puts[0]["branch"], &h.puts[0]["replaces"]),
-        (&json!(branch), &json!(format!("blob-{}", FORQ_YML.len())))
-    );
-    assert_eq!(h.opened.len(), 1);
-    assert_eq!(
-        (&h.opened[0]["pull"]["head"], &h.opened[0]["pull"]["base"]),
-        (&json!(branch), &json!("main"))
-    );
-    assert_eq!(
-        h.opened[0]["pull"]["title"],
-        "forq.yml: trust bob; stop trusting alice"
-    );
-    assert_eq!(
-        h.files[&("o/r".to_owned(), "forq.yml".to_owned())],
-        FORQ_YML,
-        "nothing changes until a person merges"
-    );
-    drop(h);
+    {
+        let h = hub.lock();
+        assert_eq!(
+            h.refs
+                .get(&("o/r".to_owned(), branch.clone()))
+                .map(String::as_str),
+            Some("head-of-main")
+        );
+        assert_eq!(h.puts.len(), 1);
+        assert_eq!(
+            h.puts[0]["text"],
+            "# who pays for runs\nfunding:\n  mode: contributor   # each brings a key\n  trusted: [\"bob\"]\ntest:\n  timeout_s: 60\n",
+            "only the list changed; comments and the rest stay"
+        );
+        assert_eq!(
+            (&h.puts[0]["branch"], &h.puts[0]["replaces"]),
+            (&json!(branch), &json!(format!("blob-{}", FORQ_YML.len())))
+        );
+        assert_eq!(h.opened.len(), 1);
+        assert_eq!(
+            (&h.opened[0]["pull"]["head"], &h.opened[0]["pull"]["base"]),
+            (&json!(branch), &json!("main"))
+        );
+        assert_eq!(
+            h.opened[0]["pull"]["title"],
+            "forq.yml: trust bob; stop trusting alice"
+        );
+        assert_eq!(
+            h.files[&("o/r".to_owned(), "forq.yml".to_owned())],
+            FORQ_YML,
+            "nothing changes until a person merges"
+        );
+    }
     // Not a login, nothing to change, a layout not edited safely.
     let (status, reply) = post(json!({"repo": "o/r", "add": ["bob: [x]"]})).await;
     assert_eq!(status, 400, "{reply}");
