@@ -172,39 +172,14 @@ pub async fn push(
         return Err(PublishError::NoOrigin);
     }
     git::check_remote(&ws, &remote, options.local_paths).await?;
-    let pushed = store.checkpointed(&run.id, "pushed")?;
-    let expected = pushed
-        .as_ref()
-        .filter(|p| p["remote"] == json!(remote))
-        .and_then(|p| p["commit"].as_str().map(str::to_owned));
-    let commit = git::git(&ws, &["rev-parse", &format!("refs/heads/{branch}")]).await?;
     let credential = push_credential(github, &ws, &remote).await?;
-    git::push(
-        &ws,
-        &git::PushSpec {
-            remote: &remote,
-            branch: &branch,
-            dest: None,
-            expected: expected.as_deref(),
-            local_paths: options.local_paths,
-            credential: credential.as_deref(),
-        },
-    )
-    .await?;
-    store.checkpoint(
-        &run.id,
-        "pushed",
-        &json!({"remote": remote, "branch": branch, "commit": commit}),
-    )?;
-    let mut out = Pushed {
-        run: run.id.clone(),
-        remote: remote.clone(),
-        branch: branch.clone(),
-        commit,
-        pull_request: None,
-        comment_failed: None,
-        commented: None,
+    let target = Target {
+        remote: &remote,
+        dest: &branch,
+        first: None,
+        credential: credential.as_deref(),
     };
+    let mut out = push_branch(store, &run, &ws, &branch, &target, options.local_paths).await?;
     if options.pull_request {
         open_pull_request(store, github, &run, &ws, &remote, options, &mut out).await?;
     }
@@ -234,15 +209,6 @@ async fn push_to_pull(
         false => ("origin", branch),
     };
     git::check_remote(ws, remote, options.local_paths).await?;
-    let pushed = store.checkpointed(&run.id, "pushed")?;
-    // Onto the head, the branch must still be where the run began (or
-    // where this run pushed it): never over the author's newer commits.
-    let expected = pushed
-        .as_ref()
-        .filter(|p| p["remote"] == json!(remote))
-        .and_then(|p| p["commit"].as_str().map(str::to_owned))
-        .or_else(|| onto_head.then(|| pull.head_sha.clone()));
-    let commit = git::git(ws, &["rev-parse", &format!("refs/heads/{branch}")]).await?;
     // A maintainer pushes to a fork's branch with the base repository's
     // rights (the author allowed edits): the base's installation token.
     let url = git::git(ws, &["remote", "get-url", remote]).await?;
@@ -250,32 +216,16 @@ async fn push_to_pull(
         true => github.push_token(&pull.repo).await?,
         false => None,
     };
-    git::push(
-        ws,
-        &git::PushSpec {
-            remote,
-            branch,
-            dest: Some(dest),
-            expected: expected.as_deref(),
-            local_paths: options.local_paths,
-            credential: credential.as_deref(),
-        },
-    )
-    .await?;
-    store.checkpoint(
-        &run.id,
-        "pushed",
-        &json!({"remote": remote, "branch": dest, "commit": commit}),
-    )?;
-    let mut out = Pushed {
-        run: run.id.clone(),
-        remote: remote.to_owned(),
-        branch: dest.to_owned(),
-        commit: commit.clone(),
-        pull_request: None,
-        comment_failed: None,
-        commented: None,
+    // Onto the head, the branch must still be where the run began (or
+    // where this run pushed it): never over the author's newer commits.
+    let target = Target {
+        remote,
+        dest,
+        first: onto_head.then_some(pull.head_sha.as_str()),
+        credential: credential.as_deref(),
     };
+    let mut out = push_branch(store, run, ws, branch, &target, options.local_paths).await?;
+    let commit = out.commit.clone();
     let short = &commit[..commit.len().min(12)];
     let lines = run.patch_lines.unwrap_or(0);
     let text = if onto_head {
@@ -337,6 +287,10 @@ async fn push_to_pull(
             Err(e) => return Err(e.into()),
         }
     };
+    let text = match contract_report(store, run)? {
+        Some(report) => format!("{text}\n\n{report}"),
+        None => text,
+    };
     match crate::answer::say_once(
         store,
         github,
@@ -354,6 +308,77 @@ async fn push_to_pull(
         Err(e) => out.comment_failed = Some(e.to_string()),
     }
     Ok(out)
+}
+
+/// What the contract check found, as Markdown, when it found a changed
+/// definition: the reviewer's first question (after the ripple's
+/// adaptation, when there was one).
+fn contract_report(store: &Store, run: &Run) -> Result<Option<String>, PublishError> {
+    let checked = match store.checkpointed(&run.id, crate::contract::ADAPTED)? {
+        Some(c) => Some(c),
+        None => store.checkpointed(&run.id, crate::contract::CONTRACT)?,
+    };
+    Ok(checked
+        .and_then(|c| serde_json::from_value::<crate::contract::Report>(c).ok())
+        .filter(|r| !r.changed.is_empty())
+        .map(|r| r.markdown()))
+}
+
+/// Where a run's branch goes.
+struct Target<'a> {
+    /// The remote (checked already).
+    remote: &'a str,
+    /// The remote's branch.
+    dest: &'a str,
+    /// The commit the remote's branch must be at the first time this run
+    /// pushes there (`None`: it must not exist).
+    first: Option<&'a str>,
+    /// A token for an HTTPS remote.
+    credential: Option<&'a str>,
+}
+
+/// Pushes `branch` of `ws` to `target`, forcing only over what this run
+/// pushed there before (or `target.first`), and records the push.
+async fn push_branch(
+    store: &Store,
+    run: &Run,
+    ws: &Path,
+    branch: &str,
+    target: &Target<'_>,
+    local_paths: bool,
+) -> Result<Pushed, PublishError> {
+    let expected = store
+        .checkpointed(&run.id, "pushed")?
+        .filter(|p| p["remote"] == json!(target.remote))
+        .and_then(|p| p["commit"].as_str().map(str::to_owned))
+        .or_else(|| target.first.map(str::to_owned));
+    let commit = git::git(ws, &["rev-parse", &format!("refs/heads/{branch}")]).await?;
+    git::push(
+        ws,
+        &git::PushSpec {
+            remote: target.remote,
+            branch,
+            dest: Some(target.dest),
+            expected: expected.as_deref(),
+            local_paths,
+            credential: target.credential,
+        },
+    )
+    .await?;
+    store.checkpoint(
+        &run.id,
+        "pushed",
+        &json!({"remote": target.remote, "branch": target.dest, "commit": commit}),
+    )?;
+    Ok(Pushed {
+        run: run.id.clone(),
+        remote: target.remote.to_owned(),
+        branch: target.dest.to_owned(),
+        commit,
+        pull_request: None,
+        comment_failed: None,
+        commented: None,
+    })
 }
 
 /// A pull request's page, as its repository and number say.
@@ -471,30 +496,24 @@ async fn open_pull_request(
         run.patch_lines.unwrap_or(0),
         if run.patch_lines == Some(1) { "" } else { "s" }
     );
-    // What the contract check found: the reviewer's first question (after
-    // the ripple's adaptation, when there was one).
-    let checked = match store.checkpointed(&run.id, crate::contract::ADAPTED)? {
-        Some(c) => Some(c),
-        None => store.checkpointed(&run.id, crate::contract::CONTRACT)?,
-    };
-    if let Some(report) =
-        checked.and_then(|c| serde_json::from_value::<crate::contract::Report>(c).ok())
-    {
-        if !report.changed.is_empty() {
-            body.push_str("\n\n");
-            body.push_str(&report.markdown());
-        }
+    if let Some(report) = contract_report(store, run)? {
+        body.push_str("\n\n");
+        body.push_str(&report);
     }
     let pr = github
         .open_pull(&slug, &title, branch, &base, &body)
         .await?;
     store.transition(&run.id, State::PrOpened, &pr.html_url)?;
-    // The issue, when it is on the same GitHub, hears of it.
+    // The issue, when it is on the same GitHub, hears of it, once.
     if let Some((issue_slug, number)) = issue_on_github(run) {
         if issue_slug == slug {
             let text = format!("forq proposes a fix in {} (run `{}`).", pr.html_url, run.id);
-            if let Err(e) = github.comment(&slug, number, &text).await {
-                out.comment_failed = Some(e.to_string());
+            let kind = format!("proposed-{}", pr.number);
+            match crate::answer::say_once(store, github, &slug, number, &kind, &text, &[]).await {
+                Ok(crate::answer::Said::Now(url) | crate::answer::Said::Before(url)) => {
+                    out.commented = Some(url);
+                }
+                Err(e) => out.comment_failed = Some(e.to_string()),
             }
         }
     }

@@ -57,6 +57,18 @@ async fn deliver(hook: &str, event: &str, body: Value) -> (u16, Value) {
     (status, reply.json().await.unwrap())
 }
 
+/// A person presses Push on run `id`: what the server did.
+async fn press_push(url: &str, id: &str) -> Value {
+    let reply = reqwest::Client::new()
+        .post(format!("{url}/api/runs/{id}/push"))
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(reply.status().as_u16(), 200);
+    reply.json().await.unwrap()
+}
+
 /// Waits for run `id` to end.
 async fn ended(store: &Store, id: &str) -> forq_app::store::Run {
     for _ in 0..1200 {
@@ -234,16 +246,7 @@ async fn a_pull_request_from_a_fork_with_a_failing_check_is_fixed_from_its_head(
         (&json!(a), &json!("feature"))
     );
     // A person pushes: onto the pull request's own branch, over its head.
-    let client = reqwest::Client::new();
-    let pushed: Value = client
-        .post(format!("{url}/api/runs/{id}/push"))
-        .json(&json!({}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let pushed = press_push(&url, &id).await;
     assert_eq!(
         (&pushed["remote"], &pushed["branch"]),
         (&json!("pr-head"), &json!("feature")),
@@ -305,15 +308,7 @@ async fn a_pull_request_from_a_fork_with_a_failing_check_is_fixed_from_its_head(
         run.reason,
         notes(&store, &id)
     );
-    let pushed: Value = client
-        .post(format!("{url}/api/runs/{id}/push"))
-        .json(&json!({}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let pushed = press_push(&url, &id).await;
     let branch = run.branch.clone().unwrap();
     assert_eq!(
         (&pushed["remote"], &pushed["branch"]),
@@ -386,13 +381,7 @@ async fn a_pull_request_from_a_fork_with_a_failing_check_is_fixed_from_its_head(
         run.reason,
         notes(&store, &id)
     );
-    let reply = client
-        .post(format!("{url}/api/runs/{id}/push"))
-        .json(&json!({}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(reply.status().as_u16(), 200);
+    press_push(&url, &id).await;
     let branch = run.branch.clone().unwrap();
     assert_eq!(
         hub.lock().opened.len(),

@@ -213,11 +213,18 @@ async fn fleet_for(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn workers_killed_mid_run_lose_nothing_and_leave_nothing() {
-    // 40 fixes and 160 triages, queued from here; workers drive them.
+    // 40 fixes and 160 triages, queued from here in two halves (so fixes
+    // are still being driven once half the queue is done); workers drive
+    // them, oldest first.
     let Some((_tmp, fleet, store)) = fleet_for(
         "workers_killed_mid_run_lose_nothing_and_leave_nothing",
         "5",
-        &[("fix", "f", 40), ("triage", "t", 160)],
+        &[
+            ("fix", "f", 20),
+            ("triage", "t", 80),
+            ("fix", "g", 20),
+            ("triage", "u", 80),
+        ],
     )
     .await
     else {
@@ -272,7 +279,7 @@ async fn workers_killed_mid_run_lose_nothing_and_leave_nothing() {
     assert_eq!(runs.len(), 200);
     let mut outcomes: BTreeMap<(String, &str), usize> = BTreeMap::new();
     for run in &runs {
-        let want = if run.issue.id.starts_with('f') {
+        let want = if run.issue.id.starts_with(['f', 'g']) {
             State::PatchReady
         } else {
             State::Triaged
