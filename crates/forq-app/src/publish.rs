@@ -211,10 +211,18 @@ async fn push_to_pull(
     git::check_remote(ws, remote, options.local_paths).await?;
     // A maintainer pushes to a fork's branch with the base repository's
     // rights (the author allowed edits): the base's installation token.
+    // Only to the host the base repository is on: a head elsewhere gets
+    // no token of the base's.
     let url = git::git(ws, &["remote", "get-url", remote]).await?;
-    let credential = match url.starts_with("https://") {
-        true => github.push_token(&pull.repo).await?,
-        false => None,
+    let origin = git::git(ws, &["remote", "get-url", "origin"]).await?;
+    let host = |u: &str| {
+        u.strip_prefix("https://")
+            .and_then(|rest| rest.split('/').next())
+            .map(str::to_ascii_lowercase)
+    };
+    let credential = match host(&url) {
+        Some(h) if Some(&h) == host(&origin).as_ref() => github.push_token(&pull.repo).await?,
+        _ => None,
     };
     // Onto the head, the branch must still be where the run began (or
     // where this run pushed it): never over the author's newer commits.

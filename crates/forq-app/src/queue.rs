@@ -380,7 +380,8 @@ fn absolute(p: &Path) -> String {
 /// instead: `forq runs resume --interrupted`) or one that ended with a
 /// patch (`patch_ready`, `pr_opened`). A run that was triaged, declined,
 /// aborted or failed does not stand: its issue runs again. Issues given as
-/// text are never the same issue.
+/// text are never the same issue; a pull request whose head moved is not
+/// the same work.
 pub fn split_standing(
     store: &Store,
     new: Vec<NewRun>,
@@ -389,10 +390,17 @@ pub fn split_standing(
     let mut fresh = Vec::new();
     let mut standing = Vec::new();
     for n in new {
+        // A pull request with new commits is new work: its run stands for
+        // the head it started from only.
+        let same_head = |r: &Run| match (&r.issue.pull, &n.issue.pull) {
+            (Some(a), Some(b)) => a.head_sha == b.head_sha,
+            _ => true,
+        };
         let found = existing.iter().find(|r| {
             n.issue.source != "text"
                 && r.issue.id == n.issue.id
                 && r.repo == n.repo
+                && same_head(r)
                 && (!r.state.is_terminal() || r.state.has_patch())
         });
         match found {
@@ -538,5 +546,37 @@ mod tests {
             Source::Github { .. }
         ));
         assert!(Source::github("not a repo").is_err());
+        assert!(matches!(
+            Source::github("https://github.com/o/r/pull/7#discussion_r1").expect("pull"),
+            Source::GithubPull { number: 7, .. }
+        ));
+    }
+
+    #[test]
+    fn a_pull_request_whose_head_moved_is_new_work() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(&dir.path().join("forq.db")).expect("store");
+        let at = |sha: &str| {
+            let mut n = NewRun::fix("9", "feature 9", "https://github.com/o/r.git");
+            n.issue.pull = Some(PullRecord {
+                number: 9,
+                head_sha: sha.to_owned(),
+                ..PullRecord::default()
+            });
+            n
+        };
+        let run = store.create(&at("aaa")).expect("create");
+        store
+            .transition(&run.id, crate::store::State::PatchReady, "fixed")
+            .expect("patched");
+        let (fresh, standing) = split_standing(&store, vec![at("aaa"), at("bbb")]).expect("split");
+        assert_eq!(standing.len(), 1, "the same head: the patch stands");
+        assert_eq!(
+            fresh
+                .iter()
+                .map(|n| n.issue.pull.as_ref().map(|p| p.head_sha.as_str()))
+                .collect::<Vec<_>>(),
+            [Some("bbb")]
+        );
     }
 }
