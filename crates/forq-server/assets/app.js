@@ -182,6 +182,16 @@ function live(on) {
 
 const view = document.getElementById('view');
 let current = null; // the view shown: { onEvent(e), close() }
+// Which view is shown: a view's load that ends after the page moved on
+// must not paint over the view shown now.
+let shownView = 0;
+function painter() {
+  const mine = shownView;
+  const live = () => mine === shownView;
+  const paint = (...children) => { if (live()) view.replaceChildren(...children); return live(); };
+  paint.live = live;
+  return paint;
+}
 const runs = new Map(); // run id → run, kept current by the queue stream
 
 function crumbs(...parts) {
@@ -196,6 +206,7 @@ function crumbs(...parts) {
 function route() {
   if (current && current.close) current.close();
   current = null;
+  shownView += 1;
   const hash = location.hash.slice(1) || '/';
   const [, kind, ...rest] = hash.split('/');
   const arg = decodeURIComponent(rest.join('/'));
@@ -239,11 +250,12 @@ function goldenPill(g) {
 
 function reposView() {
   crumbs();
+  const paint = painter();
   const refresh = debounce(load, 300);
   async function load() {
     let body;
     try { ({ body } = await api('/api/repos')); } catch (e) {
-      view.replaceChildren(h('p', { class: 'error' }, e.message)); return;
+      paint(h('p', { class: 'error' }, e.message)); return;
     }
     const cards = body.repos.map((r) => {
       const st = r.states || {};
@@ -259,7 +271,7 @@ function reposView() {
     });
     let fleet = { workers: [] };
     try { ({ body: fleet } = await api('/api/workers')); } catch (e) { /* an older server */ }
-    view.replaceChildren(
+    paint(
       h('div', { class: 'spread' }, h('h1', {}, 'Repositories'),
         h('span', { class: 'muted small' }, `${body.repos.length} repositories`)),
       ...body.problems.map((p) => h('p', { class: 'error' }, p)),
@@ -361,10 +373,12 @@ function repoView(repo) {
   const refresh = debounce(load, 150);
   // Made once: a redraw of the queue keeps it as it is.
   const trust = onGithub(repo) ? trustedPanel(repo) : null;
+  const paint = painter();
   async function load() {
     try { ({ body: data } = await api(`/api/issues?repo=${encodeURIComponent(repo)}`)); } catch (e) {
-      view.replaceChildren(h('p', { class: 'error' }, e.message)); return;
+      paint(h('p', { class: 'error' }, e.message)); return;
     }
+    if (!paint.live()) return;
     crumbs({ text: data.name, href: `#/repo/${encodeURIComponent(repo)}` });
     draw();
   }
@@ -408,7 +422,7 @@ function repoView(repo) {
           h('td', { class: 'num' }, run ? usd(run.cost_usd) : '—'),
           h('td', { class: 'muted small' }, run ? ago(run.updated_ms) : ''));
       })));
-    view.replaceChildren(
+    paint(
       h('section', { class: 'panel' },
         h('div', { class: 'spread' }, h('h1', {}, data.name, ' ', goldenPill(data.golden)), h('span', { class: 'mono muted small' }, repo)),
         h('div', { class: 'stats', id: 'counters' },
@@ -705,17 +719,18 @@ function runView(id) {
     drawTree();
   }
 
+  const paint = painter();
   (async () => {
     let body;
     try { ({ body } = await api(`/api/runs/${id}`)); } catch (e) {
-      view.replaceChildren(h('p', { class: 'error' }, e.message)); return;
+      paint(h('p', { class: 'error' }, e.message)); return;
     }
     run = body.run;
     triage = body.triage;
     review = body.review;
     try { preview = (await api('/api/previews')).body.find((p) => p.run === id) || null; } catch (e) { preview = null; }
+    if (!paint(parts.head, parts.tree, h('div', { class: 'cols' }, parts.patch, parts.log))) return;
     crumbs({ text: run.repo.split('/').filter(Boolean).pop(), href: `#/repo/${encodeURIComponent(run.repo)}` }, { text: `run ${id}` });
-    view.replaceChildren(parts.head, parts.tree, h('div', { class: 'cols' }, parts.patch, parts.log));
     drawHead();
     let after = 0;
     for (const e of body.events) { addEvent(e); after = Math.max(after, e.id); }

@@ -265,9 +265,57 @@ async fn the_dashboard_burns_down_a_queue_and_draws_the_search_live_in_chromium(
     browser.goto(link.as_str().unwrap()).await;
     let shown = browser.js("return document.body.innerText").await;
     assert!(shown.as_str().unwrap().contains("2 + 3 = 5"), "{shown}");
+    a_view_left_never_paints_over_the_next(&browser, &url, &repo_name, &run_id).await;
     workers_are_shown_with_their_load(&browser, &url, &store, &run_id).await;
     task.abort();
     trusted_contributors_change_by_a_pull_request(&browser).await;
+}
+
+/// A repository's queue whose load answers only after the page moved on
+/// to a run does not paint over the run (as it once did, mid-test).
+async fn a_view_left_never_paints_over_the_next(
+    browser: &Browser,
+    url: &str,
+    repo: &str,
+    run_id: &str,
+) {
+    browser.goto(&format!("{url}/#/")).await;
+    browser
+        .js(
+            "const real = window.fetch; window.fetch = async (...args) => {
+               const slow = String(args[0]).includes('/api/issues');
+               const res = await real(...args);
+               if (slow) await new Promise((r) => setTimeout(r, 1500));
+               return res; }; return true",
+        )
+        .await;
+    browser
+        .js(&format!(
+            "location.hash = '#/repo/{}'; setTimeout(() => {{ location.hash = '#/run/{run_id}'; }}, 100); return true",
+            repo.replace('\'', "")
+                .split('/')
+                .map(|p| p.replace(':', "%3A"))
+                .collect::<Vec<_>>()
+                .join("%2F")
+        ))
+        .await;
+    browser
+        .until(
+            "the run's page",
+            "return !!document.getElementById('log')",
+            30,
+        )
+        .await;
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let shown = browser
+        .js("return [!!document.getElementById('log'), document.querySelectorAll('tr[data-issue]').length]")
+        .await;
+    assert_eq!(
+        shown,
+        json!([true, 0]),
+        "the queue's late load painted over the run"
+    );
+    browser.js("location.reload(); return true").await;
 }
 
 /// A GitHub repository's page lists the contributors its forq.yml trusts;
