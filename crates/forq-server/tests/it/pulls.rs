@@ -399,5 +399,38 @@ async fn a_pull_request_from_a_fork_with_a_failing_check_is_fixed_from_its_head(
         text.contains(&format!("git pull {base_url} {branch}")) && text.contains("on `third`"),
         "{text}"
     );
+    // 4. What starts nothing, and says why: an event forq.yml does not
+    //    name, another label, an untrusted author, checks that passed.
+    let opened = |association: &str, action: &str, label: &str| {
+        json!({"action": action, "repository": repository, "installation": {"id": 7},
+            "pull_request": {"number": 9, "author_association": association},
+            "label": {"name": label}})
+    };
+    let done = |reply: &Value| reply["done"].as_str().unwrap_or_default().to_owned();
+    let (_, reply) = deliver(&hook, "pull_request", opened("CONTRIBUTOR", "opened", "")).await;
+    assert_eq!(
+        done(&reply),
+        "nothing: o/r's forq.yml does not name opened in pull_requests.on"
+    );
+    hub.lock().files.insert(
+        ("o/r".to_owned(), "forq.yml".to_owned()),
+        "pull_requests:\n  on: [opened, labeled, checks_failed]\n  label: forq-fix\n".to_owned(),
+    );
+    let (_, reply) = deliver(&hook, "pull_request", opened("NONE", "labeled", "wip")).await;
+    assert_eq!(done(&reply), "nothing: the label is not forq-fix");
+    let (_, reply) = deliver(&hook, "pull_request", opened("NONE", "opened", "")).await;
+    assert!(
+        done(&reply).starts_with("nothing: pull requests are taken from owner"),
+        "{reply}"
+    );
+    let (_, reply) = deliver(
+        &hook,
+        "check_run",
+        json!({"action": "completed", "repository": repository, "installation": {"id": 7},
+            "check_run": {"conclusion": "success", "head_sha": a, "pull_requests": [{"number": 9}]}}),
+    )
+    .await;
+    assert_eq!(done(&reply), "nothing: the checks concluded success");
+    assert_eq!(store.all().unwrap().len(), 3, "no run started");
     task.abort();
 }
