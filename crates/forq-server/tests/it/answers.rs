@@ -2,8 +2,7 @@
 //! comment (and forq.yml's label) once, across webhook redeliveries, new
 //! triggers, a restarted server and a store that never knew.
 
-use super::hub::{app_keys, Hub};
-use super::webhooks::sign;
+use super::hub::{app_keys, deliver, Hub};
 use super::*;
 use forq_app::github::{AppKey, Github};
 
@@ -57,18 +56,8 @@ async fn ask(hook: &str, comment: u64) -> Value {
         "repository": {"full_name": "o/r", "clone_url": "https://github.com/o/r.git", "default_branch": "main"},
         "installation": {"id": 7},
         "issue": {"number": 5, "author_association": "NONE"},
-        "comment": {"id": comment, "body": "/forq triage", "author_association": "OWNER"}})
-    .to_string();
-    let reply = reqwest::Client::new()
-        .post(hook)
-        .header("x-github-event", "issue_comment")
-        .header("x-github-delivery", format!("d-{comment}"))
-        .header("x-hub-signature-256", sign("hook-secret", body.as_bytes()))
-        .body(body)
-        .send()
-        .await
-        .unwrap();
-    reply.json().await.unwrap()
+        "comment": {"id": comment, "body": "/forq triage", "author_association": "OWNER"}});
+    deliver(hook, "issue_comment", body).await.1
 }
 
 /// Waits until every run in `store` is over; the last run's events' notes.

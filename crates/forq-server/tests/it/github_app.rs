@@ -2,8 +2,7 @@
 //! tokens bought, refreshed and scoped; the installation webhooks keep the
 //! repositories forq may act on, and a trigger elsewhere is refused.
 
-use super::hub::{app_keys, Hub};
-use super::webhooks::sign;
+use super::hub::{app_keys, deliver, Hub};
 use super::*;
 use forq_app::github::{AppKey, Github, GithubError};
 
@@ -108,24 +107,9 @@ async fn the_installation_webhooks_say_where_an_app_may_act() {
     }
     assert_eq!(store.installed_repos().unwrap(), [("o/r".to_owned(), 7)]);
     let hook = format!("http://{addr}/webhooks/github");
-    let client = reqwest::Client::new();
     let deliver = |event: &'static str, body: Value| {
-        let client = client.clone();
         let hook = hook.clone();
-        async move {
-            let body = body.to_string();
-            let reply = client
-                .post(&hook)
-                .header("x-github-event", event)
-                .header("x-github-delivery", format!("d-{}", body.len()))
-                .header("x-hub-signature-256", sign("hook-secret", body.as_bytes()))
-                .body(body)
-                .send()
-                .await
-                .unwrap();
-            let status = reply.status().as_u16();
-            (status, reply.json::<Value>().await.unwrap())
-        }
+        async move { deliver(&hook, event, body).await }
     };
     let other = json!({"full_name": "x/other", "clone_url": "file:///nonexistent/x/other.git", "default_branch": "main"});
     let opened = |action: &str| {

@@ -510,3 +510,23 @@ impl State {
         }
     }
 }
+
+/// Delivers webhook `event` with `body` to `hook`, signed with the tests'
+/// secret (`hook-secret`); the reply's status and JSON.
+pub(crate) async fn deliver(hook: &str, event: &str, body: Value) -> (u16, Value) {
+    let body = body.to_string();
+    let reply = reqwest::Client::new()
+        .post(hook)
+        .header("x-github-event", event)
+        .header("x-github-delivery", format!("d-{}", body.len()))
+        .header(
+            "x-hub-signature-256",
+            super::webhooks::sign("hook-secret", body.as_bytes()),
+        )
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    let status = reply.status().as_u16();
+    (status, reply.json().await.unwrap())
+}

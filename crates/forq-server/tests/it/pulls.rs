@@ -4,8 +4,7 @@
 //! proposed as a pull request against that branch; the pull request hears
 //! of it.
 
-use super::hub::{app_keys, Hub};
-use super::webhooks::sign;
+use super::hub::{app_keys, deliver, Hub};
 use super::*;
 use forq_app::git::git;
 use forq_app::github::{AppKey, Github};
@@ -42,19 +41,19 @@ fn pull(number: u64, head_ref: &str, sha: &str, fork: &str, edits: bool) -> Valu
         "maintainer_can_modify": edits, "labels": []})
 }
 
-async fn deliver(hook: &str, event: &str, body: Value) -> (u16, Value) {
-    let body = body.to_string();
-    let reply = reqwest::Client::new()
-        .post(hook)
-        .header("x-github-event", event)
-        .header("x-github-delivery", format!("d-{}", body.len()))
-        .header("x-hub-signature-256", sign("hook-secret", body.as_bytes()))
-        .body(body)
-        .send()
-        .await
-        .unwrap();
-    let status = reply.status().as_u16();
-    (status, reply.json().await.unwrap())
+/// The owner comments `/forq fix` on pull request `number`: the run
+/// queued.
+async fn asked_to_fix(hook: &str, repository: &Value, number: u64) -> String {
+    let (status, reply) = deliver(
+        hook,
+        "issue_comment",
+        json!({"action": "created", "repository": repository, "installation": {"id": 7},
+            "issue": {"number": number, "author_association": "CONTRIBUTOR", "pull_request": {"url": "x"}},
+            "comment": {"id": number, "body": "/forq fix", "author_association": "OWNER"}}),
+    )
+    .await;
+    assert_eq!(status, 202, "{reply}");
+    reply["runs"][0]["id"].as_str().unwrap().to_owned()
 }
 
 /// A person presses Push on run `id`: what the server did.
@@ -290,16 +289,7 @@ async fn a_pull_request_from_a_fork_with_a_failing_check_is_fixed_from_its_head(
 
     // 2. #10 does not let maintainers push: asked for by a comment, its
     //    fix is proposed against its branch.
-    let (status, reply) = deliver(
-        &hook,
-        "issue_comment",
-        json!({"action": "created", "repository": repository, "installation": {"id": 7},
-            "issue": {"number": 10, "author_association": "CONTRIBUTOR", "pull_request": {"url": "x"}},
-            "comment": {"id": 5, "body": "/forq fix", "author_association": "OWNER"}}),
-    )
-    .await;
-    assert_eq!(status, 202, "{reply}");
-    let id = reply["runs"][0]["id"].as_str().unwrap().to_owned();
+    let id = asked_to_fix(&hook, &repository, 10).await;
     let run = ended(&store, &id).await;
     assert_eq!(
         run.state,
@@ -363,16 +353,7 @@ async fn a_pull_request_from_a_fork_with_a_failing_check_is_fixed_from_its_head(
     //    waits on a branch of the base repository, and the author is told
     //    how to take it.
     hub.lock().installations.insert(7, vec!["o/r".to_owned()]);
-    let (status, reply) = deliver(
-        &hook,
-        "issue_comment",
-        json!({"action": "created", "repository": repository, "installation": {"id": 7},
-            "issue": {"number": 11, "author_association": "CONTRIBUTOR", "pull_request": {"url": "x"}},
-            "comment": {"id": 6, "body": "/forq fix", "author_association": "OWNER"}}),
-    )
-    .await;
-    assert_eq!(status, 202, "{reply}");
-    let id = reply["runs"][0]["id"].as_str().unwrap().to_owned();
+    let id = asked_to_fix(&hook, &repository, 11).await;
     let run = ended(&store, &id).await;
     assert_eq!(
         run.state,
