@@ -185,16 +185,17 @@ pub struct Proposed {
 /// The contributors `repo`'s forq.yml trusts now, on its default branch
 /// (none without a forq.yml).
 pub async fn trusted(github: &Github, repo: &str) -> Result<Vec<String>, TrustedError> {
-    for name in FILE_NAMES {
-        if let Some(text) = github.file(repo, name).await? {
-            let config = Config::parse(&text, name).map_err(|error| TrustedError::Invalid {
-                repo: repo.to_owned(),
-                error,
-            })?;
-            return Ok(config.funding.trusted);
+    match crate::queue::github_config(github, repo).await {
+        Ok(config) => Ok(config.map(|c| c.funding.trusted).unwrap_or_default()),
+        Err(crate::queue::QueueError::RemoteConfig { slug, error }) => {
+            Err(TrustedError::Invalid { repo: slug, error })
         }
+        Err(crate::queue::QueueError::Github(e)) => Err(e.into()),
+        Err(e) => Err(TrustedError::Github(GithubError::Shape {
+            url: repo.to_owned(),
+            message: e.to_string(),
+        })),
     }
-    Ok(Vec::new())
 }
 
 /// Opens a pull request on `repo` that adds `add` to, and removes `remove`

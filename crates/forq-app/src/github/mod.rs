@@ -408,11 +408,7 @@ impl Github {
         let url = format!("{}/app/installations/{id}/access_tokens", self.api);
         let jwt = app.key.jwt()?;
         let (_, json) = self.exchange(Some(&jwt), Method::POST, &url, None).await?;
-        let granted: app::Granted =
-            serde_json::from_value(json).map_err(|e| GithubError::Shape {
-                url: url.clone(),
-                message: e.to_string(),
-            })?;
+        let granted: app::Granted = typed(&url, json)?;
         let token = granted.token(&url)?;
         let secret = token.secret.clone();
         app.keep(id, token);
@@ -459,37 +455,77 @@ impl Github {
         let Auth::App(app) = &self.auth else {
             return Ok(Vec::new());
         };
-        let jwt = app.key.jwt()?;
-        let mut installations = Vec::new();
-        let mut next = Some(format!("{}/app/installations?per_page=100", self.api));
+        let listed: Vec<Value> = self
+            .pages(
+                Via::Repo(None),
+                format!("{}/app/installations?per_page=100", self.api),
+                None,
+                None,
+                |_| true,
+            )
+            .await?;
+        let mut out = Vec::new();
+        for i in listed {
+            let id = i["id"].as_u64().ok_or_else(|| GithubError::Shape {
+                url: format!("{}/app/installations", self.api),
+                message: "an installation without an id".to_owned(),
+            })?;
+            let token = self.token_of(app, id).await?;
+            let repos: Vec<Value> = self
+                .pages(
+                    Via::Token(&token),
+                    format!("{}/installation/repositories?per_page=100", self.api),
+                    Some("repositories"),
+                    None,
+                    |_| true,
+                )
+                .await?;
+            for r in repos {
+                if let Some(name) = r["full_name"].as_str() {
+                    app.remember(name, id);
+                    out.push((id, name.to_owned()));
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Every item of a listing GitHub pages by `Link`, from `first`: each
+    /// page's array (or its `key`'s) as `T`, those `keep` takes, until
+    /// `limit` of them.
+    async fn pages<T: serde::de::DeserializeOwned>(
+        &self,
+        via: Via<'_>,
+        first: String,
+        key: Option<&str>,
+        limit: Option<usize>,
+        keep: impl Fn(&T) -> bool,
+    ) -> Result<Vec<T>, GithubError> {
+        let mut out = Vec::new();
+        let mut next = Some(first);
         while let Some(url) = next.take() {
-            let (link, json) = self.exchange(Some(&jwt), Method::GET, &url, None).await?;
-            for i in json.as_array().into_iter().flatten() {
-                let id = i["id"].as_u64().ok_or_else(|| GithubError::Shape {
-                    url: url.clone(),
-                    message: "an installation without an id".to_owned(),
-                })?;
-                installations.push(id);
+            let (link, mut json) = match via {
+                Via::Repo(repo) => self.send(repo, Method::GET, &url, None).await?,
+                Via::Token(t) => self.exchange(Some(t), Method::GET, &url, None).await?,
+            };
+            if let Some(key) = key {
+                json = json
+                    .get_mut(key)
+                    .map(Value::take)
+                    .ok_or_else(|| GithubError::Shape {
+                        url: url.clone(),
+                        message: format!("no {key}"),
+                    })?;
+            }
+            let page: Vec<T> = typed(&url, json)?;
+            out.extend(page.into_iter().filter(|item| keep(item)));
+            if limit.is_some_and(|l| out.len() >= l) {
+                break;
             }
             next = link.as_deref().and_then(next_link);
         }
-        let mut out = Vec::new();
-        for id in installations {
-            let token = self.token_of(app, id).await?;
-            let mut next = Some(format!(
-                "{}/installation/repositories?per_page=100",
-                self.api
-            ));
-            while let Some(url) = next.take() {
-                let (link, json) = self.exchange(Some(&token), Method::GET, &url, None).await?;
-                for r in json["repositories"].as_array().into_iter().flatten() {
-                    if let Some(name) = r["full_name"].as_str() {
-                        app.remember(name, id);
-                        out.push((id, name.to_owned()));
-                    }
-                }
-                next = link.as_deref().and_then(next_link);
-            }
+        if let Some(l) = limit {
+            out.truncate(l);
         }
         Ok(out)
     }
@@ -633,25 +669,10 @@ impl Github {
         if let Some(label) = label {
             url.push_str(&format!("&labels={}", encode(label)));
         }
-        let mut out = Vec::new();
-        let mut next = Some(url);
-        while let Some(url) = next.take() {
-            let (link, json) = self.send(Some(repo), Method::GET, &url, None).await?;
-            let page: Vec<GhIssue> =
-                serde_json::from_value(json).map_err(|e| GithubError::Shape {
-                    url: url.clone(),
-                    message: e.to_string(),
-                })?;
-            out.extend(page.into_iter().filter(|i| pulls || !i.is_pull()));
-            if limit.is_some_and(|l| out.len() >= l) {
-                break;
-            }
-            next = link.as_deref().and_then(next_link);
-        }
-        if let Some(l) = limit {
-            out.truncate(l);
-        }
-        Ok(out)
+        self.pages(Via::Repo(Some(repo)), url, None, limit, |i: &GhIssue| {
+            pulls || !i.is_pull()
+        })
+        .await
     }
 
     /// The text of `path` on `repo`'s default branch; `None` when there is
@@ -759,30 +780,17 @@ impl Github {
     pub async fn issue(&self, repo: &str, number: u64) -> Result<GhIssue, GithubError> {
         let url = format!("{}/repos/{repo}/issues/{number}", self.api);
         let (_, json) = self.send(Some(repo), Method::GET, &url, None).await?;
-        serde_json::from_value(json).map_err(|e| GithubError::Shape {
-            url,
-            message: e.to_string(),
-        })
+        typed(&url, json)
     }
 
     /// Every comment on issue (or pull request) `number`, oldest first.
     pub async fn comments(&self, repo: &str, number: u64) -> Result<Vec<GhComment>, GithubError> {
-        let mut out = Vec::new();
-        let mut next = Some(format!(
+        let url = format!(
             "{}/repos/{repo}/issues/{number}/comments?per_page=100",
             self.api
-        ));
-        while let Some(url) = next.take() {
-            let (link, json) = self.send(Some(repo), Method::GET, &url, None).await?;
-            let page: Vec<GhComment> =
-                serde_json::from_value(json).map_err(|e| GithubError::Shape {
-                    url: url.clone(),
-                    message: e.to_string(),
-                })?;
-            out.extend(page);
-            next = link.as_deref().and_then(next_link);
-        }
-        Ok(out)
+        );
+        self.pages(Via::Repo(Some(repo)), url, None, None, |_| true)
+            .await
     }
 
     /// Comments `body` on issue `number`; returns the comment's URL.
@@ -855,10 +863,7 @@ impl Github {
                 ),
             )
             .await?;
-        serde_json::from_value(json).map_err(|e| GithubError::Shape {
-            url,
-            message: e.to_string(),
-        })
+        typed(&url, json)
     }
 
     /// The repository's default branch.
@@ -873,6 +878,23 @@ impl Github {
                 message: "no default_branch".to_owned(),
             })
     }
+}
+
+/// `json` as `T`, or the reply's shape is said to be wrong.
+fn typed<T: serde::de::DeserializeOwned>(url: &str, json: Value) -> Result<T, GithubError> {
+    serde_json::from_value(json).map_err(|e| GithubError::Shape {
+        url: url.to_owned(),
+        message: e.to_string(),
+    })
+}
+
+/// Whom a paged listing is asked as.
+#[derive(Clone, Copy)]
+enum Via<'a> {
+    /// As forq speaks on this repository (or on none: the App itself).
+    Repo(Option<&'a str>),
+    /// With this installation's token.
+    Token(&'a str),
 }
 
 /// The `rel="next"` URL of a `Link` header.

@@ -7,7 +7,7 @@ use reqwest::Method;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{next_link, GhLabel, GhUser, Github, GithubError};
+use super::{typed, GhLabel, GhUser, Github, GithubError, Via};
 
 /// A pull request as GitHub gives it (`GET /repos/R/pulls/N`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -154,36 +154,24 @@ impl Github {
     pub async fn pull(&self, repo: &str, number: u64) -> Result<GhPullRequest, GithubError> {
         let url = format!("{}/repos/{repo}/pulls/{number}", self.api);
         let (_, json) = self.send(Some(repo), Method::GET, &url, None).await?;
-        serde_json::from_value(json).map_err(|e| GithubError::Shape {
-            url,
-            message: e.to_string(),
-        })
+        typed(&url, json)
     }
 
     /// The open pull requests of `repo` whose head is commit `sha` (a
     /// check suite's delivery names only pull requests from the same
     /// repository: one from a fork is found by its head).
     pub async fn pulls_at(&self, repo: &str, sha: &str) -> Result<Vec<u64>, GithubError> {
-        let mut out = Vec::new();
-        let mut next = Some(format!(
-            "{}/repos/{repo}/pulls?state=open&per_page=100",
-            self.api
-        ));
-        while let Some(url) = next.take() {
-            let (link, json) = self.send(Some(repo), Method::GET, &url, None).await?;
-            let page: Vec<GhPullRequest> =
-                serde_json::from_value(json).map_err(|e| GithubError::Shape {
-                    url: url.clone(),
-                    message: e.to_string(),
-                })?;
-            out.extend(
-                page.into_iter()
-                    .filter(|p| p.head.sha == sha)
-                    .map(|p| p.number),
-            );
-            next = link.as_deref().and_then(next_link);
-        }
-        Ok(out)
+        let url = format!("{}/repos/{repo}/pulls?state=open&per_page=100", self.api);
+        let at: Vec<GhPullRequest> = self
+            .pages(
+                Via::Repo(Some(repo)),
+                url,
+                None,
+                None,
+                |p: &GhPullRequest| p.head.sha == sha,
+            )
+            .await?;
+        Ok(at.into_iter().map(|p| p.number).collect())
     }
 
     /// The checks that failed on commit `sha` of `repo`: check runs
@@ -195,27 +183,23 @@ impl Github {
         repo: &str,
         sha: &str,
     ) -> Result<Vec<CheckFailure>, GithubError> {
-        let mut out = Vec::new();
-        let mut next = Some(format!(
+        let url = format!(
             "{}/repos/{repo}/commits/{sha}/check-runs?per_page=100",
             self.api
-        ));
-        while let Some(url) = next.take() {
-            let (link, json) = self.send(Some(repo), Method::GET, &url, None).await?;
-            let runs = json["check_runs"]
-                .as_array()
-                .ok_or_else(|| GithubError::Shape {
-                    url: url.clone(),
-                    message: "no check_runs".to_owned(),
-                })?;
-            for run in runs {
-                let conclusion = run["conclusion"].as_str().unwrap_or_default();
-                if !matches!(conclusion, "failure" | "timed_out") {
-                    continue;
-                }
-                out.push(self.check_run_failure(repo, run, conclusion).await?);
-            }
-            next = link.as_deref().and_then(next_link);
+        );
+        let failed: Vec<Value> = self
+            .pages(
+                Via::Repo(Some(repo)),
+                url,
+                Some("check_runs"),
+                None,
+                |run: &Value| matches!(run["conclusion"].as_str(), Some("failure" | "timed_out")),
+            )
+            .await?;
+        let mut out = Vec::new();
+        for run in &failed {
+            let conclusion = run["conclusion"].as_str().unwrap_or_default();
+            out.push(self.check_run_failure(repo, run, conclusion).await?);
         }
         let url = format!("{}/repos/{repo}/commits/{sha}/status", self.api);
         let (_, json) = self.send(Some(repo), Method::GET, &url, None).await?;
