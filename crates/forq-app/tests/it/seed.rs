@@ -111,3 +111,118 @@ async fn caps_on_size_refuse_and_leave_nothing_behind() {
         .unwrap_err();
     assert!(matches!(missing, SeedError::Missing(_)), "{missing}");
 }
+
+/// A pull request's head is a stranger's: one that brings a `.forq` link
+/// to a host directory, names its head repository on another transport (a
+/// host elsewhere) than its base, and a branch that is no branch name (one
+/// that reads as an option), gets none of them.
+#[tokio::test]
+async fn a_pull_requests_head_brings_no_forq_link_no_transport_and_no_option() {
+    use forq_app::store::PullRecord;
+    let tmp = tempfile::tempdir().unwrap();
+    let work = tmp.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    git(&work, &["init", "-q", "-b", "main"]).await;
+    std::fs::write(work.join("f.txt"), "base\n").unwrap();
+    git(&work, &["add", "-A"]).await;
+    git(&work, &["commit", "-qm", "base"]).await;
+    std::os::unix::fs::symlink("/etc", work.join(".forq")).unwrap();
+    std::fs::write(work.join("f.txt"), "head\n").unwrap();
+    git(&work, &["add", "-A"]).await;
+    git(&work, &["commit", "-qm", "head"]).await;
+    let head = git(&work, &["rev-parse", "HEAD"]).await;
+    let bare = tmp.path().join("base.git");
+    git(
+        tmp.path(),
+        &["init", "-q", "--bare", bare.to_str().unwrap()],
+    )
+    .await;
+    git(
+        &work,
+        &[
+            "push",
+            "-q",
+            bare.to_str().unwrap(),
+            "HEAD~1:refs/heads/main",
+        ],
+    )
+    .await;
+    git(
+        &work,
+        &[
+            "push",
+            "-q",
+            bare.to_str().unwrap(),
+            "HEAD:refs/pull/3/head",
+        ],
+    )
+    .await;
+    let pull = PullRecord {
+        number: 3,
+        repo: "o/r".to_owned(),
+        head_sha: head.clone(),
+        head_ref: "--force".to_owned(),
+        head_repo: "f/r".to_owned(),
+        // Another transport than origin's (file://): a host elsewhere.
+        head_clone_url: "https://evil.example/f/r.git".to_owned(),
+        base_ref: "main".to_owned(),
+        maintainer_can_modify: true,
+        ..PullRecord::default()
+    };
+    let ws = tmp.path().join("ws");
+    let source = format!("file://{}", bare.display());
+    let seeded = forq_app::seed::seed_pull(&source, &ws, &SeedOptions::default(), &pull)
+        .await
+        .unwrap();
+    assert_eq!(seeded.head, head, "seeded at the pull request's head");
+    assert_eq!(std::fs::read_to_string(ws.join("f.txt")).unwrap(), "head\n");
+    assert!(seeded.removed_forq, "the head's .forq was removed");
+    assert!(ws.join(".forq").symlink_metadata().is_err());
+    assert_eq!(
+        git(&ws, &["remote"]).await,
+        "origin",
+        "a head reached another way than origin is no remote"
+    );
+    // Its branch name, as a push's destination, is refused.
+    git(&ws, &["checkout", "-q", "-b", "forq/fix/1"]).await;
+    git(&ws, &["remote", "add", "pr-head", bare.to_str().unwrap()]).await;
+    for dest in ["--force", "a..b", "refs/heads/../x"] {
+        let pushed = forq_app::git::push(
+            &ws,
+            &forq_app::git::PushSpec {
+                remote: "pr-head",
+                branch: "forq/fix/1",
+                dest: Some(dest),
+                expected: Some(&head),
+                local_paths: false,
+                credential: None,
+            },
+        )
+        .await;
+        assert!(
+            matches!(pushed, Err(forq_app::git::GitError::Remote { .. })),
+            "{dest}: {pushed:?}"
+        );
+    }
+    // A head that moved since the run was queued is refused.
+    let moved = PullRecord {
+        head_sha: "0".repeat(40),
+        ..pull
+    };
+    let err = forq_app::seed::seed_pull(
+        &source,
+        &tmp.path().join("ws2"),
+        &SeedOptions::default(),
+        &moved,
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        matches!(err, SeedError::PullMoved { number: 3, .. }),
+        "{err}"
+    );
+    assert!(
+        !tmp.path().join("ws2").exists(),
+        "nothing is left half-made"
+    );
+}
