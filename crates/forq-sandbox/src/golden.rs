@@ -174,43 +174,6 @@ impl Drop for Mark {
     }
 }
 
-/// A name for a lock or mark of this process: `<pid>.<start>-<n>`, its
-/// start time telling it from a later process given the same pid.
-fn owner_id() -> String {
-    let pid = std::process::id();
-    let n = crate::state::new_id();
-    let n = n.rsplit('-').next().unwrap_or_default();
-    match crate::os::start_time(pid) {
-        Some(start) => format!("{pid}.{start}-{n}"),
-        None => format!("{pid}-{n}"),
-    }
-}
-
-/// Whether the process a mark or lock file names (`<pid>.<start>-<n>`, or
-/// `<pid>-<n>` as older forq wrote it, as its name or contents) is alive:
-/// that pid running, and started when the name says (a reused pid makes a
-/// dead builder look alive otherwise).
-fn owner_alive(text: &str) -> bool {
-    let owner = text.trim().split('-').next().unwrap_or_default();
-    let (pid, start) = match owner.split_once('.') {
-        Some((pid, start)) => (pid, start.parse::<u64>().ok()),
-        None => (owner, None),
-    };
-    let Ok(pid) = pid.parse::<u32>() else {
-        return false;
-    };
-    let Ok(signed) = i32::try_from(pid) else {
-        return false;
-    };
-    if !crate::os::alive(signed) {
-        return false;
-    }
-    match (start, crate::os::start_time(pid)) {
-        (Some(named), Some(now)) => named == now,
-        _ => true,
-    }
-}
-
 /// How long [`Goldens::lock`] waits for a live builder.
 pub const GOLDEN_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(2 * 3600);
 
@@ -223,7 +186,7 @@ fn in_use(users: &Path) -> bool {
     let mut used = false;
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        if owner_alive(&name) {
+        if crate::state::owner_alive(&name) {
             used = true;
         } else {
             let _ = std::fs::remove_file(entry.path());
@@ -304,7 +267,7 @@ impl Goldens {
         let home = self.home(name)?;
         crate::state::ensure_dir(&home)?;
         let path = home.join("build.lock");
-        let me = owner_id();
+        let me = crate::state::new_id();
         let deadline = std::time::Instant::now() + wait;
         loop {
             let made = std::fs::OpenOptions::new()
@@ -324,7 +287,7 @@ impl Goldens {
                     // (take it over). A lock still being written reads
                     // empty: wait for it too.
                     let holder = std::fs::read_to_string(&path).unwrap_or_default();
-                    if !holder.trim().is_empty() && !owner_alive(&holder) {
+                    if !holder.trim().is_empty() && !crate::state::owner_alive(&holder) {
                         let _ = std::fs::remove_file(&path);
                         continue;
                     }
@@ -479,7 +442,7 @@ impl Goldens {
         let generation = self.home(name)?.join(format!("g{}", info.generation));
         let users = generation.join("users");
         crate::state::ensure_dir(&users)?;
-        let mark = users.join(owner_id());
+        let mark = users.join(crate::state::new_id());
         std::fs::write(&mark, b"").map_err(|e| Error::io("mark the golden in use", &mark, e))?;
         let hold: Hold = Arc::new(Mark { path: mark });
         let snapshot = backend
@@ -633,7 +596,7 @@ mod tests {
             .expect("taken over");
         let held = std::fs::read_to_string(home.join("build.lock")).unwrap();
         assert!(held.starts_with(&format!("{me}.{start}-")), "{held}");
-        assert!(owner_alive(&held));
+        assert!(crate::state::owner_alive(&held));
         // Held by a live process (this one): the second waits, and gives up.
         let err = goldens
             .lock_within("g", std::time::Duration::from_millis(300))

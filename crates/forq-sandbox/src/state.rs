@@ -24,17 +24,59 @@ pub fn default_state_dir() -> PathBuf {
 
 static COUNTER: AtomicU64 = AtomicU64::new(0);
 
-/// A fresh id, `<pid>-<n>`: the owning process is readable from the name.
+/// A fresh id, `<pid>.<start>-<n>`: the owning process is readable from
+/// the name, and its start time (clock ticks after boot) tells it from a
+/// later process the kernel gives the same pid. Pids are reused within
+/// minutes on a busy machine (32 768 by default), and an id that named the
+/// pid alone made a dead process's layers, views and cgroups look alive, or
+/// a new exec join a dead one's cgroup.
 pub(crate) fn new_id() -> String {
-    format!(
-        "{}-{}",
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    )
+    static ME: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    let me = ME.get_or_init(|| {
+        let pid = std::process::id();
+        match crate::os::start_time(pid) {
+            Some(start) => format!("{pid}.{start}"),
+            None => pid.to_string(),
+        }
+    });
+    format!("{me}-{}", COUNTER.fetch_add(1, Ordering::Relaxed))
 }
 
-fn owner_of(name: &str) -> Option<i32> {
-    name.split('-').next()?.parse().ok()
+/// The process a name made by [`new_id`] (or by an older forq, `<pid>-<n>`)
+/// belongs to: its pid, and its start time when the name has one. `None`
+/// for a name no process owns.
+fn owner_of(name: &str) -> Option<(u32, Option<u64>)> {
+    let owner = name.trim().split('-').next()?;
+    let (pid, start) = match owner.split_once('.') {
+        Some((pid, start)) => (pid, Some(start.parse::<u64>().ok()?)),
+        None => (owner, None),
+    };
+    Some((pid.parse().ok()?, start))
+}
+
+/// Whether the process that owns `name` (see [`new_id`]; also a lock's
+/// contents) still runs: that pid is alive, and started when the name
+/// says. A name no process owns counts as dead.
+pub(crate) fn owner_alive(name: &str) -> bool {
+    let Some((pid, start)) = owner_of(name) else {
+        return false;
+    };
+    let Ok(signed) = i32::try_from(pid) else {
+        return false;
+    };
+    if !crate::os::alive(signed) {
+        return false;
+    }
+    match (start, crate::os::start_time(pid)) {
+        (Some(named), Some(now)) => named == now,
+        _ => true,
+    }
+}
+
+/// Whether `name` is owned by a process, and that process is gone: what
+/// `gc` may clean. Names no process owns (a golden's) are never its.
+pub(crate) fn owner_dead(name: &str) -> bool {
+    owner_of(name).is_some() && !owner_alive(name)
 }
 
 /// Makes `dir` the caller's private state directory: created 0700 when
@@ -116,7 +158,7 @@ pub struct GcReport {
 /// mounts first, then their directories. Live processes' state is kept.
 pub fn gc(state_dir: &Path) -> Result<GcReport> {
     let mut report = GcReport::default();
-    let dead = |name: &str| owner_of(name).is_some_and(|pid| !crate::os::alive(pid));
+    let dead = owner_dead;
     let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
     let mut points: Vec<PathBuf> = mountinfo
         .lines()

@@ -54,7 +54,7 @@ fn secs(d: Duration) -> u64 {
 /// missing module or command, an unresolvable dependency or host, a
 /// compile error, a full disk.
 fn cause(output: &str) -> Option<String> {
-    const SIGNS: [&str; 23] = [
+    const SIGNS: [&str; 25] = [
         "ModuleNotFoundError:",
         "ImportError:",
         "No module named",
@@ -69,6 +69,11 @@ fn cause(output: &str) -> Option<String> {
         "command not found",
         // dash's wording: `sh: 1: cargo: not found`.
         ": not found",
+        // bash's, for a file whose interpreter (a script's `#!`, a
+        // program's loader) is missing: `x: cannot execute: required file
+        // not found`, and for one it may not run.
+        "cannot execute",
+        "required file not found",
         "No such file or directory",
         "no required module provides package",
         "cannot find package",
@@ -662,13 +667,44 @@ impl StackSteps<'_> {
                 run.evidence = Some(xml);
             }
         }
-        let (verdict, reason) = judge_suite(stack, options, &limits, &suite, run.evidence.as_ref());
+        let (verdict, mut reason) =
+            judge_suite(stack, options, &limits, &suite, run.evidence.as_ref());
+        if matches!(suite.out.shell_code(), 126 | 127) && !suite.timed_out {
+            if let Some(seen) = self.where_is(&stack.command).await {
+                reason.push_str(&format!(" ({seen})"));
+            }
+        }
         if verdict != Verdict::Bootstrapped {
             run.again = retry::after(stack, &suite.text);
         }
         run.verdict = verdict;
         run.reason = reason;
         Ok(())
+    }
+
+    /// What the sandbox makes of `command`'s program when it could not be
+    /// run (exit 126 or 127): where `PATH` finds it and what that file is,
+    /// or the `PATH` it is not on. A command that is there on the host and
+    /// missing in the sandbox then says which layer lacks it.
+    async fn where_is(&self, command: &str) -> Option<String> {
+        let program = command
+            .split_whitespace()
+            .find(|word| !word.contains('='))?
+            .to_owned();
+        const PROBE: &str = r#"p=$(command -v "$FORQ_PROGRAM") || { echo "$FORQ_PROGRAM is not on PATH=$PATH"; exit 0; }
+case $p in */*) ;; *) echo "$FORQ_PROGRAM is a shell builtin or function here"; exit 0 ;; esac
+echo "$FORQ_PROGRAM is $p: $(ls -lL "$p" 2>&1 | head -n 1)""#;
+        let out = self
+            .sandbox
+            .exec(
+                self.exec(PROBE, Duration::from_secs(30), Network::None)
+                    .env("FORQ_PROGRAM", program),
+            )
+            .await
+            .ok()?;
+        let seen = out.stdout_text();
+        let line = seen.lines().find(|l| !l.trim().is_empty())?;
+        Some(format!("in the sandbox, {}", line.trim()))
     }
 
     /// The toolchain's version, for the record.

@@ -249,3 +249,10 @@ async fn errors_say_what_happened_and_the_hint_what_to_type_next() {
         "{stderr}"
     );
 }
+
+/// Whether a sandbox directory's or cgroup's name is process `pid`'s:
+/// `<pid>.<start>-<n>` (or `<pid>-<n>`).
+pub(crate) fn owned_by(name: &str, pid: u32) -> bool {
+    let owner = name.split('-').next().unwrap_or_default();
+    owner.split('.').next() == Some(pid.to_string().as_str()) && name.contains('-')
+}

@@ -179,15 +179,9 @@ async fn gc_reports_what_it_cleaned() {
         .starts_with(&state.path().display().to_string())));
 }
 
-#[tokio::test]
-async fn interrupted_run_leaves_nothing_behind() {
-    if !native_or_skip("interrupted_run_leaves_nothing_behind") {
-        return;
-    }
-    let state = tempfile::Builder::new()
-        .prefix("forq-cli-state-")
-        .tempdir_in("/var/tmp")
-        .unwrap();
+/// `forq sandbox run` of `sleep <marker>` in a native sandbox under
+/// `state`, once the command runs.
+async fn sleeping_sandbox(state: &std::path::Path, marker: &str) -> tokio::process::Child {
     let mut child = forq_sandbox::host_command(env!("CARGO_BIN_EXE_forq"))
         .args([
             "sandbox",
@@ -199,27 +193,75 @@ async fn interrupted_run_leaves_nothing_behind() {
             "--",
             "sh",
             "-c",
-            "echo up; sleep 3141",
+            &format!("echo up; sleep {marker}"),
         ])
         .current_dir(repo_root())
-        .env("FORQ_SANDBOX_DIR", state.path())
+        .env("FORQ_SANDBOX_DIR", state)
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let pid = child.id().unwrap();
-    // Wait until the command runs, then interrupt forq as Ctrl-C would.
     let mut stdout = child.stdout.take().unwrap();
     let mut first = [0u8; 3];
     tokio::io::AsyncReadExt::read_exact(&mut stdout, &mut first)
         .await
         .unwrap();
     assert_eq!(&first, b"up\n");
+    child
+}
+
+/// Waits up to 5 s for every `sleep <marker>` on this machine to end;
+/// whether one still runs then. The kernel kills a sandbox's pid namespace
+/// when its init dies, and may still be reaping it: a killed process is
+/// gone within moments, a leaked one (the failure) stays.
+async fn sleeper_outlives(marker: &str) -> bool {
+    let needle = format!("sleep\0{marker}");
+    let alive = || {
+        std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+            std::fs::read(e.path().join("cmdline"))
+                .is_ok_and(|c| c.windows(needle.len()).any(|w| w == needle.as_bytes()))
+        })
+    };
+    for _ in 0..50 {
+        if !alive() {
+            return false;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    alive()
+}
+
+/// Exec cgroups of process `pid` still on this machine.
+fn cgroups_of(pid: u32) -> usize {
+    std::fs::read_dir("/sys/fs/cgroup/pids/forq")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| crate::owned_by(&e.file_name().to_string_lossy(), pid))
+        .count()
+}
+
+async fn kill(signal: &str, pid: u32) {
     let kill = forq_sandbox::host_command("kill")
-        .args(["-INT", &pid.to_string()])
+        .args([signal, &pid.to_string()])
         .status()
         .await
         .unwrap();
     assert!(kill.success());
+}
+
+#[tokio::test]
+async fn interrupted_run_leaves_nothing_behind() {
+    if !native_or_skip("interrupted_run_leaves_nothing_behind") {
+        return;
+    }
+    let state = tempfile::Builder::new()
+        .prefix("forq-cli-state-")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    let mut child = sleeping_sandbox(state.path(), "3141").await;
+    let pid = child.id().unwrap();
+    // Interrupt forq as Ctrl-C would.
+    kill("-INT", pid).await;
     let status = tokio::time::timeout(std::time::Duration::from_secs(10), child.wait())
         .await
         .expect("forq exits after SIGINT")
@@ -231,33 +273,53 @@ async fn interrupted_run_leaves_nothing_behind() {
     );
     let sandboxes = std::fs::read_dir(state.path().join("s")).unwrap().count();
     assert_eq!(sandboxes, 0, "sandbox directories left behind");
-    // The kernel kills the sandbox's pid namespace when its init dies, and
-    // may still be reaping it as forq exits: a killed process is gone
-    // within moments, a leaked one (the failure) stays.
-    let alive = || {
-        std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
-            std::fs::read(e.path().join("cmdline"))
-                .is_ok_and(|c| c.windows(10).any(|w| w == b"sleep\x003141"))
-        })
-    };
-    for _ in 0..50 {
-        if !alive() {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    assert!(
+        !sleeper_outlives("3141").await,
+        "the command outlived forq by 5 s"
+    );
+    assert_eq!(cgroups_of(pid), 0, "exec cgroups left behind");
+}
+
+/// A forq killed outright (SIGKILL: no handler, no drop runs) still takes
+/// its sandboxes' processes with it: each sandbox's shim watches forq's
+/// lifeline and kills the sandbox's init when it hangs up. Before, the
+/// sandbox ran on, orphaned, for as long as its command did. What the
+/// kill left on disk (mounts, directories) is `forq sandbox gc`'s.
+#[tokio::test]
+async fn a_forq_killed_outright_takes_its_sandboxes_processes_with_it() {
+    if !native_or_skip("a_forq_killed_outright_takes_its_sandboxes_processes_with_it") {
+        return;
     }
-    assert!(!alive(), "the command outlived forq by 5 s");
-    let cgroups = std::fs::read_dir("/sys/fs/cgroup/pids/forq")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter(|e| {
-            e.file_name()
-                .to_string_lossy()
-                .starts_with(&format!("{pid}-"))
-        })
-        .count();
-    assert_eq!(cgroups, 0, "exec cgroups left behind");
+    let state = tempfile::Builder::new()
+        .prefix("forq-cli-state-")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    let mut child = sleeping_sandbox(state.path(), "2718").await;
+    let pid = child.id().unwrap();
+    kill("-KILL", pid).await;
+    child.wait().await.unwrap();
+    assert!(
+        !sleeper_outlives("2718").await,
+        "the sandbox's command outlived the forq that started it by 5 s"
+    );
+    assert!(
+        !forq_sandbox::mounts_under(state.path()).is_empty(),
+        "a forq killed outright cleans nothing itself: the test needs its leftovers"
+    );
+    let out = forq_sandbox::host_command(env!("CARGO_BIN_EXE_forq"))
+        .args(["sandbox", "gc"])
+        .env("FORQ_SANDBOX_DIR", state.path())
+        .output()
+        .await
+        .unwrap();
+    check_exit(&out, 0);
+    assert!(
+        forq_sandbox::mounts_under(state.path()).is_empty(),
+        "mounts left after gc"
+    );
+    let sandboxes = std::fs::read_dir(state.path().join("s")).unwrap().count();
+    assert_eq!(sandboxes, 0, "sandbox directories left after gc");
+    assert_eq!(cgroups_of(pid), 0, "exec cgroups left after gc");
 }
 
 #[tokio::test]

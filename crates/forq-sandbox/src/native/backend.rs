@@ -107,6 +107,11 @@ impl NativeBackend {
                 state.display()
             ))
         })?;
+        let lifeline = sys::lifeline().map_err(|e| {
+            unavailable(format!(
+                "cannot make the pipe its sandboxes watch for this process's end: {e}"
+            ))
+        })?;
         let cgroups = Cgroups::detect();
         tracing::debug!(state = %state.display(), cgroups = cgroups.describe(), overlay_extra, "native backend open");
         Ok(NativeBackend {
@@ -121,6 +126,7 @@ impl NativeBackend {
                 home,
                 home_skel,
                 toolchains,
+                lifeline,
             }),
         })
     }

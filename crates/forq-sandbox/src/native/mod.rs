@@ -118,4 +118,6 @@ struct Shared {
     home_skel: PathBuf,
     empty: PathBuf,
     toolchains: Vec<Toolchain>,
+    /// This process's lifeline (`sys::lifeline`), which every shim watches.
+    lifeline: std::os::fd::RawFd,
 }

@@ -131,6 +131,7 @@ impl NativeSandbox {
             rlimit_fsize: spec.limits.disk_bytes,
             cwd: cstr(&cwd.display().to_string()),
             status_fd,
+            lifeline: shared.lifeline,
             join: shared.holder.as_ref().map(|h| {
                 let (user, mnt) = h.namespaces();
                 (user.as_raw_fd(), mnt.as_raw_fd())

@@ -77,6 +77,22 @@ async fn gc_cleans_what_a_dead_process_left() {
     let not_a_mount = state.join("i").join(format!("{dead_pid}-3"));
     std::fs::create_dir_all(&not_a_mount).unwrap();
     std::fs::write(not_a_mount.join("keep"), "kept").unwrap();
+    // What an earlier process given this very pid left (its name says
+    // another start time): dead too, though the pid is alive. Before ids
+    // carried the start time, it was kept for as long as this process ran.
+    let me = std::process::id();
+    let start: u64 = std::fs::read_to_string(format!("/proc/{me}/stat"))
+        .unwrap()
+        .rsplit(')')
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .nth(19)
+        .unwrap()
+        .parse()
+        .unwrap();
+    let reused = state.join("s").join(format!("{me}.{}-0", start + 1));
+    std::fs::create_dir_all(reused.join("u/v0")).unwrap();
     // A live sandbox of this process is left alone.
     let live = h.create().await;
     sh(&*live, "echo keep > keep.txt").await;
@@ -113,6 +129,10 @@ async fn gc_cleans_what_a_dead_process_left() {
         "{report:?}"
     );
     assert!(!leftover.exists() && !layer.exists());
+    assert!(
+        report.removed.contains(&reused) && !reused.exists(),
+        "{report:?}"
+    );
     assert_eq!(live.read_file(&rel("keep.txt")).await.unwrap(), b"keep\n");
     live.destroy().await.unwrap();
 }

@@ -14,7 +14,7 @@ use forq_app::store::{RunEvent, State, Store};
 use serde_json::json;
 
 use super::{calc_repo, forq_bin, triage_replay};
-use crate::native_or_skip;
+use crate::{native_or_skip, owned_by};
 
 /// A database of its own on the test server, or `None` (skipped) when
 /// none is named outside CI.
@@ -97,12 +97,12 @@ impl Fleet {
     /// What process `pid` left on this machine: mounts and directories
     /// under the workers' sandbox directory, and exec cgroups.
     fn leftovers(&self, pid: u32) -> usize {
-        let owned = format!("/{pid}-");
         let mounts = std::fs::read_to_string("/proc/self/mountinfo")
             .unwrap_or_default()
             .lines()
             .filter_map(|l| l.split(' ').nth(4))
-            .filter(|p| p.starts_with(self.sandbox_dir.to_str().unwrap()) && p.contains(&owned))
+            .filter_map(|p| p.strip_prefix(self.sandbox_dir.to_str().unwrap()))
+            .filter(|p| p.split('/').any(|part| owned_by(part, pid)))
             .count();
         let dirs: usize = ["s", "l", "h", "i"]
             .iter()
@@ -125,14 +125,51 @@ fn in_dir_owned(dir: &Path, pid: u32) -> usize {
         .map(|entries| {
             entries
                 .flatten()
-                .filter(|e| {
-                    e.file_name()
-                        .to_string_lossy()
-                        .starts_with(&format!("{pid}-"))
-                })
+                .filter(|e| owned_by(&e.file_name().to_string_lossy(), pid))
                 .count()
         })
         .unwrap_or(0)
+}
+
+/// Process `pid`'s start time (clock ticks after boot), while it runs (a
+/// zombie, dead and not yet reaped, does not).
+fn start_time(pid: u32) -> Option<u64> {
+    stat(pid)
+        .filter(|(state, _, _)| *state != "Z")
+        .map(|(_, _, start)| start)
+}
+
+/// Process `pid`'s state, parent and start time, from `/proc/<pid>/stat`.
+fn stat(pid: u32) -> Option<(String, u32, u64)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let mut after = stat[stat.rfind(')')? + 1..].split_whitespace();
+    let state = after.next()?.to_owned();
+    let parent = after.next()?.parse().ok()?;
+    let start = after.nth(17)?.parse().ok()?;
+    Some((state, parent, start))
+}
+
+/// Every process below `pid` now, each with its start time (a pid the
+/// kernel hands out again later is then no match).
+fn descendants(pid: u32) -> Vec<(u32, u64)> {
+    let all: Vec<(u32, u32, u64)> = std::fs::read_dir("/proc")
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+                .filter_map(|p| stat(p).map(|(_, parent, start)| (p, parent, start)))
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut found = Vec::new();
+    let mut parents = vec![pid];
+    while let Some(parent) = parents.pop() {
+        for (p, _, start) in all.iter().filter(|(_, pp, _)| *pp == parent) {
+            found.push((*p, *start));
+            parents.push(*p);
+        }
+    }
+    found
 }
 
 /// Waits until worker `name` drives a run past triage (a sandbox of its
@@ -238,9 +275,11 @@ async fn workers_killed_mid_run_lose_nothing_and_leave_nothing() {
     // Killed in the middle of a fix: a at once, b once half the queue is
     // done; each is replaced by a worker of another name.
     let mut leftovers_at_kill = Vec::new();
+    let mut processes_at_kill = Vec::new();
     let mut killed = Vec::new();
     let pid = a.id().expect("a runs");
     let run = driving_a_fix(&store, "a", &fleet, pid).await;
+    processes_at_kill.extend(descendants(pid));
     a.start_kill().unwrap();
     a.wait().await.unwrap();
     leftovers_at_kill.push(fleet.leftovers(pid));
@@ -258,6 +297,7 @@ async fn workers_killed_mid_run_lose_nothing_and_leave_nothing() {
     }
     let pid = b.id().expect("b runs");
     let run = driving_a_fix(&store, "b", &fleet, pid).await;
+    processes_at_kill.extend(descendants(pid));
     b.start_kill().unwrap();
     b.wait().await.unwrap();
     leftovers_at_kill.push(fleet.leftovers(pid));
@@ -314,7 +354,18 @@ async fn workers_killed_mid_run_lose_nothing_and_leave_nothing() {
         .iter()
         .map(|(pid, _)| fleet.leftovers(*pid))
         .collect();
-    eprintln!("workers killed mid-run: {outcomes:?}; left by the killed workers: {leftovers_at_kill:?} at the kill, {after:?} after");
+    // And no process of theirs runs on: a sandbox's shim kills its init
+    // when the worker that started it is gone.
+    let survivors: Vec<&(u32, u64)> = processes_at_kill
+        .iter()
+        .filter(|(pid, start)| start_time(*pid) == Some(*start))
+        .collect();
+    eprintln!(
+        "workers killed mid-run: {outcomes:?}; left by the killed workers: {leftovers_at_kill:?} at the kill, {after:?} after; {} processes below them at the kill, {} running after",
+        processes_at_kill.len(),
+        survivors.len()
+    );
+    assert!(survivors.is_empty(), "{survivors:?}");
     assert!(
         leftovers_at_kill.iter().all(|n| *n > 0),
         "{leftovers_at_kill:?}"

@@ -167,6 +167,9 @@ pub(crate) struct Plan {
     pub(crate) cwd: CString,
     /// Write end of the status pipe.
     pub(crate) status_fd: RawFd,
+    /// Read end of this process's lifeline ([`lifeline`]): the shim kills
+    /// init, and with it the sandbox's every process, when it hangs up.
+    pub(crate) lifeline: RawFd,
     /// User and mount namespaces to join first (rootless mode): open
     /// descriptors of the holder's `/proc/<pid>/ns/{user,mnt}`.
     pub(crate) join: Option<(RawFd, RawFd)>,
@@ -226,6 +229,26 @@ pub(crate) fn close(fd: RawFd) {
     unsafe {
         libc::close(fd);
     }
+}
+
+/// The read end of this process's lifeline: a pipe whose write end only
+/// this process holds (close-on-exec, and closed by every shim and helper
+/// it forks), so its reader sees end of file when this process is gone,
+/// even killed with SIGKILL. The shims watch it: a sandbox never outlives
+/// the forq that started it. (A parent-death signal cannot do this: it
+/// follows the thread that forked, and tokio's threads come and go.)
+pub(crate) fn lifeline() -> io::Result<RawFd> {
+    static LIFELINE: std::sync::OnceLock<(RawFd, RawFd)> = std::sync::OnceLock::new();
+    if let Some((read, _)) = LIFELINE.get() {
+        return Ok(*read);
+    }
+    let made = pipe()?;
+    if let Err(made) = LIFELINE.set(made) {
+        // Another thread made one first: this one is not needed.
+        close(made.0);
+        close(made.1);
+    }
+    Ok(LIFELINE.get().expect("set above").0)
 }
 
 /// Reads everything from `fd` until end of file, then closes it.
@@ -379,14 +402,23 @@ fn fork_init(plan: &Plan) -> io::Result<()> {
             return Err(io::Error::last_os_error());
         }
         if pid > 0 {
-            // The shim: hold nothing open but its end of `alive`, wait for
-            // init, vanish. Killing it kills init, and with init the whole
-            // pid namespace.
-            let keep = alive[1];
-            libc::syscall(libc::SYS_close_range, 3u32, (keep - 1) as u32, 0u32);
-            libc::syscall(libc::SYS_close_range, (keep + 1) as u32, u32::MAX, 0u32);
-            let mut status = 0;
-            while libc::waitpid(pid, &mut status, 0) < 0 && last_errno() == libc::EINTR {}
+            // The shim: hold nothing open but its end of `alive` and the
+            // lifeline, wait for init, vanish. Killing it kills init, and
+            // with init the whole pid namespace; so does forq's end.
+            let (low, high) = if alive[1] < plan.lifeline {
+                (alive[1], plan.lifeline)
+            } else {
+                (plan.lifeline, alive[1])
+            };
+            libc::syscall(libc::SYS_close_range, 3u32, (low - 1) as u32, 0u32);
+            libc::syscall(
+                libc::SYS_close_range,
+                (low + 1) as u32,
+                (high - 1) as u32,
+                0u32,
+            );
+            libc::syscall(libc::SYS_close_range, (high + 1) as u32, u32::MAX, 0u32);
+            watch_init(pid, plan.lifeline);
             libc::_exit(0);
         }
         libc::close(alive[1]);
@@ -402,6 +434,47 @@ fn fork_init(plan: &Plan) -> io::Result<()> {
         }
         libc::close(alive[0]);
         init(plan)
+    }
+}
+
+/// The shim's wait for init: until init ends, or until the lifeline hangs
+/// up (the forq that started the sandbox died), which kills init first.
+fn watch_init(init: libc::pid_t, lifeline: RawFd) {
+    // SAFETY: pidfd_open, poll, kill and waitpid on this process's own
+    // child and descriptors.
+    unsafe {
+        let pidfd = libc::syscall(libc::SYS_pidfd_open, init, 0u32) as libc::c_int;
+        if pidfd >= 0 {
+            loop {
+                let mut fds = [
+                    libc::pollfd {
+                        fd: pidfd,
+                        events: libc::POLLIN,
+                        revents: 0,
+                    },
+                    libc::pollfd {
+                        fd: lifeline,
+                        events: libc::POLLIN,
+                        revents: 0,
+                    },
+                ];
+                if libc::poll(fds.as_mut_ptr(), 2, -1) < 0 {
+                    if last_errno() == libc::EINTR {
+                        continue;
+                    }
+                    break;
+                }
+                if fds[0].revents != 0 {
+                    break;
+                }
+                if fds[1].revents != 0 {
+                    libc::kill(init, libc::SIGKILL);
+                    break;
+                }
+            }
+        }
+        let mut status = 0;
+        while libc::waitpid(init, &mut status, 0) < 0 && last_errno() == libc::EINTR {}
     }
 }
 
