@@ -163,10 +163,16 @@ pub async fn seed_pull(
     result
 }
 
-/// Checks out `pull`'s head in the fresh clone `workspace`.
-async fn check_out_pull(workspace: &Path, pull: &PullRecord) -> Result<(), SeedError> {
+/// Checks out `pull`'s head in the fresh clone `workspace`: the fetch and
+/// the checkout within the seed's caps, as the clone was (a stranger's
+/// head may hold a tree of any size).
+async fn check_out_pull(
+    workspace: &Path,
+    pull: &PullRecord,
+    caps: &CloneOptions,
+) -> Result<(), SeedError> {
     let head = format!("refs/pull/{}/head", pull.number);
-    git::git(workspace, &["fetch", "-q", "--depth", "1", "origin", &head]).await?;
+    forq_bootstrap::fetch_within(workspace, &head, caps).await?;
     let at = git::git(workspace, &["rev-parse", "FETCH_HEAD"]).await?;
     if at != pull.head_sha {
         return Err(SeedError::PullMoved {
@@ -176,7 +182,7 @@ async fn check_out_pull(workspace: &Path, pull: &PullRecord) -> Result<(), SeedE
         });
     }
     let branch = format!("forq-pr-{}", pull.number);
-    git::git(workspace, &["checkout", "-q", "-B", &branch, "FETCH_HEAD"]).await?;
+    forq_bootstrap::check_out_within(workspace, &branch, &at, caps).await?;
     let origin = git::git(workspace, &["remote", "get-url", "origin"]).await?;
     let url = pull.head_clone_url.as_str();
     let transport = |u: &str| u.split_once("://").map(|(scheme, _)| scheme.to_owned());
@@ -218,7 +224,7 @@ async fn seed_inner(
         if how != "clone" {
             return Err(SeedError::PullNotCloned(source.to_owned()));
         }
-        check_out_pull(workspace, pull).await?;
+        check_out_pull(workspace, pull, &clone).await?;
     }
     let removed_forq = remove_forq_dir(workspace).map_err(|source| SeedError::Io {
         path: workspace.join(".forq"),

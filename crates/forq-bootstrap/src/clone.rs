@@ -3,6 +3,7 @@
 //! hung or huge clone cannot wedge a run. Nothing of the repository runs:
 //! hooks are off and submodules are not fetched.
 
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -145,20 +146,83 @@ pub async fn clone_shallow(
     {
         return Err(CloneError::Exists(dest.to_owned()));
     }
-    let mut child = forq_sandbox::host_command("git")
-        .args([
-            "-c",
-            "core.hooksPath=/dev/null",
-            "clone",
-            "--depth",
-            "1",
-            "--single-branch",
-            "--no-tags",
-            "--quiet",
-            "--",
-            url,
-        ])
-        .arg(dest)
+    let words = [
+        "clone",
+        "--depth",
+        "1",
+        "--single-branch",
+        "--no-tags",
+        "--quiet",
+        "--",
+        url,
+    ];
+    let mut args: Vec<&OsStr> = words.iter().map(OsStr::new).collect();
+    args.push(dest.as_os_str());
+    let cloned = git_within(None, &args, dest, url, options).await;
+    if cloned.is_err() {
+        let _ = std::fs::remove_dir_all(dest);
+    }
+    cloned
+}
+
+/// Fetches `reference` (a pull request's `refs/pull/N/head`) from `origin`
+/// into the clone at `repo`, one commit deep, to `FETCH_HEAD`: within
+/// `options`' caps, counted over the whole clone with what it had. A
+/// stranger's ref can be as large as any repository. The caller removes
+/// the clone on failure.
+pub async fn fetch_within(
+    repo: &Path,
+    reference: &str,
+    options: &CloneOptions,
+) -> Result<(), CloneError> {
+    let args = [
+        "fetch",
+        "--depth",
+        "1",
+        "--no-tags",
+        "--quiet",
+        "origin",
+        "--",
+        reference,
+    ]
+    .map(OsStr::new);
+    let what = format!("{reference} into {}", repo.display());
+    git_within(Some(repo), &args, repo, &what, options).await
+}
+
+/// Checks out `rev` as branch `branch` in the clone at `repo`, within
+/// `options`' caps: a small pack can hold a tree that fills a disk when
+/// written out (a clone's own checkout is counted the same way). The
+/// caller removes the clone on failure.
+pub async fn check_out_within(
+    repo: &Path,
+    branch: &str,
+    rev: &str,
+    options: &CloneOptions,
+) -> Result<(), CloneError> {
+    let args = ["checkout", "--quiet", "-B", branch, rev, "--"].map(OsStr::new);
+    let what = format!("{rev} in {}", repo.display());
+    git_within(Some(repo), &args, repo, &what, options).await
+}
+
+/// Runs git with forq's own `args` (in `cwd` when given) without prompts,
+/// hooks or credentials helpers that ask, within `options`' caps on the
+/// wall clock and on the bytes under `watched`. On any failure git's whole
+/// process group is killed; `what` names the work in the error.
+async fn git_within(
+    cwd: Option<&Path>,
+    args: &[&OsStr],
+    watched: &Path,
+    what: &str,
+    options: &CloneOptions,
+) -> Result<(), CloneError> {
+    let mut command = forq_sandbox::host_command("git");
+    if let Some(cwd) = cwd {
+        command.current_dir(cwd);
+    }
+    let mut child = command
+        .args(["-c", "core.hooksPath=/dev/null"])
+        .args(args)
         .env("GIT_TERMINAL_PROMPT", "0")
         .env("GIT_ASKPASS", "true")
         .env("SSH_ASKPASS", "true")
@@ -169,7 +233,7 @@ pub async fn clone_shallow(
         .process_group(0)
         .spawn()
         .map_err(|source| CloneError::Spawn {
-            url: url.to_owned(),
+            url: what.to_owned(),
             source,
         })?;
     let group = child.id();
@@ -181,6 +245,10 @@ pub async fn clone_shallow(
         }
         text
     });
+    let too_large = || CloneError::TooLarge {
+        url: what.to_owned(),
+        max_bytes: options.max_bytes,
+    };
     let started = Instant::now();
     let failure = loop {
         match tokio::time::timeout(Duration::from_millis(250), child.wait()).await {
@@ -188,32 +256,23 @@ pub async fn clone_shallow(
             Ok(Ok(_)) | Ok(Err(_)) => {
                 let text = reader.await.unwrap_or_default();
                 break Some(CloneError::Git {
-                    url: url.to_owned(),
+                    url: what.to_owned(),
                     message: one_line(&text, 600),
                 });
             }
             Err(_) if started.elapsed() > options.timeout => {
                 break Some(CloneError::Timeout {
-                    url: url.to_owned(),
+                    url: what.to_owned(),
                     timeout: options.timeout,
                 })
             }
-            Err(_) if disk_usage(dest) > options.max_bytes => {
-                break Some(CloneError::TooLarge {
-                    url: url.to_owned(),
-                    max_bytes: options.max_bytes,
-                })
-            }
+            Err(_) if disk_usage(watched) > options.max_bytes => break Some(too_large()),
             Err(_) => {}
         }
     };
     let Some(error) = failure else {
-        if disk_usage(dest) > options.max_bytes {
-            let _ = std::fs::remove_dir_all(dest);
-            return Err(CloneError::TooLarge {
-                url: url.to_owned(),
-                max_bytes: options.max_bytes,
-            });
+        if disk_usage(watched) > options.max_bytes {
+            return Err(too_large());
         }
         return Ok(());
     };
@@ -225,6 +284,5 @@ pub async fn clone_shallow(
             .await;
     }
     let _ = child.wait().await;
-    let _ = std::fs::remove_dir_all(dest);
     Err(error)
 }

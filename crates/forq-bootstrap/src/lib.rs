@@ -13,7 +13,9 @@ mod journal;
 mod runner;
 mod verdict;
 
-pub use clone::{clone_shallow, is_git_url, CloneError, CloneOptions};
+pub use clone::{
+    check_out_within, clone_shallow, fetch_within, is_git_url, CloneError, CloneOptions,
+};
 pub use configure::{
     transcript_path, ConfigStep, Configurator, ConfigureContext, ConfigureLimits, StepRecord,
 };

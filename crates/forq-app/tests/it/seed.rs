@@ -226,3 +226,64 @@ async fn a_pull_requests_head_brings_no_forq_link_no_transport_and_no_option() {
         "nothing is left half-made"
     );
 }
+
+/// A pull request's head is held to the seed's size cap as the clone is:
+/// a head whose pack is a few KiB and whose tree is 8 MiB of zeros (or
+/// any size) is refused under a 4 MiB cap, and nothing is left. Before,
+/// the fetch of `refs/pull/N/head` and its checkout ran uncapped.
+#[tokio::test]
+async fn a_pull_requests_head_past_the_size_cap_is_refused() {
+    use forq_app::store::PullRecord;
+    let tmp = tempfile::tempdir().unwrap();
+    let work = tmp.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    git(&work, &["init", "-q", "-b", "main"]).await;
+    std::fs::write(work.join("f.txt"), "base\n").unwrap();
+    git(&work, &["add", "-A"]).await;
+    git(&work, &["commit", "-qm", "base"]).await;
+    std::fs::write(work.join("zeros.bin"), vec![0u8; 8 << 20]).unwrap();
+    git(&work, &["add", "-A"]).await;
+    git(&work, &["commit", "-qm", "head"]).await;
+    let head = git(&work, &["rev-parse", "HEAD"]).await;
+    let bare = tmp.path().join("base.git");
+    git(
+        tmp.path(),
+        &["init", "-q", "--bare", bare.to_str().unwrap()],
+    )
+    .await;
+    for refspec in ["HEAD~1:refs/heads/main", "HEAD:refs/pull/4/head"] {
+        git(&work, &["push", "-q", bare.to_str().unwrap(), refspec]).await;
+    }
+    let pull = PullRecord {
+        number: 4,
+        repo: "o/r".to_owned(),
+        head_sha: head,
+        head_ref: "topic".to_owned(),
+        head_repo: "o/r".to_owned(),
+        base_ref: "main".to_owned(),
+        ..PullRecord::default()
+    };
+    let source = format!("file://{}", bare.display());
+    let caps = SeedOptions {
+        max_bytes: 4 << 20,
+        ..SeedOptions::default()
+    };
+    let ws = tmp.path().join("ws");
+    let err = forq_app::seed::seed_pull(&source, &ws, &caps, &pull)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            SeedError::Clone(forq_bootstrap::CloneError::TooLarge { .. })
+        ),
+        "{err}"
+    );
+    assert!(err.to_string().contains("size cap of 4 MiB"), "{err}");
+    assert!(!ws.exists(), "nothing is left half-made");
+    // Under a cap it fits, the same head seeds.
+    let seeded = forq_app::seed::seed_pull(&source, &ws, &SeedOptions::default(), &pull)
+        .await
+        .unwrap();
+    assert_eq!(seeded.head, pull.head_sha);
+}
