@@ -183,6 +183,19 @@ async fn check_out_pull(
     }
     let branch = format!("forq-pr-{}", pull.number);
     forq_bootstrap::check_out_within(workspace, &branch, &at, caps).await?;
+    add_head_remote(workspace, pull).await?;
+    Ok(())
+}
+
+/// Adds `pull`'s head repository as remote `pr-head` of `workspace` when it
+/// is reached the way origin is (the same transport: a head on another
+/// host's scheme, or one that reads as an option, is no remote of forq's).
+/// What a push onto the pull request's branch goes through; made again
+/// where a run's branch is restored on another machine.
+pub(crate) async fn add_head_remote(
+    workspace: &Path,
+    pull: &PullRecord,
+) -> Result<(), git::GitError> {
     let origin = git::git(workspace, &["remote", "get-url", "origin"]).await?;
     let url = pull.head_clone_url.as_str();
     let transport = |u: &str| u.split_once("://").map(|(scheme, _)| scheme.to_owned());
