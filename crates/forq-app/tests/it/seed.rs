@@ -112,6 +112,33 @@ async fn caps_on_size_refuse_and_leave_nothing_behind() {
     assert!(matches!(missing, SeedError::Missing(_)), "{missing}");
 }
 
+/// A bare base repository under `tmp`: `main` at a first commit, and
+/// GitHub's `refs/pull/<number>/head` at a second one that `change` makes
+/// in the work tree; the bare repository and the head's sha.
+async fn base_with_pull(
+    tmp: &Path,
+    number: u64,
+    change: impl FnOnce(&Path),
+) -> (std::path::PathBuf, String) {
+    let work = tmp.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    git(&work, &["init", "-q", "-b", "main"]).await;
+    std::fs::write(work.join("f.txt"), "base\n").unwrap();
+    git(&work, &["add", "-A"]).await;
+    git(&work, &["commit", "-qm", "base"]).await;
+    change(&work);
+    git(&work, &["add", "-A"]).await;
+    git(&work, &["commit", "-qm", "head"]).await;
+    let head = git(&work, &["rev-parse", "HEAD"]).await;
+    let bare = tmp.join("base.git");
+    git(tmp, &["init", "-q", "--bare", bare.to_str().unwrap()]).await;
+    let pull_ref = format!("HEAD:refs/pull/{number}/head");
+    for refspec in ["HEAD~1:refs/heads/main", pull_ref.as_str()] {
+        git(&work, &["push", "-q", bare.to_str().unwrap(), refspec]).await;
+    }
+    (bare, head)
+}
+
 /// A pull request's head is a stranger's: one that brings a `.forq` link
 /// to a host directory, names its head repository on another transport (a
 /// host elsewhere) than its base, and a branch that is no branch name (one
@@ -120,42 +147,10 @@ async fn caps_on_size_refuse_and_leave_nothing_behind() {
 async fn a_pull_requests_head_brings_no_forq_link_no_transport_and_no_option() {
     use forq_app::store::PullRecord;
     let tmp = tempfile::tempdir().unwrap();
-    let work = tmp.path().join("work");
-    std::fs::create_dir_all(&work).unwrap();
-    git(&work, &["init", "-q", "-b", "main"]).await;
-    std::fs::write(work.join("f.txt"), "base\n").unwrap();
-    git(&work, &["add", "-A"]).await;
-    git(&work, &["commit", "-qm", "base"]).await;
-    std::os::unix::fs::symlink("/etc", work.join(".forq")).unwrap();
-    std::fs::write(work.join("f.txt"), "head\n").unwrap();
-    git(&work, &["add", "-A"]).await;
-    git(&work, &["commit", "-qm", "head"]).await;
-    let head = git(&work, &["rev-parse", "HEAD"]).await;
-    let bare = tmp.path().join("base.git");
-    git(
-        tmp.path(),
-        &["init", "-q", "--bare", bare.to_str().unwrap()],
-    )
-    .await;
-    git(
-        &work,
-        &[
-            "push",
-            "-q",
-            bare.to_str().unwrap(),
-            "HEAD~1:refs/heads/main",
-        ],
-    )
-    .await;
-    git(
-        &work,
-        &[
-            "push",
-            "-q",
-            bare.to_str().unwrap(),
-            "HEAD:refs/pull/3/head",
-        ],
-    )
+    let (bare, head) = base_with_pull(tmp.path(), 3, |work| {
+        std::os::unix::fs::symlink("/etc", work.join(".forq")).unwrap();
+        std::fs::write(work.join("f.txt"), "head\n").unwrap();
+    })
     .await;
     let pull = PullRecord {
         number: 3,
@@ -235,25 +230,10 @@ async fn a_pull_requests_head_brings_no_forq_link_no_transport_and_no_option() {
 async fn a_pull_requests_head_past_the_size_cap_is_refused() {
     use forq_app::store::PullRecord;
     let tmp = tempfile::tempdir().unwrap();
-    let work = tmp.path().join("work");
-    std::fs::create_dir_all(&work).unwrap();
-    git(&work, &["init", "-q", "-b", "main"]).await;
-    std::fs::write(work.join("f.txt"), "base\n").unwrap();
-    git(&work, &["add", "-A"]).await;
-    git(&work, &["commit", "-qm", "base"]).await;
-    std::fs::write(work.join("zeros.bin"), vec![0u8; 8 << 20]).unwrap();
-    git(&work, &["add", "-A"]).await;
-    git(&work, &["commit", "-qm", "head"]).await;
-    let head = git(&work, &["rev-parse", "HEAD"]).await;
-    let bare = tmp.path().join("base.git");
-    git(
-        tmp.path(),
-        &["init", "-q", "--bare", bare.to_str().unwrap()],
-    )
+    let (bare, head) = base_with_pull(tmp.path(), 4, |work| {
+        std::fs::write(work.join("zeros.bin"), vec![0u8; 8 << 20]).unwrap();
+    })
     .await;
-    for refspec in ["HEAD~1:refs/heads/main", "HEAD:refs/pull/4/head"] {
-        git(&work, &["push", "-q", bare.to_str().unwrap(), refspec]).await;
-    }
     let pull = PullRecord {
         number: 4,
         repo: "o/r".to_owned(),

@@ -773,45 +773,38 @@ async fn a_hang_past_the_runs_timeout_is_named_when_it_can_be_and_a_missing_runn
 /// in a native sandbox, once) could not say which layer lacked it.
 #[tokio::test]
 async fn a_program_the_sandbox_cannot_run_is_looked_for_there() {
-    let dir = repo(&[("tests/__init__.py", "")]);
-    let missing = forq_bootstrap::Stack::custom("test", Vec::new(), "forq-no-such-runner --all");
-    let record = gate(
-        dir.path(),
-        forq_bootstrap::GateOptions::default().recipes(vec![missing]),
-    )
-    .await;
-    assert_eq!(record.verdict, Verdict::FailedDeterministic, "{record:#?}");
-    assert!(
-        record.reason.contains("could not run (exit 127")
-            && record
-                .reason
-                .contains("in the sandbox, forq-no-such-runner is not on PATH=/"),
-        "{}",
-        record.reason
-    );
-    // A program that is there but whose interpreter is not: found, and
-    // named with its file.
-    let dir = repo(&[("run-tests", "#!/forq/no/such/interpreter\n")]);
-    std::fs::set_permissions(
-        dir.path().join("run-tests"),
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .unwrap();
-    let broken = forq_bootstrap::Stack::custom("test", Vec::new(), "./run-tests");
-    let record = gate(
-        dir.path(),
-        forq_bootstrap::GateOptions::default().recipes(vec![broken]),
-    )
-    .await;
-    assert_eq!(record.verdict, Verdict::FailedDeterministic, "{record:#?}");
-    assert!(
-        record.reason.contains("could not run (exit 127")
-            && record
-                .reason
-                .contains("in the sandbox, ./run-tests is ./run-tests: -rwxr-xr-x"),
-        "{}",
-        record.reason
-    );
+    // A program not on PATH at all; and a script that is there, whose
+    // `#!` interpreter is not: found, and named with its file.
+    let cases = [
+        (
+            None,
+            "forq-no-such-runner --all",
+            "in the sandbox, forq-no-such-runner is not on PATH=/",
+        ),
+        (
+            Some("#!/forq/no/such/interpreter\n"),
+            "./run-tests",
+            "in the sandbox, ./run-tests is ./run-tests: -rwxr-xr-x",
+        ),
+    ];
+    for (script, command, seen) in cases {
+        let dir = repo(&[("tests/__init__.py", "")]);
+        if let Some(script) = script {
+            let path = dir.path().join("run-tests");
+            std::fs::write(&path, script).unwrap();
+            std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+                .unwrap();
+        }
+        let stack = forq_bootstrap::Stack::custom("test", Vec::new(), command);
+        let options = forq_bootstrap::GateOptions::default().recipes(vec![stack]);
+        let record = gate(dir.path(), options).await;
+        assert_eq!(record.verdict, Verdict::FailedDeterministic, "{record:#?}");
+        assert!(
+            record.reason.contains("could not run (exit 127") && record.reason.contains(seen),
+            "{}",
+            record.reason
+        );
+    }
 }
 
 #[tokio::test]
