@@ -267,3 +267,69 @@ async fn a_pull_requests_head_past_the_size_cap_is_refused() {
         .unwrap();
     assert_eq!(seeded.head, pull.head_sha);
 }
+
+/// A push's token goes to an HTTPS remote only: offered for a remote on
+/// plain `http://` (here a listener on loopback that records what reaches
+/// it), git is never handed it, and no request carries it, while git
+/// itself did ask that remote.
+#[tokio::test]
+async fn a_push_token_never_goes_to_a_plain_http_remote() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let heads = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let seen = heads.clone();
+    let server = tokio::spawn(async move {
+        while let Ok((mut conn, _)) = listener.accept().await {
+            let mut head = Vec::new();
+            let mut byte = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n") && conn.read(&mut byte).await.unwrap_or(0) == 1 {
+                head.push(byte[0]);
+            }
+            seen.lock()
+                .unwrap()
+                .push(String::from_utf8_lossy(&head).into_owned());
+            let _ = conn
+                .write_all(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+                .await;
+        }
+    });
+    let tmp = tempfile::tempdir().unwrap();
+    let ws = tmp.path().join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    git(&ws, &["init", "-q", "-b", "fix"]).await;
+    std::fs::write(ws.join("f.txt"), "fixed\n").unwrap();
+    git(&ws, &["add", "-A"]).await;
+    git(&ws, &["commit", "-qm", "fix"]).await;
+    let url = format!("http://127.0.0.1:{port}/o/r.git");
+    git(&ws, &["remote", "add", "plain", &url]).await;
+    let token = "ghs_forq-test-token-never-sent";
+    let pushed = forq_app::git::push(
+        &ws,
+        &forq_app::git::PushSpec {
+            remote: "plain",
+            branch: "fix",
+            dest: None,
+            expected: None,
+            local_paths: false,
+            credential: Some(token),
+        },
+    )
+    .await;
+    assert!(pushed.is_err(), "the remote refuses every push: {pushed:?}");
+    server.abort();
+    let heads = heads.lock().unwrap().clone();
+    assert!(
+        heads.iter().any(|h| h.contains("/o/r.git/info/refs")),
+        "git asked the remote: {heads:?}"
+    );
+    use base64::Engine as _;
+    let basic =
+        base64::engine::general_purpose::STANDARD.encode(format!("x-access-token:{token}"));
+    for head in &heads {
+        assert!(
+            !head.to_ascii_lowercase().contains("authorization") && !head.contains(&basic),
+            "{head}"
+        );
+    }
+}
