@@ -453,8 +453,12 @@ async fn restore(
             // default branch does not hold; pushed onto its branch through
             // the head's remote, as on the machine that ran it.
             let head = format!("refs/pull/{}/head", pull.number);
-            let _ = forq_bootstrap::fetch_within(&repo, &head, &forq_bootstrap::CloneOptions::default())
-                .await;
+            let _ = forq_bootstrap::fetch_within(
+                &repo,
+                &head,
+                &forq_bootstrap::CloneOptions::default(),
+            )
+            .await;
             crate::seed::add_head_remote(&repo, pull).await?;
         }
         let have = format!("{}^{{commit}}", seeded.head);

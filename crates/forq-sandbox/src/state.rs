@@ -200,14 +200,18 @@ pub fn gc(state_dir: &Path) -> Result<GcReport> {
             }
         }
     }
+    // A tree is removed only when nothing is mounted in it any more: a
+    // removal never crosses into a mount (what it shows is not the state
+    // directory's). One that could not be taken off waits for the next gc.
+    let still_mounted = mounts_under(state_dir);
     for sub in ["s", "l", "h"] {
         let Ok(entries) = std::fs::read_dir(state_dir.join(sub)) else {
             continue;
         };
         for entry in entries.flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
-            if dead(&name) {
-                let path = entry.path();
+            let path = entry.path();
+            if dead(&name) && !still_mounted.iter().any(|m| m.starts_with(&path)) {
                 remove_tree(&path).map_err(|e| Error::io("remove", &path, e))?;
                 report.removed.push(path);
             }

@@ -290,7 +290,9 @@ async fn a_push_token_never_goes_to_a_plain_http_remote() {
                 .unwrap()
                 .push(String::from_utf8_lossy(&head).into_owned());
             let _ = conn
-                .write_all(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+                .write_all(
+                    b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                )
                 .await;
         }
     });
@@ -324,8 +326,7 @@ async fn a_push_token_never_goes_to_a_plain_http_remote() {
         "git asked the remote: {heads:?}"
     );
     use base64::Engine as _;
-    let basic =
-        base64::engine::general_purpose::STANDARD.encode(format!("x-access-token:{token}"));
+    let basic = base64::engine::general_purpose::STANDARD.encode(format!("x-access-token:{token}"));
     for head in &heads {
         assert!(
             !head.to_ascii_lowercase().contains("authorization") && !head.contains(&basic),

@@ -68,26 +68,41 @@ impl Ids {
             views: Vec::new(),
             views_dir,
         };
-        ids.state_view = ids.view(state_dir)?;
+        // The overlays' upper and work directories are written through
+        // this one; it shows nothing but the state directory itself.
+        let state_view = ids.mount(state_dir, true)?;
+        ids.views.push(state_view.clone());
+        ids.state_view = state_view;
         Ok(ids)
     }
 
-    /// Mounts an idmapped view of `source` under `<state>/i` and returns
-    /// where; the view lives as long as this backend.
+    /// Mounts a read-only idmapped view of `source` (a lower layer: a
+    /// writable toolchain) under `<state>/i` and returns where; the view
+    /// lives as long as this backend.
     pub(crate) fn view(&mut self, source: &Path) -> std::io::Result<PathBuf> {
         let target = self.mount_view(source)?;
         self.views.push(target.clone());
         Ok(target)
     }
 
-    /// Mounts an idmapped view the caller takes off with [`Ids::unmount_view`].
+    /// Mounts a read-only idmapped view (a lower layer: a sandbox's base)
+    /// the caller takes off with [`unmount_view`]. Read-only, because it
+    /// shows a host directory as root may write it: a recursive removal of
+    /// the state directory (an operator's `rm -rf`, a test's temporary
+    /// directory) that reached a writable one emptied the host's toolchain
+    /// or repository through it.
     pub(crate) fn mount_view(&self, source: &Path) -> std::io::Result<PathBuf> {
+        self.mount(source, false)
+    }
+
+    fn mount(&self, source: &Path, writable: bool) -> std::io::Result<PathBuf> {
         let target = self.views_dir.join(state::new_id());
         std::fs::create_dir(&target)?;
         let mounted = sys::mount_idmapped(
             &cstr(&source.display().to_string()),
             &cstr(&target.display().to_string()),
             self.idmap_ns.as_raw_fd(),
+            writable,
         );
         if let Err(e) = mounted {
             let _ = std::fs::remove_dir(&target);

@@ -420,3 +420,71 @@ async fn doctor_measures_each_protection_in_a_sandbox() {
         assert!(p.in_force && p.detail.starts_with("measured"), "{p:?}");
     }
 }
+
+/// Attack (forq's adversarial corpus, SECURITY.md): the state directory is
+/// removed recursively while a backend is live, or after its process died
+/// with its views mounted — an operator's `rm -rf`, a test's temporary
+/// directory dropped in a panic. As root the state directory holds
+/// idmapped views of the writable toolchains and of each sandbox's base,
+/// and a removal that reached a writable view deleted the host's files
+/// through it: this machine's whole `~/.pyenv` went that way once. The
+/// views are read-only now: the removal stops at them, and the host's
+/// toolchain and repository are whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn removing_the_state_directory_never_reaches_the_hosts_toolchains_or_base() {
+    use forq_sandbox::{Backend, SandboxSpec, Toolchain};
+    if !is_root() {
+        return;
+    }
+    let host = tempfile::Builder::new()
+        .prefix("forq-it-hostfiles-")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    let toolchain = host.path().join("toolchain");
+    std::fs::create_dir_all(toolchain.join("bin")).unwrap();
+    std::fs::write(toolchain.join("bin/tool"), "#!/bin/sh\necho tool\n").unwrap();
+    let base = host.path().join("repo");
+    std::fs::create_dir_all(&base).unwrap();
+    std::fs::write(base.join("main.py"), "print('mine')\n").unwrap();
+    let state = host.path().join("state");
+    let mut opts = NativeOptions::default();
+    opts.state_dir = Some(state.clone());
+    opts.toolchains = Some(vec![Toolchain::new(&toolchain, true)]);
+    let backend = NativeBackend::open(opts).unwrap();
+    let sb = backend.create(&SandboxSpec::new(&base)).await.unwrap();
+    // What a recursive removal does when it reaches each view (in
+    // whatever order it meets them): removes what the view shows.
+    let views: Vec<PathBuf> = forq_sandbox::mounts_under(&state.join("i"));
+    let showing = |file: &str| {
+        views
+            .iter()
+            .find(|v| v.join(file).is_file())
+            .unwrap_or_else(|| panic!("a view showing {file}: {views:?}"))
+            .clone()
+    };
+    let (tool_view, base_view) = (showing("bin/tool"), showing("main.py"));
+    assert!(
+        std::fs::remove_dir_all(&tool_view).is_err(),
+        "the toolchain's view stops a removal"
+    );
+    assert!(
+        std::fs::remove_file(base_view.join("main.py")).is_err(),
+        "so does the base's"
+    );
+    assert!(
+        std::fs::remove_dir_all(&state).is_err(),
+        "and the removal of the whole"
+    );
+    assert_eq!(
+        std::fs::read_to_string(toolchain.join("bin/tool")).unwrap(),
+        "#!/bin/sh\necho tool\n",
+        "the host's toolchain is whole"
+    );
+    assert_eq!(
+        std::fs::read_to_string(base.join("main.py")).unwrap(),
+        "print('mine')\n",
+        "the host's repository is whole"
+    );
+    sb.destroy().await.unwrap();
+    drop(backend);
+}

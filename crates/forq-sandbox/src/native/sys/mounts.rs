@@ -100,8 +100,16 @@ pub(crate) fn set_opaque(path: &CString, name: &std::ffi::CStr) -> io::Result<()
 
 /// Attaches at `target` a copy of the mount at `source` whose ids are mapped
 /// through the user namespace `userns` (an idmapped mount), private, so that
-/// nothing mounted below either side propagates to the other.
-pub(crate) fn mount_idmapped(source: &CString, target: &CString, userns: RawFd) -> io::Result<()> {
+/// nothing mounted below either side propagates to the other; read-only
+/// unless `writable` (a lower layer is never written, and a read-only view
+/// cannot be deleted through: a recursive removal of the state directory
+/// that reaches one stops there instead of emptying what it shows).
+pub(crate) fn mount_idmapped(
+    source: &CString,
+    target: &CString,
+    userns: RawFd,
+    writable: bool,
+) -> io::Result<()> {
     // SAFETY: open_tree, mount_setattr and move_mount on valid strings, a
     // struct of the size passed, and a descriptor closed before returning.
     unsafe {
@@ -115,7 +123,10 @@ pub(crate) fn mount_idmapped(source: &CString, target: &CString, userns: RawFd) 
             return Err(io::Error::last_os_error());
         }
         let attr = MountAttr {
-            attr_set: MOUNT_ATTR_IDMAP | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+            attr_set: MOUNT_ATTR_IDMAP
+                | MOUNT_ATTR_NOSUID
+                | MOUNT_ATTR_NODEV
+                | if writable { 0 } else { MOUNT_ATTR_RDONLY },
             attr_clr: 0,
             propagation: libc::MS_PRIVATE,
             userns_fd: userns as u64,
