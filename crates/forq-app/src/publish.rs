@@ -448,19 +448,6 @@ async fn restore(
                 id: run.id.clone(),
                 reason: e.to_string(),
             })?;
-        if let Some(pull) = &run.issue.pull {
-            // A pull request's run began at its head, which the base's
-            // default branch does not hold; pushed onto its branch through
-            // the head's remote, as on the machine that ran it.
-            let head = format!("refs/pull/{}/head", pull.number);
-            let _ = forq_bootstrap::fetch_within(
-                &repo,
-                &head,
-                &forq_bootstrap::CloneOptions::default(),
-            )
-            .await;
-            crate::seed::add_head_remote(&repo, pull).await?;
-        }
         let have = format!("{}^{{commit}}", seeded.head);
         if git::git(&repo, &["cat-file", "-e", &have]).await.is_err() {
             git::git(

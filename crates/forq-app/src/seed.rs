@@ -190,12 +190,8 @@ async fn check_out_pull(
 /// Adds `pull`'s head repository as remote `pr-head` of `workspace` when it
 /// is reached the way origin is (the same transport: a head on another
 /// host's scheme, or one that reads as an option, is no remote of forq's).
-/// What a push onto the pull request's branch goes through; made again
-/// where a run's branch is restored on another machine.
-pub(crate) async fn add_head_remote(
-    workspace: &Path,
-    pull: &PullRecord,
-) -> Result<(), git::GitError> {
+/// What a push onto the pull request's branch goes through.
+async fn add_head_remote(workspace: &Path, pull: &PullRecord) -> Result<(), git::GitError> {
     let origin = git::git(workspace, &["remote", "get-url", "origin"]).await?;
     let url = pull.head_clone_url.as_str();
     let transport = |u: &str| u.split_once("://").map(|(scheme, _)| scheme.to_owned());

@@ -244,12 +244,7 @@ async fn a_pull_request_from_a_fork_with_a_failing_check_is_fixed_from_its_head(
         (&seeded["head"], &seeded["base"]),
         (&json!(a), &json!("feature"))
     );
-    // A person pushes: onto the pull request's own branch, over its head,
-    // from a machine that does not hold the run's workspace (its branch is
-    // restored from the store, and the head's remote made again there).
-    let workspace = forq_app::clean::workspace_path(&dir.path().join("state"), &id);
-    assert!(workspace.is_dir(), "{}", workspace.display());
-    std::fs::remove_dir_all(&workspace).unwrap();
+    // A person pushes: onto the pull request's own branch, over its head.
     let pushed = press_push(&url, &id).await;
     assert_eq!(
         (&pushed["remote"], &pushed["branch"]),
