@@ -159,13 +159,7 @@ pub struct GcReport {
 pub fn gc(state_dir: &Path) -> Result<GcReport> {
     let mut report = GcReport::default();
     let dead = owner_dead;
-    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-    let mut points: Vec<PathBuf> = mountinfo
-        .lines()
-        .filter_map(|l| l.split(' ').nth(4))
-        .map(unescape_mount_path)
-        .filter(|p| p.starts_with(state_dir))
-        .collect();
+    let mut points = mounts_under(state_dir);
     // Deepest first, so nested mounts come off before their parents.
     points.sort_by_key(|p| std::cmp::Reverse(p.components().count()));
     for point in points {

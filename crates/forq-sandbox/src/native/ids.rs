@@ -70,9 +70,7 @@ impl Ids {
         };
         // The overlays' upper and work directories are written through
         // this one; it shows nothing but the state directory itself.
-        let state_view = ids.mount(state_dir, true)?;
-        ids.views.push(state_view.clone());
-        ids.state_view = state_view;
+        ids.state_view = ids.keep(state_dir, true)?;
         Ok(ids)
     }
 
@@ -80,7 +78,12 @@ impl Ids {
     /// writable toolchain) under `<state>/i` and returns where; the view
     /// lives as long as this backend.
     pub(crate) fn view(&mut self, source: &Path) -> std::io::Result<PathBuf> {
-        let target = self.mount_view(source)?;
+        self.keep(source, false)
+    }
+
+    /// Mounts a view that lives as long as this backend.
+    fn keep(&mut self, source: &Path, writable: bool) -> std::io::Result<PathBuf> {
+        let target = self.mount(source, writable)?;
         self.views.push(target.clone());
         Ok(target)
     }
