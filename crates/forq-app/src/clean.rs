@@ -58,7 +58,7 @@ pub fn clean(store: &Store, state_dir: &Path, patched: bool) -> Result<Cleaned, 
             continue;
         }
         if matches!(run.state, State::PatchReady | State::CompletedWithFindings) && !patched {
-            out.kept.push(run.id);
+            out.kept.push(run.id.to_string());
             continue;
         }
         let bytes: u64 = walkdir::WalkDir::new(&ws)
@@ -74,7 +74,7 @@ pub fn clean(store: &Store, state_dir: &Path, patched: bool) -> Result<Cleaned, 
         })?;
         store.event(&run.id, "cleaned", json!({"bytes": bytes}))?;
         out.bytes += bytes;
-        out.runs.push(run.id);
+        out.runs.push(run.id.to_string());
     }
     Ok(out)
 }

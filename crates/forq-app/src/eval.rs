@@ -590,7 +590,7 @@ impl Harness {
         };
         let store = self.pipeline.store();
         let run = store.create(&new).map_err(|e| e.to_string())?;
-        result.run = Some(run.id.clone());
+        result.run = Some(run.id.to_string());
         let run = self
             .pipeline
             .execute(&run.id)

@@ -44,6 +44,17 @@ pub async fn git(dir: &Path, args: &[&str]) -> Result<String, GitError> {
     git_raw(dir, args).await.map(|out| out.trim().to_owned())
 }
 
+/// [`git`] with `env` set for this one process (`GIT_INDEX_FILE`).
+pub(crate) async fn git_env(
+    dir: &Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> Result<String, GitError> {
+    git_with(dir, args, &[], env)
+        .await
+        .map(|out| out.trim().to_owned())
+}
+
 /// File `path` as it is in commit `rev` of the repository at `dir`,
 /// exactly (`git show REV:PATH`).
 pub async fn show(dir: &Path, rev: &str, path: &str) -> Result<String, GitError> {
@@ -52,7 +63,7 @@ pub async fn show(dir: &Path, rev: &str, path: &str) -> Result<String, GitError>
 
 /// [`git`], its stdout as written.
 async fn git_raw(dir: &Path, args: &[&str]) -> Result<String, GitError> {
-    git_with(dir, args, &[]).await
+    git_with(dir, args, &[], &[]).await
 }
 
 /// [`git_raw`] with settings given through the environment
@@ -62,8 +73,10 @@ async fn git_with(
     dir: &Path,
     args: &[&str],
     config: &[(String, String)],
+    env: &[(&str, &str)],
 ) -> Result<String, GitError> {
-    let mut cmd = forq_sandbox::host_command("git");
+    let mut cmd = forq_sandbox::host_git();
+    cmd.envs(env.iter().copied());
     cmd.env("GIT_CONFIG_COUNT", config.len().to_string());
     for (i, (key, value)) in config.iter().enumerate() {
         cmd.env(format!("GIT_CONFIG_KEY_{i}"), key)
@@ -373,7 +386,7 @@ pub async fn push(dir: &Path, spec: &PushSpec<'_>) -> Result<(), GitError> {
         args.push("--receive-pack=git -c core.hooksPath=/dev/null receive-pack");
     }
     args.extend([lease.as_str(), "--", remote, refspec.as_str()]);
-    match git_with(dir, &args, &config).await {
+    match git_with(dir, &args, &config, &[]).await {
         Ok(_) => Ok(()),
         // A shallow workspace cannot give a remote without its history
         // what it lacks: that is not someone else's branch.

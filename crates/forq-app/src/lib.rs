@@ -8,6 +8,7 @@ pub mod eval;
 pub mod failure;
 pub mod git;
 pub mod github;
+pub mod ids;
 pub mod pipeline;
 pub mod preview;
 pub mod publish;

@@ -10,6 +10,7 @@ use serde_json::json;
 
 use crate::git::{self, GitError};
 use crate::github::{repo_slug, GhPull, Github, GithubError};
+use crate::ids::BranchName;
 use crate::store::{Run, State, Store, StoreError};
 
 /// How to push.
@@ -142,12 +143,12 @@ pub async fn push(
     let run = store.get(id)?;
     if !run.state.has_patch() {
         return Err(PublishError::NotReady {
-            id: run.id,
+            id: run.id.to_string(),
             state: run.state.name().to_owned(),
         });
     }
     let not_ready = || PublishError::NotReady {
-        id: run.id.clone(),
+        id: run.id.to_string(),
         state: "without a branch".to_owned(),
     };
     let branch = run.branch.clone().ok_or_else(not_ready)?;
@@ -379,7 +380,7 @@ async fn push_branch(
         &json!({"remote": target.remote, "branch": target.dest, "commit": commit}),
     )?;
     Ok(Pushed {
-        run: run.id.clone(),
+        run: run.id.to_string(),
         remote: target.remote.to_owned(),
         branch: target.dest.to_owned(),
         commit,
@@ -415,25 +416,37 @@ async fn push_credential(
 /// from the branch bundle the store keeps (`runs/ID/restored/repo`): a
 /// shallow clone of the run's repository at its seed with the bundle's
 /// commits on top, or, for a copied repository, the bundle alone.
+///
+/// The bundle and the checkpoint are a stranger's (any worker sharing the
+/// store wrote them): the seed's commit is an [`ObjectId`] given to git
+/// after `--`, and the branch is taken only when each of its commits after
+/// the seed is the run's own — its patch, then its ripple's — applied to
+/// the seed, with nothing else in between ([`check_restored`]).
 async fn restore(
     store: &Store,
     run: &Run,
-    branch: &str,
+    branch: &BranchName,
     state_dir: &Path,
 ) -> Result<std::path::PathBuf, PublishError> {
-    let no_workspace = || PublishError::NoWorkspace { id: run.id.clone() };
+    let no_workspace = || PublishError::NoWorkspace {
+        id: run.id.to_string(),
+    };
+    let refused = |reason: String| PublishError::Restore {
+        id: run.id.to_string(),
+        reason,
+    };
     let bundle = store
         .artifact(&run.id, "branch.bundle")?
         .ok_or_else(no_workspace)?;
-    let seeded: crate::seed::Seeded = store
+    let dir = state_dir
+        .join("runs")
+        .join(run.id.as_str())
+        .join("restored");
+    let seeded = store
         .checkpointed(&run.id, "seeded")?
-        .and_then(|s| serde_json::from_value(s).ok())
         .ok_or_else(no_workspace)?;
-    let dir = state_dir.join("runs").join(&run.id).join("restored");
-    let io = |e: std::io::Error| PublishError::Restore {
-        id: run.id.clone(),
-        reason: e.to_string(),
-    };
+    let seeded = crate::seed::Seeded::stored(seeded, &dir.join("repo")).map_err(refused)?;
+    let io = |e: std::io::Error| refused(e.to_string());
     if dir.exists() {
         std::fs::remove_dir_all(&dir).map_err(io)?;
     }
@@ -444,15 +457,12 @@ async fn restore(
     if seeded.how == "clone" {
         forq_bootstrap::clone_shallow(&run.repo, &repo, &forq_bootstrap::CloneOptions::default())
             .await
-            .map_err(|e| PublishError::Restore {
-                id: run.id.clone(),
-                reason: e.to_string(),
-            })?;
+            .map_err(|e| refused(e.to_string()))?;
         let have = format!("{}^{{commit}}", seeded.head);
         if git::git(&repo, &["cat-file", "-e", &have]).await.is_err() {
             git::git(
                 &repo,
-                &["fetch", "-q", "--depth", "1", "origin", &seeded.head],
+                &["fetch", "-q", "--depth", "1", "--", "origin", &seeded.head],
             )
             .await?;
         }
@@ -461,8 +471,126 @@ async fn restore(
         git::git(&repo, &["init", "-q"]).await?;
     }
     let refspec = format!("refs/heads/{branch}:refs/heads/{branch}");
-    git::git(&repo, &["fetch", "-q", &file.to_string_lossy(), &refspec]).await?;
+    git::git(
+        &repo,
+        &["fetch", "-q", "--", &file.to_string_lossy(), &refspec],
+    )
+    .await?;
+    check_restored(store, run, &seeded, &repo, branch)
+        .await
+        .map_err(refused)?;
     Ok(repo)
+}
+
+/// Whether `branch` of the restored `repo` is the run's own work: its
+/// commits after the seed are one per patch the run keeps (`fix.patch`,
+/// then `ripple.patch` when it has one), each the one before with that
+/// patch applied; for a copied repository, the first commit is the seed's
+/// tree itself. Anything else — another commit, another tree, a history
+/// that does not start at the seed — is refused with what differs.
+pub(crate) async fn check_restored(
+    store: &Store,
+    run: &Run,
+    seeded: &crate::seed::Seeded,
+    repo: &Path,
+    branch: &BranchName,
+) -> Result<(), String> {
+    let tip = format!("refs/heads/{branch}");
+    let commits = git::git(
+        repo,
+        &["rev-list", "--reverse", "--first-parent", &tip, "--"],
+    )
+    .await
+    .map_err(|e| e.to_string())?;
+    let mut commits: Vec<&str> = commits.lines().collect();
+    let all_parents = git::git(repo, &["rev-list", "--parents", &tip, "--"])
+        .await
+        .map_err(|e| e.to_string())?;
+    if all_parents.lines().any(|l| l.split(' ').count() > 2) {
+        return Err("the bundle's branch holds a merge: forq's branches never do".to_owned());
+    }
+    // The seed: a clone's head is the first commit before the run's own;
+    // a copy's seed commit is the bundle's first, with the seed's tree.
+    let seed_at = if seeded.how == "clone" {
+        let Some(at) = commits.iter().position(|c| *c == seeded.head.as_str()) else {
+            return Err(format!(
+                "the bundle's branch does not start at the run's seed {}",
+                seeded.head.short()
+            ));
+        };
+        at
+    } else {
+        0
+    };
+    let seed = commits
+        .get(seed_at)
+        .copied()
+        .ok_or("the bundle's branch is empty")?;
+    let tree_of = |c: String| async move {
+        git::git(
+            repo,
+            &["rev-parse", "--verify", "-q", &format!("{c}^{{tree}}")],
+        )
+        .await
+        .map_err(|e| e.to_string())
+    };
+    if let Some(want) = &seeded.tree {
+        if tree_of(seed.to_owned()).await? != want.as_str() {
+            return Err("the bundle's seed commit does not hold the run's seed tree".to_owned());
+        }
+    }
+    let mut patches = Vec::new();
+    for name in ["fix.patch", "ripple.patch"] {
+        if let Some(p) = store.artifact(&run.id, name).map_err(|e| e.to_string())? {
+            patches.push((name, p));
+        }
+    }
+    let after: Vec<&str> = commits.split_off(seed_at + 1);
+    if after.len() != patches.len() {
+        return Err(format!(
+            "the bundle's branch has {} commit(s) after the seed; the run kept {} patch(es)",
+            after.len(),
+            patches.len()
+        ));
+    }
+    let mut before = seed.to_owned();
+    for (commit, (name, patch)) in after.iter().zip(&patches) {
+        let expected = tree_with(repo, &before, patch)
+            .await
+            .map_err(|e| format!("{name} does not apply where the run's branch has it: {e}"))?;
+        if tree_of((*commit).to_owned()).await? != expected {
+            return Err(format!(
+                "the bundle's commit {} is not the run's {name} applied to the commit before it",
+                &commit[..commit.len().min(12)]
+            ));
+        }
+        before = (*commit).to_owned();
+    }
+    Ok(())
+}
+
+/// The tree `patch` makes of commit `base` in `repo`, made in an index
+/// of its own (the repository's index and work tree are not touched).
+async fn tree_with(repo: &Path, base: &str, patch: &[u8]) -> Result<String, GitError> {
+    let index = repo.join(".git/forq-check-index");
+    let file = repo.join(".git/forq-check.patch");
+    let _ = std::fs::remove_file(&index);
+    std::fs::write(&file, patch).map_err(GitError::Spawn)?;
+    let index = index.to_string_lossy().into_owned();
+    let env = [("GIT_INDEX_FILE", index.as_str())];
+    git::git_env(repo, &["read-tree", base], &env).await?;
+    git::git_env(
+        repo,
+        &[
+            "apply",
+            "--cached",
+            "--whitespace=nowarn",
+            &file.to_string_lossy(),
+        ],
+        &env,
+    )
+    .await?;
+    git::git_env(repo, &["write-tree"], &env).await
 }
 
 /// Opens the pull request of run `run`'s pushed branch (its body with the
@@ -561,7 +689,7 @@ pub async fn act_on_issue(
     action: &IssueAction,
 ) -> Result<String, PublishError> {
     let (slug, number) = issue_on_github(run).ok_or_else(|| PublishError::NotOnGithub {
-        id: run.id.clone(),
+        id: run.id.to_string(),
         from: run.issue.source.clone(),
     })?;
     Ok(match action {

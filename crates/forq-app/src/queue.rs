@@ -491,8 +491,8 @@ pub async fn run_spread(
         out.push(match task.await {
             Ok(r) => r,
             Err(e) => {
-                tracing::error!(run = run.id, "run task failed: {e}");
-                Err(RunError::Panicked(run.id.clone()))
+                tracing::error!(run = %run.id, "run task failed: {e}");
+                Err(RunError::Panicked(run.id.to_string()))
             }
         });
     }

@@ -43,7 +43,7 @@ pub fn paused(store: &Store, id: &str) -> Result<(Run, Value), ReviewError> {
     let run = store.get(id)?;
     if run.state != State::NeedsReview {
         return Err(ReviewError::NotPaused {
-            id: run.id,
+            id: run.id.to_string(),
             state: run.state.name().to_owned(),
         });
     }

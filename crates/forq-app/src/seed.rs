@@ -26,6 +26,7 @@ use forq_bootstrap::{clone_shallow, is_git_url, CloneError, CloneOptions};
 use serde::{Deserialize, Serialize};
 
 use crate::git;
+use crate::ids::ObjectId;
 use crate::store::PullRecord;
 
 /// Caps on seeding.
@@ -46,19 +47,23 @@ impl Default for SeedOptions {
     }
 }
 
-/// What seeding made.
+/// What seeding made: the run's `seeded` checkpoint.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Seeded {
-    /// The workspace.
+    /// The workspace: where this machine keeps the run's (`runs/ID/
+    /// workspace` under its state directory). Never read back from the
+    /// store ([`Seeded::stored`] sets it): a path in a row is a
+    /// stranger's, and could name any directory of this machine.
+    #[serde(skip_deserializing)]
     pub workspace: PathBuf,
     /// `clone` or `copy`.
     pub how: String,
     /// The commit the run starts from.
-    pub head: String,
+    pub head: ObjectId,
     /// Its tree: what a seed made again elsewhere must match (a copy's
     /// commit differs every time, its tree does not).
     #[serde(default)]
-    pub tree: Option<String>,
+    pub tree: Option<ObjectId>,
     /// The branch checked out, which pull requests go into.
     pub base: String,
     /// Files in the workspace (outside `.git`).
@@ -69,6 +74,24 @@ pub struct Seeded {
     /// the workspace.
     #[serde(default)]
     pub removed_forq: bool,
+}
+
+impl Seeded {
+    /// The `seeded` checkpoint `data` as read from the store, its
+    /// workspace this machine's `workspace` for the run: refused when its
+    /// commit or tree is not an object id, or its `how` is not forq's.
+    pub fn stored(data: serde_json::Value, workspace: &Path) -> Result<Seeded, String> {
+        let mut seeded: Seeded =
+            serde_json::from_value(data).map_err(|e| format!("its seeded checkpoint: {e}"))?;
+        if !matches!(seeded.how.as_str(), "clone" | "copy") {
+            return Err(format!(
+                "its seeded checkpoint: {:?} is no way forq seeds",
+                seeded.how
+            ));
+        }
+        seeded.workspace = workspace.to_owned();
+        Ok(seeded)
+    }
 }
 
 /// Why seeding failed. The workspace is removed in every case but
@@ -244,7 +267,17 @@ async fn seed_inner(
         source,
     })?;
     let head = git::head(workspace).await?;
-    let tree = git::tree(workspace).await.ok();
+    let head = ObjectId::parse(&head).map_err(|e| {
+        SeedError::Git(git::GitError::Failed {
+            args: "rev-parse HEAD".to_owned(),
+            dir: workspace.display().to_string(),
+            message: e.to_string(),
+        })
+    })?;
+    let tree = git::tree(workspace)
+        .await
+        .ok()
+        .and_then(|t| ObjectId::parse(&t).ok());
     let base = match pull {
         // What a pull request against the pull request goes into.
         Some(p) => p.head_ref.clone(),

@@ -125,7 +125,7 @@ pub async fn work(
                     }
                     claimed_now = runs.len();
                     for before in runs {
-                        let id = before.id.clone();
+                        let id = before.id.to_string();
                         warm.insert(before.repo.clone());
                         tracing::info!(run = id, state = before.state.name(), "taken up");
                         let p = pipeline.clone();

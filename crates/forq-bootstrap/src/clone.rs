@@ -216,7 +216,7 @@ async fn git_within(
     what: &str,
     options: &CloneOptions,
 ) -> Result<(), CloneError> {
-    let mut command = forq_sandbox::host_command("git");
+    let mut command = forq_sandbox::host_git();
     if let Some(cwd) = cwd {
         command.current_dir(cwd);
     }

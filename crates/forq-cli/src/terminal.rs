@@ -180,9 +180,9 @@ impl RunProgress {
                 bar.set_prefix(title.clone());
                 bar.set_message(run.state.name());
                 bar.enable_steady_tick(Duration::from_millis(200));
-                by_run.insert(run.id.clone(), bar);
+                by_run.insert(run.id.to_string(), bar);
             }
-            titles.insert(run.id.clone(), title);
+            titles.insert(run.id.to_string(), title);
         }
         RunProgress {
             bars,
@@ -266,7 +266,7 @@ pub(crate) fn table(runs: &[Run]) -> anyhow::Result<()> {
     for r in runs {
         let patch = r.patch_lines.map_or("-".to_owned(), |l| format!("{l}L"));
         let detail = match (&r.branch, r.state) {
-            (Some(b), State::PatchReady | State::PrOpened) => b.clone(),
+            (Some(b), State::PatchReady | State::PrOpened) => b.to_string(),
             _ => match r.failure {
                 Some(kind) => short(&format!("[{kind}] {}", r.reason), 70),
                 None => short(&r.reason, 70),

@@ -115,6 +115,7 @@ impl Backend for HostBackend {
                 spec.base.display()
             )));
         }
+        spec.limits.validate().map_err(Error::InvalidSpec)?;
         let spec = Arc::new(spec.clone());
         let base = spec.base.clone();
         let untracked = Arc::new(OnceLock::new());

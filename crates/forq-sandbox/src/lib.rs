@@ -62,3 +62,39 @@ pub fn host_command(program: impl AsRef<std::ffi::OsStr>) -> tokio::process::Com
     cmd.kill_on_drop(true);
     cmd
 }
+
+/// git on the host, as forq runs it on a repository that is not its own
+/// (a clone, a workspace, a restored branch): the machine's system and
+/// global settings are not read (`GIT_CONFIG_NOSYSTEM`, and
+/// `GIT_CONFIG_GLOBAL=/dev/null`: an operator's aliases, `url.insteadOf`,
+/// credential helpers and filters — git-lfs installs one — do not act on
+/// a stranger's repository), LFS never downloads (a repository's
+/// `.lfsconfig` would choose the URL), nothing prompts, and a `GIT_DIR` or
+/// index of forq's own environment cannot point git elsewhere. Callers
+/// add their own `-c` settings and arguments.
+pub fn host_git() -> tokio::process::Command {
+    let mut cmd = host_command("git");
+    cmd.env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_ATTR_NOSYSTEM", "1")
+        .env("GIT_LFS_SKIP_SMUDGE", "1")
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .env("GIT_ASKPASS", "true")
+        .env("SSH_ASKPASS", "true");
+    for var in [
+        "GIT_DIR",
+        "GIT_WORK_TREE",
+        "GIT_INDEX_FILE",
+        "GIT_OBJECT_DIRECTORY",
+        "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+        "GIT_CONFIG",
+        "GIT_CONFIG_PARAMETERS",
+        "GIT_CONFIG_COUNT",
+        "GIT_EXEC_PATH",
+        "GIT_SSH",
+        "GIT_PROXY_COMMAND",
+    ] {
+        cmd.env_remove(var);
+    }
+    cmd
+}

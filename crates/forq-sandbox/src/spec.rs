@@ -124,6 +124,43 @@ pub struct Limits {
 }
 
 impl Limits {
+    /// Whether every cap set is one: a 0 (which Docker and the kernel read
+    /// as no limit), a size past `i64::MAX` (which an engine's signed
+    /// field would wrap to -1, no limit), or a core count that is not a
+    /// positive number is refused, with the cap it is.
+    pub fn validate(&self) -> std::result::Result<(), String> {
+        let fits = |v: u64| v > 0 && i64::try_from(v).is_ok();
+        if self.memory_bytes.is_some_and(|m| !fits(m)) {
+            return Err(format!(
+                "memory cap {:?} bytes is no cap: give 1 or more, up to {}",
+                self.memory_bytes,
+                i64::MAX
+            ));
+        }
+        if self.pids.is_some_and(|p| !fits(p)) {
+            return Err(format!(
+                "process cap {:?} is no cap: give 1 or more",
+                self.pids
+            ));
+        }
+        if self.disk_bytes.is_some_and(|d| !fits(d)) {
+            return Err(format!(
+                "disk cap {:?} bytes is no cap: give 1 or more",
+                self.disk_bytes
+            ));
+        }
+        if self
+            .cpus
+            .is_some_and(|c| !c.is_finite() || c <= 0.0 || c * 1e9 >= i64::MAX as f64)
+        {
+            return Err(format!(
+                "CPU cap {:?} cores is no cap: give a number above 0",
+                self.cpus
+            ));
+        }
+        Ok(())
+    }
+
     /// The caps forq puts on every sandbox it makes for a run unless the
     /// operator says otherwise: a quarter of this machine's memory (at
     /// least 1 GiB), 4096 processes, all cores but one (at least one) and

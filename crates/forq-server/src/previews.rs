@@ -119,7 +119,7 @@ pub(crate) async fn start(
     let key = key().map_err(internal)?;
     let entry = Entry {
         preview,
-        run: run.id.clone(),
+        run: run.id.to_string(),
         started_ms: std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as u64),

@@ -387,6 +387,72 @@ impl Default for SandboxConfig {
     }
 }
 
+/// The most memory a sandbox may be given, in MiB (1 TiB): past it a
+/// value is refused rather than wrapped into no cap at all.
+pub const MAX_MEMORY_MB: u64 = 1 << 20;
+/// The most processes a sandbox may be given.
+pub const MAX_PIDS: u64 = 1 << 22;
+/// The most cores a sandbox may be given.
+pub const MAX_CPUS: f64 = 1024.0;
+/// The largest seed, in MiB (1 TiB).
+pub const MAX_SEED_MB: u64 = 1 << 20;
+
+impl SandboxConfig {
+    /// The caps this section sets that are none: 0 (which Docker and the
+    /// kernel read as no limit), a value past the largest (which `<< 20`
+    /// would wrap to 0), a core count that is not a number.
+    fn problems(&self) -> Vec<(&'static str, String)> {
+        let mut out = Vec::new();
+        let mut whole = |key, value: Option<u64>, max: u64, unit: &str| {
+            if value.is_some_and(|v| !(1..=max).contains(&v)) {
+                out.push((
+                    key,
+                    format!("out of range; write 1 to {max} {unit} (leave it out for forq's cap)"),
+                ));
+            }
+        };
+        whole("sandbox.memory_mb", self.memory_mb, MAX_MEMORY_MB, "MiB");
+        whole("sandbox.pids", self.pids, MAX_PIDS, "processes");
+        whole(
+            "sandbox.max_seed_mb",
+            Some(self.max_seed_mb),
+            MAX_SEED_MB,
+            "MiB",
+        );
+        whole(
+            "sandbox.seed_timeout_s",
+            Some(self.seed_timeout_s),
+            MAX_SECONDS,
+            "seconds",
+        );
+        if self
+            .cpus
+            .is_some_and(|c| !c.is_finite() || c <= 0.0 || c > MAX_CPUS)
+        {
+            out.push((
+                "sandbox.cpus",
+                format!("not a number of cores; write more than 0, up to {MAX_CPUS}"),
+            ));
+        }
+        if self
+            .golden_max_gb
+            .is_some_and(|g| !g.is_finite() || g < 0.0)
+        {
+            out.push((
+                "sandbox.golden_max_gb",
+                "not a size; write 0 or more GiB".to_owned(),
+            ));
+        }
+        out
+    }
+
+    /// The seed's size cap in bytes (range-checked when parsed; saturating
+    /// all the same, never wrapping).
+    pub fn max_seed_bytes(&self) -> u64 {
+        self.max_seed_mb.saturating_mul(1 << 20)
+    }
+}
+
 /// The longest any setting in seconds may be (a week): past it a value is
 /// refused as invalid rather than overflow a clock.
 pub const MAX_SECONDS: u64 = 7 * 24 * 3600;
@@ -548,6 +614,7 @@ impl Config {
                 ),
             ));
         }
+        out.extend(self.sandbox.problems());
         if self.sandbox.backend.parse::<BackendChoice>().is_err() {
             out.push((
                 "sandbox.backend",
@@ -767,7 +834,7 @@ impl Config {
             _ => false,
         };
         if above(
-            self.sandbox.memory_mb.map(|m| m << 20),
+            self.sandbox.memory_mb.map(|m| m.saturating_mul(1 << 20)),
             standard.memory_bytes,
         ) {
             out.push((
@@ -862,7 +929,7 @@ impl Config {
         // `confined`) where forq.yml asks.
         let mut limits = Limits::standard();
         if let Some(m) = self.sandbox.memory_mb {
-            limits.memory_bytes = Some(m * 1024 * 1024);
+            limits.memory_bytes = Some(m.saturating_mul(1 << 20));
         }
         if let Some(p) = self.sandbox.pids {
             limits.pids = Some(p);

@@ -174,3 +174,40 @@ fn a_models_context_window_is_read_and_a_misspelt_key_refused() {
         .to_string();
     assert!(e.contains("context"), "{e}");
 }
+
+/// Attack: a repository's forq.yml removes the sandbox's caps with a value
+/// that reads as none — 0 (Docker's and the kernel's "no limit"), a size
+/// that `<< 20` wraps to 0, a core count that is not a number.
+#[test]
+fn a_repository_cannot_remove_a_cap_with_a_value_that_is_none() {
+    for (yaml, key) in [
+        ("sandbox:\n  memory_mb: 0\n", "sandbox.memory_mb"),
+        (
+            "sandbox:\n  memory_mb: 17592186044416\n",
+            "sandbox.memory_mb",
+        ),
+        ("sandbox:\n  pids: 0\n", "sandbox.pids"),
+        ("sandbox:\n  cpus: .nan\n", "sandbox.cpus"),
+        ("sandbox:\n  cpus: 0\n", "sandbox.cpus"),
+        ("sandbox:\n  cpus: -1\n", "sandbox.cpus"),
+        ("sandbox:\n  cpus: .inf\n", "sandbox.cpus"),
+        ("sandbox:\n  max_seed_mb: 0\n", "sandbox.max_seed_mb"),
+        (
+            "sandbox:\n  max_seed_mb: 17592186044416\n",
+            "sandbox.max_seed_mb",
+        ),
+        ("sandbox:\n  seed_timeout_s: 0\n", "sandbox.seed_timeout_s"),
+        ("sandbox:\n  golden_max_gb: .nan\n", "sandbox.golden_max_gb"),
+    ] {
+        let e = Config::parse(yaml, "f.yml").expect_err(yaml).to_string();
+        assert!(e.starts_with(&format!("f.yml:2: {key}:")), "{yaml}: {e}");
+    }
+    let ok = Config::parse(
+        "sandbox:\n  memory_mb: 512\n  pids: 64\n  cpus: 0.5\n",
+        "f.yml",
+    )
+    .expect("real caps");
+    let limits = ok.gate_options().limits;
+    assert_eq!(limits.memory_bytes, Some(512 << 20));
+    assert_eq!(limits.validate(), Ok(()));
+}

@@ -20,7 +20,7 @@ impl Pipeline {
             .map_err(fail)?;
         let agent_log = Arc::new(AgentLog {
             pipeline: self.clone(),
-            run: run.id.clone(),
+            run: run.id.to_string(),
         });
         let built = plan(run, seeded, config, model, Some(agent_log))?
             .build(Some(index), prepared)
@@ -41,7 +41,7 @@ impl Pipeline {
             })?;
         let nodes = Arc::new(NodeLog {
             pipeline: self.clone(),
-            run: run.id.clone(),
+            run: run.id.to_string(),
             counts: Mutex::new((0, 0, None)),
         });
         let (strategy, options) = (built.strategy, built.options.observer(nodes));

@@ -392,7 +392,10 @@ impl Pipeline {
         }
         let Some(before) = self.store.acquire(&run.id, self.lease)? else {
             let holder = self.store.get(&run.id)?.worker.unwrap_or_default();
-            return Err(RunError::Busy { id: run.id, holder });
+            return Err(RunError::Busy {
+                id: run.id.to_string(),
+                holder,
+            });
         };
         self.drive_held(before).await
     }
@@ -455,7 +458,7 @@ impl Pipeline {
         let Ok(Some(seeded)) = self.store.checkpointed(id, "seeded") else {
             return;
         };
-        let Ok(seeded) = serde_json::from_value::<Seeded>(seeded) else {
+        let Ok(seeded) = Seeded::stored(seeded, &self.workspace(id)) else {
             return;
         };
         let base = (seeded.how == "clone").then_some(seeded.head.as_str());
@@ -801,7 +804,7 @@ impl Pipeline {
     pub async fn preview(&self, run: &Run) -> Result<Arc<Preview>, PreviewError> {
         if !run.state.has_patch() {
             return Err(PreviewError::NoPatch {
-                id: run.id.clone(),
+                id: run.id.to_string(),
                 state: run.state.name().to_owned(),
             });
         }
@@ -812,8 +815,8 @@ impl Pipeline {
                 .map_err(|e| PreviewError::Sandbox(e.to_string()))?
                 .ok_or_else(|| PreviewError::Sandbox(format!("the run has no {phase} checkpoint")))
         };
-        let seeded: Seeded = serde_json::from_value(read("seeded")?)
-            .map_err(|e| PreviewError::Sandbox(e.to_string()))?;
+        let seeded = Seeded::stored(read("seeded")?, &self.workspace(&run.id))
+            .map_err(PreviewError::Sandbox)?;
         let provisioned: Provisioned = serde_json::from_value(read("provisioned")?)
             .map_err(|e| PreviewError::Sandbox(e.to_string()))?;
         let config = self.config_of(run, &seeded.workspace).map_err(stopped)?;

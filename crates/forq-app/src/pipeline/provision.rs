@@ -40,7 +40,7 @@ impl Pipeline {
                 ));
                 gate = gate.observer(Arc::new(GoldenNotes {
                     store: self.store.clone(),
-                    run: run.id.clone(),
+                    run: run.id.to_string(),
                 }));
             }
         }

@@ -85,7 +85,7 @@ impl Pipeline {
         // The same coding agent the fix's `agent` brancher gets.
         let log = Arc::new(AgentLog {
             pipeline: self.clone(),
-            run: run.id.clone(),
+            run: run.id.to_string(),
         });
         let agent = plan(run, seeded, config, Some(model), Some(log))?
             .coding_agent(Some(oracle.stack.clone()), Some(index))

@@ -8,7 +8,8 @@ impl Pipeline {
     /// The run's workspace: seeded once, reused on resume.
     pub(super) async fn seeded(&self, run: &Run) -> Phase<Seeded> {
         if let Some(s) = self.store.checkpointed(&run.id, "seeded").map_err(fail)? {
-            let seeded: Seeded = serde_json::from_value(s).map_err(fail)?;
+            let seeded = Seeded::stored(s, &self.workspace(&run.id))
+                .map_err(|e| Stop::short(State::Failed, e, FailureKind::Input))?;
             if seeded.workspace.join(".git").exists() {
                 return Ok(seeded);
             }
@@ -49,7 +50,7 @@ impl Pipeline {
                 .iter()
                 .any(|e| e.kind == "node" || e.kind == "agent");
         if trace {
-            return Err(fail(seed::SeedError::Started(run.id.clone())));
+            return Err(fail(seed::SeedError::Started(run.id.to_string())));
         }
         let workspace = self.workspace(&run.id);
         if workspace.exists() {
@@ -58,7 +59,7 @@ impl Pipeline {
         }
         let config = self.config_before_seed(run);
         let options = SeedOptions {
-            max_bytes: config.sandbox.max_seed_mb << 20,
+            max_bytes: config.sandbox.max_seed_bytes(),
             timeout: Duration::from_secs(config.sandbox.seed_timeout_s),
         };
         let seeded = match &run.issue.pull {

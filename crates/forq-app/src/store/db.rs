@@ -103,6 +103,11 @@ impl From<&String> for Val {
         Val::Text(v.clone())
     }
 }
+impl From<&crate::ids::RunId> for Val {
+    fn from(v: &crate::ids::RunId) -> Val {
+        Val::Text(v.to_string())
+    }
+}
 impl From<Vec<u8>> for Val {
     fn from(v: Vec<u8>) -> Val {
         Val::Blob(v)

@@ -14,7 +14,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::db::{vals, Dialect, Sql, Val};
-use super::{append_event, now_ms, run_of, Run, State, Store, StoreError, RUN_COLUMNS};
+use super::{append_event, now_ms, run_of, runs_of, Run, State, Store, StoreError, RUN_COLUMNS};
 
 /// A process that drives runs: its name (a worker's, else `HOST/PID`),
 /// its machine and its process id.
@@ -93,6 +93,16 @@ pub struct Worker {
     pub stopping: bool,
 }
 
+/// This handle's hold on a run it took up: the fence it writes under, and
+/// whether it lost the run since (its lease ran out and another process
+/// took it up, or it let go). A lost hold keeps its fence, which the run
+/// no longer has: every write under it is refused.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Hold {
+    pub(super) fence: u64,
+    pub(super) lost: bool,
+}
+
 const LIVE_STATES: &str = "('queued', 'triaging', 'provisioning', 'implementing', 'testing')";
 
 /// Locks the rows a query reads until the transaction ends, skipping rows
@@ -109,7 +119,27 @@ fn lock_rows(c: &dyn Sql, skip_locked: bool) -> &'static str {
 impl Store {
     /// Whether this handle holds `run` (took it up, and has not let go).
     pub(crate) fn holds(&self, run: &Run) -> bool {
-        self.fence(&run.id).is_some() || self.holder.holds(run)
+        let hold = self.hold_of(&run.id);
+        hold.is_some_and(|h| !h.lost) || (hold.is_none() && self.holder.holds(run))
+    }
+
+    fn hold_of(&self, id: &str) -> Option<Hold> {
+        self.held
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(id)
+            .copied()
+    }
+
+    fn lose(&self, id: &str) {
+        if let Some(h) = self
+            .held
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get_mut(id)
+        {
+            h.lost = true;
+        }
     }
 
     /// Takes run `id` up for this handle's holder, for `lease` (renewed
@@ -123,12 +153,15 @@ impl Store {
                 lock_rows(c, false)
             );
             let Some(row) = c.row(&sql, vals![&id])? else {
-                return Ok(Err(StoreError::NotFound(id.clone())));
+                return Ok(Err(StoreError::NotFound(id.to_string())));
             };
-            let before = run_of(row);
+            let before = match run_of(row) {
+                Ok(run) => run,
+                Err(e) => return Ok(Err(e)),
+            };
             if before.state.is_terminal() {
                 return Ok(Err(StoreError::Over {
-                    id: id.clone(),
+                    id: id.to_string(),
                     state: before.state,
                 }));
             }
@@ -172,10 +205,8 @@ impl Store {
                  ORDER BY created_ms, id LIMIT ?3{}",
                 lock_rows(c, true)
             );
-            let mut free: Vec<Run> = c
-                .rows(&sql, vals![now, &host, window])?
+            let mut free: Vec<Run> = runs_of(c.rows(&sql, vals![now, &host, window])?)
                 .into_iter()
-                .map(run_of)
                 .filter(|r| !r.is_live() && r.requires.iter().all(|l| labels.contains(l)))
                 .collect();
             // Stable: oldest first within each side.
@@ -232,14 +263,14 @@ impl Store {
         self.held
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .insert(id.to_owned(), fence);
+            .insert(id.to_owned(), Hold { fence, lost: false });
     }
 
     /// Extends this handle's lease on run `id` to `lease` from now: `false`
     /// when it holds the run no longer (another process took it up), and
     /// from then on it writes nothing more to it.
     pub fn renew(&self, id: &str, lease: Duration) -> Result<bool, StoreError> {
-        let Some(fence) = self.fence(id) else {
+        let Some(Hold { fence, lost: false }) = self.hold_of(id) else {
             return Ok(false);
         };
         let until = now_ms() + lease.as_millis() as u64;
@@ -250,10 +281,7 @@ impl Store {
             )
         })?;
         if changed == 0 {
-            self.held
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .remove(id);
+            self.lose(id);
         }
         Ok(changed == 1)
     }
@@ -262,12 +290,16 @@ impl Store {
     /// for any process at once (a worker that stops hands its runs back
     /// this way).
     pub fn release(&self, id: &str) -> Result<(), StoreError> {
-        let fence = self
-            .held
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(id);
-        if let Some(fence) = fence {
+        let hold = {
+            let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+            match held.get(id) {
+                // A lost hold stays, poisoned: nothing this handle writes
+                // for the run passes from here on.
+                Some(h) if h.lost => None,
+                _ => held.remove(id),
+            }
+        };
+        if let Some(Hold { fence, .. }) = hold {
             self.with(|c| {
                 c.exec(
                     "UPDATE runs SET lease_until = 0 WHERE id = ?1 AND fence = ?2",
@@ -284,8 +316,9 @@ impl Store {
             .held
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .keys()
-            .cloned()
+            .iter()
+            .filter(|(_, h)| !h.lost)
+            .map(|(id, _)| id.clone())
             .collect();
         ids.sort();
         ids

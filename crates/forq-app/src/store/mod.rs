@@ -38,6 +38,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::failure::FailureKind;
+use crate::ids::{BranchName, RunId};
 use db::{vals, Db, DbError, Sql, Val};
 
 pub use lease::{Holder, Worker};
@@ -168,8 +169,10 @@ pub struct IssueRecord {
     /// The title.
     pub title: String,
     /// The body, Markdown.
+    #[serde(default)]
     pub body: String,
     /// Where it was read.
+    #[serde(default)]
     pub source: String,
     /// Labels.
     #[serde(default)]
@@ -263,7 +266,7 @@ impl NewRun {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Run {
     /// Its id.
-    pub id: String,
+    pub id: RunId,
     /// The issue.
     pub issue: IssueRecord,
     /// The repository: a directory or a git URL.
@@ -285,7 +288,7 @@ pub struct Run {
     /// Lines added plus removed by its patch.
     pub patch_lines: Option<usize>,
     /// The branch its patch is committed on.
-    pub branch: Option<String>,
+    pub branch: Option<BranchName>,
     /// Whether someone asked it to stop.
     pub abort_requested: bool,
     /// When a process first took it up, milliseconds since the epoch.
@@ -413,6 +416,15 @@ pub enum StoreError {
         /// The run.
         id: String,
     },
+    /// A row of the store is not one forq writes (a stranger's, on a
+    /// shared store): it is refused whole.
+    #[error("run {id:?} in the store is malformed and is not read: {what}")]
+    Malformed {
+        /// Its id, as stored (cut at 80 characters).
+        id: String,
+        /// What in it is not forq's.
+        what: String,
+    },
     /// `--store` names no store this build opens.
     #[error("{0}")]
     Unsupported(String),
@@ -435,8 +447,9 @@ pub struct Store {
     path: Option<PathBuf>,
     /// Who this handle writes as.
     holder: Holder,
-    /// The runs this handle holds, with the fence each was taken up with.
-    held: Arc<Mutex<HashMap<String, u64>>>,
+    /// The runs this handle took up, with the fence each was taken up
+    /// with, and whether it lost them since.
+    held: Arc<Mutex<HashMap<String, lease::Hold>>>,
 }
 
 /// The columns a [`Run`] is read from, in [`run_of`]'s order.
@@ -620,13 +633,16 @@ impl Store {
         }
     }
 
-    /// The fence this handle holds run `id` under, if it holds it.
+    /// The fence this handle writes run `id` under, if it took it up: the
+    /// one it took it up with, even once it lost the run — a lost fence is
+    /// poisoned, never dropped, so no later write of this handle can pass
+    /// as a write of nobody's (`fence IS NULL`).
     fn fence(&self, id: &str) -> Option<u64> {
         self.held
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .get(id)
-            .copied()
+            .map(|h| h.fence)
     }
 
     /// Records a new run, `queued`.
@@ -641,7 +657,7 @@ impl Store {
         // draw again.
         let id = self.write(|c| loop {
             // Drawn from the clock each time: a full second passes.
-            let id = new_id(now_ms());
+            let id = RunId::new_at(now_ms());
             let inserted = c.exec(
                 "INSERT INTO runs (id, issue, repo, action, state, created_ms, updated_ms, context, requires)
                  VALUES (?1, ?2, ?3, ?4, 'queued', ?5, ?5, ?6, ?7) ON CONFLICT (id) DO NOTHING",
@@ -665,12 +681,18 @@ impl Store {
                 vals![id, format!("{}%", like_escaped(id))],
             )
         })?;
-        let mut runs: Vec<Run> = rows.into_iter().map(run_of).collect();
-        match runs.len() {
-            0 => Err(StoreError::NotFound(id.to_owned())),
-            1 => Ok(runs.remove(0)),
-            _ if runs[0].id == id => Ok(runs.remove(0)),
-            _ => Err(StoreError::Ambiguous(id.to_owned())),
+        let mut rows = rows.into_iter();
+        match (rows.next(), rows.next()) {
+            (None, _) => Err(StoreError::NotFound(id.to_owned())),
+            (Some(only), None) => run_of(only),
+            (Some(first), Some(_)) => {
+                let first = run_of(first)?;
+                if first.id == id {
+                    Ok(first)
+                } else {
+                    Err(StoreError::Ambiguous(id.to_owned()))
+                }
+            }
         }
     }
 
@@ -685,7 +707,7 @@ impl Store {
                 vals![limit],
             )
         })?;
-        Ok(rows.into_iter().map(run_of).collect())
+        Ok(runs_of(rows))
     }
 
     /// Every run, newest first.
@@ -734,7 +756,7 @@ impl Store {
                 )?
                 .into_text()
             else {
-                return Ok(Err(StoreError::NotFound(run.id.clone())));
+                return Ok(Err(StoreError::NotFound(run.id.to_string())));
             };
             let from = State::from_name(&from).unwrap_or(run.state);
             let allowed = !from.is_terminal()
@@ -742,7 +764,7 @@ impl Store {
                 || (from == State::NeedsReview && (!to.is_terminal() || to == State::Aborted));
             if !allowed {
                 return Ok(Err(StoreError::Over {
-                    id: run.id.clone(),
+                    id: run.id.to_string(),
                     state: from,
                 }));
             }
@@ -899,7 +921,7 @@ impl Store {
         let run = self.get(id)?;
         if run.state.is_terminal() {
             return Err(StoreError::Over {
-                id: run.id,
+                id: run.id.to_string(),
                 state: run.state,
             });
         }
@@ -1040,43 +1062,67 @@ fn like_escaped(s: &str) -> String {
     s.replace(['%', '_'], "")
 }
 
-fn run_of(r: Vec<Val>) -> Run {
+fn run_of(r: Vec<Val>) -> Result<Run, StoreError> {
     let mut r = r.into_iter();
     let mut next = || r.next().unwrap_or(Val::Null);
-    let id = next().into_text().unwrap_or_default();
+    let raw_id = next().into_text().unwrap_or_default();
+    // Every column is a stranger's until parsed: a worker on another
+    // machine may have written it. A row that does not parse is refused
+    // whole, never read with defaults.
+    let malformed = |what: String| StoreError::Malformed {
+        id: raw_id.chars().take(80).collect(),
+        what,
+    };
+    let id = RunId::parse(&raw_id).map_err(|e| malformed(e.to_string()))?;
     let issue = next();
+    let issue: IssueRecord = match issue.text() {
+        Some(i) => serde_json::from_str(i).map_err(|e| malformed(format!("its issue: {e}")))?,
+        None => return Err(malformed("it has no issue".to_owned())),
+    };
     let repo = next().into_text().unwrap_or_default();
-    let action = next();
+    let action = match next().text() {
+        Some("triage") => Action::Triage,
+        Some("auto") => Action::Auto,
+        Some("fix") => Action::Fix,
+        other => return Err(malformed(format!("its action {other:?} is none of forq's"))),
+    };
     let state = next();
-    Run {
+    let state = state
+        .text()
+        .and_then(State::from_name)
+        .ok_or_else(|| malformed(format!("its state {:?} is none of forq's", state.text())))?;
+    let reason = next().into_text().unwrap_or_default();
+    let created_ms = next().int().unwrap_or(0) as u64;
+    let updated_ms = next().int().unwrap_or(0) as u64;
+    let pid = next().int().and_then(|p| u32::try_from(p).ok());
+    let cost_usd = next().real().unwrap_or(0.0);
+    let patch_lines = next().int().and_then(|l| usize::try_from(l).ok());
+    let branch = match next().into_text() {
+        Some(b) => Some(BranchName::parse(&b).map_err(|e| malformed(e.to_string()))?),
+        None => None,
+    };
+    let abort_requested = next().int().unwrap_or(0) != 0;
+    let started_ms = next().int().map(|t| t as u64);
+    let context: Vec<ContextFile> = match next().text() {
+        Some(c) => serde_json::from_str(c).map_err(|e| malformed(format!("its context: {e}")))?,
+        None => Vec::new(),
+    };
+    Ok(Run {
         id,
-        issue: issue
-            .text()
-            .and_then(|i| serde_json::from_str(i).ok())
-            .unwrap_or_default(),
+        issue,
         repo,
-        action: match action.text() {
-            Some("triage") => Action::Triage,
-            Some("auto") => Action::Auto,
-            _ => Action::Fix,
-        },
-        state: state
-            .text()
-            .and_then(State::from_name)
-            .unwrap_or(State::Failed),
-        reason: next().into_text().unwrap_or_default(),
-        created_ms: next().int().unwrap_or(0) as u64,
-        updated_ms: next().int().unwrap_or(0) as u64,
-        pid: next().int().map(|p| p as u32),
-        cost_usd: next().real().unwrap_or(0.0),
-        patch_lines: next().int().map(|l| l as usize),
-        branch: next().into_text(),
-        abort_requested: next().int().unwrap_or(0) != 0,
-        started_ms: next().int().map(|t| t as u64),
-        context: next()
-            .text()
-            .and_then(|c| serde_json::from_str(c).ok())
-            .unwrap_or_default(),
+        action,
+        state,
+        reason,
+        created_ms,
+        updated_ms,
+        pid,
+        cost_usd,
+        patch_lines,
+        branch,
+        abort_requested,
+        started_ms,
+        context,
         failure: next().text().and_then(FailureKind::from_name),
         worker: next().into_text(),
         host: next().into_text(),
@@ -1086,7 +1132,21 @@ fn run_of(r: Vec<Val>) -> Run {
             .text()
             .and_then(|r| serde_json::from_str(r).ok())
             .unwrap_or_default(),
-    }
+    })
+}
+
+/// The runs of `rows` that parse; a row that does not is left out, and
+/// said in the log (one stranger's row does not hide every other run).
+fn runs_of(rows: Vec<Vec<Val>>) -> Vec<Run> {
+    rows.into_iter()
+        .filter_map(|r| match run_of(r) {
+            Ok(run) => Some(run),
+            Err(e) => {
+                tracing::warn!("{e}");
+                None
+            }
+        })
+        .collect()
 }
 
 fn event_of(r: Vec<Val>) -> RunEvent {
@@ -1103,16 +1163,6 @@ fn event_of(r: Vec<Val>) -> RunEvent {
             .unwrap_or(Value::Null),
         fence: next().int().map(|f| f as u64),
     }
-}
-
-/// A run id: the creation time (sortable, readable) and four random hex
-/// digits, such as `20261201-174512-3fa9`.
-fn new_id(now_ms: u64) -> String {
-    let at = i64::try_from(now_ms)
-        .ok()
-        .and_then(|ms| jiff::Timestamp::from_millisecond(ms).ok())
-        .unwrap_or(jiff::Timestamp::UNIX_EPOCH);
-    format!("{}-{:04x}", at.strftime("%Y%m%d-%H%M%S"), fastrand::u16(..))
 }
 
 #[cfg(test)]

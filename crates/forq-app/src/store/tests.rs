@@ -71,8 +71,8 @@ fn a_backlog_created_in_one_second_gets_distinct_runs() {
 
 #[test]
 fn ids_are_dated_and_distinct() {
-    assert!(new_id(1_764_610_000_000).starts_with("20251201-"));
-    assert!(new_id(0).starts_with("19700101-000000-"));
+    assert!(RunId::new_at(1_764_610_000_000).starts_with("20251201-"));
+    assert!(RunId::new_at(0).starts_with("19700101-000000-"));
     each(|s| {
         let a = s.create(&NewRun::fix("1", "a", "/r")).expect("a");
         let b = s.create(&NewRun::fix("2", "b", "/r")).expect("b");
@@ -198,6 +198,59 @@ fn a_lease_that_runs_out_frees_the_run_and_fences_its_old_holder() {
     });
 }
 
+/// Attack: a worker paused past its lease (SIGSTOP, a frozen VM) wakes,
+/// finds its renewal refused, lets go, and writes its records anyway.
+/// Before, a refused renewal dropped the fence and every later write went
+/// through as a write of nobody's (`fence IS NULL`), overwriting the new
+/// holder's `fix.patch`.
+#[test]
+fn a_holder_that_lost_its_run_stays_fenced_after_renewing_and_letting_go() {
+    each(|s| {
+        let run = s.create(&NewRun::fix("1", "a", "/r")).expect("create");
+        let (a, b) = (elsewhere(s, "a"), elsewhere(s, "b"));
+        assert!(a
+            .acquire(&run.id, Duration::from_millis(1))
+            .expect("a")
+            .is_some());
+        std::thread::sleep(Duration::from_millis(20));
+        b.acquire(&run.id, LEASE).expect("b").expect("taken up");
+        b.put_artifact(&run.id, "fix.patch", b"from b")
+            .expect("b writes");
+        assert!(!a.renew(&run.id, LEASE).expect("renew"), "a lost it");
+        assert!(a.held().is_empty(), "a drives nothing now");
+        for step in ["after the refused renewal", "after letting go"] {
+            let refused = [
+                a.put_artifact(&run.id, "fix.patch", b"from a"),
+                a.event(&run.id, "note", serde_json::json!({"by": "a"}))
+                    .map(drop),
+                a.checkpoint(&run.id, "seeded", &serde_json::json!({"by": "a"})),
+                a.record(&run.id, Some(9.0), None, None),
+                a.transition(&run.id, State::Failed, "a thinks it failed")
+                    .map(drop),
+            ];
+            for r in refused {
+                assert!(matches!(r, Err(StoreError::Fenced { .. })), "{step}: {r:?}");
+            }
+            a.release(&run.id).expect("release");
+        }
+        assert_eq!(
+            s.artifact(&run.id, "fix.patch").expect("read").as_deref(),
+            Some(&b"from b"[..]),
+            "b's patch stands"
+        );
+        let now = s.get(&run.id).expect("get");
+        assert!(
+            now.is_live() && now.worker.as_deref() == Some("b"),
+            "{now:?}"
+        );
+        // Taken up again later, a writes under its new fence.
+        b.release(&run.id).expect("b lets go");
+        assert!(a.acquire(&run.id, LEASE).expect("a").is_some());
+        a.event(&run.id, "note", serde_json::json!({"by": "a"}))
+            .expect("a writes under its new fence");
+    });
+}
+
 #[test]
 fn a_holder_on_this_machine_that_died_frees_its_run_at_once() {
     each(|s| {
@@ -232,7 +285,7 @@ fn workers_claiming_at_once_never_share_a_run() {
                             if runs.is_empty() {
                                 return got;
                             }
-                            got.extend(runs.into_iter().map(|r| r.id));
+                            got.extend(runs.into_iter().map(|r| r.id.to_string()));
                         }
                     })
                 })
@@ -295,7 +348,7 @@ fn interrupted_runs_are_the_unfinished_ones_nobody_works_on() {
             .interrupted()
             .expect("interrupted")
             .into_iter()
-            .map(|r| r.id)
+            .map(|r| r.id.to_string())
             .collect();
         ids.sort();
         let mut want = [dead.id, never.id];

@@ -12,3 +12,4 @@ mod github;
 mod safety;
 mod seed;
 mod store;
+mod stranger;

@@ -359,7 +359,7 @@ async fn bench_repo(project: &Path) -> anyhow::Result<tempfile::TempDir> {
             "bench",
         ],
     ] {
-        let out = forq_sandbox::host_command("git")
+        let out = forq_sandbox::host_git()
             .args(args)
             .current_dir(dir.path())
             .output()

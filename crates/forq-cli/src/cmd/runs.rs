@@ -238,7 +238,7 @@ async fn approve(
         run.id
     ));
     let again = crate::cli::ResumeArgs {
-        id: Some(run.id),
+        id: Some(run.id.to_string()),
         interrupted: false,
         jobs: 1,
         per_repo: 1,

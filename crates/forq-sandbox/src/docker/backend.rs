@@ -121,6 +121,8 @@ impl DockerBackend {
     ) -> Result<String> {
         let id = state::new_id();
         let limits = &spec.limits;
+        // Docker reads 0 (and a negative wrap) as no limit at all.
+        limits.validate().map_err(Error::InvalidSpec)?;
         let network_mode = match (spec.network, &self.egress) {
             (Network::Host, _) => "host",
             (Network::Proxy, Egress::Unavailable(why)) => {

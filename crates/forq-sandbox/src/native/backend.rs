@@ -327,6 +327,7 @@ impl Backend for NativeBackend {
 
     #[tracing::instrument(skip_all, fields(base = %spec.base.display()))]
     async fn create(&self, spec: &SandboxSpec) -> Result<Box<dyn Sandbox>> {
+        spec.limits.validate().map_err(crate::Error::InvalidSpec)?;
         let template = self.template_for(spec)?;
         let sb = NativeSandbox::mount_new(template, Vec::new()).await?;
         Ok(Box::new(sb))

@@ -574,7 +574,7 @@ async fn watch_a_run_from_before_it_starts(
         .await;
     let ended = store.get(&run.id).unwrap();
     assert_eq!(ended.state.name(), "patch_ready", "{}", ended.reason);
-    run.id
+    run.id.to_string()
 }
 
 /// The page's log against the store, and the tree drawn live.

@@ -83,8 +83,8 @@ async fn served(bind: &str, token: Option<&str>) -> (Served, String, String) {
             _dir: dir,
             task,
         },
-        one.id,
-        two.id,
+        one.id.to_string(),
+        two.id.to_string(),
     )
 }
 

@@ -187,7 +187,7 @@ async fn driving_a_fix(store: &Store, name: &str, fleet: &Fleet, pid: u32) -> St
         });
         if let Some(run) = busy {
             if fleet.leftovers(pid) > 0 {
-                return run.id;
+                return run.id.to_string();
             }
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
