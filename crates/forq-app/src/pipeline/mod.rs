@@ -111,6 +111,11 @@ pub struct Pipeline {
     lease: Duration,
     /// GitHub, where forq answers the issues triage declines.
     github: Option<crate::github::Github>,
+    /// The directories of this machine a run's repository may be read
+    /// from when it is a path (or a `file://` URL) and the store is shared,
+    /// as the operator named them (a store on this machine's disk is the
+    /// operator's own: any).
+    local_repos: Option<Vec<PathBuf>>,
 }
 
 /// How runs use their repository's golden environment.
@@ -281,7 +286,54 @@ impl Pipeline {
             golden: GoldenPolicy::default(),
             lease: DEFAULT_LEASE,
             github: None,
+            local_repos: None,
         }
+    }
+
+    /// Lets runs read their repository from under `dirs` on this machine
+    /// when it is a path there. On a store other machines share, a run's
+    /// repository is a stranger's word (any worker may have written the
+    /// row): without this, such a run is refused unless its repository is
+    /// a remote URL, so that no row makes this machine copy a directory of
+    /// its own into a workspace (and a model's prompt, and the store).
+    pub fn local_repos(mut self, dirs: &[PathBuf]) -> Self {
+        let allowed = self.local_repos.get_or_insert_with(Vec::new);
+        allowed.extend(
+            dirs.iter()
+                .map(|d| d.canonicalize().unwrap_or_else(|_| d.clone())),
+        );
+        self
+    }
+
+    /// Whether run `run`'s repository may be read on this machine: a
+    /// remote URL always; a local path (or `file://`) when the store is
+    /// this machine's own, or beneath a directory the operator named.
+    fn repo_allowed(&self, run: &Run) -> Phase<()> {
+        let repo = run.repo.as_str();
+        let local = repo
+            .strip_prefix("file://")
+            .or_else(|| (!forq_bootstrap::is_git_url(repo)).then_some(repo));
+        let Some(local) = local else {
+            return Ok(());
+        };
+        if self.store.path().is_some() {
+            return Ok(());
+        }
+        let allowed = self.local_repos.as_deref().unwrap_or_default();
+        let real = Path::new(local).canonicalize().ok();
+        if real.is_some_and(|r| allowed.iter().any(|d| r.starts_with(d))) {
+            return Ok(());
+        }
+        Err(Stop::short(
+            State::Failed,
+            format!(
+                "the run's repository {repo:?} is a path on this machine, and the shared store it \
+                 came from is not the operator's word for which of this machine's directories a run \
+                 may read: queue a git URL, or start this worker with --local-repos naming the \
+                 directory it is under"
+            ),
+            FailureKind::Input,
+        ))
     }
 
     /// Speaks to GitHub as `github` does: an issue on GitHub that triage

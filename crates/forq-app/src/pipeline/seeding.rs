@@ -38,6 +38,31 @@ impl Pipeline {
         self.seed_fresh(run, None).await
     }
 
+    /// What context file `file` puts in the workspace: the text it was
+    /// queued with. A run queued by an older forq names only a path, which
+    /// is read on this machine only when the store is this machine's own:
+    /// a path in a shared store's row could name any file here.
+    fn context_bytes(&self, file: &crate::store::ContextFile) -> Phase<Vec<u8>> {
+        if let Some(text) = &file.text {
+            return Ok(text.clone().into_bytes());
+        }
+        let refused = |why: String| {
+            Stop::short(
+                State::Failed,
+                format!("context file {}: {why}", file.source),
+                FailureKind::Input,
+            )
+        };
+        if self.store.path().is_none() {
+            return Err(refused(
+                "a run from a shared store carries its context's text, and this one names only a \
+                 path on some machine: queue it again with this forq"
+                    .to_owned(),
+            ));
+        }
+        std::fs::read(&file.source).map_err(|e| refused(e.to_string()))
+    }
+
     /// Seeds the run's workspace from its repository; `again` is the seed
     /// a run resumed on this machine had elsewhere (the new one must be at
     /// its commit).
@@ -52,6 +77,7 @@ impl Pipeline {
         if trace {
             return Err(fail(seed::SeedError::Started(run.id.to_string())));
         }
+        self.repo_allowed(run)?;
         let workspace = self.workspace(&run.id);
         if workspace.exists() {
             // A seed interrupted before its checkpoint: nothing has run in it.
@@ -107,13 +133,7 @@ impl Pipeline {
                 .event(&run.id, "warning", json!({"key": ".forq", "text": text}));
         }
         for file in &run.context {
-            let bytes = std::fs::read(&file.source).map_err(|e| {
-                Stop::short(
-                    State::Failed,
-                    format!("context file {}: {e}", file.source),
-                    FailureKind::Input,
-                )
-            })?;
+            let bytes = self.context_bytes(file)?;
             seed::add_context(&workspace, &file.dest, &bytes).map_err(fail)?;
         }
         self.store

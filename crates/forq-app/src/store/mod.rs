@@ -316,14 +316,57 @@ pub struct Run {
     pub requires: Vec<String>,
 }
 
-/// A file given to a run as context: read from `source` on the host,
-/// written to `dest` inside the workspace.
+/// A file given to a run as context: its text, read from `source` when
+/// the run was queued ([`ContextFile::read`]), written to `dest` inside
+/// the workspace.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ContextFile {
-    /// Where it is read.
+    /// Where it was read, on the machine that queued the run (for
+    /// messages: a worker never reads it from a shared store).
     pub source: String,
     /// Where it goes, relative to the workspace.
     pub dest: String,
+    /// Its text, as it was when the run was queued (`None` only in runs
+    /// queued by an older forq).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+}
+
+/// The largest context file a run carries, in bytes.
+pub const MAX_CONTEXT_BYTES: u64 = 1 << 20;
+
+impl ContextFile {
+    /// The context file at `source` (the operator's own path), to be
+    /// written to `dest`: read now, whole, so the run carries its text to
+    /// whichever machine drives it. Refused when it is not a regular file
+    /// of UTF-8 text of at most [`MAX_CONTEXT_BYTES`].
+    pub fn read(source: &Path, dest: &str) -> Result<ContextFile, String> {
+        use std::io::Read;
+        let named = || source.display().to_string();
+        let file = std::fs::File::open(source).map_err(|e| format!("{}: {e}", named()))?;
+        let meta = file.metadata().map_err(|e| format!("{}: {e}", named()))?;
+        if !meta.is_file() {
+            return Err(format!("{} is not a regular file", named()));
+        }
+        let mut bytes = Vec::new();
+        file.take(MAX_CONTEXT_BYTES + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| format!("{}: {e}", named()))?;
+        if bytes.len() as u64 > MAX_CONTEXT_BYTES {
+            return Err(format!(
+                "{} is larger than {} KiB: give a smaller file",
+                named(),
+                MAX_CONTEXT_BYTES >> 10
+            ));
+        }
+        let text = String::from_utf8(bytes)
+            .map_err(|_| format!("{} is not UTF-8 text: context files are text", named()))?;
+        Ok(ContextFile {
+            source: named(),
+            dest: dest.to_owned(),
+            text: Some(text),
+        })
+    }
 }
 
 impl Run {

@@ -232,3 +232,83 @@ fn a_stored_workspace_path_is_never_used() {
         serde_json::json!({"how": "ext::sh", "head": "a".repeat(40), "base": "main", "files": 1});
     assert!(forq_app::seed::Seeded::stored(bad, mine).is_err());
 }
+
+/// A store on the PostgreSQL server `FORQ_TEST_PG_URL` names, a database
+/// of its own (`.ci/run` starts one; without it, this says so and the
+/// test skips).
+#[cfg(feature = "postgres")]
+fn shared_store() -> Option<std::sync::Arc<Store>> {
+    let admin = std::env::var("FORQ_TEST_PG_URL")
+        .ok()
+        .filter(|u| !u.is_empty());
+    let Some(admin) = admin else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must name a PostgreSQL server"
+        );
+        eprintln!("skipped: no FORQ_TEST_PG_URL (a PostgreSQL server to make a database on)");
+        return None;
+    };
+    let url = forq_app::store::fresh_postgres(&admin).unwrap();
+    Some(std::sync::Arc::new(Store::connect(&url).unwrap()))
+}
+
+/// Attack: a run queued into a shared store whose repository is a
+/// directory of the worker's machine (`/root`, another tenant's
+/// checkout): the worker copied it into a workspace, in reach of the
+/// model and of the store. From a shared store, a local repository is
+/// read only from under a directory the operator named.
+#[cfg(feature = "postgres")]
+#[tokio::test]
+async fn a_shared_stores_local_repository_is_read_only_where_the_operator_said() {
+    let Some(store) = shared_store() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let secret = tmp.path().join("secrets");
+    std::fs::create_dir_all(&secret).unwrap();
+    std::fs::write(secret.join("id_rsa"), "PRIVATE KEY\n").unwrap();
+    let mut host = forq_sandbox::HostOptions::default();
+    host.state_dir = Some(tmp.path().join("sandboxes"));
+    let backend = std::sync::Arc::new(forq_sandbox::HostBackend::open(host).unwrap());
+    let config = forq_app::config::Config::parse("triage:\n  enabled: false\n", "ops.yml").unwrap();
+    let state = tmp.path().join("state");
+    let pipeline =
+        forq_app::pipeline::Pipeline::new(store.clone(), &state, backend).config(Some(config));
+    let mut queued = NewRun::fix("1", "read me", secret.to_str().unwrap());
+    queued.context.push(forq_app::store::ContextFile {
+        source: "/etc/hostname".to_owned(),
+        dest: "host.txt".to_owned(),
+        text: None,
+    });
+    for repo in [
+        secret.to_str().unwrap().to_owned(),
+        format!("file://{}", secret.display()),
+    ] {
+        queued.repo = repo.clone();
+        let run = store.create(&queued).unwrap();
+        let done = pipeline.execute(&run.id).await.unwrap();
+        assert_eq!(done.state, State::Failed, "{repo}: {}", done.reason);
+        assert!(done.reason.contains("--local-repos"), "{}", done.reason);
+        assert!(
+            !pipeline.workspace(&run.id).join("id_rsa").exists(),
+            "{repo} was copied"
+        );
+    }
+    // Named by the operator, it is read; a context file that names only a
+    // path on some machine is not.
+    let named = pipeline.clone().local_repos(&[tmp.path().to_owned()]);
+    queued.repo = secret.to_str().unwrap().to_owned();
+    let run = store.create(&queued).unwrap();
+    let done = named.execute(&run.id).await.unwrap();
+    assert!(
+        done.reason.contains("context file /etc/hostname") && done.reason.contains("shared store"),
+        "{}",
+        done.reason
+    );
+    queued.context.clear();
+    let run = store.create(&queued).unwrap();
+    let done = named.execute(&run.id).await.unwrap();
+    assert!(!done.reason.contains("--local-repos"), "{}", done.reason);
+    assert!(store.checkpointed(&run.id, "seeded").unwrap().is_some());
+}

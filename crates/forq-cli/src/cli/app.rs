@@ -227,6 +227,8 @@ pub(crate) struct WorkerArgs {
     /// Stop once no run in the store is left to do (a batch, a CI job).
     #[arg(long)]
     pub(crate) exit_when_idle: bool,
+    #[command(flatten)]
+    pub(crate) local_repos: LocalReposArg,
     /// Seconds the worker's runs may go on after SIGTERM or Ctrl-C before
     /// they are handed back (another worker resumes them).
     #[arg(long, default_value_t = 60.0, value_name = "SECONDS")]
@@ -325,10 +327,24 @@ pub(crate) struct CloseArgs {
     pub(crate) comment: Option<String>,
 }
 
+/// Which of this machine's directories runs from a shared store may read
+/// their repository from.
+#[derive(Debug, Args, Default)]
+pub(crate) struct LocalReposArg {
+    /// A directory of this machine whose repositories runs from a shared
+    /// (PostgreSQL) store may be seeded from (repeatable). A row of a
+    /// shared store is any worker's word, so without it such runs must name
+    /// a git URL; a store on this machine's disk needs none.
+    #[arg(long = "local-repos", value_name = "DIR")]
+    pub(crate) dirs: Vec<PathBuf>,
+}
+
 #[derive(Debug, Args)]
 pub(crate) struct ApproveArgs {
     /// The run's id (or a prefix of it).
     pub(crate) id: String,
+    #[command(flatten)]
+    pub(crate) local_repos: LocalReposArg,
     /// Settings instead of the repository's forq.yml.
     #[arg(long, value_name = "FILE")]
     pub(crate) config: Option<PathBuf>,
@@ -380,6 +396,8 @@ pub(crate) struct ResumeArgs {
     /// With --interrupted: runs at once on one repository.
     #[arg(long, default_value_t = 2)]
     pub(crate) per_repo: usize,
+    #[command(flatten)]
+    pub(crate) local_repos: LocalReposArg,
     /// Settings instead of the repository's forq.yml.
     #[arg(long, value_name = "FILE")]
     pub(crate) config: Option<PathBuf>,

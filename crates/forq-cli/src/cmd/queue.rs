@@ -80,7 +80,17 @@ pub(crate) async fn queue(args: QueueArgs) -> anyhow::Result<ExitCode> {
     )?;
     let (pipeline, engines) =
         pipeline_on(store.clone(), &state_dir, &args.backend, &args.engines).await?;
-    let pipeline = pipeline.golden(golden_policy(args.golden.golden));
+    // The repository named here is the operator's word: its runs may read
+    // it, from a shared store too.
+    let named: Vec<std::path::PathBuf> = args
+        .repo
+        .iter()
+        .filter(|r| !forq_bootstrap::is_git_url(r))
+        .map(std::path::PathBuf::from)
+        .collect();
+    let pipeline = pipeline
+        .golden(golden_policy(args.golden.golden))
+        .local_repos(&named);
     let config = load_config(args.config.as_ref())?;
     let golden_cap = config.as_ref().and_then(|c| c.sandbox.golden_max_gb);
     // A GitHub repository's forq.yml, read before it is cloned: triage,
@@ -131,10 +141,10 @@ fn context_files(specs: &[String]) -> anyhow::Result<Vec<ContextFile>> {
         let source = Path::new(&src)
             .canonicalize()
             .with_context(|| format!("--context {spec}: {src} does not exist"))?;
-        context.push(ContextFile {
-            source: source.display().to_string(),
-            dest,
-        });
+        context.push(
+            ContextFile::read(&source, &dest)
+                .map_err(|e| crate::failures::input(format!("--context {spec}: {e}")))?,
+        );
     }
     Ok(context)
 }

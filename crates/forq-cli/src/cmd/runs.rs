@@ -242,6 +242,7 @@ async fn approve(
         interrupted: false,
         jobs: 1,
         per_repo: 1,
+        local_repos: a.local_repos,
         config: a.config,
         model: a.model,
         backend: a.backend,
@@ -324,6 +325,7 @@ async fn resume(
     let pipeline = pipeline
         .model(model)
         .config(load_config(args.config.as_ref())?)
+        .local_repos(&args.local_repos.dirs)
         .observer(lines.clone());
     if args.id.is_some() {
         // One run asked for by name: its error is the command's, and its

@@ -70,7 +70,8 @@ pub(crate) async fn worker(args: WorkerArgs) -> anyhow::Result<ExitCode> {
         .golden(golden_policy(args.golden.golden))
         .model(model)
         .contributor(contributor)
-        .config(load_config(args.config.as_ref())?);
+        .config(load_config(args.config.as_ref())?)
+        .local_repos(&args.local_repos.dirs);
     let name = args.name.clone().unwrap_or_else(worker::default_name);
     let options = WorkerOptions {
         labels,

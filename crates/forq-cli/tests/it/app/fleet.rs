@@ -73,6 +73,8 @@ impl Fleet {
                 "--grace",
                 self.grace,
                 "--exit-when-idle",
+                "--local-repos",
+                self.tmp.to_str().unwrap(),
                 "--backend",
                 "native",
                 "--provider",
