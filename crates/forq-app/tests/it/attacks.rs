@@ -162,3 +162,48 @@ fn a_repositorys_forq_yml_never_loosens_the_operators_settings() {
     assert_eq!(confined.actions.fix.agent.max_cost_usd, Some(0.5));
     assert!(confined.loosening().is_empty());
 }
+
+/// Attack: forq's host git read the machine's own settings — root's
+/// `~/.gitconfig` and `/etc/gitconfig` — on a stranger's repository: an
+/// operator's `core.fsmonitor`, aliases, `url.insteadOf` or git-lfs's
+/// filter (with a head's `.lfsconfig` choosing where LFS fetches from)
+/// acted on it. Here a global setting that runs a program on every
+/// status: forq's git never reads it.
+#[tokio::test]
+async fn host_git_never_reads_the_machines_global_settings() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let pwned = tmp.path().join("PWNED");
+    std::fs::write(
+        home.join(".gitconfig"),
+        format!(
+            "[core]\n\tfsmonitor = \"touch {}; false\"\n[alias]\n\tstatus = !touch {}\n",
+            pwned.display(),
+            pwned.display()
+        ),
+    )
+    .unwrap();
+    let repo = tmp.path().join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    git(&repo, &["init", "-q"]).await;
+    std::fs::write(repo.join("a.txt"), "a\n").unwrap();
+    for args in [
+        &["status", "--porcelain"][..],
+        &["config", "--get", "core.fsmonitor"],
+    ] {
+        let out = forq_sandbox::host_git()
+            .args(args)
+            .current_dir(&repo)
+            .env("HOME", &home)
+            .env("XDG_CONFIG_HOME", &home)
+            .output()
+            .await
+            .unwrap();
+        assert!(
+            !String::from_utf8_lossy(&out.stdout).contains("touch"),
+            "git {args:?} read the global setting"
+        );
+    }
+    assert!(!pwned.exists(), "a global setting ran a program");
+}
