@@ -26,6 +26,9 @@ pub struct Holder {
     pub host: String,
     /// The process.
     pub pid: u32,
+    /// The machine's boot (`/proc/sys/kernel/random/boot_id`): what tells
+    /// it from another machine of the same name.
+    pub boot: String,
 }
 
 impl Holder {
@@ -37,6 +40,7 @@ impl Holder {
             worker: format!("{host}/{pid}"),
             host,
             pid,
+            boot: this_boot().to_owned(),
         }
     }
 
@@ -53,6 +57,7 @@ impl Holder {
         run.worker.as_deref() == Some(self.worker.as_str())
             && run.host.as_deref() == Some(self.host.as_str())
             && run.pid == Some(self.pid)
+            && run.boot.as_deref().is_none_or(|b| b == self.boot)
     }
 }
 
@@ -67,6 +72,17 @@ pub(crate) fn this_host() -> &'static str {
             .ok()
             .filter(|h| !h.is_empty())
             .unwrap_or_else(|| "localhost".to_owned())
+    })
+}
+
+/// This machine's boot: a random id the kernel draws at each boot, the
+/// same for every process until the next (empty where there is none).
+pub(crate) fn this_boot() -> &'static str {
+    static BOOT: OnceLock<String> = OnceLock::new();
+    BOOT.get_or_init(|| {
+        std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+            .map(|b| b.trim().to_owned())
+            .unwrap_or_default()
     })
 }
 
@@ -237,9 +253,9 @@ impl Store {
         let fence = c
             .value(
                 "UPDATE runs SET worker = ?2, host = ?3, pid = ?4, lease_until = ?5, \
-                 fence = fence + 1, updated_ms = ?6, started_ms = COALESCE(started_ms, ?6) \
-                 WHERE id = ?1 RETURNING fence",
-                vals![&run.id, &h.worker, &h.host, h.pid, until, now],
+                 fence = fence + 1, updated_ms = ?6, started_ms = COALESCE(started_ms, ?6), \
+                 boot = ?7 WHERE id = ?1 RETURNING fence",
+                vals![&run.id, &h.worker, &h.host, h.pid, until, now, &h.boot],
             )?
             .int()
             .ok_or("the run vanished while it was taken up")? as u64;

@@ -314,6 +314,10 @@ pub struct Run {
     pub fence: u64,
     /// The labels a worker must offer to take it up.
     pub requires: Vec<String>,
+    /// The boot of the machine its holder runs on (`None`: taken up by a
+    /// forq from before boots were kept): a host name alone does not tell
+    /// two machines apart.
+    pub boot: Option<String>,
 }
 
 /// A file given to a run as context: its text, read from `source` when
@@ -377,7 +381,12 @@ impl Run {
         if self.state.is_terminal() {
             return false;
         }
-        let here = self.host.as_deref().is_none_or(|h| h == lease::this_host());
+        // This machine's: its name and, when the holder recorded it, its
+        // boot. Another machine with the same name (cloned from one image,
+        // a pod's default) is judged by its lease alone, never by whether
+        // a pid of that number runs here.
+        let here = self.host.as_deref().is_none_or(|h| h == lease::this_host())
+            && self.boot.as_deref().is_none_or(|b| b == lease::this_boot());
         let alive_here = !here || self.pid.is_some_and(process_alive);
         match self.lease_until_ms {
             Some(until) => until > now_ms() && alive_here,
@@ -498,7 +507,7 @@ pub struct Store {
 /// The columns a [`Run`] is read from, in [`run_of`]'s order.
 const RUN_COLUMNS: &str = "id, issue, repo, action, state, reason, created_ms, updated_ms, pid, \
      cost_usd, patch_lines, branch, abort_requested, started_ms, context, failure, worker, host, \
-     lease_until, fence, requires";
+     lease_until, fence, requires, boot";
 
 /// Appends one event inside the caller's transaction, under `fence` when
 /// the writer holds the run; returns its `seq`. The run's row is the
@@ -1175,6 +1184,7 @@ fn run_of(r: Vec<Val>) -> Result<Run, StoreError> {
             .text()
             .and_then(|r| serde_json::from_str(r).ok())
             .unwrap_or_default(),
+        boot: next().into_text(),
     })
 }
 

@@ -11,7 +11,7 @@
 use super::db::{vals, Db, DbError, Dialect, Sql, Val};
 
 /// The schema this build writes.
-pub const SCHEMA_VERSION: i64 = 6;
+pub const SCHEMA_VERSION: i64 = 7;
 
 /// The runs table of schema 1, and the columns a store made before schema
 /// versions existed may lack (added by the first migration).
@@ -263,6 +263,10 @@ fn migrate_shared(c: &mut dyn Sql, from: i64) -> Result<(), DbError> {
             "CREATE TABLE github_repos (repo TEXT PRIMARY KEY, installation BIGINT NOT NULL, at_ms BIGINT NOT NULL);
              CREATE TABLE github_said (key TEXT PRIMARY KEY, url TEXT NOT NULL, at_ms BIGINT NOT NULL);",
         ),
+        // Schema 7: the boot of the machine a run's holder runs on, so that
+        // two machines with one host name never judge each other's
+        // processes by a local pid.
+        6 => c.batch("ALTER TABLE runs ADD COLUMN boot TEXT"),
         _ => Ok(()),
     }
 }

@@ -40,6 +40,7 @@ fn dead_process(s: &Store) -> Store {
         worker: "gone".to_owned(),
         host: lease::this_host().to_owned(),
         pid: u32::MAX - 1,
+        boot: lease::this_boot().to_owned(),
     })
 }
 
@@ -49,6 +50,7 @@ fn elsewhere(s: &Store, name: &str) -> Store {
         worker: name.to_owned(),
         host: format!("{name}.elsewhere"),
         pid: 1,
+        boot: format!("{name}-boot"),
     })
 }
 
@@ -248,6 +250,29 @@ fn a_holder_that_lost_its_run_stays_fenced_after_renewing_and_letting_go() {
         assert!(a.acquire(&run.id, LEASE).expect("a").is_some());
         a.event(&run.id, "note", serde_json::json!({"by": "a"}))
             .expect("a writes under its new fence");
+    });
+}
+
+/// Attack (or accident): two machines with one host name (cloned from one
+/// image). A holder there whose pid runs nothing here was judged dead by
+/// a local pid check, and its live run was taken from it. Its boot tells
+/// it apart: it is judged by its lease.
+#[test]
+fn a_machine_with_this_ones_name_is_judged_by_its_lease_not_a_local_pid() {
+    each(|s| {
+        let run = s.create(&NewRun::fix("1", "a", "/r")).expect("create");
+        let twin = s.as_holder(Holder {
+            worker: "twin".to_owned(),
+            host: lease::this_host().to_owned(),
+            pid: u32::MAX - 1,
+            boot: "another-boot".to_owned(),
+        });
+        assert!(twin.acquire(&run.id, LEASE).expect("twin").is_some());
+        let held = s.get(&run.id).expect("get");
+        assert!(held.is_live(), "{held:?}");
+        // This process, on a machine of the same name.
+        assert!(s.acquire(&run.id, LEASE).expect("acquire").is_none());
+        assert!(s.claim_next(5, LEASE, &[], &[]).expect("claim").is_empty());
     });
 }
 

@@ -233,6 +233,12 @@ fn a_stored_workspace_path_is_never_used() {
     assert!(forq_app::seed::Seeded::stored(bad, mine).is_err());
 }
 
+#[cfg(feature = "postgres")]
+#[allow(clippy::print_stderr)] // a skip is said where a developer sees it
+fn skip(why: &str) {
+    eprintln!("SKIPPED: {why}");
+}
+
 /// A store on the PostgreSQL server `FORQ_TEST_PG_URL` names, a database
 /// of its own (`.ci/run` starts one; without it, this says so and the
 /// test skips).
@@ -246,7 +252,7 @@ fn shared_store() -> Option<std::sync::Arc<Store>> {
             std::env::var_os("CI").is_none(),
             "CI must name a PostgreSQL server"
         );
-        eprintln!("skipped: no FORQ_TEST_PG_URL (a PostgreSQL server to make a database on)");
+        skip("no FORQ_TEST_PG_URL (a PostgreSQL server to make a database on)");
         return None;
     };
     let url = forq_app::store::fresh_postgres(&admin).unwrap();
