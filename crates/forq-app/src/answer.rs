@@ -58,14 +58,13 @@ pub async fn say_once(
         return Ok(Said::Before(url));
     }
     let mark = marker(&key);
-    if let Some(found) = github
-        .comments(repo, number)
-        .await?
-        .into_iter()
-        .find(|c| c.body.as_deref().is_some_and(|b| b.contains(&mark)))
-    {
-        store.record_said(&key, &found.html_url)?;
-        return Ok(Said::Before(found.html_url));
+    // A marker counts only in a comment forq wrote: anyone may post one
+    // first to keep forq quiet.
+    for c in github.comments(repo, number).await? {
+        if c.body.as_deref().is_some_and(|b| b.contains(&mark)) && github.wrote(&c).await {
+            store.record_said(&key, &c.html_url)?;
+            return Ok(Said::Before(c.html_url));
+        }
     }
     if !labels.is_empty() {
         let names: Vec<&str> = labels.iter().map(String::as_str).collect();
@@ -78,23 +77,6 @@ pub async fn say_once(
     Ok(Said::Now(url))
 }
 
-/// A model's text made safe to post: it answers an issue anyone can
-/// write, so it may not mention people (`@` is kept from linking), hide
-/// markers (no HTML comments) or run on (at most 1,000 characters).
-fn tame(text: &str) -> String {
-    let mut out: String = text
-        .trim()
-        .replace("<!--", "&lt;!--")
-        .replace('@', "@\u{2060}")
-        .chars()
-        .take(1000)
-        .collect();
-    if text.trim().chars().count() > 1000 {
-        out.push('…');
-    }
-    out
-}
-
 /// The comment on an issue triage declined: the verdict, its reason, and
 /// what a maintainer can still do. The reason is the model's, tamed.
 pub fn triage_comment(reason: &str, confidence: Option<f64>, suggested: Option<&str>) -> String {
@@ -102,10 +84,13 @@ pub fn triage_comment(reason: &str, confidence: Option<f64>, suggested: Option<&
     if let Some(c) = confidence {
         text.push_str(&format!(" (confidence {c:.2})"));
     }
-    text.push_str(":\n\n> ");
-    text.push_str(&tame(reason).replace('\n', "\n> "));
+    text.push_str(":\n\n");
+    text.push_str(&crate::markdown::quoted(reason, 1000));
     if let Some(s) = suggested.filter(|s| !s.is_empty()) {
-        text.push_str(&format!("\n\nSuggested: {}.", tame(s)));
+        text.push_str(&format!(
+            "\n\nSuggested: {}.",
+            crate::markdown::plain(s, 200)
+        ));
     }
     text.push_str("\n\nA maintainer can still ask for a fix with `/forq fix`.");
     text

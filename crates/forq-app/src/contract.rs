@@ -158,13 +158,16 @@ impl Report {
 
     /// The report as Markdown, for a pull request's body.
     pub fn markdown(&self) -> String {
+        // Names and paths are the repository's and the reasons a model's:
+        // each goes out as a code span or plain words, never as Markdown.
+        use crate::markdown::{code, plain};
         let mut out = format!("**Contract check.** {}.\n", self.summary());
         for c in &self.changed {
             out.push_str(&format!(
-                "\n- `{}` ({}, {}:{}): {} — {}",
-                c.qualname,
-                c.kind,
-                c.file,
+                "\n- {} ({}, {}:{}): {} — {}",
+                code(&c.qualname),
+                plain(&c.kind, 40),
+                code(&c.file),
                 c.line,
                 match c.class {
                     Class::A => "A",
@@ -172,21 +175,29 @@ impl Report {
                     Class::C => "C",
                     Class::Unclassified => "unclassified",
                 },
-                c.reason
+                plain(&c.reason, 500)
             ));
         }
         if !self.adapted.is_empty() {
             out.push_str("\n\nCallers adapted (tests green):\n");
             for f in &self.adapted {
-                out.push_str(&format!("\n- `{}` at {}:{}", f.caller, f.file, f.line));
+                out.push_str(&format!(
+                    "\n- {} at {}:{}",
+                    code(&f.caller),
+                    code(&f.file),
+                    f.line
+                ));
             }
         }
         if !self.findings.is_empty() {
             out.push_str("\n\nCallers to check:\n");
             for f in &self.findings {
                 out.push_str(&format!(
-                    "\n- `{}` at {}:{} (depth {})",
-                    f.caller, f.file, f.line, f.depth
+                    "\n- {} at {}:{} (depth {})",
+                    code(&f.caller),
+                    code(&f.file),
+                    f.line,
+                    f.depth
                 ));
             }
         }
@@ -194,7 +205,11 @@ impl Report {
             out.push_str(&format!(
                 "\n\nNot processed (beyond depth {}): {}",
                 self.depth,
-                self.unprocessed.join(", ")
+                self.unprocessed
+                    .iter()
+                    .map(|u| code(u))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ));
         }
         out

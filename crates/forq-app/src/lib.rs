@@ -9,6 +9,7 @@ pub mod failure;
 pub mod git;
 pub mod github;
 pub mod ids;
+pub mod markdown;
 pub mod pipeline;
 pub mod preview;
 pub mod publish;

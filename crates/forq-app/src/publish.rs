@@ -11,6 +11,7 @@ use serde_json::json;
 use crate::git::{self, GitError};
 use crate::github::{repo_slug, GhPull, Github, GithubError};
 use crate::ids::BranchName;
+use crate::markdown::code;
 use crate::store::{Run, State, Store, StoreError};
 
 /// How to push.
@@ -75,6 +76,11 @@ pub struct Pushed {
     /// The comment that told the run's pull request of the result.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub commented: Option<String>,
+    /// Nothing was pushed: the fix went to a fork's pull request as a patch
+    /// in a comment (its author does not let maintainers push, and a
+    /// fork's commits never enter the base repository).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub suggested: bool,
 }
 
 /// Why a run could not be published or its issue acted on.
@@ -189,9 +195,11 @@ pub async fn push(
 
 /// Gives a pull request's run its result back: its commits pushed onto
 /// the pull request's own branch when forq may push there (the head is in
-/// the base repository, or its author lets maintainers edit it), else its
-/// branch pushed to the base repository with a pull request against the
-/// pull request's branch; then a comment on the pull request, once.
+/// the base repository, or its author lets maintainers edit it). A fork's
+/// pull request whose author does not gets the fix as a patch in a
+/// comment ([`suggest_patch`]): a fork's commits never go into the base
+/// repository, where its `on: push` workflows would run them with the
+/// repository's secrets. Then a comment on the pull request, once.
 async fn push_to_pull(
     store: &Store,
     github: &Github,
@@ -205,8 +213,14 @@ async fn push_to_pull(
         && git::git(ws, &["remote", "get-url", "pr-head"])
             .await
             .is_ok();
+    let same_repo = pull.head_repo.eq_ignore_ascii_case(&pull.repo);
+    if !onto_head && !same_repo {
+        return suggest_patch(store, github, run, pull).await;
+    }
     let (remote, dest) = match onto_head {
         true => ("pr-head", pull.head_ref.as_str()),
+        // A pull request within the base repository whose head this
+        // machine cannot reach: its commits are the base's already.
         false => ("origin", branch),
     };
     git::check_remote(ws, remote, options.local_paths).await?;
@@ -237,6 +251,7 @@ async fn push_to_pull(
     let commit = out.commit.clone();
     let short = &commit[..commit.len().min(12)];
     let lines = run.patch_lines.unwrap_or(0);
+    let plural = if lines == 1 { "" } else { "s" };
     let text = if onto_head {
         store.transition(
             &run.id,
@@ -244,58 +259,48 @@ async fn push_to_pull(
             &format!("pushed to {}", pull_url(pull)),
         )?;
         format!(
-            "forq pushed {short} onto this pull request's branch `{}`: its failing tests pass now, and so does the rest of the suite ({lines} line{} changed, run `{}`). A person approved the push.",
-            pull.head_ref,
-            if lines == 1 { "" } else { "s" },
+            "forq pushed {short} onto this pull request's branch {}: its failing tests pass now, and so does the rest of the suite ({lines} line{plural} changed, run `{}`). A person approved the push.",
+            code(&pull.head_ref),
             run.id
         )
     } else {
-        let owner = pull.repo.split('/').next().unwrap_or_default();
         let body = format!(
-            "Makes the failing tests of #{} pass ({lines} line{} changed), found by forq run `{}` and run against the whole suite on a fresh sandbox. A person pushed this branch.",
-            pull.number,
-            if lines == 1 { "" } else { "s" },
-            run.id
+            "Makes the failing tests of #{} pass ({lines} line{plural} changed), found by forq run `{}` and run against the whole suite on a fresh sandbox. A person pushed this branch.",
+            pull.number, run.id
         );
-        let opened = github
+        let pr = github
             .open_pull(
-                &pull.head_repo,
-                &format!("Fix the failing checks of {}#{}", pull.repo, pull.number),
-                &format!("{owner}:{branch}"),
+                &pull.repo,
+                &format!("Fix the failing checks of #{}", pull.number),
+                branch,
                 &pull.head_ref,
                 &body,
             )
-            .await;
-        let plural = if lines == 1 { "" } else { "s" };
-        match opened {
-            Ok(pr) => {
-                store.transition(&run.id, State::PrOpened, &pr.html_url)?;
-                let text = format!(
-                    "forq proposes {} against this pull request's branch `{}` (its author does not let maintainers push to it): its failing tests pass there ({lines} line{plural} changed, run `{}`).",
-                    pr.html_url, pull.head_ref, run.id
-                );
-                out.pull_request = Some(pr);
-                text
-            }
-            // The fork is not forq's to open pull requests on (an App not
-            // installed there, a token without access): the branch is in
-            // the base repository, and the author is told how to take it.
-            Err(
-                e @ (GithubError::NotInstalled { .. }
-                | GithubError::Status {
-                    status: 403 | 404 | 422,
-                    ..
-                }),
-            ) => {
-                tracing::info!(error = %e, "no pull request on the fork: telling the author where the fix is");
-                format!(
-                    "forq has a fix for this pull request's failing tests ({lines} line{plural} changed, run `{}`) on branch `{branch}` of {}; its author does not let maintainers push to `{}`, and forq cannot open a pull request on {}. To take it: `git pull {} {branch}` on `{}`.",
-                    run.id, pull.repo, pull.head_ref, pull.head_repo, run.repo, pull.head_ref
-                )
-            }
-            Err(e) => return Err(e.into()),
-        }
+            .await?;
+        store.transition(&run.id, State::PrOpened, &pr.html_url)?;
+        let text = format!(
+            "forq proposes {} against this pull request's branch {}: its failing tests pass there ({lines} line{plural} changed, run `{}`).",
+            pr.html_url,
+            code(&pull.head_ref),
+            run.id
+        );
+        out.pull_request = Some(pr);
+        text
     };
+    tell_pull(store, github, run, pull, text, &mut out).await?;
+    Ok(out)
+}
+
+/// Comments `text` on `pull` (with the contract check's report), once per
+/// run; a comment that fails is said in `out`.
+async fn tell_pull(
+    store: &Store,
+    github: &Github,
+    run: &Run,
+    pull: &crate::store::PullRecord,
+    text: String,
+    out: &mut Pushed,
+) -> Result<(), PublishError> {
     let text = match contract_report(store, run)? {
         Some(report) => format!("{text}\n\n{report}"),
         None => text,
@@ -316,6 +321,69 @@ async fn push_to_pull(
         }
         Err(e) => out.comment_failed = Some(e.to_string()),
     }
+    Ok(())
+}
+
+/// The most of a patch a comment carries (GitHub takes 65,536 characters).
+const MAX_SUGGESTED: usize = 60_000;
+
+/// Gives a fork's pull request whose author does not let maintainers push
+/// its fix as a patch in a comment, to apply on its branch: nothing is
+/// pushed anywhere. The patch is the run's own (`fix.patch`, then
+/// `ripple.patch`), fenced whole; one too long for a comment is named,
+/// with the command that prints it.
+async fn suggest_patch(
+    store: &Store,
+    github: &Github,
+    run: &Run,
+    pull: &crate::store::PullRecord,
+) -> Result<Pushed, PublishError> {
+    let mut patch = String::new();
+    for name in ["fix.patch", "ripple.patch"] {
+        if let Some(bytes) = store.artifact(&run.id, name)? {
+            patch.push_str(&String::from_utf8_lossy(&bytes));
+        }
+    }
+    let lines = run.patch_lines.unwrap_or(0);
+    let plural = if lines == 1 { "" } else { "s" };
+    let head = code(&pull.head_ref);
+    let mut text = format!(
+        "forq has a fix for this pull request's failing tests ({lines} line{plural} changed, run `{}`), and the rest of the suite passes with it. Its author does not let maintainers push to {head}, and forq never pushes a fork's commits into this repository, so here it is as a patch: on {head}, save it as `fix.patch` and run `git apply fix.patch`.",
+        run.id
+    );
+    if patch.is_empty() {
+        text.push_str(&format!(
+            "\n\nThe patch is not in forq's store: `forq runs patch {}` on the machine that ran it prints it.",
+            run.id
+        ));
+    } else if patch.len() > MAX_SUGGESTED {
+        text.push_str(&format!(
+            "\n\nThe patch is {} lines, too long for a comment: `forq runs patch {}` prints it.",
+            patch.lines().count(),
+            run.id
+        ));
+    } else {
+        text.push_str(&format!(
+            "\n\n<details><summary>fix.patch</summary>\n\n{}\n\n</details>",
+            crate::markdown::fenced(&patch, "diff")
+        ));
+    }
+    store.transition(
+        &run.id,
+        State::PrOpened,
+        &format!("suggested as a patch on {}", pull_url(pull)),
+    )?;
+    let mut out = Pushed {
+        run: run.id.to_string(),
+        remote: String::new(),
+        branch: pull.head_ref.clone(),
+        commit: String::new(),
+        pull_request: None,
+        comment_failed: None,
+        commented: None,
+        suggested: true,
+    };
+    tell_pull(store, github, run, pull, text, &mut out).await?;
     Ok(out)
 }
 
@@ -387,6 +455,7 @@ async fn push_branch(
         pull_request: None,
         comment_failed: None,
         commented: None,
+        suggested: false,
     })
 }
 

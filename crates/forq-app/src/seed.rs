@@ -74,6 +74,12 @@ pub struct Seeded {
     /// the workspace.
     #[serde(default)]
     pub removed_forq: bool,
+    /// For a pull request: the base branch's own `forq.yml` (or
+    /// `.forq.yml`), as text, read before the head was checked out (`None`
+    /// when it has none). A pull request's run follows it, not the head's:
+    /// the head is the author's, and may be a stranger's fork.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_config: Option<String>,
 }
 
 impl Seeded {
@@ -252,10 +258,12 @@ async fn seed_inner(
             "copy"
         }
     };
+    let mut base_config = None;
     if let Some(pull) = pull {
         if how != "clone" {
             return Err(SeedError::PullNotCloned(source.to_owned()));
         }
+        base_config = base_settings(workspace).await;
         check_out_pull(workspace, pull, &clone).await?;
     }
     let removed_forq = remove_forq_dir(workspace).map_err(|source| SeedError::Io {
@@ -297,7 +305,33 @@ async fn seed_inner(
         base,
         files,
         removed_forq,
+        base_config,
     })
+}
+
+/// The settings file of the commit checked out in the clone `workspace`,
+/// as text, read from git's objects (never the work tree, never through a
+/// link): at most 256 KiB of a regular file.
+async fn base_settings(workspace: &Path) -> Option<String> {
+    for name in crate::config::FILE_NAMES {
+        let spec = format!("HEAD:{name}");
+        let Ok(kind) = git::git(workspace, &["cat-file", "-t", &spec]).await else {
+            continue;
+        };
+        let mode = git::git(workspace, &["ls-tree", "HEAD", "--", name])
+            .await
+            .unwrap_or_default();
+        let size: u64 = git::git(workspace, &["cat-file", "-s", &spec])
+            .await
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(u64::MAX);
+        if kind != "blob" || !mode.starts_with("100") || size > 256 << 10 {
+            return None;
+        }
+        return git::show(workspace, "HEAD", name).await.ok();
+    }
+    None
 }
 
 /// Removes a `.forq` the repository brought (a directory, a link, a file)

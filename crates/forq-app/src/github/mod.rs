@@ -50,6 +50,8 @@ pub struct Github {
     max_wait: Duration,
     attempts: u32,
     secondary_wait: Duration,
+    /// The login this client's token is, once asked.
+    me: Arc<tokio::sync::OnceCell<Option<String>>>,
 }
 
 impl std::fmt::Debug for Github {
@@ -138,6 +140,19 @@ pub struct GhComment {
     pub body: Option<String>,
     /// Its page.
     pub html_url: String,
+    /// Who wrote it.
+    #[serde(default)]
+    pub user: Option<GhUser>,
+    /// The App it was written through, when one's token wrote it.
+    #[serde(default)]
+    pub performed_via_github_app: Option<GhApp>,
+}
+
+/// A GitHub App, as GitHub names one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GhApp {
+    /// Its id.
+    pub id: u64,
 }
 
 /// A pull request as opened.
@@ -304,6 +319,7 @@ impl Github {
             max_wait: Duration::from_secs(900),
             attempts: 6,
             secondary_wait: Duration::from_secs(60),
+            me: Arc::default(),
         }
     }
 
@@ -523,6 +539,19 @@ impl Github {
                 break;
             }
             next = link.as_deref().and_then(next_link);
+            // A page is fetched with forq's credential: only from the API
+            // forq speaks to, whatever a `Link` header names.
+            if let Some(n) = &next {
+                if !same_origin(n, &self.api) {
+                    return Err(GithubError::Shape {
+                        url,
+                        message: format!(
+                            "its next page {n:?} is not on {}: forq follows pages only on the API it speaks to",
+                            self.api
+                        ),
+                    });
+                }
+            }
         }
         if let Some(l) = limit {
             out.truncate(l);
@@ -783,6 +812,35 @@ impl Github {
         typed(&url, json)
     }
 
+    /// Whether forq wrote comment `c`: through this App (an installation's
+    /// token), or as the account this client's token is. Anyone can write
+    /// a comment that looks like forq's; only its author says whose it is.
+    pub async fn wrote(&self, c: &GhComment) -> bool {
+        match &self.auth {
+            Auth::Anonymous => false,
+            Auth::App(app) => c
+                .performed_via_github_app
+                .as_ref()
+                .is_some_and(|a| a.id == app.key.id()),
+            Auth::Token(_) => {
+                let me = self
+                    .me
+                    .get_or_init(|| async {
+                        let url = format!("{}/user", self.api);
+                        match self.send(None, Method::GET, &url, None).await {
+                            Ok((_, json)) => json["login"].as_str().map(str::to_owned),
+                            Err(e) => {
+                                tracing::warn!("who forq is on GitHub is unknown: {e}");
+                                None
+                            }
+                        }
+                    })
+                    .await;
+                me.is_some() && c.user.as_ref().map(|u| &u.login) == me.as_ref()
+            }
+        }
+    }
+
     /// Every comment on issue (or pull request) `number`, oldest first.
     pub async fn comments(&self, repo: &str, number: u64) -> Result<Vec<GhComment>, GithubError> {
         let url = format!(
@@ -898,6 +956,23 @@ enum Via<'a> {
 }
 
 /// The `rel="next"` URL of a `Link` header.
+/// Whether `url` is on the origin (scheme, host and port) of `api`.
+fn same_origin(url: &str, api: &str) -> bool {
+    let origin = |u: &str| -> Option<String> {
+        let (scheme, rest) = u.split_once("://")?;
+        let authority = rest.split(['/', '?', '#']).next()?;
+        if authority.contains('@') {
+            return None;
+        }
+        Some(format!(
+            "{}://{}",
+            scheme.to_ascii_lowercase(),
+            authority.to_ascii_lowercase()
+        ))
+    };
+    origin(url).is_some() && origin(url) == origin(api)
+}
+
 fn next_link(link: &str) -> Option<String> {
     link.split(',').find_map(|part| {
         let (url, rest) = part.split_once(';')?;

@@ -602,7 +602,7 @@ impl Pipeline {
         // Provisioning: the workspace, then the gate, the warm root and the oracle.
         self.enter(run, State::Provisioning)?;
         let seeded = self.seeded(run).await?;
-        let config = self.config_of(run, &seeded.workspace)?;
+        let config = self.config_of(run, &seeded)?;
         if run.action == Action::Auto && config.actions.fix.mode == Mode::Manual {
             return Err(Stop::end(
                 State::Triaged,
@@ -871,7 +871,7 @@ impl Pipeline {
             .map_err(PreviewError::Sandbox)?;
         let provisioned: Provisioned = serde_json::from_value(read("provisioned")?)
             .map_err(|e| PreviewError::Sandbox(e.to_string()))?;
-        let config = self.config_of(run, &seeded.workspace).map_err(stopped)?;
+        let config = self.config_of(run, &seeded).map_err(stopped)?;
         let spec = PreviewSpec::from_config(&config)?;
         let backend = self.backend_for(&config).await.map_err(stopped)?;
         let gate = self.gate_for(run, &config, &*backend, false);

@@ -33,10 +33,15 @@ impl Pipeline {
         }
         if self.golden != GoldenPolicy::Off {
             if let Ok(goldens) = backend.goldens() {
+                // A pull request's run forks a golden, never builds or
+                // saves one: its environment is the head's (a stranger's
+                // fork, maybe), and the repository's next runs fork from
+                // what a golden holds.
+                let build = build && self.golden == GoldenPolicy::Build && run.issue.pull.is_none();
                 gate.golden = Some(forq_bootstrap::GoldenOptions::new(
                     goldens,
                     run.repo.clone(),
-                    build && self.golden == GoldenPolicy::Build,
+                    build,
                 ));
                 gate = gate.observer(Arc::new(GoldenNotes {
                     store: self.store.clone(),

@@ -160,6 +160,8 @@ impl Pipeline {
         match (&self.config, self.known.get(&run.repo)) {
             (Some(c), _) => c.clone(),
             (None, Some(c)) => c.clone().confined(),
+            // A repository this machine may not read is read for nothing.
+            (None, None) if self.repo_allowed(run).is_err() => Config::default(),
             (None, None) => Config::load(Path::new(&run.repo))
                 .map(|(c, _)| c)
                 .unwrap_or_default()
@@ -167,11 +169,13 @@ impl Pipeline {
         }
     }
 
-    /// The settings: the pipeline's own, else the workspace's `forq.yml`.
-    pub(super) fn config_of(&self, run: &Run, workspace: &Path) -> Phase<Config> {
+    /// The settings: the pipeline's own, else the workspace's `forq.yml`;
+    /// for a pull request, its base branch's ([`Pipeline::pull_config`]).
+    pub(super) fn config_of(&self, run: &Run, seeded: &Seeded) -> Phase<Config> {
         let mut config = match &self.config {
             Some(c) => c.clone(),
-            None => Config::load(workspace)
+            None if run.issue.pull.is_some() => self.pull_config(run, seeded)?,
+            None => Config::load(&seeded.workspace)
                 .map(|(c, _)| self.repository_config(&run.id, c))
                 .map_err(|e| Stop::short(State::Failed, e.to_string(), FailureKind::Repository))?,
         };
@@ -183,6 +187,45 @@ impl Pipeline {
             }
             if let Ok(brancher) = serde_json::from_value(asked["brancher"].clone()) {
                 fix.brancher = Some(brancher);
+            }
+        }
+        Ok(config)
+    }
+
+    /// A pull request's settings: its base branch's `forq.yml` (who pays,
+    /// which model, review points, branch names, caps — the maintainers'
+    /// word), with only the test command and targets taken from the head's
+    /// (a pull request may change how its tests run), held to the base's
+    /// caps. The head's file is the author's, who may be a stranger.
+    fn pull_config(&self, run: &Run, seeded: &Seeded) -> Phase<Config> {
+        let base = match &seeded.base_config {
+            Some(text) => Config::parse(text, "forq.yml of the base branch")
+                .map_err(|e| Stop::short(State::Failed, e.to_string(), FailureKind::Repository))?,
+            None => Config::default(),
+        };
+        let mut config = self.repository_config(&run.id, base);
+        match Config::load(&seeded.workspace) {
+            Ok((head, Some(_))) => {
+                let head = head.confined();
+                if head.test.command.is_some() {
+                    config.test.command = head.test.command;
+                }
+                if !head.test.targets.is_empty() {
+                    config.test.targets = head.test.targets;
+                }
+                let _ = self.store.event(
+                    &run.id,
+                    "note",
+                    json!({"text": "a pull request's run follows its base branch's forq.yml; from the head's, only test.command and test.targets"}),
+                );
+            }
+            Ok((_, None)) => {}
+            Err(e) => {
+                let _ = self.store.event(
+                    &run.id,
+                    "warning",
+                    json!({"key": "forq.yml", "text": format!("the pull request's forq.yml is not read: {e}")}),
+                );
             }
         }
         Ok(config)

@@ -91,7 +91,13 @@ async fn a_python_signature_change_ripples_to_its_uncovered_callers() {
     );
     assert!(report.unprocessed.is_empty());
     assert!(report.has_findings());
-    assert!(report.markdown().contains("`area` (function, geo.py:1): C"));
+    assert!(
+        report
+            .markdown()
+            .contains("`area` (function, `geo.py`:1): C"),
+        "{}",
+        report.markdown()
+    );
 
     // Depth exhausted: callers beyond it are listed as not processed.
     let shallow = contract::check(&ws, &base, &scratch, 1, None)

@@ -92,6 +92,16 @@ async fn a_declined_issue_is_answered_once_across_redeliveries_restarts_and_stor
         ("o/r".to_owned(), "forq.yml".to_owned()),
         "triage:\n  label: forq-declined\n".to_owned(),
     );
+    // Attack: a stranger posts forq's marker first, to keep it quiet. A
+    // marker counts only in a comment forq wrote.
+    hub.lock().comments.insert(
+        ("o/r".to_owned(), 5),
+        vec![
+            json!({"id": 1, "body": "nothing to see <!-- forq:triage:o/r#5 -->",
+            "html_url": "https://github.com/o/r/issues/5#issuecomment-1",
+            "user": {"login": "someone"}, "performed_via_github_app": null}),
+        ],
+    );
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("a").join("forq.db");
     std::fs::create_dir_all(db.parent().unwrap()).unwrap();
@@ -113,8 +123,8 @@ async fn a_declined_issue_is_answered_once_across_redeliveries_restarts_and_stor
             .cloned()
             .unwrap_or_default()
     };
-    assert_eq!(comments().len(), 1);
-    let text = comments()[0]["body"].as_str().unwrap().to_owned();
+    assert_eq!(comments().len(), 2, "the stranger's, then forq's");
+    let text = comments()[1]["body"].as_str().unwrap().to_owned();
     assert!(
         text.contains("is not attempting a fix (confidence 0.20)"),
         "{text}"
@@ -146,7 +156,7 @@ async fn a_declined_issue_is_answered_once_across_redeliveries_restarts_and_stor
             .any(|n| n.starts_with("answered on GitHub before:")),
         "{notes:?}"
     );
-    assert_eq!(comments().len(), 1);
+    assert_eq!(comments().len(), 2, "the stranger's, then forq's");
     assert_eq!(hub.calls("POST", "/access_tokens").len(), bought + 1);
     // A restarted server on the same store.
     task.abort();
@@ -154,7 +164,7 @@ async fn a_declined_issue_is_answered_once_across_redeliveries_restarts_and_stor
     let (hook, store, task) = server(dir.path(), &db, &hub, &keys.file).await;
     ask(&hook, 3).await;
     settled(&store).await;
-    assert_eq!(comments().len(), 1);
+    assert_eq!(comments().len(), 2, "the stranger's, then forq's");
     task.abort();
     // Another store, which never recorded the answer: the marker on the
     // issue says it was given.
@@ -169,7 +179,7 @@ async fn a_declined_issue_is_answered_once_across_redeliveries_restarts_and_stor
             .any(|n| n.starts_with("answered on GitHub before:")),
         "{notes:?}"
     );
-    assert_eq!(comments().len(), 1);
+    assert_eq!(comments().len(), 2, "the stranger's, then forq's");
     assert_eq!(hub.calls("POST", "/issues/5/comments").len(), 1);
     let labelled = hub.calls("POST", "/issues/5/labels");
     assert_eq!(labelled.len(), 1);

@@ -285,6 +285,7 @@ impl State {
             return (401, vec![], json!({"message": "Bad credentials"}));
         }
         match (method.as_str(), path.as_slice()) {
+            ("GET", ["user"]) if who == "pat" => (200, vec![], json!({"login": "forq-pat-user"})),
             ("GET", ["app", "installations"]) if who == "jwt" => {
                 let list: Vec<Value> = self
                     .installations
@@ -338,12 +339,13 @@ impl State {
                     // GitHub hides what a caller may not see.
                     return not_found();
                 }
-                self.on_repo(base, method.as_str(), uri, &repo, rest, body)
+                self.on_repo(base, method.as_str(), uri, &repo, rest, body, who)
             }
             _ => not_found(),
         }
     }
 
+    #[allow(clippy::too_many_arguments)] // a request, taken apart
     fn on_repo(
         &mut self,
         base: &str,
@@ -352,6 +354,7 @@ impl State {
         repo: &str,
         rest: &[&str],
         body: &Value,
+        who: &str,
     ) -> Answer {
         let key = |n: &str| (repo.to_owned(), n.parse::<u64>().unwrap());
         match (method, rest) {
@@ -390,10 +393,19 @@ impl State {
             }
             ("POST", ["issues", n, "comments"]) => {
                 self.next_id += 1;
+                // As GitHub names a comment's author: an installation's
+                // token writes as the App's bot, through the App.
+                let (user, app) = match who.strip_prefix("token:") {
+                    Some(_) => (json!({"login": "forq[bot]"}), json!({"id": self.app_id})),
+                    None if who == "pat" => (json!({"login": "forq-pat-user"}), Value::Null),
+                    None => (json!({"login": who}), Value::Null),
+                };
                 let comment = json!({
                     "id": self.next_id,
                     "body": body["body"],
                     "html_url": format!("https://github.com/{repo}/issues/{n}#issuecomment-{}", self.next_id),
+                    "user": user,
+                    "performed_via_github_app": app,
                 });
                 self.comments
                     .entry(key(n))

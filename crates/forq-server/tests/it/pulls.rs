@@ -106,6 +106,14 @@ async fn a_pull_request_from_a_fork_with_a_failing_check_is_fixed_from_its_head(
     git(&work, &["commit", "-q", "-m", "notes"]).await.unwrap();
     let b = git(&work, &["rev-parse", "HEAD"]).await.unwrap();
     std::fs::write(work.join("NOTES.md"), "more notes\n").unwrap();
+    // The head's own forq.yml, which a pull request's run does not follow
+    // (the base branch's governs; the head may only name its tests).
+    std::fs::write(
+        work.join("forq.yml"),
+        "actions:\n  fix:\n    branch: \"from-the-head/{run_id}\"\n",
+    )
+    .unwrap();
+    git(&work, &["add", "-A"]).await.unwrap();
     git(&work, &["commit", "-qam", "more"]).await.unwrap();
     let c = git(&work, &["rev-parse", "HEAD"]).await.unwrap();
     let (base, fork) = (dir.path().join("o-r.git"), dir.path().join("f-r.git"));
@@ -288,7 +296,10 @@ async fn a_pull_request_from_a_fork_with_a_failing_check_is_fixed_from_its_head(
     assert_eq!(store.get(&id).unwrap().state, State::PrOpened);
 
     // 2. #10 does not let maintainers push: asked for by a comment, its
-    //    fix is proposed against its branch.
+    //    fix goes to it as a patch in a comment. Attack: before, the run's
+    //    branch — the fork's commits plus the fix — was pushed into the
+    //    base repository with its installation token, where `on: push`
+    //    workflows run a fork's code with the repository's secrets.
     let id = asked_to_fix(&hook, &repository, 10).await;
     let run = ended(&store, &id).await;
     assert_eq!(
@@ -300,32 +311,26 @@ async fn a_pull_request_from_a_fork_with_a_failing_check_is_fixed_from_its_head(
     );
     let pushed = press_push(&url, &id).await;
     let branch = run.branch.clone().unwrap();
-    assert_eq!(
-        (&pushed["remote"], &pushed["branch"]),
-        (&json!("origin"), &json!(branch)),
-        "{pushed}"
-    );
-    let opened = hub.lock().opened.clone();
-    assert_eq!(opened.len(), 1, "{opened:?}");
-    assert_eq!(
-        opened[0]["repo"], "f/r",
-        "proposed on the fork, against its branch"
-    );
-    assert_eq!(opened[0]["pull"]["base"], "other");
-    assert_eq!(opened[0]["pull"]["head"], json!(format!("o:{branch}")));
-    let on_base = git(
+    assert_eq!(pushed["suggested"], json!(true), "{pushed}");
+    assert_eq!(hub.lock().opened.len(), 0, "no pull request anywhere");
+    for (repo, name) in [(&base, "the base repository"), (&fork, "the fork")] {
+        let refs = git(&work, &["ls-remote", repo.to_str().unwrap()])
+            .await
+            .unwrap();
+        assert!(
+            !refs.contains(branch.as_str()),
+            "the run's branch reached {name}: {refs}"
+        );
+    }
+    let other = git(
         &work,
-        &[
-            "ls-remote",
-            base.to_str().unwrap(),
-            &format!("refs/heads/{branch}"),
-        ],
+        &["ls-remote", fork.to_str().unwrap(), "refs/heads/other"],
     )
     .await
     .unwrap();
     assert!(
-        on_base.starts_with(pushed["commit"].as_str().unwrap()),
-        "{on_base}"
+        other.starts_with(&b),
+        "the fork's branch is untouched: {other}"
     );
     let told = hub
         .lock()
@@ -334,24 +339,15 @@ async fn a_pull_request_from_a_fork_with_a_failing_check_is_fixed_from_its_head(
         .cloned()
         .unwrap();
     assert_eq!(told.len(), 1);
+    let text = told[0]["body"].as_str().unwrap();
+    let patch = String::from_utf8(store.artifact(&id, "fix.patch").unwrap().unwrap()).unwrap();
     assert!(
-        told[0]["body"]
-            .as_str()
-            .unwrap()
-            .contains("against this pull request's branch `other`"),
-        "{told:?}"
+        text.contains("on `other`, save it as `fix.patch` and run `git apply fix.patch`")
+            && text.contains(&format!("```diff\n{patch}")),
+        "{text}"
     );
-    // The fork's branch is untouched.
-    let other = git(
-        &work,
-        &["ls-remote", fork.to_str().unwrap(), "refs/heads/other"],
-    )
-    .await
-    .unwrap();
-    assert!(other.starts_with(&b), "{other}");
-    // 3. Nor does #11, and the App is not installed on the fork: the fix
-    //    waits on a branch of the base repository, and the author is told
-    //    how to take it.
+    assert_eq!(store.get(&id).unwrap().state, State::PrOpened);
+    // 3. Nor does #11, on a fork the App is not installed on: the same.
     hub.lock().installations.insert(7, vec!["o/r".to_owned()]);
     let id = asked_to_fix(&hook, &repository, 11).await;
     let run = ended(&store, &id).await;
@@ -362,13 +358,16 @@ async fn a_pull_request_from_a_fork_with_a_failing_check_is_fixed_from_its_head(
         run.reason,
         notes(&store, &id)
     );
-    press_push(&url, &id).await;
-    let branch = run.branch.clone().unwrap();
-    assert_eq!(
-        hub.lock().opened.len(),
-        1,
-        "no pull request on a fork forq may not touch"
+    assert!(
+        run.branch
+            .as_deref()
+            .is_some_and(|b| b.starts_with("forq/")),
+        "the head's forq.yml named the branch: {:?}",
+        run.branch
     );
+    let pushed = press_push(&url, &id).await;
+    assert_eq!(pushed["suggested"], json!(true), "{pushed}");
+    assert_eq!(hub.lock().opened.len(), 0);
     let told = hub
         .lock()
         .comments
@@ -376,10 +375,7 @@ async fn a_pull_request_from_a_fork_with_a_failing_check_is_fixed_from_its_head(
         .cloned()
         .unwrap();
     let text = told[0]["body"].as_str().unwrap();
-    assert!(
-        text.contains(&format!("git pull {base_url} {branch}")) && text.contains("on `third`"),
-        "{text}"
-    );
+    assert!(text.contains("on `third`, save it"), "{text}");
     // 4. What starts nothing, and says why: an event forq.yml does not
     //    name, another label, an untrusted author, checks that passed.
     let opened = |association: &str, action: &str, label: &str| {
