@@ -5,6 +5,14 @@
 //! key enters a sandbox, and the sandbox needs no way out at all: the
 //! model's host is on no allowlist, so the tests the program runs cannot
 //! reach it (or anything) either.
+//!
+//! The relay is not an open door to the provider with forq's key: it lets
+//! through only the methods and paths of the program's protocol (the
+//! messages or responses calls, the model list), takes server-side tools
+//! (web search and fetch, code execution, remote MCP servers) out of each
+//! request — they would fetch any URL for a sandbox that has no network —
+//! follows no redirect, caps request bodies, and meters what the model
+//! answers against the run's budget: past it, every request is refused.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -15,7 +23,21 @@ use http_body_util::{BodyExt, Full, StreamBody};
 use hyper::body::{Frame, Incoming};
 use hyper::{Request, Response, StatusCode};
 
+use crate::cost::{Meter, PriceTable};
+use crate::message::Usage;
 use crate::provider::ApiKey;
+
+/// The largest request body the relay takes (a long conversation with its
+/// tools is a few MiB).
+pub(crate) const MAX_REQUEST_BYTES: usize = 32 << 20;
+
+/// What a relay may spend: dollars (by the program's price table) and
+/// tokens, counted from the model's own answers.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct RelayBudget {
+    pub(crate) max_cost_usd: Option<f64>,
+    pub(crate) max_tokens: Option<u64>,
+}
 
 /// Headers never passed on: the connection's own, and the credentials
 /// the relay replaces.
@@ -38,6 +60,7 @@ pub(crate) struct KeyRelay {
     pub(crate) base_url: String,
     /// The key the program holds: worth nothing outside this relay.
     pub(crate) dummy: String,
+    meter: Arc<std::sync::Mutex<Meter>>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -63,9 +86,22 @@ struct Upstream {
     key: ApiKey,
     header: KeyHeader,
     dummy: String,
+    /// The upstream's path, which every request's path begins with.
+    prefix: String,
+    budget: RelayBudget,
+    meter: Arc<std::sync::Mutex<Meter>>,
 }
 
 impl KeyRelay {
+    /// What the model answered through this relay so far: its usage and
+    /// cost, as forq counted them (not as the program says).
+    pub(crate) fn metered(&self) -> Meter {
+        self.meter
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
     /// Listens in `net` and forwards to `upstream` (the real base URL: its
     /// path is kept, so the program's base is this relay plus that path).
     pub(crate) async fn start(
@@ -73,19 +109,27 @@ impl KeyRelay {
         upstream: &str,
         key: ApiKey,
         header: KeyHeader,
+        prices: PriceTable,
+        budget: RelayBudget,
     ) -> std::io::Result<KeyRelay> {
         let (origin, path) = split_url(upstream);
         let listener = net.listen(0).await?;
         let port = listener.local_addr()?.port();
         let dummy = format!("forq-relay-{}", random_hex()?);
+        let meter = Arc::new(std::sync::Mutex::new(Meter::new(prices)));
         let upstream = Arc::new(Upstream {
+            // A redirect would take the key wherever the answer says.
             client: reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
                 .build()
                 .map_err(std::io::Error::other)?,
             origin,
             key,
             header,
             dummy: dummy.clone(),
+            prefix: path.clone(),
+            budget,
+            meter: meter.clone(),
         });
         let task = tokio::spawn(async move {
             let mut connections = tokio::task::JoinSet::new();
@@ -115,6 +159,7 @@ impl KeyRelay {
         Ok(KeyRelay {
             base_url: format!("http://127.0.0.1:{port}{path}"),
             dummy,
+            meter,
             task,
         })
     }
@@ -148,19 +193,44 @@ async fn forward(upstream: &Upstream, req: Request<Incoming>) -> Response<RelayB
     if given != Some(upstream.dummy.as_str()) {
         return answer(StatusCode::UNAUTHORIZED, "forq's model relay: unknown key");
     }
-    let body = match body.collect().await {
-        Ok(b) => b.to_bytes(),
-        Err(e) => {
-            return answer(
-                StatusCode::BAD_REQUEST,
-                &format!("cannot read the request: {e}"),
-            )
-        }
-    };
     let path = parts
         .uri
         .path_and_query()
         .map_or("/", hyper::http::uri::PathAndQuery::as_str);
+    if !allowed(upstream.header, &parts.method, path, &upstream.prefix) {
+        return answer(
+            StatusCode::FORBIDDEN,
+            &format!(
+                "forq's model relay: {} {} is not a call of the model's protocol (only messages \
+                 or responses, and the model list, go through)",
+                parts.method,
+                path.chars().take(200).collect::<String>()
+            ),
+        );
+    }
+    if let Some(why) = spent(upstream) {
+        // 400, not 429: a program retries a rate limit, and stops here.
+        return answer(StatusCode::BAD_REQUEST, &why);
+    }
+    let body = match http_body_util::Limited::new(body, MAX_REQUEST_BYTES)
+        .collect()
+        .await
+    {
+        Ok(b) => b.to_bytes(),
+        Err(e) => {
+            return answer(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                &format!(
+                    "forq's model relay takes requests of at most {} MiB: {e}",
+                    MAX_REQUEST_BYTES >> 20
+                ),
+            )
+        }
+    };
+    let (body, model) = match tame_request(upstream.header, body) {
+        Ok(b) => b,
+        Err(why) => return answer(StatusCode::BAD_REQUEST, &why),
+    };
     let url = format!("{}{path}", upstream.origin);
     let mut out = upstream.client.request(parts.method.clone(), &url);
     for (name, value) in &parts.headers {
@@ -189,10 +259,16 @@ async fn forward(upstream: &Upstream, req: Request<Incoming>) -> Response<RelayB
             response = response.header(name.as_str(), value.as_bytes());
         }
     }
-    let chunks = futures_util::stream::unfold(Some(reply), |reply| async move {
-        let mut reply = reply?;
+    // What the model answers is counted as it streams back, and recorded
+    // when the answer ends (or breaks off).
+    let scan = UsageScan::new(upstream.meter.clone(), model);
+    let chunks = futures_util::stream::unfold(Some((reply, scan)), |state| async move {
+        let (mut reply, mut scan) = state?;
         match reply.chunk().await {
-            Ok(Some(bytes)) => Some((Ok(Frame::data(bytes)), Some(reply))),
+            Ok(Some(bytes)) => {
+                scan.feed(&bytes);
+                Some((Ok(Frame::data(bytes)), Some((reply, scan))))
+            }
             Ok(None) => None,
             Err(e) => Some((Err(std::io::Error::other(e)), None)),
         }
@@ -200,6 +276,207 @@ async fn forward(upstream: &Upstream, req: Request<Incoming>) -> Response<RelayB
     response
         .body(BodyExt::boxed(StreamBody::new(chunks)))
         .unwrap_or_else(|e| answer(StatusCode::BAD_GATEWAY, &e.to_string()))
+}
+
+/// Whether `method path` is a call of the program's protocol under the
+/// upstream's `prefix`: Anthropic's messages (and their token count) and
+/// model list, or OpenAI's responses, chat completions and model list.
+/// Batches, files, fine-tuning, anything else: no. A path with dot
+/// segments, percent-escapes or empty segments is no path of these.
+fn allowed(header: KeyHeader, method: &hyper::Method, path: &str, prefix: &str) -> bool {
+    let path = path.split('?').next().unwrap_or_default();
+    if path.contains("/.") || path.contains('%') || path.contains("//") {
+        return false;
+    }
+    let Some(rest) = path.strip_prefix(prefix) else {
+        return false;
+    };
+    let one_model = |r: &str, list: &str| {
+        r.strip_prefix(list)
+            .and_then(|m| m.strip_prefix('/'))
+            .is_some_and(|m| !m.is_empty() && !m.contains('/'))
+    };
+    match (header, method.as_str()) {
+        (KeyHeader::XApiKey, "POST") => {
+            matches!(rest, "/v1/messages" | "/v1/messages/count_tokens")
+        }
+        (KeyHeader::XApiKey, "GET") => rest == "/v1/models" || one_model(rest, "/v1/models"),
+        (KeyHeader::Bearer, "POST") => matches!(rest, "/responses" | "/chat/completions"),
+        (KeyHeader::Bearer, "GET") => rest == "/models" || one_model(rest, "/models"),
+        _ => false,
+    }
+}
+
+/// Why the relay's budget is spent, if it is.
+fn spent(upstream: &Upstream) -> Option<String> {
+    let meter = upstream
+        .meter
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let tokens = meter.usage.input_tokens + meter.usage.output_tokens;
+    if let Some(max) = upstream.budget.max_tokens.filter(|m| tokens >= *m) {
+        return Some(format!(
+            "forq's model relay: the run's budget of {max} tokens is spent ({tokens} used)"
+        ));
+    }
+    if let Some(max) = upstream
+        .budget
+        .max_cost_usd
+        .filter(|m| meter.cost_usd >= *m)
+    {
+        return Some(format!(
+            "forq's model relay: the run's budget of ${max:.2} is spent (${:.2} used)",
+            meter.cost_usd
+        ));
+    }
+    None
+}
+
+/// A request's body as it goes upstream, and the model it names: a JSON
+/// object (or nothing), without the tools the provider runs itself and
+/// the remote MCP servers and containers it would reach. A body that is
+/// not JSON is refused.
+fn tame_request(header: KeyHeader, body: Bytes) -> Result<(Bytes, String), String> {
+    if body.is_empty() {
+        return Ok((body, String::new()));
+    }
+    let mut value: serde_json::Value = serde_json::from_slice(&body)
+        .map_err(|e| format!("forq's model relay takes JSON requests: {e}"))?;
+    let Some(object) = value.as_object_mut() else {
+        return Err("forq's model relay takes a JSON object".to_owned());
+    };
+    let model = object
+        .get("model")
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    let mut changed = false;
+    for key in ["mcp_servers", "container"] {
+        changed |= object.remove(key).is_some();
+    }
+    if let Some(tools) = object
+        .get_mut("tools")
+        .and_then(serde_json::Value::as_array_mut)
+    {
+        let before = tools.len();
+        tools.retain(|t| runs_on_the_client(header, t));
+        changed |= tools.len() != before;
+    }
+    if !changed {
+        return Ok((body, model));
+    }
+    let bytes = serde_json::to_vec(&value).map_err(|e| e.to_string())?;
+    Ok((Bytes::from(bytes), model))
+}
+
+/// Whether tool `t` is one the program runs itself (in its sandbox), not
+/// one the provider runs on its own machines: a function or custom tool,
+/// or Anthropic's client tools (bash, text editor, computer, memory).
+fn runs_on_the_client(header: KeyHeader, t: &serde_json::Value) -> bool {
+    let kind = t.get("type").and_then(serde_json::Value::as_str);
+    match header {
+        KeyHeader::XApiKey => match kind {
+            None | Some("custom") => true,
+            Some(k) => ["bash_", "text_editor_", "computer_", "memory_"]
+                .iter()
+                .any(|p| k.starts_with(p)),
+        },
+        KeyHeader::Bearer => matches!(
+            kind,
+            Some("function" | "custom" | "local_shell" | "shell" | "apply_patch")
+        ),
+    }
+}
+
+/// Counts the tokens of one answer as it streams back — server-sent events
+/// or one JSON object, in either protocol — and records them on the meter
+/// when it is dropped (the answer ended, or the program hung up).
+struct UsageScan {
+    meter: Arc<std::sync::Mutex<Meter>>,
+    model: String,
+    line: Vec<u8>,
+    whole: Vec<u8>,
+    usage: Usage,
+}
+
+/// The most of one line (and of a whole answer) the scan keeps to read.
+const SCAN_CAP: usize = 4 << 20;
+
+impl UsageScan {
+    fn new(meter: Arc<std::sync::Mutex<Meter>>, model: String) -> UsageScan {
+        UsageScan {
+            meter,
+            model,
+            line: Vec::new(),
+            whole: Vec::new(),
+            usage: Usage::default(),
+        }
+    }
+
+    fn feed(&mut self, bytes: &[u8]) {
+        if self.whole.len() < SCAN_CAP {
+            self.whole
+                .extend_from_slice(&bytes[..bytes.len().min(SCAN_CAP - self.whole.len())]);
+        }
+        for &b in bytes {
+            if b == b'\n' {
+                let line = std::mem::take(&mut self.line);
+                self.read_line(&line);
+            } else if self.line.len() < SCAN_CAP {
+                self.line.push(b);
+            }
+        }
+    }
+
+    fn read_line(&mut self, line: &[u8]) {
+        let text = String::from_utf8_lossy(line);
+        let json = text
+            .trim()
+            .strip_prefix("data:")
+            .unwrap_or(text.trim())
+            .trim();
+        if let Ok(v) = serde_json::from_str::<serde_json::Value>(json) {
+            self.take(&v);
+        }
+    }
+
+    /// The usage `v` reports, where either protocol puts it; counts are
+    /// running totals, so the largest seen is the answer's.
+    fn take(&mut self, v: &serde_json::Value) {
+        for usage in [&v["usage"], &v["message"]["usage"], &v["response"]["usage"]] {
+            let n = |k: &str| {
+                usage
+                    .get(k)
+                    .and_then(serde_json::Value::as_u64)
+                    .unwrap_or(0)
+            };
+            let input = n("input_tokens")
+                + n("prompt_tokens")
+                + n("cache_creation_input_tokens")
+                + n("cache_read_input_tokens");
+            let output = n("output_tokens") + n("completion_tokens");
+            self.usage.input_tokens = self.usage.input_tokens.max(input);
+            self.usage.output_tokens = self.usage.output_tokens.max(output);
+        }
+    }
+}
+
+impl Drop for UsageScan {
+    fn drop(&mut self) {
+        let line = std::mem::take(&mut self.line);
+        self.read_line(&line);
+        if self.usage == Usage::default() {
+            if let Ok(v) = serde_json::from_slice::<serde_json::Value>(&self.whole) {
+                self.take(&v);
+            }
+        }
+        if self.usage != Usage::default() {
+            self.meter
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .record(&self.model, self.usage);
+        }
+    }
 }
 
 /// `scheme://host[:port]` and the path (without a trailing `/`) of `url`.

@@ -474,6 +474,11 @@ impl FixPlan {
             if let Some(o) = &self.observer {
                 agent = agent.observer(o.clone());
             }
+            // The relay holds the program to the run's budget, counted
+            // from the model's answers.
+            if let Some(usd) = self.max_cost_usd {
+                agent = agent.max_cost_usd(usd);
+            }
             return Ok(std::sync::Arc::new(agent));
         }
         let m = self

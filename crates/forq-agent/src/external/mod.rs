@@ -30,7 +30,7 @@ use crate::agent::{AgentEvent, CodingAgent, FailedIn, Outcome, RunReport, Task};
 use crate::cost::{Meter, PriceTable};
 use crate::message::Usage;
 use crate::provider::ApiKey;
-use crate::relay::{KeyHeader, KeyRelay};
+use crate::relay::{KeyHeader, KeyRelay, RelayBudget};
 use forq_events::{Observer, Observers};
 use stream::Reading;
 
@@ -65,6 +65,7 @@ pub struct ExternalAgent {
     max_turns: u32,
     timeout: Duration,
     prices: PriceTable,
+    budget: RelayBudget,
     observers: Observers<AgentEvent>,
 }
 
@@ -77,6 +78,10 @@ impl std::fmt::Debug for ExternalAgent {
             .finish()
     }
 }
+
+/// The longest line of a program's event stream forq reads (a tool's
+/// result quoted whole can be long; nothing real is this long).
+const MAX_LINE: usize = 16 << 20;
 
 /// The tools Claude Code may use without asking: reading, editing and
 /// running commands (the sandbox is the boundary, not its prompts).
@@ -96,6 +101,7 @@ impl ExternalAgent {
             max_turns: 50,
             timeout: Duration::from_secs(1800),
             prices: PriceTable::new(),
+            budget: RelayBudget::default(),
             observers: Observers::new(),
         }
     }
@@ -152,6 +158,21 @@ impl ExternalAgent {
     /// not used: it knows only its vendor's list prices).
     pub fn prices(mut self, prices: PriceTable) -> Self {
         self.prices = prices;
+        self
+    }
+
+    /// Stops the program's model once the model's answers cost `usd` (by
+    /// [`ExternalAgent::prices`]), as forq's relay counts them: past it,
+    /// the relay refuses every request of the run.
+    pub fn max_cost_usd(mut self, usd: f64) -> Self {
+        self.budget.max_cost_usd = Some(usd);
+        self
+    }
+
+    /// Stops the program's model once its answers used `tokens` (prompt
+    /// and reply), as forq's relay counts them.
+    pub fn max_tokens(mut self, tokens: u64) -> Self {
+        self.budget.max_tokens = Some(tokens);
         self
     }
 
@@ -340,11 +361,19 @@ impl CodingAgent for ExternalAgent {
         let meter = reading
             .meter
             .unwrap_or_else(|| Meter::new(self.prices.clone()));
+        // What the program says it used, or what forq's relay counted when
+        // that is more: a program (or what runs in its sandbox) may say
+        // anything; the relay saw the model's answers.
+        let relayed = relay.metered();
+        let usage = Usage {
+            input_tokens: meter.usage.input_tokens.max(relayed.usage.input_tokens),
+            output_tokens: meter.usage.output_tokens.max(relayed.usage.output_tokens),
+        };
         RunReport {
             outcome,
             steps: meter.steps,
-            usage: meter.usage,
-            cost_usd: meter.cost_usd,
+            usage,
+            cost_usd: meter.cost_usd.max(relayed.cost_usd),
         }
     }
 }
@@ -357,9 +386,16 @@ impl ExternalAgent {
             Program::ClaudeCode => KeyHeader::XApiKey,
             Program::Codex => KeyHeader::Bearer,
         };
-        let relay = KeyRelay::start(&net, self.upstream(), self.key.clone(), header)
-            .await
-            .map_err(|e| e.to_string())?;
+        let relay = KeyRelay::start(
+            &net,
+            self.upstream(),
+            self.key.clone(),
+            header,
+            self.prices.clone(),
+            self.budget,
+        )
+        .await
+        .map_err(|e| e.to_string())?;
         Ok((net, relay))
     }
 
@@ -384,6 +420,12 @@ impl ExternalAgent {
                             let line: String = pending.drain(..=at).collect();
                             self.line(line.trim(), &mut reading);
                         }
+                        // A line longer than any the program writes is not
+                        // one of its events: it is dropped, not kept growing.
+                        if pending.len() > MAX_LINE {
+                            tracing::warn!(bytes = pending.len(), "{}'s output: a line past {} MiB dropped", self.program, MAX_LINE >> 20);
+                            pending.clear();
+                        }
                     }
                     Some(_) => {}
                     None => {}
@@ -392,9 +434,12 @@ impl ExternalAgent {
             }
         };
         while let Ok(c) = rx.try_recv() {
-            if c.stream == StreamKind::Stdout {
+            if c.stream == StreamKind::Stdout && pending.len() <= MAX_LINE {
                 pending.push_str(&String::from_utf8_lossy(&c.bytes));
             }
+        }
+        if pending.len() > MAX_LINE {
+            pending.clear();
         }
         for line in pending.lines() {
             self.line(line.trim(), &mut reading);

@@ -264,3 +264,104 @@ print(json.dumps({{"type": "result", "subtype": "success", "is_error": False,
     assert_eq!(asked[0].header("x-api-key"), Some("sk-ant-real-key-4567"));
     sandbox.destroy().await.unwrap();
 }
+
+/// Attack (SECURITY.md's corpus): the relay was an open proxy to the model
+/// provider with forq's key — any method, any path (files, batches,
+/// fine-tuning), server-side tools that fetch any URL for a sandbox with
+/// no network, bodies of any size, spending the run's budget never saw.
+/// Now only the protocol's calls pass, server-side tools and MCP servers
+/// are taken out, bodies are capped, and past the budget nothing passes.
+#[tokio::test]
+async fn the_relay_lets_through_only_the_protocol_within_the_budget() {
+    let backend =
+        forq_sandbox::open_backend(BackendChoice::Kind(forq_sandbox::BackendKind::Native))
+            .await
+            .expect("the native backend (CI runs as root)")
+            .backend;
+    let server = Server::start(vec![Reply::anthropic_stream(
+        0,
+        &[json!({"type": "text", "text": "hello"})],
+        "end_turn",
+    )])
+    .await;
+    let repo = tempfile::tempdir().unwrap();
+    let script = r#"#!/bin/sh
+exec python3 -c '
+import json, os, urllib.request, urllib.error
+base, key = os.environ["ANTHROPIC_BASE_URL"], os.environ["ANTHROPIC_API_KEY"]
+def call(method, path, body=None):
+    data = None if body is None else (body if isinstance(body, bytes) else json.dumps(body).encode())
+    req = urllib.request.Request(base + path, data=data, method=method,
+        headers={"x-api-key": key, "content-type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=20) as r:
+            r.read()
+            return r.status
+    except urllib.error.HTTPError as e:
+        return e.code
+    except Exception as e:
+        return type(e).__name__
+ask = {"model": "claude-x", "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}],
+    "tools": [{"type": "web_fetch_20250910", "name": "web_fetch"},
+              {"type": "web_search_20250305", "name": "web_search"},
+              {"name": "mine", "input_schema": {"type": "object"}}],
+    "mcp_servers": [{"type": "url", "url": "https://evil.example/mcp", "name": "x"}]}
+said = {
+    "files": call("POST", "/v1/files", {}),
+    "batches": call("GET", "/v1/messages/batches"),
+    "dots": call("POST", "/v1/messages/../files", {}),
+    "huge": call("POST", "/v1/messages", b"{\"a\": \"" + b"x" * (33 << 20) + b"\"}"),
+    "first": call("POST", "/v1/messages", ask),
+    "past_budget": call("POST", "/v1/messages", ask),
+}
+print(json.dumps({"type": "result", "subtype": "success", "is_error": False, "result": json.dumps(said)}))
+'
+"#;
+    let path = repo.path().join("fake-claude");
+    std::fs::write(&path, script).unwrap();
+    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let agent = ExternalAgent::claude_code(
+        ApiKey::new("sk-ant-real-key-4567"),
+        Some(server.url.clone()),
+    )
+    .program("/workspace/fake-claude")
+    .max_tokens(1);
+    let sandbox = backend
+        .create(&SandboxSpec::new(repo.path()))
+        .await
+        .unwrap();
+    let report = agent.run(&*sandbox, &Task::new("try everything")).await;
+    let Outcome::Submitted { summary, .. } = &report.outcome else {
+        panic!("{report:#?}");
+    };
+    let said: serde_json::Value = serde_json::from_str(summary).unwrap();
+    assert_eq!(
+        said,
+        json!({"files": 403, "batches": 403, "dots": 403, "huge": 413, "first": 200, "past_budget": 400}),
+        "{said}"
+    );
+    let asked = server.received();
+    assert_eq!(
+        asked.len(),
+        1,
+        "only the one call of the protocol reached the model: {asked:#?}"
+    );
+    assert_eq!(asked[0].path, "/v1/messages");
+    let tools: Vec<&str> = asked[0].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(tools, ["mine"], "server-side tools are taken out");
+    assert!(
+        asked[0].body.get("mcp_servers").is_none(),
+        "{:?}",
+        asked[0].body
+    );
+    assert!(
+        report.usage.input_tokens >= 100,
+        "the relay counted the answer: {report:#?}"
+    );
+    sandbox.destroy().await.unwrap();
+}
