@@ -174,6 +174,47 @@ impl Tree {
         Ok(Some(content))
     }
 
+    /// The content of the regular file `rel`, of at most `max` bytes:
+    /// `None` when it is not a regular file beneath the root, an error
+    /// naming the cap when it is larger (read no further than the cap,
+    /// whatever size the file claims).
+    pub(crate) fn read_capped(&self, rel: &Path, max: u64) -> std::io::Result<Option<Vec<u8>>> {
+        let Some((dir, name)) = self.parent(rel)? else {
+            return Ok(None);
+        };
+        let fd = match rustix::fs::openat(
+            &dir,
+            name,
+            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK,
+            Mode::empty(),
+        ) {
+            Ok(fd) => fd,
+            Err(e) if absent(e) => return Ok(None),
+            Err(e) => return Err(e.into()),
+        };
+        let stat = rustix::fs::fstat(&fd)?;
+        if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
+            return Ok(None);
+        }
+        let too_large = || {
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("{} is larger than {max} bytes", self.path.join(rel).display()),
+            )
+        };
+        if u64::try_from(stat.st_size).unwrap_or(u64::MAX) > max {
+            return Err(too_large());
+        }
+        let mut content = Vec::new();
+        std::fs::File::from(fd)
+            .take(max.saturating_add(1))
+            .read_to_end(&mut content)?;
+        if content.len() as u64 > max {
+            return Err(too_large());
+        }
+        Ok(Some(content))
+    }
+
     /// The entries of the directory `rel` (names and what each is, not
     /// followed), sorted; empty when `rel` is not a directory beneath the
     /// root.

@@ -63,6 +63,36 @@ pub fn host_command(program: impl AsRef<std::ffi::OsStr>) -> tokio::process::Com
     cmd
 }
 
+/// The regular file `rel` beneath the directory `root` — a tree a
+/// stranger controls (a repository, a workspace) — read on the host the
+/// way forq reads diffs: resolved one component at a time from `root`'s
+/// descriptor, never through a link (one anywhere on the way, or the file
+/// itself, is "not there"), never a fifo or a device (`None`, without
+/// blocking), and never past `max` bytes (an error naming the cap, read no
+/// further, whatever size the file claims). `rel` must stay beneath
+/// `root` (no `..`, not absolute).
+///
+/// ```
+/// let dir = tempfile::tempdir().unwrap();
+/// std::fs::write(dir.path().join("a.toml"), "x = 1\n").unwrap();
+/// std::os::unix::fs::symlink("/etc/hostname", dir.path().join("b.toml")).unwrap();
+/// let read = |rel: &str, max| forq_sandbox::read_beneath(dir.path(), rel.as_ref(), max);
+/// assert_eq!(read("a.toml", 64).unwrap().as_deref(), Some(&b"x = 1\n"[..]));
+/// assert_eq!(read("b.toml", 64).unwrap(), None);
+/// assert!(read("a.toml", 2).is_err());
+/// assert_eq!(read("../etc/hostname", 64).unwrap(), None);
+/// ```
+pub fn read_beneath(
+    root: &std::path::Path,
+    rel: &std::path::Path,
+    max: u64,
+) -> std::io::Result<Option<Vec<u8>>> {
+    match beneath::Tree::open(root)? {
+        Some(tree) => tree.read_capped(rel, max),
+        None => Ok(None),
+    }
+}
+
 /// git on the host, as forq runs it on a repository that is not its own
 /// (a clone, a workspace, a restored branch): the machine's system and
 /// global settings are not read (`GIT_CONFIG_NOSYSTEM`, and

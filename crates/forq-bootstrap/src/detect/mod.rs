@@ -193,8 +193,25 @@ impl Stack {
     }
 }
 
+/// The largest file detection reads (a manifest, a test file's head).
+const MAX_READ: u64 = 1 << 20;
+
+/// The repository's file `file` (relative to `root`) as text, read
+/// beneath `root` without following a link, never a fifo or a device, at
+/// most [`MAX_READ`] bytes: a repository's `pyproject.toml -> /dev/zero`
+/// or `-> /etc/shadow` is no manifest.
 fn read(root: &Path, file: &str) -> Option<String> {
-    std::fs::read_to_string(root.join(file)).ok()
+    forq_sandbox::read_beneath(root, Path::new(file), MAX_READ)
+        .ok()
+        .flatten()
+        .and_then(|bytes| String::from_utf8(bytes).ok())
+}
+
+/// The file at `path` (found by a walk that enters no link) as text, as
+/// [`read`] reads one: from its directory, never through a link.
+fn read_path(path: &Path) -> Option<String> {
+    let (dir, name) = (path.parent()?, path.file_name()?);
+    read(dir, name.to_str()?)
 }
 
 fn exists(root: &Path, file: &str) -> bool {
@@ -225,7 +242,8 @@ fn any_file_below(
     entries.flatten().any(|e| {
         let name = e.file_name().to_string_lossy().into_owned();
         let path = e.path();
-        if path.is_dir() {
+        // A link is never entered: its target may be anywhere.
+        if e.file_type().is_ok_and(|t| t.is_dir()) {
             depth > 0
                 && !name.starts_with('.')
                 && name != "node_modules"
@@ -283,7 +301,7 @@ fn has_test_files(dir: &Path, depth: u32) -> bool {
 /// Whether a test file under `dir` (two levels) imports pytest.
 fn imports_pytest(dir: &Path) -> bool {
     any_test_file(dir, 2, &|path| {
-        std::fs::read_to_string(path).is_ok_and(|text| {
+        read_path(path).is_some_and(|text| {
             text.lines()
                 .any(|l| l.starts_with("import pytest") || l.starts_with("from pytest"))
         })
@@ -520,7 +538,7 @@ fn pytest_marker(root: &Path) -> Option<String> {
     }
     // Bare `def test_*` functions are pytest's; unittest would find none.
     let unittest = |path: &Path| {
-        std::fs::read_to_string(path).is_ok_and(|text| {
+        read_path(path).is_some_and(|text| {
             text.contains("import unittest")
                 || text.contains("from unittest")
                 || text.contains("TestCase")

@@ -18,6 +18,7 @@ mod configure;
 mod golden;
 mod hangs;
 mod journal;
+mod reads;
 mod runners;
 mod snapshots;
 mod stacks;
