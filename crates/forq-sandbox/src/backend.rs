@@ -179,6 +179,23 @@ pub trait Sandbox: Send + Sync + fmt::Debug {
     /// Reads a file.
     async fn read_file(&self, path: &Path) -> Result<Vec<u8>>;
 
+    /// Reads a regular file of at most `max` bytes: a larger one is an
+    /// error that names the cap (the built-in backends read no further
+    /// than the cap, whatever size the file claims — a sparse file of
+    /// many GiB costs nothing to make), and a fifo or a device is not a
+    /// file to read (they never block forq). This default reads the whole
+    /// file, then checks.
+    async fn read_file_within(&self, path: &Path, max: u64) -> Result<Vec<u8>> {
+        let bytes = self.read_file(path).await?;
+        if bytes.len() as u64 > max {
+            return Err(crate::Error::TooLarge {
+                path: path.to_owned(),
+                max,
+            });
+        }
+        Ok(bytes)
+    }
+
     /// Writes a file, creating parent directories.
     async fn write_file(&self, path: &Path, contents: &[u8]) -> Result<()>;
 

@@ -199,7 +199,10 @@ impl Tree {
         let too_large = || {
             std::io::Error::new(
                 std::io::ErrorKind::InvalidData,
-                format!("{} is larger than {max} bytes", self.path.join(rel).display()),
+                format!(
+                    "{} is larger than {max} bytes",
+                    self.path.join(rel).display()
+                ),
             )
         };
         if u64::try_from(stat.st_size).unwrap_or(u64::MAX) > max {

@@ -46,6 +46,15 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// A file is larger than the read allows: it was not read past the
+    /// cap.
+    #[error("{path:?} is larger than {max} bytes: read a part of it, or allow more")]
+    TooLarge {
+        /// The path as the caller gave it.
+        path: PathBuf,
+        /// The cap.
+        max: u64,
+    },
     /// A file-system operation failed.
     #[error("cannot {op} {path:?}")]
     Io {

@@ -249,11 +249,15 @@ impl Sandbox for HostSandbox {
     }
 
     async fn read_file(&self, path: &Path) -> Result<Vec<u8>> {
+        self.read_file_within(path, u64::MAX).await
+    }
+
+    async fn read_file_within(&self, path: &Path, max: u64) -> Result<Vec<u8>> {
         let _live = self.live().await?;
-        let full = paths::confine(&self.ws, path, &self.ws)?;
-        tokio::fs::read(&full)
+        let (root, path) = (self.ws.clone(), path.to_owned());
+        tokio::task::spawn_blocking(move || paths::read_confined(&root, &path, &root, max))
             .await
-            .map_err(|e| Error::io("read", path, e))
+            .map_err(|e| Error::io("read", Path::new(""), std::io::Error::other(e)))?
     }
 
     async fn write_file(&self, path: &Path, contents: &[u8]) -> Result<()> {

@@ -104,6 +104,37 @@ pub(crate) fn confine(root: &Path, rel: &Path, inside: &Path) -> Result<PathBuf>
     Ok(root.join(resolved))
 }
 
+/// The regular file `rel` beneath `root` as confined for the sandbox
+/// (links resolved the sandbox's way, [`confine`]), then opened through
+/// the descriptor walk: a link swapped in after the resolution is refused,
+/// not followed; a fifo or device is not read; nothing past `max` bytes.
+pub(crate) fn read_confined(root: &Path, rel: &Path, inside: &Path, max: u64) -> Result<Vec<u8>> {
+    let full = confine(root, rel, inside)?;
+    let within = full.strip_prefix(root).unwrap_or(&full).to_path_buf();
+    let read = crate::beneath::Tree::open(root)
+        .and_then(|tree| match tree {
+            Some(tree) => tree.read_capped(&within, max),
+            None => Ok(None),
+        })
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::InvalidData => Error::TooLarge {
+                path: rel.to_owned(),
+                max,
+            },
+            _ => Error::io("read", rel, e),
+        })?;
+    read.ok_or_else(|| {
+        Error::io(
+            "read",
+            rel,
+            std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                "no regular file there (missing, a directory, a fifo or a device, or a link swapped in)",
+            ),
+        )
+    })
+}
+
 /// File operations on a workspace directory the host can reach, each path
 /// confined first.
 #[derive(Debug)]

@@ -134,7 +134,11 @@ impl Tool for Edit {
         if old.is_empty() {
             return ToolOutput::error("`old` is empty: to write a new file use create_file");
         }
-        let text = match cx.sandbox.read_file(path).await {
+        let text = match cx
+            .sandbox
+            .read_file_within(path, super::files::MAX_FILE_BYTES)
+            .await
+        {
             Ok(b) => String::from_utf8_lossy(&b).into_owned(),
             Err(_) => {
                 return ToolOutput::error(format!(

@@ -25,6 +25,9 @@ const MAX_FILES_LISTED: usize = 200;
 const MAX_WALK: usize = 50_000;
 /// Files larger than this are not searched.
 const MAX_SEARCH_BYTES: u64 = 1 << 20;
+/// The largest file the tools read whole (to view or edit): past it, a
+/// file is refused before it is read, whatever size it claims.
+pub(crate) const MAX_FILE_BYTES: u64 = 8 << 20;
 
 fn cut(line: &str) -> String {
     if line.chars().count() <= LINE_CHARS {
@@ -41,7 +44,11 @@ pub(crate) async fn walk(sandbox: &dyn Sandbox, under: &Path) -> (Vec<PathBuf>, 
     let mut files = Vec::new();
     // A single file.
     if !under.as_os_str().is_empty() && sandbox.list_dir(under).await.is_err() {
-        if sandbox.read_file(under).await.is_ok() {
+        if sandbox
+            .read_file_within(under, MAX_FILE_BYTES)
+            .await
+            .is_ok()
+        {
             files.push(under.to_path_buf());
         }
         return (files, false);
@@ -106,7 +113,10 @@ fn ignored(rules: &[Gitignore], path: &Path, is_dir: bool) -> bool {
 }
 
 async fn gitignore_of(sandbox: &dyn Sandbox, dir: &Path) -> Option<Gitignore> {
-    let bytes = sandbox.read_file(&dir.join(".gitignore")).await.ok()?;
+    let bytes = sandbox
+        .read_file_within(&dir.join(".gitignore"), MAX_SEARCH_BYTES)
+        .await
+        .ok()?;
     let mut b = GitignoreBuilder::new(dir);
     for line in String::from_utf8_lossy(&bytes).lines() {
         let _ = b.add_line(None, line);
@@ -148,8 +158,15 @@ impl Tool for ViewFile {
             .and_then(Value::as_u64)
             .unwrap_or(1)
             .max(1) as usize;
-        let bytes = match cx.sandbox.read_file(path).await {
+        let bytes = match cx.sandbox.read_file_within(path, MAX_FILE_BYTES).await {
             Ok(b) => b,
+            Err(forq_sandbox::Error::TooLarge { .. }) => {
+                return ToolOutput::error(format!(
+                    "{} is larger than {} MiB: search it with search_code instead",
+                    path.display(),
+                    MAX_FILE_BYTES >> 20
+                ))
+            }
             Err(_) => {
                 return ToolOutput::error(format!(
                     "no file {}: use find_files to see what exists",
@@ -295,7 +312,7 @@ impl Tool for Search {
         let (files, _) = walk(cx.sandbox, &under).await;
         let mut hits = Vec::new();
         for file in &files {
-            let Ok(bytes) = cx.sandbox.read_file(file).await else {
+            let Ok(bytes) = cx.sandbox.read_file_within(file, MAX_SEARCH_BYTES).await else {
                 continue;
             };
             if bytes.len() as u64 > MAX_SEARCH_BYTES || bytes.contains(&0) {

@@ -536,8 +536,34 @@ impl Sandbox for DockerSandbox {
     }
 
     async fn read_file(&self, path: &Path) -> Result<Vec<u8>> {
+        self.read_file_within(path, u64::MAX).await
+    }
+
+    async fn read_file_within(&self, path: &Path, max: u64) -> Result<Vec<u8>> {
         let _live = self.live().await?;
         let (_, resolved) = self.confine(path).await?;
+        // What it is and its size, asked first: a fifo is never read, and
+        // a file past the cap never downloaded.
+        let (code, stat) = self
+            .helper(&["stat", "-c", "%s %F", "--", &resolved])
+            .await?;
+        let stat = stat.trim();
+        if code == Some(0) {
+            let (size, kind) = stat.split_once(' ').unwrap_or((stat, ""));
+            if kind != "regular file" && kind != "regular empty file" {
+                return Err(Error::io(
+                    "read",
+                    path,
+                    std::io::Error::other(format!("not a regular file ({kind})")),
+                ));
+            }
+            if size.parse::<u64>().map_or(true, |s| s > max) {
+                return Err(Error::TooLarge {
+                    path: path.to_owned(),
+                    max,
+                });
+            }
+        }
         let tar = self.download(&resolved).await?;
         let mut archive = tar::Archive::new(&tar[..]);
         let mut entries = archive.entries().map_err(|e| Error::io("read", path, e))?;
@@ -551,6 +577,12 @@ impl Sandbox for DockerSandbox {
                 path,
                 std::io::Error::other("is a directory"),
             ));
+        }
+        if entry.header().size().map_or(true, |s| s > max) {
+            return Err(Error::TooLarge {
+                path: path.to_owned(),
+                max,
+            });
         }
         let mut bytes = Vec::new();
         entry

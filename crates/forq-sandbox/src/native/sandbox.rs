@@ -599,12 +599,18 @@ impl Sandbox for NativeSandbox {
     }
 
     async fn read_file(&self, path: &Path) -> Result<Vec<u8>> {
+        self.read_file_within(path, u64::MAX).await
+    }
+
+    async fn read_file_within(&self, path: &Path, max: u64) -> Result<Vec<u8>> {
         let inner = self.inner.read().await;
         self.live(&inner)?;
-        let full = paths::confine(&self.merged_workspace(), path, Path::new(WORKSPACE_DIR))?;
-        tokio::fs::read(&full)
-            .await
-            .map_err(|e| Error::io("read", path, e))
+        let (root, path) = (self.merged_workspace(), path.to_owned());
+        tokio::task::spawn_blocking(move || {
+            paths::read_confined(&root, &path, Path::new(WORKSPACE_DIR), max)
+        })
+        .await
+        .map_err(|e| Error::io("read", Path::new(""), std::io::Error::other(e)))?
     }
 
     async fn write_file(&self, path: &Path, contents: &[u8]) -> Result<()> {

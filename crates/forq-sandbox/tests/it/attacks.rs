@@ -25,6 +25,45 @@ fn host_secrets() -> tempfile::TempDir {
     dir
 }
 
+/// Attack: the model's command leaves a fifo and a sparse 7 GiB file in
+/// the workspace, and a link where a file was; forq's file reads (an
+/// agent's view, a test report) blocked on the fifo for ever, read the
+/// sparse file whole into memory, or followed the link. A read is of a
+/// regular file only, never blocks, stops at its cap, and never follows a
+/// link out.
+pub(crate) async fn reads_never_block_never_pass_their_cap_never_leave(h: &Harness) {
+    let secrets = host_secrets();
+    let sb = h.create().await;
+    let target = secrets.path().join("server.key").display().to_string();
+    let out = sh(
+        &*sb,
+        &format!("mkfifo pipe && truncate -s 7G big && ln -s {target} key && echo small > small"),
+    )
+    .await;
+    assert_eq!(out.exit_code, Some(0), "{out:?}");
+    let read = |p: &'static str, max: u64| {
+        let sb = &sb;
+        async move {
+            tokio::time::timeout(
+                Duration::from_secs(20),
+                sb.read_file_within(Path::new(p), max),
+            )
+            .await
+            .unwrap_or_else(|_| panic!("reading {p} blocked"))
+        }
+    };
+    assert!(read("pipe", 1 << 20).await.is_err(), "a fifo is not a file");
+    let big = read("big", 1 << 20).await.expect_err("past the cap");
+    assert!(matches!(big, forq_sandbox::Error::TooLarge { .. }), "{big}");
+    let key = read("key", 1 << 20).await;
+    assert!(
+        !key.is_ok_and(|k| String::from_utf8_lossy(&k).contains("host secret")),
+        "a link reached the host's file"
+    );
+    assert_eq!(read("small", 1 << 20).await.unwrap(), b"small\n");
+    sb.destroy().await.unwrap();
+}
+
 /// Attack: a repository commits `x -> /etc`; the model's command replaces
 /// the link with a directory (`rm x && mkdir x`) and, the other way round,
 /// a directory with a link to the host's secrets. The patch is computed on

@@ -49,6 +49,7 @@ macro_rules! every_backend {
             file_ops_refuse_escapes,
             destroy_releases_everything,
             a_link_in_the_tree_is_a_link_in_the_diff_never_a_door,
+            reads_never_block_never_pass_their_cap_never_leave,
             $($extra),*
         ]);
     };

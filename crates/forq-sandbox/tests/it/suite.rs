@@ -3,6 +3,7 @@
 
 pub(crate) use crate::attacks::{
     a_link_in_the_tree_is_a_link_in_the_diff_never_a_door, an_install_steps_processes_end_with_it,
+    reads_never_block_never_pass_their_cap_never_leave,
 };
 use std::path::Path;
 use std::time::Duration;
