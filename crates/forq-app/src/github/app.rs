@@ -137,7 +137,9 @@ impl Granted {
 pub(super) struct Installations {
     pub(super) key: AppKey,
     repos: Mutex<HashMap<String, u64>>,
-    tokens: Mutex<HashMap<u64, Token>>,
+    /// Tokens by installation and the one repository each is scoped to
+    /// (`None`: the installation's whole, for listing its repositories).
+    tokens: Mutex<HashMap<(u64, Option<String>), Token>>,
 }
 
 impl std::fmt::Debug for Installations {
@@ -176,20 +178,20 @@ impl Installations {
         lock(&self.repos).remove(&repo.to_lowercase());
     }
 
-    /// Installation `id`'s token, while it is fresh.
-    pub(super) fn token(&self, id: u64) -> Option<String> {
+    /// Installation `id`'s token scoped to `repo`, while it is fresh.
+    pub(super) fn token(&self, id: u64, repo: Option<&str>) -> Option<String> {
         lock(&self.tokens)
-            .get(&id)
+            .get(&(id, repo.map(str::to_lowercase)))
             .filter(|t| t.fresh())
             .map(|t| t.secret.clone())
     }
 
-    pub(super) fn keep(&self, id: u64, token: Token) {
-        lock(&self.tokens).insert(id, token);
+    pub(super) fn keep(&self, id: u64, repo: Option<&str>, token: Token) {
+        lock(&self.tokens).insert((id, repo.map(str::to_lowercase)), token);
     }
 
-    /// Drops installation `id`'s token (GitHub refused it).
+    /// Drops installation `id`'s tokens (GitHub refused one).
     pub(super) fn drop_token(&self, id: u64) {
-        lock(&self.tokens).remove(&id);
+        lock(&self.tokens).retain(|(i, _), _| *i != id);
     }
 }

@@ -415,19 +415,32 @@ impl Github {
         }
     }
 
-    /// Installation `id`'s token: the one in hand while fresh, else a new
-    /// one bought with the App's JWT.
-    async fn token_of(&self, app: &app::Installations, id: u64) -> Result<String, GithubError> {
-        if let Some(token) = app.token(id) {
+    /// Installation `id`'s token, scoped to the one repository `repo`
+    /// (`OWNER/REPO`) when given — a token that leaks (into a push, a log)
+    /// reaches that repository only, not the installation's others: the
+    /// one in hand while fresh, else a new one bought with the App's JWT.
+    async fn token_of(
+        &self,
+        app: &app::Installations,
+        id: u64,
+        repo: Option<&str>,
+    ) -> Result<String, GithubError> {
+        if let Some(token) = app.token(id, repo) {
             return Ok(token);
         }
         let url = format!("{}/app/installations/{id}/access_tokens", self.api);
         let jwt = app.key.jwt()?;
-        let (_, json) = self.exchange(Some(&jwt), Method::POST, &url, None).await?;
+        let scope = repo.map(|r| {
+            let name = r.rsplit('/').next().unwrap_or(r);
+            serde_json::json!({"repositories": [name]})
+        });
+        let (_, json) = self
+            .exchange(Some(&jwt), Method::POST, &url, scope.as_ref())
+            .await?;
         let granted: app::Granted = typed(&url, json)?;
         let token = granted.token(&url)?;
         let secret = token.secret.clone();
-        app.keep(id, token);
+        app.keep(id, repo, token);
         tracing::debug!(installation = id, "bought an installation token");
         Ok(secret)
     }
@@ -462,7 +475,7 @@ impl Github {
                 id
             }
         };
-        self.token_of(app, id).await
+        self.token_of(app, id, Some(repo)).await
     }
 
     /// Every repository the App's installations hold, as
@@ -486,7 +499,7 @@ impl Github {
                 url: format!("{}/app/installations", self.api),
                 message: "an installation without an id".to_owned(),
             })?;
-            let token = self.token_of(app, id).await?;
+            let token = self.token_of(app, id, None).await?;
             let repos: Vec<Value> = self
                 .pages(
                     Via::Token(&token),

@@ -197,7 +197,20 @@ fn serve_token(path: &Path) -> anyhow::Result<String> {
         .open(path);
     match open {
         Ok(mut f) => {
-            let mode = f.metadata()?.permissions().mode();
+            use std::os::unix::fs::MetadataExt as _;
+            let meta = f.metadata()?;
+            // Another user's file: they wrote the token, so they know it.
+            // This process's user: the owner of its own /proc entry.
+            let me = std::fs::metadata("/proc/self")?.uid();
+            if meta.uid() != me || !meta.is_file() {
+                bail_input!(
+                    "{} is not a file of this user's (owner uid {}, forq runs as {me}): whoever \
+                     made it knows the token; remove it and forq serve makes a new one",
+                    path.display(),
+                    meta.uid()
+                );
+            }
+            let mode = meta.permissions().mode();
             if mode & 0o077 != 0 {
                 f.set_permissions(std::fs::Permissions::from_mode(0o600))?;
             }

@@ -119,3 +119,31 @@ async fn serve_bench_reports_every_figure() {
     }
     assert!(r["rss_streams_kib"].as_u64().unwrap() > 0, "{r}");
 }
+
+/// Attack: another local user plants `STATE/serve-token` before forq
+/// serve first starts (a shared state directory, a world-writable parent):
+/// forq adopted it, and the other user held the dashboard's token. A token
+/// file forq's user does not own is refused.
+#[tokio::test]
+async fn a_token_file_another_user_planted_is_refused() {
+    if !super::native_or_skip("a_token_file_another_user_planted_is_refused") {
+        return;
+    }
+    let state = tempfile::tempdir().unwrap();
+    let planted = state.path().join("serve-token");
+    std::fs::write(&planted, "known-to-the-attacker\n").unwrap();
+    std::os::unix::fs::chown(&planted, Some(65534), Some(65534)).unwrap();
+    let out = forq_sandbox::host_command(env!("CARGO_BIN_EXE_forq"))
+        .args(["serve", "--bind", "127.0.0.1:0", "--state"])
+        .arg(state.path())
+        .current_dir(repo_root())
+        .output()
+        .await
+        .unwrap();
+    check_exit(&out, 65);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("is not a file of this user's") && !said.contains("listening"),
+        "{said}"
+    );
+}

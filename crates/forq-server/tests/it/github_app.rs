@@ -34,8 +34,8 @@ async fn an_app_buys_installation_tokens_refreshes_them_and_stays_where_installe
     let lists = hub.calls("GET", "/repos/o/r/issues");
     assert_eq!(lists.len(), 4, "limited once, then three pages: {lists:?}");
     assert!(
-        lists.iter().all(|c| c.who == "token:7"),
-        "the repository's calls carry the installation's token, never the JWT: {lists:?}"
+        lists.iter().all(|c| c.who == "token:7:r"),
+        "the repository's calls carry the installation's token scoped to it, never the JWT: {lists:?}"
     );
     // A token GitHub stops taking (expired early, revoked) is bought again
     // once, and the call goes through.
@@ -165,4 +165,42 @@ async fn the_installation_webhooks_say_where_an_app_may_act() {
         "{reply}"
     );
     task.abort();
+}
+
+/// Attack: an installation token that leaks (it rides every push, and a
+/// run's repository is a stranger's) reached every repository of the
+/// installation. Each token forq buys now names the one repository it
+/// acts on, and the hub, as GitHub does, holds it to that one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_installation_token_reaches_only_the_repository_it_was_bought_for() {
+    let keys = app_keys().await;
+    let hub = Hub::start(42, &keys.public_pem, &[(7, &["o/r", "o/other"])]).await;
+    for repo in ["o/r", "o/other"] {
+        hub.lock()
+            .issues
+            .insert((repo.to_owned(), 1), issue(repo, 1, "OWNER"));
+    }
+    let gh = Github::app(&hub.url, AppKey::from_file(42, &keys.file).unwrap());
+    let token = gh.push_token("o/r").await.unwrap().expect("a token");
+    // The token bought for o/r, used as it is on o/other: GitHub hides it.
+    let stolen = Github::new(&hub.url, Some(token));
+    assert!(stolen.issue("o/r", 1).await.is_ok());
+    assert!(matches!(
+        stolen.issue("o/other", 1).await,
+        Err(GithubError::Status { status: 404, .. })
+    ));
+    // forq itself buys another for o/other.
+    assert_eq!(gh.issue("o/other", 1).await.unwrap().number, 1);
+    let bought: Vec<Value> = hub
+        .calls("POST", "/access_tokens")
+        .into_iter()
+        .map(|c| c.body)
+        .collect();
+    assert_eq!(
+        bought,
+        [
+            json!({"repositories": ["r"]}),
+            json!({"repositories": ["other"]})
+        ]
+    );
 }

@@ -73,7 +73,9 @@ pub(crate) struct State {
     /// Installation id → the repositories it holds.
     pub(crate) installations: BTreeMap<u64, Vec<String>>,
     /// Token → (installation, expires at, revoked).
-    tokens: HashMap<String, (u64, jiff::Timestamp, bool)>,
+    /// Token → (installation, expires at, revoked, the repositories (by
+    /// name) it is scoped to, empty: all the installation's).
+    tokens: HashMap<String, (u64, jiff::Timestamp, bool, Vec<String>)>,
     /// How long a new token says it lives.
     pub(crate) token_ttl: Duration,
     /// Issues by repository and number.
@@ -227,8 +229,13 @@ impl State {
             };
         }
         match self.tokens.get(bearer) {
-            Some((id, expires, revoked)) if !revoked && *expires > jiff::Timestamp::now() => {
-                format!("token:{id}")
+            Some((id, expires, revoked, scope))
+                if !revoked && *expires > jiff::Timestamp::now() =>
+            {
+                match scope.is_empty() {
+                    true => format!("token:{id}"),
+                    false => format!("token:{id}:{}", scope.join(",")),
+                }
             }
             Some(_) => "expired".to_owned(),
             None if bearer == "pat" => "pat".to_owned(),
@@ -239,10 +246,14 @@ impl State {
     /// Whether `who` may read and write `repo`.
     fn may(&self, who: &str, repo: &str) -> bool {
         match who.strip_prefix("token:") {
-            Some(id) => self
-                .installations
-                .get(&id.parse().unwrap())
-                .is_some_and(|repos| repos.iter().any(|r| r.eq_ignore_ascii_case(repo))),
+            Some(token) => {
+                let (id, scope) = token.split_once(':').unwrap_or((token, ""));
+                let name = repo.rsplit('/').next().unwrap_or(repo);
+                self.installations
+                    .get(&id.parse().unwrap())
+                    .is_some_and(|repos| repos.iter().any(|r| r.eq_ignore_ascii_case(repo)))
+                    && (scope.is_empty() || scope.split(',').any(|s| s.eq_ignore_ascii_case(name)))
+            }
             None => who == "pat",
         }
     }
@@ -303,7 +314,14 @@ impl State {
                 let token = format!("ghs_{}_{}", id, self.next_id);
                 let ttl = jiff::SignedDuration::try_from(self.token_ttl).unwrap();
                 let expires = jiff::Timestamp::now().checked_add(ttl).unwrap();
-                self.tokens.insert(token.clone(), (id, expires, false));
+                let scope: Vec<String> = body["repositories"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|r| r.as_str().map(str::to_owned))
+                    .collect();
+                self.tokens
+                    .insert(token.clone(), (id, expires, false, scope));
                 (
                     201,
                     vec![],
@@ -311,7 +329,12 @@ impl State {
                 )
             }
             ("GET", ["installation", "repositories"]) if who.starts_with("token:") => {
-                let id: u64 = who["token:".len()..].parse().unwrap();
+                let id: u64 = who["token:".len()..]
+                    .split(':')
+                    .next()
+                    .unwrap()
+                    .parse()
+                    .unwrap();
                 let repos: Vec<Value> = self.installations[&id]
                     .iter()
                     .map(|r| json!({"full_name": r}))
