@@ -75,7 +75,7 @@ macro_rules! string_id {
         }
         impl fmt::Display for $name {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(&self.0)
+                f.pad(&self.0)
             }
         }
         impl PartialEq<str> for $name {
@@ -346,6 +346,11 @@ mod tests {
         let bad: Result<ObjectId, _> = serde_json::from_str("\"--upload-pack=x\"");
         assert!(bad.is_err());
         let good: RunId = serde_json::from_str("\"20261207-191729-0a3f\"").unwrap();
+        assert_eq!(
+            format!("{good:<22}|"),
+            "20261207-191729-0a3f  |",
+            "tables pad it"
+        );
         assert_eq!(
             serde_json::to_string(&good).unwrap(),
             "\"20261207-191729-0a3f\""
