@@ -153,25 +153,7 @@ impl Tree {
     /// The content of the regular file `rel`; `None` when `rel` is not a
     /// regular file beneath the root.
     pub(crate) fn read(&self, rel: &Path) -> std::io::Result<Option<Vec<u8>>> {
-        let Some((dir, name)) = self.parent(rel)? else {
-            return Ok(None);
-        };
-        let fd = match rustix::fs::openat(
-            &dir,
-            name,
-            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK,
-            Mode::empty(),
-        ) {
-            Ok(fd) => fd,
-            Err(e) if absent(e) => return Ok(None),
-            Err(e) => return Err(e.into()),
-        };
-        if FileType::from_raw_mode(rustix::fs::fstat(&fd)?.st_mode) != FileType::RegularFile {
-            return Ok(None);
-        }
-        let mut content = Vec::new();
-        std::fs::File::from(fd).read_to_end(&mut content)?;
-        Ok(Some(content))
+        self.read_capped(rel, u64::MAX)
     }
 
     /// The content of the regular file `rel`, of at most `max` bytes:

@@ -194,18 +194,7 @@ async fn codex_runs_a_command_that_fixes_the_bug_and_its_diff_is_the_result() {
 /// else: not the model's host, not the key.
 #[tokio::test]
 async fn an_external_agent_never_holds_the_key_and_reaches_only_the_relay() {
-    let backend =
-        forq_sandbox::open_backend(BackendChoice::Kind(forq_sandbox::BackendKind::Native))
-            .await
-            .expect("the native backend (CI runs as root)")
-            .backend;
-    let server = Server::start(vec![Reply::anthropic_stream(
-        0,
-        &[json!({"type": "text", "text": "hello through the relay"})],
-        "end_turn",
-    )])
-    .await;
-    let repo = tempfile::tempdir().unwrap();
+    let server = answering_once("hello through the relay").await;
     // A stand-in for Claude Code: what any program in the sandbox could do.
     let script = format!(
         r#"#!/bin/sh
@@ -227,23 +216,7 @@ print(json.dumps({{"type": "result", "subtype": "success", "is_error": False,
 "#,
         direct = server.url
     );
-    let path = repo.path().join("fake-claude");
-    std::fs::write(&path, script).unwrap();
-    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    let agent = ExternalAgent::claude_code(
-        ApiKey::new("sk-ant-real-key-4567"),
-        Some(server.url.clone()),
-    )
-    .program("/workspace/fake-claude");
-    let sandbox = backend
-        .create(&SandboxSpec::new(repo.path()))
-        .await
-        .unwrap();
-    let report = agent.run(&*sandbox, &Task::new("say hello")).await;
-    let Outcome::Submitted { summary, .. } = &report.outcome else {
-        panic!("{report:#?}");
-    };
-    let said: serde_json::Value = serde_json::from_str(summary).unwrap();
+    let (said, _, sandbox, _repo) = stand_in(&server, &script, |a| a).await;
     assert_eq!(
         said["relayed"], true,
         "the model answered through the relay: {said}"
@@ -273,18 +246,7 @@ print(json.dumps({{"type": "result", "subtype": "success", "is_error": False,
 /// are taken out, bodies are capped, and past the budget nothing passes.
 #[tokio::test]
 async fn the_relay_lets_through_only_the_protocol_within_the_budget() {
-    let backend =
-        forq_sandbox::open_backend(BackendChoice::Kind(forq_sandbox::BackendKind::Native))
-            .await
-            .expect("the native backend (CI runs as root)")
-            .backend;
-    let server = Server::start(vec![Reply::anthropic_stream(
-        0,
-        &[json!({"type": "text", "text": "hello"})],
-        "end_turn",
-    )])
-    .await;
-    let repo = tempfile::tempdir().unwrap();
+    let server = answering_once("hello").await;
     let script = r#"#!/bin/sh
 exec python3 -c '
 import json, os, urllib.request, urllib.error
@@ -317,24 +279,7 @@ said = {
 print(json.dumps({"type": "result", "subtype": "success", "is_error": False, "result": json.dumps(said)}))
 '
 "#;
-    let path = repo.path().join("fake-claude");
-    std::fs::write(&path, script).unwrap();
-    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    let agent = ExternalAgent::claude_code(
-        ApiKey::new("sk-ant-real-key-4567"),
-        Some(server.url.clone()),
-    )
-    .program("/workspace/fake-claude")
-    .max_tokens(1);
-    let sandbox = backend
-        .create(&SandboxSpec::new(repo.path()))
-        .await
-        .unwrap();
-    let report = agent.run(&*sandbox, &Task::new("try everything")).await;
-    let Outcome::Submitted { summary, .. } = &report.outcome else {
-        panic!("{report:#?}");
-    };
-    let said: serde_json::Value = serde_json::from_str(summary).unwrap();
+    let (said, report, sandbox, _repo) = stand_in(&server, script, |a| a.max_tokens(1)).await;
     assert_eq!(
         said,
         json!({"files": 403, "batches": 403, "dots": 403, "huge": 413, "first": 200, "past_budget": 400}),
@@ -364,4 +309,56 @@ print(json.dumps({"type": "result", "subtype": "success", "is_error": False, "re
         "the relay counted the answer: {report:#?}"
     );
     sandbox.destroy().await.unwrap();
+}
+
+/// A model server that answers one request with `text`.
+async fn answering_once(text: &str) -> Server {
+    Server::start(vec![Reply::anthropic_stream(
+        0,
+        &[json!({"type": "text", "text": text})],
+        "end_turn",
+    )])
+    .await
+}
+
+/// Runs `script` as a stand-in for Claude Code (`fake-claude`, in a native
+/// sandbox over a fresh repository) with the key `sk-ant-real-key-4567`,
+/// its model at `server`, the agent shaped by `shape`: what its result
+/// said (JSON), its report, the sandbox and the repository.
+async fn stand_in(
+    server: &Server,
+    script: &str,
+    shape: impl FnOnce(ExternalAgent) -> ExternalAgent,
+) -> (
+    serde_json::Value,
+    forq_agent::agent::RunReport,
+    Box<dyn forq_sandbox::Sandbox>,
+    tempfile::TempDir,
+) {
+    let backend =
+        forq_sandbox::open_backend(BackendChoice::Kind(forq_sandbox::BackendKind::Native))
+            .await
+            .expect("the native backend (CI runs as root)")
+            .backend;
+    let repo = tempfile::tempdir().unwrap();
+    let path = repo.path().join("fake-claude");
+    std::fs::write(&path, script).unwrap();
+    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let agent = shape(
+        ExternalAgent::claude_code(
+            ApiKey::new("sk-ant-real-key-4567"),
+            Some(server.url.clone()),
+        )
+        .program("/workspace/fake-claude"),
+    );
+    let sandbox = backend
+        .create(&SandboxSpec::new(repo.path()))
+        .await
+        .unwrap();
+    let report = agent.run(&*sandbox, &Task::new("say hello")).await;
+    let Outcome::Submitted { summary, .. } = &report.outcome else {
+        panic!("{report:#?}");
+    };
+    let said = serde_json::from_str(summary).unwrap();
+    (said, report, sandbox, repo)
 }

@@ -56,6 +56,31 @@ fn elsewhere(s: &Store, name: &str) -> Store {
 
 const LEASE: Duration = Duration::from_secs(60);
 
+/// A worker elsewhere named `name` that took run `id` up for a
+/// millisecond: its lease has run out by the time anyone looks.
+fn held_for_a_moment(s: &Store, id: &str, name: &str) -> Store {
+    let h = elsewhere(s, name);
+    assert!(h
+        .acquire(id, Duration::from_millis(1))
+        .expect("acquire")
+        .is_some());
+    h
+}
+
+/// Every kind of write `h` makes to run `id`: an event, a checkpoint, a
+/// state, figures, an artifact.
+fn every_write(h: &Store, id: &str) -> Vec<Result<(), StoreError>> {
+    vec![
+        h.put_artifact(id, "fix.patch", b"from a"),
+        h.event(id, "note", serde_json::json!({"by": "a"}))
+            .map(drop),
+        h.checkpoint(id, "seeded", &serde_json::json!({"by": "a"})),
+        h.record(id, Some(9.0), None, None),
+        h.transition(id, State::Failed, "a thinks it failed")
+            .map(drop),
+    ]
+}
+
 #[test]
 fn a_backlog_created_in_one_second_gets_distinct_runs() {
     // 16 random bits per second: 2,000 runs in a second would collide
@@ -160,11 +185,7 @@ fn of_two_processes_taking_up_the_same_run_one_gets_it() {
 fn a_lease_that_runs_out_frees_the_run_and_fences_its_old_holder() {
     each(|s| {
         let run = s.create(&NewRun::fix("1", "a", "/r")).expect("create");
-        let (a, b) = (elsewhere(s, "a"), elsewhere(s, "b"));
-        assert!(a
-            .acquire(&run.id, Duration::from_millis(1))
-            .expect("a")
-            .is_some());
+        let (a, b) = (held_for_a_moment(s, &run.id, "a"), elsewhere(s, "b"));
         a.event(&run.id, "note", serde_json::json!({"by": "a"}))
             .expect("a writes while it holds the run");
         std::thread::sleep(Duration::from_millis(20));
@@ -172,16 +193,7 @@ fn a_lease_that_runs_out_frees_the_run_and_fences_its_old_holder() {
         let before = b.acquire(&run.id, LEASE).expect("b").expect("taken up");
         assert_eq!(before.worker.as_deref(), Some("a"));
         // a wakes up: every write it tries is refused, none is kept.
-        let refused = [
-            a.event(&run.id, "note", serde_json::json!({"by": "a"}))
-                .map(drop),
-            a.checkpoint(&run.id, "seeded", &serde_json::json!({"by": "a"})),
-            a.transition(&run.id, State::Failed, "a thinks it failed")
-                .map(drop),
-            a.record(&run.id, Some(9.0), None, None),
-            a.put_artifact(&run.id, "fix.patch", b"from a"),
-        ];
-        for r in refused {
+        for r in every_write(&a, &run.id) {
             assert!(matches!(r, Err(StoreError::Fenced { .. })), "{r:?}");
         }
         assert!(!a.renew(&run.id, LEASE).expect("renew"));
@@ -209,11 +221,7 @@ fn a_lease_that_runs_out_frees_the_run_and_fences_its_old_holder() {
 fn a_holder_that_lost_its_run_stays_fenced_after_renewing_and_letting_go() {
     each(|s| {
         let run = s.create(&NewRun::fix("1", "a", "/r")).expect("create");
-        let (a, b) = (elsewhere(s, "a"), elsewhere(s, "b"));
-        assert!(a
-            .acquire(&run.id, Duration::from_millis(1))
-            .expect("a")
-            .is_some());
+        let (a, b) = (held_for_a_moment(s, &run.id, "a"), elsewhere(s, "b"));
         std::thread::sleep(Duration::from_millis(20));
         b.acquire(&run.id, LEASE).expect("b").expect("taken up");
         b.put_artifact(&run.id, "fix.patch", b"from b")
@@ -221,16 +229,7 @@ fn a_holder_that_lost_its_run_stays_fenced_after_renewing_and_letting_go() {
         assert!(!a.renew(&run.id, LEASE).expect("renew"), "a lost it");
         assert!(a.held().is_empty(), "a drives nothing now");
         for step in ["after the refused renewal", "after letting go"] {
-            let refused = [
-                a.put_artifact(&run.id, "fix.patch", b"from a"),
-                a.event(&run.id, "note", serde_json::json!({"by": "a"}))
-                    .map(drop),
-                a.checkpoint(&run.id, "seeded", &serde_json::json!({"by": "a"})),
-                a.record(&run.id, Some(9.0), None, None),
-                a.transition(&run.id, State::Failed, "a thinks it failed")
-                    .map(drop),
-            ];
-            for r in refused {
+            for r in every_write(&a, &run.id) {
                 assert!(matches!(r, Err(StoreError::Fenced { .. })), "{step}: {r:?}");
             }
             a.release(&run.id).expect("release");
