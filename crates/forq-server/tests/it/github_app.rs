@@ -204,3 +204,28 @@ async fn each_installation_token_reaches_only_the_repository_it_was_bought_for()
         ]
     );
 }
+
+/// Attack: a `Link` header (from a proxy in the way, or an API that is not
+/// GitHub's) names the next page on another host: forq followed it with
+/// its credential. Pages are followed only on the API's own origin.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_next_page_on_another_host_is_never_fetched() {
+    let keys = app_keys().await;
+    let hub = Hub::start(42, &keys.public_pem, &[(7, &["o/r"])]).await;
+    for n in 1..=5 {
+        hub.lock()
+            .issues
+            .insert(("o/r".to_owned(), n), issue("o/r", n, "OWNER"));
+    }
+    let elsewhere = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    hub.lock().link_base = Some(format!("http://{}", elsewhere.local_addr().unwrap()));
+    let gh = Github::app(&hub.url, AppKey::from_file(42, &keys.file).unwrap());
+    let err = gh.list_issues("o/r", None, false, None).await.unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("forq follows pages only on the API"),
+        "{err}"
+    );
+    let reached = tokio::time::timeout(Duration::from_millis(300), elsewhere.accept()).await;
+    assert!(reached.is_err(), "the other host was called");
+}

@@ -104,6 +104,8 @@ pub(crate) struct State {
     pub(crate) limit_next_list: bool,
     /// Items per page of a list.
     pub(crate) per_page: usize,
+    /// Where `Link` headers say the next page is (default: the hub).
+    pub(crate) link_base: Option<String>,
     pub(crate) calls: Vec<Call>,
     next_id: u64,
 }
@@ -267,6 +269,7 @@ impl State {
             .and_then(|p| p.parse().ok())
             .unwrap_or(1);
         let per = self.per_page;
+        let base = self.link_base.as_deref().unwrap_or(base);
         let chunk: Vec<Value> = items
             .iter()
             .skip((page - 1) * per)
