@@ -522,7 +522,7 @@ async fn restore(
     std::fs::create_dir_all(&dir).map_err(io)?;
     let file = dir.join("branch.bundle");
     std::fs::write(&file, &bundle).map_err(io)?;
-    let repo = dir.join("repo");
+    let repo = seeded.workspace.clone();
     if seeded.how == "clone" {
         forq_bootstrap::clone_shallow(&run.repo, &repo, &forq_bootstrap::CloneOptions::default())
             .await
@@ -557,7 +557,7 @@ async fn restore(
 /// patch applied; for a copied repository, the first commit is the seed's
 /// tree itself. Anything else — another commit, another tree, a history
 /// that does not start at the seed — is refused with what differs.
-pub(crate) async fn check_restored(
+async fn check_restored(
     store: &Store,
     run: &Run,
     seeded: &crate::seed::Seeded,
@@ -565,19 +565,15 @@ pub(crate) async fn check_restored(
     branch: &BranchName,
 ) -> Result<(), String> {
     let tip = format!("refs/heads/{branch}");
-    let commits = git::git(
-        repo,
-        &["rev-list", "--reverse", "--first-parent", &tip, "--"],
-    )
-    .await
-    .map_err(|e| e.to_string())?;
-    let mut commits: Vec<&str> = commits.lines().collect();
-    let all_parents = git::git(repo, &["rev-list", "--parents", &tip, "--"])
+    // Each line a commit and its parents, oldest first: one parent at
+    // most, or the branch is none of forq's.
+    let listed = git::git(repo, &["rev-list", "--reverse", "--parents", &tip, "--"])
         .await
         .map_err(|e| e.to_string())?;
-    if all_parents.lines().any(|l| l.split(' ').count() > 2) {
+    if listed.lines().any(|l| l.split(' ').count() > 2) {
         return Err("the bundle's branch holds a merge: forq's branches never do".to_owned());
     }
+    let mut commits: Vec<&str> = listed.lines().filter_map(|l| l.split(' ').next()).collect();
     // The seed: a clone's head is the first commit before the run's own;
     // a copy's seed commit is the bundle's first, with the seed's tree.
     let seed_at = if seeded.how == "clone" {

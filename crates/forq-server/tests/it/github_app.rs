@@ -12,15 +12,22 @@ fn issue(repo: &str, number: u64, association: &str) -> Value {
         "labels": [], "user": {"login": "someone"}, "author_association": association})
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_app_buys_installation_tokens_refreshes_them_and_stays_where_installed() {
-    let keys = app_keys().await;
+/// The hub with App 42 installed (installation 7) on `o/r`, which has
+/// issues 1 to 5 by its owner.
+async fn installed_with_five_issues(keys: &super::hub::AppKeys) -> Hub {
     let hub = Hub::start(42, &keys.public_pem, &[(7, &["o/r"])]).await;
     for n in 1..=5 {
         hub.lock()
             .issues
             .insert(("o/r".to_owned(), n), issue("o/r", n, "OWNER"));
     }
+    hub
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_app_buys_installation_tokens_refreshes_them_and_stays_where_installed() {
+    let keys = app_keys().await;
+    let hub = installed_with_five_issues(&keys).await;
     hub.lock().limit_next_list = true;
     let gh = Github::app(&hub.url, AppKey::from_file(42, &keys.file).unwrap());
     // Every page, after waiting out a spent rate limit.
@@ -211,12 +218,7 @@ async fn each_installation_token_reaches_only_the_repository_it_was_bought_for()
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_next_page_on_another_host_is_never_fetched() {
     let keys = app_keys().await;
-    let hub = Hub::start(42, &keys.public_pem, &[(7, &["o/r"])]).await;
-    for n in 1..=5 {
-        hub.lock()
-            .issues
-            .insert(("o/r".to_owned(), n), issue("o/r", n, "OWNER"));
-    }
+    let hub = installed_with_five_issues(&keys).await;
     let elsewhere = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     hub.lock().link_base = Some(format!("http://{}", elsewhere.local_addr().unwrap()));
     let gh = Github::app(&hub.url, AppKey::from_file(42, &keys.file).unwrap());
