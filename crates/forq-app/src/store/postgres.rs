@@ -5,10 +5,18 @@
 //! A lost connection is made again before the next statement, except
 //! inside a transaction: there every statement fails until the caller
 //! rolls back, so no statement of a transaction runs outside it.
+//!
+//! A server beyond this machine is spoken to over TLS, its certificate
+//! checked for the host's name ([`Transport`]): a store's rows are the
+//! fleet's work, and a network between a worker and its store is no
+//! place to send them in the clear or to trust whoever answers.
 
 use std::error::Error;
+use std::net::IpAddr;
+use std::path::PathBuf;
 use std::str::FromStr;
 use std::sync::mpsc;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::BytesMut;
@@ -35,7 +43,9 @@ impl Postgres {
     /// Connects to `url` (`postgres://user:password@host:port/db`); the
     /// first connection is made here, so a wrong URL is said at once.
     pub(crate) fn connect(url: &str) -> Result<Postgres, DbError> {
-        let mut config = postgres::Config::from_str(url)?;
+        let (url, transport) = Transport::of(url)?;
+        let tls = transport.connector()?;
+        let mut config = postgres::Config::from_str(&url)?;
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(Duration::from_secs(10));
         }
@@ -49,10 +59,12 @@ impl Postgres {
             .spawn(move || {
                 let mut driver = Driver {
                     config,
+                    tls,
                     client: None,
                     in_tx: false,
                 };
-                let _ = ready_tx.send(driver.client().map(drop));
+                let first = driver.client().map(drop).map_err(|e| transport.explain(e));
+                let _ = ready_tx.send(first);
                 for request in rx {
                     driver.serve(request);
                 }
@@ -94,6 +106,8 @@ impl Sql for Postgres {
 
 struct Driver {
     config: postgres::Config,
+    /// `None`: no TLS ([`Transport::Plain`]).
+    tls: Option<tokio_postgres_rustls::MakeRustlsConnect>,
     client: Option<postgres::Client>,
     in_tx: bool,
 }
@@ -111,7 +125,10 @@ impl Driver {
             }
         }
         if self.client.is_none() {
-            self.client = Some(self.config.connect(postgres::NoTls)?);
+            self.client = Some(match &self.tls {
+                Some(tls) => self.config.connect(tls.clone())?,
+                None => self.config.connect(postgres::NoTls)?,
+            });
         }
         Ok(self.client.as_mut().expect("connected above"))
     }
@@ -197,6 +214,177 @@ impl Driver {
             }
         }
     }
+}
+
+/// How a connection to the store is carried, read from its URL's
+/// `sslmode` and `sslrootcert` (libpq's words) with stricter defaults:
+///
+/// - a server on this machine (loopback, a Unix socket) is spoken to in the
+///   clear unless the URL asks for TLS (`sslmode=require`, `verify-ca`,
+///   `verify-full`);
+/// - any other server only over TLS, whatever `sslmode` says, unless it
+///   says `disable` (the operator's own word that the network is private);
+///   `prefer` and `allow`, which fall back to the clear when a man in the
+///   middle says the server has no TLS, count as unsaid;
+/// - TLS always checks the certificate and the host's name (libpq checks
+///   them only for `verify-full`): against the CA certificates in the file
+///   `sslrootcert` names, else the web's roots (webpki-roots).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Transport {
+    /// No TLS.
+    Plain,
+    /// TLS, checked against the CAs in `ca` (`None`: the web's roots).
+    Tls { ca: Option<PathBuf> },
+}
+
+impl Transport {
+    /// The transport `url` asks for, and the URL to hand the driver
+    /// (`sslrootcert` taken out, `sslmode` what the transport needs).
+    pub(crate) fn of(url: &str) -> Result<(String, Transport), DbError> {
+        let (head, query) = url.split_once('?').unwrap_or((url, ""));
+        let mut keep = Vec::new();
+        let mut mode = None;
+        let mut ca = None;
+        for pair in query.split('&').filter(|p| !p.is_empty()) {
+            let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+            match key {
+                "sslmode" => mode = Some(value.to_owned()),
+                "sslrootcert" => ca = Some(PathBuf::from(unescape(value)?)),
+                _ => keep.push(pair),
+            }
+        }
+        let asked = match mode.as_deref() {
+            None | Some("prefer" | "allow") => None,
+            Some("disable") => Some(false),
+            Some("require" | "verify-ca" | "verify-full") => Some(true),
+            Some(other) => {
+                return Err(format!(
+                    "the store URL's sslmode={other} is not one forq knows: write disable, \
+                     require or verify-full"
+                )
+                .into())
+            }
+        };
+        // Where the URL points, as the driver reads it (`host=` in the
+        // query string included).
+        let local = local(&postgres::Config::from_str(&without_tls(head, &keep))?);
+        let transport = match asked {
+            Some(false) => Transport::Plain,
+            None if local && ca.is_none() => Transport::Plain,
+            _ => Transport::Tls { ca },
+        };
+        keep.push(match transport {
+            Transport::Plain => "sslmode=disable",
+            Transport::Tls { .. } => "sslmode=require",
+        });
+        Ok((format!("{head}?{}", keep.join("&")), transport))
+    }
+
+    /// The driver's TLS connector for this transport.
+    fn connector(&self) -> Result<Option<tokio_postgres_rustls::MakeRustlsConnect>, DbError> {
+        let Transport::Tls { ca } = self else {
+            return Ok(None);
+        };
+        let mut roots = rustls::RootCertStore::empty();
+        match ca {
+            None => roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned()),
+            Some(path) => {
+                use rustls::pki_types::{pem::PemObject, CertificateDer};
+                let read = |e: &dyn std::fmt::Display| {
+                    format!(
+                        "the store URL's sslrootcert {}: {e} (name a PEM file of the CA \
+                         certificates that signed the server's)",
+                        path.display()
+                    )
+                };
+                for cert in CertificateDer::pem_file_iter(path).map_err(|e| read(&e))? {
+                    roots
+                        .add(cert.map_err(|e| read(&e))?)
+                        .map_err(|e| read(&e))?;
+                }
+                if roots.is_empty() {
+                    return Err(read(&"it holds no certificate").into());
+                }
+            }
+        }
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let config = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()?
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        Ok(Some(tokio_postgres_rustls::MakeRustlsConnect::new(config)))
+    }
+
+    /// `e`, the first connection's failure, with what forq asked of the
+    /// server's certificate when TLS was in it.
+    fn explain(&self, e: DbError) -> DbError {
+        match self {
+            Transport::Tls { ca } if format!("{e:?}").contains("Tls") => {
+                let against = ca.as_ref().map_or_else(
+                    || "the web's roots; name your own CA with ?sslrootcert=FILE".to_owned(),
+                    |p| p.display().to_string(),
+                );
+                format!(
+                    "{e}: forq speaks to a store beyond this machine only over TLS, the \
+                     server's certificate checked for its host name against {against} \
+                     (sslmode=disable turns TLS off, for a network you trust)"
+                )
+                .into()
+            }
+            _ => e,
+        }
+    }
+}
+
+/// `head` with the query pairs `keep`.
+fn without_tls(head: &str, keep: &[&str]) -> String {
+    if keep.is_empty() {
+        head.to_owned()
+    } else {
+        format!("{head}?{}", keep.join("&"))
+    }
+}
+
+/// Whether every host `config` names is this machine: a Unix socket, a
+/// loopback address, or `localhost`.
+fn local(config: &postgres::Config) -> bool {
+    use postgres::config::Host;
+    let loopback = |name: &str| {
+        name.eq_ignore_ascii_case("localhost")
+            || name
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .parse::<IpAddr>()
+                .is_ok_and(|ip| ip.is_loopback())
+    };
+    let hosts = config.get_hosts();
+    !hosts.is_empty()
+        && hosts.iter().all(|h| match h {
+            Host::Tcp(name) => loopback(name),
+            Host::Unix(_) => true,
+        })
+        && config.get_hostaddrs().iter().all(IpAddr::is_loopback)
+}
+
+/// A URL query value with its `%XX` escapes decoded.
+fn unescape(value: &str) -> Result<String, DbError> {
+    let bytes = value.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = value
+                .get(i + 1..i + 3)
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+                .ok_or_else(|| format!("the store URL has a broken escape in {value:?}"))?;
+            out.push(hex);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    Ok(String::from_utf8(out)?)
 }
 
 /// `?N` parameters as PostgreSQL writes them (`$N`). The store's SQL has
@@ -308,5 +496,50 @@ mod tests {
             redacted("postgres://db.internal/forq"),
             "postgres://db.internal/forq"
         );
+    }
+
+    #[test]
+    fn a_store_beyond_this_machine_is_reached_only_over_checked_tls() {
+        let of = |url: &str| Transport::of(url).expect(url);
+        let tls = |ca: Option<&str>| Transport::Tls {
+            ca: ca.map(PathBuf::from),
+        };
+        // This machine: in the clear unless TLS is asked for.
+        for url in [
+            "postgres://u@127.0.0.1:5432/db",
+            "postgres://u@localhost/db",
+            "postgres://u@[::1]/db",
+            "postgres://u@localhost/db?sslmode=prefer",
+            "postgres:///db?host=/var/run/postgresql",
+        ] {
+            assert_eq!(of(url).1, Transport::Plain, "{url}");
+        }
+        assert_eq!(of("postgres://u@127.0.0.1/db?sslmode=require").1, tls(None));
+        // Elsewhere: TLS whatever the URL says, but for disable; prefer
+        // (which a man in the middle turns into the clear) is not enough.
+        for url in [
+            "postgres://u:p@db.internal/forq",
+            "postgres://u@10.0.0.5/forq?sslmode=prefer",
+            "postgres://u@10.0.0.5/forq?sslmode=allow",
+            "postgres://u@127.0.0.1/forq?host=db.internal",
+            "postgres://u@localhost/forq?hostaddr=10.0.0.5",
+        ] {
+            assert_eq!(of(url).1, tls(None), "{url}");
+        }
+        assert_eq!(
+            of("postgres://u@db.internal/forq?sslmode=disable").1,
+            Transport::Plain
+        );
+        // The CA file is forq's to read, not the driver's; the driver
+        // is told to require TLS.
+        let (url, transport) =
+            of("postgres://u@db.internal/forq?application_name=w&sslrootcert=%2Fetc%2Fca%20x.pem");
+        assert_eq!(transport, tls(Some("/etc/ca x.pem")));
+        assert_eq!(
+            url,
+            "postgres://u@db.internal/forq?application_name=w&sslmode=require"
+        );
+        assert!(Transport::of("postgres://u@db/forq?sslmode=verify-fuII").is_err());
+        assert!(Transport::of("postgres://u@db/forq?sslrootcert=%zz").is_err());
     }
 }

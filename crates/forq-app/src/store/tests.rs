@@ -557,3 +557,86 @@ fn a_run_that_requires_labels_goes_only_to_a_worker_that_offers_them() {
         assert_eq!(got.iter().map(|r| &r.id).collect::<Vec<_>>(), [&gpu.id]);
     });
 }
+
+/// `url` with the query pairs `more` added.
+#[cfg(feature = "postgres")]
+fn with_query(url: &str, more: &str) -> String {
+    let join = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{join}{more}")
+}
+
+/// Attack: a store reached over a network a stranger shares, where a man
+/// in the middle answers as the server. forq speaks TLS and checks the
+/// server's certificate: the scratch server's, signed by the scratch CA
+/// (`scripts/postgres-scratch.sh`), passes with that CA named and with no
+/// other; a CA the attacker made, or the web's roots, do not.
+#[cfg(feature = "postgres")]
+#[test]
+fn a_store_over_tls_is_trusted_only_with_the_ca_that_signed_it() {
+    let Some(admin) = std::env::var("FORQ_TEST_PG_URL")
+        .ok()
+        .filter(|u| !u.is_empty())
+    else {
+        assert!(std::env::var_os("CI").is_none(), "CI sets FORQ_TEST_PG_URL");
+        return;
+    };
+    let url = fresh_postgres(&admin).expect("a fresh database");
+    let server_cert = Store::connect(&admin)
+        .expect("open")
+        .with(|c| c.value("SELECT current_setting('ssl_cert_file')", &[]))
+        .expect("ssl_cert_file")
+        .into_text()
+        .expect("a path");
+    let ca = Path::new(&server_cert).with_file_name("ca.crt");
+    assert!(
+        ca.is_file(),
+        "the scratch server's CA is beside its certificate"
+    );
+
+    let trusted = Store::connect(&with_query(
+        &url,
+        &format!("sslmode=verify-full&sslrootcert={}", ca.display()),
+    ))
+    .expect("the server's own CA is trusted");
+    let over_tls = trusted
+        .with(|c| {
+            c.value(
+                "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()",
+                &[],
+            )
+        })
+        .expect("pg_stat_ssl");
+    assert_eq!(over_tls, Val::Int(1), "the connection is TLS");
+    trusted
+        .create(&NewRun::fix("1", "a", "/r"))
+        .expect("a write over TLS");
+
+    // A CA the attacker made: its own certificate for 127.0.0.1 would pass
+    // under it, so the server's must not.
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let other = tmp.path().join("other-ca.crt");
+    let made = std::process::Command::new("openssl")
+        .args([
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+        ])
+        .args(["-subj", "/CN=another CA", "-keyout"])
+        .arg(tmp.path().join("other-ca.key"))
+        .arg("-out")
+        .arg(&other)
+        .output()
+        .expect("openssl");
+    assert!(made.status.success(), "{made:?}");
+    for query in [
+        format!("sslmode=require&sslrootcert={}", other.display()),
+        "sslmode=require".to_owned(),
+    ] {
+        let refused = Store::connect(&with_query(&url, &query))
+            .err()
+            .unwrap_or_else(|| panic!("{query}: a certificate no trusted CA signed was taken"));
+        let said = refused.to_string();
+        assert!(
+            said.contains("certificate") && said.contains("sslrootcert"),
+            "{query}: {said}"
+        );
+    }
+}
