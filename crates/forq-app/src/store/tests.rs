@@ -615,7 +615,8 @@ fn a_store_over_tls_is_trusted_only_with_the_ca_that_signed_it() {
     // under it, so the server's must not.
     let tmp = tempfile::tempdir().expect("tempdir");
     let other = tmp.path().join("other-ca.crt");
-    let made = std::process::Command::new("openssl")
+    let made = forq_sandbox::host_command("openssl")
+        .as_std_mut()
         .args([
             "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
         ])
