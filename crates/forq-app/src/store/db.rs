@@ -160,6 +160,9 @@ pub(crate) struct Db {
     conn: Mutex<Box<dyn Sql>>,
     /// Which database this is.
     pub(crate) dialect: Dialect,
+    /// The database role this connection is (PostgreSQL's `session_user`;
+    /// `None` on SQLite): what the store records as a run's holder role.
+    pub(crate) role: Option<String>,
 }
 
 impl std::fmt::Debug for Db {
@@ -173,6 +176,7 @@ impl Db {
         Db {
             dialect: conn.dialect(),
             conn: Mutex::new(conn),
+            role: None,
         }
     }
 

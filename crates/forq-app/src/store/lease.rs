@@ -169,7 +169,13 @@ impl Store {
                 lock_rows(c, false)
             );
             let Some(row) = c.row(&sql, vals![&id])? else {
-                return Ok(Err(StoreError::NotFound(id.to_string())));
+                // A worker's role does not see, to lock, a run another
+                // role's live lease holds (schema 8): held, not missing.
+                let exists = c.row("SELECT 1 FROM runs WHERE id = ?1", vals![&id])?;
+                return Ok(match exists {
+                    Some(_) => Ok(None),
+                    None => Err(StoreError::NotFound(id.to_string())),
+                });
             };
             let before = match run_of(row) {
                 Ok(run) => run,
@@ -184,8 +190,9 @@ impl Store {
             if before.is_live() && !self.holder.holds(&before) {
                 return Ok(Ok(None));
             }
-            let fence = self.take(c, &before, lease)?;
-            Ok(Ok(Some((fence, before))))
+            Ok(Ok(self
+                .take(c, &before, lease)?
+                .map(|fence| (fence, before))))
         })?;
         Ok(taken.map(|(fence, before)| {
             self.hold(&id, fence);
@@ -230,8 +237,9 @@ impl Store {
             free.truncate(n);
             let mut taken = Vec::new();
             for run in free {
-                let fence = self.take(c, &run, lease)?;
-                taken.push((fence, run));
+                if let Some(fence) = self.take(c, &run, lease)? {
+                    taken.push((fence, run));
+                }
             }
             Ok(Ok(taken))
         })?;
@@ -245,20 +253,42 @@ impl Store {
     }
 
     /// Records this holder on `run` with the next fence, and says so in
-    /// its events; inside the caller's transaction.
-    fn take(&self, c: &mut dyn Sql, run: &Run, lease: Duration) -> Result<u64, super::db::DbError> {
+    /// its events; inside the caller's transaction. `None` when the store
+    /// refused it: on PostgreSQL a worker's role takes up no run another
+    /// role's live lease holds, by the server's clock (schema 8).
+    fn take(
+        &self,
+        c: &mut dyn Sql,
+        run: &Run,
+        lease: Duration,
+    ) -> Result<Option<u64>, super::db::DbError> {
         let now = now_ms();
         let until = now + lease.as_millis() as u64;
         let h = &self.holder;
-        let fence = c
-            .value(
+        let Some(fence) = c
+            .rows(
                 "UPDATE runs SET worker = ?2, host = ?3, pid = ?4, lease_until = ?5, \
                  fence = fence + 1, updated_ms = ?6, started_ms = COALESCE(started_ms, ?6), \
-                 boot = ?7 WHERE id = ?1 RETURNING fence",
-                vals![&run.id, &h.worker, &h.host, h.pid, until, now, &h.boot],
+                 boot = ?7, holder_role = ?8 WHERE id = ?1 RETURNING fence",
+                vals![
+                    &run.id,
+                    &h.worker,
+                    &h.host,
+                    h.pid,
+                    until,
+                    now,
+                    &h.boot,
+                    self.role()
+                ],
             )?
-            .int()
-            .ok_or("the run vanished while it was taken up")? as u64;
+            .into_iter()
+            .next()
+            .and_then(|r| r.into_iter().next())
+            .and_then(|v| v.int())
+        else {
+            return Ok(None);
+        };
+        let fence = fence as u64;
         let data = serde_json::json!({
             "worker": h.worker, "host": h.host, "pid": h.pid, "fence": fence,
             "state": run.state.name(), "after": run.worker,
@@ -272,7 +302,7 @@ impl Store {
             &data.to_string(),
         )?
         .map_err(|e| e.to_string())?;
-        Ok(fence)
+        Ok(Some(fence))
     }
 
     fn hold(&self, id: &str, fence: u64) {

@@ -603,7 +603,7 @@ impl Store {
         ))
     }
 
-    fn over(db: Db, location: String, path: Option<PathBuf>) -> Result<Store, StoreError> {
+    fn over(mut db: Db, location: String, path: Option<PathBuf>) -> Result<Store, StoreError> {
         schema::upgrade(&db).map_err(|e| match e {
             schema::SchemaError::TooNew(found) => StoreError::TooNew {
                 store: location.clone(),
@@ -615,6 +615,15 @@ impl Store {
                 source,
             },
         })?;
+        if db.dialect == db::Dialect::Postgres {
+            db.role = db
+                .with(|c| c.value("SELECT session_user", &[]))
+                .map_err(|source| StoreError::Database {
+                    store: location.clone(),
+                    source,
+                })?
+                .into_text();
+        }
         Ok(Store {
             db: Arc::new(db),
             location,
@@ -634,6 +643,11 @@ impl Store {
             holder,
             held: Arc::default(),
         }
+    }
+
+    /// The database role this handle's connection is, on PostgreSQL.
+    pub(crate) fn role(&self) -> Option<&str> {
+        self.db.role.as_deref()
     }
 
     /// Who this handle writes as.

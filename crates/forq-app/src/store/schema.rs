@@ -11,7 +11,7 @@
 use super::db::{vals, Db, DbError, Dialect, Sql, Val};
 
 /// The schema this build writes.
-pub const SCHEMA_VERSION: i64 = 7;
+pub const SCHEMA_VERSION: i64 = 8;
 
 /// The runs table of schema 1, and the columns a store made before schema
 /// versions existed may lack (added by the first migration).
@@ -181,6 +181,74 @@ CREATE TABLE artifacts (
 CREATE INDEX runs_by_state ON runs (state, created_ms);
 ";
 
+/// Schema 8 on PostgreSQL, after the column both databases get: least
+/// privilege for workers. The role that made the store (the operator's:
+/// `forq queue`, `forq serve`, `forq push`) owns the tables and may do
+/// anything; a worker connects as a role of its own, a member of
+/// `forq_worker`, and may
+///
+/// - read every table;
+/// - take up a run only when no live lease of another role holds it (the
+///   lease judged by the server's clock, not the worker's), and then only
+///   in its own name (`holder_role` is the session's role);
+/// - write a run it holds: its state, figures, lease and holder, never
+///   what the run is (its issue, repository, action, context, required
+///   labels, id) nor whether it was asked to abort;
+/// - add events, checkpoints and artifacts only to a run it holds;
+/// - delete nothing but its own entry in the worker list.
+///
+/// Row-level security keeps the rows, column grants the columns. The role
+/// `forq_worker` is made here when the store's owner may make roles (else
+/// a notice says so and the grants wait for it); it is shared by every
+/// store on the server, the grants are each store's.
+const POSTGRES_V8: &str = "
+ALTER TABLE runs ENABLE ROW LEVEL SECURITY;
+ALTER TABLE events ENABLE ROW LEVEL SECURITY;
+ALTER TABLE checkpoints ENABLE ROW LEVEL SECURITY;
+ALTER TABLE artifacts ENABLE ROW LEVEL SECURITY;
+CREATE POLICY forq_read ON runs FOR SELECT USING (true);
+CREATE POLICY forq_hold ON runs FOR UPDATE
+    USING (holder_role = session_user OR lease_until IS NULL
+           OR lease_until < CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT))
+    WITH CHECK (holder_role = session_user);
+CREATE POLICY forq_read ON events FOR SELECT USING (true);
+CREATE POLICY forq_held ON events FOR INSERT
+    WITH CHECK (EXISTS (SELECT 1 FROM runs r WHERE r.id = run_id AND r.holder_role = session_user));
+CREATE POLICY forq_read ON checkpoints FOR SELECT USING (true);
+CREATE POLICY forq_held ON checkpoints FOR INSERT
+    WITH CHECK (EXISTS (SELECT 1 FROM runs r WHERE r.id = run_id AND r.holder_role = session_user));
+CREATE POLICY forq_held_again ON checkpoints FOR UPDATE
+    USING (EXISTS (SELECT 1 FROM runs r WHERE r.id = run_id AND r.holder_role = session_user));
+CREATE POLICY forq_read ON artifacts FOR SELECT USING (true);
+CREATE POLICY forq_held ON artifacts FOR INSERT
+    WITH CHECK (EXISTS (SELECT 1 FROM runs r WHERE r.id = run_id AND r.holder_role = session_user));
+CREATE POLICY forq_held_again ON artifacts FOR UPDATE
+    USING (EXISTS (SELECT 1 FROM runs r WHERE r.id = run_id AND r.holder_role = session_user));
+DO $$
+BEGIN
+    BEGIN
+        CREATE ROLE forq_worker NOLOGIN;
+    EXCEPTION
+        WHEN duplicate_object OR unique_violation THEN NULL;
+        WHEN insufficient_privilege THEN
+            RAISE NOTICE 'forq: this role may not make roles; a superuser makes forq_worker and grants it (docs/deploy.md)';
+    END;
+    IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'forq_worker') THEN
+        GRANT SELECT ON runs, events, checkpoints, artifacts, workers, meta, github_repos,
+            github_said, forq_schema TO forq_worker;
+        GRANT UPDATE (state, reason, updated_ms, pid, cost_usd, patch_lines, branch, started_ms,
+            failure, worker, host, lease_until, fence, last_seq, boot, holder_role)
+            ON runs TO forq_worker;
+        GRANT INSERT ON events TO forq_worker;
+        GRANT INSERT, UPDATE ON checkpoints, artifacts TO forq_worker;
+        GRANT UPDATE (value) ON meta TO forq_worker;
+        GRANT INSERT, UPDATE, DELETE ON workers TO forq_worker;
+        GRANT INSERT ON github_said TO forq_worker;
+    END IF;
+END
+$$;
+";
+
 /// Why a store's schema could not be brought to this build's.
 #[derive(Debug)]
 pub(crate) enum SchemaError {
@@ -267,11 +335,37 @@ fn migrate_shared(c: &mut dyn Sql, from: i64) -> Result<(), DbError> {
         // two machines with one host name never judge each other's
         // processes by a local pid.
         6 => c.batch("ALTER TABLE runs ADD COLUMN boot TEXT"),
+        // Schema 8: the database role that holds a run (PostgreSQL, where
+        // each worker may have its own; always empty on SQLite), and on
+        // PostgreSQL what a worker's role may write.
+        7 => {
+            c.batch("ALTER TABLE runs ADD COLUMN holder_role TEXT")?;
+            match c.dialect() {
+                Dialect::Postgres => c.batch(POSTGRES_V8),
+                Dialect::Sqlite => Ok(()),
+            }
+        }
         _ => Ok(()),
     }
 }
 
 fn upgrade_postgres(db: &Db) -> Result<(), SchemaError> {
+    // A store at this build's schema is only read: a worker's role, which
+    // may create nothing, opens it.
+    let current = db.with(|c| {
+        if c.value("SELECT to_regclass('forq_schema') IS NOT NULL", &[])?
+            .int()
+            != Some(1)
+        {
+            return Ok(0);
+        }
+        Ok(c.value("SELECT MAX(version) FROM forq_schema", &[])?
+            .int()
+            .unwrap_or(0))
+    })?;
+    if current == SCHEMA_VERSION {
+        return Ok(());
+    }
     let version = |c: &mut dyn Sql| -> Result<i64, DbError> {
         c.batch("CREATE TABLE IF NOT EXISTS forq_schema (version BIGINT NOT NULL)")?;
         Ok(c.value("SELECT MAX(version) FROM forq_schema", &[])?

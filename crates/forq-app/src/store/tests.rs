@@ -641,3 +641,118 @@ fn a_store_over_tls_is_trusted_only_with_the_ca_that_signed_it() {
         );
     }
 }
+
+/// `url` (a database on the scratch server) as the login role `role`.
+#[cfg(feature = "postgres")]
+fn as_role(url: &str, role: &str) -> String {
+    let (scheme, rest) = url.split_once("://").expect("a URL");
+    let host = rest.rsplit_once('@').map_or(rest, |(_, h)| h);
+    format!("{scheme}://{role}@{host}")
+}
+
+/// Attack: a worker runs strangers' code, so its store credentials may be
+/// an attacker's. With a role of its own (a member of `forq_worker`) it
+/// writes only the run it holds: raw SQL on another worker's run changes
+/// no row and adds nothing to it, a forged clock takes up no run another
+/// role's live lease holds, and what a run is (its repository) cannot be
+/// rewritten even on the run it holds. Without schema 8's policies and
+/// grants each of these passed.
+#[cfg(feature = "postgres")]
+#[test]
+fn a_workers_role_writes_only_the_run_it_holds() {
+    let Some(admin) = std::env::var("FORQ_TEST_PG_URL")
+        .ok()
+        .filter(|u| !u.is_empty())
+    else {
+        assert!(std::env::var_os("CI").is_none(), "CI sets FORQ_TEST_PG_URL");
+        return;
+    };
+    let url = fresh_postgres(&admin).expect("a fresh database");
+    let owner = Store::connect(&url).expect("the owner makes the store");
+    let tag = fastrand::u32(..);
+    let roles = [format!("forq_w_a_{tag:08x}"), format!("forq_w_b_{tag:08x}")];
+    for role in &roles {
+        owner
+            .with(|c| c.batch(&format!("CREATE ROLE {role} LOGIN IN ROLE forq_worker")))
+            .expect("a worker's role");
+    }
+    let mine = owner.create(&NewRun::fix("1", "a", "/r")).expect("create");
+    let theirs = owner.create(&NewRun::fix("2", "b", "/r")).expect("create");
+    let a = elsewhere(
+        &Store::connect(&as_role(&url, &roles[0])).expect("a opens the store"),
+        "a",
+    );
+    let b = elsewhere(
+        &Store::connect(&as_role(&url, &roles[1])).expect("b opens the store"),
+        "b",
+    );
+    let claimed = a.claim_next(1, LEASE, &[], &[]).expect("a claims");
+    assert_eq!(claimed[0].id, mine.id);
+    let claimed = b.claim_next(1, LEASE, &[], &[]).expect("b claims");
+    assert_eq!(claimed[0].id, theirs.id);
+
+    // What a worker does to the run it holds still passes.
+    for write in every_write(&a, &mine.id) {
+        write.expect("a writes the run it holds");
+    }
+
+    // Raw SQL, as a's role, on b's run.
+    let attacks: [(&str, Vec<Val>); 6] = [
+        (
+            "UPDATE runs SET state = 'done', reason = 'forged' WHERE id = ?1",
+            vec![Val::from(theirs.id.to_string())],
+        ),
+        (
+            // A clock of a's own: "b's lease ran out long ago".
+            "UPDATE runs SET worker = 'a', holder_role = session_user, fence = fence + 1, \
+             lease_until = 1 WHERE id = ?1",
+            vec![Val::from(theirs.id.to_string())],
+        ),
+        (
+            "INSERT INTO events (id, run_id, seq, at_ms, kind, data) VALUES (999999, ?1, 999, 1, 'state', '{}')",
+            vec![Val::from(theirs.id.to_string())],
+        ),
+        (
+            "INSERT INTO artifacts (run_id, name, at_ms, data) VALUES (?1, 'fix.patch', 1, '\\x00')",
+            vec![Val::from(theirs.id.to_string())],
+        ),
+        (
+            "UPDATE runs SET repo = 'https://evil.example/r' WHERE id = ?1",
+            vec![Val::from(mine.id.to_string())],
+        ),
+        ("DELETE FROM runs WHERE id = ?1", vec![Val::from(theirs.id.to_string())]),
+    ];
+    for (sql, params) in &attacks {
+        let out = a.with(|c| c.exec(sql, params));
+        assert!(
+            matches!(out, Ok(0) | Err(_)),
+            "{sql}: a's role changed {out:?} rows"
+        );
+    }
+    assert!(
+        a.acquire(&theirs.id, LEASE).expect("acquire").is_none(),
+        "a took up b's live run"
+    );
+
+    // b's run is as b left it, and b still writes it.
+    let after = owner.get(&theirs.id).expect("get");
+    assert_eq!(after.state, State::Queued);
+    assert_eq!(after.worker.as_deref(), Some("b"));
+    assert_eq!(owner.get(&mine.id).expect("get").repo, "/r");
+    assert!(owner
+        .artifact(&theirs.id, "fix.patch")
+        .expect("artifact")
+        .is_none());
+    assert!(owner
+        .events(&theirs.id, 0)
+        .expect("events")
+        .iter()
+        .all(|e| e.kind != "state"));
+    for write in every_write(&b, &theirs.id) {
+        write.expect("b writes the run it holds");
+    }
+    drop((a, b));
+    for role in &roles {
+        let _ = owner.with(|c| c.batch(&format!("DROP ROLE IF EXISTS {role}")));
+    }
+}

@@ -5,6 +5,11 @@
 //! what the killed workers left (mounts, sandbox directories, cgroups) is
 //! gone afterwards — all read from the store and the machine, not from
 //! what the workers say.
+//!
+//! The runs are queued as the role that owns the store; each worker
+//! connects as a role of its own (a member of `forq_worker`, shared by a
+//! worker and the one that replaces it on its machine), which may write
+//! only the runs it holds: the fleet works under least privilege.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -56,7 +61,38 @@ struct Fleet {
 }
 
 impl Fleet {
+    /// The store's URL as worker `name`'s role (made the first time):
+    /// `a` and `a2` share one, as a worker and its replacement on one
+    /// machine would.
+    fn worker_url(&self, name: &str) -> String {
+        let (head, query) = self.url.split_once('?').unwrap_or((&self.url, ""));
+        let (scheme, rest) = head.split_once("://").expect("a URL");
+        let host_db = rest.rsplit_once('@').map_or(rest, |(_, h)| h);
+        let db = host_db.rsplit_once('/').expect("a database").1;
+        let role = format!(
+            "{db}_{}",
+            name.trim_end_matches(|c: char| c.is_ascii_digit())
+        );
+        let made = forq_sandbox::host_command("psql")
+            .as_std_mut()
+            .args(["-qAt", &self.url, "-c"])
+            .arg(format!(
+                "DO $$ BEGIN CREATE ROLE {role} LOGIN IN ROLE forq_worker; \
+                 EXCEPTION WHEN duplicate_object THEN NULL; END $$"
+            ))
+            .output()
+            .expect("psql");
+        assert!(made.status.success(), "{made:?}");
+        let query = if query.is_empty() {
+            String::new()
+        } else {
+            format!("?{query}")
+        };
+        format!("{scheme}://{role}@{host_db}{query}")
+    }
+
     fn start(&self, name: &str) -> tokio::process::Child {
+        let url = self.worker_url(name);
         let state = self.tmp.join(format!("state-{name}"));
         let log = std::fs::File::create(self.tmp.join(format!("{name}.log"))).unwrap();
         forq_sandbox::host_command(forq_bin())
@@ -84,7 +120,7 @@ impl Fleet {
                 "--state",
                 state.to_str().unwrap(),
                 "--store",
-                &self.url,
+                &url,
                 "-v",
             ])
             .env("FORQ_SANDBOX_DIR", &self.sandbox_dir)
@@ -333,6 +369,22 @@ async fn workers_killed_mid_run_lose_nothing_and_leave_nothing() {
         let events = store.events(&run.id, 0).unwrap();
         check_history(&run.id, &events);
     }
+    // Every run was last held by a worker's own role, never the owner's.
+    let holders = forq_sandbox::host_command("psql")
+        .as_std_mut()
+        .args(["-qAt", &fleet.url, "-c"])
+        .arg("SELECT DISTINCT holder_role FROM runs ORDER BY 1")
+        .output()
+        .expect("psql");
+    let holders = String::from_utf8_lossy(&holders.stdout).to_string();
+    let roles: Vec<&str> = holders
+        .lines()
+        .map(|l| l.rsplit('_').next().unwrap_or(l))
+        .collect();
+    assert!(
+        !roles.is_empty() && roles.iter().all(|r| ["a", "b", "c"].contains(r)),
+        "{holders}"
+    );
     // The two killed runs were taken up again, by another worker.
     for (pid, id) in &killed {
         let events = store.events(id, 0).unwrap();
