@@ -118,6 +118,18 @@ pub enum PublishError {
         /// Where its issue came from.
         from: String,
     },
+    /// The pull request a run was for is not the one GitHub shows now (its
+    /// head moved to another branch or repository, or it was closed), or
+    /// the run's record of it was rewritten.
+    #[error("run {id} was for pull request #{number}, but {why}: nothing was pushed (queue the pull request again)")]
+    PullChanged {
+        /// The run.
+        id: String,
+        /// The pull request.
+        number: u64,
+        /// What differs.
+        why: String,
+    },
     /// The run's branch could not be made again here from the store.
     #[error("run {id}'s branch could not be restored from the store here: {reason}")]
     Restore {
@@ -193,6 +205,46 @@ pub async fn push(
     Ok(out)
 }
 
+/// Pull request `pull` as GitHub shows it now, for a push a person asked
+/// for: where its head is (repository, branch, clone URL) and whether its
+/// author lets maintainers push there come from GitHub, never from the
+/// run's record, which a worker wrote (on a shared store, any worker). A
+/// record that names another head than GitHub's, or a pull request that
+/// is closed, pushes nothing. The head commit stays the record's: the push
+/// is leased at it, so a forged one moves nothing.
+async fn pull_now(
+    github: &Github,
+    run: &Run,
+    pull: &crate::store::PullRecord,
+) -> Result<crate::store::PullRecord, PublishError> {
+    let now = github.pull(&pull.repo, pull.number).await?;
+    let changed = |why: String| PublishError::PullChanged {
+        id: run.id.to_string(),
+        number: pull.number,
+        why,
+    };
+    if now.state != "open" {
+        return Err(changed(format!("it is {} now", now.state)));
+    }
+    let head = now
+        .head
+        .repo
+        .as_ref()
+        .ok_or_else(|| changed("its head repository no longer exists".to_owned()))?;
+    if !head.full_name.eq_ignore_ascii_case(&pull.head_repo) || now.head.name != pull.head_ref {
+        return Err(changed(format!(
+            "its head is {}:{} on GitHub and the run's record says {}:{}",
+            head.full_name, now.head.name, pull.head_repo, pull.head_ref
+        )));
+    }
+    Ok(crate::store::PullRecord {
+        head_repo: head.full_name.clone(),
+        head_clone_url: head.clone_url.clone(),
+        maintainer_can_modify: now.maintainer_can_modify,
+        ..pull.clone()
+    })
+}
+
 /// Gives a pull request's run its result back: its commits pushed onto
 /// the pull request's own branch when forq may push there (the head is in
 /// the base repository, or its author lets maintainers edit it). A fork's
@@ -209,10 +261,20 @@ async fn push_to_pull(
     branch: &str,
     options: &PushOptions,
 ) -> Result<Pushed, PublishError> {
-    let onto_head = pull.pushes_to_head()
-        && git::git(ws, &["remote", "get-url", "pr-head"])
-            .await
-            .is_ok();
+    let pull = &pull_now(github, run, pull).await?;
+    let head_remote = git::git(ws, &["remote", "get-url", "pr-head"]).await.ok();
+    if head_remote
+        .as_deref()
+        .is_some_and(|url| url != pull.head_clone_url)
+    {
+        // The remote was made from the run's record: GitHub's word wins.
+        git::git(
+            ws,
+            &["remote", "set-url", "--", "pr-head", &pull.head_clone_url],
+        )
+        .await?;
+    }
+    let onto_head = pull.pushes_to_head() && head_remote.is_some();
     let same_repo = pull.head_repo.eq_ignore_ascii_case(&pull.repo);
     if !onto_head && !same_repo {
         return suggest_patch(store, github, run, pull).await;
@@ -376,7 +438,7 @@ async fn suggest_patch(
     let mut out = Pushed {
         run: run.id.to_string(),
         remote: String::new(),
-        branch: pull.head_ref.clone(),
+        branch: pull.head_ref.to_string(),
         commit: String::new(),
         pull_request: None,
         comment_failed: None,

@@ -12,6 +12,7 @@ use tokio::sync::Semaphore;
 
 use crate::config::{Config, ConfigError};
 use crate::github::{repo_slug, Github, GithubError};
+use crate::ids::{BranchName, ObjectId};
 use crate::pipeline::{Pipeline, RunError};
 use crate::source::{self, SourceError};
 use crate::store::{Action, ContextFile, IssueRecord, NewRun, PullRecord, Run, Store, StoreError};
@@ -161,6 +162,17 @@ pub enum QueueError {
         slug: String,
         /// The pull request.
         number: u64,
+    },
+    /// A pull request's head or base, as GitHub named it, is not a commit
+    /// id or a branch name.
+    #[error("pull request #{number} of {slug} is not one forq works on: {why}")]
+    OddPull {
+        /// `OWNER/REPO`.
+        slug: String,
+        /// The pull request.
+        number: u64,
+        /// What in it is not.
+        why: String,
     },
     /// A local issue names no repository.
     #[error("issue {0} names no repository: add `repo:` to its front matter, or give the queue a default repository")]
@@ -322,6 +334,13 @@ fn pull_record(
             slug: slug.to_owned(),
             number: pull.number,
         })?;
+    // GitHub's answer is a stranger's too: a head that is no commit id or
+    // branch name is no pull request forq works on.
+    let odd = |e: crate::ids::IdError| QueueError::OddPull {
+        slug: slug.to_owned(),
+        number: pull.number,
+        why: e.to_string(),
+    };
     let mut targets: Vec<String> = failures.iter().flat_map(|f| f.tests.clone()).collect();
     targets.sort();
     targets.dedup();
@@ -350,11 +369,11 @@ fn pull_record(
         pull: Some(PullRecord {
             number: pull.number,
             repo: slug.to_owned(),
-            head_sha: pull.head.sha.clone(),
-            head_ref: pull.head.name.clone(),
+            head_sha: ObjectId::parse(&pull.head.sha).map_err(odd)?,
+            head_ref: BranchName::parse(&pull.head.name).map_err(odd)?,
             head_repo: head.full_name.clone(),
             head_clone_url: head.clone_url.clone(),
-            base_ref: pull.base.name.clone(),
+            base_ref: BranchName::parse(&pull.base.name).map_err(odd)?,
             maintainer_can_modify: pull.maintainer_can_modify,
             failed_checks,
             targets_from: if targets.is_empty() {
@@ -560,23 +579,30 @@ mod tests {
             let mut n = NewRun::fix("9", "feature 9", "https://github.com/o/r.git");
             n.issue.pull = Some(PullRecord {
                 number: 9,
-                head_sha: sha.to_owned(),
-                ..PullRecord::default()
+                repo: "o/r".to_owned(),
+                head_sha: ObjectId::parse(&sha.repeat(40)).expect("a commit id"),
+                head_ref: BranchName::parse("feature").expect("a branch"),
+                head_repo: "o/r".to_owned(),
+                head_clone_url: String::new(),
+                base_ref: BranchName::parse("main").expect("a branch"),
+                maintainer_can_modify: false,
+                failed_checks: Vec::new(),
+                targets_from: "local".to_owned(),
             });
             n
         };
-        let run = store.create(&at("aaa")).expect("create");
+        let run = store.create(&at("a")).expect("create");
         store
             .transition(&run.id, crate::store::State::PatchReady, "fixed")
             .expect("patched");
-        let (fresh, standing) = split_standing(&store, vec![at("aaa"), at("bbb")]).expect("split");
+        let (fresh, standing) = split_standing(&store, vec![at("a"), at("b")]).expect("split");
         assert_eq!(standing.len(), 1, "the same head: the patch stands");
         assert_eq!(
             fresh
                 .iter()
                 .map(|n| n.issue.pull.as_ref().map(|p| p.head_sha.as_str()))
                 .collect::<Vec<_>>(),
-            [Some("bbb")]
+            [Some("b".repeat(40).as_str())]
         );
     }
 }

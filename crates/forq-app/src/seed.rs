@@ -206,7 +206,7 @@ async fn check_out_pull(
     if at != pull.head_sha {
         return Err(SeedError::PullMoved {
             number: pull.number,
-            queued: pull.head_sha.clone(),
+            queued: pull.head_sha.to_string(),
             now: at,
         });
     }
@@ -288,7 +288,7 @@ async fn seed_inner(
         .and_then(|t| ObjectId::parse(&t).ok());
     let base = match pull {
         // What a pull request against the pull request goes into.
-        Some(p) => p.head_ref.clone(),
+        Some(p) => p.head_ref.to_string(),
         None => git::current_branch(workspace).await?,
     };
     let files = walkdir::WalkDir::new(workspace)

@@ -38,7 +38,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::failure::FailureKind;
-use crate::ids::{BranchName, RunId};
+use crate::ids::{BranchName, ObjectId, RunId};
 use db::{vals, Db, DbError, Sql, Val};
 
 pub use lease::{Holder, Worker};
@@ -193,22 +193,22 @@ pub struct IssueRecord {
 }
 
 /// A pull request a run works on, as it was when the run was queued.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PullRecord {
     /// Its number.
     pub number: u64,
     /// The repository it is on, `OWNER/REPO` (its base).
     pub repo: String,
     /// The head commit the run starts from.
-    pub head_sha: String,
+    pub head_sha: ObjectId,
     /// The head branch's name (in the head repository).
-    pub head_ref: String,
+    pub head_ref: BranchName,
     /// The head repository, `OWNER/REPO`: a fork's, or the base's.
     pub head_repo: String,
     /// Where the head repository is cloned and pushed.
     pub head_clone_url: String,
     /// The branch it goes into.
-    pub base_ref: String,
+    pub base_ref: BranchName,
     /// Whether the base's maintainers may push to its head branch.
     pub maintainer_can_modify: bool,
     /// The checks that failed on its head, in a line each.

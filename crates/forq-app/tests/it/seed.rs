@@ -139,6 +139,22 @@ async fn base_with_pull(
     (bare, head)
 }
 
+/// The run's record of pull request `number` of `o/r`, its head `head` on
+/// branch `head_ref` of `head_repo`.
+fn pull_record(
+    number: u64,
+    head: &str,
+    head_ref: &str,
+    head_repo: &str,
+) -> forq_app::store::PullRecord {
+    serde_json::from_value(serde_json::json!({
+        "number": number, "repo": "o/r", "head_sha": head, "head_ref": head_ref,
+        "head_repo": head_repo, "head_clone_url": "", "base_ref": "main",
+        "maintainer_can_modify": false, "targets_from": "local",
+    }))
+    .unwrap()
+}
+
 /// A pull request's head is a stranger's: one that brings a `.forq` link
 /// to a host directory, names its head repository on another transport (a
 /// host elsewhere) than its base, and a branch that is no branch name (one
@@ -152,17 +168,16 @@ async fn a_pull_requests_head_brings_no_forq_link_no_transport_and_no_option() {
         std::fs::write(work.join("f.txt"), "head\n").unwrap();
     })
     .await;
+    // A branch that reads as an option is no record of a pull request:
+    // the row that says so is refused where it is read.
+    let mut forged = serde_json::to_value(pull_record(3, &head, "topic", "f/r")).unwrap();
+    forged["head_ref"] = "--force".into();
+    assert!(serde_json::from_value::<PullRecord>(forged).is_err());
     let pull = PullRecord {
-        number: 3,
-        repo: "o/r".to_owned(),
-        head_sha: head.clone(),
-        head_ref: "--force".to_owned(),
-        head_repo: "f/r".to_owned(),
         // Another transport than origin's (file://): a host elsewhere.
         head_clone_url: "https://evil.example/f/r.git".to_owned(),
-        base_ref: "main".to_owned(),
         maintainer_can_modify: true,
-        ..PullRecord::default()
+        ..pull_record(3, &head, "topic", "f/r")
     };
     let ws = tmp.path().join("ws");
     let source = format!("file://{}", bare.display());
@@ -200,10 +215,7 @@ async fn a_pull_requests_head_brings_no_forq_link_no_transport_and_no_option() {
         );
     }
     // A head that moved since the run was queued is refused.
-    let moved = PullRecord {
-        head_sha: "0".repeat(40),
-        ..pull
-    };
+    let moved = pull_record(3, &"0".repeat(40), "topic", "f/r");
     let err = forq_app::seed::seed_pull(
         &source,
         &tmp.path().join("ws2"),
@@ -228,21 +240,12 @@ async fn a_pull_requests_head_brings_no_forq_link_no_transport_and_no_option() {
 /// the fetch of `refs/pull/N/head` and its checkout ran uncapped.
 #[tokio::test]
 async fn a_pull_requests_head_past_the_size_cap_is_refused() {
-    use forq_app::store::PullRecord;
     let tmp = tempfile::tempdir().unwrap();
     let (bare, head) = base_with_pull(tmp.path(), 4, |work| {
         std::fs::write(work.join("zeros.bin"), vec![0u8; 8 << 20]).unwrap();
     })
     .await;
-    let pull = PullRecord {
-        number: 4,
-        repo: "o/r".to_owned(),
-        head_sha: head,
-        head_ref: "topic".to_owned(),
-        head_repo: "o/r".to_owned(),
-        base_ref: "main".to_owned(),
-        ..PullRecord::default()
-    };
+    let pull = pull_record(4, &head, "topic", "o/r");
     let source = format!("file://{}", bare.display());
     let caps = SeedOptions {
         max_bytes: 4 << 20,

@@ -252,6 +252,52 @@ async fn a_pull_request_from_a_fork_with_a_failing_check_is_fixed_from_its_head(
         (&seeded["head"], &seeded["base"]),
         (&json!(a), &json!("feature"))
     );
+    // Attack: a worker rewrites the run's record of the pull request (on
+    // a shared store, any worker can) to aim the push at the author's
+    // other branch, leased at that branch's head. The push asks GitHub
+    // where the head is and refuses: before, the fix went over `other`.
+    let db = dir.path().join("state/forq.db");
+    let rewrite = |head_ref: &str, sha: &str| {
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        let issue: String = conn
+            .query_row("SELECT issue FROM runs WHERE id = ?1", [&id], |r| r.get(0))
+            .unwrap();
+        let mut issue: Value = serde_json::from_str(&issue).unwrap();
+        issue["pull"]["head_ref"] = head_ref.into();
+        issue["pull"]["head_sha"] = sha.into();
+        conn.execute(
+            "UPDATE runs SET issue = ?1 WHERE id = ?2",
+            [&issue.to_string(), &id],
+        )
+        .unwrap();
+    };
+    rewrite("other", &b);
+    let refused = reqwest::Client::new()
+        .post(format!("{url}/api/runs/{id}/push"))
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    let status = refused.status().as_u16();
+    let said = refused.text().await.unwrap();
+    assert!(
+        status >= 400 && said.contains("record says f/r:other"),
+        "{status} {said}"
+    );
+    for (branch, at) in [("other", &b), ("feature", &a)] {
+        let now = git(
+            &work,
+            &[
+                "ls-remote",
+                fork.to_str().unwrap(),
+                &format!("refs/heads/{branch}"),
+            ],
+        )
+        .await
+        .unwrap();
+        assert!(now.starts_with(at.as_str()), "{branch} moved: {now}");
+    }
+    rewrite("feature", &a);
     // A person pushes: onto the pull request's own branch, over its head.
     let pushed = press_push(&url, &id).await;
     assert_eq!(
