@@ -200,6 +200,75 @@ impl Tree {
         Ok(Some(content))
     }
 
+    /// Writes `contents` to the file `rel` beneath the root, making the
+    /// directories on the way, all through descriptors: a link anywhere on
+    /// the way, or as the file itself, is refused (never followed), so a
+    /// link a sandbox's process swaps in while forq writes cannot send the
+    /// write out of the tree; a fifo or device is not opened for writing
+    /// (it would block or reach a device). What it creates is given to
+    /// `owner` (uid and gid) when one is named, through its descriptor.
+    pub(crate) fn write(
+        &self,
+        rel: &Path,
+        contents: &[u8],
+        owner: Option<u32>,
+    ) -> std::io::Result<()> {
+        let refused = |why: &str| {
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("{} {why}", self.path.join(rel).display()),
+            )
+        };
+        let parts = Self::parts(rel).ok_or_else(|| refused("is not beneath the tree"))?;
+        let (last, dirs) = parts.split_last().ok_or_else(|| refused("names no file"))?;
+        let give = |fd: &OwnedFd| match owner {
+            Some(id) => rustix::fs::fchown(
+                fd,
+                Some(rustix::fs::Uid::from_raw(id)),
+                Some(rustix::fs::Gid::from_raw(id)),
+            ),
+            None => Ok(()),
+        };
+        let mut dir = rustix::io::dup(&self.root)?;
+        for part in dirs {
+            let made = match rustix::fs::mkdirat(&dir, *part, Mode::from_raw_mode(0o755)) {
+                Ok(()) => true,
+                Err(Errno::EXIST) => false,
+                Err(e) => return Err(e.into()),
+            };
+            dir = match rustix::fs::openat(&dir, *part, dir_flags(), Mode::empty()) {
+                Ok(next) => next,
+                Err(e) if absent(e) => return Err(refused("has a link or a file on its way")),
+                Err(e) => return Err(e.into()),
+            };
+            if made {
+                give(&dir)?;
+            }
+        }
+        let existed = rustix::fs::statat(&dir, *last, AtFlags::SYMLINK_NOFOLLOW).is_ok();
+        let fd = match rustix::fs::openat(
+            &dir,
+            *last,
+            OFlags::WRONLY | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK,
+            Mode::from_raw_mode(0o644),
+        ) {
+            Ok(fd) => fd,
+            Err(Errno::LOOP | Errno::MLINK) => return Err(refused("is a link")),
+            Err(Errno::NXIO) => return Err(refused("is a fifo or a device")),
+            Err(e) => return Err(e.into()),
+        };
+        let stat = rustix::fs::fstat(&fd)?;
+        if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
+            return Err(refused("is not a regular file"));
+        }
+        rustix::fs::ftruncate(&fd, 0)?;
+        if !existed {
+            give(&fd)?;
+        }
+        let mut file = std::fs::File::from(fd);
+        std::io::Write::write_all(&mut file, contents)
+    }
+
     /// The entries of the directory `rel` (names and what each is, not
     /// followed), sorted; empty when `rel` is not a directory beneath the
     /// root.
@@ -264,6 +333,41 @@ impl Tree {
 mod tests {
     use super::*;
     use std::os::unix::fs::symlink;
+
+    #[test]
+    fn writes_make_their_directories_and_never_pass_a_link_or_a_fifo() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (root, outside) = (tmp.path().join("ws"), tmp.path().join("host"));
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(outside.join("secret"), "host\n").unwrap();
+        let tree = Tree::open(&root).unwrap().unwrap();
+        tree.write(Path::new("a/b/c.txt"), b"one\n", None).unwrap();
+        tree.write(Path::new("a/b/c.txt"), b"2\n", None).unwrap();
+        assert_eq!(std::fs::read(root.join("a/b/c.txt")).unwrap(), b"2\n");
+        // A link swapped in where a directory was, or as the file: what a
+        // sandbox's process can do between forq's look and its write.
+        std::os::unix::fs::symlink(&outside, root.join("d")).unwrap();
+        std::os::unix::fs::symlink(outside.join("secret"), root.join("f")).unwrap();
+        assert!(tree.write(Path::new("d/secret"), b"pwned\n", None).is_err());
+        assert!(tree.write(Path::new("d/new"), b"pwned\n", None).is_err());
+        assert!(tree.write(Path::new("f"), b"pwned\n", None).is_err());
+        assert!(tree
+            .write(Path::new("../host/secret"), b"pwned\n", None)
+            .is_err());
+        assert_eq!(std::fs::read(outside.join("secret")).unwrap(), b"host\n");
+        assert!(!outside.join("new").exists());
+        // A fifo nobody reads: refused at once, not a write that blocks.
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            root.join("pipe"),
+            FileType::Fifo,
+            Mode::from_raw_mode(0o644),
+            0,
+        )
+        .unwrap();
+        assert!(tree.write(Path::new("pipe"), b"x", None).is_err());
+    }
 
     #[test]
     fn links_are_data_and_never_doors() {

@@ -153,32 +153,24 @@ impl WorkspaceDir {
         confine(&self.root, path, &self.inside)
     }
 
-    /// Writes a file, creating parent directories.
+    /// Writes a file, creating parent directories: the path confined the
+    /// sandbox's way, then written through the descriptor walk
+    /// ([`crate::beneath::Tree::write`]), so a link swapped in after the
+    /// confinement is refused rather than followed; what it creates goes
+    /// to the sandbox's user.
     pub(crate) async fn write(&self, path: &Path, contents: &[u8]) -> Result<()> {
         let full = self.confine(path)?;
-        // What this write creates, outermost first, to hand to the sandbox.
-        let mut created: Vec<PathBuf> = full
-            .ancestors()
-            .take_while(|p| *p != self.root && p.symlink_metadata().is_err())
-            .map(Path::to_path_buf)
-            .collect();
-        created.reverse();
-        if let Some(parent) = full.parent() {
-            tokio::fs::create_dir_all(parent)
-                .await
-                .map_err(|e| Error::io("create", parent, e))?;
-        }
-        tokio::fs::write(&full, contents)
-            .await
-            .map_err(|e| Error::io("write", path, e))?;
-        match self.owner {
-            #[cfg(target_os = "linux")]
-            Some(owner) => crate::native::give_to_sandbox(&created, owner),
-            // Only the native backend (Linux) hands files to a sandbox user.
-            #[cfg(not(target_os = "linux"))]
-            Some(_) => Ok(()),
-            None => Ok(()),
-        }
+        let within = full.strip_prefix(&self.root).unwrap_or(&full).to_path_buf();
+        let (root, contents, owner) = (self.root.clone(), contents.to_vec(), self.owner);
+        tokio::task::spawn_blocking(move || {
+            crate::beneath::Tree::open(&root)?
+                .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::NotFound))?
+                .write(&within, &contents, owner)
+        })
+        .await
+        .map_err(std::io::Error::other)
+        .and_then(|r| r)
+        .map_err(|e| Error::io("write", path, e))
     }
 
     /// Lists a directory, sorted by name.

@@ -14,14 +14,13 @@
 //! overlayfs copies files up with its mounter's (root's) credentials, and
 //! forq's own writes into a workspace are chowned to the range after.
 
-use std::ffi::CString;
 use std::fs::File;
 use std::io::Read;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 
 use super::sys::{self, cstr};
-use crate::error::{Error, Result};
+
 use crate::state;
 
 /// The first host id of the default range.
@@ -157,14 +156,4 @@ fn user_namespace(map: &str) -> std::io::Result<File> {
         std::fs::write(format!("/proc/{pid}/gid_map"), map)?;
         File::open(format!("/proc/{pid}/ns/user"))
     })
-}
-
-/// Makes the entries of `created` (host paths just made by forq through a
-/// merged view, outermost first) belong to the sandbox's root.
-pub(crate) fn give_to_sandbox(created: &[PathBuf], base: u32) -> Result<()> {
-    for path in created {
-        let c: CString = cstr(&path.display().to_string());
-        sys::lchown(&c, base, base).map_err(|e| Error::io("hand to the sandbox", path, e))?;
-    }
-    Ok(())
 }

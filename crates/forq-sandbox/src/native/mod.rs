@@ -42,7 +42,6 @@ use crate::spec::{ExecOutcome, ExecRequest, Network, RootFs, SandboxSpec, WORKSP
 use crate::state;
 
 pub(crate) use self::cgroup::Cgroups;
-pub(crate) use self::ids::give_to_sandbox;
 pub use self::ids::DEFAULT_ID_BASE;
 use self::sys::{cstr, Step};
 

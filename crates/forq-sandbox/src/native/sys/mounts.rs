@@ -149,12 +149,3 @@ pub(crate) fn mount_idmapped(
         result
     }
 }
-
-/// Changes the owner of `path` (not following a link).
-pub(crate) fn lchown(path: &CString, uid: u32, gid: u32) -> io::Result<()> {
-    // SAFETY: lchown(2) with a valid string.
-    if unsafe { libc::lchown(path.as_ptr(), uid, gid) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
-}
