@@ -294,3 +294,55 @@ pub(super) struct Provisioned {
     pub(super) idle_ms: Option<u64>,
     pub(super) gate_cached: bool,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::{BranchName, ObjectId};
+    use crate::store::{NewRun, PullRecord, Store};
+
+    /// Attack: a fork's pull request brings its own environment (its head's
+    /// install steps, its lock files). Were its run to build the
+    /// repository's golden, every later run on the repository would fork
+    /// what the stranger's head set up. Under `--golden build` a plain
+    /// run builds one; a pull request's run only forks one that matches.
+    #[tokio::test]
+    async fn a_pull_requests_run_forks_a_golden_but_never_builds_one() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let mut options = forq_sandbox::NativeOptions::default();
+        options.state_dir = Some(tmp.path().join("sandboxes"));
+        let backend: Arc<dyn Backend> = match forq_sandbox::NativeBackend::open(options) {
+            Ok(b) => Arc::new(b),
+            Err(e) if std::env::var_os("CI").is_none() => {
+                tracing::warn!("SKIPPED: no native backend here: {e}");
+                return;
+            }
+            Err(e) => panic!("CI runs the native backend: {e}"),
+        };
+        let store = Arc::new(Store::open(&tmp.path().join("forq.db")).expect("store"));
+        let pipeline = Pipeline::new(store.clone(), &tmp.path().join("state"), backend.clone())
+            .golden(GoldenPolicy::Build);
+        let config = Config::parse("", "forq.yml").expect("config");
+        let plain = store.create(&NewRun::fix("1", "a", "/r")).expect("create");
+        let mut pull = NewRun::fix("2", "b", "/r");
+        pull.issue.pull = Some(PullRecord {
+            number: 2,
+            repo: "o/r".to_owned(),
+            head_sha: ObjectId::parse(&"a".repeat(40)).expect("a commit id"),
+            head_ref: BranchName::parse("feature").expect("a branch"),
+            head_repo: "stranger/r".to_owned(),
+            head_clone_url: "https://github.com/stranger/r.git".to_owned(),
+            base_ref: BranchName::parse("main").expect("a branch"),
+            maintainer_can_modify: false,
+            failed_checks: Vec::new(),
+            targets_from: "local".to_owned(),
+        });
+        let pull = store.create(&pull).expect("create");
+        for (run, builds) in [(&plain, true), (&pull, false)] {
+            let gate = pipeline.gate_for(run, &config, &*backend, true);
+            let golden = gate.golden.expect("the run uses goldens");
+            assert_eq!(golden.build, builds, "issue {}", run.issue.id);
+            assert_eq!(golden.identity, "/r");
+        }
+    }
+}
