@@ -90,6 +90,60 @@ struct Upstream {
     prefix: String,
     budget: RelayBudget,
     meter: Arc<std::sync::Mutex<Meter>>,
+    /// What the answers still streaming may cost at most ([`Bound`]),
+    /// held against the budget until each ends.
+    held: Arc<std::sync::Mutex<Held>>,
+}
+
+/// Tokens and dollars held for answers not yet ended.
+#[derive(Debug, Default)]
+struct Held {
+    tokens: u64,
+    cost_usd: f64,
+}
+
+/// The most an answer to one request may cost: its input, estimated from
+/// the request's size (a token is three bytes or more of JSON), and its
+/// output up to the request's own maximum ([`UNSTATED_MAX_OUTPUT`] when it
+/// names none). Held against the budget while the answer streams, so that
+/// neither requests sent at once nor an answer the program hangs up on
+/// before its usage arrives spend past the budget unseen; an answer cut
+/// short is charged the whole bound.
+#[derive(Debug, Clone, Copy)]
+struct Bound {
+    usage: Usage,
+    cost_usd: f64,
+}
+
+/// The output bound of a request that names no maximum.
+const UNSTATED_MAX_OUTPUT: u64 = 32_000;
+
+impl Bound {
+    const NOTHING: Bound = Bound {
+        usage: Usage {
+            input_tokens: 0,
+            output_tokens: 0,
+        },
+        cost_usd: 0.0,
+    };
+
+    fn of(body: &[u8], model: &str, meter: &Meter) -> Bound {
+        let stated = serde_json::from_slice::<serde_json::Value>(body)
+            .ok()
+            .and_then(|v| {
+                ["max_tokens", "max_output_tokens", "max_completion_tokens"]
+                    .iter()
+                    .find_map(|k| v.get(*k).and_then(serde_json::Value::as_u64))
+            });
+        let usage = Usage {
+            input_tokens: (body.len() as u64).div_ceil(3),
+            output_tokens: stated.unwrap_or(UNSTATED_MAX_OUTPUT),
+        };
+        Bound {
+            usage,
+            cost_usd: meter.price(model, usage).unwrap_or(0.0),
+        }
+    }
 }
 
 impl KeyRelay {
@@ -130,6 +184,7 @@ impl KeyRelay {
             prefix: path.clone(),
             budget,
             meter: meter.clone(),
+            held: Arc::default(),
         });
         let task = tokio::spawn(async move {
             let mut connections = tokio::task::JoinSet::new();
@@ -231,6 +286,28 @@ async fn forward(upstream: &Upstream, req: Request<Incoming>) -> Response<RelayB
         Ok(b) => b,
         Err(why) => return answer(StatusCode::BAD_REQUEST, &why),
     };
+    // Held from before the request leaves until its answer ends (the
+    // scan lets go of it, or charges it whole when the answer is cut).
+    let bound = {
+        let meter = upstream
+            .meter
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        // The model list and token counts generate nothing.
+        let generates = parts.method == hyper::Method::POST && !path.ends_with("/count_tokens");
+        match generates {
+            true => Bound::of(&body, &model, &meter),
+            false => Bound::NOTHING,
+        }
+    };
+    {
+        let mut held = upstream
+            .held
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        held.tokens += bound.usage.input_tokens + bound.usage.output_tokens;
+        held.cost_usd += bound.cost_usd;
+    }
     let url = format!("{}{path}", upstream.origin);
     let mut out = upstream.client.request(parts.method.clone(), &url);
     for (name, value) in &parts.headers {
@@ -245,12 +322,13 @@ async fn forward(upstream: &Upstream, req: Request<Incoming>) -> Response<RelayB
     let reply = match out.body(body).send().await {
         Ok(r) => r,
         Err(e) => {
+            release(&upstream.held, bound);
             return answer(
                 StatusCode::BAD_GATEWAY,
                 &upstream
                     .key
                     .redact(&format!("forq's model relay cannot reach the model: {e}")),
-            )
+            );
         }
     };
     let mut response = Response::builder().status(reply.status().as_u16());
@@ -261,7 +339,7 @@ async fn forward(upstream: &Upstream, req: Request<Incoming>) -> Response<RelayB
     }
     // What the model answers is counted as it streams back, and recorded
     // when the answer ends (or breaks off).
-    let scan = UsageScan::new(upstream.meter.clone(), model);
+    let scan = UsageScan::new(upstream.meter.clone(), model, upstream.held.clone(), bound);
     let chunks = futures_util::stream::unfold(Some((reply, scan)), |state| async move {
         let (mut reply, mut scan) = state?;
         match reply.chunk().await {
@@ -269,13 +347,27 @@ async fn forward(upstream: &Upstream, req: Request<Incoming>) -> Response<RelayB
                 scan.feed(&bytes);
                 Some((Ok(Frame::data(bytes)), Some((reply, scan))))
             }
-            Ok(None) => None,
+            Ok(None) => {
+                scan.ended = true;
+                None
+            }
             Err(e) => Some((Err(std::io::Error::other(e)), None)),
         }
     });
     response
         .body(BodyExt::boxed(StreamBody::new(chunks)))
         .unwrap_or_else(|e| answer(StatusCode::BAD_GATEWAY, &e.to_string()))
+}
+
+/// Lets go of what `bound` held.
+fn release(held: &std::sync::Mutex<Held>, bound: Bound) {
+    let mut held = held
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    held.tokens = held
+        .tokens
+        .saturating_sub(bound.usage.input_tokens + bound.usage.output_tokens);
+    held.cost_usd = (held.cost_usd - bound.cost_usd).max(0.0);
 }
 
 /// Whether `method path` is a call of the program's protocol under the
@@ -313,20 +405,22 @@ fn spent(upstream: &Upstream) -> Option<String> {
         .meter
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
-    let tokens = meter.usage.input_tokens + meter.usage.output_tokens;
+    let held = upstream
+        .held
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let tokens = meter.usage.input_tokens + meter.usage.output_tokens + held.tokens;
+    let cost_usd = meter.cost_usd + held.cost_usd;
     if let Some(max) = upstream.budget.max_tokens.filter(|m| tokens >= *m) {
         return Some(format!(
-            "forq's model relay: the run's budget of {max} tokens is spent ({tokens} used)"
+            "forq's model relay: the run's budget of {max} tokens is spent ({tokens} used or held \
+             for answers still streaming)"
         ));
     }
-    if let Some(max) = upstream
-        .budget
-        .max_cost_usd
-        .filter(|m| meter.cost_usd >= *m)
-    {
+    if let Some(max) = upstream.budget.max_cost_usd.filter(|m| cost_usd >= *m) {
         return Some(format!(
-            "forq's model relay: the run's budget of ${max:.2} is spent (${:.2} used)",
-            meter.cost_usd
+            "forq's model relay: the run's budget of ${max:.2} is spent (${cost_usd:.2} used or \
+             held for answers still streaming)"
         ));
     }
     None
@@ -394,6 +488,12 @@ fn runs_on_the_client(header: KeyHeader, t: &serde_json::Value) -> bool {
 struct UsageScan {
     meter: Arc<std::sync::Mutex<Meter>>,
     model: String,
+    held: Arc<std::sync::Mutex<Held>>,
+    bound: Bound,
+    /// Whether the answer came to its end: its last event, or the end of
+    /// its body (else the program hung up, or the model's connection
+    /// broke, before it did).
+    ended: bool,
     line: Vec<u8>,
     whole: Vec<u8>,
     usage: Usage,
@@ -403,10 +503,18 @@ struct UsageScan {
 const SCAN_CAP: usize = 4 << 20;
 
 impl UsageScan {
-    fn new(meter: Arc<std::sync::Mutex<Meter>>, model: String) -> UsageScan {
+    fn new(
+        meter: Arc<std::sync::Mutex<Meter>>,
+        model: String,
+        held: Arc<std::sync::Mutex<Held>>,
+        bound: Bound,
+    ) -> UsageScan {
         UsageScan {
             meter,
             model,
+            held,
+            bound,
+            ended: false,
             line: Vec::new(),
             whole: Vec::new(),
             usage: Usage::default(),
@@ -435,8 +543,22 @@ impl UsageScan {
             .strip_prefix("data:")
             .unwrap_or(text.trim())
             .trim();
+        if json == "[DONE]" {
+            self.ended = true;
+        }
         if let Ok(v) = serde_json::from_str::<serde_json::Value>(json) {
             self.take(&v);
+            // The answer's last event: what follows is the connection's
+            // end, which a program need not wait for.
+            let last = [
+                "message_stop",
+                "response.completed",
+                "response.incomplete",
+                "response.failed",
+            ];
+            if v["type"].as_str().is_some_and(|t| last.contains(&t)) {
+                self.ended = true;
+            }
         }
     }
 
@@ -469,6 +591,13 @@ impl Drop for UsageScan {
             if let Ok(v) = serde_json::from_slice::<serde_json::Value>(&self.whole) {
                 self.take(&v);
             }
+        }
+        release(&self.held, self.bound);
+        // An answer cut short may have cost up to its bound (the model
+        // went on, or its usage never came): charged that much.
+        if !self.ended {
+            self.usage.input_tokens = self.usage.input_tokens.max(self.bound.usage.input_tokens);
+            self.usage.output_tokens = self.usage.output_tokens.max(self.bound.usage.output_tokens);
         }
         if self.usage != Usage::default() {
             self.meter

@@ -197,6 +197,12 @@ impl Meter {
         }
     }
 
+    /// What `usage` of `model` costs by this meter's table, without
+    /// recording it (`None`: the table does not price the model).
+    pub fn price(&self, model: &str, usage: Usage) -> Option<f64> {
+        self.prices.cost(model, usage)
+    }
+
     /// How long the run has gone.
     pub fn elapsed(&self) -> Duration {
         self.started.elapsed()

@@ -311,6 +311,68 @@ print(json.dumps({"type": "result", "subtype": "success", "is_error": False, "re
     sandbox.destroy().await.unwrap();
 }
 
+/// Attack: a program under a token budget asks for a long answer, reads
+/// its first event and hangs up before the model's usage arrives (the
+/// model goes on, and bills, up to the request's maximum), then asks
+/// again, and fires more requests at once. The relay holds each request's
+/// bound against the budget while its answer streams and charges a cut
+/// answer the whole bound: past the budget nothing more passes. Before,
+/// the cut answer counted only its first event's 101 tokens and the next
+/// request went through.
+#[tokio::test]
+async fn an_answer_cut_short_is_charged_its_whole_bound() {
+    let mut pieces = vec![format!(
+        "event: message_start\ndata: {}\n\n",
+        json!({"type": "message_start", "message": {"id": "msg_0", "type": "message",
+            "role": "assistant", "model": "scripted", "content": [], "stop_reason": null,
+            "stop_sequence": null, "usage": {"input_tokens": 100, "output_tokens": 1}}})
+    )];
+    // A long answer: a ping every 5 ms for ten seconds.
+    pieces.extend(std::iter::repeat_n(": ping\n\n".to_owned(), 2000));
+    let server = Server::start(vec![Reply::Events(pieces)]).await;
+    let script = r#"#!/bin/sh
+exec python3 -c '
+import json, os, urllib.request, urllib.error
+base, key = os.environ["ANTHROPIC_BASE_URL"], os.environ["ANTHROPIC_API_KEY"]
+ask = json.dumps({"model": "claude-x", "max_tokens": 4000, "stream": True,
+    "messages": [{"role": "user", "content": "write a long essay"}]}).encode()
+def request():
+    return urllib.request.Request(base + "/v1/messages", data=ask, method="POST",
+        headers={"x-api-key": key, "content-type": "application/json"})
+def call():
+    try:
+        with urllib.request.urlopen(request(), timeout=20) as r:
+            r.read()
+            return r.status
+    except urllib.error.HTTPError as e:
+        return e.code
+    except Exception as e:
+        return type(e).__name__
+first = urllib.request.urlopen(request(), timeout=20)
+first.readline()
+first.close()
+said = {"again": call(), "more": [call() for _ in range(3)]}
+print(json.dumps({"type": "result", "subtype": "success", "is_error": False, "result": json.dumps(said)}))
+'
+"#;
+    let (said, report, sandbox, _repo) = stand_in(&server, script, |a| a.max_tokens(1000)).await;
+    assert_eq!(
+        said,
+        json!({"again": 400, "more": [400, 400, 400]}),
+        "{said}"
+    );
+    assert_eq!(
+        server.received().len(),
+        1,
+        "only the first request reached the model"
+    );
+    assert!(
+        report.usage.output_tokens >= 4000,
+        "the cut answer was charged its bound: {report:#?}"
+    );
+    sandbox.destroy().await.unwrap();
+}
+
 /// A model server that answers one request with `text`.
 async fn answering_once(text: &str) -> Server {
     Server::start(vec![Reply::anthropic_stream(
