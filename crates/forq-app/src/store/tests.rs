@@ -655,8 +655,9 @@ fn as_role(url: &str, role: &str) -> String {
 /// writes only the run it holds: raw SQL on another worker's run changes
 /// no row and adds nothing to it, a forged clock takes up no run another
 /// role's live lease holds, and what a run is (its repository) cannot be
-/// rewritten even on the run it holds. Without schema 8's policies and
-/// grants each of these passed.
+/// rewritten even on the run it holds; enqueueing and aborting are the
+/// operator's. Without schema 8's policies and grants each of these
+/// passed.
 #[cfg(feature = "postgres")]
 #[test]
 fn a_workers_role_writes_only_the_run_it_holds() {
@@ -697,7 +698,7 @@ fn a_workers_role_writes_only_the_run_it_holds() {
     }
 
     // Raw SQL, as a's role, on b's run.
-    let attacks: [(&str, Vec<Val>); 6] = [
+    let attacks: [(&str, Vec<Val>); 8] = [
         (
             "UPDATE runs SET state = 'done', reason = 'forged' WHERE id = ?1",
             vec![Val::from(theirs.id.to_string())],
@@ -721,6 +722,17 @@ fn a_workers_role_writes_only_the_run_it_holds() {
             vec![Val::from(mine.id.to_string())],
         ),
         ("DELETE FROM runs WHERE id = ?1", vec![Val::from(theirs.id.to_string())]),
+        (
+            // Enqueueing is the operator's.
+            "INSERT INTO runs (id, issue, repo, action, state, created_ms, updated_ms) \
+             VALUES ('20990101-000000-beef', '{}', 'https://evil.example/r', 'fix', 'queued', 1, 1)",
+            vec![],
+        ),
+        (
+            // So is asking a run to stop.
+            "UPDATE runs SET abort_requested = 1 WHERE id = ?1",
+            vec![Val::from(mine.id.to_string())],
+        ),
     ];
     for (sql, params) in &attacks {
         let out = a.with(|c| c.exec(sql, params));
