@@ -247,23 +247,8 @@ print(json.dumps({{"type": "result", "subtype": "success", "is_error": False,
 #[tokio::test]
 async fn the_relay_lets_through_only_the_protocol_within_the_budget() {
     let server = answering_once("hello").await;
-    let script = r#"#!/bin/sh
-exec python3 -c '
-import json, os, urllib.request, urllib.error
-base, key = os.environ["ANTHROPIC_BASE_URL"], os.environ["ANTHROPIC_API_KEY"]
-def call(method, path, body=None):
-    data = None if body is None else (body if isinstance(body, bytes) else json.dumps(body).encode())
-    req = urllib.request.Request(base + path, data=data, method=method,
-        headers={"x-api-key": key, "content-type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=20) as r:
-            r.read()
-            return r.status
-    except urllib.error.HTTPError as e:
-        return e.code
-    except Exception as e:
-        return type(e).__name__
-ask = {"model": "claude-x", "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}],
+    let script = stand_in_python(
+        r#"ask = {"model": "claude-x", "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}],
     "tools": [{"type": "web_fetch_20250910", "name": "web_fetch"},
               {"type": "web_search_20250305", "name": "web_search"},
               {"name": "mine", "input_schema": {"type": "object"}}],
@@ -276,10 +261,9 @@ said = {
     "first": call("POST", "/v1/messages", ask),
     "past_budget": call("POST", "/v1/messages", ask),
 }
-print(json.dumps({"type": "result", "subtype": "success", "is_error": False, "result": json.dumps(said)}))
-'
-"#;
-    let (said, report, sandbox, _repo) = stand_in(&server, script, |a| a.max_tokens(1)).await;
+"#,
+    );
+    let (said, report, sandbox, _repo) = stand_in(&server, &script, |a| a.max_tokens(1)).await;
     assert_eq!(
         said,
         json!({"files": 403, "batches": 403, "dots": 403, "huge": 413, "first": 200, "past_budget": 400}),
@@ -330,32 +314,17 @@ async fn an_answer_cut_short_is_charged_its_whole_bound() {
     // A long answer: a ping every 5 ms for ten seconds.
     pieces.extend(std::iter::repeat_n(": ping\n\n".to_owned(), 2000));
     let server = Server::start(vec![Reply::Events(pieces)]).await;
-    let script = r#"#!/bin/sh
-exec python3 -c '
-import json, os, urllib.request, urllib.error
-base, key = os.environ["ANTHROPIC_BASE_URL"], os.environ["ANTHROPIC_API_KEY"]
-ask = json.dumps({"model": "claude-x", "max_tokens": 4000, "stream": True,
-    "messages": [{"role": "user", "content": "write a long essay"}]}).encode()
-def request():
-    return urllib.request.Request(base + "/v1/messages", data=ask, method="POST",
-        headers={"x-api-key": key, "content-type": "application/json"})
-def call():
-    try:
-        with urllib.request.urlopen(request(), timeout=20) as r:
-            r.read()
-            return r.status
-    except urllib.error.HTTPError as e:
-        return e.code
-    except Exception as e:
-        return type(e).__name__
-first = urllib.request.urlopen(request(), timeout=20)
+    let script = stand_in_python(
+        r#"ask = {"model": "claude-x", "max_tokens": 4000, "stream": True,
+    "messages": [{"role": "user", "content": "write a long essay"}]}
+first = urllib.request.urlopen(request("POST", "/v1/messages", ask), timeout=20)
 first.readline()
 first.close()
-said = {"again": call(), "more": [call() for _ in range(3)]}
-print(json.dumps({"type": "result", "subtype": "success", "is_error": False, "result": json.dumps(said)}))
-'
-"#;
-    let (said, report, sandbox, _repo) = stand_in(&server, script, |a| a.max_tokens(1000)).await;
+said = {"again": call("POST", "/v1/messages", ask),
+    "more": [call("POST", "/v1/messages", ask) for _ in range(3)]}
+"#,
+    );
+    let (said, report, sandbox, _repo) = stand_in(&server, &script, |a| a.max_tokens(1000)).await;
     assert_eq!(
         said,
         json!({"again": 400, "more": [400, 400, 400]}),
@@ -371,6 +340,35 @@ print(json.dumps({"type": "result", "subtype": "success", "is_error": False, "re
         "the cut answer was charged its bound: {report:#?}"
     );
     sandbox.destroy().await.unwrap();
+}
+
+/// A stand-in program (see [`stand_in`]): Python that has `request` and
+/// `call(method, path, body)` (the answer's status, read whole) against
+/// the relay, runs `body`, which sets `said`, and says `said` as its
+/// result.
+fn stand_in_python(body: &str) -> String {
+    format!(
+        r#"#!/bin/sh
+exec python3 -c '
+import json, os, urllib.request, urllib.error
+base, key = os.environ["ANTHROPIC_BASE_URL"], os.environ["ANTHROPIC_API_KEY"]
+def request(method, path, body=None):
+    data = None if body is None else (body if isinstance(body, bytes) else json.dumps(body).encode())
+    return urllib.request.Request(base + path, data=data, method=method,
+        headers={{"x-api-key": key, "content-type": "application/json"}})
+def call(method, path, body=None):
+    try:
+        with urllib.request.urlopen(request(method, path, body), timeout=20) as r:
+            r.read()
+            return r.status
+    except urllib.error.HTTPError as e:
+        return e.code
+    except Exception as e:
+        return type(e).__name__
+{body}print(json.dumps({{"type": "result", "subtype": "success", "is_error": False, "result": json.dumps(said)}}))
+'
+"#
+    )
 }
 
 /// A model server that answers one request with `text`.

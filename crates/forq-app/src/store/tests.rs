@@ -503,14 +503,24 @@ fn workers_are_listed_with_what_they_drive() {
     });
 }
 
+/// The PostgreSQL server `FORQ_TEST_PG_URL` names (under CI one must be);
+/// `None` skips the test.
+#[cfg(feature = "postgres")]
+fn pg_admin() -> Option<String> {
+    let admin = std::env::var("FORQ_TEST_PG_URL")
+        .ok()
+        .filter(|u| !u.is_empty());
+    assert!(
+        admin.is_some() || std::env::var_os("CI").is_none(),
+        "CI sets FORQ_TEST_PG_URL"
+    );
+    admin
+}
+
 #[cfg(feature = "postgres")]
 #[test]
 fn a_connection_the_server_cut_is_made_again() {
-    let Some(admin) = std::env::var("FORQ_TEST_PG_URL")
-        .ok()
-        .filter(|u| !u.is_empty())
-    else {
-        assert!(std::env::var_os("CI").is_none(), "CI sets FORQ_TEST_PG_URL");
+    let Some(admin) = pg_admin() else {
         return;
     };
     let url = fresh_postgres(&admin).expect("a fresh database");
@@ -573,11 +583,7 @@ fn with_query(url: &str, more: &str) -> String {
 #[cfg(feature = "postgres")]
 #[test]
 fn a_store_over_tls_is_trusted_only_with_the_ca_that_signed_it() {
-    let Some(admin) = std::env::var("FORQ_TEST_PG_URL")
-        .ok()
-        .filter(|u| !u.is_empty())
-    else {
-        assert!(std::env::var_os("CI").is_none(), "CI sets FORQ_TEST_PG_URL");
+    let Some(admin) = pg_admin() else {
         return;
     };
     let url = fresh_postgres(&admin).expect("a fresh database");
@@ -661,11 +667,7 @@ fn as_role(url: &str, role: &str) -> String {
 #[cfg(feature = "postgres")]
 #[test]
 fn a_workers_role_writes_only_the_run_it_holds() {
-    let Some(admin) = std::env::var("FORQ_TEST_PG_URL")
-        .ok()
-        .filter(|u| !u.is_empty())
-    else {
-        assert!(std::env::var_os("CI").is_none(), "CI sets FORQ_TEST_PG_URL");
+    let Some(admin) = pg_admin() else {
         return;
     };
     let url = fresh_postgres(&admin).expect("a fresh database");

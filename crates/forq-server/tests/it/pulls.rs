@@ -56,16 +56,22 @@ async fn asked_to_fix(hook: &str, repository: &Value, number: u64) -> String {
     reply["runs"][0]["id"].as_str().unwrap().to_owned()
 }
 
-/// A person presses Push on run `id`: what the server did.
-async fn press_push(url: &str, id: &str) -> Value {
+/// A person presses Push on run `id`: the server's status and answer.
+async fn push_answer(url: &str, id: &str) -> (u16, String) {
     let reply = reqwest::Client::new()
         .post(format!("{url}/api/runs/{id}/push"))
         .json(&json!({}))
         .send()
         .await
         .unwrap();
-    assert_eq!(reply.status().as_u16(), 200);
-    reply.json().await.unwrap()
+    (reply.status().as_u16(), reply.text().await.unwrap())
+}
+
+/// A person presses Push on run `id`: what the server did.
+async fn press_push(url: &str, id: &str) -> Value {
+    let (status, answer) = push_answer(url, id).await;
+    assert_eq!(status, 200, "{answer}");
+    serde_json::from_str(&answer).unwrap()
 }
 
 /// Waits for run `id` to end.
@@ -272,14 +278,7 @@ async fn a_pull_request_from_a_fork_with_a_failing_check_is_fixed_from_its_head(
         .unwrap();
     };
     rewrite("other", &b);
-    let refused = reqwest::Client::new()
-        .post(format!("{url}/api/runs/{id}/push"))
-        .json(&json!({}))
-        .send()
-        .await
-        .unwrap();
-    let status = refused.status().as_u16();
-    let said = refused.text().await.unwrap();
+    let (status, said) = push_answer(&url, &id).await;
     assert!(
         status >= 400 && said.contains("record says f/r:other"),
         "{status} {said}"
