@@ -116,14 +116,23 @@ pub(crate) fn node_runner(stack: &Stack) -> Option<String> {
     (script.starts_with("node --test") && plain).then(|| script.to_owned())
 }
 
-/// `invocation` (a `node --test …` command) with the per-test budget.
-fn with_test_timeout(invocation: &str, idle: Duration) -> String {
+/// `invocation` (a `node --test …` command) with the per-test budget;
+/// under npm (`npm test` is the stack's command), between the package's
+/// `pretest` and `posttest` scripts, as `npm test` runs it (a `pretest`
+/// that builds the tests must run first).
+fn with_test_timeout(invocation: &str, idle: Duration, npm: bool) -> String {
     let rest = invocation.strip_prefix("node --test").unwrap_or_default();
-    format!(
+    let run = format!(
         "printf '{}%s\\n' \"$PWD\"; node --test --test-timeout={}{rest}",
         crate::evidence::NODE_CWD,
         idle.as_millis().max(1)
-    )
+    );
+    match npm {
+        true => {
+            format!("npm run --if-present pretest && {{ {run}; }} && npm run --if-present posttest")
+        }
+        false => run,
+    }
 }
 
 /// The test a runner was in when its output stopped: the last line names a
@@ -418,12 +427,17 @@ pub(crate) async fn run_suite(
         .zip(limits.idle);
     loop {
         let run_command = match (&node, hung.is_empty(), deselect(stack.kind, command, &hung)) {
-            (Some((invocation, idle)), _, _) => with_test_timeout(invocation, *idle),
+            (Some((invocation, idle)), _, _) => {
+                with_test_timeout(invocation, *idle, stack.command == "npm test")
+            }
             (None, true, _) | (None, false, None) => command.to_owned(),
             (None, false, Some(args)) => format!("{command}{args}"),
         };
+        // Where the runner has one, its verdicts come through its report.
+        let report = crate::report::Report::wrap(stack.kind, &run_command);
+        let exec_command = report.as_ref().map_or(run_command.as_str(), |(_, c)| c);
         let out = sandbox
-            .exec(test_request(&run_command, limits, network, node.is_none()))
+            .exec(test_request(exec_command, limits, network, node.is_none()))
             .await?;
         let text = format!("{}{}", out.stdout_text(), out.stderr_text());
         // Killed here, or by the runner's own clock (go test's -timeout),
@@ -437,10 +451,24 @@ pub(crate) async fn run_suite(
             _ => 0,
         };
         active_ms += out.duration_ms.saturating_sub(silence);
-        let ev = if killed {
-            partial(stack, &text)
-        } else {
-            stack.parse(&text)
+        let printed = || match killed {
+            true => partial(stack, &text),
+            false => stack.parse(&text),
+        };
+        let ev = match &report {
+            Some((report, _)) => match report.collect(sandbox).await? {
+                Some(mut ev) => {
+                    crate::report::check_exit(&mut ev, &out, killed);
+                    // The runner's own summary stays, for people.
+                    if let Some(said) = printed() {
+                        ev.lines.splice(0..0, said.lines);
+                    }
+                    ev.runner = stack.name().to_owned();
+                    Some(ev)
+                }
+                None => printed().map(|ev| crate::report::unreported(ev, &out, killed)),
+            },
+            None => printed(),
         };
         merged = merge(merged, ev);
         if let Some((_, idle)) = &node {
@@ -545,6 +573,8 @@ fn merge(sofar: Option<Evidence>, next: Option<Evidence>) -> Option<Evidence> {
         (sofar, None) => sofar,
         (Some(mut a), Some(b)) => {
             a.tests.extend(b.tests);
+            a.structured &= b.structured;
+            a.disagreement = b.disagreement;
             a.collection_errors = a.collection_errors.max(b.collection_errors);
             a.lines = b.lines;
             if a.tests.is_empty() {

@@ -10,6 +10,7 @@ mod gate;
 mod golden;
 mod hang;
 mod journal;
+mod report;
 mod runner;
 mod verdict;
 

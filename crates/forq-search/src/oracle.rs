@@ -338,7 +338,12 @@ impl Oracle {
             },
             full_run: full,
             timed_out: run.timed_out,
-            ran: run.evidence.as_ref().is_some_and(|e| e.executed() > 0),
+            // A run whose exit contradicts its report showed no result
+            // that can be believed.
+            ran: run
+                .evidence
+                .as_ref()
+                .is_some_and(|e| e.executed() > 0 && e.disagreement.is_none()),
             failing,
             hung: run.hung.clone(),
             tail: run.tail.clone(),

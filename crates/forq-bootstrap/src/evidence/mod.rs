@@ -59,6 +59,17 @@ pub struct Evidence {
     pub tests: BTreeMap<String, Outcome>,
     /// The lines the counts were read from.
     pub lines: Vec<String>,
+    /// Whether it came from the runner's structured report, written where
+    /// the code under test does not print ([`crate::report`]); else it was
+    /// read from the printed output, which the code under test shares:
+    /// weaker evidence.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub structured: bool,
+    /// Why the run's own signs contradict its report (it exited non-zero
+    /// though the report names no failure, or exited 0 and wrote none):
+    /// such a run is never judged green.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disagreement: Option<String>,
 }
 
 impl Evidence {

@@ -636,15 +636,22 @@ impl StackSteps<'_> {
         let (stack, options) = (self.stack, self.options);
         let at = self.start(Phase::Test, &stack.command)?;
         let limits = options.test_limits(stack);
-        let suite = crate::hang::run_suite(
-            self.sandbox,
-            stack,
-            &stack.command,
-            &limits,
-            (!self.fixed_network).then_some(options.test_network),
-        )
-        .await
-        .map_err(|e| self.sandbox_error(e))?;
+        let network = (!self.fixed_network).then_some(options.test_network);
+        let mut suite =
+            crate::hang::run_suite(self.sandbox, stack, &stack.command, &limits, network)
+                .await
+                .map_err(|e| self.sandbox_error(e))?;
+        // Silent past the per-test budget with no test to name: a slow
+        // start (a large suite still collecting, a loaded machine) looks
+        // the same as a hang. Once more with four times the budget before
+        // the silence is judged.
+        if let (true, true, Some(idle)) = (suite.timed_out, suite.out.idle_timed_out, limits.idle) {
+            let mut patient = limits;
+            patient.idle = Some((idle * 4).max(std::time::Duration::from_secs(4)));
+            suite = crate::hang::run_suite(self.sandbox, stack, &stack.command, &patient, network)
+                .await
+                .map_err(|e| self.sandbox_error(e))?;
+        }
         self.done(Phase::Test, &stack.command, &suite.out, at);
         if !suite.hung.is_empty() {
             options.tell(|| GateEvent::TestsHung {

@@ -264,3 +264,60 @@ async fn a_node_file_that_hung_passes_once_its_run_ends_green() {
     assert!(run.passed("five digits"));
     sandbox.destroy().await.unwrap();
 }
+
+/// `npm test` runs the package's `pretest` first and `posttest` after; so
+/// does forq, which runs node's own runner itself for its per-test
+/// budget. Here `pretest` writes the test file: without it the runner
+/// finds no test and the gate fails.
+#[tokio::test]
+async fn a_node_test_script_runs_between_its_pre_and_post_scripts() {
+    let dir = repo(&[
+        (
+            "package.json",
+            r#"{"name": "built", "version": "1.0.0", "private": true,
+  "scripts": {"pretest": "node build.js", "test": "node --test", "posttest": "node -e \"require('fs').writeFileSync('posttest-ran', '')\""}}
+"#,
+        ),
+        (
+            "build.js",
+            "const fs = require('fs');\nfs.mkdirSync('test', { recursive: true });\n\
+             fs.writeFileSync('test/built.test.js', \"const test = require('node:test');\\n\
+             const assert = require('node:assert');\\ntest('built', () => assert.strictEqual(1 + 1, 2));\\n\");\n",
+        ),
+    ]);
+    let record = gate(dir.path(), GateOptions::default()).await;
+    assert_eq!(record.verdict, Verdict::Bootstrapped, "{}", record.reason);
+    assert_eq!(
+        record.tests.get("built"),
+        Some(&Outcome::Passed),
+        "{record:#?}"
+    );
+}
+
+/// A suite that prints nothing while it loads (here a module that takes
+/// three seconds to import; a large suite collecting on a loaded machine)
+/// is not a hang: silent past the 2 s per-test budget with no test to
+/// name, its run goes again with four times the budget before the gate
+/// judges it, and it bootstraps. Before, the gate said it printed nothing
+/// and failed it.
+#[tokio::test]
+async fn a_suite_slow_to_start_is_given_longer_before_it_is_judged() {
+    let dir = repo(&[
+        ("tests/__init__.py", ""),
+        (
+            "tests/test_slow.py",
+            "import time\nimport unittest\n\ntime.sleep(3)\n\n\nclass Slow(unittest.TestCase):\n    def test_one(self):\n        self.assertTrue(True)\n",
+        ),
+    ]);
+    let record = gate(
+        dir.path(),
+        GateOptions::default().test_idle(Some(Duration::from_secs(2))),
+    )
+    .await;
+    assert_eq!(record.verdict, Verdict::Bootstrapped, "{}", record.reason);
+    assert_eq!(
+        record.tests.get("tests.test_slow.Slow.test_one"),
+        Some(&Outcome::Passed),
+        "{record:#?}"
+    );
+}

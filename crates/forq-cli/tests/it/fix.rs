@@ -922,3 +922,77 @@ async fn a_right_candidate_slow_to_answer_is_not_taken_for_a_hang() {
     let patch = std::fs::read_to_string(out_dir.join("fix.patch")).unwrap();
     assert!(patch.contains("+    return a + b"), "{patch}");
 }
+
+/// Attack: the code under repair prints on the stream the runner reports
+/// on. `add` prints `ok`, which lands between `test_add_… ... ` and the
+/// runner's `FAIL`, so its output reads as three passing tests; a fake
+/// summary follows. Read from that output, forq found nothing to fix (or
+/// took a wrong patch for green). Through the runner's report the three
+/// failing targets are seen, the wrong candidate (which prints the same
+/// lines) is red, and only the right one is handed back.
+#[tokio::test]
+async fn printed_runner_lines_never_make_a_verdict() {
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = tmp.path().join("noisy");
+    std::fs::create_dir_all(repo.join("tests")).unwrap();
+    std::fs::write(
+        repo.join("calc.py"),
+        "def add(a, b):\n    print(\"ok\")\n    print(\"Ran 4 tests in 0.000s\\n\\nOK\")\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n",
+    )
+    .unwrap();
+    std::fs::write(repo.join("tests/__init__.py"), "").unwrap();
+    std::fs::write(
+        repo.join("tests/test_calc.py"),
+        "import unittest\n\nfrom calc import add, mul\n\n\nclass CalcTest(unittest.TestCase):\n\
+         \x20   def test_add_small(self):\n        self.assertEqual(add(2, 3), 5)\n\n\
+         \x20   def test_add_zero(self):\n        self.assertEqual(add(0, 4), 4)\n\n\
+         \x20   def test_add_negative(self):\n        self.assertEqual(add(-1, -1), -2)\n\n\
+         \x20   def test_mul(self):\n        self.assertEqual(mul(2, 3), 6)\n",
+    )
+    .unwrap();
+    std::fs::write(
+        repo.join("ISSUE.md"),
+        "---\nid: 1\n---\n# add() subtracts\n\n`add(2, 3)` returns -1.\n",
+    )
+    .unwrap();
+    let patches = tmp.path().join("candidates");
+    std::fs::create_dir(&patches).unwrap();
+    let sr = |new: &str| {
+        format!("calc.py\n<<<<<<< SEARCH\n    return a - b\n=======\n{new}\n>>>>>>> REPLACE\n")
+    };
+    // Right for add(0, 4) only.
+    std::fs::write(patches.join("a-wrong.txt"), sr("    return a * b + b")).unwrap();
+    std::fs::write(patches.join("b-right.txt"), sr("    return a + b")).unwrap();
+    let out = forq_env(
+        &[
+            "fix",
+            repo.to_str().unwrap(),
+            "--brancher",
+            "patches",
+            "--patches",
+            patches.to_str().unwrap(),
+            "--jobs",
+            "1",
+            "--order",
+            "breadth-first",
+            "--keep-searching",
+            "--json",
+        ],
+        &[],
+    )
+    .await;
+    check_exit(&out, 0);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["solved"], true, "{report}");
+    assert_eq!(
+        report["green"], 1,
+        "only the right patch is green: {report}"
+    );
+    let patch = std::fs::read_to_string(report["patch"].as_str().unwrap()).unwrap();
+    assert!(patch.contains("+    return a + b"), "{patch}");
+    assert_eq!(
+        report["target"].as_array().map(Vec::len),
+        Some(3),
+        "the three failing tests are seen through the report: {report}"
+    );
+}
