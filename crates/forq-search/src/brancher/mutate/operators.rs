@@ -375,6 +375,7 @@ pub(crate) fn mutations(file: &Parsed, start: usize, end: usize, templates: bool
             reach_templates(lang, n, source, in_file, within, &mut out);
             shape_templates(lang, n, source, strings, repaired, &mut out);
             classic_templates(lang, n, source, &mut out);
+            crate::brancher::templates::implied::implied_templates(lang, n, source, &mut out);
         }
     }
     out

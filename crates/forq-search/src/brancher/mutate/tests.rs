@@ -590,3 +590,45 @@ fn test_ids_split_into_words_last_first() {
     );
     assert_eq!(id_words("tests.test_calc.CalcTest.test_add")[0], "test_add");
 }
+
+#[test]
+fn templates_insert_the_return_or_break_the_code_implies() {
+    // A total computed and never returned.
+    let src = "def total(xs):\n    s = 0\n    for x in xs:\n        s += x\n";
+    let with = mutants_of(Lang::Python, src, true);
+    assert!(
+        with.iter()
+            .any(|m| m
+                == "def total(xs):\n    s = 0\n    for x in xs:\n        s += x\n    return s\n"),
+        "{with:#?}"
+    );
+    // A match found and then overwritten by the next one.
+    let src = "def first_negative(xs):\n    found = None\n    for x in xs:\n        if x < 0:\n            found = x\n    return found\n";
+    let with = mutants_of(Lang::Python, src, true);
+    assert!(
+        with.iter()
+            .any(|m| m.contains("            found = x\n            break\n    return found")),
+        "{with:#?}"
+    );
+    // A function that returns at its end already gets no second return.
+    assert!(!with
+        .iter()
+        .any(|m| m.contains("    return found\n    return")));
+    let js = "function total(xs) {\n  let s = 0;\n  for (const x of xs) {\n    s += x;\n  }\n}\n";
+    let with = mutants_of(Lang::JavaScript, js, true);
+    assert!(
+        with.iter()
+            .any(|m| m.contains("    s += x;\n  }\n  return s;\n}")),
+        "{with:#?}"
+    );
+    for m in &with {
+        assert!(Lang::JavaScript.syntax_error(m).is_none(), "{m}");
+    }
+    // The mutate brancher alone makes none of them.
+    assert!(!mutants(
+        Lang::Python,
+        "def total(xs):\n    s = 0\n    for x in xs:\n        s += x\n"
+    )
+    .iter()
+    .any(|m| m.contains("return s")));
+}

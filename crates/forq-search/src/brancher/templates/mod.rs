@@ -5,7 +5,7 @@
 //! is a family: `errors` (what a failing test's error names), `raises`
 //! (what it expected), `values` (what it compared), `reach` (past one
 //! expression), `forward` (keyword arguments), `shapes` (a computation's
-//! shape); `names` is what a whole file offers them (its identifiers and
+//! shape), `implied` (a `return` or `break` the code implies and lacks); `names` is what a whole file offers them (its identifiers and
 //! which are alike, its functions, its named tuples).
 
 use forq_graph::Lang;
@@ -20,6 +20,7 @@ use raises::{class_name, missing_raise};
 pub(crate) mod classic;
 pub(crate) mod errors;
 pub(crate) mod forward;
+pub(crate) mod implied;
 pub(crate) mod names;
 pub(crate) mod raises;
 pub(crate) mod reach;
