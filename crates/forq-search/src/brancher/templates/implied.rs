@@ -88,7 +88,7 @@ fn assigned(body: Node<'_>, source: &str) -> Vec<String> {
         let mut c = n.walk();
         stack.extend(n.named_children(&mut c));
     }
-    found.sort_by(|a, b| b.0.cmp(&a.0));
+    found.sort_by_key(|f| std::cmp::Reverse(f.0));
     let mut names: Vec<String> = Vec::new();
     for (_, name) in found {
         if !names.contains(&name) {
