@@ -60,7 +60,7 @@ pub struct Evidence {
     /// The lines the counts were read from.
     pub lines: Vec<String>,
     /// Whether it came from the runner's structured report, written where
-    /// the code under test does not print ([`crate::report`]); else it was
+    /// the code under test does not print (a report file forq names); else it was
     /// read from the printed output, which the code under test shares:
     /// weaker evidence.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
