@@ -716,6 +716,9 @@ impl Pipeline {
         self.store
             .checkpoint(&id, "implemented", &json!(implemented))
             .map_err(fail)?;
+        // The patch into the store at once: a worker that dies from here
+        // on leaves it for the one that resumes the run elsewhere.
+        self.keep_records(&id);
         Ok(implemented)
     }
 

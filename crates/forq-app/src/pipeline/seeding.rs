@@ -14,25 +14,9 @@ impl Pipeline {
                 return Ok(seeded);
             }
             // Gone: the run began on another machine (a worker resumes it
-            // here), or its workspace was removed. Before its patch was
-            // found, nothing in it is needed: seed it again, at the same
-            // commit.
-            if self
-                .store
-                .checkpointed(&run.id, "implemented")
-                .map_err(fail)?
-                .is_some()
-            {
-                return Err(Stop::end(
-                    State::Failed,
-                    format!(
-                        "the run's workspace {} is gone (on another machine, or removed) after its \
-                         patch was found; its patch is in the store (`forq runs show {}`): start a new run",
-                        seeded.workspace.display(),
-                        run.id
-                    ),
-                ));
-            }
+            // here), or its workspace was removed. Nothing in it is needed:
+            // seed it again, at the same commit (a found patch is in the
+            // store, and is committed from there).
             return self.seed_fresh(run, Some(&seeded)).await;
         }
         self.seed_fresh(run, None).await

@@ -14,10 +14,27 @@ impl Pipeline {
         implemented: &Implemented,
         branch: &str,
     ) -> Phase<serde_json::Value> {
-        let patch = implemented
-            .patch
-            .clone()
-            .ok_or_else(|| Stop::end(State::Failed, "a solved run has no patch file"))?;
+        if implemented.patch.is_none() {
+            return Err(Stop::end(State::Failed, "a solved run has no patch file"));
+        }
+        // This machine's copy of the patch (the checkpoint's path names a
+        // file on the machine that found it): from the store when the run
+        // was resumed here.
+        let patch = self.run_dir(&run.id).join("fix.patch");
+        if !patch.is_file() {
+            let stored = self
+                .store
+                .artifact(&run.id, "fix.patch")
+                .map_err(fail)?
+                .ok_or_else(|| {
+                    Stop::end(
+                        State::Failed,
+                        "the run's patch is neither on this machine nor in the store: start a new run",
+                    )
+                })?;
+            std::fs::create_dir_all(self.run_dir(&run.id)).map_err(fail)?;
+            std::fs::write(&patch, stored).map_err(fail)?;
+        }
         let message = format!(
             "Fix #{}: {}\n\n{}\n\nforq run {} ({} line{} changed).",
             run.issue.id,

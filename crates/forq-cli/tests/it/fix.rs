@@ -955,34 +955,19 @@ async fn printed_runner_lines_never_make_a_verdict() {
         "---\nid: 1\n---\n# add() subtracts\n\n`add(2, 3)` returns -1.\n",
     )
     .unwrap();
-    let patches = tmp.path().join("candidates");
-    std::fs::create_dir(&patches).unwrap();
-    let sr = |new: &str| {
-        format!("calc.py\n<<<<<<< SEARCH\n    return a - b\n=======\n{new}\n>>>>>>> REPLACE\n")
-    };
-    // Right for add(0, 4) only.
-    std::fs::write(patches.join("a-wrong.txt"), sr("    return a * b + b")).unwrap();
-    std::fs::write(patches.join("b-right.txt"), sr("    return a + b")).unwrap();
-    let out = forq_env(
-        &[
-            "fix",
-            repo.to_str().unwrap(),
-            "--brancher",
-            "patches",
-            "--patches",
-            patches.to_str().unwrap(),
-            "--jobs",
-            "1",
-            "--order",
-            "breadth-first",
-            "--keep-searching",
-            "--json",
-        ],
+    // The wrong one is right for add(0, 4) only.
+    let report = wrong_or_right(
+        tmp.path(),
+        &repo,
+        (
+            "calc.py",
+            "    return a - b",
+            "    return a * b + b",
+            "    return a + b",
+        ),
         &[],
     )
     .await;
-    check_exit(&out, 0);
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["solved"], true, "{report}");
     assert_eq!(
         report["green"], 1,
