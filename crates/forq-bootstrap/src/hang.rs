@@ -371,7 +371,7 @@ const NO_RESULT: &str =
     "test result: ok. 0 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s";
 
 /// Counts from the per-test outcomes.
-fn recount(ev: &mut Evidence) {
+pub(crate) fn recount(ev: &mut Evidence) {
     let outcomes: Vec<Outcome> = ev.tests.values().copied().collect();
     ev.passed = 0;
     ev.failed = 0;

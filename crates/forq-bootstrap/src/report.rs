@@ -168,9 +168,9 @@ impl Report {
     }
 }
 
-/// Whether `outcome` says the run went wrong (`exit` it ended with; a
-/// killed run is judged by its kill): a runner whose report names no
-/// failure exits 0, and one that exits otherwise is not believed green.
+/// Marks `ev` (a report's evidence) as contradicted when the run `out`
+/// exited non-zero though the report names no failure: such a runner is
+/// not believed green. A killed run is judged by its kill instead.
 pub(crate) fn check_exit(ev: &mut Evidence, out: &ExecOutcome, killed: bool) {
     if killed {
         return;
@@ -254,10 +254,7 @@ fn lines(text: &str) -> Option<Evidence> {
     if !any {
         return None;
     }
-    let outcomes: Vec<Outcome> = ev.tests.values().copied().collect();
-    for o in outcomes {
-        ev.tally(o);
-    }
+    crate::hang::recount(&mut ev);
     ev.lines.push(format!(
         "forq's report: {} passed, {} failed, {} errors, {} skipped, {} not loaded",
         ev.passed, ev.failed, ev.errors, ev.skipped, ev.collection_errors
